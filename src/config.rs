@@ -1,0 +1,157 @@
+//! Configuration from the environment (envy). Queen's variable names are accepted next to
+//! `DATABASE_URL` so a Queen deployment can switch brokers without rewriting its manifests.
+
+use serde::Deserialize;
+
+fn default_host() -> String {
+    "0.0.0.0".into()
+}
+fn default_port() -> u16 {
+    6632
+}
+fn default_pool_size() -> usize {
+    32
+}
+fn default_max_body_bytes() -> usize {
+    16 * 1024 * 1024
+}
+fn default_tx_index_retention() -> u64 {
+    24 * 3600
+}
+fn default_purge_interval() -> u64 {
+    60
+}
+fn default_batch() -> i64 {
+    1
+}
+fn default_timeout() -> u64 {
+    30_000
+}
+fn default_max_batch() -> i64 {
+    10_000
+}
+fn default_autopilot_batch() -> i64 {
+    100
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct Config {
+    pub database_url: Option<String>,
+    pub pg_host: Option<String>,
+    pub pg_port: Option<u16>,
+    pub pg_user: Option<String>,
+    pub pg_password: Option<String>,
+    pub pg_db: Option<String>,
+    #[serde(default = "default_host")]
+    pub host: String,
+    #[serde(default = "default_port")]
+    pub port: u16,
+    #[serde(default = "default_pool_size")]
+    pub db_pool_size: usize,
+    /// Requests with a larger body are refused with 413.
+    #[serde(default = "default_max_body_bytes")]
+    pub max_body_bytes: usize,
+    /// How long a transaction id stays in the index: the push dedup window and the ack window.
+    #[serde(default = "default_tx_index_retention")]
+    pub tx_index_retention_seconds: u64,
+    #[serde(default = "default_purge_interval")]
+    pub purge_interval_seconds: u64,
+    /// Queen's `DEFAULT_BATCH_SIZE`: messages per pop when the client names no batch.
+    #[serde(default = "default_batch")]
+    pub default_batch_size: i64,
+    /// Queen's `DEFAULT_TIMEOUT`: the long-poll deadline in ms when the client names none.
+    #[serde(default = "default_timeout")]
+    pub default_timeout: u64,
+    /// Larger `batch` values are clamped to this.
+    #[serde(default = "default_max_batch")]
+    pub max_batch_size: i64,
+    /// The batch chosen for `autopilot=true` pops that name no batch.
+    #[serde(default = "default_autopilot_batch")]
+    pub autopilot_batch_size: i64,
+    /// Queen's `DEFAULT_SUBSCRIPTION_MODE` for named groups that send none.
+    #[serde(default)]
+    pub default_subscription_mode: String,
+    /// 64 hex characters: the AES-256-GCM key for queues with `encryptionEnabled`.
+    pub queen_encryption_key: Option<String>,
+}
+
+impl Config {
+    pub fn from_env() -> anyhow::Result<Config> {
+        Ok(envy::from_env::<Config>()?)
+    }
+
+    /// Defaults only, as if the environment were empty: the test harness starts from this.
+    pub fn defaults() -> Config {
+        envy::from_iter::<_, Config>(std::iter::empty::<(String, String)>())
+            .expect("defaults deserialize")
+    }
+
+    /// True when the environment names a database; `regent dev` starts a private one otherwise.
+    pub fn database_configured(&self) -> bool {
+        self.database_url.is_some() || self.pg_host.is_some() || self.pg_db.is_some()
+    }
+
+    /// The database to use: `DATABASE_URL`, else a URL built from Queen's `PG_*` variables with
+    /// Queen's defaults (localhost:5432, user and database `postgres`).
+    pub fn database_url(&self) -> String {
+        if let Some(url) = &self.database_url {
+            return url.clone();
+        }
+        let user = self.pg_user.as_deref().unwrap_or("postgres");
+        let auth = match &self.pg_password {
+            Some(p) => format!("{}:{}", enc(user), enc(p)),
+            None => enc(user),
+        };
+        format!(
+            "postgres://{}@{}:{}/{}",
+            auth,
+            self.pg_host.as_deref().unwrap_or("localhost"),
+            self.pg_port.unwrap_or(5432),
+            enc(self.pg_db.as_deref().unwrap_or("postgres"))
+        )
+    }
+}
+
+/// Percent-encodes a URL component, so a password with `@` or `/` survives.
+fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queen_variables_build_a_url() {
+        let c: Config = envy::from_iter(vec![
+            ("PG_HOST".to_string(), "db".to_string()),
+            ("PG_PASSWORD".to_string(), "p@ss/w".to_string()),
+            ("PG_DB".to_string(), "queen".to_string()),
+        ])
+        .unwrap();
+        assert!(c.database_configured());
+        assert_eq!(
+            c.database_url(),
+            "postgres://postgres:p%40ss%2Fw@db:5432/queen"
+        );
+        assert_eq!(c.port, 6632);
+    }
+
+    #[test]
+    fn database_url_wins() {
+        let c: Config = envy::from_iter(vec![
+            ("DATABASE_URL".to_string(), "postgres://x@y/z".to_string()),
+            ("PG_HOST".to_string(), "db".to_string()),
+        ])
+        .unwrap();
+        assert_eq!(c.database_url(), "postgres://x@y/z");
+        assert!(!Config::defaults().database_configured());
+    }
+}

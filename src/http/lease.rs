@@ -1,0 +1,56 @@
+//! `POST /api/v1/lease/:leaseId/extend`. The Python client 1.3.0 posts no body and reads
+//! `newExpiresAt` from an object, so the answer is an object with every alias.
+
+use axum::extract::{Path, State as AxState};
+use axum::Json;
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use super::body::RawBody;
+use super::error::ApiError;
+use super::time::millis;
+use super::State;
+use crate::store::lease::{extend as extend_lease, Extended};
+
+const DEFAULT_SECONDS: i64 = 60;
+/// Longer requests are clamped: a lease is a liveness promise, not a reservation.
+const MAX_SECONDS: i64 = 24 * 3600;
+
+pub async fn extend(
+    AxState(s): State,
+    Path(lease_id): Path<String>,
+    body: RawBody,
+) -> Result<Json<Value>, ApiError> {
+    let v = body.json_or_empty_object()?;
+    let seconds = match v.get("seconds") {
+        None | Some(Value::Null) => DEFAULT_SECONDS,
+        Some(n) => match n.as_i64() {
+            Some(n) if n > 0 => n.min(MAX_SECONDS),
+            _ => return Err(ApiError::bad_request("seconds must be a positive integer")),
+        },
+    };
+    let outcome = match Uuid::parse_str(&lease_id) {
+        Ok(id) => extend_lease(&s.store.client().await?, s.tenant(), id, seconds).await?,
+        Err(_) => Extended::NotFound,
+    };
+    Ok(Json(match outcome {
+        Extended::Renewed { rows, expires_at } => {
+            let t = millis(expires_at);
+            json!({
+                "leaseId": lease_id, "success": true, "renewed": rows, "newExpiresAt": t,
+                "expiresAt": t, "lease_expires_at": t, "error": null,
+            })
+        }
+        Extended::NotFound | Extended::Expired => {
+            let error = if outcome == Extended::Expired {
+                "Lease already expired"
+            } else {
+                "Lease not found"
+            };
+            json!({
+                "leaseId": lease_id, "success": false, "renewed": 0, "newExpiresAt": null,
+                "expiresAt": null, "lease_expires_at": null, "error": error,
+            })
+        }
+    }))
+}

@@ -1,0 +1,77 @@
+//! The HTTP surface: Queen's routes, JSON in and out, status codes. Nothing below this layer
+//! sees JSON request or response shapes.
+
+mod ack;
+mod body;
+mod configure;
+mod cors;
+mod dlq;
+pub mod error;
+mod health;
+mod lease;
+mod params;
+mod pop;
+mod push;
+mod resources;
+mod time;
+mod transaction;
+
+use std::sync::Arc;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{delete, get, post};
+use axum::Router;
+use tokio::sync::watch;
+
+use crate::broker::encryption::PayloadCipher;
+use crate::broker::naming::DEFAULT_TENANT;
+use crate::config::Config;
+use crate::store::Store;
+use crate::wakeup::Wakeups;
+
+/// What every handler shares.
+pub struct AppState {
+    pub store: Store,
+    pub wakeups: Wakeups,
+    pub config: Config,
+    pub cipher: Option<PayloadCipher>,
+    /// Flips to true when the server starts shutting down, so parked long-polls answer at once.
+    pub shutting_down: watch::Receiver<bool>,
+}
+
+pub type State = axum::extract::State<Arc<AppState>>;
+
+impl AppState {
+    /// The tenant of a request. Authentication is not wired in yet, so every request belongs
+    /// to the default tenant; every store call already takes the tenant.
+    pub fn tenant(&self) -> &'static str {
+        DEFAULT_TENANT
+    }
+}
+
+pub fn router(state: Arc<AppState>) -> Router {
+    let limit = state.config.max_body_bytes;
+    Router::new()
+        .route("/health", get(health::health))
+        .route("/api/v1/configure", post(configure::configure))
+        .route("/api/v1/push", post(push::push))
+        .route("/api/v1/pop/queue/{queue}", get(pop::pop_queue))
+        .route(
+            "/api/v1/pop/queue/{queue}/partition/{partition}",
+            get(pop::pop_partition),
+        )
+        .route("/api/v1/ack", post(ack::ack_single))
+        .route("/api/v1/ack/batch", post(ack::ack_batch))
+        .route("/api/v1/transaction", post(transaction::transaction))
+        .route("/api/v1/lease/{lease_id}/extend", post(lease::extend))
+        .route("/api/v1/dlq", get(dlq::list))
+        .route("/api/v1/resources/queues", get(resources::list_queues))
+        .route(
+            "/api/v1/resources/queues/{queue}",
+            delete(resources::delete_queue),
+        )
+        .fallback(cors::not_found)
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn(cors::cors))
+        .with_state(state)
+}

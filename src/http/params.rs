@@ -1,0 +1,47 @@
+//! Query-string parameters with Queen's rules: exact keys, first occurrence wins, an empty
+//! value is absent, booleans are true only for `true` or `1`, garbage integers fall back to
+//! the default.
+
+use std::collections::HashMap;
+
+use axum::extract::{FromRequestParts, Query};
+use axum::http::request::Parts;
+
+use super::error::ApiError;
+
+pub struct Params(HashMap<String, String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Params {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let Query(pairs) = Query::<Vec<(String, String)>>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| ApiError::bad_request(format!("Invalid query string: {e}")))?;
+        let mut map = HashMap::new();
+        for (k, v) in pairs {
+            map.entry(k).or_insert(v);
+        }
+        Ok(Params(map))
+    }
+}
+
+impl Params {
+    pub fn str(&self, key: &str) -> Option<&str> {
+        self.0
+            .get(key)
+            .map(String::as_str)
+            .filter(|s| !s.is_empty())
+    }
+
+    pub fn flag(&self, key: &str, default: bool) -> bool {
+        match self.str(key) {
+            Some(v) => v == "true" || v == "1",
+            None => default,
+        }
+    }
+
+    pub fn int(&self, key: &str) -> Option<i64> {
+        self.str(key).and_then(|v| v.trim().parse().ok())
+    }
+}

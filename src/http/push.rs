@@ -1,0 +1,254 @@
+//! `POST /api/v1/push`, and the push half of `/api/v1/transaction`.
+
+use std::collections::BTreeMap;
+
+use axum::extract::State as AxState;
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use super::body::RawBody;
+use super::error::ApiError;
+use super::{AppState, State};
+use crate::broker::naming::DEFAULT_PARTITION;
+use crate::broker::push_plan::repeats;
+use crate::store::push::{append, NewMessage};
+use crate::store::queues::{resolve_partitions, PartitionRef};
+use crate::store::StoreError;
+
+/// One validated push item.
+#[derive(Clone, Debug)]
+pub(crate) struct PushItem {
+    pub queue: String,
+    pub partition: String,
+    pub payload: Value,
+    pub transaction_id: String,
+    pub trace_id: Option<Uuid>,
+}
+
+/// Validates one item with Queen's texts. `payload_keys` lists where the payload may sit
+/// (the transaction route also accepts `data`).
+pub(crate) fn parse_item(v: &Value, payload_keys: &[&str]) -> Result<PushItem, ApiError> {
+    let queue = match v.get("queue") {
+        Some(Value::String(q)) if !q.is_empty() => q.clone(),
+        Some(Value::String(_)) => {
+            return Err(ApiError::bad_request("Queue must be a non-empty string"))
+        }
+        _ => return Err(ApiError::bad_request("Queue must be a string")),
+    };
+    let partition = match v.get("partition") {
+        None | Some(Value::Null) => DEFAULT_PARTITION.to_string(),
+        Some(Value::String(p)) if p.is_empty() => DEFAULT_PARTITION.to_string(),
+        Some(Value::String(p)) => p.clone(),
+        Some(_) => return Err(ApiError::bad_request("Partition must be a string")),
+    };
+    let transaction_id = match v.get("transactionId") {
+        None | Some(Value::Null) => Uuid::now_v7().to_string(),
+        Some(Value::String(t)) if t.is_empty() => Uuid::now_v7().to_string(),
+        Some(Value::String(t)) => t.clone(),
+        Some(_) => return Err(ApiError::bad_request("TransactionId must be a string")),
+    };
+    let trace_id = match v.get("traceId") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(t)) if t.is_empty() => None,
+        Some(Value::String(t)) => {
+            Some(Uuid::parse_str(t).map_err(|_| ApiError::bad_request("TraceId must be a UUID"))?)
+        }
+        Some(_) => return Err(ApiError::bad_request("TraceId must be a string")),
+    };
+    let payload = payload_keys
+        .iter()
+        .find_map(|k| v.get(*k))
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    Ok(PushItem {
+        queue,
+        partition,
+        payload,
+        transaction_id,
+        trace_id,
+    })
+}
+
+/// The verdict for one pushed item.
+#[derive(Clone, Debug)]
+pub(crate) enum Verdict {
+    Queued { message_id: Uuid, partition: Uuid },
+    Duplicate { message_id: Uuid, partition: Uuid },
+    Failed { error: String },
+}
+
+/// Items resolved to partitions, encrypted where their queue asks, deduplicated within the
+/// request, and grouped by partition in lock order.
+pub(crate) struct Prepared {
+    groups: BTreeMap<Uuid, Vec<(usize, NewMessage)>>,
+    /// Items that repeat an earlier item of the same request: (item, earlier item).
+    repeats: Vec<(usize, usize)>,
+    failed: Vec<(usize, String)>,
+    pub queues: Vec<String>,
+    len: usize,
+}
+
+/// Creates missing queues and partitions (in their own short transaction, before any
+/// sequencer lock), then builds the messages.
+pub(crate) async fn prepare(
+    s: &AppState,
+    tenant: &str,
+    items: &[PushItem],
+    producer_sub: Option<&str>,
+) -> Result<Prepared, ApiError> {
+    let pairs: Vec<(String, String)> = items
+        .iter()
+        .map(|i| (i.queue.clone(), i.partition.clone()))
+        .collect();
+    let parts = resolve_partitions(&s.store, tenant, &pairs).await?;
+    let refs: Vec<&PartitionRef> = pairs
+        .iter()
+        .map(|k| parts.get(k).expect("resolve_partitions returns every pair"))
+        .collect();
+    let keys: Vec<(Uuid, &str)> = items
+        .iter()
+        .zip(&refs)
+        .map(|(i, p)| (p.id, i.transaction_id.as_str()))
+        .collect();
+    let mut prepared = Prepared {
+        groups: BTreeMap::new(),
+        repeats: vec![],
+        failed: vec![],
+        queues: vec![],
+        len: items.len(),
+    };
+    for (idx, (item, rep)) in items.iter().zip(repeats(&keys)).enumerate() {
+        if let Some(first) = rep {
+            prepared.repeats.push((idx, first));
+            continue;
+        }
+        let part = refs[idx];
+        let encrypted = part.options.encrypted();
+        let payload = match (encrypted, &s.cipher) {
+            (false, _) => item.payload.clone(),
+            (true, Some(c)) => c.encrypt(&item.payload),
+            (true, None) => {
+                prepared.failed.push((
+                    idx,
+                    "queue requires encryption but the broker has no QUEEN_ENCRYPTION_KEY".into(),
+                ));
+                continue;
+            }
+        };
+        prepared.groups.entry(part.id).or_default().push((
+            idx,
+            NewMessage {
+                message_id: Uuid::now_v7(),
+                transaction_id: item.transaction_id.clone(),
+                payload,
+                trace_id: item.trace_id,
+                producer_sub: producer_sub.map(str::to_string),
+                encrypted,
+            },
+        ));
+        if !prepared.queues.contains(&part.queue) {
+            prepared.queues.push(part.queue.clone());
+        }
+    }
+    Ok(prepared)
+}
+
+/// Appends every group inside the caller's transaction, partitions in id order (the global
+/// lock order). Returns one verdict per item.
+pub(crate) async fn append_prepared(
+    tx: &deadpool_postgres::Transaction<'_>,
+    p: &Prepared,
+) -> Result<Vec<Verdict>, StoreError> {
+    let mut out: Vec<Option<Verdict>> = vec![None; p.len];
+    for (pid, msgs) in &p.groups {
+        let batch: Vec<NewMessage> = msgs.iter().map(|(_, m)| m.clone()).collect();
+        let verdicts = append(tx, *pid, &batch).await?;
+        for ((idx, _), v) in msgs.iter().zip(verdicts) {
+            out[*idx] = Some(if v.duplicate {
+                Verdict::Duplicate {
+                    message_id: v.message_id,
+                    partition: *pid,
+                }
+            } else {
+                Verdict::Queued {
+                    message_id: v.message_id,
+                    partition: *pid,
+                }
+            });
+        }
+    }
+    for (idx, error) in &p.failed {
+        out[*idx] = Some(Verdict::Failed {
+            error: error.clone(),
+        });
+    }
+    for (idx, first) in &p.repeats {
+        out[*idx] = Some(match out[*first].clone() {
+            Some(Verdict::Queued {
+                message_id,
+                partition,
+            })
+            | Some(Verdict::Duplicate {
+                message_id,
+                partition,
+            }) => Verdict::Duplicate {
+                message_id,
+                partition,
+            },
+            other => other.expect("an earlier item has a verdict"),
+        });
+    }
+    Ok(out
+        .into_iter()
+        .map(|v| v.expect("every item has a verdict"))
+        .collect())
+}
+
+pub async fn push(AxState(s): State, body: RawBody) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let v = body.json()?;
+    let Some(Value::Array(raw)) = v.get("items") else {
+        return Err(ApiError::bad_request("items array is required"));
+    };
+    let items = raw
+        .iter()
+        .map(|i| parse_item(i, &["payload"]))
+        .collect::<Result<Vec<_>, _>>()?;
+    if items.is_empty() {
+        return Ok((StatusCode::CREATED, Json(json!([]))));
+    }
+    let tenant = s.tenant();
+    let prepared = prepare(&s, tenant, &items, None).await?;
+    let verdicts = crate::in_transaction!(s.store, |tx| { append_prepared(tx, &prepared).await })?;
+    for q in &prepared.queues {
+        s.wakeups.notify(tenant, q);
+    }
+    let results: Vec<Value> = items
+        .iter()
+        .zip(verdicts)
+        .enumerate()
+        .map(|(index, (item, v))| match v {
+            Verdict::Queued {
+                message_id,
+                partition,
+            } => json!({
+                "index": index, "transaction_id": item.transaction_id, "status": "queued",
+                "message_id": message_id, "partition_id": partition,
+                "trace_id": item.trace_id, "queueName": item.queue,
+            }),
+            Verdict::Duplicate {
+                message_id,
+                partition,
+            } => json!({
+                "index": index, "transaction_id": item.transaction_id, "status": "duplicate",
+                "message_id": message_id, "partition_id": partition, "queueName": item.queue,
+            }),
+            Verdict::Failed { error } => json!({
+                "index": index, "transaction_id": item.transaction_id, "status": "failed",
+                "queue": item.queue, "partition": item.partition, "error": error,
+            }),
+        })
+        .collect();
+    Ok((StatusCode::CREATED, Json(Value::Array(results))))
+}

@@ -1,0 +1,47 @@
+//! Inspection and administration of queues.
+
+use axum::extract::{Path, State as AxState};
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::error::ApiError;
+use super::params::Params;
+use super::time::millis;
+use super::State;
+use crate::store::queues::{delete_queue as delete, list_queues as list};
+
+pub async fn list_queues(AxState(s): State, p: Params) -> Result<Json<Value>, ApiError> {
+    let limit = p.int("limit").unwrap_or(1000).clamp(1, 10_000);
+    let offset = p.int("offset").unwrap_or(0).max(0);
+    let rows = list(
+        &s.store.client().await?,
+        s.tenant(),
+        p.str("search"),
+        limit,
+        offset,
+    )
+    .await?;
+    let queues: Vec<Value> = rows
+        .into_iter()
+        .map(|r| {
+            json!({
+                "id": r.queue.id, "name": r.queue.name, "namespace": r.queue.namespace,
+                "task": r.queue.task, "createdAt": millis(r.queue.created_at),
+                "partitions": r.partitions,
+                "messages": { "total": r.total, "pending": r.pending, "processing": r.processing },
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "queues": queues })))
+}
+
+/// Idempotent: deleting a queue that does not exist answers `existed: false`.
+pub async fn delete_queue(
+    AxState(s): State,
+    Path(queue): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let existed = delete(&s.store, s.tenant(), &queue).await?;
+    Ok(Json(
+        json!({ "deleted": true, "queue": queue, "existed": existed }),
+    ))
+}

@@ -1,0 +1,206 @@
+//! `POST /api/v1/transaction`: acks and pushes in ONE PostgreSQL transaction, so a pipeline
+//! stage hands work forward with no window in which the ack landed and the push did not.
+//! Any refused ack rolls the bundle back; a retried bundle is harmless (push dedup, ack noop).
+
+use axum::extract::State as AxState;
+use axum::Json;
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use super::ack::{group_acks, group_of, parse_ack, SentAck};
+use super::body::RawBody;
+use super::error::ApiError;
+use super::push::{append_prepared, parse_item, prepare, PushItem, Verdict};
+use super::State;
+use crate::broker::ack_plan::{ItemOutcome, INVALID_LEASE};
+use crate::store::ack::{ack_group, AckGroup};
+use crate::store::lease::all_live;
+
+/// One entry of the flattened index space: an ack op, or one pushed item.
+enum Op {
+    Ack { ack: SentAck, group: String },
+    Push(PushItem),
+}
+
+fn parse_ops(v: &Value) -> Result<Vec<Op>, ApiError> {
+    let Some(Value::Array(ops)) = v.get("operations") else {
+        return Err(ApiError::bad_request("operations array required"));
+    };
+    if ops.is_empty() {
+        return Err(ApiError::bad_request("operations array cannot be empty"));
+    }
+    let mut out = Vec::new();
+    for op in ops {
+        match op.get("type").and_then(Value::as_str) {
+            Some("ack") => out.push(Op::Ack {
+                ack: parse_ack(op),
+                group: group_of(op),
+            }),
+            Some("push") => match op.get("items") {
+                Some(Value::Array(items)) => {
+                    for i in items {
+                        out.push(Op::Push(parse_item(i, &["payload", "data"])?));
+                    }
+                }
+                Some(_) => return Err(ApiError::bad_request("items array is required")),
+                None => out.push(Op::Push(parse_item(op, &["payload", "data"])?)),
+            },
+            other => {
+                let t = other
+                    .map(str::to_string)
+                    .unwrap_or_else(|| op.get("type").map(Value::to_string).unwrap_or_default());
+                return Err(ApiError::bad_request(format!(
+                    "Unknown operation type: {t}"
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Why the bundle was rolled back (a business outcome, answered with 200 `success:false`).
+struct Refused(String);
+
+pub async fn transaction(AxState(s): State, body: RawBody) -> Result<Json<Value>, ApiError> {
+    let v = body.json()?;
+    let ops = parse_ops(&v)?;
+    let required: Vec<String> = match v.get("requiredLeases") {
+        None | Some(Value::Null) => vec![],
+        Some(Value::Array(a)) => {
+            let mut l: Vec<String> = a
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect();
+            l.sort();
+            l.dedup();
+            l
+        }
+        Some(_) => return Err(ApiError::bad_request("requiredLeases must be an array")),
+    };
+    let bundle_id = Uuid::now_v7();
+    let tenant = s.tenant();
+
+    // Acks: an op without its own leaseId borrows the bundle's single required lease.
+    let mut acks: Vec<(usize, SentAck, String)> = Vec::new();
+    let mut pushes: Vec<(usize, PushItem)> = Vec::new();
+    for (i, op) in ops.into_iter().enumerate() {
+        match op {
+            Op::Ack { mut ack, group } => {
+                if ack.lease_id.is_none() && required.len() == 1 {
+                    ack.lease_id = Some(required[0].clone());
+                }
+                acks.push((i, ack, group));
+            }
+            Op::Push(p) => pushes.push((i, p)),
+        }
+    }
+    let total = acks.len() + pushes.len();
+    // Groups per consumer group, then sorted by (partition, group): the global lock order.
+    let mut groups: Vec<(AckGroup, Vec<usize>)> = Vec::new();
+    let mut by_group: std::collections::BTreeMap<&str, Vec<(usize, SentAck)>> = Default::default();
+    for (i, a, g) in &acks {
+        by_group
+            .entry(g.as_str())
+            .or_default()
+            .push((*i, a.clone()));
+    }
+    for (g, list) in by_group {
+        let sent: Vec<SentAck> = list.iter().map(|(_, a)| a.clone()).collect();
+        for (group, idx) in group_acks(&sent, g) {
+            groups.push((group, idx.iter().map(|k| list[*k].0).collect()));
+        }
+    }
+    groups.sort_by(|a, b| (&a.0.partition_id, &a.0.group).cmp(&(&b.0.partition_id, &b.0.group)));
+
+    let push_items: Vec<PushItem> = pushes.iter().map(|(_, p)| p.clone()).collect();
+    let prepared = prepare(&s, tenant, &push_items, None).await?;
+
+    let result = crate::commit_if!(s.store, |tx| {
+        if !all_live(tx, tenant, &required).await? {
+            return Ok(Err(Refused(format!(
+                "ACK operation failed: {INVALID_LEASE}"
+            ))));
+        }
+        let mut ack_out: Vec<(usize, ItemOutcome)> = Vec::new();
+        for (group, idx) in &groups {
+            let plan = match ack_group(tx, tenant, group).await {
+                Ok(p) => p,
+                Err(e) if e.is_client_error() => {
+                    return Ok(Err(Refused(format!("ACK operation failed: {e}"))))
+                }
+                Err(e) => return Err(e),
+            };
+            for (pos, o) in idx.iter().zip(plan.items) {
+                if !o.success {
+                    let why = o.error.clone().unwrap_or_default();
+                    return Ok(Err(Refused(format!("ACK operation failed: {why}"))));
+                }
+                ack_out.push((*pos, o));
+            }
+        }
+        let verdicts = append_prepared(tx, &prepared).await?;
+        if let Some(Verdict::Failed { error }) = verdicts
+            .iter()
+            .find(|v| matches!(v, Verdict::Failed { .. }))
+        {
+            return Ok(Err(Refused(format!("PUSH operation failed: {error}"))));
+        }
+        Ok(Ok((ack_out, verdicts)))
+    });
+    let (ack_out, verdicts) = match result {
+        Ok(Ok(r)) => r,
+        Ok(Err(Refused(error))) => {
+            return Ok(Json(json!({
+                "transactionId": bundle_id, "success": false, "error": error, "results": [],
+            })))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    for q in &prepared.queues {
+        s.wakeups.notify(tenant, q);
+    }
+    let mut results: Vec<Value> = vec![Value::Null; total];
+    for (pos, o) in ack_out {
+        let txid = &acks
+            .iter()
+            .find(|(i, _, _)| *i == pos)
+            .expect("ack op")
+            .1
+            .transaction_id;
+        results[pos] = json!({
+            "index": pos, "type": "ack", "success": true, "transactionId": txid, "error": null,
+            "dlq": o.dlq, "leaseReleased": o.lease_released, "noop": o.noop,
+        });
+    }
+    for ((pos, item), v) in pushes.iter().zip(verdicts) {
+        results[*pos] = match v {
+            Verdict::Queued {
+                message_id,
+                partition,
+            }
+            | Verdict::Duplicate {
+                message_id,
+                partition,
+            } => {
+                let status = if matches!(v, Verdict::Queued { .. }) {
+                    "queued"
+                } else {
+                    "duplicate"
+                };
+                json!({
+                    "index": pos, "type": "push", "success": true, "transactionId": item.transaction_id,
+                    "messageId": message_id, "partitionId": partition, "queueName": item.queue,
+                    "status": status,
+                })
+            }
+            Verdict::Failed { error } => json!({
+                "index": pos, "type": "push", "success": false, "transactionId": item.transaction_id,
+                "error": error, "queueName": item.queue,
+            }),
+        };
+    }
+    Ok(Json(
+        json!({ "transactionId": bundle_id, "success": true, "results": results }),
+    ))
+}

@@ -1,0 +1,13 @@
+//! Regent: a multi-tenant, partitioned message broker that keeps all its state in PostgreSQL
+//! and speaks Queen MQ's HTTP/JSON API.
+//!
+//! Layers, top to bottom: [`http`] (routes, JSON, status codes) over [`broker`] (the rules,
+//! pure) over [`store`] (SQL). Only `store` knows SQL; only `http` knows JSON.
+
+pub mod broker;
+pub mod cluster;
+pub mod config;
+pub mod http;
+pub mod server;
+pub mod store;
+pub mod wakeup;

@@ -1,0 +1,80 @@
+//! The `regent` binary: `serve` for production, `dev` for a one-command local broker.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use tokio::net::TcpListener;
+
+use regent::cluster::PrivateCluster;
+use regent::config::Config;
+use regent::server;
+
+#[derive(Parser)]
+#[command(
+    name = "regent",
+    version,
+    about = "A PostgreSQL-backed message broker that speaks Queen MQ's HTTP API"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the API against the database named by DATABASE_URL (or Queen's PG_* variables).
+    Serve,
+    /// Serve with a private PostgreSQL when no database is configured.
+    Dev {
+        /// Port to serve on (default: PORT, else 6632).
+        #[arg(long)]
+        port: Option<u16>,
+        /// Keep the private cluster in this directory between runs (default: a temporary one).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "regent=info".into()),
+        )
+        .init();
+    let cli = Cli::parse();
+    let mut config = Config::from_env().context("reading configuration from the environment")?;
+    match cli.command {
+        Command::Serve => {
+            let url = config.database_url();
+            run(config, &url).await
+        }
+        Command::Dev { port, data_dir } => {
+            if let Some(p) = port {
+                config.port = p;
+            }
+            if config.database_configured() {
+                let url = config.database_url();
+                return run(config, &url).await;
+            }
+            let cluster = PrivateCluster::start(data_dir).await?;
+            tracing::info!(url = %cluster.url(), "private PostgreSQL started");
+            let result = run(config, &cluster.url()).await;
+            cluster.stop().await?;
+            result
+        }
+    }
+}
+
+async fn run(config: Config, url: &str) -> anyhow::Result<()> {
+    let listener = TcpListener::bind((config.host.as_str(), config.port))
+        .await
+        .with_context(|| format!("binding {}:{}", config.host, config.port))?;
+    let srv = server::start(config, url, listener).await?;
+    println!("Regent is serving on http://{}", srv.addr);
+    server::termination().await;
+    tracing::info!("shutting down");
+    srv.shutdown().await
+}

@@ -1,0 +1,115 @@
+//! Starting and stopping the broker: migrations, the pool, the HTTP listener, background
+//! jobs, and a graceful shutdown that answers parked long-polls at once instead of holding
+//! the process for their full timeout.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::broker::encryption::PayloadCipher;
+use crate::config::Config;
+use crate::http::{router, AppState};
+use crate::store::{purge, Store};
+use crate::wakeup::Wakeups;
+
+/// A broker serving on a bound listener.
+pub struct RunningServer {
+    pub addr: SocketAddr,
+    pub state: Arc<AppState>,
+    shutdown: watch::Sender<bool>,
+    serve: JoinHandle<std::io::Result<()>>,
+    purge: JoinHandle<()>,
+}
+
+/// Migrates the database, then serves on `listener` until [`RunningServer::shutdown`].
+pub async fn start(
+    config: Config,
+    database_url: &str,
+    listener: TcpListener,
+) -> anyhow::Result<RunningServer> {
+    Store::migrate(database_url).await?;
+    let store = Store::connect(database_url, config.db_pool_size)?;
+    let cipher = config
+        .queen_encryption_key
+        .as_deref()
+        .map(PayloadCipher::from_hex)
+        .transpose()?;
+    let (shutdown, shutting_down) = watch::channel(false);
+    let state = Arc::new(AppState {
+        store: store.clone(),
+        wakeups: Wakeups::default(),
+        config: config.clone(),
+        cipher,
+        shutting_down: shutting_down.clone(),
+    });
+    let addr = listener.local_addr()?;
+    let app = router(state.clone());
+    let mut stop = shutting_down.clone();
+    let serve = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stop.wait_for(|s| *s).await;
+            })
+            .await
+    });
+    let purge = tokio::spawn(purge_loop(
+        store,
+        Duration::from_secs(config.tx_index_retention_seconds),
+        Duration::from_secs(config.purge_interval_seconds.max(1)),
+        shutting_down,
+    ));
+    tracing::info!(%addr, "regent listening");
+    Ok(RunningServer {
+        addr,
+        state,
+        shutdown,
+        serve,
+        purge,
+    })
+}
+
+impl RunningServer {
+    /// Stops accepting, wakes parked long-polls so they answer their empty shape, and waits
+    /// for in-flight requests to finish.
+    pub async fn shutdown(self) -> anyhow::Result<()> {
+        let _ = self.shutdown.send(true);
+        self.serve.await??;
+        self.purge.abort();
+        Ok(())
+    }
+}
+
+/// The transaction index's purge clock.
+async fn purge_loop(
+    store: Store,
+    retention: Duration,
+    every: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        match purge::purge_tx_index(&store, retention).await {
+            Ok(0) => {}
+            Ok(n) => tracing::debug!(purged = n, "transaction index purged"),
+            Err(e) => tracing::warn!(error = %e, "transaction index purge failed"),
+        }
+    }
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn termination() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("SIGTERM handler");
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term.recv() => {}
+    }
+}

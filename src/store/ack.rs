@@ -1,0 +1,203 @@
+//! Resolving and committing the acks of one (partition, lease) group.
+//!
+//! The cursor row is locked first and the lease is checked on that locked row in the same
+//! transaction that moves it: the lease is a fencing token, never a separate pre-check.
+
+use deadpool_postgres::Transaction;
+use uuid::Uuid;
+
+use super::queues::options_from;
+use super::StoreError;
+use crate::broker::ack_plan::{
+    self, AckItem, AckPlan, CursorView, Policy, CONSUMER_NOT_FOUND, INVALID_LEASE, NOT_OWNED,
+};
+use crate::broker::status::AckStatus;
+
+#[derive(Clone, Debug)]
+pub struct AckRequestItem {
+    pub status: AckStatus,
+    pub transaction_id: String,
+    pub error: Option<String>,
+}
+
+/// Acks sharing one partition, consumer group and lease (or no lease).
+#[derive(Clone, Debug)]
+pub struct AckGroup {
+    /// As the client sent it: a malformed id fails in the database with its own message.
+    pub partition_id: String,
+    pub group: String,
+    pub lease_id: Option<String>,
+    pub items: Vec<AckRequestItem>,
+}
+
+const LOCK_CURSOR: &str = "SELECT c.committed, c.lease_id,
+            (c.lease_id IS NOT NULL AND c.lease_expires_at > now()), c.lease_end, c.retry_count,
+            q.options, q.id, p.id
+       FROM cursors c
+       JOIN partitions p ON p.id = c.partition_id
+       JOIN queues q ON q.id = p.queue_id
+      WHERE c.partition_id = $1::text::uuid AND c.consumer_group = $2 AND p.tenant = $3
+        FOR UPDATE OF c";
+
+const RESOLVE: &str =
+    "SELECT transaction_id, \"offset\" FROM tx_index WHERE partition_id = $1 AND transaction_id = ANY($2)";
+
+const WRITE_CURSOR: &str = "UPDATE cursors
+        SET committed = $3, retry_count = $4,
+            lease_id = CASE WHEN $5 THEN NULL ELSE lease_id END
+      WHERE partition_id = $1 AND consumer_group = $2";
+
+/// Files the dead letter from the segment that holds the offset: a snapshot of the frame, so
+/// the entry outlives the log's retention.
+const DEAD_LETTER: &str = "INSERT INTO dead_letters
+         (tenant, queue_id, partition_id, consumer_group, \"offset\", message_id, transaction_id,
+          frame, created_at, error, retry_count)
+     SELECT $1, $2, $3, $4, $5, (s.frame ->> 'i')::uuid, s.frame ->> 't', s.frame, s.created_at, $6, $7
+       FROM (SELECT created_at, frames -> ($5 - base_offset)::int AS frame
+               FROM segments WHERE partition_id = $3 AND end_offset >= $5
+              ORDER BY end_offset LIMIT 1) s";
+
+/// Resolves and commits one group inside the caller's transaction and returns the plan that
+/// was carried out (its `items` align with `group.items`).
+pub async fn ack_group(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    group: &AckGroup,
+) -> Result<AckPlan, StoreError> {
+    let n = group.items.len();
+    let st = tx.prepare_cached(LOCK_CURSOR).await?;
+    let Some(row) = tx
+        .query_opt(&st, &[&group.partition_id, &group.group, &tenant])
+        .await?
+    else {
+        let st = tx
+            .prepare_cached("SELECT tenant FROM partitions WHERE id = $1::text::uuid")
+            .await?;
+        let owner: Option<String> = tx
+            .query_opt(&st, &[&group.partition_id])
+            .await?
+            .map(|r| r.get(0));
+        let error = match owner {
+            Some(t) if t != tenant => NOT_OWNED,
+            _ => CONSUMER_NOT_FOUND,
+        };
+        return Ok(AckPlan::refuse_all(n, error));
+    };
+    let committed: i64 = row.get(0);
+    let live_lease: Option<Uuid> = row.get(1);
+    let live: bool = row.get(2);
+    let lease_end: Option<i64> = row.get(3);
+    let retry_count: i32 = row.get(4);
+    let options = options_from(row.get(5));
+    let queue_id: Uuid = row.get(6);
+    let partition_id: Uuid = row.get(7);
+
+    let leased = group.lease_id.is_some();
+    if let Some(sent) = &group.lease_id {
+        let matches = live && Uuid::parse_str(sent).ok() == live_lease && live_lease.is_some();
+        if !matches {
+            return Ok(AckPlan::refuse_all(n, INVALID_LEASE));
+        }
+    }
+
+    let txids: Vec<&str> = group
+        .items
+        .iter()
+        .map(|i| i.transaction_id.as_str())
+        .collect();
+    let st = tx.prepare_cached(RESOLVE).await?;
+    let offsets: std::collections::HashMap<String, i64> = tx
+        .query(&st, &[&partition_id, &txids])
+        .await?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let items: Vec<AckItem> = group
+        .items
+        .iter()
+        .map(|i| AckItem {
+            status: i.status,
+            offset: offsets.get(&i.transaction_id).copied(),
+            error: i.error.clone(),
+        })
+        .collect();
+
+    let cursor = CursorView {
+        committed,
+        live_lease_end: if live { lease_end } else { None },
+        last_lease_end: lease_end,
+        retry_count,
+    };
+    let policy = Policy {
+        retry_limit: options.retry_limit(),
+        dead_letter: options.dead_letter_enabled(),
+    };
+    let plan = ack_plan::plan(&cursor, &policy, leased, &items);
+    if !plan.changed {
+        return Ok(plan);
+    }
+    let st = tx.prepare_cached(WRITE_CURSOR).await?;
+    tx.execute(
+        &st,
+        &[
+            &partition_id,
+            &group.group,
+            &plan.committed,
+            &plan.retry_count,
+            &plan.release_lease,
+        ],
+    )
+    .await?;
+    if let Some(dl) = &plan.dead_letter {
+        let st = tx.prepare_cached(DEAD_LETTER).await?;
+        tx.execute(
+            &st,
+            &[
+                &tenant,
+                &queue_id,
+                &partition_id,
+                &group.group,
+                &dl.offset,
+                &dl.reason,
+                &retry_count,
+            ],
+        )
+        .await?;
+    }
+    Ok(plan)
+}
+
+/// Runs one group in its own transaction and maps every failure to the contract's per-item
+/// texts: no connection -> `pool`; a statement failing -> the database's own message (a
+/// malformed `partitionId` lands here); the commit failing -> `ack flush failed; ...`.
+/// Retryable failures (serialization, deadlock) are retried first.
+pub async fn run_group(store: &super::Store, tenant: &str, group: &AckGroup) -> AckPlan {
+    use crate::broker::ack_plan::{FLUSH_FAILED, POOL};
+    let n = group.items.len();
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let mut client = match store.client().await {
+            Ok(c) => c,
+            Err(_) => return AckPlan::refuse_all(n, POOL),
+        };
+        let result = async {
+            let tx = client.transaction().await?;
+            let plan = ack_group(&tx, tenant, group).await?;
+            Ok::<_, StoreError>((tx, plan))
+        }
+        .await;
+        let (tx, plan) = match result {
+            Ok(r) => r,
+            Err(e) if attempt < 4 && e.is_retryable() => continue,
+            Err(e) => return AckPlan::refuse_all(n, &e.to_string()),
+        };
+        return match tx.commit().await {
+            Ok(()) => plan,
+            Err(e) => {
+                tracing::warn!(error = %e, "ack commit failed");
+                AckPlan::refuse_all(n, FLUSH_FAILED)
+            }
+        };
+    }
+}

@@ -1,0 +1,179 @@
+//! The only layer that knows SQL. Every statement is prepared and cached per connection;
+//! the hot paths take one transaction each, and functions that make up a transaction take a
+//! `&Transaction` so the transaction route (and, later, fusion) can compose them.
+
+pub mod ack;
+pub mod dlq;
+pub mod lease;
+pub mod pop;
+pub mod purge;
+pub mod push;
+pub mod queues;
+
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::NoTls;
+
+mod embedded {
+    refinery::embed_migrations!("migrations");
+}
+
+/// Serialises concurrent migrations when several brokers start at once.
+const MIGRATION_LOCK: i64 = 0x5245_4745_4e54; // "REGENT"
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("pool")]
+    Pool(#[from] deadpool_postgres::PoolError),
+    #[error("{}", db_message(.0))]
+    Db(#[from] tokio_postgres::Error),
+}
+
+/// The server's own message when there is one ("invalid input syntax for type uuid: ..."),
+/// which is what the ack contract reports for a group whose resolution failed.
+fn db_message(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => db.message().to_string(),
+        None => e.to_string(),
+    }
+}
+
+impl StoreError {
+    /// Worth running the whole transaction again: a serialization failure or deadlock victim,
+    /// or a connection that broke before commit (nothing was committed).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            StoreError::Pool(_) => true,
+            StoreError::Db(e) => match e.code() {
+                Some(c) => {
+                    *c == SqlState::T_R_SERIALIZATION_FAILURE
+                        || *c == SqlState::T_R_DEADLOCK_DETECTED
+                        || *c == SqlState::ADMIN_SHUTDOWN
+                        || *c == SqlState::CANNOT_CONNECT_NOW
+                }
+                None => e.is_closed(),
+            },
+        }
+    }
+
+    /// The client sent something the database rejected (a malformed uuid, say): a 4xx or a
+    /// per-item error, never a 500.
+    pub fn is_client_error(&self) -> bool {
+        match self {
+            StoreError::Db(e) => e
+                .code()
+                .map(|c| c.code().starts_with("22"))
+                .unwrap_or(false),
+            _ => false,
+        }
+    }
+}
+
+/// The connection pool plus everything the store needs to run statements.
+#[derive(Clone)]
+pub struct Store {
+    pool: Pool,
+}
+
+impl Store {
+    pub fn connect(url: &str, pool_size: usize) -> anyhow::Result<Store> {
+        let cfg: tokio_postgres::Config = url.parse()?;
+        let mgr = Manager::from_config(
+            cfg,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(mgr).max_size(pool_size.max(2)).build()?;
+        Ok(Store { pool })
+    }
+
+    pub async fn client(&self) -> Result<Object, StoreError> {
+        Ok(self.pool.get().await?)
+    }
+
+    pub fn pool_status(&self) -> deadpool_postgres::Status {
+        self.pool.status()
+    }
+
+    /// Runs the SQL files of `migrations/` that this database has not seen, under an
+    /// advisory lock so brokers starting together do not race.
+    pub async fn migrate(url: &str) -> anyhow::Result<()> {
+        let (mut client, conn) = tokio_postgres::connect(url, NoTls).await?;
+        let handle = tokio::spawn(conn);
+        client
+            .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
+            .await?;
+        let report = embedded::migrations::runner().run_async(&mut client).await;
+        client
+            .execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK])
+            .await?;
+        drop(client);
+        let _ = handle.await;
+        for m in report?.applied_migrations() {
+            tracing::info!(migration = %m, "applied");
+        }
+        Ok(())
+    }
+
+    /// Checks that the database answers.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        let c = self.client().await?;
+        c.simple_query("SELECT 1").await?;
+        Ok(())
+    }
+}
+
+/// Runs a block in a transaction and commits, from the start again when it fails in a way
+/// that is safe to retry (see [`StoreError::is_retryable`]): a few attempts, then the error
+/// stands. Every write is idempotent (push dedup, ack noop), so a commit whose answer was
+/// lost is harmless to repeat. The block sees `tx: &Transaction` and evaluates to
+/// `Result<T, StoreError>`. (A macro rather than a closure-taking method: an async closure
+/// borrowing the transaction cannot be proven `Send` for axum's handlers.)
+#[macro_export]
+macro_rules! in_transaction {
+    ($store:expr, |$tx:ident| $body:block) => {
+        match $crate::commit_if!($store, |$tx| {
+            let r: Result<_, $crate::store::StoreError> = async { $body }.await;
+            r.map(Ok::<_, ::std::convert::Infallible>)
+        }) {
+            Ok(Ok(t)) => Ok(t),
+            Ok(Err(never)) => match never {},
+            Err(e) => Err(e),
+        }
+    };
+}
+
+/// Like [`in_transaction!`], but the block evaluates to `Result<Result<T, R>, StoreError>`
+/// and an inner `Err` rolls the transaction back instead of committing.
+#[macro_export]
+macro_rules! commit_if {
+    ($store:expr, |$tx:ident| $body:block) => {{
+        let store: &$crate::store::Store = &$store;
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let result: Result<_, $crate::store::StoreError> = async {
+                let mut client = store.client().await?;
+                let txn = client.transaction().await?;
+                let out = {
+                    let $tx = &txn;
+                    async { $body }.await
+                }?;
+                match &out {
+                    Ok(_) => txn.commit().await?,
+                    Err(_) => txn.rollback().await?,
+                }
+                Ok(out)
+            }
+            .await;
+            match result {
+                Err(e) if attempt < 4 && e.is_retryable() => {
+                    tokio::time::sleep(std::time::Duration::from_millis(5 << attempt)).await;
+                }
+                other => break other,
+            }
+        }
+    }};
+}

@@ -1,0 +1,357 @@
+//! Claiming partitions for a consumer group and reading their messages.
+//!
+//! A claim is a compare-and-set on the group's cursor rows under `FOR UPDATE SKIP LOCKED`:
+//! a pop never waits on a lock, it moves on to the next partition.
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::Transaction;
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::push::frame;
+use super::StoreError;
+use crate::broker::naming::QUEUE_MODE;
+use crate::broker::subscription::StartPoint;
+
+pub struct PopRequest<'a> {
+    pub queue_id: Uuid,
+    /// `Some` on the partition route: only this partition (by name).
+    pub partition: Option<&'a str>,
+    pub group: &'a str,
+    /// Where a named group starts on first join (ignored when its choice is already stored).
+    pub start: StartPoint,
+    pub max_partitions: i64,
+    /// Messages in the whole answer, shared by every claimed partition.
+    pub batch: i64,
+    pub lease_seconds: i64,
+    pub delayed_processing_seconds: i64,
+    pub window_buffer_seconds: i64,
+    pub auto_ack: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct StoredMessage {
+    pub offset: i64,
+    pub message_id: Uuid,
+    pub transaction_id: String,
+    pub payload: Value,
+    pub trace_id: Option<String>,
+    pub producer_sub: Option<String>,
+    pub encrypted: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+pub struct DeliveredPartition {
+    pub partition_id: Uuid,
+    pub partition: String,
+    pub messages: Vec<StoredMessage>,
+}
+
+pub struct PopOutcome {
+    /// `None` when nothing was delivered or the pop auto-acked.
+    pub lease_id: Option<Uuid>,
+    pub partitions: Vec<DeliveredPartition>,
+}
+
+/// Why a partition-route pop found nothing.
+#[derive(Debug, PartialEq, Eq)]
+pub enum EmptyReason {
+    PartitionNotFound,
+    LeaseHeld,
+    WindowBufferActive { partition_id: Uuid },
+    NothingReadable,
+}
+
+const ENSURE_QUEUE_MODE: &str = "INSERT INTO cursors (partition_id, consumer_group, committed)
+     SELECT p.id, $2, -1 FROM partitions p
+      WHERE p.queue_id = $1 AND ($3::text IS NULL OR p.name = $3)
+        AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.consumer_group = $2)
+     ON CONFLICT DO NOTHING";
+
+/// A named group's start point is stored once per (queue, group) and then always wins; a
+/// cursor created later for a new partition starts after the last segment appended at or
+/// before that instant.
+const ENSURE_NAMED: &str = "WITH sub AS (
+       INSERT INTO subscriptions (queue_id, consumer_group, start_after) VALUES ($1, $2, $4)
+       ON CONFLICT (queue_id, consumer_group) DO NOTHING RETURNING start_after),
+     s AS (SELECT start_after FROM sub
+           UNION ALL SELECT start_after FROM subscriptions WHERE queue_id = $1 AND consumer_group = $2
+           LIMIT 1)
+     INSERT INTO cursors (partition_id, consumer_group, committed)
+     SELECT p.id, $2,
+            CASE WHEN (SELECT start_after FROM s) IS NULL THEN -1
+                 ELSE coalesce((SELECT max(g.end_offset) FROM segments g
+                                 WHERE g.partition_id = p.id
+                                   AND g.created_at <= (SELECT start_after FROM s)), -1) END
+       FROM partitions p
+      WHERE p.queue_id = $1 AND ($3::text IS NULL OR p.name = $3)
+        AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.consumer_group = $2)
+     ON CONFLICT DO NOTHING";
+
+/// Least recently claimed partitions first, so a hot partition cannot starve the others.
+const CLAIM: &str = "WITH cand AS (
+       SELECT c.partition_id, c.committed, c.lease_end AS old_end, c.lease_expires_at AS last_claim,
+              p.next_offset, p.name
+         FROM cursors c JOIN partitions p ON p.id = c.partition_id
+        WHERE p.queue_id = $1 AND c.consumer_group = $2 AND ($3::text IS NULL OR p.name = $3)
+          AND c.committed < p.next_offset - 1
+          AND (c.lease_id IS NULL OR c.lease_expires_at <= now())
+          AND ($4::float8 = 0 OR p.last_push_at <= now() - make_interval(secs => $4::float8))
+        ORDER BY c.lease_expires_at NULLS FIRST, c.partition_id
+        LIMIT $5
+        FOR UPDATE OF c SKIP LOCKED)
+     UPDATE cursors c
+        SET lease_id = $6, lease_expires_at = now() + make_interval(secs => $7::float8),
+            lease_end = least(cand.next_offset - 1, cand.committed + $8)
+       FROM cand
+      WHERE c.partition_id = cand.partition_id AND c.consumer_group = $2
+     RETURNING c.partition_id, cand.name, cand.committed, c.lease_end, cand.old_end,
+               cand.last_claim, now()";
+
+/// The segments overlapping (committed, lease_end] of each claimed partition: those ending
+/// inside the range, plus the first one ending after it. Both halves are bounded index
+/// scans, however long the backlog behind the range is.
+const READ: &str = "SELECT c.pid, s.base_offset, s.end_offset, s.created_at, s.frames
+       FROM unnest($1::uuid[], $2::bigint[], $3::bigint[]) AS c(pid, committed, lease_end)
+       CROSS JOIN LATERAL (
+         (SELECT base_offset, end_offset, created_at, frames FROM segments
+           WHERE partition_id = c.pid AND end_offset > c.committed AND end_offset <= c.lease_end)
+         UNION ALL
+         (SELECT base_offset, end_offset, created_at, frames FROM segments
+           WHERE partition_id = c.pid AND end_offset > c.lease_end
+           ORDER BY end_offset LIMIT 1)) s
+      WHERE s.base_offset <= c.lease_end
+      ORDER BY c.pid, s.end_offset";
+
+const FINISH: &str = "UPDATE cursors c
+        SET committed = u.committed,
+            lease_id = CASE WHEN u.release THEN NULL ELSE c.lease_id END,
+            lease_end = u.lease_end
+       FROM unnest($1::uuid[], $2::bigint[], $3::bool[], $4::bigint[]) AS u(pid, committed, release, lease_end)
+      WHERE c.partition_id = u.pid AND c.consumer_group = $5";
+
+struct Claimed {
+    partition_id: Uuid,
+    name: String,
+    committed: i64,
+    lease_end: i64,
+    old_end: Option<i64>,
+    last_claim: Option<DateTime<Utc>>,
+}
+
+/// One pop attempt, inside the caller's transaction: make sure the group has cursors, claim
+/// up to `max_partitions` partitions with one fresh lease id, read up to `batch` messages
+/// across them, then trim or release what the read did not fill.
+pub async fn pop(tx: &Transaction<'_>, req: &PopRequest<'_>) -> Result<PopOutcome, StoreError> {
+    if req.group == QUEUE_MODE {
+        let st = tx.prepare_cached(ENSURE_QUEUE_MODE).await?;
+        tx.execute(&st, &[&req.queue_id, &req.group, &req.partition])
+            .await?;
+    } else {
+        let start: Option<DateTime<Utc>> = match req.start {
+            StartPoint::Beginning => None,
+            StartPoint::After(t) => Some(t),
+        };
+        let st = tx.prepare_cached(ENSURE_NAMED).await?;
+        tx.execute(&st, &[&req.queue_id, &req.group, &req.partition, &start])
+            .await?;
+    }
+
+    let lease_id = Uuid::now_v7();
+    let st = tx.prepare_cached(CLAIM).await?;
+    let rows = tx
+        .query(
+            &st,
+            &[
+                &req.queue_id,
+                &req.group,
+                &req.partition,
+                &(req.window_buffer_seconds as f64),
+                &req.max_partitions,
+                &lease_id,
+                &(req.lease_seconds as f64),
+                &req.batch,
+            ],
+        )
+        .await?;
+    if rows.is_empty() {
+        return Ok(PopOutcome {
+            lease_id: None,
+            partitions: vec![],
+        });
+    }
+    let db_now: DateTime<Utc> = rows[0].get(6);
+    let mut claimed: Vec<Claimed> = rows
+        .iter()
+        .map(|r| Claimed {
+            partition_id: r.get(0),
+            name: r.get(1),
+            committed: r.get(2),
+            lease_end: r.get(3),
+            old_end: r.get(4),
+            last_claim: r.get(5),
+        })
+        .collect();
+    claimed.sort_by(|a, b| {
+        (a.last_claim.is_some(), a.last_claim, a.partition_id).cmp(&(
+            b.last_claim.is_some(),
+            b.last_claim,
+            b.partition_id,
+        ))
+    });
+
+    let pids: Vec<Uuid> = claimed.iter().map(|c| c.partition_id).collect();
+    let committed: Vec<i64> = claimed.iter().map(|c| c.committed).collect();
+    let ends: Vec<i64> = claimed.iter().map(|c| c.lease_end).collect();
+    let st = tx.prepare_cached(READ).await?;
+    let segs = tx.query(&st, &[&pids, &committed, &ends]).await?;
+
+    let cutoff = (req.delayed_processing_seconds > 0)
+        .then(|| db_now - chrono::Duration::seconds(req.delayed_processing_seconds));
+    let mut budget = req.batch;
+    let mut delivered = Vec::with_capacity(claimed.len());
+    for c in &claimed {
+        let mut messages = Vec::new();
+        'segments: for s in segs
+            .iter()
+            .filter(|s| s.get::<_, Uuid>(0) == c.partition_id)
+        {
+            let base: i64 = s.get(1);
+            let created_at: DateTime<Utc> = s.get(3);
+            if cutoff.is_some_and(|cut| created_at > cut) {
+                break;
+            }
+            let frames: Value = s.get(4);
+            let Value::Array(frames) = frames else {
+                continue;
+            };
+            for (k, f) in frames.into_iter().enumerate() {
+                let offset = base + k as i64;
+                if offset <= c.committed {
+                    continue;
+                }
+                if offset > c.lease_end || budget == 0 {
+                    break 'segments;
+                }
+                messages.push(message_of(offset, f, created_at));
+                budget -= 1;
+            }
+        }
+        delivered.push(messages);
+    }
+
+    // Trim each lease to what was delivered; release empty claims; commit auto-acks.
+    let mut f_pids = vec![];
+    let mut f_committed = vec![];
+    let mut f_release = vec![];
+    let mut f_end = vec![];
+    for (c, msgs) in claimed.iter().zip(&delivered) {
+        let last = msgs.last().map(|m| m.offset);
+        let (new_committed, release, end) = match last {
+            None => (c.committed, true, c.old_end.unwrap_or(c.committed)),
+            Some(l) if req.auto_ack => (l, true, l),
+            Some(l) if l < c.lease_end => (c.committed, false, l),
+            Some(_) => continue,
+        };
+        f_pids.push(c.partition_id);
+        f_committed.push(new_committed);
+        f_release.push(release);
+        f_end.push(end);
+    }
+    if !f_pids.is_empty() {
+        let st = tx.prepare_cached(FINISH).await?;
+        tx.execute(
+            &st,
+            &[&f_pids, &f_committed, &f_release, &f_end, &req.group],
+        )
+        .await?;
+    }
+
+    let partitions: Vec<DeliveredPartition> = claimed
+        .into_iter()
+        .zip(delivered)
+        .filter(|(_, m)| !m.is_empty())
+        .map(|(c, messages)| DeliveredPartition {
+            partition_id: c.partition_id,
+            partition: c.name,
+            messages,
+        })
+        .collect();
+    let lease_id = (!partitions.is_empty() && !req.auto_ack).then_some(lease_id);
+    Ok(PopOutcome {
+        lease_id,
+        partitions,
+    })
+}
+
+pub(crate) fn message_of(offset: i64, f: Value, created_at: DateTime<Utc>) -> StoredMessage {
+    let Value::Object(mut f) = f else {
+        return StoredMessage {
+            offset,
+            message_id: Uuid::nil(),
+            transaction_id: String::new(),
+            payload: Value::Null,
+            trace_id: None,
+            producer_sub: None,
+            encrypted: false,
+            created_at,
+        };
+    };
+    let text = |f: &mut serde_json::Map<String, Value>, k: &str| match f.remove(k) {
+        Some(Value::String(s)) => Some(s),
+        _ => None,
+    };
+    StoredMessage {
+        offset,
+        message_id: text(&mut f, frame::ID)
+            .and_then(|s| Uuid::parse_str(&s).ok())
+            .unwrap_or_default(),
+        transaction_id: text(&mut f, frame::TXID).unwrap_or_default(),
+        trace_id: text(&mut f, frame::TRACE),
+        producer_sub: text(&mut f, frame::SUB),
+        encrypted: matches!(f.get(frame::ENCRYPTED), Some(Value::Bool(true))),
+        payload: f.remove(frame::PAYLOAD).unwrap_or(Value::Null),
+        created_at,
+    }
+}
+
+pub(crate) use message_of as frame_to_message;
+
+/// Explains an empty partition-route pop, so the answer can carry Queen's error shapes.
+pub async fn diagnose_empty(
+    tx: &Transaction<'_>,
+    queue_id: Uuid,
+    partition: &str,
+    group: &str,
+    window_buffer_seconds: i64,
+) -> Result<EmptyReason, StoreError> {
+    let st = tx
+        .prepare_cached(
+            "SELECT p.id,
+                    coalesce(c.lease_id IS NOT NULL AND c.lease_expires_at > now(), false),
+                    coalesce($4::float8 > 0 AND p.last_push_at > now() - make_interval(secs => $4::float8), false)
+               FROM partitions p
+               LEFT JOIN cursors c ON c.partition_id = p.id AND c.consumer_group = $3
+              WHERE p.queue_id = $1 AND p.name = $2",
+        )
+        .await?;
+    let row = tx
+        .query_opt(
+            &st,
+            &[
+                &queue_id,
+                &partition,
+                &group,
+                &(window_buffer_seconds as f64),
+            ],
+        )
+        .await?;
+    Ok(match row {
+        None => EmptyReason::PartitionNotFound,
+        Some(r) if r.get::<_, bool>(1) => EmptyReason::LeaseHeld,
+        Some(r) if r.get::<_, bool>(2) => EmptyReason::WindowBufferActive {
+            partition_id: r.get(0),
+        },
+        Some(_) => EmptyReason::NothingReadable,
+    })
+}

@@ -1,0 +1,275 @@
+//! Queues and partitions: configure, resolve (creating on first use), list, delete.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::{Client, Transaction};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::{Store, StoreError};
+use crate::broker::naming::{derive_namespace_task, DEFAULT_PARTITION};
+use crate::broker::options::QueueOptions;
+
+#[derive(Clone, Debug)]
+pub struct QueueRow {
+    pub id: Uuid,
+    pub name: String,
+    pub namespace: String,
+    pub task: String,
+    pub options: QueueOptions,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A partition together with what its queue says about it.
+#[derive(Clone, Debug)]
+pub struct PartitionRef {
+    pub id: Uuid,
+    pub name: String,
+    pub queue_id: Uuid,
+    pub queue: String,
+    pub options: QueueOptions,
+}
+
+pub(crate) fn options_from(v: Value) -> QueueOptions {
+    serde_json::from_value(v).unwrap_or_default()
+}
+
+fn options_to(o: &QueueOptions) -> Value {
+    serde_json::to_value(o).expect("options serialize")
+}
+
+const QUEUE_COLUMNS: &str = "id, name, namespace, task, options, created_at";
+
+fn queue_row(r: &tokio_postgres::Row) -> QueueRow {
+    QueueRow {
+        id: r.get(0),
+        name: r.get(1),
+        namespace: r.get(2),
+        task: r.get(3),
+        options: options_from(r.get(4)),
+        created_at: r.get(5),
+    }
+}
+
+/// Creates the queue or replaces its whole configuration (not a patch), and makes sure its
+/// `Default` partition exists. Returns the queue and the `Default` partition's id.
+pub async fn configure(
+    store: &Store,
+    tenant: &str,
+    name: &str,
+    namespace: &str,
+    task: &str,
+    options: &QueueOptions,
+) -> Result<(QueueRow, Uuid), StoreError> {
+    let opts = options_to(options);
+    crate::in_transaction!(store, |tx| {
+        let sql = format!(
+                "INSERT INTO queues (id, tenant, name, namespace, task, options)
+                 VALUES ($1, $2, $3, $4, $5, $6)
+                 ON CONFLICT (tenant, name) DO UPDATE
+                   SET namespace = EXCLUDED.namespace, task = EXCLUDED.task, options = EXCLUDED.options
+                 RETURNING {QUEUE_COLUMNS}"
+            );
+        let st = tx.prepare_cached(&sql).await?;
+        let row = tx
+            .query_one(
+                &st,
+                &[&Uuid::now_v7(), &tenant, &name, &namespace, &task, &opts],
+            )
+            .await?;
+        let queue = queue_row(&row);
+        let pid = ensure_partition(tx, tenant, queue.id, DEFAULT_PARTITION).await?;
+        Ok((queue, pid))
+    })
+}
+
+async fn ensure_partition(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    queue_id: Uuid,
+    name: &str,
+) -> Result<Uuid, StoreError> {
+    let st = tx
+        .prepare_cached(
+            "WITH ins AS (
+               INSERT INTO partitions (id, tenant, queue_id, name) VALUES ($1, $2, $3, $4)
+               ON CONFLICT (queue_id, name) DO NOTHING RETURNING id)
+             SELECT id FROM ins UNION ALL
+             SELECT id FROM partitions WHERE queue_id = $3 AND name = $4 LIMIT 1",
+        )
+        .await?;
+    let row = tx
+        .query_one(&st, &[&Uuid::now_v7(), &tenant, &queue_id, &name])
+        .await?;
+    Ok(row.get(0))
+}
+
+pub async fn find_queue(
+    client: &Client,
+    tenant: &str,
+    name: &str,
+) -> Result<Option<QueueRow>, StoreError> {
+    let sql = format!("SELECT {QUEUE_COLUMNS} FROM queues WHERE tenant = $1 AND name = $2");
+    let st = client.prepare_cached(&sql).await?;
+    Ok(client
+        .query_opt(&st, &[&tenant, &name])
+        .await?
+        .map(|r| queue_row(&r)))
+}
+
+const RESOLVE_SQL: &str = "SELECT q.id, q.name, q.options, p.id, p.name
+       FROM unnest($2::text[], $3::text[]) AS r(qn, pn)
+       JOIN queues q ON q.tenant = $1 AND q.name = r.qn
+       JOIN partitions p ON p.queue_id = q.id AND p.name = r.pn";
+
+async fn lookup(
+    client: &Client,
+    tenant: &str,
+    pairs: &[(String, String)],
+) -> Result<HashMap<(String, String), PartitionRef>, StoreError> {
+    let (qs, ps): (Vec<&str>, Vec<&str>) =
+        pairs.iter().map(|(q, p)| (q.as_str(), p.as_str())).unzip();
+    let st = client.prepare_cached(RESOLVE_SQL).await?;
+    let rows = client.query(&st, &[&tenant, &qs, &ps]).await?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let p = PartitionRef {
+                queue_id: r.get(0),
+                queue: r.get(1),
+                options: options_from(r.get(2)),
+                id: r.get(3),
+                name: r.get(4),
+            };
+            ((p.queue.clone(), p.name.clone()), p)
+        })
+        .collect())
+}
+
+/// Maps (queue, partition) names to partitions, creating missing queues (with defaults and a
+/// derived namespace/task) and partitions in their own short transaction, before any
+/// sequencer lock is taken: creation never sits inside the lock order of a push.
+pub async fn resolve_partitions(
+    store: &Store,
+    tenant: &str,
+    pairs: &[(String, String)],
+) -> Result<HashMap<(String, String), PartitionRef>, StoreError> {
+    let client = store.client().await?;
+    let found = lookup(&client, tenant, pairs).await?;
+    if found.len() == pairs.len() {
+        return Ok(found);
+    }
+    drop(client);
+    let mut missing: Vec<&(String, String)> =
+        pairs.iter().filter(|k| !found.contains_key(*k)).collect();
+    missing.sort();
+    missing.dedup();
+    crate::in_transaction!(store, |tx| {
+        let q_st = tx
+            .prepare_cached(
+                "INSERT INTO queues (id, tenant, name, namespace, task) VALUES ($1, $2, $3, $4, $5)
+                     ON CONFLICT (tenant, name) DO NOTHING",
+            )
+            .await?;
+        let id_st = tx
+            .prepare_cached("SELECT id FROM queues WHERE tenant = $1 AND name = $2")
+            .await?;
+        for (queue, partition) in &missing {
+            let (ns, task) = derive_namespace_task(queue);
+            tx.execute(&q_st, &[&Uuid::now_v7(), &tenant, queue, &ns, &task])
+                .await?;
+            let qid: Uuid = tx.query_one(&id_st, &[&tenant, queue]).await?.get(0);
+            ensure_partition(tx, tenant, qid, partition).await?;
+        }
+        Ok(())
+    })?;
+    let client = store.client().await?;
+    lookup(&client, tenant, pairs).await
+}
+
+/// One row of the queue listing.
+#[derive(Clone, Debug)]
+pub struct QueueSummary {
+    pub queue: QueueRow,
+    pub partitions: i64,
+    pub total: i64,
+    pub pending: i64,
+    pub processing: i64,
+}
+
+/// Queues of a tenant, newest first. `pending` counts messages after the queue-mode cursor
+/// (or after the furthest-behind named group when only named groups read the queue).
+pub async fn list_queues(
+    client: &Client,
+    tenant: &str,
+    search: Option<&str>,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<QueueSummary>, StoreError> {
+    let sql = format!(
+        "SELECT {cols},
+                (SELECT count(*) FROM partitions p WHERE p.queue_id = q.id),
+                (SELECT coalesce(sum(p.next_offset), 0)::bigint FROM partitions p WHERE p.queue_id = q.id),
+                (SELECT coalesce(sum(p.next_offset - 1 - coalesce(
+                          (SELECT min(c.committed) FROM cursors c WHERE c.partition_id = p.id), -1)), 0)::bigint
+                   FROM partitions p WHERE p.queue_id = q.id),
+                (SELECT count(*) FROM partitions p JOIN cursors c ON c.partition_id = p.id
+                  WHERE p.queue_id = q.id AND c.lease_id IS NOT NULL AND c.lease_expires_at > now())
+           FROM queues q
+          WHERE q.tenant = $1 AND ($2::text IS NULL OR strpos(q.name, $2) > 0)
+          ORDER BY q.created_at DESC, q.name
+          LIMIT $3 OFFSET $4",
+        cols = QUEUE_COLUMNS
+            .split(", ")
+            .map(|c| format!("q.{c}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let st = client.prepare_cached(&sql).await?;
+    let rows = client
+        .query(&st, &[&tenant, &search, &limit, &offset])
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| QueueSummary {
+            queue: queue_row(r),
+            partitions: r.get(6),
+            total: r.get(7),
+            pending: r.get(8),
+            processing: r.get(9),
+        })
+        .collect())
+}
+
+/// Deletes a queue with everything that hangs off it: partitions, the log, the transaction
+/// index, cursors, subscriptions and dead letters. Returns whether it existed.
+pub async fn delete_queue(store: &Store, tenant: &str, name: &str) -> Result<bool, StoreError> {
+    crate::in_transaction!(store, |tx| {
+        let st = tx
+            .prepare_cached("DELETE FROM queues WHERE tenant = $1 AND name = $2 RETURNING id")
+            .await?;
+        let Some(row) = tx.query_opt(&st, &[&tenant, &name]).await? else {
+            return Ok(false);
+        };
+        let qid: Uuid = row.get(0);
+        // Wait for in-flight appends first, so the deletes below (a fresh snapshot) see
+        // every segment those appends commit.
+        let lock = tx
+            .prepare_cached("SELECT id FROM partitions WHERE queue_id = $1 FOR UPDATE")
+            .await?;
+        tx.query(&lock, &[&qid]).await?;
+        let st = tx
+            .prepare_cached(
+                "WITH p AS (DELETE FROM partitions WHERE queue_id = $1 RETURNING id),
+                          s AS (DELETE FROM segments WHERE partition_id IN (SELECT id FROM p)),
+                          x AS (DELETE FROM tx_index WHERE partition_id IN (SELECT id FROM p)),
+                          c AS (DELETE FROM cursors WHERE partition_id IN (SELECT id FROM p)),
+                          d AS (DELETE FROM dead_letters WHERE queue_id = $1)
+                     DELETE FROM subscriptions WHERE queue_id = $1",
+            )
+            .await?;
+        tx.execute(&st, &[&qid]).await?;
+        Ok(true)
+    })
+}

@@ -1,0 +1,31 @@
+//! In-process wakeups for long-polling pops. A push fires its queue's `Notify` after commit;
+//! a parked pop waits on it with a timer fallback, so a lost or foreign-broker wakeup only
+//! costs latency, never a message (the wakeup is a hint, the database is the truth).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::sync::Notify;
+
+#[derive(Default)]
+pub struct Wakeups {
+    queues: Mutex<HashMap<(String, String), Arc<Notify>>>,
+}
+
+impl Wakeups {
+    /// The notifier for a (tenant, queue); created on first use.
+    pub fn for_queue(&self, tenant: &str, queue: &str) -> Arc<Notify> {
+        let mut map = self.queues.lock().expect("wakeup map poisoned");
+        map.entry((tenant.to_string(), queue.to_string()))
+            .or_default()
+            .clone()
+    }
+
+    /// Wakes every pop parked on the queue. Only notifiers that exist are touched, so a push
+    /// to a queue nobody waits on allocates nothing.
+    pub fn notify(&self, tenant: &str, queue: &str) {
+        let map = self.queues.lock().expect("wakeup map poisoned");
+        if let Some(n) = map.get(&(tenant.to_string(), queue.to_string())) {
+            n.notify_waiters();
+        }
+    }
+}
