@@ -1,0 +1,11 @@
+//! Integration tests: the real HTTP API against real PostgreSQL.
+
+mod support;
+
+mod ack_contract;
+mod bad_input;
+mod invariants;
+mod push_pop;
+mod python_client;
+mod smoke;
+mod transaction_api;

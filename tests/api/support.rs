@@ -1,0 +1,223 @@
+#![allow(dead_code)]
+//! The integration-test harness: one private PostgreSQL per test binary (the same code as
+//! `regent dev`), or the server named by `DATABASE_URL`; a fresh database per test, cloned
+//! from a migrated template; a real broker on a loopback port; a small HTTP client.
+
+use std::time::Duration;
+
+use regent::cluster::PrivateCluster;
+use regent::config::Config;
+use regent::server::{self, RunningServer};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+use tokio::sync::OnceCell;
+use tokio_postgres::NoTls;
+use uuid::Uuid;
+
+const TEMPLATE: &str = "regent_template";
+
+/// The PostgreSQL server every test of this binary uses: (admin URL, base URL without db).
+static SERVER: OnceCell<(String, String)> = OnceCell::const_new();
+
+async fn server() -> &'static (String, String) {
+    SERVER
+        .get_or_init(|| async {
+            let admin = match std::env::var("DATABASE_URL") {
+                Ok(url) => url,
+                Err(_) => {
+                    let cluster = PrivateCluster::start(None).await.expect("private cluster");
+                    let url = cluster.url();
+                    // The postmaster dies with this process (PDEATHSIG); nothing to stop.
+                    std::mem::forget(cluster);
+                    url
+                }
+            };
+            let base = admin[..admin.rfind('/').expect("url has a database")].to_string();
+            let (c, conn) = tokio_postgres::connect(&admin, NoTls)
+                .await
+                .expect("connect");
+            let h = tokio::spawn(conn);
+            c.batch_execute(&format!("DROP DATABASE IF EXISTS {TEMPLATE}"))
+                .await
+                .expect("drop template");
+            c.batch_execute(&format!("CREATE DATABASE {TEMPLATE}"))
+                .await
+                .expect("create template");
+            drop(c);
+            let _ = h.await;
+            regent::store::Store::migrate(&format!("{base}/{TEMPLATE}"))
+                .await
+                .expect("migrate template");
+            (admin, base)
+        })
+        .await
+}
+
+/// A broker on its own fresh database.
+pub struct Broker {
+    pub url: String,
+    pub db_url: String,
+    pub http: reqwest::Client,
+    pub server: Option<RunningServer>,
+}
+
+pub async fn broker() -> Broker {
+    broker_with(|_| {}).await
+}
+
+pub async fn broker_with(tune: impl FnOnce(&mut Config)) -> Broker {
+    let db_url = fresh_database().await;
+    let mut config = Config::defaults();
+    config.db_pool_size = 8;
+    tune(&mut config);
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let srv = server::start(config, &db_url, listener)
+        .await
+        .expect("broker starts");
+    Broker {
+        url: format!("http://{}", srv.addr),
+        db_url,
+        http: reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()
+            .unwrap(),
+        server: Some(srv),
+    }
+}
+
+/// A new database cloned from the migrated template.
+pub async fn fresh_database() -> String {
+    let (admin, base) = server().await;
+    let name = format!("t_{}", Uuid::now_v7().simple());
+    let (c, conn) = tokio_postgres::connect(admin, NoTls)
+        .await
+        .expect("connect");
+    let h = tokio::spawn(conn);
+    c.batch_execute(&format!("CREATE DATABASE {name} TEMPLATE {TEMPLATE}"))
+        .await
+        .expect("create test database");
+    drop(c);
+    let _ = h.await;
+    format!("{base}/{name}")
+}
+
+impl Broker {
+    /// A direct connection to this broker's database, for assertions on stored state and for
+    /// holding transactions open.
+    pub async fn db(&self) -> tokio_postgres::Client {
+        let (c, conn) = tokio_postgres::connect(&self.db_url, NoTls)
+            .await
+            .expect("connect to test database");
+        tokio::spawn(conn);
+        c
+    }
+
+    pub async fn request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&str>,
+    ) -> (StatusCode, Value) {
+        let mut req = self.http.request(method, format!("{}{}", self.url, path));
+        if let Some(b) = body {
+            req = req
+                .header("content-type", "application/json")
+                .body(b.to_string());
+        }
+        let res = req.send().await.expect("request sent");
+        let status = res.status();
+        let text = res.text().await.expect("body read");
+        let v = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        (status, v)
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.request(reqwest::Method::POST, path, Some(&body.to_string()))
+            .await
+    }
+
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        self.request(reqwest::Method::GET, path, None).await
+    }
+
+    pub async fn delete(&self, path: &str) -> (StatusCode, Value) {
+        self.request(reqwest::Method::DELETE, path, None).await
+    }
+
+    /// Configures a queue with the given options; panics unless the broker accepts them.
+    pub async fn configure(&self, queue: &str, options: Value) -> Value {
+        let (s, v) = self
+            .post(
+                "/api/v1/configure",
+                json!({"queue": queue, "options": options}),
+            )
+            .await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        v
+    }
+
+    /// Pushes one message per transaction id to a partition; asserts they were queued.
+    pub async fn push(&self, queue: &str, partition: &str, txids: &[&str]) -> Vec<Value> {
+        let items: Vec<Value> = txids
+            .iter()
+            .map(|t| json!({"queue": queue, "partition": partition, "transactionId": t, "payload": {"tx": t}}))
+            .collect();
+        let (s, v) = self.post("/api/v1/push", json!({ "items": items })).await;
+        assert_eq!(s, StatusCode::CREATED, "{v}");
+        let out = v.as_array().expect("push answers an array").clone();
+        for r in &out {
+            assert_eq!(r["status"], "queued", "{r}");
+        }
+        out
+    }
+
+    /// A non-waiting pop on the wildcard route with the given extra query.
+    pub async fn pop(&self, queue: &str, query: &str) -> Value {
+        let (s, v) = self
+            .get(&format!("/api/v1/pop/queue/{queue}?wait=false&{query}"))
+            .await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        v
+    }
+
+    /// Transaction ids of a pop answer, in order.
+    pub fn txids(pop: &Value) -> Vec<String> {
+        pop["messages"]
+            .as_array()
+            .map(|m| {
+                m.iter()
+                    .map(|x| x["transactionId"].as_str().unwrap().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    pub async fn ack_batch(&self, group: Option<&str>, items: Value) -> Vec<Value> {
+        let (s, v) = self
+            .post(
+                "/api/v1/ack/batch",
+                json!({"consumerGroup": group, "acknowledgments": items}),
+            )
+            .await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        v.as_array().expect("ack answers an array").clone()
+    }
+
+    /// The (committed, lease live, retry count) of a cursor, read from the database.
+    pub async fn cursor(&self, partition_id: &str, group: &str) -> Option<(i64, bool, i32)> {
+        let db = self.db().await;
+        db.query_opt(
+            "SELECT committed, lease_id IS NOT NULL AND lease_expires_at > now(), retry_count
+               FROM cursors WHERE partition_id = $1::text::uuid AND consumer_group = $2",
+            &[&partition_id, &group],
+        )
+        .await
+        .unwrap()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+    }
+}
