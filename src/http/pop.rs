@@ -105,7 +105,11 @@ async fn run(
         tokio::pin!(notified);
         notified.as_mut().enable();
 
-        let outcome = match find_queue(&s.store.client().await?, tenant, &queue).await? {
+        // The lookup's connection goes back to the pool before the attempt takes another:
+        // holding both would let as many concurrent pops as the pool has connections
+        // wait on each other forever.
+        let found = find_queue(&s.store.client().await?, tenant, &queue).await?;
+        let outcome = match found {
             None => Err(if partition.is_some() {
                 "partition_not_found"
             } else {

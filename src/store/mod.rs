@@ -18,6 +18,8 @@ mod embedded {
     refinery::embed_migrations!("migrations");
 }
 
+const POOL_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Serialises concurrent migrations when several brokers start at once.
 const MIGRATION_LOCK: i64 = 0x5245_4745_4e54; // "REGENT"
 
@@ -85,7 +87,12 @@ impl Store {
                 recycling_method: RecyclingMethod::Fast,
             },
         );
-        let pool = Pool::builder(mgr).max_size(pool_size.max(2)).build()?;
+        // A bounded wait: an exhausted pool answers `pool` / 503 instead of hanging a request.
+        let pool = Pool::builder(mgr)
+            .max_size(pool_size.max(2))
+            .wait_timeout(Some(POOL_WAIT))
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .build()?;
         Ok(Store { pool })
     }
 

@@ -90,19 +90,25 @@ async fn ensure_partition(
     queue_id: Uuid,
     name: &str,
 ) -> Result<Uuid, StoreError> {
-    let st = tx
+    // Two statements, not one: when a concurrent transaction commits the same partition, the
+    // insert waits for it and returns nothing, and only a statement started after that sees
+    // the committed row (a single statement keeps its older snapshot).
+    let ins = tx
         .prepare_cached(
-            "WITH ins AS (
-               INSERT INTO partitions (id, tenant, queue_id, name) VALUES ($1, $2, $3, $4)
-               ON CONFLICT (queue_id, name) DO NOTHING RETURNING id)
-             SELECT id FROM ins UNION ALL
-             SELECT id FROM partitions WHERE queue_id = $3 AND name = $4 LIMIT 1",
+            "INSERT INTO partitions (id, tenant, queue_id, name) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (queue_id, name) DO NOTHING RETURNING id",
         )
         .await?;
-    let row = tx
-        .query_one(&st, &[&Uuid::now_v7(), &tenant, &queue_id, &name])
+    if let Some(row) = tx
+        .query_opt(&ins, &[&Uuid::now_v7(), &tenant, &queue_id, &name])
+        .await?
+    {
+        return Ok(row.get(0));
+    }
+    let sel = tx
+        .prepare_cached("SELECT id FROM partitions WHERE queue_id = $1 AND name = $2")
         .await?;
-    Ok(row.get(0))
+    Ok(tx.query_one(&sel, &[&queue_id, &name]).await?.get(0))
 }
 
 pub async fn find_queue(

@@ -1,1 +1,733 @@
-//! (being written)
+//! The design invariants (see `/work/shared/design/architecture.md`), each checked against a
+//! real broker and a real PostgreSQL:
+//!
+//! 1. offsets become visible in commit order (a held push is never skipped);
+//! 2. a lease is exclusive (no message delivered twice while leases are live, no overlapping
+//!    ranges between concurrent holders; groups fan out with independent cursors);
+//! 3. a pop never waits on a lock (SKIP LOCKED);
+//! 4. every write is safe to retry (push deduplication, also under concurrency);
+//! 5. long-poll pops wake on a push and answer before their timeout.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use regent::store::push::{append, NewMessage};
+use regent::store::Store;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use tokio::time::Instant;
+use uuid::Uuid;
+
+use crate::support::{broker, Broker};
+
+/// How long a pop may take while some row is locked by someone else. A pop that waited on
+/// the lock would hang until the lock is released (which the tests do much later).
+const PROMPT: Duration = Duration::from_secs(2);
+
+/// One delivered batch, as a consumer saw it.
+#[derive(Clone, Debug)]
+struct Batch {
+    worker: usize,
+    partition_id: String,
+    lease: String,
+    txids: Vec<String>,
+    /// When the pop's answer arrived.
+    popped_at: Instant,
+    /// When the ack that completed the batch was sent.
+    ack_sent_at: Instant,
+}
+
+/// A non-waiting pop on the wildcard route for `group` (`None` = queue mode), bounded by
+/// [`PROMPT`] so that a pop blocked on a lock fails the test instead of hanging it.
+async fn pop_prompt(b: &Broker, queue: &str, group: Option<&str>, batch: usize) -> Value {
+    let group_q = group
+        .map(|g| format!("&consumerGroup={g}"))
+        .unwrap_or_default();
+    let path = format!("/api/v1/pop/queue/{queue}?wait=false&batch={batch}{group_q}");
+    let started = Instant::now();
+    let (s, v) = tokio::time::timeout(PROMPT, b.get(&path))
+        .await
+        .unwrap_or_else(|_| {
+            panic!("pop {path} did not answer within {PROMPT:?} (it waited on a lock or on a pooled connection)")
+        });
+    assert_eq!(s, StatusCode::OK, "pop {path}: {v}");
+    assert!(
+        started.elapsed() < PROMPT,
+        "pop {path} took {:?}",
+        started.elapsed()
+    );
+    v
+}
+
+/// Acks the last message of a delivered batch as completed, with its lease; asserts success.
+async fn ack_last(b: &Broker, group: Option<&str>, pop: &Value) {
+    let msgs = pop["messages"].as_array().expect("messages");
+    let last = msgs.last().expect("a non-empty batch");
+    let lease = pop["leaseId"].as_str().expect("a lease id");
+    let res = b
+        .ack_batch(
+            group,
+            json!([{
+                "transactionId": last["transactionId"],
+                "partitionId": last["partitionId"],
+                "leaseId": lease,
+                "status": "completed",
+            }]),
+        )
+        .await;
+    assert_eq!(res.len(), 1, "{res:?}");
+    assert_eq!(res[0]["success"], true, "ack of {pop}: {res:?}");
+}
+
+/// Pops (queue mode) and acks once; returns the delivered transaction ids (empty when
+/// nothing was visible).
+async fn consume_once(b: &Broker, queue: &str) -> Vec<String> {
+    let pop = pop_prompt(b, queue, None, 10).await;
+    let txids = Broker::txids(&pop);
+    if !txids.is_empty() {
+        ack_last(b, None, &pop).await;
+    }
+    txids
+}
+
+/// `workers` concurrent consumers of one group, each popping `batch` at a time and acking
+/// the last message of every batch, until `expected` distinct messages were delivered or the
+/// deadline passed. Returns every batch delivered, in no particular order.
+async fn consume_concurrently(
+    b: Arc<Broker>,
+    queue: &str,
+    group: &str,
+    workers: usize,
+    batch: usize,
+    expected: usize,
+    deadline: Duration,
+) -> Vec<Batch> {
+    let deadline = Instant::now() + deadline;
+    let seen: Arc<Mutex<HashSet<(String, String)>>> = Arc::default();
+    let batches: Arc<Mutex<Vec<Batch>>> = Arc::default();
+    let mut tasks = Vec::new();
+    for worker in 0..workers {
+        let (b, seen, batches) = (b.clone(), seen.clone(), batches.clone());
+        let (queue, group) = (queue.to_string(), group.to_string());
+        tasks.push(tokio::spawn(async move {
+            while Instant::now() < deadline && seen.lock().unwrap().len() < expected {
+                let pop = pop_prompt(&b, &queue, Some(&group), batch).await;
+                let popped_at = Instant::now();
+                let msgs = pop["messages"].as_array().cloned().unwrap_or_default();
+                if msgs.is_empty() {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+                assert!(msgs.len() <= batch, "batch={batch} but got {}", msgs.len());
+                let lease = pop["leaseId"].as_str().expect("lease id").to_string();
+                assert!(!lease.is_empty(), "{pop}");
+                let partition_id = msgs[0]["partitionId"].as_str().unwrap().to_string();
+                for m in &msgs {
+                    assert_eq!(m["partitionId"], msgs[0]["partitionId"], "{pop}");
+                    assert_eq!(m["leaseId"].as_str(), Some(lease.as_str()), "{pop}");
+                }
+                let txids: Vec<String> = Broker::txids(&pop);
+                let ack_sent_at = Instant::now();
+                ack_last(&b, Some(&group), &pop).await;
+                {
+                    let mut seen = seen.lock().unwrap();
+                    for t in &txids {
+                        seen.insert((partition_id.clone(), t.clone()));
+                    }
+                }
+                batches.lock().unwrap().push(Batch {
+                    worker,
+                    partition_id,
+                    lease,
+                    txids,
+                    popped_at,
+                    ack_sent_at,
+                });
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("consumer task");
+    }
+    let out = batches.lock().unwrap().clone();
+    out
+}
+
+/// (partition id, transaction id) -> offset, for every message of the database.
+async fn offsets(b: &Broker) -> HashMap<(String, String), i64> {
+    let db = b.db().await;
+    db.query(
+        "SELECT partition_id::text, transaction_id, \"offset\" FROM tx_index",
+        &[],
+    )
+    .await
+    .unwrap()
+    .into_iter()
+    .map(|r| ((r.get(0), r.get(1)), r.get(2)))
+    .collect()
+}
+
+/// Pushes `n` messages to each of `parts` partitions of `queue`, interleaved in requests of
+/// 50; returns partition name -> partition id. Transaction ids are `<partition>-<i>`.
+async fn push_spread(
+    b: &Broker,
+    queue: &str,
+    parts: &[&str],
+    n: usize,
+) -> BTreeMap<String, String> {
+    let mut ids = BTreeMap::new();
+    for chunk in (0..n).collect::<Vec<_>>().chunks(50) {
+        for p in parts {
+            let txids: Vec<String> = chunk.iter().map(|i| format!("{p}-{i:03}")).collect();
+            let refs: Vec<&str> = txids.iter().map(String::as_str).collect();
+            let out = b.push(queue, p, &refs).await;
+            ids.insert(
+                p.to_string(),
+                out[0]["partition_id"].as_str().unwrap().to_string(),
+            );
+        }
+    }
+    ids
+}
+
+/// Checks one group's deliveries: every message exactly once, each batch a contiguous run of
+/// offsets of one partition, and leases of one partition never overlapping (neither in
+/// offsets nor in time: a batch is popped only after the previous holder sent its ack).
+fn check_exclusive(
+    group: &str,
+    batches: &[Batch],
+    offs: &HashMap<(String, String), i64>,
+    expected: usize,
+) {
+    // Exactly once.
+    let mut count: HashMap<(String, String), usize> = HashMap::new();
+    for bt in batches {
+        for t in &bt.txids {
+            *count
+                .entry((bt.partition_id.clone(), t.clone()))
+                .or_default() += 1;
+        }
+    }
+    let dups: Vec<_> = count.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(
+        dups.is_empty(),
+        "group {group}: {} messages delivered more than once while leases were live: {:?}",
+        dups.len(),
+        dups.iter().take(10).collect::<Vec<_>>()
+    );
+    let missing: Vec<_> = offs.keys().filter(|k| !count.contains_key(*k)).collect();
+    assert!(
+        missing.is_empty(),
+        "group {group}: {} of {} messages never delivered: {:?}",
+        missing.len(),
+        offs.len(),
+        missing.iter().take(10).collect::<Vec<_>>()
+    );
+    assert_eq!(count.len(), expected, "group {group}");
+
+    // Each batch: one lease, one partition, contiguous increasing offsets.
+    let mut leases = HashSet::new();
+    let mut per_partition: BTreeMap<&str, Vec<(i64, i64, &Batch)>> = BTreeMap::new();
+    for bt in batches {
+        assert!(
+            leases.insert(bt.lease.clone()),
+            "group {group}: lease {} handed out twice",
+            bt.lease
+        );
+        let o: Vec<i64> = bt
+            .txids
+            .iter()
+            .map(|t| offs[&(bt.partition_id.clone(), t.clone())])
+            .collect();
+        for w in o.windows(2) {
+            assert_eq!(
+                w[1],
+                w[0] + 1,
+                "group {group}: batch of worker {} on {} not contiguous: {o:?}",
+                bt.worker,
+                bt.partition_id
+            );
+        }
+        per_partition
+            .entry(bt.partition_id.as_str())
+            .or_default()
+            .push((o[0], *o.last().unwrap(), bt));
+    }
+    for (pid, mut ranges) in per_partition {
+        ranges.sort_by_key(|r| r.0);
+        assert_eq!(
+            ranges[0].0, 0,
+            "group {group}: {pid} starts at {}",
+            ranges[0].0
+        );
+        for w in ranges.windows(2) {
+            let (a, b) = (&w[0], &w[1]);
+            assert_eq!(
+                b.0,
+                a.1 + 1,
+                "group {group}: on {pid} lease {} held [{}, {}] and lease {} held [{}, {}]",
+                a.2.lease,
+                a.0,
+                a.1,
+                b.2.lease,
+                b.0,
+                b.1
+            );
+            assert!(
+                b.2.popped_at > a.2.ack_sent_at,
+                "group {group}: on {pid} lease {} (worker {}) was delivered before lease {} \
+                 (worker {}) was even acked: concurrent holders of one partition",
+                b.2.lease,
+                b.2.worker,
+                a.2.lease,
+                a.2.worker
+            );
+        }
+    }
+}
+
+/// Invariant 1: a push held open under the partition's sequencer lock makes a later push to
+/// the same partition wait; consumers meanwhile see nothing past the held offset; after the
+/// commit every message is delivered exactly once, in offset order.
+#[tokio::test]
+async fn held_push_is_never_skipped_by_a_later_commit() {
+    let b = Arc::new(broker().await);
+    let q = "late-commit";
+    let first = b.push(q, "P", &["first"]).await;
+    let pid: Uuid = first[0]["partition_id"].as_str().unwrap().parse().unwrap();
+
+    // The held push: the broker's own append, in a transaction left open.
+    let store = Store::connect(&b.db_url, 2).unwrap();
+    let mut client = store.client().await.unwrap();
+    let tx = client.transaction().await.unwrap();
+    let held = append(
+        &tx,
+        pid,
+        &[NewMessage {
+            message_id: Uuid::now_v7(),
+            transaction_id: "held".into(),
+            payload: json!({"tx": "held"}),
+            trace_id: None,
+            producer_sub: None,
+            encrypted: false,
+        }],
+    )
+    .await
+    .unwrap();
+    assert_eq!(held.len(), 1);
+    assert!(!held[0].duplicate);
+
+    // A later push to the same partition: must wait for the sequencer row lock.
+    let later = {
+        let b = b.clone();
+        tokio::spawn(async move { b.push("late-commit", "P", &["later"]).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !later.is_finished(),
+        "a push to a partition whose sequencer row is locked by an open push completed anyway"
+    );
+
+    // Consume whatever is visible meanwhile (pops must not wait on the locked row).
+    let mut delivered: Vec<String> = Vec::new();
+    for _ in 0..5 {
+        delivered.extend(consume_once(&b, q).await);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        delivered,
+        vec!["first"],
+        "while the held push is open only the first message may be visible"
+    );
+    assert!(
+        !later.is_finished(),
+        "the later push completed while the held push still held the partition lock"
+    );
+
+    tx.commit().await.unwrap();
+    drop(client);
+    let later = tokio::time::timeout(Duration::from_secs(10), later)
+        .await
+        .expect("the later push finishes once the held push commits")
+        .expect("later push task");
+    assert_eq!(later[0]["partition_id"], first[0]["partition_id"]);
+
+    let give_up = Instant::now() + Duration::from_secs(10);
+    loop {
+        let got = consume_once(&b, q).await;
+        if got.is_empty() {
+            break;
+        }
+        delivered.extend(got);
+        assert!(
+            Instant::now() < give_up,
+            "consumption never ends: {delivered:?}"
+        );
+    }
+    assert_eq!(
+        delivered,
+        vec!["first", "held", "later"],
+        "every message exactly once, in offset order (the held one never skipped)"
+    );
+
+    let offs = offsets(&b).await;
+    let p = pid.to_string();
+    let off = |t: &str| offs[&(p.clone(), t.to_string())];
+    assert_eq!(off("first"), 0);
+    assert_eq!(off("held"), 1);
+    assert_eq!(off("later"), 2);
+    assert!(off("later") > off("held"));
+    assert_eq!(b.cursor(&p, "__QUEUE_MODE__").await, Some((2, false, 0)));
+}
+
+/// Invariant 3 (leases): eight concurrent consumers of one group never receive the same
+/// message twice and never hold overlapping ranges of one partition.
+#[tokio::test]
+async fn concurrent_consumers_of_one_group_hold_exclusive_leases() {
+    let b = Arc::new(broker().await);
+    let q = "exclusive";
+    let parts = ["p0", "p1", "p2"];
+    push_spread(&b, q, &parts, 100).await;
+    let offs = offsets(&b).await;
+    assert_eq!(offs.len(), 300);
+
+    let batches =
+        consume_concurrently(b.clone(), q, "workers", 8, 7, 300, Duration::from_secs(20)).await;
+    check_exclusive("workers", &batches, &offs, 300);
+    let workers_used: HashSet<usize> = batches.iter().map(|b| b.worker).collect();
+    assert!(workers_used.len() > 1, "only one consumer ever got a batch");
+
+    // Nothing left for the group.
+    let rest = pop_prompt(&b, q, Some("workers"), 100).await;
+    assert!(Broker::txids(&rest).is_empty(), "{rest}");
+    for pid in offs.keys().map(|k| k.0.clone()).collect::<HashSet<_>>() {
+        assert_eq!(
+            b.cursor(&pid, "workers").await,
+            Some((99, false, 0)),
+            "cursor of {pid}"
+        );
+    }
+}
+
+/// Two groups each receive every message, on independent cursors, while consuming
+/// concurrently with each other.
+#[tokio::test]
+async fn consumer_groups_fan_out_with_independent_cursors() {
+    let b = Arc::new(broker().await);
+    let q = "fanout";
+    let parts = ["p0", "p1", "p2"];
+    push_spread(&b, q, &parts, 100).await;
+    let offs = offsets(&b).await;
+
+    let (ga, gb) = tokio::join!(
+        consume_concurrently(b.clone(), q, "fan-a", 3, 7, 300, Duration::from_secs(20)),
+        consume_concurrently(b.clone(), q, "fan-b", 3, 11, 300, Duration::from_secs(20)),
+    );
+    check_exclusive("fan-a", &ga, &offs, 300);
+    check_exclusive("fan-b", &gb, &offs, 300);
+
+    for pid in offs.keys().map(|k| k.0.clone()).collect::<HashSet<_>>() {
+        assert_eq!(b.cursor(&pid, "fan-a").await, Some((99, false, 0)));
+        assert_eq!(b.cursor(&pid, "fan-b").await, Some((99, false, 0)));
+        // Queue mode never read: no cursor moved for it.
+        assert_eq!(b.cursor(&pid, "__QUEUE_MODE__").await, None);
+    }
+    // A third group joining late still starts from the beginning, unaffected by the others.
+    let late = pop_prompt(&b, q, Some("fan-c"), 5).await;
+    let first = Broker::txids(&late);
+    assert_eq!(first.len(), 5, "{late}");
+    let pid = late["messages"][0]["partitionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let o: Vec<i64> = first
+        .iter()
+        .map(|t| offs[&(pid.clone(), t.clone())])
+        .collect();
+    assert_eq!(o, vec![0, 1, 2, 3, 4]);
+}
+
+/// Invariant 5: a pop never waits on a lock. With one partition's cursor row locked (by a
+/// stuck claim) and the other partition's sequencer row locked (by a stuck push), a pop of
+/// the group still answers promptly with the other partition's messages.
+#[tokio::test]
+async fn pop_skips_locked_cursor_rows() {
+    let b = broker().await;
+    let q = "skip-locked";
+    let g = "g";
+    let a = b.push(q, "A", &["a1"]).await;
+    let bb = b.push(q, "B", &["b1"]).await;
+    let pid_of = HashMap::from([
+        ("A", a[0]["partition_id"].as_str().unwrap().to_string()),
+        ("B", bb[0]["partition_id"].as_str().unwrap().to_string()),
+    ]);
+
+    // The group joins (cursors for both partitions), takes one message of one partition (X)
+    // and completes it; Y keeps its message and has never been claimed, so it is the
+    // preferred candidate of the next claim.
+    let pop = pop_prompt(&b, q, Some(g), 1).await;
+    let got = Broker::txids(&pop);
+    assert_eq!(got.len(), 1, "{pop}");
+    ack_last(&b, Some(g), &pop).await;
+    let (x, y) = if got[0] == "a1" {
+        ("A", "B")
+    } else {
+        ("B", "A")
+    };
+    let x2 = format!("{}2", x.to_lowercase());
+    b.push(q, x, &[&x2]).await;
+
+    let mut db = b.db().await;
+    let tx = db.transaction().await.unwrap();
+    let locked = tx
+        .query(
+            "SELECT committed FROM cursors WHERE partition_id = $1::text::uuid AND consumer_group = $2 FOR UPDATE",
+            &[&pid_of[y], &g],
+        )
+        .await
+        .unwrap();
+    assert_eq!(locked.len(), 1, "the group has a cursor on {y}");
+    let locked = tx
+        .query(
+            "SELECT next_offset FROM partitions WHERE id = $1::text::uuid FOR UPDATE",
+            &[&pid_of[x]],
+        )
+        .await
+        .unwrap();
+    assert_eq!(locked.len(), 1);
+
+    let started = Instant::now();
+    let pop = pop_prompt(&b, q, Some(g), 10).await;
+    let took = started.elapsed();
+    assert_eq!(
+        Broker::txids(&pop),
+        vec![x2.clone()],
+        "pop with {y}'s cursor locked must serve {x}: {pop}"
+    );
+    assert_eq!(pop["partitionId"].as_str(), Some(pid_of[x].as_str()));
+    assert!(took < PROMPT, "pop took {took:?}");
+    ack_last(&b, Some(g), &pop).await;
+
+    // Only the locked partition has messages left: a pop answers promptly with nothing.
+    let pop = pop_prompt(&b, q, Some(g), 10).await;
+    assert!(Broker::txids(&pop).is_empty(), "{pop}");
+
+    tx.rollback().await.unwrap();
+    let pop = pop_prompt(&b, q, Some(g), 10).await;
+    let y1 = format!("{}1", y.to_lowercase());
+    assert_eq!(Broker::txids(&pop), vec![y1], "{pop}");
+}
+
+/// Raw push of (queue, partition, transactionId) items; asserts 201 and returns the verdicts.
+async fn push_raw(b: &Broker, items: &[(&str, &str, &str)]) -> Vec<Value> {
+    let items: Vec<Value> = items
+        .iter()
+        .map(|(q, p, t)| json!({"queue": q, "partition": p, "transactionId": t, "payload": {"tx": t}}))
+        .collect();
+    let (s, v) = b.post("/api/v1/push", json!({ "items": items })).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    v.as_array().expect("push answers an array").clone()
+}
+
+/// (next_offset, segments, tx_index rows) of a partition.
+async fn log_state(b: &Broker, pid: &str) -> (i64, i64, i64) {
+    let db = b.db().await;
+    let r = db
+        .query_one(
+            "SELECT (SELECT next_offset FROM partitions WHERE id = $1::text::uuid),
+                    (SELECT count(*) FROM segments WHERE partition_id = $1::text::uuid),
+                    (SELECT count(*) FROM tx_index WHERE partition_id = $1::text::uuid)",
+            &[&pid],
+        )
+        .await
+        .unwrap();
+    (r.get(0), r.get(1), r.get(2))
+}
+
+/// `n` concurrent identical pushes of one transaction id: exactly one `queued`, the others
+/// `duplicate` with the winner's message id; returns the winner's verdict.
+async fn race_identical_pushes(
+    b: &Arc<Broker>,
+    queue: &str,
+    partition: &str,
+    txid: &str,
+    n: usize,
+) -> Value {
+    let start = Arc::new(tokio::sync::Barrier::new(n));
+    let tasks: Vec<_> = (0..n)
+        .map(|_| {
+            let (b, start) = (b.clone(), start.clone());
+            let (queue, partition, txid) = (queue.to_string(), partition.to_string(), txid.to_string());
+            tokio::spawn(async move {
+                start.wait().await;
+                let items = json!({"items": [{"queue": queue, "partition": partition, "transactionId": txid, "payload": {"tx": txid}}]});
+                b.post("/api/v1/push", items).await
+            })
+        })
+        .collect();
+    let mut verdicts = Vec::new();
+    for t in tasks {
+        let (s, v) = t.await.unwrap();
+        assert_eq!(
+            s,
+            StatusCode::CREATED,
+            "concurrent identical push to {queue}/{partition} answered {s}: {v}"
+        );
+        verdicts.push(v[0].clone());
+    }
+    let queued: Vec<&Value> = verdicts
+        .iter()
+        .filter(|v| v["status"] == "queued")
+        .collect();
+    assert_eq!(
+        queued.len(),
+        1,
+        "exactly one of {n} identical pushes is queued: {verdicts:?}"
+    );
+    let winner = queued[0].clone();
+    for v in &verdicts {
+        if v["status"] != "queued" {
+            assert_eq!(v["status"], "duplicate", "{verdicts:?}");
+            assert_eq!(v["message_id"], winner["message_id"], "{verdicts:?}");
+            assert_eq!(v["partition_id"], winner["partition_id"], "{verdicts:?}");
+        }
+    }
+    winner
+}
+
+/// Invariant 4: a retried push is deduplicated by transaction id, with the original message
+/// ids and no new offsets; concurrent identical pushes queue exactly one message.
+#[tokio::test]
+async fn retried_and_concurrent_identical_pushes_are_deduplicated() {
+    let b = Arc::new(broker().await);
+    let q = "dedup";
+    let items = [(q, "P", "t1"), (q, "P", "t2"), (q, "P", "t3")];
+    let first = push_raw(&b, &items).await;
+    for r in &first {
+        assert_eq!(r["status"], "queued", "{r}");
+    }
+    let pid = first[0]["partition_id"].as_str().unwrap().to_string();
+    let before = log_state(&b, &pid).await;
+    assert_eq!(before, (3, 1, 3));
+
+    // The same push again (a retry after a lost answer).
+    let again = push_raw(&b, &items).await;
+    assert_eq!(again.len(), 3);
+    for (a, f) in again.iter().zip(&first) {
+        assert_eq!(a["status"], "duplicate", "{a}");
+        assert_eq!(a["message_id"], f["message_id"], "{a} vs {f}");
+        assert_eq!(a["partition_id"], f["partition_id"], "{a} vs {f}");
+        assert_eq!(a["transaction_id"], f["transaction_id"]);
+    }
+    assert_eq!(
+        log_state(&b, &pid).await,
+        before,
+        "a duplicate push wrote to the log"
+    );
+
+    // A retry mixed with something new: only the new item is appended.
+    let mixed = push_raw(&b, &[(q, "P", "t2"), (q, "P", "t4")]).await;
+    assert_eq!(mixed[0]["status"], "duplicate", "{mixed:?}");
+    assert_eq!(mixed[0]["message_id"], first[1]["message_id"]);
+    assert_eq!(mixed[1]["status"], "queued", "{mixed:?}");
+    assert_eq!(log_state(&b, &pid).await, (4, 2, 4));
+
+    // Ten identical pushes at once to an existing partition.
+    let winner = race_identical_pushes(&b, q, "P", "race", 10).await;
+    assert_eq!(winner["partition_id"].as_str(), Some(pid.as_str()));
+    assert_eq!(log_state(&b, &pid).await, (5, 3, 5));
+
+    // Every message is delivered exactly once, in push order.
+    let pop = b.pop(q, "batch=100").await;
+    assert_eq!(Broker::txids(&pop), vec!["t1", "t2", "t3", "t4", "race"]);
+    let race_msg = &pop["messages"][4];
+    assert_eq!(race_msg["id"], winner["message_id"]);
+
+    // Ten identical pushes at once to a queue and partition that do not exist yet (the
+    // creation of both races too).
+    let winner = race_identical_pushes(&b, "dedup-fresh", "New", "fresh", 10).await;
+    let fresh_pid = winner["partition_id"].as_str().unwrap().to_string();
+    assert_eq!(log_state(&b, &fresh_pid).await, (1, 1, 1));
+    let db = b.db().await;
+    let n: i64 = db
+        .query_one(
+            "SELECT count(*) FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE q.name = 'dedup-fresh'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 1, "one partition for dedup-fresh");
+}
+
+/// Invariant 4 where only a partition's creation races: identical pushes at once to a new
+/// partition of an existing queue. Every one must be answered (201), exactly one `queued`.
+/// Several rounds, since the window is a race.
+#[tokio::test]
+async fn concurrent_identical_pushes_to_a_new_partition_are_deduplicated() {
+    let b = Arc::new(broker().await);
+    let q = "dedup-part";
+    b.push(q, "Existing", &["seed"]).await;
+    for round in 0..5 {
+        let partition = format!("New{round}");
+        let winner = race_identical_pushes(&b, q, &partition, "fresh", 10).await;
+        let pid = winner["partition_id"].as_str().unwrap().to_string();
+        assert_eq!(log_state(&b, &pid).await, (1, 1, 1), "{partition}");
+    }
+}
+
+/// Long-poll: a parked pop wakes on a push to its queue; an empty long-poll answers the
+/// empty success shape before its timeout.
+#[tokio::test]
+async fn long_poll_wakes_on_push_and_answers_before_timeout() {
+    let b = Arc::new(broker().await);
+    b.configure("lp", json!({})).await;
+    b.configure("lp-empty", json!({})).await;
+
+    let parked = {
+        let b = b.clone();
+        tokio::spawn(async move {
+            b.get("/api/v1/pop/queue/lp?wait=true&timeout=10000&batch=10")
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !parked.is_finished(),
+        "a long-poll on an empty queue answered early"
+    );
+    let pushed_at = Instant::now();
+    let out = b.push("lp", "Default", &["wake"]).await;
+    let (s, v) = tokio::time::timeout(Duration::from_secs(10), parked)
+        .await
+        .expect("the parked pop answers")
+        .unwrap();
+    let latency = pushed_at.elapsed();
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert!(
+        latency < Duration::from_millis(1000),
+        "the parked pop answered {latency:?} after the push started"
+    );
+    assert_eq!(Broker::txids(&v), vec!["wake"], "{v}");
+    assert_eq!(v["messages"][0]["id"], out[0]["message_id"]);
+    assert!(v["leaseId"].as_str().is_some_and(|l| !l.is_empty()), "{v}");
+
+    let started = Instant::now();
+    let (s, v) = b
+        .get("/api/v1/pop/queue/lp-empty?wait=true&timeout=1000")
+        .await;
+    let took = started.elapsed();
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["success"], true, "{v}");
+    assert_eq!(v["messages"], json!([]), "{v}");
+    assert!(v["leaseId"].is_null(), "{v}");
+    assert!(
+        took < Duration::from_millis(1000),
+        "an empty long-poll with timeout=1000 answered after {took:?}"
+    );
+    assert!(
+        took > Duration::from_millis(500),
+        "an empty long-poll with timeout=1000 answered after only {took:?}"
+    );
+}

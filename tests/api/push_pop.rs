@@ -1,1 +1,475 @@
-//! (being written)
+//! Configure, push, pop, lease extend, DLQ listing and queue resources through HTTP.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::support::{broker, broker_with, Broker};
+
+const KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+
+#[tokio::test]
+async fn configure_echoes_options_with_tri_state_dead_letter_flags() {
+    let b = broker().await;
+    let v = b
+        .configure("billing.invoices", json!({"leaseTime": 30}))
+        .await;
+    assert_eq!(v["configured"], true);
+    assert_eq!(v["options"]["leaseTime"], 30);
+    assert_eq!(v["options"]["retryLimit"], 3);
+    assert_eq!(v["options"]["deadLetterQueue"], Value::Null);
+    assert_eq!(v["options"]["dlqAfterMaxRetries"], Value::Null);
+    assert!(v["partitionId"].as_str().is_some());
+
+    // Full replace: what is absent falls back to its default; explicit false is kept.
+    let (s, v) = b
+        .post(
+            "/api/v1/configure",
+            json!({"queue": "billing.invoices", "namespace": "billing", "task": "inv",
+                   "options": {"deadLetterQueue": false, "retryLimit": "5"}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(v["options"]["leaseTime"], 300);
+    assert_eq!(v["options"]["retryLimit"], 5);
+    assert_eq!(v["options"]["deadLetterQueue"], false);
+    assert_eq!(v["options"]["dlqAfterMaxRetries"], Value::Null);
+    assert_eq!(
+        (v["namespace"].as_str(), v["task"].as_str()),
+        (Some("billing"), Some("inv"))
+    );
+}
+
+#[tokio::test]
+async fn configure_refuses_bad_input() {
+    let b = broker().await;
+    let (s, v) = b.post("/api/v1/configure", json!({"options": {}})).await;
+    assert_eq!(
+        (s, v["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("queue is required"))
+    );
+    let (s, v) = b
+        .post(
+            "/api/v1/configure",
+            json!({"queue": "q", "options": {"leaseTime": "abc"}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert_eq!(v["error"], "leaseTime must be an integer");
+    let (s, v) = b
+        .post(
+            "/api/v1/configure",
+            json!({"queue": "q", "options": {"deadLetterQueue": 3}}),
+        )
+        .await;
+    assert_eq!(
+        (s, v["error"].as_str()),
+        (
+            StatusCode::BAD_REQUEST,
+            Some("deadLetterQueue must be a boolean")
+        )
+    );
+    // Encryption needs a key on the broker.
+    let (s, _) = b
+        .post(
+            "/api/v1/configure",
+            json!({"queue": "q", "options": {"encryptionEnabled": true}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn push_answers_per_item_and_deduplicates_within_and_across_requests() {
+    let b = broker().await;
+    let (s, v) = b
+        .post(
+            "/api/v1/push",
+            json!({"items": [
+                {"queue": "shop.orders", "payload": {"n": 1}, "transactionId": "x",
+                 "traceId": "5f0c2a9e-1b7d-4c3e-9a21-6d4b8e0f1a23"},
+                {"queue": "shop.orders", "payload": {"n": 2}, "transactionId": "x"},
+                {"queue": "shop.orders", "partition": "p2", "payload": {"n": 3}, "transactionId": "x"},
+                {"queue": "shop.orders", "payload": null}
+            ]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED);
+    let r = v.as_array().unwrap();
+    assert_eq!(r.len(), 4);
+    assert_eq!(r[0]["status"], "queued");
+    assert_eq!(r[0]["trace_id"], "5f0c2a9e-1b7d-4c3e-9a21-6d4b8e0f1a23");
+    assert_eq!(r[0]["queueName"], "shop.orders");
+    assert_eq!(r[1]["status"], "duplicate");
+    assert_eq!(r[1]["message_id"], r[0]["message_id"]);
+    // The key is (partition, transactionId): another partition may reuse it.
+    assert_eq!(r[2]["status"], "queued");
+    assert_ne!(r[2]["partition_id"], r[0]["partition_id"]);
+    // A transaction id is minted when absent.
+    assert_eq!(r[3]["status"], "queued");
+    assert!(!r[3]["transaction_id"].as_str().unwrap().is_empty());
+    for (i, item) in r.iter().enumerate() {
+        assert_eq!(item["index"], i);
+    }
+
+    let (_, again) = b
+        .post(
+            "/api/v1/push",
+            json!({"items": [{"queue": "shop.orders", "transactionId": "x"}]}),
+        )
+        .await;
+    assert_eq!(again[0]["status"], "duplicate");
+    assert_eq!(again[0]["message_id"], r[0]["message_id"]);
+
+    // Auto-created queue: namespace and task derived from the name.
+    let (_, q) = b.get("/api/v1/resources/queues").await;
+    let q = &q["queues"][0];
+    assert_eq!(
+        (q["namespace"].as_str(), q["task"].as_str()),
+        (Some("shop"), Some("orders"))
+    );
+    assert_eq!(q["partitions"], 2);
+    assert_eq!(q["messages"]["total"], 3);
+
+    let pop = b.pop("shop.orders", "batch=10&partitions=2").await;
+    let data: Vec<Value> = pop["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["data"].clone())
+        .collect();
+    assert!(
+        data.contains(&json!({"n": 1}))
+            && data.contains(&Value::Null)
+            && data.contains(&json!({"n": 3}))
+    );
+    assert!(!data.contains(&json!({"n": 2})));
+}
+
+#[tokio::test]
+async fn pop_shapes_and_fields() {
+    let b = broker().await;
+    let pushed = b.push("orders", "customer-42", &["a", "b", "c"]).await;
+    let pid = pushed[0]["partition_id"].as_str().unwrap();
+
+    let (s, v) = b
+        .get("/api/v1/pop/queue/orders/partition/customer-42?batch=2&autopilot=true")
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(v["success"], true);
+    assert_eq!(v["partition"], "customer-42");
+    assert_eq!(v["partitionId"], pid);
+    assert_eq!(v["consumerGroup"], "__QUEUE_MODE__");
+    assert_eq!(v["autopilot"]["batch"], 2);
+    let m = &v["messages"][0];
+    for k in [
+        "id",
+        "transactionId",
+        "traceId",
+        "data",
+        "producerSub",
+        "createdAt",
+        "partitionId",
+        "partition",
+        "leaseId",
+        "consumerGroup",
+    ] {
+        assert!(m.get(k).is_some(), "message lacks {k}: {m}");
+    }
+    assert_eq!(m["leaseId"], v["leaseId"]);
+    // createdAt carries microseconds: 2026-04-26T10:59:28.267966Z
+    let created = m["createdAt"].as_str().unwrap();
+    assert_eq!(created.len(), 27, "{created}");
+    assert_eq!(Broker::txids(&v), vec!["a", "b"]);
+
+    // The same group cannot take a partition while its lease is live.
+    let (_, held) = b
+        .get("/api/v1/pop/queue/orders/partition/customer-42?wait=false")
+        .await;
+    assert_eq!(held["success"], false);
+    assert_eq!(held["error"], "lease_held");
+    let (_, missing) = b
+        .get("/api/v1/pop/queue/orders/partition/nope?wait=false")
+        .await;
+    assert_eq!(missing["error"], "partition_not_found");
+    let (_, noqueue) = b.get("/api/v1/pop/queue/ghost?wait=false").await;
+    assert_eq!(noqueue["error"], "no_available_partition");
+
+    // Another group is not blocked and starts from the beginning.
+    let other = b.pop("orders", "consumerGroup=audit&batch=10").await;
+    assert_eq!(Broker::txids(&other), vec!["a", "b", "c"]);
+    assert_eq!(other["consumerGroup"], "audit");
+}
+
+#[tokio::test]
+async fn auto_ack_commits_at_delivery() {
+    let b = broker().await;
+    let pushed = b.push("q", "Default", &["a", "b"]).await;
+    let pid = pushed[0]["partition_id"].as_str().unwrap();
+    let v = b.pop("q", "batch=10&autoAck=true").await;
+    assert_eq!(v["leaseId"], "");
+    assert_eq!(v["messages"][0]["leaseId"], "");
+    assert_eq!(b.cursor(pid, "__QUEUE_MODE__").await, Some((1, false, 0)));
+    assert_eq!(
+        b.pop("q", "batch=10").await["error"],
+        "no_available_partition"
+    );
+}
+
+#[tokio::test]
+async fn multi_partition_pop_shares_one_lease_and_one_budget() {
+    let b = broker().await;
+    for p in ["p1", "p2", "p3"] {
+        b.push("q", p, &[&format!("{p}-a"), &format!("{p}-b")])
+            .await;
+    }
+    let v = b.pop("q", "batch=5&partitions=3").await;
+    let msgs = v["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 5, "{v}");
+    assert_eq!(v["partitionsClaimed"], 3);
+    let lease = v["leaseId"].as_str().unwrap();
+    assert!(msgs.iter().all(|m| m["leaseId"] == lease));
+    // One extend renews every partition of the pop.
+    let (s, e) = b
+        .request(
+            reqwest::Method::POST,
+            &format!("/api/v1/lease/{lease}/extend"),
+            None,
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(e["success"], true);
+    assert_eq!(e["renewed"], 3);
+    assert!(e["newExpiresAt"].as_str().is_some() && e["lease_expires_at"] == e["newExpiresAt"]);
+}
+
+#[tokio::test]
+async fn subscription_mode_new_skips_history_and_is_sticky() {
+    let b = broker().await;
+    b.push("events", "Default", &["old"]).await;
+    let v = b
+        .pop(
+            "events",
+            "consumerGroup=fresh&subscriptionMode=new&batch=10",
+        )
+        .await;
+    assert!(Broker::txids(&v).is_empty(), "{v}");
+    b.push("events", "Default", &["new1"]).await;
+    b.push("events", "later", &["new2"]).await;
+    // The first choice sticks: asking for "all" now changes nothing.
+    let v = b
+        .pop(
+            "events",
+            "consumerGroup=fresh&subscriptionMode=all&batch=10&partitions=2",
+        )
+        .await;
+    let mut got = Broker::txids(&v);
+    got.sort();
+    assert_eq!(got, vec!["new1", "new2"]);
+    // A group that joins with the default reads the history.
+    let v = b.pop("events", "consumerGroup=archive&batch=10").await;
+    assert_eq!(Broker::txids(&v)[0], "old");
+
+    let (s, _) = b
+        .get("/api/v1/pop/queue/events?consumerGroup=x&subscriptionFrom=yesterday")
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    let from = chrono::Utc::now().to_rfc3339();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    b.push("events", "Default", &["after"]).await;
+    let v = b
+        .pop(
+            "events",
+            &format!(
+                "consumerGroup=since&batch=10&subscriptionFrom={}",
+                urlencode(&from)
+            ),
+        )
+        .await;
+    assert_eq!(Broker::txids(&v), vec!["after"]);
+}
+
+fn urlencode(s: &str) -> String {
+    s.replace('+', "%2B").replace(':', "%3A")
+}
+
+#[tokio::test]
+async fn delayed_processing_hides_young_messages() {
+    let b = broker().await;
+    b.configure("slow", json!({"delayedProcessing": 1})).await;
+    b.push("slow", "Default", &["a"]).await;
+    assert!(Broker::txids(&b.pop("slow", "batch=10").await).is_empty());
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(Broker::txids(&b.pop("slow", "batch=10").await), vec!["a"]);
+}
+
+#[tokio::test]
+async fn window_buffer_waits_for_a_quiet_partition() {
+    let b = broker().await;
+    b.configure("debounced", json!({"windowBuffer": 1})).await;
+    b.push("debounced", "p", &["a"]).await;
+    let (_, v) = b
+        .get("/api/v1/pop/queue/debounced/partition/p?wait=false")
+        .await;
+    assert_eq!(v["windowBufferActive"], true, "{v}");
+    assert!(Broker::txids(&v).is_empty());
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(
+        Broker::txids(&b.pop("debounced", "batch=10").await),
+        vec!["a"]
+    );
+}
+
+#[tokio::test]
+async fn lease_extend_accepts_an_empty_body_and_reports_unknown_leases() {
+    let b = broker().await;
+    b.configure("q", json!({"leaseTime": 1})).await;
+    b.push("q", "Default", &["a"]).await;
+    let v = b.pop("q", "").await;
+    let lease = v["leaseId"].as_str().unwrap().to_string();
+    let (s, e) = b
+        .request(
+            reqwest::Method::POST,
+            &format!("/api/v1/lease/{lease}/extend"),
+            Some(r#"{"seconds": 30}"#),
+        )
+        .await;
+    assert_eq!(
+        (s, e["success"].as_bool()),
+        (StatusCode::OK, Some(true)),
+        "{e}"
+    );
+    // Extended past the queue's 1 s lease: still held after 1.2 s.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let (_, held) = b
+        .get("/api/v1/pop/queue/q/partition/Default?wait=false")
+        .await;
+    assert_eq!(held["error"], "lease_held");
+
+    let (s, e) = b
+        .request(
+            reqwest::Method::POST,
+            "/api/v1/lease/0198f2c1-9a7b-7d20-8e31-4c5d6e7f8a90/extend",
+            None,
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(
+        (e["success"].as_bool(), e["error"].as_str()),
+        (Some(false), Some("Lease not found"))
+    );
+    assert_eq!(e["newExpiresAt"], Value::Null);
+    let (s, _) = b
+        .request(
+            reqwest::Method::POST,
+            &format!("/api/v1/lease/{lease}/extend"),
+            Some(r#"{"seconds": 0}"#),
+        )
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn dlq_lists_with_total_filters_and_pages() {
+    let b = broker().await;
+    let pushed = b.push("jobs", "Default", &["a", "b", "c"]).await;
+    let pid = pushed[0]["partition_id"].as_str().unwrap();
+    for t in ["a", "b", "c"] {
+        let v = b.pop("jobs", "consumerGroup=w").await;
+        let lease = v["leaseId"].as_str().unwrap();
+        let r = b
+            .ack_batch(Some("w"), json!([{"transactionId": t, "partitionId": pid, "leaseId": lease, "status": "dlq", "error": format!("bad {t}")}]))
+            .await;
+        assert_eq!(r[0]["dlq"], true, "{r:?}");
+    }
+    let (s, v) = b.get("/api/v1/dlq?queue=jobs&limit=2").await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(v["total"], 3);
+    assert_eq!(v["messages"].as_array().unwrap().len(), 2);
+    let first = &v["messages"][0];
+    assert_eq!(first["transactionId"], "c", "newest failure first: {v}");
+    assert_eq!(first["errorMessage"], "bad c");
+    assert_eq!(first["data"], json!({"tx": "c"}));
+    assert_eq!(first["consumerGroup"], "w");
+    assert_eq!(first["queue"], "jobs");
+    let (_, page2) = b.get("/api/v1/dlq?queue=jobs&limit=2&offset=2").await;
+    assert_eq!(Broker::txids(&page2), vec!["a"]);
+    assert_eq!(page2["total"], 3);
+    let (_, none) = b.get("/api/v1/dlq?queue=jobs&consumerGroup=other").await;
+    assert_eq!(none["total"], 0);
+    let (_, other_queue) = b.get("/api/v1/dlq?queue=nothing").await;
+    assert_eq!(other_queue["total"], 0);
+}
+
+#[tokio::test]
+async fn deleting_a_queue_removes_everything_it_owns() {
+    let b = broker().await;
+    let pushed = b.push("doomed", "Default", &["a", "b"]).await;
+    let pid = pushed[0]["partition_id"].as_str().unwrap();
+    let v = b.pop("doomed", "").await;
+    let lease = v["leaseId"].as_str().unwrap();
+    b.ack_batch(
+        None,
+        json!([{"transactionId": "a", "partitionId": pid, "leaseId": lease, "status": "dlq"}]),
+    )
+    .await;
+    b.push("kept", "Default", &["k"]).await;
+
+    let (s, v) = b.delete("/api/v1/resources/queues/doomed").await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(
+        (v["deleted"].as_bool(), v["existed"].as_bool()),
+        (Some(true), Some(true))
+    );
+    let db = b.db().await;
+    for (table, column) in [
+        ("partitions", "id"),
+        ("segments", "partition_id"),
+        ("tx_index", "partition_id"),
+        ("cursors", "partition_id"),
+        ("dead_letters", "partition_id"),
+    ] {
+        let n: i64 = db
+            .query_one(
+                &format!("SELECT count(*) FROM {table} WHERE {column} = $1::text::uuid"),
+                &[&pid],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 0, "{table} still holds rows of the deleted queue");
+    }
+    let (_, v) = b.delete("/api/v1/resources/queues/doomed").await;
+    assert_eq!(v["existed"], false);
+    let (_, q) = b.get("/api/v1/resources/queues").await;
+    assert_eq!(q["queues"].as_array().unwrap().len(), 1);
+    assert_eq!(Broker::txids(&b.pop("kept", "").await), vec!["k"]);
+}
+
+#[tokio::test]
+async fn encrypted_queues_store_ciphertext_and_deliver_plaintext() {
+    let b = broker_with(|c| c.queen_encryption_key = Some(KEY.into())).await;
+    b.configure("secret", json!({"encryptionEnabled": true}))
+        .await;
+    b.push("secret", "Default", &["s1"]).await;
+    let db = b.db().await;
+    let stored: Value = db
+        .query_one("SELECT frames FROM segments", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let payload = &stored[0]["p"];
+    assert!(
+        payload["encrypted"].is_string()
+            && payload["iv"].is_string()
+            && payload["authTag"].is_string(),
+        "{stored}"
+    );
+    assert!(
+        !stored.to_string().contains("\"tx\""),
+        "plaintext leaked: {stored}"
+    );
+    let v = b.pop("secret", "").await;
+    assert_eq!(v["messages"][0]["data"], json!({"tx": "s1"}));
+}

@@ -1,1 +1,114 @@
-//! (being written)
+//! Compatibility with the official Python client: `queen-mq==1.3.0` drives a real broker
+//! through `tests/python/client_flow.py` (create, push + dedup, consume with auto-ack, manual
+//! ack/nack, lease renewal, transaction, dead-letter queue, delete).
+//!
+//! The interpreter is `$REGENT_PYTHON`, else `<crate>/.venv/bin/python`; `scripts/test` creates
+//! that virtualenv and installs the client. A missing interpreter or client is a failure, never
+//! a skip.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::process::Command;
+
+use crate::support::broker;
+
+const CLIENT_VERSION: &str = "1.3.0";
+const SCRIPT_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn python() -> PathBuf {
+    match std::env::var_os("REGENT_PYTHON") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"),
+    }
+}
+
+/// Panics with instructions unless `python` exists and imports the right client version.
+async fn check_client(python: &PathBuf) {
+    let hint = format!(
+        "run `scripts/test` (it creates {}/.venv and installs queen-mq=={CLIENT_VERSION}), \
+         or point REGENT_PYTHON at an interpreter that has queen-mq=={CLIENT_VERSION}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    assert!(
+        python.exists(),
+        "Python interpreter {} not found: {hint}",
+        python.display()
+    );
+    let out = Command::new(python)
+        .args(["-c", "import queen; print(queen.__version__)"])
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}; {hint}", python.display()));
+    assert!(
+        out.status.success(),
+        "{} cannot `import queen` ({}): {}\n{hint}",
+        python.display(),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert_eq!(
+        version,
+        CLIENT_VERSION,
+        "{} has queen-mq {version}, this test targets {CLIENT_VERSION}: {hint}",
+        python.display()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_1_3_0_full_flow() {
+    let python = python();
+    check_client(&python).await;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/client_flow.py");
+    assert!(script.exists(), "missing {}", script.display());
+
+    let b = broker().await;
+    let mut child = Command::new(&python)
+        .arg(&script)
+        .arg(&b.url)
+        .env("PYTHONUNBUFFERED", "1")
+        .env_remove("QUEEN_SDK_POP_AUTOPILOT")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", python.display()));
+
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let out_task = tokio::spawn(async move {
+        let mut buf = Vec::new();
+        let _ = stdout.read_to_end(&mut buf).await;
+        buf
+    });
+    let err_task = tokio::spawn(async move {
+        let mut buf = Vec::new();
+        let _ = stderr.read_to_end(&mut buf).await;
+        buf
+    });
+
+    let status = match tokio::time::timeout(SCRIPT_TIMEOUT, child.wait()).await {
+        Ok(status) => Some(status.expect("wait for the python script")),
+        Err(_) => {
+            let _ = child.kill().await;
+            None
+        }
+    };
+    let out = String::from_utf8_lossy(&out_task.await.unwrap()).into_owned();
+    let err = String::from_utf8_lossy(&err_task.await.unwrap()).into_owned();
+    let report = format!("--- stdout ---\n{out}\n--- stderr ---\n{err}");
+
+    match status {
+        None => {
+            panic!("tests/python/client_flow.py did not finish within {SCRIPT_TIMEOUT:?}\n{report}")
+        }
+        Some(s) if !s.success() => {
+            panic!("tests/python/client_flow.py failed ({s})\n{report}")
+        }
+        Some(_) => println!("{out}"),
+    }
+}
