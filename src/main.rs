@@ -34,6 +34,9 @@ enum Command {
         #[arg(long)]
         data_dir: Option<PathBuf>,
     },
+    /// Exit 0 when the broker on PORT answers /health with 200 (for container health checks,
+    /// where no curl exists).
+    Healthcheck,
 }
 
 #[tokio::main]
@@ -51,6 +54,7 @@ async fn main() -> anyhow::Result<()> {
             let url = config.database_url();
             run(config, &url).await
         }
+        Command::Healthcheck => healthcheck(config.port).await,
         Command::Dev { port, data_dir } => {
             if let Some(p) = port {
                 config.port = p;
@@ -77,4 +81,24 @@ async fn run(config: Config, url: &str) -> anyhow::Result<()> {
     server::termination().await;
     tracing::info!("shutting down");
     srv.shutdown().await
+}
+
+async fn healthcheck(port: u16) -> anyhow::Result<()> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let check = async {
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+        s.write_all(b"GET /health HTTP/1.0\r\nHost: localhost\r\n\r\n")
+            .await?;
+        let mut head = [0u8; 12];
+        s.read_exact(&mut head).await?;
+        anyhow::ensure!(
+            &head[9..12] == b"200",
+            "unhealthy: {}",
+            String::from_utf8_lossy(&head)
+        );
+        Ok(())
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(3), check)
+        .await
+        .context("health check timed out")?
 }
