@@ -9,6 +9,8 @@ use tokio::sync::Notify;
 #[derive(Default)]
 pub struct Wakeups {
     queues: Mutex<HashMap<(String, String), Arc<Notify>>>,
+    /// Per tenant: fired by a push to any of its queues, for pops that span queues.
+    tenants: Mutex<HashMap<String, Arc<Notify>>>,
 }
 
 impl Wakeups {
@@ -20,11 +22,26 @@ impl Wakeups {
             .clone()
     }
 
+    /// The notifier fired by a push to any queue of the tenant.
+    pub fn for_tenant(&self, tenant: &str) -> Arc<Notify> {
+        let mut map = self.tenants.lock().expect("wakeup map poisoned");
+        map.entry(tenant.to_string()).or_default().clone()
+    }
+
     /// Wakes every pop parked on the queue. Only notifiers that exist are touched, so a push
     /// to a queue nobody waits on allocates nothing.
     pub fn notify(&self, tenant: &str, queue: &str) {
         let map = self.queues.lock().expect("wakeup map poisoned");
         if let Some(n) = map.get(&(tenant.to_string(), queue.to_string())) {
+            n.notify_waiters();
+        }
+        drop(map);
+        if let Some(n) = self
+            .tenants
+            .lock()
+            .expect("wakeup map poisoned")
+            .get(tenant)
+        {
             n.notify_waiters();
         }
     }

@@ -127,6 +127,31 @@ struct Participant<'a> {
     item: &'a AckItem,
 }
 
+/// A replayed ack whose lease has ended since: when every item is a `completed` that the
+/// cursor has already passed, the retry changes nothing and is answered as the no-op it is.
+/// Transactions use this so that re-sending a committed bundle (the client retries after a
+/// lost answer) is harmless even though the bundle itself released the lease.
+pub fn replay(committed: i64, items: &[AckItem]) -> Option<AckPlan> {
+    let all_done = items
+        .iter()
+        .all(|i| i.status == AckStatus::Completed && i.offset.is_some_and(|o| o <= committed));
+    (all_done && !items.is_empty()).then(|| AckPlan {
+        items: vec![
+            ItemOutcome {
+                success: true,
+                noop: true,
+                ..ItemOutcome::default()
+            };
+            items.len()
+        ],
+        committed,
+        release_lease: false,
+        retry_count: 0,
+        dead_letter: None,
+        changed: false,
+    })
+}
+
 /// `leased`: the ack carried a leaseId that the store already validated as the live lease
 /// (so cursor.live_lease_end is Some).
 pub fn plan(cursor: &CursorView, policy: &Policy, leased: bool, items: &[AckItem]) -> AckPlan {
@@ -1306,5 +1331,31 @@ mod tests {
                 noop: false,
             }
         );
+    }
+
+    #[test]
+    fn replay_is_a_noop_only_when_everything_was_already_completed() {
+        let done = |o: i64| AckItem {
+            status: AckStatus::Completed,
+            offset: Some(o),
+            error: None,
+        };
+        let plan = replay(9, &[done(3), done(9)]).expect("a replay");
+        assert!(plan.items.iter().all(|i| i.success && i.noop));
+        assert!(!plan.changed);
+        assert!(replay(9, &[done(3), done(10)]).is_none());
+        assert!(replay(9, &[]).is_none());
+        let nack = AckItem {
+            status: AckStatus::Failed,
+            offset: Some(3),
+            error: None,
+        };
+        assert!(replay(9, &[done(3), nack]).is_none());
+        let lost = AckItem {
+            status: AckStatus::Completed,
+            offset: None,
+            error: None,
+        };
+        assert!(replay(9, &[lost]).is_none());
     }
 }

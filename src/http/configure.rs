@@ -14,7 +14,7 @@ use crate::store::queues;
 pub async fn configure(AxState(s): State, body: RawBody) -> Result<Json<Value>, ApiError> {
     let v = body.json()?;
     let queue = match v.get("queue") {
-        Some(Value::String(q)) if !q.is_empty() => q.clone(),
+        Some(Value::String(q)) if !q.is_empty() => super::push::name("queue", q)?,
         _ => return Err(ApiError::bad_request("queue is required")),
     };
     let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();

@@ -6,8 +6,6 @@ use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::error::ApiError;
-
 pub async fn cors(req: Request, next: Next) -> Response {
     let mut res = if req.method() == Method::OPTIONS {
         StatusCode::NO_CONTENT.into_response()
@@ -32,8 +30,4 @@ pub async fn cors(req: Request, next: Next) -> Response {
         HeaderValue::from_static("86400"),
     );
     res
-}
-
-pub async fn not_found() -> ApiError {
-    ApiError::NotFound("Not found".into())
 }

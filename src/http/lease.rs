@@ -1,7 +1,9 @@
 //! `POST /api/v1/lease/:leaseId/extend`. The Python client 1.3.0 posts no body and reads
 //! `newExpiresAt` from an object, so the answer is an object with every alias.
 
-use axum::extract::{Path, State as AxState};
+use axum::extract::State as AxState;
+
+use super::path::PathParams;
 use axum::Json;
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -18,10 +20,13 @@ const MAX_SECONDS: i64 = 24 * 3600;
 
 pub async fn extend(
     AxState(s): State,
-    Path(lease_id): Path<String>,
+    PathParams(lease_id): PathParams<String>,
     body: RawBody,
 ) -> Result<Json<Value>, ApiError> {
     let v = body.json_or_empty_object()?;
+    if !v.is_object() {
+        return Err(ApiError::bad_request("body must be a JSON object"));
+    }
     let seconds = match v.get("seconds") {
         None | Some(Value::Null) => DEFAULT_SECONDS,
         Some(n) => match n.as_i64() {

@@ -7,9 +7,11 @@ mod configure;
 mod cors;
 mod dlq;
 pub mod error;
+mod fallback;
 mod health;
 mod lease;
 mod params;
+mod path;
 mod pop;
 mod push;
 mod resources;
@@ -60,6 +62,7 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/api/v1/pop/queue/{queue}/partition/{partition}",
             get(pop::pop_partition),
         )
+        .route("/api/v1/pop", get(pop::pop_scope))
         .route("/api/v1/ack", post(ack::ack_single))
         .route("/api/v1/ack/batch", post(ack::ack_batch))
         .route("/api/v1/transaction", post(transaction::transaction))
@@ -70,7 +73,8 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/api/v1/resources/queues/{queue}",
             delete(resources::delete_queue),
         )
-        .fallback(cors::not_found)
+        .fallback(fallback::not_found)
+        .method_not_allowed_fallback(fallback::method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
         .layer(axum::middleware::from_fn(cors::cors))
         .with_state(state)

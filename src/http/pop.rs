@@ -1,44 +1,92 @@
-//! The pop routes: claim partitions for a consumer group under a lease, long-polling when
-//! asked to.
+//! The three pop routes: claim partitions for a consumer group under one lease, long-polling
+//! when asked to.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Path, State as AxState};
+use axum::extract::State as AxState;
+
+use super::path::PathParams;
 use axum::Json;
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
+use uuid::Uuid;
 
 use super::error::ApiError;
 use super::params::Params;
 use super::time::micros;
 use super::{AppState, State};
 use crate::broker::naming::QUEUE_MODE;
-use crate::broker::subscription::start_point;
-use crate::store::pop::{diagnose_empty, pop, EmptyReason, PopOutcome, PopRequest};
-use crate::store::queues::{find_queue, QueueRow};
+use crate::broker::subscription::{start_point, StartPoint};
+use crate::store::pop::{diagnose_empty, pop, DeliveredPartition, EmptyReason, PopRequest};
+use crate::store::queues::{find_queue, find_scoped, QueueRow};
 
 /// An answer is sent this long before the client's `timeout`, so it always arrives first.
 const DEADLINE_MARGIN: Duration = Duration::from_millis(50);
 const FIRST_RECHECK: Duration = Duration::from_millis(100);
 const MAX_RECHECK: Duration = Duration::from_secs(1);
 
+/// What a pop may claim from.
+enum Target {
+    /// Any partition of one queue.
+    Queue(String),
+    /// One named partition of one queue.
+    Partition(String, String),
+    /// Any partition of any queue in a namespace and/or task, highest priority first.
+    Scope {
+        namespace: Option<String>,
+        task: Option<String>,
+    },
+}
+
+impl Target {
+    fn queue_name(&self) -> &str {
+        match self {
+            Target::Queue(q) | Target::Partition(q, _) => q,
+            Target::Scope { .. } => "",
+        }
+    }
+
+    fn partition_name(&self) -> &str {
+        match self {
+            Target::Partition(_, p) => p,
+            _ => "",
+        }
+    }
+}
+
 pub async fn pop_queue(
     AxState(s): State,
-    Path(queue): Path<String>,
+    PathParams(queue): PathParams<String>,
     params: Params,
 ) -> Result<Json<Value>, ApiError> {
-    run(s, queue, None, params).await.map(Json)
+    run(s, Target::Queue(queue), params).await.map(Json)
 }
 
 pub async fn pop_partition(
     AxState(s): State,
-    Path((queue, partition)): Path<(String, String)>,
+    PathParams((queue, partition)): PathParams<(String, String)>,
     params: Params,
 ) -> Result<Json<Value>, ApiError> {
-    run(s, queue, Some(partition), params).await.map(Json)
+    run(s, Target::Partition(queue, partition), params)
+        .await
+        .map(Json)
 }
 
+/// `GET /api/v1/pop?namespace=…&task=…`: documented by Queen and called by its client when
+/// a consumer names no queue.
+pub async fn pop_scope(AxState(s): State, params: Params) -> Result<Json<Value>, ApiError> {
+    let namespace = params.str("namespace").map(str::to_string);
+    let task = params.str("task").map(str::to_string);
+    if namespace.is_none() && task.is_none() {
+        return Err(ApiError::bad_request("namespace or task is required"));
+    }
+    run(s, Target::Scope { namespace, task }, params)
+        .await
+        .map(Json)
+}
+
+/// The request's knobs, defaults applied.
 struct Ask {
     batch: i64,
     partitions: i64,
@@ -47,9 +95,10 @@ struct Ask {
     group: String,
     auto_ack: bool,
     autopilot: bool,
+    start: StartPoint,
 }
 
-fn ask(s: &AppState, p: &Params, partition_route: bool) -> Ask {
+fn ask(s: &AppState, p: &Params, target: &Target) -> Result<Ask, ApiError> {
     let autopilot = p.flag("autopilot", false);
     let default_batch = if autopilot {
         s.config.autopilot_batch_size
@@ -60,16 +109,20 @@ fn ask(s: &AppState, p: &Params, partition_route: bool) -> Ask {
         .int("batch")
         .unwrap_or(default_batch)
         .clamp(1, s.config.max_batch_size);
-    let partitions = if partition_route {
-        1
-    } else {
-        p.int("partitions").unwrap_or(1).clamp(1, 1000)
+    let partitions = match target {
+        Target::Partition(..) => 1,
+        _ => p.int("partitions").unwrap_or(1).clamp(1, 1000),
     };
     let timeout_ms = p
         .int("timeout")
         .map(|t| t.max(0) as u64)
         .unwrap_or(s.config.default_timeout);
-    Ask {
+    let mode = p
+        .str("subscriptionMode")
+        .or(Some(s.config.default_subscription_mode.as_str()));
+    let start = start_point(mode, p.str("subscriptionFrom"), chrono::Utc::now())
+        .map_err(|e| ApiError::bad_request(e.0))?;
+    Ok(Ask {
         batch,
         partitions,
         wait: p.flag("wait", false),
@@ -77,25 +130,28 @@ fn ask(s: &AppState, p: &Params, partition_route: bool) -> Ask {
         group: p.str("consumerGroup").unwrap_or(QUEUE_MODE).to_string(),
         auto_ack: p.flag("autoAck", false),
         autopilot,
-    }
+        start,
+    })
 }
 
-async fn run(
-    s: Arc<AppState>,
-    queue: String,
-    partition: Option<String>,
-    p: Params,
-) -> Result<Value, ApiError> {
+/// What one attempt found.
+enum Found {
+    Messages(Value),
+    /// A success shape without messages (window buffer filling, nothing readable yet).
+    Shape(Value),
+    /// Nothing to claim, with Queen's error code.
+    Nothing(&'static str),
+}
+
+async fn run(s: Arc<AppState>, target: Target, p: Params) -> Result<Value, ApiError> {
     let started = Instant::now();
-    let a = ask(&s, &p, partition.is_some());
-    let mode = p
-        .str("subscriptionMode")
-        .or(Some(s.config.default_subscription_mode.as_str()));
-    let start = start_point(mode, p.str("subscriptionFrom"), chrono::Utc::now())
-        .map_err(|e| ApiError::bad_request(e.0))?;
+    let a = ask(&s, &p, &target)?;
     let tenant = s.tenant();
     let deadline = started + a.timeout.saturating_sub(DEADLINE_MARGIN);
-    let notify = s.wakeups.for_queue(tenant, &queue);
+    let notify = match &target {
+        Target::Scope { .. } => s.wakeups.for_tenant(tenant),
+        _ => s.wakeups.for_queue(tenant, target.queue_name()),
+    };
     let mut shutdown = s.shutting_down.clone();
     let mut recheck = FIRST_RECHECK;
 
@@ -105,38 +161,23 @@ async fn run(
         tokio::pin!(notified);
         notified.as_mut().enable();
 
-        // The lookup's connection goes back to the pool before the attempt takes another:
-        // holding both would let as many concurrent pops as the pool has connections
-        // wait on each other forever.
-        let found = find_queue(&s.store.client().await?, tenant, &queue).await?;
-        let outcome = match found {
-            None => Err(if partition.is_some() {
-                "partition_not_found"
-            } else {
-                "no_available_partition"
-            }),
-            Some(q) => attempt(&s, &q, partition.as_deref(), &a, start).await?,
-        };
-        match outcome {
-            Ok(Delivery::Messages(body)) => return Ok(with_autopilot(body, &a)),
-            Ok(Delivery::Shape(body)) if !a.wait => return Ok(with_autopilot(body, &a)),
-            Err(code) if !a.wait => {
-                return Ok(with_autopilot(
-                    json!({"success": false, "error": code, "messages": []}),
-                    &a,
-                ))
+        let found = attempt(&s, &target, &a).await?;
+        match found {
+            Found::Messages(body) => return Ok(with_autopilot(body, &a)),
+            Found::Shape(body) if !a.wait => return Ok(with_autopilot(body, &a)),
+            Found::Nothing(code) if !a.wait => {
+                let body = json!({"success": false, "error": code, "messages": []});
+                return Ok(with_autopilot(body, &a));
             }
             _ => {}
         }
         let now = Instant::now();
         if now >= deadline || *shutdown.borrow() {
-            return Ok(with_autopilot(
-                json!({
-                    "success": true, "queue": queue, "partition": partition.clone().unwrap_or_default(),
-                    "partitionId": null, "leaseId": null, "consumerGroup": a.group, "messages": [],
-                }),
-                &a,
-            ));
+            let body = json!({
+                "success": true, "queue": target.queue_name(), "partition": target.partition_name(),
+                "partitionId": null, "leaseId": null, "consumerGroup": a.group, "messages": [],
+            });
+            return Ok(with_autopilot(body, &a));
         }
         tokio::select! {
             _ = &mut notified => recheck = FIRST_RECHECK,
@@ -146,74 +187,116 @@ async fn run(
     }
 }
 
-enum Delivery {
-    Messages(Value),
-    /// An answer without messages that is still a success shape (window buffer, nothing
-    /// readable yet).
-    Shape(Value),
-}
-
-async fn attempt(
-    s: &AppState,
-    q: &QueueRow,
-    partition: Option<&str>,
-    a: &Ask,
-    start: crate::broker::subscription::StartPoint,
-) -> Result<Result<Delivery, &'static str>, ApiError> {
-    let req = PopRequest {
-        queue_id: q.id,
-        partition,
-        group: &a.group,
-        start,
-        max_partitions: a.partitions,
-        batch: a.batch,
-        lease_seconds: q.options.lease_seconds(),
-        delayed_processing_seconds: q.options.delayed_processing_seconds(),
-        window_buffer_seconds: q.options.window_buffer_seconds(),
-        auto_ack: a.auto_ack,
-    };
-    let (out, reason) = crate::in_transaction!(s.store, |tx| {
-        let out = pop(tx, &req).await?;
-        let reason = match (partition, out.partitions.is_empty()) {
-            (Some(name), true) => {
-                Some(diagnose_empty(tx, q.id, name, &a.group, req.window_buffer_seconds).await?)
+/// One claim-and-read over the target's queues, in one transaction.
+async fn attempt(s: &AppState, target: &Target, a: &Ask) -> Result<Found, ApiError> {
+    let tenant = s.tenant();
+    // The lookup's connection goes back to the pool before the transaction takes another:
+    // holding both would let as many concurrent pops as the pool has connections wait on
+    // each other forever.
+    let queues: Vec<QueueRow> = {
+        let client = s.store.client().await?;
+        match target {
+            Target::Queue(q) | Target::Partition(q, _) => {
+                find_queue(&client, tenant, q).await?.into_iter().collect()
             }
+            Target::Scope { namespace, task } => {
+                find_scoped(&client, tenant, namespace.as_deref(), task.as_deref()).await?
+            }
+        }
+    };
+    let partition = match target {
+        Target::Partition(_, p) => Some(p.as_str()),
+        _ => None,
+    };
+    if queues.is_empty() {
+        return Ok(Found::Nothing(if partition.is_some() {
+            "partition_not_found"
+        } else {
+            "no_available_partition"
+        }));
+    }
+
+    let lease_id = Uuid::now_v7();
+    let (claimed, reason) = crate::in_transaction!(s.store, |tx| {
+        let mut claimed: Vec<(&QueueRow, DeliveredPartition)> = Vec::new();
+        let (mut batch, mut partitions) = (a.batch, a.partitions);
+        for q in &queues {
+            if batch == 0 || partitions == 0 {
+                break;
+            }
+            let req = PopRequest {
+                queue_id: q.id,
+                lease_id,
+                partition,
+                group: &a.group,
+                start: a.start,
+                max_partitions: partitions,
+                batch,
+                lease_seconds: q.options.lease_seconds(),
+                delayed_processing_seconds: q.options.delayed_processing_seconds(),
+                window_buffer_seconds: q.options.window_buffer_seconds(),
+                auto_ack: a.auto_ack,
+            };
+            for d in pop(tx, &req).await?.partitions {
+                batch -= d.messages.len() as i64;
+                partitions -= 1;
+                claimed.push((q, d));
+            }
+        }
+        let reason = match (partition, claimed.is_empty()) {
+            (Some(name), true) => Some(
+                diagnose_empty(
+                    tx,
+                    queues[0].id,
+                    name,
+                    &a.group,
+                    queues[0].options.window_buffer_seconds(),
+                )
+                .await?,
+            ),
             _ => None,
         };
-        Ok((out, reason))
+        Ok((claimed, reason))
     })?;
-    if !out.partitions.is_empty() {
-        return Ok(Ok(Delivery::Messages(messages_body(s, q, a, out))));
+
+    if !claimed.is_empty() {
+        let lease = (!a.auto_ack).then_some(lease_id);
+        return Ok(Found::Messages(messages_body(s, a, lease, claimed)));
     }
-    let base = |partition_id: Value, extra: Option<(&str, Value)>| {
-        let mut m = json!({
-            "success": true, "queue": q.name, "partition": partition.unwrap_or(""),
+    let empty = |partition_id: Value| {
+        json!({
+            "success": true, "queue": target.queue_name(), "partition": target.partition_name(),
             "partitionId": partition_id, "leaseId": "", "consumerGroup": a.group, "messages": [],
-        });
-        if let Some((k, v)) = extra {
-            m[k] = v;
-        }
-        m
+        })
     };
     Ok(match reason {
-        None => Err("no_available_partition"),
-        Some(EmptyReason::PartitionNotFound) => Err("partition_not_found"),
-        Some(EmptyReason::LeaseHeld) => Err("lease_held"),
-        Some(EmptyReason::WindowBufferActive { partition_id }) => Ok(Delivery::Shape(base(
-            json!(partition_id),
-            Some(("windowBufferActive", json!(true))),
-        ))),
-        Some(EmptyReason::NothingReadable) => Ok(Delivery::Shape(base(Value::Null, None))),
+        None => Found::Nothing("no_available_partition"),
+        Some(EmptyReason::PartitionNotFound) => Found::Nothing("partition_not_found"),
+        Some(EmptyReason::LeaseHeld) => Found::Nothing("lease_held"),
+        Some(EmptyReason::WindowBufferActive { partition_id }) => {
+            let mut body = empty(json!(partition_id));
+            body["windowBufferActive"] = json!(true);
+            Found::Shape(body)
+        }
+        Some(EmptyReason::NothingReadable) => Found::Shape(empty(Value::Null)),
     })
 }
 
-fn messages_body(s: &AppState, q: &QueueRow, a: &Ask, out: PopOutcome) -> Value {
-    let lease = out.lease_id.map(|l| l.to_string()).unwrap_or_default();
-    let first = &out.partitions[0];
-    let (first_name, first_id) = (first.partition.clone(), first.partition_id);
-    let claimed = out.partitions.len();
+fn messages_body(
+    s: &AppState,
+    a: &Ask,
+    lease: Option<Uuid>,
+    claimed: Vec<(&QueueRow, DeliveredPartition)>,
+) -> Value {
+    let lease = lease.map(|l| l.to_string()).unwrap_or_default();
+    let (first_queue, first) = (&claimed[0].0.name, &claimed[0].1);
+    let mut body = json!({
+        "success": true, "queue": first_queue, "partition": first.partition,
+        "partitionId": first.partition_id, "leaseId": lease, "consumerGroup": a.group,
+        "partitionsClaimed": claimed.len(),
+    });
     let mut messages = Vec::new();
-    for part in out.partitions {
+    for (q, part) in claimed {
         for m in part.messages {
             let data = if m.encrypted {
                 match s.cipher.as_ref().map(|c| c.decrypt(&m.payload)) {
@@ -234,11 +317,8 @@ fn messages_body(s: &AppState, q: &QueueRow, a: &Ask, out: PopOutcome) -> Value 
             }));
         }
     }
-    json!({
-        "success": true, "queue": q.name, "partition": first_name, "partitionId": first_id,
-        "leaseId": lease, "consumerGroup": a.group, "partitionsClaimed": claimed,
-        "messages": messages,
-    })
+    body["messages"] = Value::Array(messages);
+    body
 }
 
 /// The 1.2+ autopilot echo: what the broker chose for the knobs the client left out.

@@ -27,11 +27,29 @@ pub(crate) struct PushItem {
     pub trace_id: Option<Uuid>,
 }
 
+/// Names and transaction ids are index keys: PostgreSQL cannot store a NUL in text, and a
+/// btree entry must fit in a page, so both are refused here rather than by the database.
+pub(crate) const MAX_NAME_BYTES: usize = 512;
+
+pub(crate) fn name(field: &str, v: &str) -> Result<String, ApiError> {
+    if v.len() > MAX_NAME_BYTES {
+        return Err(ApiError::bad_request(format!(
+            "{field} must be at most {MAX_NAME_BYTES} bytes"
+        )));
+    }
+    if v.contains('\0') {
+        return Err(ApiError::bad_request(format!(
+            "{field} must not contain NUL"
+        )));
+    }
+    Ok(v.to_string())
+}
+
 /// Validates one item with Queen's texts. `payload_keys` lists where the payload may sit
 /// (the transaction route also accepts `data`).
 pub(crate) fn parse_item(v: &Value, payload_keys: &[&str]) -> Result<PushItem, ApiError> {
     let queue = match v.get("queue") {
-        Some(Value::String(q)) if !q.is_empty() => q.clone(),
+        Some(Value::String(q)) if !q.is_empty() => name("Queue", q)?,
         Some(Value::String(_)) => {
             return Err(ApiError::bad_request("Queue must be a non-empty string"))
         }
@@ -40,13 +58,13 @@ pub(crate) fn parse_item(v: &Value, payload_keys: &[&str]) -> Result<PushItem, A
     let partition = match v.get("partition") {
         None | Some(Value::Null) => DEFAULT_PARTITION.to_string(),
         Some(Value::String(p)) if p.is_empty() => DEFAULT_PARTITION.to_string(),
-        Some(Value::String(p)) => p.clone(),
+        Some(Value::String(p)) => name("Partition", p)?,
         Some(_) => return Err(ApiError::bad_request("Partition must be a string")),
     };
     let transaction_id = match v.get("transactionId") {
         None | Some(Value::Null) => Uuid::now_v7().to_string(),
         Some(Value::String(t)) if t.is_empty() => Uuid::now_v7().to_string(),
-        Some(Value::String(t)) => t.clone(),
+        Some(Value::String(t)) => name("TransactionId", t)?,
         Some(_) => return Err(ApiError::bad_request("TransactionId must be a string")),
     };
     let trace_id = match v.get("traceId") {
@@ -90,19 +108,20 @@ pub(crate) struct Prepared {
     len: usize,
 }
 
-/// Creates missing queues and partitions (in their own short transaction, before any
-/// sequencer lock), then builds the messages.
+/// Resolves the items to partitions (creating missing ones) inside the caller's transaction,
+/// then builds the messages.
 pub(crate) async fn prepare(
+    tx: &deadpool_postgres::Transaction<'_>,
     s: &AppState,
     tenant: &str,
     items: &[PushItem],
     producer_sub: Option<&str>,
-) -> Result<Prepared, ApiError> {
+) -> Result<Prepared, StoreError> {
     let pairs: Vec<(String, String)> = items
         .iter()
         .map(|i| (i.queue.clone(), i.partition.clone()))
         .collect();
-    let parts = resolve_partitions(&s.store, tenant, &pairs).await?;
+    let parts = resolve_partitions(tx, tenant, &pairs).await?;
     let refs: Vec<&PartitionRef> = pairs
         .iter()
         .map(|k| parts.get(k).expect("resolve_partitions returns every pair"))
@@ -219,9 +238,12 @@ pub async fn push(AxState(s): State, body: RawBody) -> Result<(StatusCode, Json<
         return Ok((StatusCode::CREATED, Json(json!([]))));
     }
     let tenant = s.tenant();
-    let prepared = prepare(&s, tenant, &items, None).await?;
-    let verdicts = crate::in_transaction!(s.store, |tx| { append_prepared(tx, &prepared).await })?;
-    for q in &prepared.queues {
+    let (queues, verdicts) = crate::in_transaction!(s.store, |tx| {
+        let prepared = prepare(tx, &s, tenant, &items, None).await?;
+        let verdicts = append_prepared(tx, &prepared).await?;
+        Ok((prepared.queues, verdicts))
+    })?;
+    for q in &queues {
         s.wakeups.notify(tenant, q);
     }
     let results: Vec<Value> = items

@@ -1,6 +1,8 @@
 //! Inspection and administration of queues.
 
-use axum::extract::{Path, State as AxState};
+use axum::extract::State as AxState;
+
+use super::path::PathParams;
 use axum::Json;
 use serde_json::{json, Value};
 
@@ -38,7 +40,7 @@ pub async fn list_queues(AxState(s): State, p: Params) -> Result<Json<Value>, Ap
 /// Idempotent: deleting a queue that does not exist answers `existed: false`.
 pub async fn delete_queue(
     AxState(s): State,
-    Path(queue): Path<String>,
+    PathParams(queue): PathParams<String>,
 ) -> Result<Json<Value>, ApiError> {
     let existed = delete(&s.store, s.tenant(), &queue).await?;
     Ok(Json(

@@ -13,7 +13,7 @@ use super::error::ApiError;
 use super::push::{append_prepared, parse_item, prepare, PushItem, Verdict};
 use super::State;
 use crate::broker::ack_plan::{ItemOutcome, INVALID_LEASE};
-use crate::store::ack::{ack_group, AckGroup};
+use crate::store::ack::{ack_group, AckGroup, LeaseCheck};
 use crate::store::lease::all_live;
 
 /// One entry of the flattened index space: an ack op, or one pushed item.
@@ -114,17 +114,20 @@ pub async fn transaction(AxState(s): State, body: RawBody) -> Result<Json<Value>
     groups.sort_by(|a, b| (&a.0.partition_id, &a.0.group).cmp(&(&b.0.partition_id, &b.0.group)));
 
     let push_items: Vec<PushItem> = pushes.iter().map(|(_, p)| p.clone()).collect();
-    let prepared = prepare(&s, tenant, &push_items, None).await?;
-
     let result = crate::commit_if!(s.store, |tx| {
-        if !all_live(tx, tenant, &required).await? {
-            return Ok(Err(Refused(format!(
-                "ACK operation failed: {INVALID_LEASE}"
-            ))));
+        // Partition creation first: the head of the global lock order.
+        let prepared = prepare(tx, &s, tenant, &push_items, None).await?;
+        // Checked before the acks run (they may end these very leases). A bundle whose
+        // leases are gone is still accepted when every ack in it replays an ack already
+        // committed, so re-sending a committed bundle after a lost answer is harmless.
+        let leases_live = all_live(tx, tenant, &required).await?;
+        let invalid = || Refused(format!("ACK operation failed: {INVALID_LEASE}"));
+        if !leases_live && groups.is_empty() {
+            return Ok(Err(invalid()));
         }
         let mut ack_out: Vec<(usize, ItemOutcome)> = Vec::new();
         for (group, idx) in &groups {
-            let plan = match ack_group(tx, tenant, group).await {
+            let plan = match ack_group(tx, tenant, group, LeaseCheck::AllowReplay).await {
                 Ok(p) => p,
                 Err(e) if e.is_client_error() => {
                     return Ok(Err(Refused(format!("ACK operation failed: {e}"))))
@@ -139,6 +142,9 @@ pub async fn transaction(AxState(s): State, body: RawBody) -> Result<Json<Value>
                 ack_out.push((*pos, o));
             }
         }
+        if !leases_live && !ack_out.iter().all(|(_, o)| o.noop) {
+            return Ok(Err(invalid()));
+        }
         let verdicts = append_prepared(tx, &prepared).await?;
         if let Some(Verdict::Failed { error }) = verdicts
             .iter()
@@ -146,9 +152,9 @@ pub async fn transaction(AxState(s): State, body: RawBody) -> Result<Json<Value>
         {
             return Ok(Err(Refused(format!("PUSH operation failed: {error}"))));
         }
-        Ok(Ok((ack_out, verdicts)))
+        Ok(Ok((ack_out, verdicts, prepared.queues)))
     });
-    let (ack_out, verdicts) = match result {
+    let (ack_out, verdicts, queues) = match result {
         Ok(Ok(r)) => r,
         Ok(Err(Refused(error))) => {
             return Ok(Json(json!({
@@ -157,7 +163,7 @@ pub async fn transaction(AxState(s): State, body: RawBody) -> Result<Json<Value>
         }
         Err(e) => return Err(e.into()),
     };
-    for q in &prepared.queues {
+    for q in &queues {
         s.wakeups.notify(tenant, q);
     }
     let mut results: Vec<Value> = vec![Value::Null; total];

@@ -57,12 +57,22 @@ const DEAD_LETTER: &str = "INSERT INTO dead_letters
                FROM segments WHERE partition_id = $3 AND end_offset >= $5
               ORDER BY end_offset LIMIT 1) s";
 
+/// How an ack whose `leaseId` is not the live lease is treated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeaseCheck {
+    /// The ack routes: refused with `invalid or expired lease` (the seed).
+    Strict,
+    /// Transactions: a replay of already-completed acks is a no-op (see `ack_plan::replay`).
+    AllowReplay,
+}
+
 /// Resolves and commits one group inside the caller's transaction and returns the plan that
 /// was carried out (its `items` align with `group.items`).
 pub async fn ack_group(
     tx: &Transaction<'_>,
     tenant: &str,
     group: &AckGroup,
+    check: LeaseCheck,
 ) -> Result<AckPlan, StoreError> {
     let n = group.items.len();
     let st = tx.prepare_cached(LOCK_CURSOR).await?;
@@ -93,11 +103,12 @@ pub async fn ack_group(
     let partition_id: Uuid = row.get(7);
 
     let leased = group.lease_id.is_some();
-    if let Some(sent) = &group.lease_id {
-        let matches = live && Uuid::parse_str(sent).ok() == live_lease && live_lease.is_some();
-        if !matches {
-            return Ok(AckPlan::refuse_all(n, INVALID_LEASE));
-        }
+    let lease_ok = match &group.lease_id {
+        Some(sent) => live && live_lease.is_some() && Uuid::parse_str(sent).ok() == live_lease,
+        None => true,
+    };
+    if !lease_ok && check == LeaseCheck::Strict {
+        return Ok(AckPlan::refuse_all(n, INVALID_LEASE));
     }
 
     let txids: Vec<&str> = group
@@ -121,6 +132,10 @@ pub async fn ack_group(
             error: i.error.clone(),
         })
         .collect();
+    if !lease_ok {
+        return Ok(ack_plan::replay(committed, &items)
+            .unwrap_or_else(|| AckPlan::refuse_all(n, INVALID_LEASE)));
+    }
 
     let cursor = CursorView {
         committed,
@@ -183,7 +198,7 @@ pub async fn run_group(store: &super::Store, tenant: &str, group: &AckGroup) -> 
         };
         let result = async {
             let tx = client.transaction().await?;
-            let plan = ack_group(&tx, tenant, group).await?;
+            let plan = ack_group(&tx, tenant, group, LeaseCheck::Strict).await?;
             Ok::<_, StoreError>((tx, plan))
         }
         .await;

@@ -58,13 +58,14 @@ impl StoreError {
         }
     }
 
-    /// The client sent something the database rejected (a malformed uuid, say): a 4xx or a
-    /// per-item error, never a 500.
+    /// The client sent something the database rejected: bad data (class 22: a malformed
+    /// uuid, a NUL in a payload) or a value past a limit (class 54: an oversized key). A 4xx
+    /// or a per-item error, never a 500.
     pub fn is_client_error(&self) -> bool {
         match self {
             StoreError::Db(e) => e
                 .code()
-                .map(|c| c.code().starts_with("22"))
+                .map(|c| c.code().starts_with("22") || c.code().starts_with("54"))
                 .unwrap_or(false),
             _ => false,
         }

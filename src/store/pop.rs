@@ -15,6 +15,9 @@ use crate::broker::subscription::StartPoint;
 
 pub struct PopRequest<'a> {
     pub queue_id: Uuid,
+    /// One lease id per pop request, shared by every partition it claims (one extend call
+    /// renews them all), even across queues on the namespace/task route.
+    pub lease_id: Uuid,
     /// `Some` on the partition route: only this partition (by name).
     pub partition: Option<&'a str>,
     pub group: &'a str,
@@ -157,7 +160,7 @@ pub async fn pop(tx: &Transaction<'_>, req: &PopRequest<'_>) -> Result<PopOutcom
             .await?;
     }
 
-    let lease_id = Uuid::now_v7();
+    let lease_id = req.lease_id;
     let st = tx.prepare_cached(CLAIM).await?;
     let rows = tx
         .query(

@@ -124,20 +124,41 @@ pub async fn find_queue(
         .map(|r| queue_row(&r)))
 }
 
+/// The queues of a namespace and/or task, highest `priority` first.
+pub async fn find_scoped(
+    client: &Client,
+    tenant: &str,
+    namespace: Option<&str>,
+    task: Option<&str>,
+) -> Result<Vec<QueueRow>, StoreError> {
+    let sql = format!(
+        "SELECT {QUEUE_COLUMNS} FROM queues
+          WHERE tenant = $1 AND ($2::text IS NULL OR namespace = $2) AND ($3::text IS NULL OR task = $3)
+          ORDER BY coalesce((options ->> 'priority')::bigint, 0) DESC, name"
+    );
+    let st = client.prepare_cached(&sql).await?;
+    Ok(client
+        .query(&st, &[&tenant, &namespace, &task])
+        .await?
+        .iter()
+        .map(queue_row)
+        .collect())
+}
+
 const RESOLVE_SQL: &str = "SELECT q.id, q.name, q.options, p.id, p.name
        FROM unnest($2::text[], $3::text[]) AS r(qn, pn)
        JOIN queues q ON q.tenant = $1 AND q.name = r.qn
        JOIN partitions p ON p.queue_id = q.id AND p.name = r.pn";
 
 async fn lookup(
-    client: &Client,
+    tx: &Transaction<'_>,
     tenant: &str,
     pairs: &[(String, String)],
 ) -> Result<HashMap<(String, String), PartitionRef>, StoreError> {
     let (qs, ps): (Vec<&str>, Vec<&str>) =
         pairs.iter().map(|(q, p)| (q.as_str(), p.as_str())).unzip();
-    let st = client.prepare_cached(RESOLVE_SQL).await?;
-    let rows = client.query(&st, &[&tenant, &qs, &ps]).await?;
+    let st = tx.prepare_cached(RESOLVE_SQL).await?;
+    let rows = tx.query(&st, &[&tenant, &qs, &ps]).await?;
     Ok(rows
         .iter()
         .map(|r| {
@@ -153,45 +174,40 @@ async fn lookup(
         .collect())
 }
 
-/// Maps (queue, partition) names to partitions, creating missing queues (with defaults and a
-/// derived namespace/task) and partitions in their own short transaction, before any
-/// sequencer lock is taken: creation never sits inside the lock order of a push.
+/// Maps (queue, partition) names to partitions inside the caller's transaction, creating
+/// missing queues (defaults, derived namespace/task) and partitions first, sorted by name:
+/// creation is the first step of the global lock order, and a request that is refused later
+/// in the same transaction leaves nothing behind.
 pub async fn resolve_partitions(
-    store: &Store,
+    tx: &Transaction<'_>,
     tenant: &str,
     pairs: &[(String, String)],
 ) -> Result<HashMap<(String, String), PartitionRef>, StoreError> {
-    let client = store.client().await?;
-    let found = lookup(&client, tenant, pairs).await?;
-    if found.len() == pairs.len() {
-        return Ok(found);
-    }
-    drop(client);
+    let found = lookup(tx, tenant, pairs).await?;
     let mut missing: Vec<&(String, String)> =
         pairs.iter().filter(|k| !found.contains_key(*k)).collect();
+    if missing.is_empty() {
+        return Ok(found);
+    }
     missing.sort();
     missing.dedup();
-    crate::in_transaction!(store, |tx| {
-        let q_st = tx
-            .prepare_cached(
-                "INSERT INTO queues (id, tenant, name, namespace, task) VALUES ($1, $2, $3, $4, $5)
-                     ON CONFLICT (tenant, name) DO NOTHING",
-            )
+    let q_st = tx
+        .prepare_cached(
+            "INSERT INTO queues (id, tenant, name, namespace, task) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (tenant, name) DO NOTHING",
+        )
+        .await?;
+    let id_st = tx
+        .prepare_cached("SELECT id FROM queues WHERE tenant = $1 AND name = $2")
+        .await?;
+    for (queue, partition) in missing {
+        let (ns, task) = derive_namespace_task(queue);
+        tx.execute(&q_st, &[&Uuid::now_v7(), &tenant, queue, &ns, &task])
             .await?;
-        let id_st = tx
-            .prepare_cached("SELECT id FROM queues WHERE tenant = $1 AND name = $2")
-            .await?;
-        for (queue, partition) in &missing {
-            let (ns, task) = derive_namespace_task(queue);
-            tx.execute(&q_st, &[&Uuid::now_v7(), &tenant, queue, &ns, &task])
-                .await?;
-            let qid: Uuid = tx.query_one(&id_st, &[&tenant, queue]).await?.get(0);
-            ensure_partition(tx, tenant, qid, partition).await?;
-        }
-        Ok(())
-    })?;
-    let client = store.client().await?;
-    lookup(&client, tenant, pairs).await
+        let qid: Uuid = tx.query_one(&id_st, &[&tenant, queue]).await?.get(0);
+        ensure_partition(tx, tenant, qid, partition).await?;
+    }
+    lookup(tx, tenant, pairs).await
 }
 
 /// One row of the queue listing.

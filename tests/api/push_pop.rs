@@ -473,3 +473,75 @@ async fn encrypted_queues_store_ciphertext_and_deliver_plaintext() {
     let v = b.pop("secret", "").await;
     assert_eq!(v["messages"][0]["data"], json!({"tx": "s1"}));
 }
+
+#[tokio::test]
+async fn namespace_and_task_pop_spans_queues_by_priority() {
+    let b = broker().await;
+    // Configure replaces namespace and task too (absent means ""), so name them.
+    for (q, task, priority) in [("billing.low", "low", 1), ("billing.high", "high", 9)] {
+        let body = json!({"queue": q, "namespace": "billing", "task": task, "options": {"priority": priority}});
+        assert_eq!(b.post("/api/v1/configure", body).await.0, StatusCode::OK);
+    }
+    b.push("billing.low", "Default", &["low-1"]).await;
+    b.push("billing.high", "Default", &["high-1"]).await;
+    b.push("shipping.high", "Default", &["other"]).await;
+
+    let (s, v) = b
+        .get("/api/v1/pop?namespace=billing&batch=10&partitions=5&wait=false")
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(Broker::txids(&v), vec!["high-1", "low-1"], "{v}");
+    assert_eq!(v["messages"][0]["queue"], "billing.high");
+    assert_eq!(v["messages"][1]["queue"], "billing.low");
+    let lease = v["leaseId"].as_str().unwrap();
+    assert!(v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|m| m["leaseId"] == lease));
+
+    let (_, v) = b
+        .get("/api/v1/pop?task=high&batch=10&partitions=5&wait=false")
+        .await;
+    assert_eq!(
+        Broker::txids(&v),
+        vec!["other"],
+        "billing.high is leased: {v}"
+    );
+
+    let (s, v) = b.get("/api/v1/pop?wait=false").await;
+    assert_eq!(
+        (s, v["error"].as_str()),
+        (
+            StatusCode::BAD_REQUEST,
+            Some("namespace or task is required")
+        )
+    );
+
+    // A parked scope pop wakes on a push to any queue of the scope.
+    let parked = tokio::spawn({
+        let (http, url) = (
+            b.http.clone(),
+            format!(
+                "{}/api/v1/pop?namespace=audit&wait=true&timeout=10000",
+                b.url
+            ),
+        );
+        async move {
+            http.get(url)
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    b.push("audit.log", "Default", &["woke"]).await;
+    let v = tokio::time::timeout(Duration::from_secs(2), parked)
+        .await
+        .expect("woken")
+        .unwrap();
+    assert_eq!(Broker::txids(&v), vec!["woke"]);
+}
