@@ -79,7 +79,12 @@ async fn run(config: Config, url: &str) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding {}:{}", config.host, config.port))?;
     let srv = server::start(config, url, listener).await?;
-    println!("Regent is serving on http://{}", srv.addr);
+    // A wildcard bind is reachable on loopback: print a URL a user can paste.
+    let shown = match srv.addr.ip() {
+        ip if ip.is_unspecified() => format!("localhost:{}", srv.addr.port()),
+        _ => srv.addr.to_string(),
+    };
+    println!("Regent is serving on http://{shown}");
     server::termination().await;
     tracing::info!("shutting down");
     srv.shutdown().await

@@ -236,7 +236,7 @@ pub async fn pop(tx: &Transaction<'_>, req: &PopRequest<'_>) -> Result<PopOutcom
                 if offset > c.lease_end || budget == 0 {
                     break 'segments;
                 }
-                messages.push(message_of(offset, f, created_at));
+                messages.push(frame_to_message(offset, f, created_at));
                 budget -= 1;
             }
         }
@@ -287,7 +287,7 @@ pub async fn pop(tx: &Transaction<'_>, req: &PopRequest<'_>) -> Result<PopOutcom
     })
 }
 
-pub(crate) fn message_of(offset: i64, f: Value, created_at: DateTime<Utc>) -> StoredMessage {
+pub(crate) fn frame_to_message(offset: i64, f: Value, created_at: DateTime<Utc>) -> StoredMessage {
     let Value::Object(mut f) = f else {
         return StoredMessage {
             offset,
@@ -317,8 +317,6 @@ pub(crate) fn message_of(offset: i64, f: Value, created_at: DateTime<Utc>) -> St
         created_at,
     }
 }
-
-pub(crate) use message_of as frame_to_message;
 
 /// Explains an empty partition-route pop, so the answer can carry Queen's error shapes.
 pub async fn diagnose_empty(

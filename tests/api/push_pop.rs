@@ -545,3 +545,53 @@ async fn namespace_and_task_pop_spans_queues_by_priority() {
         .unwrap();
     assert_eq!(Broker::txids(&v), vec!["woke"]);
 }
+
+#[tokio::test]
+async fn the_transaction_index_is_purged_on_its_own_clock() {
+    let b = broker_with(|c| {
+        c.tx_index_retention_seconds = 0;
+        c.purge_interval_seconds = 1;
+    })
+    .await;
+    let pushed = b.push("q", "Default", &["a"]).await;
+    let pid = pushed[0]["partition_id"].as_str().unwrap();
+    let lease = b.pop("q", "").await["leaseId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let db = b.db().await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let n: i64 = db
+            .query_one("SELECT count(*) FROM tx_index", &[])
+            .await
+            .unwrap()
+            .get(0);
+        if n == 0 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the index was never purged"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Past the window an ack cannot resolve, and says so; the log itself is untouched.
+    let r = b
+        .ack_batch(
+            None,
+            json!([{"transactionId": "a", "partitionId": pid, "leaseId": lease}]),
+        )
+        .await;
+    assert_eq!(r[0]["success"], false);
+    assert!(
+        r[0]["error"].as_str().unwrap().starts_with("unresolvable:"),
+        "{r:?}"
+    );
+    let segments: i64 = db
+        .query_one("SELECT count(*) FROM segments", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(segments, 1);
+}
