@@ -191,10 +191,6 @@ async fn assert_one_dead_letter(b: &Broker, queue: &str, txid: &str, group: &str
 }
 
 /// Posts a raw body to a route.
-async fn post_raw(b: &Broker, path: &str, body: &str) -> (StatusCode, Value) {
-    b.request(reqwest::Method::POST, path, Some(body)).await
-}
-
 /// A `failed` nack of `txid` under `lease` that must be charged (budget left).
 async fn nack_charged(b: &Broker, pid: &str, lease: &str, txid: &str, group: &str) {
     let res = b
@@ -1063,7 +1059,7 @@ async fn bad_bodies_and_empty_batches() {
     let b = broker().await;
     for route in ["/api/v1/ack", "/api/v1/ack/batch"] {
         for body in ["not json", "{\"transactionId\": ", "{'a': 1}"] {
-            let (s, v) = post_raw(&b, route, body).await;
+            let (s, v) = b.post_raw(route, body).await;
             assert_eq!(s, StatusCode::BAD_REQUEST, "{route} {body:?}: {v}");
             let e = v["error"].as_str().unwrap_or_default();
             assert!(e.starts_with("bad body: "), "{route} {body:?}: {v}");

@@ -76,10 +76,6 @@ fn check_error(label: &str, got: (StatusCode, &Value), status: StatusCode, text:
     }
 }
 
-async fn post_raw(b: &Broker, path: &str, body: &str) -> (StatusCode, Value) {
-    b.request(Method::POST, path, Some(body)).await
-}
-
 /// Percent-encodes one path segment (everything but RFC 3986 unreserved bytes).
 fn seg(s: &str) -> String {
     s.bytes()
@@ -175,7 +171,7 @@ async fn every_post_route_refuses_empty_unparsable_and_non_object_bodies() {
     ];
     for (route, empty, bad, non_object) in routes {
         for body in empties {
-            let (s, v) = post_raw(&b, route, body).await;
+            let (s, v) = b.post_raw(route, body).await;
             check_error(
                 &format!("POST {route} with body {body:?}"),
                 (s, &v),
@@ -192,7 +188,7 @@ async fn every_post_route_refuses_empty_unparsable_and_non_object_bodies() {
             empty,
         );
         for body in garbage {
-            let (s, v) = post_raw(&b, route, body).await;
+            let (s, v) = b.post_raw(route, body).await;
             check_error(
                 &format!("POST {route} with body {body:?}"),
                 (s, &v),
@@ -201,7 +197,7 @@ async fn every_post_route_refuses_empty_unparsable_and_non_object_bodies() {
             );
         }
         for body in non_objects {
-            let (s, v) = post_raw(&b, route, body).await;
+            let (s, v) = b.post_raw(route, body).await;
             check_error(
                 &format!("POST {route} with body {body}"),
                 (s, &v),
@@ -214,7 +210,7 @@ async fn every_post_route_refuses_empty_unparsable_and_non_object_bodies() {
     // Lease extend: unparsable JSON is Queen's text; an array, string or number is not the
     // `{"seconds": n}` object the route reads (the spec names no text for it).
     for body in garbage {
-        let (s, v) = post_raw(&b, LEASE_PATH, body).await;
+        let (s, v) = b.post_raw(LEASE_PATH, body).await;
         check_error(
             &format!("POST lease extend with body {body:?}"),
             (s, &v),
@@ -225,7 +221,7 @@ async fn every_post_route_refuses_empty_unparsable_and_non_object_bodies() {
     assert_nothing_written(&b, "empty/garbage bodies").await;
     let mut failures = Vec::new();
     for body in ["[]", "[1, 2]", "\"hello\"", "42", "true"] {
-        let (s, v) = post_raw(&b, LEASE_PATH, body).await;
+        let (s, v) = b.post_raw(LEASE_PATH, body).await;
         if s != StatusCode::BAD_REQUEST || !v["error"].as_str().is_some_and(|e| !e.is_empty()) {
             failures.push(format!(
                 "POST lease extend with non-object body {body}: got {s} {v}, want 400 {{\"error\": ...}}"
@@ -264,7 +260,7 @@ async fn bodies_that_are_not_utf8_or_nest_too_deep_are_invalid_json() {
         "[".repeat(100_000),
         "]".repeat(100_000)
     );
-    let (s, v) = post_raw(&b, "/api/v1/push", &deep).await;
+    let (s, v) = b.post_raw("/api/v1/push", &deep).await;
     check_error(
         "push with 100000-deep payload",
         (s, &v),

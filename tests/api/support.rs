@@ -141,6 +141,11 @@ impl Broker {
             .await
     }
 
+    /// Posts a body exactly as given (malformed JSON included).
+    pub async fn post_raw(&self, path: &str, body: &str) -> (StatusCode, Value) {
+        self.request(reqwest::Method::POST, path, Some(body)).await
+    }
+
     pub async fn get(&self, path: &str) -> (StatusCode, Value) {
         self.request(reqwest::Method::GET, path, None).await
     }
