@@ -34,7 +34,7 @@ impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> ApiError {
         if e.is_client_error() {
             ApiError::BadRequest(e.to_string())
-        } else if e.is_retryable() {
+        } else if e.is_unavailable() {
             ApiError::Unavailable(format!("database unavailable: {e}"))
         } else {
             tracing::error!(error = %e, "store error");

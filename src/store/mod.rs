@@ -42,10 +42,11 @@ fn db_message(e: &tokio_postgres::Error) -> String {
 
 impl StoreError {
     /// Worth running the whole transaction again: a serialization failure or deadlock victim,
-    /// or a connection that broke before commit (nothing was committed).
+    /// or a connection that broke before commit (nothing was committed). An exhausted pool is
+    /// not: it already waited its bounded time, and waiting again only piles up requests.
     pub fn is_retryable(&self) -> bool {
         match self {
-            StoreError::Pool(_) => true,
+            StoreError::Pool(_) => false,
             StoreError::Db(e) => match e.code() {
                 Some(c) => {
                     *c == SqlState::T_R_SERIALIZATION_FAILURE
@@ -56,6 +57,11 @@ impl StoreError {
                 None => e.is_closed(),
             },
         }
+    }
+
+    /// The database could not be reached or is overloaded: the client may retry later.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, StoreError::Pool(_)) || self.is_retryable()
     }
 
     /// The client sent something the database rejected: bad data (class 22: a malformed
