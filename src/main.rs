@@ -34,6 +34,8 @@ enum Command {
         #[arg(long)]
         data_dir: Option<PathBuf>,
     },
+    /// Load a running broker and report throughput, latency and a delivery ledger.
+    Bench(regent::bench::BenchArgs),
     /// Exit 0 when the broker on PORT answers /health with 200 (for container health checks,
     /// where no curl exists).
     Healthcheck,
@@ -57,6 +59,19 @@ async fn main() -> anyhow::Result<()> {
             run(config, &url).await
         }
         Command::Healthcheck => healthcheck(config.port).await,
+        Command::Bench(args) => {
+            let json = args.json;
+            let report = regent::bench::run(args).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", report.text());
+            }
+            match &report.ledger {
+                Some(l) if !l.ok() => anyhow::bail!("ledger check failed: {l:?}"),
+                _ => Ok(()),
+            }
+        }
         Command::Dev { port, data_dir } => {
             if let Some(p) = port {
                 config.port = p;

@@ -4,6 +4,7 @@ mod support;
 
 mod ack_contract;
 mod bad_input;
+mod bench_smoke;
 mod dev_command;
 mod invariants;
 mod push_pop;

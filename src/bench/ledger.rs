@@ -1,0 +1,131 @@
+//! Which pushed messages were delivered, and how often: every transaction id the generator
+//! pushes is `<producer>-<sequence>`, so the ledger is one counter per (producer, sequence),
+//! with no string set to grow.
+
+use std::sync::Mutex;
+
+#[derive(Default)]
+pub struct Ledger {
+    /// pushed[p] = how many messages producer p had acknowledged as queued.
+    pushed: Mutex<Vec<u64>>,
+    /// delivered[p][seq] = deliveries of that message (saturating).
+    delivered: Mutex<Vec<Vec<u8>>>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LedgerCheck {
+    pub pushed: u64,
+    pub delivered_unique: u64,
+    /// Pushed (acknowledged) but never delivered.
+    pub lost: u64,
+    /// Deliveries beyond the first (at-least-once redeliveries).
+    pub duplicates: u64,
+    /// Deliveries of ids the generator never had acknowledged (should be 0).
+    pub unknown: u64,
+}
+
+impl LedgerCheck {
+    pub fn ok(&self) -> bool {
+        self.lost == 0 && self.unknown == 0
+    }
+}
+
+pub fn txid(producer: usize, seq: u64) -> String {
+    format!("{producer}-{seq}")
+}
+
+fn parse(txid: &str) -> Option<(usize, u64)> {
+    let (p, s) = txid.split_once('-')?;
+    Some((p.parse().ok()?, s.parse().ok()?))
+}
+
+impl Ledger {
+    /// Records that producer `p` had messages up to `upto` (exclusive) acknowledged.
+    pub fn pushed(&self, p: usize, upto: u64) {
+        let mut v = self.pushed.lock().expect("ledger");
+        if v.len() <= p {
+            v.resize(p + 1, 0);
+        }
+        v[p] = v[p].max(upto);
+    }
+
+    pub fn delivered<'a>(&self, txids: impl Iterator<Item = &'a str>) -> u64 {
+        let mut unknown = 0;
+        let mut d = self.delivered.lock().expect("ledger");
+        for t in txids {
+            match parse(t) {
+                Some((p, s)) => {
+                    if d.len() <= p {
+                        d.resize(p + 1, Vec::new());
+                    }
+                    let row = &mut d[p];
+                    if row.len() <= s as usize {
+                        row.resize(s as usize + 1, 0);
+                    }
+                    row[s as usize] = row[s as usize].saturating_add(1);
+                }
+                None => unknown += 1,
+            }
+        }
+        unknown
+    }
+
+    /// Messages acknowledged as pushed that no delivery has covered yet.
+    pub fn outstanding(&self) -> u64 {
+        self.check().lost
+    }
+
+    pub fn check(&self) -> LedgerCheck {
+        let pushed = self.pushed.lock().expect("ledger").clone();
+        let d = self.delivered.lock().expect("ledger");
+        let mut c = LedgerCheck::default();
+        for (p, &n) in pushed.iter().enumerate() {
+            c.pushed += n;
+            let row = d.get(p).map(Vec::as_slice).unwrap_or(&[]);
+            for s in 0..n as usize {
+                match row.get(s).copied().unwrap_or(0) {
+                    0 => c.lost += 1,
+                    k => {
+                        c.delivered_unique += 1;
+                        c.duplicates += k as u64 - 1;
+                    }
+                }
+            }
+        }
+        for (p, row) in d.iter().enumerate() {
+            let n = pushed.get(p).copied().unwrap_or(0) as usize;
+            c.unknown += row.iter().skip(n).filter(|&&k| k > 0).count() as u64;
+        }
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_lost_duplicates_and_unknown() {
+        let l = Ledger::default();
+        l.pushed(0, 3);
+        l.pushed(1, 1);
+        assert_eq!(
+            l.delivered(["0-0", "0-1", "0-1", "1-0", "1-5", "junk"].into_iter()),
+            1
+        );
+        let c = l.check();
+        assert_eq!(
+            c,
+            LedgerCheck {
+                pushed: 4,
+                delivered_unique: 3,
+                lost: 1,
+                duplicates: 1,
+                unknown: 1
+            }
+        );
+        assert!(!c.ok());
+        l.delivered(["0-2"].into_iter());
+        assert_eq!(l.outstanding(), 0);
+    }
+}

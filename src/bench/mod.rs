@@ -1,0 +1,246 @@
+//! `regent bench`: a load generator for a running broker, in the spirit of `nats bench` and
+//! `pgbench`. It pushes and consumes through the public HTTP API, records push and end-to-end
+//! latency in HDR histograms merged across tasks, and checks a ledger at the end: every
+//! transaction id the broker acknowledged as pushed must have been delivered (to every
+//! consumer group) at least once.
+
+mod ledger;
+mod report;
+mod stats;
+mod workers;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+
+pub use ledger::LedgerCheck;
+pub use report::Report;
+
+use ledger::Ledger;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scenario {
+    /// Producers only.
+    Push,
+    /// Pre-fill a backlog, then consumers only.
+    PopAck,
+    /// Producers and consumers together.
+    EndToEnd,
+    /// End to end with several consumer groups (default 10), each receiving every message.
+    FanOut,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AckMode {
+    /// Ack the last message of each partition of a batch, with its lease.
+    Explicit,
+    /// `autoAck=true` on pop: committed at delivery.
+    Auto,
+}
+
+#[derive(Clone, Debug, Args, serde::Serialize)]
+pub struct BenchArgs {
+    /// The broker to load.
+    #[arg(long, default_value = "http://127.0.0.1:6632")]
+    pub url: String,
+    #[arg(long, value_enum, default_value = "end-to-end")]
+    pub scenario: Scenario,
+    /// Queue name (default: a fresh `bench-<id>` per run).
+    #[arg(long)]
+    pub queue: Option<String>,
+    #[arg(long, default_value_t = 4)]
+    pub producers: usize,
+    /// Consumers per consumer group.
+    #[arg(long, default_value_t = 4)]
+    pub consumers: usize,
+    /// Messages per push request.
+    #[arg(long, default_value_t = 100)]
+    pub push_batch: usize,
+    /// Messages per pop request.
+    #[arg(long, default_value_t = 100)]
+    pub pop_batch: usize,
+    /// Partitions claimed per pop request.
+    #[arg(long, default_value_t = 1)]
+    pub pop_partitions: usize,
+    /// Approximate payload size in bytes.
+    #[arg(long, default_value_t = 256)]
+    pub payload: usize,
+    #[arg(long, default_value_t = 100)]
+    pub partitions: usize,
+    /// Consumer groups (fan-out default: 10).
+    #[arg(long)]
+    pub groups: Option<usize>,
+    /// Measured seconds (producers stop after this; consumers then drain).
+    #[arg(long, default_value_t = 10.0)]
+    pub duration: f64,
+    #[arg(long, value_enum, default_value = "explicit")]
+    pub ack: AckMode,
+    /// Open loop: total messages per second on a fixed schedule (0 = closed loop, as fast as
+    /// answers come). Latency is measured from the scheduled send time, so a slow broker
+    /// cannot hide queueing behind the generator's own waiting.
+    #[arg(long, default_value_t = 0.0)]
+    pub rate: f64,
+    /// pop-ack: messages to pre-fill before consuming.
+    #[arg(long, default_value_t = 100_000)]
+    pub prefill: u64,
+    /// Seconds the consumers get after the measured window to deliver the rest.
+    #[arg(long, default_value_t = 30.0)]
+    pub drain_timeout: f64,
+    /// PostgreSQL URL of the broker's database, to report commits/s (optional).
+    #[arg(long)]
+    pub pg_url: Option<String>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// No live progress line.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+impl BenchArgs {
+    fn groups(&self) -> usize {
+        self.groups
+            .unwrap_or(if self.scenario == Scenario::FanOut {
+                10
+            } else {
+                1
+            })
+            .max(1)
+    }
+}
+
+/// Counters shared by every task.
+#[derive(Default)]
+pub(crate) struct Shared {
+    pub pushed: AtomicU64,
+    pub push_requests: AtomicU64,
+    pub delivered: AtomicU64,
+    pub pop_requests: AtomicU64,
+    pub errors: AtomicU64,
+    pub stop_producers: AtomicBool,
+    pub stop_consumers: AtomicBool,
+    /// Counting deliveries into the measured window stops when this is set.
+    pub window_closed: AtomicBool,
+    pub delivered_in_window: AtomicU64,
+}
+
+/// Runs one benchmark against `args.url` and returns its report.
+pub async fn run(args: BenchArgs) -> anyhow::Result<Report> {
+    let queue = args
+        .queue
+        .clone()
+        .unwrap_or_else(|| format!("bench-{}", uuid::Uuid::now_v7().simple()));
+    let groups = args.groups();
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(args.producers + args.consumers * groups + 4)
+        .timeout(Duration::from_secs(60))
+        .build()?;
+    let shared = Arc::new(Shared::default());
+    let ledgers: Arc<Vec<Ledger>> = Arc::new((0..groups).map(|_| Ledger::default()).collect());
+    let ctx = Arc::new(workers::Ctx {
+        args: args.clone(),
+        queue: queue.clone(),
+        http,
+        shared: shared.clone(),
+        ledgers: ledgers.clone(),
+    });
+    let commits_before = report::commits(args.pg_url.as_deref()).await;
+    let cpu_before = report::process_cpu_seconds();
+
+    if args.scenario == Scenario::PopAck {
+        workers::prefill(&ctx).await?;
+    }
+
+    let started = Instant::now();
+    let window = Duration::from_secs_f64(args.duration);
+    let producers = if args.scenario == Scenario::PopAck {
+        vec![]
+    } else {
+        (0..args.producers)
+            .map(|p| tokio::spawn(workers::producer(ctx.clone(), p)))
+            .collect()
+    };
+    let consumers: Vec<_> = if args.scenario == Scenario::Push {
+        vec![]
+    } else {
+        (0..groups)
+            .flat_map(|g| (0..args.consumers).map(move |c| (g, c)))
+            .map(|(g, _)| tokio::spawn(workers::consumer(ctx.clone(), g)))
+            .collect()
+    };
+    let progress = (!args.quiet).then(|| tokio::spawn(report::progress(shared.clone(), started)));
+
+    // The measured window.
+    loop {
+        let elapsed = started.elapsed();
+        if elapsed >= window {
+            break;
+        }
+        if args.scenario == Scenario::PopAck && ledgers.iter().all(|l| l.outstanding() == 0) {
+            break;
+        }
+        tokio::time::sleep((window - elapsed).min(Duration::from_millis(100))).await;
+    }
+    let measured = started.elapsed();
+    shared.window_closed.store(true, Ordering::SeqCst);
+    let pushed_in_window = shared.pushed.load(Ordering::SeqCst);
+    shared.stop_producers.store(true, Ordering::SeqCst);
+    let mut push_hist = stats::histogram();
+    for p in producers {
+        push_hist.add(&p.await??)?;
+    }
+
+    // Drain: consumers keep going until every acknowledged push was delivered.
+    let drain_deadline = Instant::now() + Duration::from_secs_f64(args.drain_timeout);
+    if args.scenario != Scenario::Push {
+        while ledgers.iter().any(|l| l.outstanding() > 0) && Instant::now() < drain_deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    shared.stop_consumers.store(true, Ordering::SeqCst);
+    let mut e2e_hist = stats::histogram();
+    for c in consumers {
+        e2e_hist.add(&c.await??)?;
+    }
+    if let Some(p) = progress {
+        p.abort();
+    }
+    let cpu = report::process_cpu_seconds() - cpu_before;
+    let commits = match (
+        commits_before,
+        report::commits(args.pg_url.as_deref()).await,
+    ) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+        _ => None,
+    };
+    let ledger = (args.scenario != Scenario::Push).then(|| {
+        ledgers
+            .iter()
+            .map(Ledger::check)
+            .fold(LedgerCheck::default(), |mut a, c| {
+                a.pushed += c.pushed;
+                a.delivered_unique += c.delivered_unique;
+                a.lost += c.lost;
+                a.duplicates += c.duplicates;
+                a.unknown += c.unknown;
+                a
+            })
+    });
+    Ok(Report::new(
+        &args,
+        queue,
+        groups,
+        measured,
+        pushed_in_window,
+        &shared,
+        &push_hist,
+        &e2e_hist,
+        ledger,
+        commits,
+        cpu,
+    ))
+}
