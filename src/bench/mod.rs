@@ -156,6 +156,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<Report> {
     }
 
     let started = Instant::now();
+    let pushed_before = shared.pushed.load(Ordering::SeqCst);
     let window = Duration::from_secs_f64(args.duration);
     let producers = if args.scenario == Scenario::PopAck {
         vec![]
@@ -187,7 +188,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<Report> {
     }
     let measured = started.elapsed();
     shared.window_closed.store(true, Ordering::SeqCst);
-    let pushed_in_window = shared.pushed.load(Ordering::SeqCst);
+    let pushed_in_window = shared.pushed.load(Ordering::SeqCst) - pushed_before;
     shared.stop_producers.store(true, Ordering::SeqCst);
     let mut push_hist = stats::histogram();
     for p in producers {

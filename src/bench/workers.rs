@@ -54,9 +54,19 @@ fn push_body(ctx: &Ctx, p: usize, seq: u64, n: usize, sent_at: u64, pad: &str) -
     b
 }
 
+/// Filler that does not compress (a run of one letter would let TOAST's compression flatter
+/// the figures): letters from a xorshift sequence, fixed per run.
 fn pad(ctx: &Ctx) -> String {
     // {"t":1700000000000000,"pad":""} is 31 bytes.
-    "x".repeat(ctx.args.payload.saturating_sub(31))
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    (0..ctx.args.payload.saturating_sub(31))
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (b'a' + (x % 26) as u8) as char
+        })
+        .collect()
 }
 
 /// Pushes until told to stop; returns the push latency histogram (µs).

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Side by side, in one run on one machine: the raw ceiling of a PostgreSQL for the naive
+# one-row-per-message queue (pgbench, multi-row INSERT of B rows per transaction into a
+# table with one index), and `regent bench` scenarios against a broker on the same
+# PostgreSQL. fsync and synchronous_commit are on (a persistent --data-dir cluster).
+#
+#   bench/run.sh                 # every scenario, DURATION seconds each (default 20)
+#   DURATION=10 bench/run.sh push end-to-end
+#
+# Prints each result, then every figure as a ratio to the baseline. JSON reports are kept in
+# the work directory it names.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DURATION=${DURATION:-20}
+PORT=${PORT:-6690}
+B=${BATCH:-100}
+CLIENTS=${CLIENTS:-8}
+scenarios=("$@")
+[ ${#scenarios[@]} -gt 0 ] || scenarios=(push end-to-end pop-ack fan-out)
+
+cargo build --release --locked --quiet
+bin=target/release/regent
+pgbin=$(pg_config --bindir 2>/dev/null || true)
+pgbench=$(command -v pgbench || echo "$pgbin/pgbench")
+[ -x "$pgbench" ] || pgbench=$(ls /usr/lib/postgresql/*/bin/pgbench | sort -V | tail -1)
+
+work=$(mktemp -d /tmp/regent-bench-XXXXXX)
+chmod 755 "$work"
+echo "work directory: $work"
+NO_COLOR=1 "$bin" dev --port "$PORT" --data-dir "$work/pg" >"$work/dev.out" 2>"$work/dev.err" &
+broker=$!
+trap 'kill -INT $broker 2>/dev/null; wait $broker 2>/dev/null || true' EXIT
+for _ in $(seq 1 300); do
+    grep -q "serving on" "$work/dev.out" 2>/dev/null && break
+    sleep 0.1
+done
+PG=$(grep -o 'postgres://[^ ]*' "$work/dev.err" | head -1)
+[ -n "$PG" ] || { cat "$work/dev.err"; exit 1; }
+
+# CPU seconds used so far by the broker process and by every PostgreSQL process.
+cpu() {
+    python3 - "$broker" <<'PY'
+import os, sys
+hz = os.sysconf("SC_CLK_TCK")
+def secs(pid, children=False):
+    # utime, stime (and, for the postmaster, the reaped backends' cutime, cstime).
+    try:
+        f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12]) + (int(f[13]) + int(f[14]) if children else 0)) / hz
+    except OSError:
+        return 0.0
+pg = 0.0
+for p in os.listdir("/proc"):
+    if p.isdigit():
+        try:
+            if open(f"/proc/{p}/comm").read().strip() in ("postgres", "postmaster"):
+                # Backends that exited (pgbench's) live on in their parent's child times.
+                pg += secs(p, children=True)
+        except OSError:
+            pass
+print(f"{secs(sys.argv[1]):.2f} {pg:.2f}")
+PY
+}
+
+pad=$(python3 -c "import random; random.seed(7); print(''.join(random.choice('abcdefghijklmnopqrstuvwxyz') for _ in range(225)))")
+psql -q "$PG" -c "CREATE TABLE IF NOT EXISTS bench_queue (id bigserial PRIMARY KEY, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())"
+cat >"$work/insert.sql" <<SQL
+INSERT INTO bench_queue (payload) SELECT '{"t":1700000000000000,"pad":"$pad"}'::jsonb FROM generate_series(1, $B);
+SQL
+read -r _ pg0 <<<"$(cpu)"
+"$pgbench" -n -c "$CLIENTS" -j 2 -T "$DURATION" -f "$work/insert.sql" "$PG" >"$work/pgbench.txt" 2>&1
+read -r _ pg1 <<<"$(cpu)"
+tps=$(grep -oP 'tps = \K[0-9.]+' "$work/pgbench.txt" | head -1)
+baseline=$(python3 -c "print(round($tps * $B))")
+echo "baseline: pgbench INSERT of $B rows per transaction, $CLIENTS clients: $baseline msg/s ($tps tx/s), postgres cpu $(python3 -c "print(round($pg1-$pg0,1))") s"
+
+for s in "${scenarios[@]}"; do
+    read -r b0 p0 <<<"$(cpu)"
+    "$bin" bench --url "http://127.0.0.1:$PORT" --scenario "$s" --duration "$DURATION" \
+        --pg-url "$PG" --json --quiet ${BENCH_ARGS:-} >"$work/$s.json"
+    read -r b1 p1 <<<"$(cpu)"
+    python3 - "$work/$s.json" "$baseline" "$b0" "$b1" "$p0" "$p1" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+base = float(sys.argv[2])
+b0, b1, p0, p1 = map(float, sys.argv[3:7])
+moved = max(r["pushed"], r["delivered"], 1)
+led = r["ledger"]
+ledger = "n/a" if led is None else ("OK" if led["lost"] == 0 and led["unknown"] == 0 else f"FAILED {led}")
+print(f'{r["args"]["scenario"]:>10}: in {r["push_rate"]:>9.0f} msg/s ({r["push_rate"]/base:.2f}x baseline), '
+      f'out {r["delivery_rate"]:>9.0f} msg/s ({r["delivery_rate"]/base:.2f}x), '
+      f'push p99 {r["push_latency"]["p99_ms"]:.1f} ms, e2e p99 {r["end_to_end_latency"]["p99_ms"]:.1f} ms, '
+      f'commits/s {r["commit_rate"] or 0:.0f}, broker cpu {b1-b0:.1f} s vs postgres {p1-p0:.1f} s, '
+      f'generator {r["generator_cores"]:.2f} cores, errors {r["errors"]}, ledger {ledger}')
+PY
+done
