@@ -6,7 +6,9 @@ use aes_gcm::aead::{Aead, AeadCore, KeyInit, OsRng};
 use aes_gcm::{Aes256Gcm, Key, Nonce};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use serde_json::{json, Value};
+use serde::Deserialize;
+use serde_json::json;
+use serde_json::value::RawValue;
 
 const TAG_LEN: usize = 16;
 
@@ -34,26 +36,31 @@ impl PayloadCipher {
         })
     }
 
-    pub fn encrypt(&self, payload: &Value) -> Value {
-        let plain = serde_json::to_vec(payload).expect("a JSON value serializes");
+    /// Seals a payload (JSON text) into Queen's envelope (JSON text).
+    pub fn encrypt(&self, payload: &RawValue) -> Box<RawValue> {
         let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
         let sealed = self
             .cipher
-            .encrypt(&nonce, plain.as_slice())
+            .encrypt(&nonce, payload.get().as_bytes())
             .expect("AES-GCM encryption does not fail for in-memory input");
         let (body, tag) = sealed.split_at(sealed.len() - TAG_LEN);
-        json!({ "encrypted": B64.encode(body), "iv": B64.encode(nonce), "authTag": B64.encode(tag) })
+        let envelope = json!({ "encrypted": B64.encode(body), "iv": B64.encode(nonce), "authTag": B64.encode(tag) });
+        RawValue::from_string(envelope.to_string()).expect("the envelope is JSON")
     }
 
-    pub fn decrypt(&self, envelope: &Value) -> Result<Value, CipherError> {
-        let field = |k: &str| {
-            envelope
-                .get(k)
-                .and_then(Value::as_str)
-                .and_then(|s| B64.decode(s).ok())
-                .ok_or(CipherError::Undecryptable)
-        };
-        let (mut body, iv, tag) = (field("encrypted")?, field("iv")?, field("authTag")?);
+    /// Opens an envelope back into the payload's JSON text.
+    pub fn decrypt(&self, envelope: &RawValue) -> Result<Box<RawValue>, CipherError> {
+        #[derive(Deserialize)]
+        struct Envelope<'a> {
+            encrypted: &'a str,
+            iv: &'a str,
+            #[serde(rename = "authTag")]
+            auth_tag: &'a str,
+        }
+        let e: Envelope<'_> =
+            serde_json::from_str(envelope.get()).map_err(|_| CipherError::Undecryptable)?;
+        let b64 = |s: &str| B64.decode(s).map_err(|_| CipherError::Undecryptable);
+        let (mut body, iv, tag) = (b64(e.encrypted)?, b64(e.iv)?, b64(e.auth_tag)?);
         if iv.len() != 12 || tag.len() != TAG_LEN {
             return Err(CipherError::Undecryptable);
         }
@@ -62,7 +69,8 @@ impl PayloadCipher {
             .cipher
             .decrypt(Nonce::from_slice(&iv), body.as_slice())
             .map_err(|_| CipherError::Undecryptable)?;
-        serde_json::from_slice(&plain).map_err(|_| CipherError::Undecryptable)
+        let text = String::from_utf8(plain).map_err(|_| CipherError::Undecryptable)?;
+        RawValue::from_string(text).map_err(|_| CipherError::Undecryptable)
     }
 }
 
@@ -75,13 +83,15 @@ mod tests {
     #[test]
     fn round_trip_and_tamper() {
         let c = PayloadCipher::from_hex(KEY).unwrap();
-        let v = json!({"card": "4111", "n": [1, 2, 3]});
+        let v = RawValue::from_string(r#"{"card":"4111","n":[1,2,3]}"#.to_string()).unwrap();
         let env = c.encrypt(&v);
-        assert!(env.get("encrypted").is_some() && env.get("authTag").is_some());
-        assert_ne!(env["encrypted"], json!(v.to_string()));
-        assert_eq!(c.decrypt(&env).unwrap(), v);
-        let mut bad = env.clone();
+        let fields: serde_json::Value = serde_json::from_str(env.get()).unwrap();
+        assert!(fields["encrypted"].is_string() && fields["authTag"].is_string());
+        assert!(!env.get().contains("4111"));
+        assert_eq!(c.decrypt(&env).unwrap().get(), v.get());
+        let mut bad = fields.clone();
         bad["authTag"] = json!(B64.encode([0u8; 16]));
+        let bad = RawValue::from_string(bad.to_string()).unwrap();
         assert!(c.decrypt(&bad).is_err());
     }
 

@@ -7,7 +7,11 @@ use std::time::Duration;
 use axum::extract::State as AxState;
 
 use super::path::PathParams;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 use uuid::Uuid;
@@ -59,31 +63,27 @@ pub async fn pop_queue(
     AxState(s): State,
     PathParams(queue): PathParams<String>,
     params: Params,
-) -> Result<Json<Value>, ApiError> {
-    run(s, Target::Queue(queue), params).await.map(Json)
+) -> Result<Response, ApiError> {
+    run(s, Target::Queue(queue), params).await
 }
 
 pub async fn pop_partition(
     AxState(s): State,
     PathParams((queue, partition)): PathParams<(String, String)>,
     params: Params,
-) -> Result<Json<Value>, ApiError> {
-    run(s, Target::Partition(queue, partition), params)
-        .await
-        .map(Json)
+) -> Result<Response, ApiError> {
+    run(s, Target::Partition(queue, partition), params).await
 }
 
 /// `GET /api/v1/pop?namespace=…&task=…`: documented by Queen and called by its client when
 /// a consumer names no queue.
-pub async fn pop_scope(AxState(s): State, params: Params) -> Result<Json<Value>, ApiError> {
+pub async fn pop_scope(AxState(s): State, params: Params) -> Result<Response, ApiError> {
     let namespace = params.str("namespace").map(str::to_string);
     let task = params.str("task").map(str::to_string);
     if namespace.is_none() && task.is_none() {
         return Err(ApiError::bad_request("namespace or task is required"));
     }
-    run(s, Target::Scope { namespace, task }, params)
-        .await
-        .map(Json)
+    run(s, Target::Scope { namespace, task }, params).await
 }
 
 /// The request's knobs, defaults applied.
@@ -136,14 +136,15 @@ fn ask(s: &AppState, p: &Params, target: &Target) -> Result<Ask, ApiError> {
 
 /// What one attempt found.
 enum Found {
-    Messages(Value),
+    /// The answer, serialised once: payloads go out as the JSON text stored.
+    Messages(String),
     /// A success shape without messages (window buffer filling, nothing readable yet).
     Shape(Value),
     /// Nothing to claim, with Queen's error code.
     Nothing(&'static str),
 }
 
-async fn run(s: Arc<AppState>, target: Target, p: Params) -> Result<Value, ApiError> {
+async fn run(s: Arc<AppState>, target: Target, p: Params) -> Result<Response, ApiError> {
     let started = Instant::now();
     let a = ask(&s, &p, &target)?;
     let tenant = s.tenant();
@@ -163,11 +164,13 @@ async fn run(s: Arc<AppState>, target: Target, p: Params) -> Result<Value, ApiEr
 
         let found = attempt(&s, &target, &a).await?;
         match found {
-            Found::Messages(body) => return Ok(with_autopilot(body, &a)),
-            Found::Shape(body) if !a.wait => return Ok(with_autopilot(body, &a)),
+            Found::Messages(body) => return Ok(json_text(body)),
+            Found::Shape(body) if !a.wait => {
+                return Ok(Json(with_autopilot(body, &a)).into_response())
+            }
             Found::Nothing(code) if !a.wait => {
                 let body = json!({"success": false, "error": code, "messages": []});
-                return Ok(with_autopilot(body, &a));
+                return Ok(Json(with_autopilot(body, &a)).into_response());
             }
             _ => {}
         }
@@ -177,7 +180,7 @@ async fn run(s: Arc<AppState>, target: Target, p: Params) -> Result<Value, ApiEr
                 "success": true, "queue": target.queue_name(), "partition": target.partition_name(),
                 "partitionId": null, "leaseId": null, "consumerGroup": a.group, "messages": [],
             });
-            return Ok(with_autopilot(body, &a));
+            return Ok(Json(with_autopilot(body, &a)).into_response());
         }
         tokio::select! {
             _ = &mut notified => recheck = FIRST_RECHECK,
@@ -282,54 +285,115 @@ async fn attempt(s: &AppState, target: &Target, a: &Ask) -> Result<Found, ApiErr
     })
 }
 
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct MessageOut<'a> {
+    id: Uuid,
+    transaction_id: &'a str,
+    trace_id: Option<Uuid>,
+    data: &'a RawValue,
+    producer_sub: Option<&'a str>,
+    created_at: String,
+    partition_id: Uuid,
+    partition: &'a str,
+    queue: &'a str,
+    lease_id: &'a str,
+    consumer_group: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct MessagesOut<'a> {
+    success: bool,
+    queue: &'a str,
+    partition: &'a str,
+    partition_id: Uuid,
+    lease_id: &'a str,
+    consumer_group: &'a str,
+    partitions_claimed: usize,
+    messages: Vec<MessageOut<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    autopilot: Option<Value>,
+}
+
 fn messages_body(
     s: &AppState,
     a: &Ask,
     lease: Option<Uuid>,
     claimed: Vec<(&QueueRow, DeliveredPartition)>,
-) -> Value {
+) -> String {
     let lease = lease.map(|l| l.to_string()).unwrap_or_default();
-    let (first_queue, first) = (&claimed[0].0.name, &claimed[0].1);
-    let mut body = json!({
-        "success": true, "queue": first_queue, "partition": first.partition,
-        "partitionId": first.partition_id, "leaseId": lease, "consumerGroup": a.group,
-        "partitionsClaimed": claimed.len(),
-    });
+    // Decrypted payloads need an owner that outlives the borrowed answer.
+    let decrypted: Vec<Vec<Option<Box<RawValue>>>> = claimed
+        .iter()
+        .map(|(q, part)| {
+            part.messages
+                .iter()
+                .map(|m| {
+                    m.encrypted.then(|| {
+                        match s.cipher.as_ref().map(|c| c.decrypt(&m.payload)) {
+                            Some(Ok(v)) => v,
+                            _ => {
+                                tracing::warn!(queue = %q.name, "cannot decrypt payload; delivering the envelope");
+                                m.payload.clone()
+                            }
+                        }
+                    })
+                })
+                .collect()
+        })
+        .collect();
     let mut messages = Vec::new();
-    for (q, part) in claimed {
-        for m in part.messages {
-            let data = if m.encrypted {
-                match s.cipher.as_ref().map(|c| c.decrypt(&m.payload)) {
-                    Some(Ok(v)) => v,
-                    _ => {
-                        tracing::warn!(queue = %q.name, "cannot decrypt payload; delivering the envelope");
-                        m.payload
-                    }
-                }
-            } else {
-                m.payload
-            };
-            messages.push(json!({
-                "id": m.message_id, "transactionId": m.transaction_id, "traceId": m.trace_id,
-                "data": data, "producerSub": m.producer_sub, "createdAt": micros(m.created_at),
-                "partitionId": part.partition_id, "partition": part.partition, "queue": q.name,
-                "leaseId": lease, "consumerGroup": a.group,
-            }));
+    for ((q, part), plain) in claimed.iter().zip(&decrypted) {
+        for (m, p) in part.messages.iter().zip(plain) {
+            messages.push(MessageOut {
+                id: m.message_id,
+                transaction_id: &m.transaction_id,
+                trace_id: m.trace_id,
+                data: p.as_deref().unwrap_or(&m.payload),
+                producer_sub: m.producer_sub.as_deref(),
+                created_at: micros(m.created_at),
+                partition_id: part.partition_id,
+                partition: &part.partition,
+                queue: &q.name,
+                lease_id: &lease,
+                consumer_group: &a.group,
+            });
         }
     }
-    body["messages"] = Value::Array(messages);
-    body
+    let (first_queue, first) = (&claimed[0].0.name, &claimed[0].1);
+    let body = MessagesOut {
+        success: true,
+        queue: first_queue,
+        partition: &first.partition,
+        partition_id: first.partition_id,
+        lease_id: &lease,
+        consumer_group: &a.group,
+        partitions_claimed: claimed.len(),
+        messages,
+        autopilot: a.autopilot.then(|| autopilot_echo(a)),
+    };
+    serde_json::to_string(&body).expect("the answer serialises")
+}
+
+/// A JSON answer already serialised.
+fn json_text(body: String) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 /// The 1.2+ autopilot echo: what the broker chose for the knobs the client left out.
+fn autopilot_echo(a: &Ask) -> Value {
+    let mut echo = Map::new();
+    echo.insert("partitions".into(), json!(a.partitions));
+    echo.insert("batch".into(), json!(a.batch));
+    echo.insert("waitMs".into(), json!(0));
+    Value::Object(echo)
+}
+
 fn with_autopilot(mut body: Value, a: &Ask) -> Value {
     if a.autopilot {
         if let Value::Object(m) = &mut body {
-            let mut echo = Map::new();
-            echo.insert("partitions".into(), json!(a.partitions));
-            echo.insert("batch".into(), json!(a.batch));
-            echo.insert("waitMs".into(), json!(0));
-            m.insert("autopilot".into(), Value::Object(echo));
+            m.insert("autopilot".into(), autopilot_echo(a));
         }
     }
     body

@@ -5,6 +5,9 @@ use std::collections::BTreeMap;
 use axum::extract::State as AxState;
 use axum::http::StatusCode;
 use axum::Json;
+use std::collections::HashMap;
+
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
@@ -22,7 +25,8 @@ use crate::store::StoreError;
 pub(crate) struct PushItem {
     pub queue: String,
     pub partition: String,
-    pub payload: Value,
+    /// JSON text, exactly as sent.
+    pub payload: Box<RawValue>,
     pub transaction_id: String,
     pub trace_id: Option<Uuid>,
 }
@@ -45,41 +49,48 @@ pub(crate) fn name(field: &str, v: &str) -> Result<String, ApiError> {
     Ok(v.to_string())
 }
 
-/// Validates one item with Queen's texts. `payload_keys` lists where the payload may sit
-/// (the transaction route also accepts `data`).
-pub(crate) fn parse_item(v: &Value, payload_keys: &[&str]) -> Result<PushItem, ApiError> {
-    let queue = match v.get("queue") {
-        Some(Value::String(q)) if !q.is_empty() => name("Queue", q)?,
-        Some(Value::String(_)) => {
-            return Err(ApiError::bad_request("Queue must be a non-empty string"))
-        }
+/// Validates one item with Queen's texts. Only the small fields are parsed: the payload stays
+/// the JSON text the client sent, all the way into the log and back out on pop.
+/// `payload_keys` lists where the payload may sit (the transaction route also takes `data`).
+pub(crate) fn parse_item(item: &RawValue, payload_keys: &[&str]) -> Result<PushItem, ApiError> {
+    let fields: HashMap<String, &RawValue> = serde_json::from_str(item.get())
+        .map_err(|_| ApiError::bad_request("Queue must be a string"))?;
+    // A small field as a JSON value; `null` and absent are the same.
+    let field = |k: &str| -> Value {
+        fields
+            .get(k)
+            .and_then(|r| serde_json::from_str(r.get()).ok())
+            .unwrap_or(Value::Null)
+    };
+    let queue = match field("queue") {
+        Value::String(q) if !q.is_empty() => name("Queue", &q)?,
+        Value::String(_) => return Err(ApiError::bad_request("Queue must be a non-empty string")),
         _ => return Err(ApiError::bad_request("Queue must be a string")),
     };
-    let partition = match v.get("partition") {
-        None | Some(Value::Null) => DEFAULT_PARTITION.to_string(),
-        Some(Value::String(p)) if p.is_empty() => DEFAULT_PARTITION.to_string(),
-        Some(Value::String(p)) => name("Partition", p)?,
-        Some(_) => return Err(ApiError::bad_request("Partition must be a string")),
+    let partition = match field("partition") {
+        Value::Null => DEFAULT_PARTITION.to_string(),
+        Value::String(p) if p.is_empty() => DEFAULT_PARTITION.to_string(),
+        Value::String(p) => name("Partition", &p)?,
+        _ => return Err(ApiError::bad_request("Partition must be a string")),
     };
-    let transaction_id = match v.get("transactionId") {
-        None | Some(Value::Null) => Uuid::now_v7().to_string(),
-        Some(Value::String(t)) if t.is_empty() => Uuid::now_v7().to_string(),
-        Some(Value::String(t)) => name("TransactionId", t)?,
-        Some(_) => return Err(ApiError::bad_request("TransactionId must be a string")),
+    let transaction_id = match field("transactionId") {
+        Value::Null => Uuid::now_v7().to_string(),
+        Value::String(t) if t.is_empty() => Uuid::now_v7().to_string(),
+        Value::String(t) => name("TransactionId", &t)?,
+        _ => return Err(ApiError::bad_request("TransactionId must be a string")),
     };
-    let trace_id = match v.get("traceId") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(t)) if t.is_empty() => None,
-        Some(Value::String(t)) => {
-            Some(Uuid::parse_str(t).map_err(|_| ApiError::bad_request("TraceId must be a UUID"))?)
+    let trace_id = match field("traceId") {
+        Value::Null => None,
+        Value::String(t) if t.is_empty() => None,
+        Value::String(t) => {
+            Some(Uuid::parse_str(&t).map_err(|_| ApiError::bad_request("TraceId must be a UUID"))?)
         }
-        Some(_) => return Err(ApiError::bad_request("TraceId must be a string")),
+        _ => return Err(ApiError::bad_request("TraceId must be a string")),
     };
-    let payload = payload_keys
-        .iter()
-        .find_map(|k| v.get(*k))
-        .cloned()
-        .unwrap_or_else(|| json!({}));
+    let payload = match payload_keys.iter().find_map(|k| fields.get(*k)) {
+        Some(raw) => (*raw).to_owned(),
+        None => RawValue::from_string("{}".into()).expect("valid JSON"),
+    };
     Ok(PushItem {
         queue,
         partition,
@@ -226,12 +237,16 @@ pub(crate) async fn append_prepared(
 }
 
 pub async fn push(AxState(s): State, body: RawBody) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let v = body.json()?;
-    let Some(Value::Array(raw)) = v.get("items") else {
-        return Err(ApiError::bad_request("items array is required"));
-    };
-    let items = raw
-        .iter()
+    let raw = body.raw_json()?;
+    let items_required = || ApiError::bad_request("items array is required");
+    let top: HashMap<String, &RawValue> =
+        serde_json::from_str(raw.get()).map_err(|_| items_required())?;
+    let list: Vec<&RawValue> = top
+        .get("items")
+        .and_then(|r| serde_json::from_str(r.get()).ok())
+        .ok_or_else(items_required)?;
+    let items = list
+        .into_iter()
         .map(|i| parse_item(i, &["payload"]))
         .collect::<Result<Vec<_>, _>>()?;
     if items.is_empty() {

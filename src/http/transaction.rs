@@ -22,6 +22,13 @@ enum Op {
     Push(PushItem),
 }
 
+/// The transaction body is read as a tree (its shape is small and irregular); push items go
+/// back to JSON text for the shared item parser.
+fn raw(v: &Value) -> Result<Box<serde_json::value::RawValue>, ApiError> {
+    serde_json::value::to_raw_value(v)
+        .map_err(|e| ApiError::bad_request(format!("Invalid JSON: {e}")))
+}
+
 fn parse_ops(v: &Value) -> Result<Vec<Op>, ApiError> {
     let Some(Value::Array(ops)) = v.get("operations") else {
         return Err(ApiError::bad_request("operations array required"));
@@ -39,11 +46,11 @@ fn parse_ops(v: &Value) -> Result<Vec<Op>, ApiError> {
             Some("push") => match op.get("items") {
                 Some(Value::Array(items)) => {
                     for i in items {
-                        out.push(Op::Push(parse_item(i, &["payload", "data"])?));
+                        out.push(Op::Push(parse_item(&raw(i)?, &["payload", "data"])?));
                     }
                 }
                 Some(_) => return Err(ApiError::bad_request("items array is required")),
-                None => out.push(Op::Push(parse_item(op, &["payload", "data"])?)),
+                None => out.push(Op::Push(parse_item(&raw(op)?, &["payload", "data"])?)),
             },
             other => {
                 let t = other

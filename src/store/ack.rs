@@ -6,6 +6,7 @@
 use deadpool_postgres::Transaction;
 use uuid::Uuid;
 
+use super::frames;
 use super::queues::options_from;
 use super::StoreError;
 use crate::broker::ack_plan::{
@@ -47,15 +48,15 @@ const WRITE_CURSOR: &str = "UPDATE cursors
             lease_id = CASE WHEN $5 THEN NULL ELSE lease_id END
       WHERE partition_id = $1 AND consumer_group = $2";
 
-/// Files the dead letter from the segment that holds the offset: a snapshot of the frame, so
-/// the entry outlives the log's retention.
+/// The segment that holds an offset.
+const SEGMENT_OF: &str = "SELECT base_offset, created_at, frames FROM segments
+      WHERE partition_id = $1 AND end_offset >= $2 ORDER BY end_offset LIMIT 1";
+
+/// A snapshot of the frame, so the entry outlives the log's retention.
 const DEAD_LETTER: &str = "INSERT INTO dead_letters
          (tenant, queue_id, partition_id, consumer_group, \"offset\", message_id, transaction_id,
           frame, created_at, error, retry_count)
-     SELECT $1, $2, $3, $4, $5, (s.frame ->> 'i')::uuid, s.frame ->> 't', s.frame, s.created_at, $6, $7
-       FROM (SELECT created_at, frames -> ($5 - base_offset)::int AS frame
-               FROM segments WHERE partition_id = $3 AND end_offset >= $5
-              ORDER BY end_offset LIMIT 1) s";
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 
 /// How an ack whose `leaseId` is not the live lease is treated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -164,6 +165,13 @@ pub async fn ack_group(
     )
     .await?;
     if let Some(dl) = &plan.dead_letter {
+        let st = tx.prepare_cached(SEGMENT_OF).await?;
+        let seg = tx.query_one(&st, &[&partition_id, &dl.offset]).await?;
+        let base: i64 = seg.get(0);
+        let created_at: chrono::DateTime<chrono::Utc> = seg.get(1);
+        let bytes: &[u8] = seg.get(2);
+        let raw = frames::raw_at(bytes, (dl.offset - base) as usize)?;
+        let f = frames::iter(raw).next().ok_or(StoreError::Corrupt)??;
         let st = tx.prepare_cached(DEAD_LETTER).await?;
         tx.execute(
             &st,
@@ -173,6 +181,10 @@ pub async fn ack_group(
                 &partition_id,
                 &group.group,
                 &dl.offset,
+                &f.message_id,
+                &f.transaction_id,
+                &raw,
+                &created_at,
                 &dl.reason,
                 &retry_count,
             ],

@@ -4,7 +4,8 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
 use uuid::Uuid;
 
-use super::pop::{frame_to_message, StoredMessage};
+use super::frames;
+use super::pop::{stored, StoredMessage};
 use super::StoreError;
 
 #[derive(Debug, Default)]
@@ -66,16 +67,20 @@ pub async fn list(
     let rows = client.query(&st, &all).await?;
     let letters = rows
         .into_iter()
-        .map(|r| DeadLetter {
-            partition_id: r.get(0),
-            queue: r.get(1),
-            partition: r.get(2),
-            group: r.get(3),
-            error: r.get(4),
-            retry_count: r.get(5),
-            message: frame_to_message(r.get(6), r.get(7), r.get(8)),
-            failed_at: r.get(9),
+        .map(|r| {
+            let frame: &[u8] = r.get(7);
+            let f = frames::iter(frame).next().ok_or(StoreError::Corrupt)??;
+            Ok(DeadLetter {
+                partition_id: r.get(0),
+                queue: r.get(1),
+                partition: r.get(2),
+                group: r.get(3),
+                error: r.get(4),
+                retry_count: r.get(5),
+                message: stored(r.get(6), f, r.get(8))?,
+                failed_at: r.get(9),
+            })
         })
-        .collect();
+        .collect::<Result<Vec<_>, StoreError>>()?;
     Ok((letters, total))
 }

@@ -4,6 +4,7 @@
 
 pub mod ack;
 pub mod dlq;
+pub mod frames;
 pub mod lease;
 pub mod pop;
 pub mod purge;
@@ -29,6 +30,15 @@ pub enum StoreError {
     Pool(#[from] deadpool_postgres::PoolError),
     #[error("{}", db_message(.0))]
     Db(#[from] tokio_postgres::Error),
+    /// A segment or dead letter whose bytes do not decode: damaged storage, not bad input.
+    #[error("corrupt segment frame")]
+    Corrupt,
+}
+
+impl From<frames::Corrupt> for StoreError {
+    fn from(_: frames::Corrupt) -> StoreError {
+        StoreError::Corrupt
+    }
 }
 
 /// The server's own message when there is one ("invalid input syntax for type uuid: ..."),
@@ -56,6 +66,7 @@ impl StoreError {
                 }
                 None => e.is_closed(),
             },
+            StoreError::Corrupt => false,
         }
     }
 

@@ -5,10 +5,10 @@
 
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Transaction;
-use serde_json::Value;
+use serde_json::value::RawValue;
 use uuid::Uuid;
 
-use super::push::frame;
+use super::frames::{self, Frame};
 use super::StoreError;
 use crate::broker::naming::QUEUE_MODE;
 use crate::broker::subscription::StartPoint;
@@ -37,8 +37,9 @@ pub struct StoredMessage {
     pub offset: i64,
     pub message_id: Uuid,
     pub transaction_id: String,
-    pub payload: Value,
-    pub trace_id: Option<String>,
+    /// JSON text, as stored (still encrypted when `encrypted`).
+    pub payload: Box<RawValue>,
+    pub trace_id: Option<Uuid>,
     pub producer_sub: Option<String>,
     pub encrypted: bool,
     pub created_at: DateTime<Utc>,
@@ -224,11 +225,8 @@ pub async fn pop(tx: &Transaction<'_>, req: &PopRequest<'_>) -> Result<PopOutcom
             if cutoff.is_some_and(|cut| created_at > cut) {
                 break;
             }
-            let frames: Value = s.get(4);
-            let Value::Array(frames) = frames else {
-                continue;
-            };
-            for (k, f) in frames.into_iter().enumerate() {
+            let bytes: &[u8] = s.get(4);
+            for (k, f) in frames::iter(bytes).enumerate() {
                 let offset = base + k as i64;
                 if offset <= c.committed {
                     continue;
@@ -236,7 +234,7 @@ pub async fn pop(tx: &Transaction<'_>, req: &PopRequest<'_>) -> Result<PopOutcom
                 if offset > c.lease_end || budget == 0 {
                     break 'segments;
                 }
-                messages.push(frame_to_message(offset, f, created_at));
+                messages.push(stored(offset, f?, created_at)?);
                 budget -= 1;
             }
         }
@@ -287,35 +285,27 @@ pub async fn pop(tx: &Transaction<'_>, req: &PopRequest<'_>) -> Result<PopOutcom
     })
 }
 
-pub(crate) fn frame_to_message(offset: i64, f: Value, created_at: DateTime<Utc>) -> StoredMessage {
-    let Value::Object(mut f) = f else {
-        return StoredMessage {
-            offset,
-            message_id: Uuid::nil(),
-            transaction_id: String::new(),
-            payload: Value::Null,
-            trace_id: None,
-            producer_sub: None,
-            encrypted: false,
-            created_at,
-        };
-    };
-    let text = |f: &mut serde_json::Map<String, Value>, k: &str| match f.remove(k) {
-        Some(Value::String(s)) => Some(s),
-        _ => None,
-    };
-    StoredMessage {
+/// A decoded frame as a delivered message. A frame the store cannot read is a storage fault,
+/// never something to skip silently.
+pub(crate) fn stored(
+    offset: i64,
+    f: Frame<'_>,
+    created_at: DateTime<Utc>,
+) -> Result<StoredMessage, StoreError> {
+    let payload = std::str::from_utf8(f.payload)
+        .ok()
+        .and_then(|t| RawValue::from_string(t.to_string()).ok())
+        .ok_or(StoreError::Corrupt)?;
+    Ok(StoredMessage {
         offset,
-        message_id: text(&mut f, frame::ID)
-            .and_then(|s| Uuid::parse_str(&s).ok())
-            .unwrap_or_default(),
-        transaction_id: text(&mut f, frame::TXID).unwrap_or_default(),
-        trace_id: text(&mut f, frame::TRACE),
-        producer_sub: text(&mut f, frame::SUB),
-        encrypted: matches!(f.get(frame::ENCRYPTED), Some(Value::Bool(true))),
-        payload: f.remove(frame::PAYLOAD).unwrap_or(Value::Null),
+        message_id: f.message_id,
+        transaction_id: f.transaction_id.to_string(),
+        payload,
+        trace_id: f.trace_id,
+        producer_sub: f.producer_sub.map(str::to_string),
+        encrypted: f.encrypted,
         created_at,
-    }
+    })
 }
 
 /// Explains an empty partition-route pop, so the answer can carry Queen's error shapes.

@@ -307,7 +307,7 @@ async fn held_push_is_never_skipped_by_a_later_commit() {
         &[NewMessage {
             message_id: Uuid::now_v7(),
             transaction_id: "held".into(),
-            payload: json!({"tx": "held"}),
+            payload: serde_json::value::to_raw_value(&json!({"tx": "held"})).unwrap(),
             trace_id: None,
             producer_sub: None,
             encrypted: false,

@@ -454,22 +454,17 @@ async fn encrypted_queues_store_ciphertext_and_deliver_plaintext() {
         .await;
     b.push("secret", "Default", &["s1"]).await;
     let db = b.db().await;
-    let stored: Value = db
+    // The segment holds the binary frame: the payload is Queen's envelope, not the plaintext.
+    let stored: Vec<u8> = db
         .query_one("SELECT frames FROM segments", &[])
         .await
         .unwrap()
         .get(0);
-    let payload = &stored[0]["p"];
-    assert!(
-        payload["encrypted"].is_string()
-            && payload["iv"].is_string()
-            && payload["authTag"].is_string(),
-        "{stored}"
-    );
-    assert!(
-        !stored.to_string().contains("\"tx\""),
-        "plaintext leaked: {stored}"
-    );
+    let text = String::from_utf8_lossy(&stored);
+    for key in ["\"encrypted\"", "\"iv\"", "\"authTag\""] {
+        assert!(text.contains(key), "no {key} in {text}");
+    }
+    assert!(!text.contains("\"tx\""), "plaintext leaked: {text}");
     let v = b.pop("secret", "").await;
     assert_eq!(v["messages"][0]["data"], json!({"tx": "s1"}));
 }
