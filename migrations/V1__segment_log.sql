@@ -101,19 +101,26 @@ CREATE TABLE dead_letters (
 );
 CREATE INDEX dead_letters_queue ON dead_letters (tenant, queue_id, failed_at DESC);
 
--- Append one batch to a partition: lock the sequencer row, drop transaction ids already in
--- the index, write one segment and its index entries, advance next_offset. One round trip.
--- p_frames holds one encoded frame per item, aligned with p_txids and p_ids; the segment is
--- their concatenation. Returns one row per item (1-based position, message id, whether it
--- was a duplicate of an earlier push).
+-- Append one batch to a partition: lock the sequencer row, index the transaction ids, write
+-- one segment, advance next_offset. One round trip. p_frames holds one encoded frame per
+-- item, aligned with p_txids and p_ids; the segment is their concatenation. Returns one row
+-- per item that was NOT appended (1-based position, the id of the message already stored);
+-- every other item was appended with its own id.
+--
+-- Duplicates are rare, so the common case is one pass: index every id at the offsets it
+-- would get, skipping conflicts; if nothing conflicted the batch is appended whole. Only when
+-- something did are those index rows taken back and the batch appended without its
+-- duplicates (the sequencer lock guarantees every index row at or past v_next is ours).
 CREATE FUNCTION regent_append(p_partition uuid, p_txids text[], p_ids uuid[], p_frames bytea[])
-RETURNS TABLE (item integer, message_id uuid, duplicate boolean)
+RETURNS TABLE (item integer, message_id uuid)
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_next  bigint;
-    v_dups  integer[];
-    v_count integer;
-    v_now   timestamptz;
+    v_next    bigint;
+    v_n       integer := cardinality(p_txids);
+    v_indexed integer;
+    v_dups    integer[];
+    v_count   integer;
+    v_now     timestamptz;
 BEGIN
     SELECT p.next_offset INTO v_next FROM partitions p WHERE p.id = p_partition FOR UPDATE;
     IF NOT FOUND THEN
@@ -122,18 +129,34 @@ BEGIN
     -- Taken after the lock, so created_at grows with the offset within a partition.
     v_now := clock_timestamp();
 
+    INSERT INTO tx_index (partition_id, transaction_id, "offset", message_id, created_at)
+    SELECT p_partition, a.txid, v_next + a.ord - 1, p_ids[a.ord], v_now
+      FROM unnest(p_txids) WITH ORDINALITY AS a(txid, ord)
+    ON CONFLICT DO NOTHING;
+    GET DIAGNOSTICS v_indexed = ROW_COUNT;
+
+    IF v_indexed = v_n THEN
+        INSERT INTO segments (partition_id, end_offset, base_offset, created_at, frames)
+        VALUES (p_partition, v_next + v_n - 1, v_next, v_now,
+                (SELECT string_agg(f, ''::bytea ORDER BY ord)
+                   FROM unnest(p_frames) WITH ORDINALITY AS e(f, ord)));
+        UPDATE partitions SET next_offset = v_next + v_n, last_push_at = v_now
+         WHERE id = p_partition;
+        RETURN;
+    END IF;
+
+    DELETE FROM tx_index x WHERE x.partition_id = p_partition AND x."offset" >= v_next;
+
     SELECT coalesce(array_agg(a.ord::integer), '{}') INTO v_dups
       FROM unnest(p_txids) WITH ORDINALITY AS a(txid, ord)
       JOIN tx_index x ON x.partition_id = p_partition AND x.transaction_id = a.txid;
 
-    IF cardinality(v_dups) > 0 THEN
-        RETURN QUERY
-          SELECT a.ord::integer, x.message_id, true
-            FROM unnest(p_txids) WITH ORDINALITY AS a(txid, ord)
-            JOIN tx_index x ON x.partition_id = p_partition AND x.transaction_id = a.txid;
-    END IF;
+    RETURN QUERY
+      SELECT a.ord::integer, x.message_id
+        FROM unnest(p_txids) WITH ORDINALITY AS a(txid, ord)
+        JOIN tx_index x ON x.partition_id = p_partition AND x.transaction_id = a.txid;
 
-    v_count := cardinality(p_txids) - cardinality(v_dups);
+    v_count := v_n - cardinality(v_dups);
     IF v_count = 0 THEN
         RETURN;
     END IF;
@@ -152,10 +175,5 @@ BEGIN
 
     UPDATE partitions SET next_offset = v_next + v_count, last_push_at = v_now
      WHERE id = p_partition;
-
-    RETURN QUERY
-      SELECT a.ord::integer, p_ids[a.ord], false
-        FROM unnest(p_txids) WITH ORDINALITY AS a(txid, ord)
-       WHERE NOT (a.ord::integer = ANY (v_dups));
 END
 $$;

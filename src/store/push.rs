@@ -54,19 +54,23 @@ pub async fn append(
     let ids: Vec<Uuid> = msgs.iter().map(|m| m.message_id).collect();
     let frames: Vec<Vec<u8>> = msgs.iter().map(NewMessage::frame).collect();
     let st = tx
-        .prepare_cached("SELECT item, message_id, duplicate FROM regent_append($1, $2, $3, $4)")
+        .prepare_cached("SELECT item, message_id FROM regent_append($1, $2, $3, $4)")
         .await?;
     let rows = tx.query(&st, &[&partition, &txids, &ids, &frames]).await?;
-    let mut out: Vec<Option<Appended>> = vec![None; msgs.len()];
+    // Only items that were not appended come back, with the id already stored.
+    let mut out: Vec<Appended> = msgs
+        .iter()
+        .map(|m| Appended {
+            message_id: m.message_id,
+            duplicate: false,
+        })
+        .collect();
     for r in rows {
         let item: i32 = r.get(0);
-        out[(item - 1) as usize] = Some(Appended {
+        out[(item - 1) as usize] = Appended {
             message_id: r.get(1),
-            duplicate: r.get(2),
-        });
+            duplicate: true,
+        };
     }
-    Ok(out
-        .into_iter()
-        .map(|a| a.expect("regent_append answers for every item"))
-        .collect())
+    Ok(out)
 }
