@@ -3,10 +3,12 @@
 use std::collections::BTreeMap;
 
 use axum::extract::State as AxState;
-use axum::http::StatusCode;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use std::collections::HashMap;
 
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -53,14 +55,38 @@ pub(crate) fn name(field: &str, v: &str) -> Result<String, ApiError> {
 /// the JSON text the client sent, all the way into the log and back out on pop.
 /// `payload_keys` lists where the payload may sit (the transaction route also takes `data`).
 pub(crate) fn parse_item(item: &RawValue, payload_keys: &[&str]) -> Result<PushItem, ApiError> {
-    let fields: HashMap<String, &RawValue> = serde_json::from_str(item.get())
+    /// The fields a push item may carry, each still JSON text; anything else is ignored.
+    #[derive(Deserialize)]
+    struct Fields<'a> {
+        #[serde(borrow)]
+        queue: Option<&'a RawValue>,
+        #[serde(borrow)]
+        partition: Option<&'a RawValue>,
+        #[serde(borrow, rename = "transactionId")]
+        transaction_id: Option<&'a RawValue>,
+        #[serde(borrow, rename = "traceId")]
+        trace_id: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        payload: Present<'a>,
+        #[serde(borrow, default)]
+        data: Present<'a>,
+    }
+    let f: Fields<'_> = serde_json::from_str(item.get())
         .map_err(|_| ApiError::bad_request("Queue must be a string"))?;
     // A small field as a JSON value; `null` and absent are the same.
     let field = |k: &str| -> Value {
-        fields
-            .get(k)
-            .and_then(|r| serde_json::from_str(r.get()).ok())
+        let raw = match k {
+            "queue" => f.queue,
+            "partition" => f.partition,
+            "transactionId" => f.transaction_id,
+            _ => f.trace_id,
+        };
+        raw.and_then(|r| serde_json::from_str(r.get()).ok())
             .unwrap_or(Value::Null)
+    };
+    let fields = |k: &str| match k {
+        "payload" => f.payload.0,
+        _ => f.data.0,
     };
     let queue = match field("queue") {
         Value::String(q) if !q.is_empty() => name("Queue", &q)?,
@@ -87,8 +113,8 @@ pub(crate) fn parse_item(item: &RawValue, payload_keys: &[&str]) -> Result<PushI
         }
         _ => return Err(ApiError::bad_request("TraceId must be a string")),
     };
-    let payload = match payload_keys.iter().find_map(|k| fields.get(*k)) {
-        Some(raw) => (*raw).to_owned(),
+    let payload = match payload_keys.iter().find_map(|k| fields(k)) {
+        Some(raw) => raw.to_owned(),
         None => RawValue::from_string("{}".into()).expect("valid JSON"),
     };
     Ok(PushItem {
@@ -98,6 +124,17 @@ pub(crate) fn parse_item(item: &RawValue, payload_keys: &[&str]) -> Result<PushI
         transaction_id,
         trace_id,
     })
+}
+
+/// A field that may be absent, where an explicit `null` is a value (a `null` payload is stored
+/// as `null`; only an absent one becomes `{}`), unlike `Option`, which folds the two.
+#[derive(Default)]
+struct Present<'a>(Option<&'a RawValue>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Present<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <&'a RawValue>::deserialize(d).map(|r| Present(Some(r)))
+    }
 }
 
 /// The verdict for one pushed item.
@@ -236,7 +273,7 @@ pub(crate) async fn append_prepared(
         .collect())
 }
 
-pub async fn push(AxState(s): State, body: RawBody) -> Result<(StatusCode, Json<Value>), ApiError> {
+pub async fn push(AxState(s): State, body: RawBody) -> Result<Response, ApiError> {
     let raw = body.raw_json()?;
     let items_required = || ApiError::bad_request("items array is required");
     let top: HashMap<String, &RawValue> =
@@ -250,7 +287,7 @@ pub async fn push(AxState(s): State, body: RawBody) -> Result<(StatusCode, Json<
         .map(|i| parse_item(i, &["payload"]))
         .collect::<Result<Vec<_>, _>>()?;
     if items.is_empty() {
-        return Ok((StatusCode::CREATED, Json(json!([]))));
+        return Ok((StatusCode::CREATED, Json(json!([]))).into_response());
     }
     let tenant = s.tenant();
     let (queues, verdicts) = crate::in_transaction!(s.store, |tx| {
@@ -261,31 +298,80 @@ pub async fn push(AxState(s): State, body: RawBody) -> Result<(StatusCode, Json<
     for q in &queues {
         s.wakeups.notify(tenant, q);
     }
-    let results: Vec<Value> = items
+    let results: Vec<PushResult<'_>> = items
         .iter()
-        .zip(verdicts)
+        .zip(&verdicts)
         .enumerate()
-        .map(|(index, (item, v))| match v {
-            Verdict::Queued {
-                message_id,
-                partition,
-            } => json!({
-                "index": index, "transaction_id": item.transaction_id, "status": "queued",
-                "message_id": message_id, "partition_id": partition,
-                "trace_id": item.trace_id, "queueName": item.queue,
-            }),
-            Verdict::Duplicate {
-                message_id,
-                partition,
-            } => json!({
-                "index": index, "transaction_id": item.transaction_id, "status": "duplicate",
-                "message_id": message_id, "partition_id": partition, "queueName": item.queue,
-            }),
-            Verdict::Failed { error } => json!({
-                "index": index, "transaction_id": item.transaction_id, "status": "failed",
-                "queue": item.queue, "partition": item.partition, "error": error,
-            }),
+        .map(|(index, (item, v))| {
+            let mut r = PushResult {
+                index,
+                transaction_id: &item.transaction_id,
+                status: "queued",
+                message_id: None,
+                partition_id: None,
+                trace_id: None,
+                queue_name: None,
+                queue: None,
+                partition: None,
+                error: None,
+            };
+            match v {
+                Verdict::Queued {
+                    message_id,
+                    partition,
+                } => {
+                    r.message_id = Some(*message_id);
+                    r.partition_id = Some(*partition);
+                    r.trace_id = Some(item.trace_id);
+                    r.queue_name = Some(&item.queue);
+                }
+                Verdict::Duplicate {
+                    message_id,
+                    partition,
+                } => {
+                    r.status = "duplicate";
+                    r.message_id = Some(*message_id);
+                    r.partition_id = Some(*partition);
+                    r.queue_name = Some(&item.queue);
+                }
+                Verdict::Failed { error } => {
+                    r.status = "failed";
+                    r.queue = Some(&item.queue);
+                    r.partition = Some(&item.partition);
+                    r.error = Some(error);
+                }
+            }
+            r
         })
         .collect();
-    Ok((StatusCode::CREATED, Json(Value::Array(results))))
+    let body = serde_json::to_string(&results).expect("push results serialise");
+    Ok((
+        StatusCode::CREATED,
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response())
+}
+
+/// One element of the push answer, with Queen's mixed key casing.
+#[derive(Serialize)]
+struct PushResult<'a> {
+    index: usize,
+    transaction_id: &'a str,
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message_id: Option<Uuid>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    partition_id: Option<Uuid>,
+    /// Present (possibly null) on queued items only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace_id: Option<Option<Uuid>>,
+    #[serde(rename = "queueName", skip_serializing_if = "Option::is_none")]
+    queue_name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    queue: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    partition: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
 }
