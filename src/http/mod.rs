@@ -8,6 +8,7 @@ mod cors;
 mod dlq;
 pub mod error;
 mod fallback;
+pub mod fusion;
 mod health;
 mod lease;
 mod params;
@@ -37,6 +38,8 @@ pub struct AppState {
     pub wakeups: Wakeups,
     pub config: Config,
     pub cipher: Option<PayloadCipher>,
+    /// Where push requests go to be fused into shared transactions.
+    pub fuser: fusion::Fuser,
     /// Flips to true when the server starts shutting down, so parked long-polls answer at once.
     pub shutting_down: watch::Receiver<bool>,
 }

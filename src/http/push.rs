@@ -289,15 +289,7 @@ pub async fn push(AxState(s): State, body: RawBody) -> Result<Response, ApiError
     if items.is_empty() {
         return Ok((StatusCode::CREATED, Json(json!([]))).into_response());
     }
-    let tenant = s.tenant();
-    let (queues, verdicts) = crate::in_transaction!(s.store, |tx| {
-        let prepared = prepare(tx, &s, tenant, &items, None).await?;
-        let verdicts = append_prepared(tx, &prepared).await?;
-        Ok((prepared.queues, verdicts))
-    })?;
-    for q in &queues {
-        s.wakeups.notify(tenant, q);
-    }
+    let (items, verdicts) = s.fuser.push(s.tenant(), items).await?;
     let results: Vec<PushResult<'_>> = items
         .iter()
         .zip(&verdicts)

@@ -731,3 +731,60 @@ async fn long_poll_wakes_on_push_and_answers_before_timeout() {
         "an empty long-poll with timeout=1000 answered after only {took:?}"
     );
 }
+
+/// Concurrent pushes may share one transaction (fusion); each still gets exactly its own
+/// verdicts, and every message lands once. One of them carries a payload key with a NUL,
+/// which a jsonb column would refuse: payloads are stored as the client's bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_pushes_each_get_their_own_verdicts() {
+    let b = broker().await;
+    b.push("fused", "Default", &["warm-up"]).await;
+    let tasks: Vec<_> = (0..24)
+        .map(|i| {
+            let (http, url) = (b.http.clone(), format!("{}/api/v1/push", b.url));
+            let body = if i == 11 {
+                r#"{"items":[{"queue":"fused","transactionId":"nul","payload":{"k\u0000":1}}]}"#
+                    .to_string()
+            } else {
+                format!(
+                    r#"{{"items":[{{"queue":"fused","transactionId":"ok-{i}","payload":{{"n":{i}}}}},{{"queue":"fused","partition":"p{i}","transactionId":"x","payload":{i}}}]}}"#
+                )
+            };
+            tokio::spawn(async move {
+                let r = http.post(url).body(body).send().await.unwrap();
+                (i, r.status().as_u16(), r.json::<serde_json::Value>().await.unwrap())
+            })
+        })
+        .collect();
+    for t in tasks {
+        let (i, status, v) = t.await.unwrap();
+        assert_eq!(status, 201, "push {i}: {v}");
+        let items = v.as_array().unwrap();
+        let want: Vec<String> = if i == 11 {
+            vec!["nul".into()]
+        } else {
+            vec![format!("ok-{i}"), "x".into()]
+        };
+        assert_eq!(items.len(), want.len(), "push {i}: {v}");
+        for (k, (item, txid)) in items.iter().zip(want).enumerate() {
+            assert_eq!(item["index"], k, "{v}");
+            assert_eq!(item["transaction_id"], txid.as_str(), "{v}");
+            assert_eq!(item["status"], "queued", "{v}");
+        }
+    }
+    let db = b.db().await;
+    let n: i64 = db
+        .query_one("SELECT count(*) FROM tx_index", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 1 + 1 + 23 * 2);
+    let v = b.pop("fused", "batch=100").await;
+    let nul = v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["transactionId"] == "nul")
+        .expect("the NUL-key payload is delivered");
+    assert_eq!(nul["data"], serde_json::json!({"k\u{0}": 1}));
+}
