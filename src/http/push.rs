@@ -18,7 +18,7 @@ use super::error::ApiError;
 use super::{AppState, State};
 use crate::broker::naming::DEFAULT_PARTITION;
 use crate::broker::push_plan::repeats;
-use crate::store::push::{append, NewMessage};
+use crate::store::push::{append_many, NewMessage};
 use crate::store::queues::{resolve_partitions, PartitionRef};
 use crate::store::StoreError;
 
@@ -148,7 +148,8 @@ pub(crate) enum Verdict {
 /// Items resolved to partitions, encrypted where their queue asks, deduplicated within the
 /// request, and grouped by partition in lock order.
 pub(crate) struct Prepared {
-    groups: BTreeMap<Uuid, Vec<(usize, NewMessage)>>,
+    /// Per partition, in id order: the request positions and the messages.
+    groups: BTreeMap<Uuid, (Vec<usize>, Vec<NewMessage>)>,
     /// Items that repeat an earlier item of the same request: (item, earlier item).
     repeats: Vec<(usize, usize)>,
     failed: Vec<(usize, String)>,
@@ -204,17 +205,16 @@ pub(crate) async fn prepare(
                 continue;
             }
         };
-        prepared.groups.entry(part.id).or_default().push((
-            idx,
-            NewMessage {
-                message_id: Uuid::now_v7(),
-                transaction_id: item.transaction_id.clone(),
-                payload,
-                trace_id: item.trace_id,
-                producer_sub: producer_sub.map(str::to_string),
-                encrypted,
-            },
-        ));
+        let group = prepared.groups.entry(part.id).or_default();
+        group.0.push(idx);
+        group.1.push(NewMessage {
+            message_id: Uuid::now_v7(),
+            transaction_id: item.transaction_id.clone(),
+            payload,
+            trace_id: item.trace_id,
+            producer_sub: producer_sub.map(str::to_string),
+            encrypted,
+        });
         if !prepared.queues.contains(&part.queue) {
             prepared.queues.push(part.queue.clone());
         }
@@ -229,19 +229,24 @@ pub(crate) async fn append_prepared(
     p: &Prepared,
 ) -> Result<Vec<Verdict>, StoreError> {
     let mut out: Vec<Option<Verdict>> = vec![None; p.len];
-    for (pid, msgs) in &p.groups {
-        let batch: Vec<NewMessage> = msgs.iter().map(|(_, m)| m.clone()).collect();
-        let verdicts = append(tx, *pid, &batch).await?;
-        for ((idx, _), v) in msgs.iter().zip(verdicts) {
+    let batches: Vec<(Uuid, &[NewMessage])> = p
+        .groups
+        .iter()
+        .map(|(pid, (_, msgs))| (*pid, msgs.as_slice()))
+        .collect();
+    let appended = append_many(tx, &batches).await?;
+    for ((pid, (idxs, _)), verdicts) in p.groups.iter().zip(appended) {
+        for (idx, v) in idxs.iter().zip(verdicts) {
+            let (message_id, partition) = (v.message_id, *pid);
             out[*idx] = Some(if v.duplicate {
                 Verdict::Duplicate {
-                    message_id: v.message_id,
-                    partition: *pid,
+                    message_id,
+                    partition,
                 }
             } else {
                 Verdict::Queued {
-                    message_id: v.message_id,
-                    partition: *pid,
+                    message_id,
+                    partition,
                 }
             });
         }

@@ -41,36 +41,52 @@ pub struct Appended {
     pub duplicate: bool,
 }
 
-/// Appends `msgs` (already free of duplicates among themselves) to one partition as one
-/// segment, inside the caller's transaction. The partition's sequencer row stays locked until
-/// that transaction ends, which is what makes offsets visible in commit order. Returns one
-/// verdict per message, in order.
+const APPEND: &str = "SELECT item, message_id FROM regent_append($1, $2, $3, $4)";
+
+/// Appends batches to several partitions inside the caller's transaction, each batch (free
+/// of duplicates among itself) as one segment. The calls are pipelined on the connection in
+/// the order given, which must be partition-id order (the global lock order); each
+/// partition's sequencer row stays locked until the transaction ends, which is what makes
+/// offsets visible in commit order. Returns one verdict per message, batch by batch.
+pub async fn append_many(
+    tx: &Transaction<'_>,
+    batches: &[(Uuid, &[NewMessage])],
+) -> Result<Vec<Vec<Appended>>, StoreError> {
+    let st = tx.prepare_cached(APPEND).await?;
+    let calls = batches.iter().map(|(partition, msgs)| {
+        let st = &st;
+        async move {
+            let txids: Vec<&str> = msgs.iter().map(|m| m.transaction_id.as_str()).collect();
+            let ids: Vec<Uuid> = msgs.iter().map(|m| m.message_id).collect();
+            let frames: Vec<Vec<u8>> = msgs.iter().map(NewMessage::frame).collect();
+            let rows = tx.query(st, &[partition, &txids, &ids, &frames]).await?;
+            // Only items that were not appended come back, with the id already stored.
+            let mut out: Vec<Appended> = msgs
+                .iter()
+                .map(|m| Appended {
+                    message_id: m.message_id,
+                    duplicate: false,
+                })
+                .collect();
+            for r in rows {
+                let item: i32 = r.get(0);
+                out[(item - 1) as usize] = Appended {
+                    message_id: r.get(1),
+                    duplicate: true,
+                };
+            }
+            Ok::<_, StoreError>(out)
+        }
+    });
+    futures::future::try_join_all(calls).await
+}
+
+/// Appends one batch to one partition (see [`append_many`]).
 pub async fn append(
     tx: &Transaction<'_>,
     partition: Uuid,
     msgs: &[NewMessage],
 ) -> Result<Vec<Appended>, StoreError> {
-    let txids: Vec<&str> = msgs.iter().map(|m| m.transaction_id.as_str()).collect();
-    let ids: Vec<Uuid> = msgs.iter().map(|m| m.message_id).collect();
-    let frames: Vec<Vec<u8>> = msgs.iter().map(NewMessage::frame).collect();
-    let st = tx
-        .prepare_cached("SELECT item, message_id FROM regent_append($1, $2, $3, $4)")
-        .await?;
-    let rows = tx.query(&st, &[&partition, &txids, &ids, &frames]).await?;
-    // Only items that were not appended come back, with the id already stored.
-    let mut out: Vec<Appended> = msgs
-        .iter()
-        .map(|m| Appended {
-            message_id: m.message_id,
-            duplicate: false,
-        })
-        .collect();
-    for r in rows {
-        let item: i32 = r.get(0);
-        out[(item - 1) as usize] = Appended {
-            message_id: r.get(1),
-            duplicate: true,
-        };
-    }
-    Ok(out)
+    let mut out = append_many(tx, &[(partition, msgs)]).await?;
+    Ok(out.pop().expect("one batch"))
 }
