@@ -16,7 +16,7 @@ use super::push::{append_prepared, prepare, PushItem, Verdict};
 use super::AppState;
 
 /// Flushers running at once. More than one lets a fused batch form while another commits.
-const FLUSHERS: usize = 4;
+const FLUSHERS: usize = 2;
 /// Items fused into one transaction at most.
 const MAX_FUSED_ITEMS: usize = 10_000;
 
