@@ -45,6 +45,7 @@ pub async fn start(
         config: config.clone(),
         cipher,
         fuser: Default::default(),
+        cursor_sweeps: Default::default(),
         shutting_down: shutting_down.clone(),
     });
     crate::http::fusion::Fuser::start(state.clone()).await;

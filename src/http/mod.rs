@@ -40,6 +40,8 @@ pub struct AppState {
     pub cipher: Option<PayloadCipher>,
     /// Where push requests go to be fused into shared transactions.
     pub fuser: fusion::Fuser,
+    /// When each (queue, group) last swept for partitions it has no cursor on.
+    pub cursor_sweeps: crate::wakeup::Sweeps,
     /// Flips to true when the server starts shutting down, so parked long-polls answer at once.
     pub shutting_down: watch::Receiver<bool>,
 }

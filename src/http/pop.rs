@@ -239,6 +239,7 @@ async fn attempt(s: &AppState, target: &Target, a: &Ask) -> Result<Found, ApiErr
                 delayed_processing_seconds: q.options.delayed_processing_seconds(),
                 window_buffer_seconds: q.options.window_buffer_seconds(),
                 auto_ack: a.auto_ack,
+                ensure_cursors: s.cursor_sweeps.due(q.id, &a.group),
             };
             for d in pop(tx, &req).await?.partitions {
                 batch -= d.messages.len() as i64;

@@ -13,6 +13,7 @@ use super::StoreError;
 use crate::broker::naming::QUEUE_MODE;
 use crate::broker::subscription::StartPoint;
 
+#[derive(Clone, Copy)]
 pub struct PopRequest<'a> {
     pub queue_id: Uuid,
     /// One lease id per pop request, shared by every partition it claims (one extend call
@@ -30,6 +31,10 @@ pub struct PopRequest<'a> {
     pub delayed_processing_seconds: i64,
     pub window_buffer_seconds: i64,
     pub auto_ack: bool,
+    /// Sweep for partitions the group has no cursor on before claiming. Without it the
+    /// sweep runs only when the claim finds nothing, so a busy group learns of a new
+    /// partition as late as its caller's sweep interval.
+    pub ensure_cursors: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -134,6 +139,47 @@ const FINISH: &str = "UPDATE cursors c
        FROM unnest($1::uuid[], $2::bigint[], $3::bool[], $4::bigint[]) AS u(pid, committed, release, lease_end)
       WHERE c.partition_id = u.pid AND c.consumer_group = $5";
 
+/// Gives the group a cursor on every partition of the queue it has none on yet. Returns how
+/// many it created.
+async fn ensure_cursors(tx: &Transaction<'_>, req: &PopRequest<'_>) -> Result<u64, StoreError> {
+    if req.group == QUEUE_MODE {
+        let st = tx.prepare_cached(ENSURE_QUEUE_MODE).await?;
+        return Ok(tx
+            .execute(&st, &[&req.queue_id, &req.group, &req.partition])
+            .await?);
+    }
+    let start: Option<DateTime<Utc>> = match req.start {
+        StartPoint::Beginning => None,
+        StartPoint::After(t) => Some(t),
+    };
+    let st = tx.prepare_cached(ENSURE_NAMED).await?;
+    Ok(tx
+        .execute(&st, &[&req.queue_id, &req.group, &req.partition, &start])
+        .await?)
+}
+
+async fn claim(
+    tx: &Transaction<'_>,
+    req: &PopRequest<'_>,
+) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+    let st = tx.prepare_cached(CLAIM).await?;
+    Ok(tx
+        .query(
+            &st,
+            &[
+                &req.queue_id,
+                &req.group,
+                &req.partition,
+                &(req.window_buffer_seconds as f64),
+                &req.max_partitions,
+                &req.lease_id,
+                &(req.lease_seconds as f64),
+                &req.batch,
+            ],
+        )
+        .await?)
+}
+
 struct Claimed {
     partition_id: Uuid,
     name: String,
@@ -147,37 +193,25 @@ struct Claimed {
 /// up to `max_partitions` partitions with one fresh lease id, read up to `batch` messages
 /// across them, then trim or release what the read did not fill.
 pub async fn pop(tx: &Transaction<'_>, req: &PopRequest<'_>) -> Result<PopOutcome, StoreError> {
-    if req.group == QUEUE_MODE {
-        let st = tx.prepare_cached(ENSURE_QUEUE_MODE).await?;
-        tx.execute(&st, &[&req.queue_id, &req.group, &req.partition])
-            .await?;
+    let mut rows = if req.ensure_cursors {
+        ensure_cursors(tx, req).await?;
+        claim(tx, req).await?
     } else {
-        let start: Option<DateTime<Utc>> = match req.start {
-            StartPoint::Beginning => None,
-            StartPoint::After(t) => Some(t),
+        claim(tx, req).await?
+    };
+    // A claim short of what was asked sweeps for partitions created since the last sweep,
+    // and claims from those too: found now rather than after the interval.
+    if (rows.len() as i64) < req.max_partitions
+        && !req.ensure_cursors
+        && ensure_cursors(tx, req).await? > 0
+    {
+        let more = PopRequest {
+            max_partitions: req.max_partitions - rows.len() as i64,
+            ..*req
         };
-        let st = tx.prepare_cached(ENSURE_NAMED).await?;
-        tx.execute(&st, &[&req.queue_id, &req.group, &req.partition, &start])
-            .await?;
+        rows.extend(claim(tx, &more).await?);
     }
-
     let lease_id = req.lease_id;
-    let st = tx.prepare_cached(CLAIM).await?;
-    let rows = tx
-        .query(
-            &st,
-            &[
-                &req.queue_id,
-                &req.group,
-                &req.partition,
-                &(req.window_buffer_seconds as f64),
-                &req.max_partitions,
-                &lease_id,
-                &(req.lease_seconds as f64),
-                &req.batch,
-            ],
-        )
-        .await?;
     if rows.is_empty() {
         return Ok(PopOutcome {
             lease_id: None,

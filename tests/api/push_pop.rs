@@ -590,3 +590,29 @@ async fn the_transaction_index_is_purged_on_its_own_clock() {
         .get(0);
     assert_eq!(segments, 1);
 }
+
+/// Discovery may lag but never hides data: a group kept busy by one partition still finds a
+/// partition created after its last sweep within the sweep interval (1 s).
+#[tokio::test]
+async fn a_busy_group_discovers_new_partitions_within_the_sweep_interval() {
+    let b = broker().await;
+    let old: Vec<String> = (0..200).map(|i| format!("old-{i}")).collect();
+    let old_refs: Vec<&str> = old.iter().map(String::as_str).collect();
+    b.push("busy", "old", &old_refs).await;
+    assert_eq!(
+        Broker::txids(&b.pop("busy", "batch=1&autoAck=true").await),
+        vec!["old-0"]
+    );
+    b.push("busy", "new", &["fresh"]).await;
+    let started = std::time::Instant::now();
+    loop {
+        let v = b.pop("busy", "batch=1&autoAck=true").await;
+        if Broker::txids(&v) == vec!["fresh"] {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "the new partition was not discovered: {v}"
+        );
+    }
+}
