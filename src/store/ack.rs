@@ -31,17 +31,22 @@ pub struct AckGroup {
     pub items: Vec<AckRequestItem>,
 }
 
-const LOCK_CURSOR: &str = "SELECT c.committed, c.lease_id,
+/// Locks the cursor row and resolves the transaction ids in one round trip. The ids come
+/// back as two aligned arrays (found ids, their offsets).
+const LOCK_AND_RESOLVE: &str = "SELECT c.committed, c.lease_id,
             (c.lease_id IS NOT NULL AND c.lease_expires_at > now()), c.lease_end, c.retry_count,
-            q.options, q.id, p.id
+            q.options, q.id, p.id,
+            ARRAY(SELECT x.transaction_id FROM tx_index x
+                   WHERE x.partition_id = c.partition_id AND x.transaction_id = ANY($4)
+                   ORDER BY x.transaction_id),
+            ARRAY(SELECT x.\"offset\" FROM tx_index x
+                   WHERE x.partition_id = c.partition_id AND x.transaction_id = ANY($4)
+                   ORDER BY x.transaction_id)
        FROM cursors c
        JOIN partitions p ON p.id = c.partition_id
        JOIN queues q ON q.id = p.queue_id
       WHERE c.partition_id = $1::text::uuid AND c.consumer_group = $2 AND p.tenant = $3
         FOR UPDATE OF c";
-
-const RESOLVE: &str =
-    "SELECT transaction_id, \"offset\" FROM tx_index WHERE partition_id = $1 AND transaction_id = ANY($2)";
 
 const WRITE_CURSOR: &str = "UPDATE cursors
         SET committed = $3, retry_count = $4,
@@ -76,9 +81,14 @@ pub async fn ack_group(
     check: LeaseCheck,
 ) -> Result<AckPlan, StoreError> {
     let n = group.items.len();
-    let st = tx.prepare_cached(LOCK_CURSOR).await?;
+    let txids: Vec<&str> = group
+        .items
+        .iter()
+        .map(|i| i.transaction_id.as_str())
+        .collect();
+    let st = tx.prepare_cached(LOCK_AND_RESOLVE).await?;
     let Some(row) = tx
-        .query_opt(&st, &[&group.partition_id, &group.group, &tenant])
+        .query_opt(&st, &[&group.partition_id, &group.group, &tenant, &txids])
         .await?
     else {
         let st = tx
@@ -112,18 +122,9 @@ pub async fn ack_group(
         return Ok(AckPlan::refuse_all(n, INVALID_LEASE));
     }
 
-    let txids: Vec<&str> = group
-        .items
-        .iter()
-        .map(|i| i.transaction_id.as_str())
-        .collect();
-    let st = tx.prepare_cached(RESOLVE).await?;
-    let offsets: std::collections::HashMap<String, i64> = tx
-        .query(&st, &[&partition_id, &txids])
-        .await?
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect();
+    let found: Vec<String> = row.get(8);
+    let at: Vec<i64> = row.get(9);
+    let offsets: std::collections::HashMap<String, i64> = found.into_iter().zip(at).collect();
     let items: Vec<AckItem> = group
         .items
         .iter()
