@@ -97,8 +97,12 @@ const ENSURE_NAMED: &str = "WITH sub AS (
         AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.consumer_group = $2)
      ON CONFLICT DO NOTHING";
 
-/// Least recently claimed partitions first, so a hot partition cannot starve the others.
-const CLAIM: &str = "WITH cand AS (
+/// Claims and reads in one statement. Least recently claimed partitions first, so a hot
+/// partition cannot starve the others. Each claimed partition comes back once per segment
+/// overlapping its leased range (committed, lease_end]: the segments ending inside the range
+/// plus the first one ending after it, both bounded index scans however long the backlog
+/// behind the range is.
+const CLAIM_AND_READ: &str = "WITH cand AS (
        SELECT c.partition_id, c.committed, c.lease_end AS old_end, c.lease_expires_at AS last_claim,
               p.next_offset, p.name
          FROM cursors c JOIN partitions p ON p.id = c.partition_id
@@ -108,29 +112,27 @@ const CLAIM: &str = "WITH cand AS (
           AND ($4::float8 = 0 OR p.last_push_at <= now() - make_interval(secs => $4::float8))
         ORDER BY c.lease_expires_at NULLS FIRST, c.partition_id
         LIMIT $5
-        FOR UPDATE OF c SKIP LOCKED)
-     UPDATE cursors c
-        SET lease_id = $6, lease_expires_at = now() + make_interval(secs => $7::float8),
-            lease_end = least(cand.next_offset - 1, cand.committed + $8)
-       FROM cand
-      WHERE c.partition_id = cand.partition_id AND c.consumer_group = $2
-     RETURNING c.partition_id, cand.name, cand.committed, c.lease_end, cand.old_end,
-               cand.last_claim, now()";
-
-/// The segments overlapping (committed, lease_end] of each claimed partition: those ending
-/// inside the range, plus the first one ending after it. Both halves are bounded index
-/// scans, however long the backlog behind the range is.
-const READ: &str = "SELECT c.pid, s.base_offset, s.end_offset, s.created_at, s.frames
-       FROM unnest($1::uuid[], $2::bigint[], $3::bigint[]) AS c(pid, committed, lease_end)
-       CROSS JOIN LATERAL (
+        FOR UPDATE OF c SKIP LOCKED),
+     claimed AS (
+       UPDATE cursors c
+          SET lease_id = $6, lease_expires_at = now() + make_interval(secs => $7::float8),
+              lease_end = least(cand.next_offset - 1, cand.committed + $8)
+         FROM cand
+        WHERE c.partition_id = cand.partition_id AND c.consumer_group = $2
+       RETURNING c.partition_id, cand.name, cand.committed, c.lease_end, cand.old_end,
+                 cand.last_claim)
+     SELECT cl.partition_id, cl.name, cl.committed, cl.lease_end, cl.old_end, cl.last_claim,
+            now(), s.base_offset, s.created_at, s.frames
+       FROM claimed cl
+       LEFT JOIN LATERAL (
          (SELECT base_offset, end_offset, created_at, frames FROM segments
-           WHERE partition_id = c.pid AND end_offset > c.committed AND end_offset <= c.lease_end)
+           WHERE partition_id = cl.partition_id AND end_offset > cl.committed
+             AND end_offset <= cl.lease_end)
          UNION ALL
          (SELECT base_offset, end_offset, created_at, frames FROM segments
-           WHERE partition_id = c.pid AND end_offset > c.lease_end
-           ORDER BY end_offset LIMIT 1)) s
-      WHERE s.base_offset <= c.lease_end
-      ORDER BY c.pid, s.end_offset";
+           WHERE partition_id = cl.partition_id AND end_offset > cl.lease_end
+           ORDER BY end_offset LIMIT 1)) s ON s.base_offset <= cl.lease_end
+      ORDER BY cl.partition_id, s.end_offset";
 
 const FINISH: &str = "UPDATE cursors c
         SET committed = u.committed,
@@ -162,7 +164,7 @@ async fn claim(
     tx: &Transaction<'_>,
     req: &PopRequest<'_>,
 ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
-    let st = tx.prepare_cached(CLAIM).await?;
+    let st = tx.prepare_cached(CLAIM_AND_READ).await?;
     Ok(tx
         .query(
             &st,
@@ -219,17 +221,20 @@ pub async fn pop(tx: &Transaction<'_>, req: &PopRequest<'_>) -> Result<PopOutcom
         });
     }
     let db_now: DateTime<Utc> = rows[0].get(6);
-    let mut claimed: Vec<Claimed> = rows
-        .iter()
-        .map(|r| Claimed {
-            partition_id: r.get(0),
-            name: r.get(1),
-            committed: r.get(2),
-            lease_end: r.get(3),
-            old_end: r.get(4),
-            last_claim: r.get(5),
-        })
-        .collect();
+    let mut claimed: Vec<Claimed> = Vec::new();
+    for r in &rows {
+        let pid: Uuid = r.get(0);
+        if !claimed.iter().any(|c| c.partition_id == pid) {
+            claimed.push(Claimed {
+                partition_id: pid,
+                name: r.get(1),
+                committed: r.get(2),
+                lease_end: r.get(3),
+                old_end: r.get(4),
+                last_claim: r.get(5),
+            });
+        }
+    }
     claimed.sort_by(|a, b| {
         (a.last_claim.is_some(), a.last_claim, a.partition_id).cmp(&(
             b.last_claim.is_some(),
@@ -237,12 +242,11 @@ pub async fn pop(tx: &Transaction<'_>, req: &PopRequest<'_>) -> Result<PopOutcom
             b.partition_id,
         ))
     });
-
-    let pids: Vec<Uuid> = claimed.iter().map(|c| c.partition_id).collect();
-    let committed: Vec<i64> = claimed.iter().map(|c| c.committed).collect();
-    let ends: Vec<i64> = claimed.iter().map(|c| c.lease_end).collect();
-    let st = tx.prepare_cached(READ).await?;
-    let segs = tx.query(&st, &[&pids, &committed, &ends]).await?;
+    // Segment rows: those of a partition with a segment (the lateral join is a left join).
+    let segs: Vec<&tokio_postgres::Row> = rows
+        .iter()
+        .filter(|r| r.get::<_, Option<i64>>(7).is_some())
+        .collect();
 
     let cutoff = (req.delayed_processing_seconds > 0)
         .then(|| db_now - chrono::Duration::seconds(req.delayed_processing_seconds));
@@ -254,12 +258,12 @@ pub async fn pop(tx: &Transaction<'_>, req: &PopRequest<'_>) -> Result<PopOutcom
             .iter()
             .filter(|s| s.get::<_, Uuid>(0) == c.partition_id)
         {
-            let base: i64 = s.get(1);
-            let created_at: DateTime<Utc> = s.get(3);
+            let base: i64 = s.get(7);
+            let created_at: DateTime<Utc> = s.get(8);
             if cutoff.is_some_and(|cut| created_at > cut) {
                 break;
             }
-            let bytes: &[u8] = s.get(4);
+            let bytes: &[u8] = s.get(9);
             for (k, f) in frames::iter(bytes).enumerate() {
                 let offset = base + k as i64;
                 if offset <= c.committed {
