@@ -1,6 +1,6 @@
 //! The only layer that knows SQL. Every statement is prepared and cached per connection;
 //! the hot paths take one transaction each, and functions that make up a transaction take a
-//! `&Transaction` so the transaction route (and, later, fusion) can compose them.
+//! `&Transaction` so the transaction route and push fusion can compose them.
 
 pub mod ack;
 pub mod dlq;
@@ -116,10 +116,6 @@ impl Store {
 
     pub async fn client(&self) -> Result<Object, StoreError> {
         Ok(self.pool.get().await?)
-    }
-
-    pub fn pool_status(&self) -> deadpool_postgres::Status {
-        self.pool.status()
     }
 
     /// Runs the SQL files of `migrations/` that this database has not seen, under an
