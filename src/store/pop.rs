@@ -71,8 +71,8 @@ pub enum EmptyReason {
     NothingReadable,
 }
 
-const ENSURE_QUEUE_MODE: &str = "INSERT INTO cursors (partition_id, consumer_group, committed)
-     SELECT p.id, $2, -1 FROM partitions p
+const ENSURE_QUEUE_MODE: &str = "INSERT INTO cursors (partition_id, consumer_group, committed, queue_id)
+     SELECT p.id, $2, -1, p.queue_id FROM partitions p
       WHERE p.queue_id = $1 AND ($3::text IS NULL OR p.name = $3)
         AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.consumer_group = $2)
      ON CONFLICT DO NOTHING";
@@ -86,12 +86,13 @@ const ENSURE_NAMED: &str = "WITH sub AS (
      s AS (SELECT start_after FROM sub
            UNION ALL SELECT start_after FROM subscriptions WHERE queue_id = $1 AND consumer_group = $2
            LIMIT 1)
-     INSERT INTO cursors (partition_id, consumer_group, committed)
+     INSERT INTO cursors (partition_id, consumer_group, committed, queue_id)
      SELECT p.id, $2,
             CASE WHEN (SELECT start_after FROM s) IS NULL THEN -1
                  ELSE coalesce((SELECT max(g.end_offset) FROM segments g
                                  WHERE g.partition_id = p.id
-                                   AND g.created_at <= (SELECT start_after FROM s)), -1) END
+                                   AND g.created_at <= (SELECT start_after FROM s)), -1) END,
+            p.queue_id
        FROM partitions p
       WHERE p.queue_id = $1 AND ($3::text IS NULL OR p.name = $3)
         AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.consumer_group = $2)
@@ -106,7 +107,7 @@ const CLAIM_AND_READ: &str = "WITH cand AS (
        SELECT c.partition_id, c.committed, c.lease_end AS old_end, c.lease_expires_at AS last_claim,
               p.next_offset, p.name
          FROM cursors c JOIN partitions p ON p.id = c.partition_id
-        WHERE p.queue_id = $1 AND c.consumer_group = $2 AND ($3::text IS NULL OR p.name = $3)
+        WHERE c.queue_id = $1 AND c.consumer_group = $2 AND ($3::text IS NULL OR p.name = $3)
           AND c.committed < p.next_offset - 1
           AND (c.lease_id IS NULL OR c.lease_expires_at <= now())
           AND ($4::float8 = 0 OR p.last_push_at <= now() - make_interval(secs => $4::float8))
