@@ -80,11 +80,18 @@ for s in "${scenarios[@]}"; do
     "$bin" bench --url "http://127.0.0.1:$PORT" --scenario "$s" --duration "$DURATION" \
         --pg-url "$PG" --json --quiet ${BENCH_ARGS:-} >"$work/$s.json"
     read -r b1 p1 <<<"$(cpu)"
-    python3 - "$work/$s.json" "$baseline" "$b0" "$b1" "$p0" "$p1" <<'PY'
+    python3 - "$work/$s.json" "$baseline" "$b0" "$b1" "$p0" "$p1" "$broker" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 base = float(sys.argv[2])
 b0, b1, p0, p1 = map(float, sys.argv[3:7])
+def rss_mb():
+    # Current resident set of the broker, and its peak so far.
+    try:
+        st = dict(l.split(":", 1) for l in open(f"/proc/{sys.argv[7]}/status"))
+        return f'{int(st["VmRSS"].split()[0]) // 1024} (peak {int(st["VmHWM"].split()[0]) // 1024})'
+    except OSError:
+        return "?"
 moved = max(r["pushed"], r["delivered"], 1)
 led = r["ledger"]
 ledger = "n/a" if led is None else ("OK" if led["lost"] == 0 and led["unknown"] == 0 else f"FAILED {led}")
@@ -92,6 +99,7 @@ print(f'{r["args"]["scenario"]:>10}: in {r["push_rate"]:>9.0f} msg/s ({r["push_r
       f'out {r["delivery_rate"]:>9.0f} msg/s ({r["delivery_rate"]/base:.2f}x), '
       f'push p99 {r["push_latency"]["p99_ms"]:.1f} ms, e2e p99 {r["end_to_end_latency"]["p99_ms"]:.1f} ms, '
       f'commits/s {r["commit_rate"] or 0:.0f}, broker cpu {b1-b0:.1f} s vs postgres {p1-p0:.1f} s, '
-      f'generator {r["generator_cores"]:.2f} cores, errors {r["errors"]}, ledger {ledger}')
+      f'generator {r["generator_cores"]:.2f} cores, errors {r["errors"]}, ledger {ledger}, '
+      f'broker rss {rss_mb()} MB')
 PY
 done

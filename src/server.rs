@@ -52,6 +52,13 @@ pub async fn start(
     let addr = listener.local_addr()?;
     let app = router(state.clone());
     let mut stop = shutting_down.clone();
+    // Answers are small and latency-bound: Nagle's algorithm would hold them back waiting
+    // for the client's delayed ACK (tens of milliseconds).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::warn!(error = %e, "TCP_NODELAY");
+        }
+    });
     let serve = tokio::spawn(async move {
         axum::serve(listener, app)
             .with_graceful_shutdown(async move {
