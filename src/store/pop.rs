@@ -192,9 +192,11 @@ struct Claimed {
     last_claim: Option<DateTime<Utc>>,
 }
 
-/// One pop attempt, inside the caller's transaction: make sure the group has cursors, claim
-/// up to `max_partitions` partitions with one fresh lease id, read up to `batch` messages
-/// across them, then trim or release what the read did not fill.
+/// One pop attempt, inside the caller's transaction: claim up to `max_partitions` partitions
+/// under the request's lease id and read their segments (one statement), sweeping for
+/// partitions the group has no cursor on when asked to or when the claim comes back short;
+/// deliver up to `batch` messages across them; then trim or release what the read did not
+/// fill.
 pub async fn pop(tx: &Transaction<'_>, req: &PopRequest<'_>) -> Result<PopOutcome, StoreError> {
     let mut rows = if req.ensure_cursors {
         ensure_cursors(tx, req).await?;
