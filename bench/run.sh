@@ -103,3 +103,21 @@ print(f'{r["args"]["scenario"]:>10}: in {r["push_rate"]:>9.0f} msg/s ({r["push_r
       f'broker rss {rss_mb()} MB')
 PY
 done
+
+# Storage: table plus index bytes per stored message, beyond the payload itself.
+psql -q "$PG" -c "VACUUM ANALYZE" >/dev/null 2>&1 || true
+psql -At "$PG" <<'SQL'
+WITH m AS (SELECT coalesce(sum(next_offset), 0) AS n FROM partitions),
+     p AS (SELECT coalesce(sum(octet_length(frames)), 0) AS frame_bytes FROM segments),
+     sz AS (SELECT sum(pg_total_relation_size(t)) AS total, t::text AS name
+              FROM unnest(ARRAY['segments', 'tx_index', 'cursors', 'partitions']::regclass[]) t
+             GROUP BY t)
+SELECT format('storage: %s messages; per message: %s B in segments (frames %s B), %s B in tx_index; '
+              || 'frame overhead beyond the payload about %s B',
+              m.n,
+              round((SELECT total FROM sz WHERE name = 'segments') / greatest(m.n, 1)),
+              round(p.frame_bytes / greatest(m.n, 1)),
+              round((SELECT total FROM sz WHERE name = 'tx_index') / greatest(m.n, 1)),
+              round(p.frame_bytes / greatest(m.n, 1)) - 256)
+  FROM m, p;
+SQL

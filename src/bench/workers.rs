@@ -30,7 +30,7 @@ fn unix_micros() -> u64 {
 /// One push body of `n` messages of producer `p` from `seq`, all to one partition (as a
 /// client batching per key does), the partition rotating from request to request; the
 /// payload carries its send time for the end-to-end latency.
-fn push_body(ctx: &Ctx, p: usize, seq: u64, n: usize, sent_at: u64, pad: &str) -> String {
+fn push_body(ctx: &Ctx, p: usize, seq: u64, n: usize, sent_at: u64, pad: &Pad) -> String {
     let mut b = String::with_capacity(n * (ctx.args.payload + 120));
     b.push_str("{\"items\":[");
     let request = seq / ctx.args.push_batch.max(1) as u64;
@@ -47,26 +47,46 @@ fn push_body(ctx: &Ctx, p: usize, seq: u64, n: usize, sent_at: u64, pad: &str) -
             partition,
             txid(p, s),
             sent_at,
-            pad
+            pad.for_message(p, s)
         );
     }
     b.push_str("]}");
     b
 }
 
-/// Filler that does not compress (a run of one letter would let TOAST's compression flatter
-/// the figures): letters from a xorshift sequence, fixed per run.
-fn pad(ctx: &Ctx) -> String {
-    // {"t":1700000000000000,"pad":""} is 31 bytes.
+/// Filler that does not compress: each message takes its own window of a 1 MiB run of
+/// pseudo-random letters, so neither a run of one letter nor the same filler repeated in every
+/// message of a segment lets TOAST's compression flatter the figures.
+pub(crate) struct Pad {
+    source: String,
+    len: usize,
+}
+
+const PAD_SOURCE: usize = 1 << 20;
+
+fn pad(ctx: &Ctx) -> Pad {
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-    (0..ctx.args.payload.saturating_sub(31))
+    let source = (0..PAD_SOURCE)
         .map(|_| {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             (b'a' + (x % 26) as u8) as char
         })
-        .collect()
+        .collect();
+    Pad {
+        source,
+        // {"t":1700000000000000,"pad":""} is 31 bytes.
+        len: ctx.args.payload.saturating_sub(31).min(PAD_SOURCE / 2),
+    }
+}
+
+impl Pad {
+    fn for_message(&self, p: usize, seq: u64) -> &str {
+        let h = (p as u64 ^ seq.rotate_left(17)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let start = (h % (PAD_SOURCE - self.len) as u64) as usize;
+        &self.source[start..start + self.len]
+    }
 }
 
 /// Pushes until told to stop; returns the push latency histogram (µs).
