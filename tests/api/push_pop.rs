@@ -133,12 +133,7 @@ async fn push_answers_per_item_and_deduplicates_within_and_across_requests() {
     assert_eq!(q["messages"]["total"], 3);
 
     let pop = b.pop("shop.orders", "batch=10&partitions=2").await;
-    let data: Vec<Value> = pop["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["data"].clone())
-        .collect();
+    let data: Vec<Value> = Broker::data(&pop);
     assert!(
         data.contains(&json!({"n": 1}))
             && data.contains(&Value::Null)

@@ -202,6 +202,14 @@ impl Broker {
             .unwrap_or_default()
     }
 
+    /// Payloads (`data`) of a pop answer, in order.
+    pub fn data(pop: &Value) -> Vec<Value> {
+        pop["messages"]
+            .as_array()
+            .map(|m| m.iter().map(|x| x["data"].clone()).collect())
+            .unwrap_or_default()
+    }
+
     pub async fn ack_batch(&self, group: Option<&str>, items: Value) -> Vec<Value> {
         let (s, v) = self
             .post(

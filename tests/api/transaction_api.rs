@@ -638,12 +638,7 @@ async fn flat_push_form_and_the_data_alias_are_accepted() {
     }
     let pop = pop_partition(&b, "flat", "p", "batch=10").await;
     assert_eq!(Broker::txids(&pop), vec!["f1", "f2", "f3"]);
-    let data: Vec<Value> = pop["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["data"].clone())
-        .collect();
+    let data: Vec<Value> = Broker::data(&pop);
     assert_eq!(
         data,
         vec![
