@@ -44,11 +44,13 @@ pub async fn start(
         wakeups: Wakeups::default(),
         config: config.clone(),
         cipher,
-        fuser: Default::default(),
+        pushes: Default::default(),
+        acks: Default::default(),
         cursor_sweeps: Default::default(),
         shutting_down: shutting_down.clone(),
     });
-    crate::http::fusion::Fuser::start(state.clone()).await;
+    state.pushes.start(state.clone()).await;
+    state.acks.start(state.clone()).await;
     let addr = listener.local_addr()?;
     let app = router(state.clone());
     let mut stop = shutting_down.clone();

@@ -11,7 +11,7 @@ use super::State;
 use crate::broker::ack_plan::ItemOutcome;
 use crate::broker::naming::QUEUE_MODE;
 use crate::broker::status::AckStatus;
-use crate::store::ack::{run_group, AckGroup, AckRequestItem};
+use crate::store::ack::{AckGroup, AckRequestItem};
 
 /// One ack as sent, with the contract's defaults for absent or null fields.
 #[derive(Clone, Debug)]
@@ -87,19 +87,22 @@ pub(crate) fn outcome_json(index: usize, transaction_id: &str, o: &ItemOutcome) 
     })
 }
 
-async fn process(s: &super::AppState, acks: Vec<SentAck>, consumer_group: &str) -> Value {
-    let tenant = s.tenant();
-    let groups = group_acks(&acks, consumer_group);
-    // Each group resolves in its own transaction; a failure in one leaves the others alone.
-    let plans =
-        futures::future::join_all(groups.iter().map(|(g, _)| run_group(&s.store, tenant, g))).await;
+async fn process(
+    s: &super::AppState,
+    acks: Vec<SentAck>,
+    consumer_group: &str,
+) -> Result<Value, ApiError> {
+    let (groups, positions): (Vec<AckGroup>, Vec<Vec<usize>>) =
+        group_acks(&acks, consumer_group).into_iter().unzip();
+    // Each group resolves on its own; concurrent requests' groups share a commit (fusion).
+    let plans = s.acks.ack(s.tenant(), groups).await?;
     let mut out: Vec<Value> = vec![Value::Null; acks.len()];
-    for ((_, idx), plan) in groups.iter().zip(plans) {
+    for (idx, plan) in positions.iter().zip(plans) {
         for (pos, outcome) in idx.iter().zip(&plan.items) {
             out[*pos] = outcome_json(*pos, &acks[*pos].transaction_id, outcome);
         }
     }
-    Value::Array(out)
+    Ok(Value::Array(out))
 }
 
 pub async fn ack_single(AxState(s): State, body: RawBody) -> Result<Json<Value>, ApiError> {
@@ -107,7 +110,7 @@ pub async fn ack_single(AxState(s): State, body: RawBody) -> Result<Json<Value>,
     if !v.is_object() {
         return Err(ApiError::bad_request("bad body: expected a JSON object"));
     }
-    Ok(Json(process(&s, vec![parse_ack(&v)], &group_of(&v)).await))
+    Ok(Json(process(&s, vec![parse_ack(&v)], &group_of(&v)).await?))
 }
 
 pub async fn ack_batch(AxState(s): State, body: RawBody) -> Result<Json<Value>, ApiError> {
@@ -123,5 +126,5 @@ pub async fn ack_batch(AxState(s): State, body: RawBody) -> Result<Json<Value>, 
         )));
     }
     let acks: Vec<SentAck> = items.iter().map(parse_ack).collect();
-    Ok(Json(process(&s, acks, &group_of(&v)).await))
+    Ok(Json(process(&s, acks, &group_of(&v)).await?))
 }

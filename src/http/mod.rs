@@ -39,7 +39,9 @@ pub struct AppState {
     pub config: Config,
     pub cipher: Option<PayloadCipher>,
     /// Where push requests go to be fused into shared transactions.
-    pub fuser: fusion::Fuser,
+    pub(crate) pushes: fusion::Batcher<fusion::PushJob>,
+    /// Where ack requests go to be fused into shared transactions.
+    pub(crate) acks: fusion::Batcher<fusion::AckJob>,
     /// When each (queue, group) last swept for partitions it has no cursor on.
     pub cursor_sweeps: crate::wakeup::Sweeps,
     /// Flips to true when the server starts shutting down, so parked long-polls answer at once.

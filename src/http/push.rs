@@ -294,7 +294,7 @@ pub async fn push(AxState(s): State, body: RawBody) -> Result<Response, ApiError
     if items.is_empty() {
         return Ok((StatusCode::CREATED, Json(json!([]))).into_response());
     }
-    let (items, verdicts) = s.fuser.push(s.tenant(), items).await?;
+    let (items, verdicts) = s.pushes.push(s.tenant(), items).await?;
     let results: Vec<PushResult<'_>> = items
         .iter()
         .zip(&verdicts)

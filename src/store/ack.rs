@@ -229,3 +229,51 @@ pub async fn run_group(store: &super::Store, tenant: &str, group: &AckGroup) -> 
         };
     }
 }
+
+/// Runs several groups in one transaction, in the order given (which must be the global
+/// lock order: by partition, then group), so many acks share one commit. A statement
+/// failing is returned as the error, for the caller to fall back to [`run_group`] per group
+/// (a group's failure must not touch the others); no connection answers `pool` for every
+/// group; the commit failing answers `ack flush failed; ...` for every group.
+pub async fn run_groups(
+    store: &super::Store,
+    tenant: &str,
+    groups: &[&AckGroup],
+) -> Result<Vec<AckPlan>, StoreError> {
+    use crate::broker::ack_plan::{FLUSH_FAILED, POOL};
+    let refuse = |error: &str| {
+        groups
+            .iter()
+            .map(|g| AckPlan::refuse_all(g.items.len(), error))
+            .collect()
+    };
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let mut client = match store.client().await {
+            Ok(c) => c,
+            Err(_) => return Ok(refuse(POOL)),
+        };
+        let result = async {
+            let tx = client.transaction().await?;
+            let mut plans = Vec::with_capacity(groups.len());
+            for g in groups {
+                plans.push(ack_group(&tx, tenant, g, LeaseCheck::Strict).await?);
+            }
+            Ok::<_, StoreError>((tx, plans))
+        }
+        .await;
+        let (tx, plans) = match result {
+            Ok(r) => r,
+            Err(e) if attempt < 4 && e.is_retryable() => continue,
+            Err(e) => return Err(e),
+        };
+        return Ok(match tx.commit().await {
+            Ok(()) => plans,
+            Err(e) => {
+                tracing::warn!(error = %e, "fused ack commit failed");
+                refuse(FLUSH_FAILED)
+            }
+        });
+    }
+}
