@@ -1468,3 +1468,77 @@ async fn batch_route_reads_only_the_top_level_consumer_group() {
     assert_eq!(b.cursor(&pid, "g").await, Some((1, false, 0)));
     assert_eq!(b.cursor(&pid, "other").await, None);
 }
+
+// ------------------------------------------------------------------------------------------
+// partition not owned by tenant
+
+/// Every request is tenant `default` until authentication lands, so another tenant's
+/// partition is planted in the database directly: an ack naming it (with or without a lease,
+/// even for a group that has a cursor there) is refused with the contract's text and changes
+/// nothing, and its lease cannot be extended from this tenant.
+#[tokio::test]
+async fn a_partition_of_another_tenant_is_not_owned() {
+    let b = broker().await;
+    let db = b.db().await;
+    let (qid, pid, lease) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    db.execute(
+        "INSERT INTO queues (id, tenant, name) VALUES ($1, 'other', 'orders')",
+        &[&qid],
+    )
+    .await
+    .unwrap();
+    db.execute(
+        "INSERT INTO partitions (id, tenant, queue_id, name, next_offset) VALUES ($1, 'other', $2, 'Default', 1)",
+        &[&pid, &qid],
+    )
+    .await
+    .unwrap();
+    db.execute(
+        "INSERT INTO tx_index (partition_id, transaction_id, \"offset\", message_id, created_at)
+         VALUES ($1, 'theirs', 0, $2, now())",
+        &[&pid, &Uuid::now_v7()],
+    )
+    .await
+    .unwrap();
+    db.execute(
+        "INSERT INTO cursors (partition_id, consumer_group, committed, queue_id, lease_id, lease_expires_at, lease_end)
+         VALUES ($1, '__QUEUE_MODE__', -1, $2, $3, now() + interval '5 minutes', 0)",
+        &[&pid, &qid, &lease],
+    )
+    .await
+    .unwrap();
+    let pid_s = pid.to_string();
+    let lease_s = lease.to_string();
+    for (label, l) in [("leased", Some(lease_s.as_str())), ("lease-less", None)] {
+        for status in ["completed", "failed", "dlq"] {
+            let res = b
+                .ack_batch(None, json!([item("theirs", &pid_s, l, status)]))
+                .await;
+            check(
+                &format!("{label} {status}"),
+                &res,
+                &[("theirs", refused("partition not owned by tenant"))],
+            );
+        }
+    }
+    let row = db
+        .query_one(
+            "SELECT committed, lease_id, retry_count FROM cursors WHERE partition_id = $1",
+            &[&pid],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), -1);
+    assert_eq!(row.get::<_, Option<Uuid>>(1), Some(lease));
+    assert_eq!(row.get::<_, i32>(2), 0);
+    assert!(dead_letters(&b, "orders").await.is_empty());
+    let (s, v) = b
+        .request(
+            reqwest::Method::POST,
+            &format!("/api/v1/lease/{lease}/extend"),
+            None,
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(v["error"], "Lease not found", "{v}");
+}
