@@ -63,17 +63,37 @@ print(f"{secs(sys.argv[1]):.2f} {pg:.2f}")
 PY
 }
 
-pad=$(python3 -c "import random; random.seed(7); print(''.join(random.choice('abcdefghijklmnopqrstuvwxyz') for _ in range(225)))")
 psql -q "$PG" -c "CREATE TABLE IF NOT EXISTS bench_queue (id bigserial PRIMARY KEY, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())"
-cat >"$work/insert.sql" <<SQL
+# The baseline is what the issue describes: a multi-row INSERT ... VALUES of B distinct
+# 256-byte JSON payloads, sent by the client and parsed by PostgreSQL, as a naive queue's
+# producer would. The cheaper INSERT ... SELECT of one constant (no payload crosses the wire,
+# one jsonb parse per transaction) is measured too and printed beside it for reference.
+python3 - "$B" >"$work/insert.sql" <<'PY'
+import random, sys
+random.seed(7)
+b = int(sys.argv[1])
+rows = []
+for i in range(b):
+    pad = "".join(random.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(225))
+    rows.append(f"""('{{"t":{1700000000000000 + i},"pad":"{pad}"}}')""")
+print("INSERT INTO bench_queue (payload) VALUES " + ",".join(rows) + ";")
+PY
+pad=$(python3 -c "import random; random.seed(7); print(''.join(random.choice('abcdefghijklmnopqrstuvwxyz') for _ in range(225)))")
+cat >"$work/insert-constant.sql" <<SQL
 INSERT INTO bench_queue (payload) SELECT '{"t":1700000000000000,"pad":"$pad"}'::jsonb FROM generate_series(1, $B);
 SQL
-read -r _ pg0 <<<"$(cpu)"
-"$pgbench" -n -c "$CLIENTS" -j 2 -T "$DURATION" -f "$work/insert.sql" "$PG" >"$work/pgbench.txt" 2>&1
-read -r _ pg1 <<<"$(cpu)"
-tps=$(grep -oP 'tps = \K[0-9.]+' "$work/pgbench.txt" | head -1)
-baseline=$(python3 -c "print(round($tps * $B))")
-echo "baseline: pgbench INSERT of $B rows per transaction, $CLIENTS clients: $baseline msg/s ($tps tx/s), postgres cpu $(python3 -c "print(round($pg1-$pg0,1))") s"
+pgb() { # script, output file -> "msg/s postgres-cpu-seconds"
+    local p0 p1 tps
+    read -r _ p0 <<<"$(cpu)"
+    "$pgbench" -n -c "$CLIENTS" -j 2 -T "$DURATION" -f "$1" "$PG" >"$2" 2>&1
+    read -r _ p1 <<<"$(cpu)"
+    tps=$(grep -oP 'tps = \K[0-9.]+' "$2" | head -1)
+    echo "$(python3 -c "print(round($tps * $B))") $(python3 -c "print(round($p1-$p0,1))")"
+}
+read -r constant constant_cpu <<<"$(pgb "$work/insert-constant.sql" "$work/pgbench-constant.txt")"
+read -r baseline baseline_cpu <<<"$(pgb "$work/insert.sql" "$work/pgbench.txt")"
+echo "baseline: pgbench INSERT ... VALUES of $B distinct rows per transaction, $CLIENTS clients: $baseline msg/s, postgres cpu $baseline_cpu s"
+echo "  (for reference, INSERT ... SELECT of one constant $B times: $constant msg/s, postgres cpu $constant_cpu s)"
 
 for s in "${scenarios[@]}"; do
     read -r b0 p0 <<<"$(cpu)"

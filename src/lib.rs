@@ -8,6 +8,7 @@ pub mod bench;
 pub mod broker;
 pub mod cluster;
 pub mod config;
+pub mod deliveries;
 pub mod http;
 pub mod server;
 pub mod store;

@@ -47,6 +47,9 @@ pub async fn start(
         pushes: Default::default(),
         acks: Default::default(),
         cursor_sweeps: Default::default(),
+        deliveries: crate::deliveries::Deliveries::new(Duration::from_secs(
+            config.tx_index_retention_seconds,
+        )),
         shutting_down: shutting_down.clone(),
     });
     state.pushes.start(state.clone()).await;

@@ -1,6 +1,6 @@
 //! Which pushed messages were delivered, and how often: every transaction id the generator
-//! pushes is `<producer>-<sequence>`, so the ledger is one counter per (producer, sequence),
-//! with no string set to grow.
+//! pushes is `<scramble>-<producer>-<sequence>`, so the ledger is one counter per (producer,
+//! sequence), with no string set to grow.
 
 use std::sync::Mutex;
 
@@ -30,13 +30,27 @@ impl LedgerCheck {
     }
 }
 
+/// The transaction id of a producer's `seq`-th message. It starts with 16 hex digits that
+/// look random, as the reference client's UUIDv4 ids do: ids that sort in push order would
+/// flatter any index keyed by them (every insert would land on the same few pages).
 pub fn txid(producer: usize, seq: u64) -> String {
-    format!("{producer}-{seq}")
+    format!("{:016x}-{producer}-{seq}", scramble(producer, seq))
+}
+
+/// splitmix64 of (producer, seq): cheap, and spread over the whole key space.
+fn scramble(producer: usize, seq: u64) -> u64 {
+    let mut z = (producer as u64) << 40 ^ seq;
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 fn parse(txid: &str) -> Option<(usize, u64)> {
-    let (p, s) = txid.split_once('-')?;
-    Some((p.parse().ok()?, s.parse().ok()?))
+    let mut parts = txid.splitn(3, '-');
+    let (mix, p, s) = (parts.next()?, parts.next()?, parts.next()?);
+    let (p, s) = (p.parse().ok()?, s.parse().ok()?);
+    (u64::from_str_radix(mix, 16).ok()? == scramble(p, s)).then_some((p, s))
 }
 
 impl Ledger {
@@ -109,9 +123,12 @@ mod tests {
         let l = Ledger::default();
         l.pushed(0, 3);
         l.pushed(1, 1);
+        let ids = [txid(0, 0), txid(0, 1), txid(0, 1), txid(1, 0), txid(1, 5)];
+        // A well-formed id whose scramble does not match is not the generator's.
+        let forged = "0000000000000000-0-2".to_string();
         assert_eq!(
-            l.delivered(["0-0", "0-1", "0-1", "1-0", "1-5", "junk"].into_iter()),
-            1
+            l.delivered(ids.iter().chain([&forged, &"junk".to_string()]).map(|s| s.as_str())),
+            2
         );
         let c = l.check();
         assert_eq!(
@@ -125,7 +142,7 @@ mod tests {
             }
         );
         assert!(!c.ok());
-        l.delivered(["0-2"].into_iter());
+        l.delivered([txid(0, 2).as_str()].into_iter());
         assert_eq!(l.outstanding(), 0);
     }
 }

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use super::body::RawBody;
 use super::error::ApiError;
 use super::State;
-use crate::broker::ack_plan::ItemOutcome;
+use crate::broker::ack_plan::{AckPlan, ItemOutcome};
 use crate::broker::naming::QUEUE_MODE;
 use crate::broker::status::AckStatus;
 use crate::store::ack::{AckGroup, AckRequestItem};
@@ -72,6 +72,7 @@ pub(crate) fn group_acks(acks: &[SentAck], consumer_group: &str) -> Vec<(AckGrou
                     group: consumer_group.to_string(),
                     lease_id: a.lease_id.clone(),
                     items: vec![a.item.clone()],
+                    known: None,
                 },
                 vec![i],
             )),
@@ -87,15 +88,46 @@ pub(crate) fn outcome_json(index: usize, transaction_id: &str, o: &ItemOutcome) 
     })
 }
 
+/// Fills in the offsets this broker delivered under each group's lease, where it knows them.
+pub(crate) fn know_offsets<'a>(
+    s: &super::AppState,
+    groups: impl IntoIterator<Item = &'a mut AckGroup>,
+) {
+    for g in groups {
+        if let Some(lease) = &g.lease_id {
+            g.known = s.deliveries.resolve(
+                lease,
+                &g.partition_id,
+                g.items.iter().map(|i| i.transaction_id.as_str()),
+            );
+        }
+    }
+}
+
+/// Forgets the deliveries of leases the acks ended.
+pub(crate) fn forget_ended(s: &super::AppState, leases: &[Option<String>], plans: &[AckPlan]) {
+    for (lease, plan) in leases.iter().zip(plans) {
+        if let Some(lease) = lease {
+            if plan.items.iter().any(|o| o.lease_released) {
+                s.deliveries.forget(lease);
+            }
+        }
+    }
+}
+
 async fn process(
     s: &super::AppState,
     acks: Vec<SentAck>,
     consumer_group: &str,
 ) -> Result<Value, ApiError> {
-    let (groups, positions): (Vec<AckGroup>, Vec<Vec<usize>>) =
+    let (mut groups, positions): (Vec<AckGroup>, Vec<Vec<usize>>) =
         group_acks(&acks, consumer_group).into_iter().unzip();
+    know_offsets(s, &mut groups);
+    let leases: Vec<Option<String>> = groups.iter().map(|g| g.lease_id.clone()).collect();
     // Each group resolves on its own; concurrent requests' groups share a commit (fusion).
     let plans = s.acks.ack(s.tenant(), groups).await?;
+    forget_ended(s, &leases, &plans);
+
     let mut out: Vec<Value> = vec![Value::Null; acks.len()];
     for (idx, plan) in positions.iter().zip(plans) {
         for (pos, outcome) in idx.iter().zip(&plan.items) {

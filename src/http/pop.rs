@@ -22,6 +22,7 @@ use super::time::micros;
 use super::{AppState, State};
 use crate::broker::naming::QUEUE_MODE;
 use crate::broker::subscription::{start_point, StartPoint};
+use crate::deliveries::Delivered;
 use crate::store::pop::{diagnose_empty, pop, DeliveredPartition, EmptyReason, PopRequest};
 use crate::store::queues::{find_queue, find_scoped, QueueRow};
 
@@ -264,6 +265,9 @@ async fn attempt(s: &AppState, target: &Target, a: &Ask) -> Result<Found, ApiErr
     })?;
 
     if !claimed.is_empty() {
+        if !a.auto_ack {
+            remember(s, lease_id, &claimed);
+        }
         let lease = (!a.auto_ack).then_some(lease_id);
         return Ok(Found::Messages(messages_body(s, a, lease, claimed)));
     }
@@ -398,4 +402,25 @@ fn with_autopilot(mut body: Value, a: &Ask) -> Value {
         }
     }
     body
+}
+
+/// Records what the lease delivered, so its acks resolve without the transaction index.
+fn remember(s: &AppState, lease_id: Uuid, claimed: &[(&QueueRow, DeliveredPartition)]) {
+    let lasts = claimed
+        .iter()
+        .map(|(q, _)| q.options.lease_seconds())
+        .max()
+        .unwrap_or_default();
+    s.deliveries.record(
+        lease_id,
+        Duration::from_secs(lasts.max(0) as u64),
+        claimed.iter().flat_map(|(_, d)| {
+            d.messages.iter().map(|m| Delivered {
+                partition: d.partition_id,
+                transaction_id: &m.transaction_id,
+                offset: m.offset,
+                created_at: m.created_at,
+            })
+        }),
+    );
 }

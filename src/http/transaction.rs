@@ -119,6 +119,7 @@ pub async fn transaction(AxState(s): State, body: RawBody) -> Result<Json<Value>
         }
     }
     groups.sort_by(|a, b| (&a.0.partition_id, &a.0.group).cmp(&(&b.0.partition_id, &b.0.group)));
+    super::ack::know_offsets(&s, groups.iter_mut().map(|(g, _)| g));
 
     let push_items: Vec<PushItem> = pushes.iter().map(|(_, p)| p.clone()).collect();
     let result = crate::commit_if!(s.store, |tx| {

@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::frames;
 use super::queues::options_from;
+use super::tx_hash::tx_hash;
 use super::StoreError;
 use crate::broker::ack_plan::{
     self, AckItem, AckPlan, CursorView, Policy, CONSUMER_NOT_FOUND, INVALID_LEASE, NOT_OWNED,
@@ -29,24 +30,44 @@ pub struct AckGroup {
     pub group: String,
     pub lease_id: Option<String>,
     pub items: Vec<AckRequestItem>,
+    /// The items' offsets, when the caller already knows them (from what it delivered under
+    /// the lease, `crate::deliveries`): the transaction index is then not consulted.
+    pub known: Option<Vec<i64>>,
 }
 
-/// Locks the cursor row and resolves the transaction ids in one round trip. The ids come
-/// back as two aligned arrays (found ids, their offsets).
-const LOCK_AND_RESOLVE: &str = "SELECT c.committed, c.lease_id,
+/// The offsets of the transaction ids whose index hashes are in `$hashes` (a `uuid[]`), in
+/// the same order, NULL where one resolves nowhere, as an SQL array expression.
+macro_rules! offsets_of {
+    ($hashes:literal) => {
+        concat!(
+            "ARRAY(SELECT x.\"offset\"
+                     FROM unnest(",
+            $hashes,
+            "::uuid[]) WITH ORDINALITY AS w(hash, ord)
+                     LEFT JOIN tx_index x ON x.hash = w.hash
+                    ORDER BY w.ord)"
+        )
+    };
+}
+
+/// Locks the cursor row and resolves the transaction ids (`$4`, their index hashes) in one
+/// round trip.
+const LOCK_AND_RESOLVE: &str = concat!(
+    "SELECT c.committed, c.lease_id,
             (c.lease_id IS NOT NULL AND c.lease_expires_at > now()), c.lease_end, c.retry_count,
-            q.options, q.id, p.id,
-            ARRAY(SELECT x.transaction_id FROM tx_index x
-                   WHERE x.partition_id = c.partition_id AND x.transaction_id = ANY($4)
-                   ORDER BY x.transaction_id),
-            ARRAY(SELECT x.\"offset\" FROM tx_index x
-                   WHERE x.partition_id = c.partition_id AND x.transaction_id = ANY($4)
-                   ORDER BY x.transaction_id)
+            q.options, q.id, p.id, ",
+    offsets_of!("$4"),
+    "
        FROM cursors c
        JOIN partitions p ON p.id = c.partition_id
        JOIN queues q ON q.id = p.queue_id
       WHERE c.partition_id = $1::text::uuid AND c.consumer_group = $2 AND p.tenant = $3
-        FOR UPDATE OF c";
+        FOR UPDATE OF c"
+);
+
+/// The resolution of [`LOCK_AND_RESOLVE`] on its own, for a partition id the broker could not
+/// parse but PostgreSQL could (so the hashes sent with it were keyed wrongly).
+const RESOLVE: &str = concat!("SELECT ", offsets_of!("$1"));
 
 const WRITE_CURSOR: &str = "UPDATE cursors
         SET committed = $3, retry_count = $4,
@@ -81,14 +102,24 @@ pub async fn ack_group(
     check: LeaseCheck,
 ) -> Result<AckPlan, StoreError> {
     let n = group.items.len();
-    let txids: Vec<&str> = group
-        .items
-        .iter()
-        .map(|i| i.transaction_id.as_str())
-        .collect();
+    // A partition id only PostgreSQL can parse (or none at all) is keyed with the nil id here
+    // and resolved again below once the row names the partition.
+    let sent_partition = Uuid::parse_str(&group.partition_id).ok();
+    let hashes = |partition: Uuid| -> Vec<Uuid> {
+        group
+            .items
+            .iter()
+            .map(|i| tx_hash(partition, &i.transaction_id))
+            .collect()
+    };
+    // Offsets the caller already knows need no lookup: the statement then resolves nothing.
+    let keyed = match &group.known {
+        Some(_) => Vec::new(),
+        None => hashes(sent_partition.unwrap_or(Uuid::nil())),
+    };
     let st = tx.prepare_cached(LOCK_AND_RESOLVE).await?;
     let Some(row) = tx
-        .query_opt(&st, &[&group.partition_id, &group.group, &tenant, &txids])
+        .query_opt(&st, &[&group.partition_id, &group.group, &tenant, &keyed])
         .await?
     else {
         let st = tx
@@ -122,15 +153,21 @@ pub async fn ack_group(
         return Ok(AckPlan::refuse_all(n, INVALID_LEASE));
     }
 
-    let found: Vec<String> = row.get(8);
-    let at: Vec<i64> = row.get(9);
-    let offsets: std::collections::HashMap<String, i64> = found.into_iter().zip(at).collect();
+    let mut at: Vec<Option<i64>> = match &group.known {
+        Some(known) => known.iter().copied().map(Some).collect(),
+        None => row.get(8),
+    };
+    if group.known.is_none() && sent_partition != Some(partition_id) {
+        let st = tx.prepare_cached(RESOLVE).await?;
+        at = tx.query_one(&st, &[&hashes(partition_id)]).await?.get(0);
+    }
     let items: Vec<AckItem> = group
         .items
         .iter()
-        .map(|i| AckItem {
+        .zip(at)
+        .map(|(i, offset)| AckItem {
             status: i.status,
-            offset: offsets.get(&i.transaction_id).copied(),
+            offset,
             error: i.error.clone(),
         })
         .collect();

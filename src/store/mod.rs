@@ -10,6 +10,7 @@ pub mod pop;
 pub mod purge;
 pub mod push;
 pub mod queues;
+pub mod tx_hash;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
 use tokio_postgres::error::SqlState;

@@ -4,7 +4,8 @@ use deadpool_postgres::Transaction;
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
-use super::frames::Frame;
+use super::frames::{self, Frame};
+use super::tx_hash::tx_hash;
 use super::StoreError;
 
 /// A message about to be appended. The payload is JSON text, stored as given (already
@@ -41,7 +42,15 @@ pub struct Appended {
     pub duplicate: bool,
 }
 
-const APPEND: &str = "SELECT item, message_id FROM regent_append($1, $2, $3, $4)";
+const APPEND: &str = "SELECT item, stored_offset FROM regent_append($1, $2, $3)";
+
+/// For each offset, the segment holding it: where a duplicate's stored message id is read.
+const SEGMENTS_OF: &str = "SELECT s.base_offset, s.frames
+       FROM unnest($2::bigint[]) WITH ORDINALITY AS o(at, ord)
+      CROSS JOIN LATERAL (SELECT base_offset, frames FROM segments
+                           WHERE partition_id = $1 AND end_offset >= o.at
+                           ORDER BY end_offset LIMIT 1) s
+      ORDER BY o.ord";
 
 /// Appends batches to several partitions inside the caller's transaction, each batch (free
 /// of duplicates among itself) as one segment. The calls are pipelined on the connection in
@@ -56,11 +65,12 @@ pub async fn append_many(
     let calls = batches.iter().map(|(partition, msgs)| {
         let st = &st;
         async move {
-            let txids: Vec<&str> = msgs.iter().map(|m| m.transaction_id.as_str()).collect();
-            let ids: Vec<Uuid> = msgs.iter().map(|m| m.message_id).collect();
+            let hashes: Vec<Uuid> = msgs
+                .iter()
+                .map(|m| tx_hash(*partition, &m.transaction_id))
+                .collect();
             let frames: Vec<Vec<u8>> = msgs.iter().map(NewMessage::frame).collect();
-            let rows = tx.query(st, &[partition, &txids, &ids, &frames]).await?;
-            // Only items that were not appended come back, with the id already stored.
+            let rows = tx.query(st, &[partition, &hashes, &frames]).await?;
             let mut out: Vec<Appended> = msgs
                 .iter()
                 .map(|m| Appended {
@@ -68,10 +78,20 @@ pub async fn append_many(
                     duplicate: false,
                 })
                 .collect();
-            for r in rows {
-                let item: i32 = r.get(0);
-                out[(item - 1) as usize] = Appended {
-                    message_id: r.get(1),
+            if rows.is_empty() {
+                return Ok(out);
+            }
+            // Only items that were not appended come back, with the offset already holding
+            // their transaction id; the verdict names the message stored there.
+            let items: Vec<usize> = rows
+                .iter()
+                .map(|r| r.get::<_, i32>(0) as usize - 1)
+                .collect();
+            let offsets: Vec<i64> = rows.iter().map(|r| r.get(1)).collect();
+            let ids = stored_ids(tx, *partition, &offsets).await?;
+            for (item, message_id) in items.into_iter().zip(ids) {
+                out[item] = Appended {
+                    message_id,
                     duplicate: true,
                 };
             }
@@ -79,6 +99,29 @@ pub async fn append_many(
         }
     });
     futures::future::try_join_all(calls).await
+}
+
+/// The ids of the messages stored at `offsets` of a partition, in the same order.
+async fn stored_ids(
+    tx: &Transaction<'_>,
+    partition: Uuid,
+    offsets: &[i64],
+) -> Result<Vec<Uuid>, StoreError> {
+    let st = tx.prepare_cached(SEGMENTS_OF).await?;
+    let rows = tx.query(&st, &[&partition, &offsets]).await?;
+    if rows.len() != offsets.len() {
+        return Err(StoreError::Corrupt);
+    }
+    rows.iter()
+        .zip(offsets)
+        .map(|(r, at)| {
+            let base: i64 = r.get(0);
+            let segment: &[u8] = r.get(1);
+            let raw = frames::raw_at(segment, (at - base) as usize)?;
+            let frame = frames::iter(raw).next().ok_or(StoreError::Corrupt)??;
+            Ok(frame.message_id)
+        })
+        .collect()
 }
 
 /// Appends one batch to one partition (see [`append_many`]).

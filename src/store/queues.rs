@@ -153,7 +153,7 @@ const RESOLVE_SQL: &str = "SELECT q.id, q.name, q.options, p.id, p.name
 async fn lookup(
     tx: &Transaction<'_>,
     tenant: &str,
-    pairs: &[(String, String)],
+    pairs: &[&(String, String)],
 ) -> Result<HashMap<(String, String), PartitionRef>, StoreError> {
     let (qs, ps): (Vec<&str>, Vec<&str>) =
         pairs.iter().map(|(q, p)| (q.as_str(), p.as_str())).unzip();
@@ -183,14 +183,19 @@ pub async fn resolve_partitions(
     tenant: &str,
     pairs: &[(String, String)],
 ) -> Result<HashMap<(String, String), PartitionRef>, StoreError> {
-    let found = lookup(tx, tenant, pairs).await?;
-    let mut missing: Vec<&(String, String)> =
-        pairs.iter().filter(|k| !found.contains_key(*k)).collect();
+    // A fused flush names the same few partitions once per item: look each up once.
+    let mut unique: Vec<&(String, String)> = pairs.iter().collect();
+    unique.sort();
+    unique.dedup();
+    let found = lookup(tx, tenant, &unique).await?;
+    let missing: Vec<&(String, String)> = unique
+        .iter()
+        .copied()
+        .filter(|k| !found.contains_key(*k))
+        .collect();
     if missing.is_empty() {
         return Ok(found);
     }
-    missing.sort();
-    missing.dedup();
     let q_st = tx
         .prepare_cached(
             "INSERT INTO queues (id, tenant, name, namespace, task) VALUES ($1, $2, $3, $4, $5)
@@ -207,7 +212,7 @@ pub async fn resolve_partitions(
         let qid: Uuid = tx.query_one(&id_st, &[&tenant, queue]).await?.get(0);
         ensure_partition(tx, tenant, qid, partition).await?;
     }
-    lookup(tx, tenant, pairs).await
+    lookup(tx, tenant, &unique).await
 }
 
 /// One row of the queue listing.
@@ -281,11 +286,13 @@ pub async fn delete_queue(store: &Store, tenant: &str, name: &str) -> Result<boo
             .prepare_cached("SELECT id FROM partitions WHERE queue_id = $1 FOR UPDATE")
             .await?;
         tx.query(&lock, &[&qid]).await?;
+        // The transaction index is left to its purge clock: its rows hold only hashes keyed
+        // by partition ids, which are never reused, and it has no partition index to delete
+        // by.
         let st = tx
             .prepare_cached(
                 "WITH p AS (DELETE FROM partitions WHERE queue_id = $1 RETURNING id),
                           s AS (DELETE FROM segments WHERE partition_id IN (SELECT id FROM p)),
-                          x AS (DELETE FROM tx_index WHERE partition_id IN (SELECT id FROM p)),
                           c AS (DELETE FROM cursors WHERE partition_id IN (SELECT id FROM p)),
                           d AS (DELETE FROM dead_letters WHERE queue_id = $1)
                      DELETE FROM subscriptions WHERE queue_id = $1",

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use regent::store::tx_hash::tx_hash;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -832,12 +833,14 @@ async fn acks_that_cannot_do_anything() {
     assert!(dead_letters(&b, "q").await.is_empty());
 
     // A purged index entry: the message exists but its transaction id no longer resolves.
+    // The entry is removed by hand, which the purge clock never does to a message this young,
+    // so the acks name no lease: acks under a lease may be resolved from what this broker
+    // delivered under it (`the_transaction_index_is_purged_on_its_own_clock` covers a leased
+    // ack after a real purge).
     let db = b.db().await;
+    let hash = tx_hash(Uuid::parse_str(&pid).unwrap(), "d");
     let purged = db
-        .execute(
-            "DELETE FROM tx_index WHERE partition_id = $1::text::uuid AND transaction_id = 'd'",
-            &[&pid],
-        )
+        .execute("DELETE FROM tx_index WHERE hash = $1", &[&hash])
         .await
         .unwrap();
     assert_eq!(purged, 1);
@@ -845,8 +848,8 @@ async fn acks_that_cannot_do_anything() {
         .ack_batch(
             Some("g"),
             json!([
-                item("d", &pid, Some(&lease), "completed"),
-                item("d", &pid, Some(&lease), "failed"),
+                item("d", &pid, None, "completed"),
+                item("d", &pid, None, "failed"),
             ]),
         )
         .await;
@@ -866,7 +869,7 @@ async fn acks_that_cannot_do_anything() {
         .ack_batch(
             Some("g"),
             json!([
-                item("d", &pid, Some(&lease), "failed"),
+                item("never-pushed", &pid, Some(&lease), "failed"),
                 item("c", &pid, Some(&lease), "completed"),
             ]),
         )
@@ -874,7 +877,7 @@ async fn acks_that_cannot_do_anything() {
     check(
         "mixed",
         &res,
-        &[("d", refused(UNRESOLVABLE)), ("c", done(false))],
+        &[("never-pushed", refused(UNRESOLVABLE)), ("c", done(false))],
     );
     assert_eq!(b.cursor(&pid, "g").await, Some((2, true, 0)));
 }
@@ -1494,9 +1497,8 @@ async fn a_partition_of_another_tenant_is_not_owned() {
     .await
     .unwrap();
     db.execute(
-        "INSERT INTO tx_index (partition_id, transaction_id, \"offset\", message_id, created_at)
-         VALUES ($1, 'theirs', 0, $2, now())",
-        &[&pid, &Uuid::now_v7()],
+        "INSERT INTO tx_index (hash, \"offset\", created_at) VALUES ($1, 0, now())",
+        &[&tx_hash(pid, "theirs")],
     )
     .await
     .unwrap();

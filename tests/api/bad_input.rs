@@ -1147,12 +1147,7 @@ async fn non_uuid_ids_get_business_answers_not_500s() {
             v["error"].as_str().is_some_and(|e| !e.is_empty()),
             "case {i}: {v}"
         );
-        let db = b.db().await;
-        let msgs: i64 = db
-            .query_one("SELECT count(*) FROM tx_index", &[])
-            .await
-            .unwrap()
-            .get(0);
+        let msgs = b.indexed(None).await;
         assert_eq!(msgs, 0, "case {i}: a rolled-back bundle stored a message");
     }
     // A rolled-back bundle leaves nothing behind, not even the queue its push would have

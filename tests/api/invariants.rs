@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use regent::store::frames;
 use regent::store::push::{append, NewMessage};
 use regent::store::Store;
 use reqwest::StatusCode;
@@ -154,18 +155,26 @@ async fn consume_concurrently(
     out
 }
 
-/// (partition id, transaction id) -> offset, for every message of the database.
+/// (partition id, transaction id) -> offset, for every message of the database, read from
+/// the log itself.
 async fn offsets(b: &Broker) -> HashMap<(String, String), i64> {
     let db = b.db().await;
-    db.query(
-        "SELECT partition_id::text, transaction_id, \"offset\" FROM tx_index",
-        &[],
-    )
-    .await
-    .unwrap()
-    .into_iter()
-    .map(|r| ((r.get(0), r.get(1)), r.get(2)))
-    .collect()
+    let mut out = HashMap::new();
+    for r in db
+        .query(
+            "SELECT partition_id::text, base_offset, frames FROM segments",
+            &[],
+        )
+        .await
+        .unwrap()
+    {
+        let (pid, base, segment): (String, i64, &[u8]) = (r.get(0), r.get(1), r.get(2));
+        for (k, f) in frames::iter(segment).enumerate() {
+            let f = f.expect("frame decodes");
+            out.insert((pid.clone(), f.transaction_id.to_string()), base + k as i64);
+        }
+    }
+    out
 }
 
 /// Pushes `n` messages to each of `parts` partitions of `queue`, interleaved in requests of
@@ -530,19 +539,18 @@ async fn push_raw(b: &Broker, items: &[(&str, &str, &str)]) -> Vec<Value> {
     v.as_array().expect("push answers an array").clone()
 }
 
-/// (next_offset, segments, tx_index rows) of a partition.
+/// (next_offset, segments, indexed transaction ids) of a partition.
 async fn log_state(b: &Broker, pid: &str) -> (i64, i64, i64) {
     let db = b.db().await;
     let r = db
         .query_one(
             "SELECT (SELECT next_offset FROM partitions WHERE id = $1::text::uuid),
-                    (SELECT count(*) FROM segments WHERE partition_id = $1::text::uuid),
-                    (SELECT count(*) FROM tx_index WHERE partition_id = $1::text::uuid)",
+                    (SELECT count(*) FROM segments WHERE partition_id = $1::text::uuid)",
             &[&pid],
         )
         .await
         .unwrap();
-    (r.get(0), r.get(1), r.get(2))
+    (r.get(0), r.get(1), b.indexed(Some(pid)).await)
 }
 
 /// `n` concurrent identical pushes of one transaction id: exactly one `queued`, the others
@@ -772,12 +780,7 @@ async fn concurrent_pushes_each_get_their_own_verdicts() {
             assert_eq!(item["status"], "queued", "{v}");
         }
     }
-    let db = b.db().await;
-    let n: i64 = db
-        .query_one("SELECT count(*) FROM tx_index", &[])
-        .await
-        .unwrap()
-        .get(0);
+    let n = b.indexed(None).await;
     assert_eq!(n, 1 + 1 + 23 * 2);
     let v = b.pop("fused", "batch=100").await;
     let nul = v["messages"]

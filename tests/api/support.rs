@@ -8,6 +8,8 @@ use std::time::Duration;
 use regent::cluster::PrivateCluster;
 use regent::config::Config;
 use regent::server::{self, RunningServer};
+use regent::store::frames;
+use regent::store::tx_hash::tx_hash;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
@@ -105,6 +107,56 @@ pub async fn fresh_database() -> String {
 impl Broker {
     /// A direct connection to this broker's database, for assertions on stored state and for
     /// holding transactions open.
+    /// How many transaction ids the index holds: in all, or of the messages logged in one
+    /// partition (the index is keyed by hash alone, so they are found through the log).
+    pub async fn indexed(&self, partition: Option<&str>) -> i64 {
+        let db = self.db().await;
+        let Some(pid) = partition else {
+            return db
+                .query_one("SELECT count(*) FROM tx_index", &[])
+                .await
+                .expect("count index entries")
+                .get(0);
+        };
+        let p = Uuid::parse_str(pid).expect("partition id");
+        let mut hashes = Vec::new();
+        for r in db
+            .query("SELECT frames FROM segments WHERE partition_id = $1", &[&p])
+            .await
+            .expect("read the log")
+        {
+            for f in frames::iter(r.get(0)) {
+                hashes.push(tx_hash(p, f.expect("frame decodes").transaction_id));
+            }
+        }
+        db.query_one(
+            "SELECT count(*) FROM tx_index WHERE hash = ANY ($1)",
+            &[&hashes],
+        )
+        .await
+        .expect("count index entries")
+        .get(0)
+    }
+
+    /// [`Broker::indexed`] summed over the partitions of a queue.
+    pub async fn indexed_in_queue(&self, queue: &str) -> i64 {
+        let rows = self
+            .db()
+            .await
+            .query(
+                "SELECT p.id::text FROM partitions p JOIN queues q ON q.id = p.queue_id
+                  WHERE q.name = $1",
+                &[&queue],
+            )
+            .await
+            .expect("partitions of the queue");
+        let mut n = 0;
+        for r in rows {
+            n += self.indexed(Some(r.get(0))).await;
+        }
+        n
+    }
+
     pub async fn db(&self) -> tokio_postgres::Client {
         let (c, conn) = tokio_postgres::connect(&self.db_url, NoTls)
             .await

@@ -99,12 +99,7 @@ async fn pop_partition(b: &Broker, queue: &str, partition: &str, query: &str) ->
 }
 
 async fn tx_index_count(b: &Broker) -> i64 {
-    b.db()
-        .await
-        .query_one("SELECT count(*) FROM tx_index", &[])
-        .await
-        .unwrap()
-        .get(0)
+    b.indexed(None).await
 }
 
 async fn dlq_total(b: &Broker, queue: &str) -> (i64, Vec<Value>) {
@@ -716,18 +711,7 @@ async fn concurrent_bundles_into_one_queue_all_commit_without_deadlock() {
     let mut want: Vec<String> = (0..10).map(|i| format!("fan-{i}")).collect();
     want.sort();
     assert_eq!(got, want, "{common}");
-    let n: i64 = b
-        .db()
-        .await
-        .query_one(
-            "SELECT count(*) FROM tx_index x JOIN partitions p ON p.id = x.partition_id
-               JOIN queues q ON q.id = p.queue_id WHERE q.name = 'common'",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(n, 10);
+    assert_eq!(b.indexed_in_queue("common").await, 10);
     for part in ["left", "right"] {
         let v = pop_partition(&b, "side", part, "batch=100").await;
         assert_eq!(Broker::txids(&v).len(), 10, "{part}: {v}");
