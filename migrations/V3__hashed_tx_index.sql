@@ -27,13 +27,18 @@ ALTER TABLE tx_index SET (autovacuum_vacuum_insert_scale_factor = 0.05);
 -- the offset of the message already stored under that hash); every other item was appended,
 -- in order, from the partition's old next_offset.
 --
--- Duplicates are rare, so the common case is one lookup of every hash (one b-tree scan) and
--- a plain insert. INSERT ... ON CONFLICT DO NOTHING would do both in one statement but pays
--- a speculative insertion per row, which measured about a fifth slower. The lookup cannot
--- race a concurrent insert of the same hash: the hash names this partition, whose sequencer
--- row this call holds locked. seq scans are off so the lookup is never planned as one (a plan
--- cached while the table was empty would otherwise scan it whole on every call).
-CREATE FUNCTION regent_append(p_partition uuid, p_hashes uuid[], p_frames bytea[])
+-- Duplicates are rare. A careful call (p_careful) looks every hash up first (one b-tree scan)
+-- and appends without the ones it finds. An optimistic call skips the lookup and lets the
+-- primary key find a duplicate: the insert then fails with unique_violation, voiding the
+-- caller's transaction, which the broker re-runs carefully (src/store/push.rs). Skipping the
+-- lookup saves about a third of the call. INSERT ... ON CONFLICT DO NOTHING would need no
+-- second run, but pays a speculative insertion per row (measured about a fifth slower than
+-- lookup plus insert). Neither can race a concurrent insert of the same hash: the hash names
+-- this partition, whose sequencer row this call holds locked. seq scans are off so the lookup
+-- is never planned as one (a plan cached while the table was empty would otherwise scan it
+-- whole on every call).
+CREATE FUNCTION regent_append(p_partition uuid, p_hashes uuid[], p_frames bytea[],
+                              p_careful boolean)
 RETURNS TABLE (item integer, stored_offset bigint)
 LANGUAGE plpgsql SET enable_seqscan = off AS $$
 DECLARE
@@ -42,6 +47,7 @@ DECLARE
     v_dups    integer[];
     v_count   integer;
     v_now     timestamptz;
+    v_fresh   boolean := true;
 BEGIN
     SELECT p.next_offset INTO v_next FROM partitions p WHERE p.id = p_partition FOR UPDATE;
     IF NOT FOUND THEN
@@ -50,7 +56,10 @@ BEGIN
     -- Taken after the lock, so created_at grows with the offset within a partition.
     v_now := clock_timestamp();
 
-    IF NOT EXISTS (SELECT 1 FROM tx_index x WHERE x.hash = ANY (p_hashes)) THEN
+    IF p_careful THEN
+        v_fresh := NOT EXISTS (SELECT 1 FROM tx_index x WHERE x.hash = ANY (p_hashes));
+    END IF;
+    IF v_fresh THEN
         INSERT INTO tx_index (hash, "offset", created_at)
         SELECT a.hash, v_next + a.ord - 1, v_now
           FROM unnest(p_hashes) WITH ORDINALITY AS a(hash, ord);

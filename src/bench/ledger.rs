@@ -127,7 +127,11 @@ mod tests {
         // A well-formed id whose scramble does not match is not the generator's.
         let forged = "0000000000000000-0-2".to_string();
         assert_eq!(
-            l.delivered(ids.iter().chain([&forged, &"junk".to_string()]).map(|s| s.as_str())),
+            l.delivered(
+                ids.iter()
+                    .chain([&forged, &"junk".to_string()])
+                    .map(|s| s.as_str())
+            ),
             2
         );
         let c = l.check();

@@ -20,6 +20,7 @@ use super::push::{append_prepared, prepare, PushItem, Verdict};
 use super::AppState;
 use crate::broker::ack_plan::AckPlan;
 use crate::store::ack::{run_group, run_groups, AckGroup};
+use crate::store::push::Dedup;
 
 /// Flushers per kind. Two let a fused batch form while the other commits; more would split
 /// the waiting requests into smaller transactions.
@@ -184,16 +185,24 @@ impl Fusable for PushJob {
 }
 
 /// One transaction: resolve (create) partitions, append, commit; then wake the queues' pops.
+/// Optimistic first (no duplicate lookup); a duplicate voids that transaction, and it runs
+/// again carefully.
 async fn push_transaction(
     s: &AppState,
     tenant: &str,
     items: &[PushItem],
 ) -> Result<Vec<Verdict>, ApiError> {
-    let (queues, verdicts) = crate::in_transaction!(s.store, |tx| {
-        let prepared = prepare(tx, s, tenant, items, None).await?;
-        let verdicts = append_prepared(tx, &prepared).await?;
-        Ok((prepared.queues, verdicts))
-    })?;
+    let attempt = |dedup| async move {
+        crate::in_transaction!(s.store, |tx| {
+            let prepared = prepare(tx, s, tenant, items, None).await?;
+            let verdicts = append_prepared(tx, &prepared, dedup).await?;
+            Ok((prepared.queues, verdicts))
+        })
+    };
+    let (queues, verdicts) = match attempt(Dedup::Optimistic).await {
+        Err(e) if e.is_duplicate() => attempt(Dedup::Careful).await?,
+        r => r?,
+    };
     for q in &queues {
         s.wakeups.notify(tenant, q);
     }

@@ -18,7 +18,7 @@ use super::error::ApiError;
 use super::{AppState, State};
 use crate::broker::naming::DEFAULT_PARTITION;
 use crate::broker::push_plan::repeats;
-use crate::store::push::{append_many, NewMessage};
+use crate::store::push::{append_many, Dedup, NewMessage};
 use crate::store::queues::{resolve_partitions, PartitionRef};
 use crate::store::StoreError;
 
@@ -227,6 +227,7 @@ pub(crate) async fn prepare(
 pub(crate) async fn append_prepared(
     tx: &deadpool_postgres::Transaction<'_>,
     p: &Prepared,
+    dedup: Dedup,
 ) -> Result<Vec<Verdict>, StoreError> {
     let mut out: Vec<Option<Verdict>> = vec![None; p.len];
     let batches: Vec<(Uuid, &[NewMessage])> = p
@@ -234,7 +235,7 @@ pub(crate) async fn append_prepared(
         .iter()
         .map(|(pid, (_, msgs))| (*pid, msgs.as_slice()))
         .collect();
-    let appended = append_many(tx, &batches).await?;
+    let appended = append_many(tx, &batches, dedup).await?;
     for ((pid, (idxs, _)), verdicts) in p.groups.iter().zip(appended) {
         for (idx, v) in idxs.iter().zip(verdicts) {
             let (message_id, partition) = (v.message_id, *pid);

@@ -15,6 +15,7 @@ use super::State;
 use crate::broker::ack_plan::{ItemOutcome, INVALID_LEASE};
 use crate::store::ack::{ack_group, AckGroup, LeaseCheck};
 use crate::store::lease::all_live;
+use crate::store::push::Dedup;
 
 /// One entry of the flattened index space: an ack op, or one pushed item.
 enum Op {
@@ -153,7 +154,8 @@ pub async fn transaction(AxState(s): State, body: RawBody) -> Result<Json<Value>
         if !leases_live && !ack_out.iter().all(|(_, o)| o.noop) {
             return Ok(Err(invalid()));
         }
-        let verdicts = append_prepared(tx, &prepared).await?;
+        // Careful: an optimistic duplicate would void the acks' work along with the pushes.
+        let verdicts = append_prepared(tx, &prepared, Dedup::Careful).await?;
         if let Some(Verdict::Failed { error }) = verdicts
             .iter()
             .find(|v| matches!(v, Verdict::Failed { .. }))

@@ -76,6 +76,12 @@ impl StoreError {
         matches!(self, StoreError::Pool(_)) || self.is_retryable()
     }
 
+    /// An optimistic append met a transaction id that is already indexed (see
+    /// [`push::Dedup::Optimistic`]): the transaction is void and must be re-run carefully.
+    pub fn is_duplicate(&self) -> bool {
+        matches!(self, StoreError::Db(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION))
+    }
+
     /// The client sent something the database rejected: bad data (class 22: a malformed
     /// uuid, a NUL in a payload) or a value past a limit (class 54: an oversized key). A 4xx
     /// or a per-item error, never a 500.

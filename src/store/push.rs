@@ -42,7 +42,18 @@ pub struct Appended {
     pub duplicate: bool,
 }
 
-const APPEND: &str = "SELECT item, stored_offset FROM regent_append($1, $2, $3)";
+const APPEND: &str = "SELECT item, stored_offset FROM regent_append($1, $2, $3, $4)";
+
+/// How an append finds duplicates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dedup {
+    /// Look every transaction id up first and append without the duplicates.
+    Careful,
+    /// Skip the lookup: a duplicate fails the append with a unique violation
+    /// ([`StoreError::is_duplicate`]) and the caller re-runs the whole transaction carefully.
+    /// Duplicates are rare, and the lookup is about a third of an append's cost.
+    Optimistic,
+}
 
 /// For each offset, the segment holding it: where a duplicate's stored message id is read.
 const SEGMENTS_OF: &str = "SELECT s.base_offset, s.frames
@@ -60,7 +71,9 @@ const SEGMENTS_OF: &str = "SELECT s.base_offset, s.frames
 pub async fn append_many(
     tx: &Transaction<'_>,
     batches: &[(Uuid, &[NewMessage])],
+    dedup: Dedup,
 ) -> Result<Vec<Vec<Appended>>, StoreError> {
+    let careful = dedup == Dedup::Careful;
     let st = tx.prepare_cached(APPEND).await?;
     let calls = batches.iter().map(|(partition, msgs)| {
         let st = &st;
@@ -70,7 +83,9 @@ pub async fn append_many(
                 .map(|m| tx_hash(*partition, &m.transaction_id))
                 .collect();
             let frames: Vec<Vec<u8>> = msgs.iter().map(NewMessage::frame).collect();
-            let rows = tx.query(st, &[partition, &hashes, &frames]).await?;
+            let rows = tx
+                .query(st, &[partition, &hashes, &frames, &careful])
+                .await?;
             let mut out: Vec<Appended> = msgs
                 .iter()
                 .map(|m| Appended {
@@ -130,6 +145,6 @@ pub async fn append(
     partition: Uuid,
     msgs: &[NewMessage],
 ) -> Result<Vec<Appended>, StoreError> {
-    let mut out = append_many(tx, &[(partition, msgs)]).await?;
+    let mut out = append_many(tx, &[(partition, msgs)], Dedup::Careful).await?;
     Ok(out.pop().expect("one batch"))
 }
