@@ -6,18 +6,24 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 
+/// Pushes wake at most this many parked pops per consumer group of the queue.
+const MAX_WOKEN: usize = 64;
+
 #[derive(Default)]
 pub struct Wakeups {
-    queues: Mutex<HashMap<(String, String), Arc<Notify>>>,
+    /// Per (tenant, queue), per consumer group.
+    queues: Mutex<HashMap<(String, String), HashMap<String, Arc<Notify>>>>,
     /// Per tenant: fired by a push to any of its queues, for pops that span queues.
     tenants: Mutex<HashMap<String, Arc<Notify>>>,
 }
 
 impl Wakeups {
-    /// The notifier for a (tenant, queue); created on first use.
-    pub fn for_queue(&self, tenant: &str, queue: &str) -> Arc<Notify> {
+    /// The notifier of a consumer group's pops on a (tenant, queue); created on first use.
+    pub fn for_group(&self, tenant: &str, queue: &str, group: &str) -> Arc<Notify> {
         let mut map = self.queues.lock().expect("wakeup map poisoned");
         map.entry((tenant.to_string(), queue.to_string()))
+            .or_default()
+            .entry(group.to_string())
             .or_default()
             .clone()
     }
@@ -28,12 +34,20 @@ impl Wakeups {
         map.entry(tenant.to_string()).or_default().clone()
     }
 
-    /// Wakes every pop parked on the queue. Only notifiers that exist are touched, so a push
-    /// to a queue nobody waits on allocates nothing.
-    pub fn notify(&self, tenant: &str, queue: &str) {
+    /// After a push to `partitions` partitions of a queue: wakes that many parked pops of
+    /// every consumer group (one pop can take a partition's whole batch), not every parked
+    /// pop. Waking them all sent dozens of consumers into the pool at once for one message,
+    /// and pushes queued behind them. A woken pop that finds nothing parks again; one that
+    /// is dropped passes its wakeup on to the next waiter (tokio's `Notify`). Only notifiers
+    /// that exist are touched, so a push to a queue nobody waits on allocates nothing.
+    pub fn notify(&self, tenant: &str, queue: &str, partitions: usize) {
         let map = self.queues.lock().expect("wakeup map poisoned");
-        if let Some(n) = map.get(&(tenant.to_string(), queue.to_string())) {
-            n.notify_waiters();
+        if let Some(groups) = map.get(&(tenant.to_string(), queue.to_string())) {
+            for n in groups.values() {
+                for _ in 0..partitions.clamp(1, MAX_WOKEN) {
+                    n.notify_one();
+                }
+            }
         }
         drop(map);
         if let Some(n) = self
@@ -81,5 +95,48 @@ impl Sweeps {
                 true
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// How many of `waiters` complete within a short while.
+    async fn woken(
+        waiters: &mut [std::pin::Pin<Box<tokio::sync::futures::Notified<'_>>>],
+    ) -> usize {
+        let mut n = 0;
+        for w in waiters.iter_mut() {
+            if tokio::time::timeout(Duration::from_millis(20), w.as_mut())
+                .await
+                .is_ok()
+            {
+                n += 1;
+            }
+        }
+        n
+    }
+
+    #[tokio::test]
+    async fn a_push_wakes_one_pop_per_partition_in_every_group() {
+        let w = Wakeups::default();
+        let (a, b) = (w.for_group("t", "q", "a"), w.for_group("t", "q", "b"));
+        let other = w.for_group("t", "elsewhere", "a");
+        let mut in_a: Vec<_> = (0..4).map(|_| Box::pin(a.notified())).collect();
+        let mut in_b: Vec<_> = (0..4).map(|_| Box::pin(b.notified())).collect();
+        let mut idle = vec![Box::pin(other.notified())];
+        for n in in_a
+            .iter_mut()
+            .chain(in_b.iter_mut())
+            .chain(idle.iter_mut())
+        {
+            n.as_mut().enable();
+        }
+        w.notify("t", "q", 2);
+        assert_eq!(woken(&mut in_a).await, 2);
+        assert_eq!(woken(&mut in_b).await, 2);
+        assert_eq!(woken(&mut idle).await, 0);
     }
 }

@@ -203,8 +203,8 @@ async fn push_transaction(
         Err(e) if e.is_duplicate() => attempt(Dedup::Careful).await?,
         r => r?,
     };
-    for q in &queues {
-        s.wakeups.notify(tenant, q);
+    for (q, partitions) in &queues {
+        s.wakeups.notify(tenant, q, *partitions);
     }
     Ok(verdicts)
 }

@@ -23,7 +23,9 @@ use super::{AppState, State};
 use crate::broker::naming::QUEUE_MODE;
 use crate::broker::subscription::{start_point, StartPoint};
 use crate::deliveries::Delivered;
-use crate::store::pop::{diagnose_empty, pop, DeliveredPartition, EmptyReason, PopRequest};
+use crate::store::pop::{
+    diagnose_empty, pop, relax_durability, DeliveredPartition, EmptyReason, PopRequest,
+};
 use crate::store::queues::{find_queue, find_scoped, QueueRow};
 
 /// An answer is sent this long before the client's `timeout`, so it always arrives first.
@@ -152,7 +154,7 @@ async fn run(s: Arc<AppState>, target: Target, p: Params) -> Result<Response, Ap
     let deadline = started + a.timeout.saturating_sub(DEADLINE_MARGIN);
     let notify = match &target {
         Target::Scope { .. } => s.wakeups.for_tenant(tenant),
-        _ => s.wakeups.for_queue(tenant, target.queue_name()),
+        _ => s.wakeups.for_group(tenant, target.queue_name(), &a.group),
     };
     let mut shutdown = s.shutting_down.clone();
     let mut recheck = FIRST_RECHECK;
@@ -222,6 +224,7 @@ async fn attempt(s: &AppState, target: &Target, a: &Ask) -> Result<Found, ApiErr
 
     let lease_id = Uuid::now_v7();
     let (claimed, reason) = crate::in_transaction!(s.store, |tx| {
+        relax_durability(tx).await?;
         let mut claimed: Vec<(&QueueRow, DeliveredPartition)> = Vec::new();
         let (mut batch, mut partitions) = (a.batch, a.partitions);
         for q in &queues {

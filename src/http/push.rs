@@ -153,7 +153,8 @@ pub(crate) struct Prepared {
     /// Items that repeat an earlier item of the same request: (item, earlier item).
     repeats: Vec<(usize, usize)>,
     failed: Vec<(usize, String)>,
-    pub queues: Vec<String>,
+    /// The queues written to, with how many partitions of each (how many pops to wake).
+    pub queues: Vec<(String, usize)>,
     len: usize,
 }
 
@@ -205,6 +206,12 @@ pub(crate) async fn prepare(
                 continue;
             }
         };
+        if !prepared.groups.contains_key(&part.id) {
+            match prepared.queues.iter_mut().find(|(q, _)| *q == part.queue) {
+                Some((_, n)) => *n += 1,
+                None => prepared.queues.push((part.queue.clone(), 1)),
+            }
+        }
         let group = prepared.groups.entry(part.id).or_default();
         group.0.push(idx);
         group.1.push(NewMessage {
@@ -215,9 +222,6 @@ pub(crate) async fn prepare(
             producer_sub: producer_sub.map(str::to_string),
             encrypted,
         });
-        if !prepared.queues.contains(&part.queue) {
-            prepared.queues.push(part.queue.clone());
-        }
     }
     Ok(prepared)
 }

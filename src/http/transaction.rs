@@ -173,8 +173,8 @@ pub async fn transaction(AxState(s): State, body: RawBody) -> Result<Json<Value>
         }
         Err(e) => return Err(e.into()),
     };
-    for q in &queues {
-        s.wakeups.notify(tenant, q);
+    for (q, partitions) in &queues {
+        s.wakeups.notify(tenant, q, *partitions);
     }
     let mut results: Vec<Value> = vec![Value::Null; total];
     for (pos, o) in ack_out {
