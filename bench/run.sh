@@ -4,8 +4,11 @@
 # table with one index), and `regent bench` scenarios against a broker on the same
 # PostgreSQL. fsync and synchronous_commit are on (a persistent --data-dir cluster).
 #
-#   bench/run.sh                 # every scenario, DURATION seconds each (default 20)
+#   bench/run.sh                 # every run below, DURATION seconds each (default 20)
 #   DURATION=10 bench/run.sh push end-to-end
+#
+# Runs (name: regent bench arguments) are listed in `runs` below; `latency` derives its rate
+# from `batch1` (10% of it) and measures PostgreSQL's own commit latency at that rate.
 #
 # Prints each result, then every figure as a ratio to the baseline. JSON reports are kept in
 # the work directory it names.
@@ -16,8 +19,24 @@ DURATION=${DURATION:-20}
 PORT=${PORT:-6690}
 B=${BATCH:-100}
 CLIENTS=${CLIENTS:-8}
+# Each run's arguments. Producer and consumer counts are the ones that saturate this broker:
+# the baseline's client count is chosen the same way.
+declare -A runs=(
+    [push]="--scenario push --producers 16"
+    [end-to-end]="--scenario end-to-end --producers 8 --pop-batch 1000"
+    [end-to-end-b100]="--scenario end-to-end --producers 8 --consumers 8 --pop-batch 100"
+    [pop-ack]="--scenario pop-ack --consumers 8 --pop-batch 1000 --prefill 1000000"
+    [fan-out]="--scenario fan-out --groups 10 --producers 4 --consumers 1 --pop-batch 1000"
+    [batch1]="--scenario push --push-batch 1 --producers 64"
+    [partitions-10]="--scenario end-to-end --producers 8 --pop-batch 1000 --partitions 10"
+    [partitions-1000]="--scenario end-to-end --producers 8 --pop-batch 1000 --partitions 1000"
+    [partitions-10000]="--scenario end-to-end --producers 8 --pop-batch 1000 --partitions 10000"
+    [partitions-100000]="--scenario end-to-end --producers 8 --pop-batch 1000 --partitions 100000"
+)
+order=(push end-to-end end-to-end-b100 pop-ack fan-out batch1 latency
+       partitions-10 partitions-1000 partitions-10000 partitions-100000)
 scenarios=("$@")
-[ ${#scenarios[@]} -gt 0 ] || scenarios=(push end-to-end pop-ack fan-out)
+[ ${#scenarios[@]} -gt 0 ] || scenarios=("${order[@]}")
 
 cargo build --release --locked --quiet
 bin=target/release/regent
@@ -96,11 +115,35 @@ echo "baseline: pgbench INSERT ... VALUES of $B distinct rows per transaction, $
 echo "  (for reference, INSERT ... SELECT of one constant $B times: $constant msg/s, postgres cpu $constant_cpu s)"
 
 for s in "${scenarios[@]}"; do
+    args=${runs[$s]:-}
+    if [ "$s" = latency ]; then
+        # 10% of the batch-1 push rate (measured now if batch1 was not run), 8 producers, and
+        # consumers parked on long-polls; beside it, pgbench's one-row INSERT commit latency
+        # at the same rate (per-transaction log, percentiles computed here).
+        if [ ! -f "$work/batch1.json" ]; then
+            "$bin" bench --url "http://127.0.0.1:$PORT" ${runs[batch1]} --duration "$DURATION" \
+                --json --quiet >"$work/batch1.json"
+        fi
+        rate=$(python3 -c "import json; print(max(10, round(json.load(open('$work/batch1.json'))['push_rate'] / 10)))")
+        args="--scenario end-to-end --push-batch 1 --producers 8 --consumers 8 --rate $rate"
+        psql -q "$PG" -c "CREATE TABLE IF NOT EXISTS bench_commit (id bigserial PRIMARY KEY, at timestamptz DEFAULT now())"
+        echo "INSERT INTO bench_commit DEFAULT VALUES;" >"$work/commit.sql"
+        (cd "$work" && "$pgbench" -n -c 8 -j 2 -T "$DURATION" -R "$rate" -l --log-prefix=commitlog \
+            -f "$work/commit.sql" "$PG" >"$work/pgbench-commit.txt" 2>&1)
+        python3 - "$work" "$rate" <<'PY'
+import glob, sys
+lat = sorted(int(l.split()[2]) for f in glob.glob(f"{sys.argv[1]}/commitlog.*") for l in open(f))
+pct = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] / 1000
+print(f"   latency: PostgreSQL's own commit (pgbench one-row INSERT at {sys.argv[2]}/s): "
+      f"p50 {pct(0.5):.2f} ms, p99 {pct(0.99):.2f} ms, p99.9 {pct(0.999):.2f} ms")
+PY
+    fi
+    [ -n "$args" ] || { echo "unknown run: $s"; exit 2; }
     read -r b0 p0 <<<"$(cpu)"
-    "$bin" bench --url "http://127.0.0.1:$PORT" --scenario "$s" --duration "$DURATION" \
+    "$bin" bench --url "http://127.0.0.1:$PORT" $args --duration "$DURATION" \
         --pg-url "$PG" --json --quiet ${BENCH_ARGS:-} >"$work/$s.json"
     read -r b1 p1 <<<"$(cpu)"
-    python3 - "$work/$s.json" "$baseline" "$b0" "$b1" "$p0" "$p1" "$broker" <<'PY'
+    python3 - "$work/$s.json" "$baseline" "$b0" "$b1" "$p0" "$p1" "$broker" "$s" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 base = float(sys.argv[2])
@@ -112,15 +155,16 @@ def rss_mb():
         return f'{int(st["VmRSS"].split()[0]) // 1024} (peak {int(st["VmHWM"].split()[0]) // 1024})'
     except OSError:
         return "?"
-moved = max(r["pushed"], r["delivered"], 1)
 led = r["ledger"]
 ledger = "n/a" if led is None else ("OK" if led["lost"] == 0 and led["unknown"] == 0 else f"FAILED {led}")
-print(f'{r["args"]["scenario"]:>10}: in {r["push_rate"]:>9.0f} msg/s ({r["push_rate"]/base:.2f}x baseline), '
-      f'out {r["delivery_rate"]:>9.0f} msg/s ({r["delivery_rate"]/base:.2f}x), '
-      f'push p99 {r["push_latency"]["p99_ms"]:.1f} ms, e2e p99 {r["end_to_end_latency"]["p99_ms"]:.1f} ms, '
-      f'commits/s {r["commit_rate"] or 0:.0f}, broker cpu {b1-b0:.1f} s vs postgres {p1-p0:.1f} s, '
-      f'generator {r["generator_cores"]:.2f} cores, errors {r["errors"]}, ledger {ledger}, '
-      f'broker rss {rss_mb()} MB')
+pl, el = r["push_latency"], r["end_to_end_latency"]
+per_commit = f' ({r["pushed"] / r["commits"]:.1f} msg/commit)' if r.get("commits") else ""
+print(f'{sys.argv[8]:>17}: in {r["push_rate"]:>8.0f} msg/s ({r["push_rate"]/base:.2f}x), '
+      f'out {r["delivery_rate"]:>8.0f} msg/s ({r["delivery_rate"]/base:.2f}x), '
+      f'push p50/p99 {pl["p50_ms"]:.1f}/{pl["p99_ms"]:.1f} ms, '
+      f'e2e p50/p99/max {el["p50_ms"]:.1f}/{el["p99_ms"]:.1f}/{el["max_ms"]:.0f} ms, '
+      f'commits/s {r["commit_rate"] or 0:.0f}{per_commit}, cpu broker {b1-b0:.1f} s postgres {p1-p0:.1f} s, '
+      f'generator {r["generator_cores"]:.2f} cores, errors {r["errors"]}, ledger {ledger}, rss {rss_mb()} MB')
 PY
 done
 

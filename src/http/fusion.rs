@@ -196,16 +196,14 @@ async fn push_transaction(
         crate::in_transaction!(s.store, |tx| {
             let prepared = prepare(tx, s, tenant, items, None).await?;
             let verdicts = append_prepared(tx, &prepared, dedup).await?;
-            Ok((prepared.queues, verdicts))
+            Ok((prepared.written(), verdicts))
         })
     };
-    let (queues, verdicts) = match attempt(Dedup::Optimistic).await {
+    let (written, verdicts) = match attempt(Dedup::Optimistic).await {
         Err(e) if e.is_duplicate() => attempt(Dedup::Careful).await?,
         r => r?,
     };
-    for (q, partitions) in &queues {
-        s.wakeups.notify(tenant, q, *partitions);
-    }
+    written.announce(s, tenant);
     Ok(verdicts)
 }
 

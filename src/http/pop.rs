@@ -222,6 +222,12 @@ async fn attempt(s: &AppState, target: &Target, a: &Ask) -> Result<Found, ApiErr
         }));
     }
 
+    // A partition route sweeps only its own partition, so it keeps its own clock: it must not
+    // stand in for the queue-wide sweep of the same group.
+    let sweep_key = match partition {
+        Some(p) => format!("{}\u{0}{p}", a.group),
+        None => a.group.clone(),
+    };
     let lease_id = Uuid::now_v7();
     let (claimed, reason) = crate::in_transaction!(s.store, |tx| {
         relax_durability(tx).await?;
@@ -243,7 +249,7 @@ async fn attempt(s: &AppState, target: &Target, a: &Ask) -> Result<Found, ApiErr
                 delayed_processing_seconds: q.options.delayed_processing_seconds(),
                 window_buffer_seconds: q.options.window_buffer_seconds(),
                 auto_ack: a.auto_ack,
-                ensure_cursors: s.cursor_sweeps.due(q.id, &a.group),
+                ensure_cursors: s.cursor_sweeps.due(q.id, &sweep_key),
             };
             for d in pop(tx, &req).await?.partitions {
                 batch -= d.messages.len() as i64;

@@ -154,8 +154,40 @@ pub(crate) struct Prepared {
     repeats: Vec<(usize, usize)>,
     failed: Vec<(usize, String)>,
     /// The queues written to, with how many partitions of each (how many pops to wake).
-    pub queues: Vec<(String, usize)>,
+    queues: Vec<(String, usize)>,
+    /// Queues in which partitions were created (their consumers should sweep).
+    created: Vec<Uuid>,
     len: usize,
+}
+
+/// What a committed push tells the broker's pops: which queues have new messages in how many
+/// partitions (wakeups) and which have new partitions (sweeps).
+pub(crate) struct Written {
+    queues: Vec<(String, usize)>,
+    created: Vec<Uuid>,
+}
+
+impl Prepared {
+    /// What to announce once the transaction has committed.
+    pub(crate) fn written(&self) -> Written {
+        Written {
+            queues: self.queues.clone(),
+            created: self.created.clone(),
+        }
+    }
+}
+
+impl Written {
+    /// Wakes parked pops and makes their groups sweep for the new partitions. After commit
+    /// only: a pop woken earlier could miss what it was woken for.
+    pub(crate) fn announce(&self, s: &AppState, tenant: &str) {
+        for q in &self.created {
+            s.cursor_sweeps.created(*q);
+        }
+        for (q, partitions) in &self.queues {
+            s.wakeups.notify(tenant, q, *partitions);
+        }
+    }
 }
 
 /// Resolves the items to partitions (creating missing ones) inside the caller's transaction,
@@ -171,7 +203,7 @@ pub(crate) async fn prepare(
         .iter()
         .map(|i| (i.queue.clone(), i.partition.clone()))
         .collect();
-    let parts = resolve_partitions(tx, tenant, &pairs).await?;
+    let (parts, created) = resolve_partitions(tx, tenant, &pairs).await?;
     let refs: Vec<&PartitionRef> = pairs
         .iter()
         .map(|k| parts.get(k).expect("resolve_partitions returns every pair"))
@@ -186,6 +218,7 @@ pub(crate) async fn prepare(
         repeats: vec![],
         failed: vec![],
         queues: vec![],
+        created,
         len: items.len(),
     };
     for (idx, (item, rep)) in items.iter().zip(repeats(&keys)).enumerate() {

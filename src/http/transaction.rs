@@ -162,9 +162,9 @@ pub async fn transaction(AxState(s): State, body: RawBody) -> Result<Json<Value>
         {
             return Ok(Err(Refused(format!("PUSH operation failed: {error}"))));
         }
-        Ok(Ok((ack_out, verdicts, prepared.queues)))
+        Ok(Ok((ack_out, verdicts, prepared.written())))
     });
-    let (ack_out, verdicts, queues) = match result {
+    let (ack_out, verdicts, written) = match result {
         Ok(Ok(r)) => r,
         Ok(Err(Refused(error))) => {
             return Ok(Json(json!({
@@ -173,9 +173,7 @@ pub async fn transaction(AxState(s): State, body: RawBody) -> Result<Json<Value>
         }
         Err(e) => return Err(e.into()),
     };
-    for (q, partitions) in &queues {
-        s.wakeups.notify(tenant, q, *partitions);
-    }
+    written.announce(&s, tenant);
     let mut results: Vec<Value> = vec![Value::Null; total];
     for (pos, o) in ack_out {
         let txid = &acks

@@ -31,9 +31,8 @@ pub struct PopRequest<'a> {
     pub delayed_processing_seconds: i64,
     pub window_buffer_seconds: i64,
     pub auto_ack: bool,
-    /// Sweep for partitions the group has no cursor on before claiming. Without it the
-    /// sweep runs only when the claim finds nothing, so a busy group learns of a new
-    /// partition as late as its caller's sweep interval.
+    /// Sweep for partitions the group has no cursor on before claiming. The caller decides
+    /// when (`crate::wakeup::Sweeps`): a group learns of a partition no later than that.
     pub ensure_cursors: bool,
 }
 
@@ -214,29 +213,15 @@ struct Claimed {
 }
 
 /// One pop attempt, inside the caller's transaction: claim up to `max_partitions` partitions
-/// under the request's lease id and read their segments (one statement), sweeping for
-/// partitions the group has no cursor on when asked to or when the claim comes back short;
+/// under the request's lease id and read their segments (one statement), sweeping first for
+/// partitions the group has no cursor on when asked to (`ensure_cursors`: the sweep clock);
 /// deliver up to `batch` messages across them; then trim or release what the read did not
 /// fill.
 pub async fn pop(tx: &Transaction<'_>, req: &PopRequest<'_>) -> Result<PopOutcome, StoreError> {
-    let mut rows = if req.ensure_cursors {
+    if req.ensure_cursors {
         ensure_cursors(tx, req).await?;
-        claim(tx, req).await?
-    } else {
-        claim(tx, req).await?
-    };
-    // A claim short of what was asked sweeps for partitions created since the last sweep,
-    // and claims from those too: found now rather than after the interval.
-    if (rows.len() as i64) < req.max_partitions
-        && !req.ensure_cursors
-        && ensure_cursors(tx, req).await? > 0
-    {
-        let more = PopRequest {
-            max_partitions: req.max_partitions - rows.len() as i64,
-            ..*req
-        };
-        rows.extend(claim(tx, &more).await?);
     }
+    let rows = claim(tx, req).await?;
     let lease_id = req.lease_id;
     if rows.is_empty() {
         return Ok(PopOutcome {

@@ -177,12 +177,13 @@ async fn lookup(
 /// Maps (queue, partition) names to partitions inside the caller's transaction, creating
 /// missing queues (defaults, derived namespace/task) and partitions first, sorted by name:
 /// creation is the first step of the global lock order, and a request that is refused later
-/// in the same transaction leaves nothing behind.
+/// in the same transaction leaves nothing behind. Also returns the ids of the queues in which
+/// partitions were created (for the sweep clock, `crate::wakeup::Sweeps`).
 pub async fn resolve_partitions(
     tx: &Transaction<'_>,
     tenant: &str,
     pairs: &[(String, String)],
-) -> Result<HashMap<(String, String), PartitionRef>, StoreError> {
+) -> Result<(HashMap<(String, String), PartitionRef>, Vec<Uuid>), StoreError> {
     // A fused flush names the same few partitions once per item: look each up once.
     let mut unique: Vec<&(String, String)> = pairs.iter().collect();
     unique.sort();
@@ -194,7 +195,7 @@ pub async fn resolve_partitions(
         .filter(|k| !found.contains_key(*k))
         .collect();
     if missing.is_empty() {
-        return Ok(found);
+        return Ok((found, vec![]));
     }
     let q_st = tx
         .prepare_cached(
@@ -205,14 +206,18 @@ pub async fn resolve_partitions(
     let id_st = tx
         .prepare_cached("SELECT id FROM queues WHERE tenant = $1 AND name = $2")
         .await?;
+    let mut created = Vec::new();
     for (queue, partition) in missing {
         let (ns, task) = derive_namespace_task(queue);
         tx.execute(&q_st, &[&Uuid::now_v7(), &tenant, queue, &ns, &task])
             .await?;
         let qid: Uuid = tx.query_one(&id_st, &[&tenant, queue]).await?.get(0);
         ensure_partition(tx, tenant, qid, partition).await?;
+        if !created.contains(&qid) {
+            created.push(qid);
+        }
     }
-    lookup(tx, tenant, &unique).await
+    Ok((lookup(tx, tenant, &unique).await?, created))
 }
 
 /// One row of the queue listing.
