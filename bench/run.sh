@@ -49,7 +49,8 @@ chmod 755 "$work"
 echo "work directory: $work"
 NO_COLOR=1 "$bin" dev --port "$PORT" --data-dir "$work/pg" >"$work/dev.out" 2>"$work/dev.err" &
 broker=$!
-trap 'kill -INT $broker 2>/dev/null; wait $broker 2>/dev/null || true' EXIT
+# The cluster is gigabytes after a full run: only the reports are kept.
+trap 'kill -INT $broker 2>/dev/null; wait $broker 2>/dev/null || true; rm -rf "$work/pg"' EXIT
 for _ in $(seq 1 300); do
     grep -q "serving on" "$work/dev.out" 2>/dev/null && break
     sleep 0.1

@@ -47,6 +47,7 @@ pub async fn start(
         pushes: Default::default(),
         acks: Default::default(),
         cursor_sweeps: Default::default(),
+        ready: Default::default(),
         deliveries: crate::deliveries::Deliveries::new(Duration::from_secs(
             config.tx_index_retention_seconds,
         )),

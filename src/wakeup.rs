@@ -61,18 +61,29 @@ impl Wakeups {
     }
 }
 
-/// The clock of partition discovery: a pop sweeps for partitions its group has no cursor on
-/// (an anti-join over the queue's partitions) at most once per interval per (queue, group),
-/// and at once when this broker has created a partition in the queue since that group's last
-/// sweep. Partitions another broker creates are found within the interval; none is hidden.
-/// (Sweeping whenever a claim came back empty made every idle long-poll recheck an
-/// anti-join: at 700 msg/s with 8 consumers, most of PostgreSQL's CPU.)
+/// The clock of partition discovery: a pop gives its group cursors on partitions it has none
+/// on. Over every partition of the queue (an anti-join) at most once per interval per (queue,
+/// group); in between, only on the partitions this broker created since the group's last
+/// look, by primary key. Partitions another broker creates are found within the interval;
+/// none is hidden. (Sweeping whenever a claim came back empty, or everything after any
+/// creation, made pops run the anti-join over 10,000 partitions most of the time.)
 pub struct Sweeps {
     every: std::time::Duration,
-    /// Per (queue, group): when it last swept, and the queue's creation count it had seen.
+    /// Per (queue, group): when it last swept everything, and how many creations it had seen.
     last: Mutex<HashMap<(uuid::Uuid, String), (std::time::Instant, u64)>>,
-    /// Per queue: partitions this broker has created in it.
-    created: Mutex<HashMap<uuid::Uuid, u64>>,
+    /// Per queue: how many partitions this broker has created in it, and the latest ones.
+    created: Mutex<HashMap<uuid::Uuid, (u64, std::collections::VecDeque<uuid::Uuid>)>>,
+}
+
+/// Created partitions remembered per queue; a group further behind sweeps everything.
+const CREATED_KEPT: usize = 1024;
+
+/// What a pop should sweep.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Due {
+    No,
+    All,
+    Only(Vec<uuid::Uuid>),
 }
 
 impl Default for Sweeps {
@@ -86,37 +97,106 @@ impl Default for Sweeps {
 }
 
 impl Sweeps {
-    /// Whether a sweep is due now; if so, it counts as done.
-    pub fn due(&self, queue: uuid::Uuid, group: &str) -> bool {
+    /// What a pop of `group` on `queue` should sweep now; it counts as done.
+    pub fn due(&self, queue: uuid::Uuid, group: &str) -> Due {
         let now = std::time::Instant::now();
-        let created = *self
-            .created
-            .lock()
-            .expect("sweep map poisoned")
-            .get(&queue)
-            .unwrap_or(&0);
+        let created = self.created.lock().expect("sweep map poisoned");
+        let (count, recent) = match created.get(&queue) {
+            Some((n, ids)) => (*n, Some(ids)),
+            None => (0, None),
+        };
         let mut last = self.last.lock().expect("sweep map poisoned");
-        match last.get_mut(&(queue, group.to_string())) {
-            Some((t, seen)) if now.duration_since(*t) < self.every && *seen == created => false,
-            Some(entry) => {
-                *entry = (now, created);
-                true
+        let key = (queue, group.to_string());
+        let Some((at, seen)) = last.get_mut(&key) else {
+            last.insert(key, (now, count));
+            return Due::All;
+        };
+        if now.duration_since(*at) >= self.every {
+            (*at, *seen) = (now, count);
+            return Due::All;
+        }
+        let missed = (count - *seen) as usize;
+        *seen = count;
+        match recent {
+            _ if missed == 0 => Due::No,
+            Some(ids) if missed <= ids.len() => {
+                Due::Only(ids.iter().skip(ids.len() - missed).copied().collect())
             }
-            None => {
-                last.insert((queue, group.to_string()), (now, created));
-                true
+            _ => {
+                *at = now;
+                Due::All
             }
         }
     }
 
     /// Records that this broker committed a new partition in `queue`.
-    pub fn created(&self, queue: uuid::Uuid) {
-        *self
-            .created
-            .lock()
-            .expect("sweep map poisoned")
-            .entry(queue)
-            .or_default() += 1;
+    pub fn created(&self, queue: uuid::Uuid, partition: uuid::Uuid) {
+        let mut created = self.created.lock().expect("sweep map poisoned");
+        let (n, ids) = created.entry(queue).or_default();
+        *n += 1;
+        ids.push_back(partition);
+        if ids.len() > CREATED_KEPT {
+            ids.pop_front();
+        }
+    }
+}
+
+/// Entries kept per queue; a group that falls further behind loses the oldest hints (the
+/// claim's walk finds those partitions instead).
+const READY_KEPT: usize = 16_384;
+
+/// Which partitions received messages, per queue, in push order, with each consumer group's
+/// place in that list: a pop claims from the partitions pushed to since its group last looked
+/// before walking every cursor of the group, which at 10,000 partitions means walking
+/// thousands with nothing to read. Only this broker's pushes are listed; the walk finds the
+/// rest (and leftovers of a partition with more than one batch), so a lost hint costs time,
+/// never a message.
+#[derive(Default)]
+pub struct Ready {
+    queues: Mutex<HashMap<uuid::Uuid, ReadyList>>,
+}
+
+#[derive(Default)]
+struct ReadyList {
+    /// (sequence number, partition), oldest first.
+    pushed: std::collections::VecDeque<(u64, uuid::Uuid)>,
+    next: u64,
+    /// Per group: the sequence number of the first entry it has not taken.
+    taken: HashMap<String, u64>,
+}
+
+impl Ready {
+    /// Records a committed push to `partition` of `queue`.
+    pub fn pushed(&self, queue: uuid::Uuid, partition: uuid::Uuid) {
+        let mut map = self.queues.lock().expect("ready map poisoned");
+        let list = map.entry(queue).or_default();
+        list.pushed.push_back((list.next, partition));
+        list.next += 1;
+        if list.pushed.len() > READY_KEPT {
+            list.pushed.pop_front();
+        }
+    }
+
+    /// Up to `max` distinct partitions pushed to since `group` last took, oldest first; they
+    /// count as taken. A group's first call takes nothing (it starts at the end of the list).
+    pub fn take(&self, queue: uuid::Uuid, group: &str, max: usize) -> Vec<uuid::Uuid> {
+        let mut map = self.queues.lock().expect("ready map poisoned");
+        let list = map.entry(queue).or_default();
+        let end = list.next;
+        let from = *list.taken.entry(group.to_string()).or_insert(end);
+        let mut out: Vec<uuid::Uuid> = Vec::new();
+        let mut upto = from;
+        for &(seq, p) in list.pushed.iter().skip_while(|(seq, _)| *seq < from) {
+            if out.len() >= max && !out.contains(&p) {
+                break;
+            }
+            if !out.contains(&p) {
+                out.push(p);
+            }
+            upto = seq + 1;
+        }
+        list.taken.insert(group.to_string(), upto.max(from));
+        out
     }
 }
 
@@ -145,13 +225,49 @@ mod tests {
     fn sweeps_are_due_per_interval_and_after_a_creation() {
         let s = Sweeps::default();
         let q = uuid::Uuid::now_v7();
-        assert!(s.due(q, "g"), "a group's first pop sweeps");
-        assert!(!s.due(q, "g"), "not again within the interval");
-        assert!(s.due(q, "other"), "groups sweep independently");
-        s.created(q);
-        assert!(s.due(q, "g"), "a new partition makes it due");
-        assert!(!s.due(q, "g"));
-        assert!(s.due(q, "other"));
+        assert_eq!(
+            s.due(q, "g"),
+            Due::All,
+            "a group's first pop sweeps everything"
+        );
+        assert_eq!(s.due(q, "g"), Due::No, "not again within the interval");
+        assert_eq!(s.due(q, "other"), Due::All, "groups sweep independently");
+        let (p1, p2) = (uuid::Uuid::now_v7(), uuid::Uuid::now_v7());
+        s.created(q, p1);
+        s.created(q, p2);
+        assert_eq!(
+            s.due(q, "g"),
+            Due::Only(vec![p1, p2]),
+            "new partitions, by id"
+        );
+        assert_eq!(s.due(q, "g"), Due::No);
+        assert_eq!(s.due(q, "other"), Due::Only(vec![p1, p2]));
+        for _ in 0..=CREATED_KEPT {
+            s.created(q, uuid::Uuid::now_v7());
+        }
+        assert_eq!(s.due(q, "g"), Due::All, "too far behind: everything");
+    }
+
+    #[test]
+    fn ready_hands_each_group_the_partitions_pushed_since_it_last_took() {
+        let r = Ready::default();
+        let q = uuid::Uuid::now_v7();
+        let (a, b, c) = (
+            uuid::Uuid::now_v7(),
+            uuid::Uuid::now_v7(),
+            uuid::Uuid::now_v7(),
+        );
+        assert!(r.take(q, "g", 4).is_empty(), "a group starts at the end");
+        assert!(r.take(q, "h", 4).is_empty());
+        for p in [a, b, a, c] {
+            r.pushed(q, p);
+        }
+        assert_eq!(r.take(q, "g", 1), vec![a]);
+        assert_eq!(r.take(q, "g", 2), vec![b, a]);
+        assert_eq!(r.take(q, "g", 4), vec![c]);
+        assert!(r.take(q, "g", 4).is_empty());
+        // Another group has its own place in the list.
+        assert_eq!(r.take(q, "h", 8), vec![a, b, c]);
     }
 
     #[tokio::test]

@@ -44,6 +44,8 @@ pub struct AppState {
     pub(crate) acks: fusion::Batcher<fusion::AckJob>,
     /// When each (queue, group) last swept for partitions it has no cursor on.
     pub cursor_sweeps: crate::wakeup::Sweeps,
+    /// Partitions pushed to, per queue, for pops to claim first.
+    pub ready: crate::wakeup::Ready,
     /// What each live lease delivered, so acks resolve without the transaction index.
     pub deliveries: crate::deliveries::Deliveries,
     /// Flips to true when the server starts shutting down, so parked long-polls answer at once.

@@ -24,9 +24,10 @@ use crate::broker::naming::QUEUE_MODE;
 use crate::broker::subscription::{start_point, StartPoint};
 use crate::deliveries::Delivered;
 use crate::store::pop::{
-    diagnose_empty, pop, relax_durability, DeliveredPartition, EmptyReason, PopRequest,
+    diagnose_empty, pop, relax_durability, DeliveredPartition, EmptyReason, PopRequest, Sweep,
 };
 use crate::store::queues::{find_queue, find_scoped, QueueRow};
+use crate::wakeup::Due;
 
 /// An answer is sent this long before the client's `timeout`, so it always arrives first.
 const DEADLINE_MARGIN: Duration = Duration::from_millis(50);
@@ -237,7 +238,13 @@ async fn attempt(s: &AppState, target: &Target, a: &Ask) -> Result<Found, ApiErr
             if batch == 0 || partitions == 0 {
                 break;
             }
+            let hint = match partition {
+                Some(_) => Vec::new(),
+                None => s.ready.take(q.id, &a.group, partitions as usize),
+            };
+            let due = s.cursor_sweeps.due(q.id, &sweep_key);
             let req = PopRequest {
+                hint: &hint,
                 queue_id: q.id,
                 lease_id,
                 partition,
@@ -249,7 +256,11 @@ async fn attempt(s: &AppState, target: &Target, a: &Ask) -> Result<Found, ApiErr
                 delayed_processing_seconds: q.options.delayed_processing_seconds(),
                 window_buffer_seconds: q.options.window_buffer_seconds(),
                 auto_ack: a.auto_ack,
-                ensure_cursors: s.cursor_sweeps.due(q.id, &sweep_key),
+                sweep: match &due {
+                    Due::No => Sweep::No,
+                    Due::All => Sweep::All,
+                    Due::Only(ids) => Sweep::Only(ids),
+                },
             };
             for d in pop(tx, &req).await?.partitions {
                 batch -= d.messages.len() as i64;

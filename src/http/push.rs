@@ -155,8 +155,10 @@ pub(crate) struct Prepared {
     failed: Vec<(usize, String)>,
     /// The queues written to, with how many partitions of each (how many pops to wake).
     queues: Vec<(String, usize)>,
-    /// Queues in which partitions were created (their consumers should sweep).
-    created: Vec<Uuid>,
+    /// (queue id, partition id) of the partitions created (their consumers should sweep).
+    created: Vec<(Uuid, Uuid)>,
+    /// (queue id, partition id) of every partition with messages to append.
+    partitions: Vec<(Uuid, Uuid)>,
     len: usize,
 }
 
@@ -164,7 +166,9 @@ pub(crate) struct Prepared {
 /// partitions (wakeups) and which have new partitions (sweeps).
 pub(crate) struct Written {
     queues: Vec<(String, usize)>,
-    created: Vec<Uuid>,
+    created: Vec<(Uuid, Uuid)>,
+    /// (queue id, partition id) of every partition appended to.
+    partitions: Vec<(Uuid, Uuid)>,
 }
 
 impl Prepared {
@@ -173,6 +177,7 @@ impl Prepared {
         Written {
             queues: self.queues.clone(),
             created: self.created.clone(),
+            partitions: self.partitions.clone(),
         }
     }
 }
@@ -181,8 +186,11 @@ impl Written {
     /// Wakes parked pops and makes their groups sweep for the new partitions. After commit
     /// only: a pop woken earlier could miss what it was woken for.
     pub(crate) fn announce(&self, s: &AppState, tenant: &str) {
-        for q in &self.created {
-            s.cursor_sweeps.created(*q);
+        for &(q, p) in &self.created {
+            s.cursor_sweeps.created(q, p);
+        }
+        for &(q, p) in &self.partitions {
+            s.ready.pushed(q, p);
         }
         for (q, partitions) in &self.queues {
             s.wakeups.notify(tenant, q, *partitions);
@@ -219,6 +227,7 @@ pub(crate) async fn prepare(
         failed: vec![],
         queues: vec![],
         created,
+        partitions: vec![],
         len: items.len(),
     };
     for (idx, (item, rep)) in items.iter().zip(repeats(&keys)).enumerate() {
@@ -240,6 +249,7 @@ pub(crate) async fn prepare(
             }
         };
         if !prepared.groups.contains_key(&part.id) {
+            prepared.partitions.push((part.queue_id, part.id));
             match prepared.queues.iter_mut().find(|(q, _)| *q == part.queue) {
                 Some((_, n)) => *n += 1,
                 None => prepared.queues.push((part.queue.clone(), 1)),

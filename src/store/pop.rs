@@ -31,9 +31,24 @@ pub struct PopRequest<'a> {
     pub delayed_processing_seconds: i64,
     pub window_buffer_seconds: i64,
     pub auto_ack: bool,
-    /// Sweep for partitions the group has no cursor on before claiming. The caller decides
-    /// when (`crate::wakeup::Sweeps`): a group learns of a partition no later than that.
-    pub ensure_cursors: bool,
+    /// Which partitions to sweep for a missing cursor of the group before claiming. The
+    /// caller decides when (`crate::wakeup::Sweeps`): a group learns of a partition no later
+    /// than that.
+    pub sweep: Sweep<'a>,
+    /// Partitions that probably have messages for the group (`crate::wakeup::Ready`), tried
+    /// before the walk over all of its cursors. A hint only: the walk still runs when these
+    /// yield nothing.
+    pub hint: &'a [Uuid],
+}
+
+/// Which partitions a pop gives its group cursors on first.
+#[derive(Clone, Copy, Debug)]
+pub enum Sweep<'a> {
+    No,
+    /// Every partition of the queue (an anti-join over them all).
+    All,
+    /// Only these (partitions just created): primary-key lookups.
+    Only(&'a [Uuid]),
 }
 
 #[derive(Clone, Debug)]
@@ -70,16 +85,29 @@ pub enum EmptyReason {
     NothingReadable,
 }
 
-const ENSURE_QUEUE_MODE: &str = "INSERT INTO cursors (partition_id, consumer_group, committed, queue_id)
+macro_rules! ensure_queue_mode {
+    ($partitions:literal) => {
+        concat!(
+            "INSERT INTO cursors (partition_id, consumer_group, committed, queue_id)
      SELECT p.id, $2, -1, p.queue_id FROM partitions p
-      WHERE p.queue_id = $1 AND ($3::text IS NULL OR p.name = $3)
+      WHERE p.queue_id = $1 AND ($3::text IS NULL OR p.name = $3)",
+            $partitions,
+            "
         AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.consumer_group = $2)
-     ON CONFLICT DO NOTHING";
+     ON CONFLICT DO NOTHING"
+        )
+    };
+}
+const ENSURE_QUEUE_MODE: &str = ensure_queue_mode!("");
+const ENSURE_QUEUE_MODE_ONLY: &str = ensure_queue_mode!(" AND p.id = ANY ($4::uuid[])");
 
 /// A named group's start point is stored once per (queue, group) and then always wins; a
 /// cursor created later for a new partition starts after the last segment appended at or
 /// before that instant.
-const ENSURE_NAMED: &str = "WITH sub AS (
+macro_rules! ensure_named {
+    ($partitions:literal) => {
+        concat!(
+            "WITH sub AS (
        INSERT INTO subscriptions (queue_id, consumer_group, start_after) VALUES ($1, $2, $4)
        ON CONFLICT (queue_id, consumer_group) DO NOTHING RETURNING start_after),
      s AS (SELECT start_after FROM sub
@@ -93,20 +121,34 @@ const ENSURE_NAMED: &str = "WITH sub AS (
                                    AND g.created_at <= (SELECT start_after FROM s)), -1) END,
             p.queue_id
        FROM partitions p
-      WHERE p.queue_id = $1 AND ($3::text IS NULL OR p.name = $3)
+      WHERE p.queue_id = $1 AND ($3::text IS NULL OR p.name = $3)",
+            $partitions,
+            "
         AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.consumer_group = $2)
-     ON CONFLICT DO NOTHING";
+     ON CONFLICT DO NOTHING"
+        )
+    };
+}
+const ENSURE_NAMED: &str = ensure_named!("");
+const ENSURE_NAMED_ONLY: &str = ensure_named!(" AND p.id = ANY ($5::uuid[])");
 
 /// Claims and reads in one statement. Least recently claimed partitions first, so a hot
 /// partition cannot starve the others. Each claimed partition comes back once per segment
 /// overlapping its leased range (committed, lease_end]: the segments ending inside the range
 /// plus the first one ending after it, both bounded index scans however long the backlog
 /// behind the range is.
-const CLAIM_AND_READ: &str = "WITH cand AS (
+/// Claims up to `$5` partitions for the group under lease `$6` and reads their segments, in
+/// one statement. `$candidates` narrows the cursors considered (see the two forms below).
+macro_rules! claim_and_read {
+    ($candidates:literal) => {
+        concat!(
+            "WITH cand AS (
        SELECT c.partition_id, c.committed, c.lease_end AS old_end, c.lease_expires_at AS last_claim,
               p.next_offset, p.name
          FROM cursors c JOIN partitions p ON p.id = c.partition_id
-        WHERE c.queue_id = $1 AND c.consumer_group = $2 AND ($3::text IS NULL OR p.name = $3)
+        WHERE c.queue_id = $1 AND c.consumer_group = $2 AND ($3::text IS NULL OR p.name = $3)",
+            $candidates,
+            "
           AND c.committed < p.next_offset - 1
           AND (c.lease_id IS NULL OR c.lease_expires_at <= now())
           AND ($4::float8 = 0 OR p.last_push_at <= now() - make_interval(secs => $4::float8))
@@ -132,7 +174,17 @@ const CLAIM_AND_READ: &str = "WITH cand AS (
          (SELECT base_offset, end_offset, created_at, frames FROM segments
            WHERE partition_id = cl.partition_id AND end_offset > cl.lease_end
            ORDER BY end_offset LIMIT 1)) s ON s.base_offset <= cl.lease_end
-      ORDER BY cl.partition_id, s.end_offset";
+      ORDER BY cl.partition_id, s.end_offset"
+        )
+    };
+}
+
+/// Walks the group's cursors in claim order (least recently claimed first).
+const CLAIM_AND_READ: &str = claim_and_read!("");
+
+/// Only the hinted partitions (`$9`, partitions pushed to since the group last looked): primary
+/// key lookups instead of a walk past every partition with nothing to read.
+const CLAIM_HINTED: &str = claim_and_read!(" AND c.partition_id = ANY ($9::uuid[])");
 
 const FINISH: &str = "UPDATE cursors c
         SET committed = u.committed,
@@ -144,11 +196,22 @@ const FINISH: &str = "UPDATE cursors c
 /// Gives the group a cursor on every partition of the queue it has none on yet. Returns how
 /// many it created.
 async fn ensure_cursors(tx: &Transaction<'_>, req: &PopRequest<'_>) -> Result<u64, StoreError> {
+    let only = match req.sweep {
+        Sweep::Only(ids) => Some(ids),
+        _ => None,
+    };
     if req.group == QUEUE_MODE {
-        let st = tx.prepare_cached(ENSURE_QUEUE_MODE).await?;
-        return Ok(tx
-            .execute(&st, &[&req.queue_id, &req.group, &req.partition])
-            .await?);
+        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+            vec![&req.queue_id, &req.group, &req.partition];
+        let sql = match &only {
+            Some(ids) => {
+                params.push(ids);
+                ENSURE_QUEUE_MODE_ONLY
+            }
+            None => ENSURE_QUEUE_MODE,
+        };
+        let st = tx.prepare_cached(sql).await?;
+        return Ok(tx.execute(&st, &params).await?);
     }
     let start: Option<DateTime<Utc>> = match req.start {
         StartPoint::Beginning => None,
@@ -160,9 +223,16 @@ async fn ensure_cursors(tx: &Transaction<'_>, req: &PopRequest<'_>) -> Result<u6
     let durable = tx
         .prepare_cached("SET LOCAL synchronous_commit = on")
         .await?;
-    let st = tx.prepare_cached(ENSURE_NAMED).await?;
-    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
-        [&req.queue_id, &req.group, &req.partition, &start];
+    let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+        vec![&req.queue_id, &req.group, &req.partition, &start];
+    let sql = match &only {
+        Some(ids) => {
+            params.push(ids);
+            ENSURE_NAMED_ONLY
+        }
+        None => ENSURE_NAMED,
+    };
+    let st = tx.prepare_cached(sql).await?;
     let (_, n) = futures::try_join!(tx.execute(&durable, &[]), tx.execute(&st, &params))?;
     Ok(n)
 }
@@ -185,22 +255,29 @@ async fn claim(
     tx: &Transaction<'_>,
     req: &PopRequest<'_>,
 ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+    let window = req.window_buffer_seconds as f64;
+    let lease = req.lease_seconds as f64;
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [
+        &req.queue_id,
+        &req.group,
+        &req.partition,
+        &window,
+        &req.max_partitions,
+        &req.lease_id,
+        &lease,
+        &req.batch,
+    ];
+    if !req.hint.is_empty() {
+        let st = tx.prepare_cached(CLAIM_HINTED).await?;
+        let mut hinted = params.to_vec();
+        hinted.push(&req.hint);
+        let rows = tx.query(&st, &hinted).await?;
+        if !rows.is_empty() {
+            return Ok(rows);
+        }
+    }
     let st = tx.prepare_cached(CLAIM_AND_READ).await?;
-    Ok(tx
-        .query(
-            &st,
-            &[
-                &req.queue_id,
-                &req.group,
-                &req.partition,
-                &(req.window_buffer_seconds as f64),
-                &req.max_partitions,
-                &req.lease_id,
-                &(req.lease_seconds as f64),
-                &req.batch,
-            ],
-        )
-        .await?)
+    Ok(tx.query(&st, &params).await?)
 }
 
 struct Claimed {
@@ -218,7 +295,7 @@ struct Claimed {
 /// deliver up to `batch` messages across them; then trim or release what the read did not
 /// fill.
 pub async fn pop(tx: &Transaction<'_>, req: &PopRequest<'_>) -> Result<PopOutcome, StoreError> {
-    if req.ensure_cursors {
+    if !matches!(req.sweep, Sweep::No) {
         ensure_cursors(tx, req).await?;
     }
     let rows = claim(tx, req).await?;

@@ -177,13 +177,13 @@ async fn lookup(
 /// Maps (queue, partition) names to partitions inside the caller's transaction, creating
 /// missing queues (defaults, derived namespace/task) and partitions first, sorted by name:
 /// creation is the first step of the global lock order, and a request that is refused later
-/// in the same transaction leaves nothing behind. Also returns the ids of the queues in which
-/// partitions were created (for the sweep clock, `crate::wakeup::Sweeps`).
+/// in the same transaction leaves nothing behind. Also returns the (queue id, partition id) of
+/// every partition it created (for the sweep clock, `crate::wakeup::Sweeps`).
 pub async fn resolve_partitions(
     tx: &Transaction<'_>,
     tenant: &str,
     pairs: &[(String, String)],
-) -> Result<(HashMap<(String, String), PartitionRef>, Vec<Uuid>), StoreError> {
+) -> Result<(HashMap<(String, String), PartitionRef>, Vec<(Uuid, Uuid)>), StoreError> {
     // A fused flush names the same few partitions once per item: look each up once.
     let mut unique: Vec<&(String, String)> = pairs.iter().collect();
     unique.sort();
@@ -212,10 +212,8 @@ pub async fn resolve_partitions(
         tx.execute(&q_st, &[&Uuid::now_v7(), &tenant, queue, &ns, &task])
             .await?;
         let qid: Uuid = tx.query_one(&id_st, &[&tenant, queue]).await?.get(0);
-        ensure_partition(tx, tenant, qid, partition).await?;
-        if !created.contains(&qid) {
-            created.push(qid);
-        }
+        let pid = ensure_partition(tx, tenant, qid, partition).await?;
+        created.push((qid, pid));
     }
     Ok((lookup(tx, tenant, &unique).await?, created))
 }
