@@ -238,11 +238,14 @@ async fn attempt(s: &AppState, target: &Target, a: &Ask) -> Result<Found, ApiErr
             if batch == 0 || partitions == 0 {
                 break;
             }
-            let hint = match partition {
-                Some(_) => Vec::new(),
-                None => s.ready.take(q.id, &a.group, partitions as usize),
-            };
             let due = s.cursor_sweeps.due(q.id, &sweep_key);
+            // Once a second per group (with the full sweep) the claim walks in claim order
+            // regardless of the ready list, so a partition whose hint was lost (its lease
+            // expired, another broker pushed) is served within the interval.
+            let hint = match (partition, &due) {
+                (Some(_), _) | (None, Due::All) => Vec::new(),
+                (None, _) => s.ready.take(q.id, &a.group, partitions as usize),
+            };
             let req = PopRequest {
                 hint: &hint,
                 queue_id: q.id,
