@@ -23,9 +23,7 @@ use super::{AppState, State};
 use crate::broker::naming::QUEUE_MODE;
 use crate::broker::subscription::{start_point, StartPoint};
 use crate::deliveries::Delivered;
-use crate::store::pop::{
-    diagnose_empty, pop, relax_durability, DeliveredPartition, EmptyReason, PopRequest, Sweep,
-};
+use crate::store::pop::{diagnose_empty, pop, DeliveredPartition, EmptyReason, PopRequest, Sweep};
 use crate::store::queues::{find_queue, find_scoped, QueueRow};
 use crate::wakeup::Due;
 
@@ -231,7 +229,6 @@ async fn attempt(s: &AppState, target: &Target, a: &Ask) -> Result<Found, ApiErr
     };
     let lease_id = Uuid::now_v7();
     let (claimed, reason) = crate::in_transaction!(s.store, |tx| {
-        relax_durability(tx).await?;
         let mut claimed: Vec<(&QueueRow, DeliveredPartition)> = Vec::new();
         let (mut batch, mut partitions) = (a.batch, a.partitions);
         for q in &queues {

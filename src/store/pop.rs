@@ -217,12 +217,6 @@ async fn ensure_cursors(tx: &Transaction<'_>, req: &PopRequest<'_>) -> Result<u6
         StartPoint::Beginning => None,
         StartPoint::After(t) => Some(t),
     };
-    // A named group's first-join start point must survive a crash: a lost one would be decided
-    // again, later, and the group would skip what was pushed in between. Durable again for
-    // the rest of this transaction (see `relax_durability`).
-    let durable = tx
-        .prepare_cached("SET LOCAL synchronous_commit = on")
-        .await?;
     let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
         vec![&req.queue_id, &req.group, &req.partition, &start];
     let sql = match &only {
@@ -233,22 +227,7 @@ async fn ensure_cursors(tx: &Transaction<'_>, req: &PopRequest<'_>) -> Result<u6
         None => ENSURE_NAMED,
     };
     let st = tx.prepare_cached(sql).await?;
-    let (_, n) = futures::try_join!(tx.execute(&durable, &[]), tx.execute(&st, &params))?;
-    Ok(n)
-}
-
-/// Lets a pop transaction commit without waiting for its WAL flush. A pop writes only leases
-/// (and, with autoAck, cursors moved past what it hands out): a crash that loses them makes
-/// those messages deliverable again, which at-least-once delivery allows, and nothing a
-/// client was told was stored is lost. Waiting for the flush behind every concurrent push's
-/// WAL was most of a pop's latency under load. Called first in the transaction, so a sweep
-/// that records a subscription later in it turns durability back on.
-pub async fn relax_durability(tx: &Transaction<'_>) -> Result<(), StoreError> {
-    let st = tx
-        .prepare_cached("SET LOCAL synchronous_commit = off")
-        .await?;
-    tx.execute(&st, &[]).await?;
-    Ok(())
+    Ok(tx.execute(&st, &params).await?)
 }
 
 async fn claim(
