@@ -9,10 +9,13 @@ use tokio::sync::Notify;
 /// Pushes wake at most this many parked pops per consumer group of the queue.
 const MAX_WOKEN: usize = 64;
 
+/// Per consumer group: the notifier its parked pops wait on.
+type GroupNotifiers = HashMap<String, Arc<Notify>>;
+
 #[derive(Default)]
 pub struct Wakeups {
-    /// Per (tenant, queue), per consumer group.
-    queues: Mutex<HashMap<(String, String), HashMap<String, Arc<Notify>>>>,
+    /// Per (tenant, queue).
+    queues: Mutex<HashMap<(String, String), GroupNotifiers>>,
     /// Per tenant: fired by a push to any of its queues, for pops that span queues.
     tenants: Mutex<HashMap<String, Arc<Notify>>>,
 }

@@ -102,7 +102,7 @@ impl<'a> Reader<'a> {
     }
 
     fn uuid(&mut self) -> Result<Uuid, Corrupt> {
-        Ok(Uuid::from_slice(self.take(16)?).map_err(|_| Corrupt)?)
+        Uuid::from_slice(self.take(16)?).map_err(|_| Corrupt)
     }
 
     fn str(&mut self) -> Result<&'a str, Corrupt> {

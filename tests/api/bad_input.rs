@@ -222,7 +222,7 @@ async fn every_post_route_refuses_empty_unparsable_and_non_object_bodies() {
     let mut failures = Vec::new();
     for body in ["[]", "[1, 2]", "\"hello\"", "42", "true"] {
         let (s, v) = b.post_raw(LEASE_PATH, body).await;
-        if s != StatusCode::BAD_REQUEST || !v["error"].as_str().is_some_and(|e| !e.is_empty()) {
+        if s != StatusCode::BAD_REQUEST || v["error"].as_str().is_none_or(|e| e.is_empty()) {
             failures.push(format!(
                 "POST lease extend with non-object body {body}: got {s} {v}, want 400 {{\"error\": ...}}"
             ));
