@@ -34,6 +34,31 @@ fn default_autopilot_batch() -> i64 {
     100
 }
 
+fn default_jwt_algorithm() -> String {
+    "HS256".into()
+}
+fn default_clock_skew() -> u64 {
+    30
+}
+fn default_skip_paths() -> String {
+    "/health,/metrics/prometheus,/metrics,/".into()
+}
+fn default_roles_claim() -> String {
+    "role".into()
+}
+fn default_roles_array_claim() -> String {
+    "roles".into()
+}
+fn default_role_admin() -> String {
+    "admin".into()
+}
+fn default_role_read_write() -> String {
+    "read-write".into()
+}
+fn default_role_read_only() -> String {
+    "read-only".into()
+}
+
 #[derive(Clone, Debug, Deserialize)]
 pub struct Config {
     pub database_url: Option<String>,
@@ -73,6 +98,37 @@ pub struct Config {
     pub default_subscription_mode: String,
     /// 64 hex characters: the AES-256-GCM key for queues with `encryptionEnabled`.
     pub queen_encryption_key: Option<String>,
+
+    // JWT authentication, Queen's variables (spec appendix B.1); see `http::auth`.
+    /// Only the exact string `true` turns authentication on.
+    #[serde(default)]
+    pub jwt_enabled: String,
+    #[serde(default = "default_jwt_algorithm")]
+    pub jwt_algorithm: String,
+    /// The HS256 secret, used as raw bytes.
+    pub jwt_secret: Option<String>,
+    pub jwt_public_key: Option<String>,
+    pub jwt_jwks_url: Option<String>,
+    pub jwt_issuer: Option<String>,
+    pub jwt_audience: Option<String>,
+    /// Leeway in seconds for `exp`, `nbf` and `iat`.
+    #[serde(default = "default_clock_skew")]
+    pub jwt_clock_skew: u64,
+    /// Comma-separated paths let through without a token (an entry ending in `/`, longer than
+    /// `/`, is a prefix).
+    #[serde(default = "default_skip_paths")]
+    pub jwt_skip_paths: String,
+    #[serde(default = "default_roles_claim")]
+    pub jwt_roles_claim: String,
+    #[serde(default = "default_roles_array_claim")]
+    pub jwt_roles_array_claim: String,
+    #[serde(default = "default_role_admin")]
+    pub jwt_role_admin: String,
+    #[serde(default = "default_role_read_write")]
+    pub jwt_role_read_write: String,
+    #[serde(default = "default_role_read_only")]
+    pub jwt_role_read_only: String,
+    pub jwt_tenant_claim: Option<String>,
 }
 
 impl Config {

@@ -39,6 +39,21 @@ enum Command {
     /// Exit 0 when the broker on PORT answers /health with 200 (for container health checks,
     /// where no curl exists).
     Healthcheck,
+    /// Print a development token signed with HS256, to try authentication without another tool.
+    Token {
+        /// The shared secret (JWT_SECRET of the broker).
+        #[arg(long, env = "JWT_SECRET")]
+        secret: String,
+        /// `read-only`, `read-write` or `admin` (or your JWT_ROLE_* values).
+        #[arg(long, default_value = "read-write")]
+        role: String,
+        /// The `sub` claim.
+        #[arg(long)]
+        subject: Option<String>,
+        /// Seconds until it expires.
+        #[arg(long, default_value_t = 3600)]
+        expires_in: u64,
+    },
 }
 
 #[tokio::main]
@@ -59,6 +74,18 @@ async fn main() -> anyhow::Result<()> {
             run(config, &url).await
         }
         Command::Healthcheck => healthcheck(config.port).await,
+        Command::Token {
+            secret,
+            role,
+            subject,
+            expires_in,
+        } => {
+            println!(
+                "{}",
+                regent::http::auth::mint(&secret, &role, subject.as_deref(), Some(expires_in))
+            );
+            Ok(())
+        }
         Command::Bench(args) => {
             let json = args.json;
             let report = regent::bench::run(args).await?;

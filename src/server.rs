@@ -39,6 +39,7 @@ pub async fn start(
         .map(PayloadCipher::from_hex)
         .transpose()?;
     let (shutdown, shutting_down) = watch::channel(false);
+    let auth = crate::http::auth::Auth::from_config(&config)?;
     let state = Arc::new(AppState {
         store: store.clone(),
         wakeups: Wakeups::default(),
@@ -51,6 +52,7 @@ pub async fn start(
         deliveries: crate::deliveries::Deliveries::new(Duration::from_secs(
             config.tx_index_retention_seconds,
         )),
+        auth,
         shutting_down: shutting_down.clone(),
     });
     state.pushes.start(state.clone()).await;

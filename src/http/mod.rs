@@ -2,6 +2,7 @@
 //! sees JSON request or response shapes.
 
 mod ack;
+pub mod auth;
 mod body;
 mod configure;
 mod cors;
@@ -48,6 +49,8 @@ pub struct AppState {
     pub ready: crate::wakeup::Ready,
     /// What each live lease delivered, so acks resolve without the transaction index.
     pub deliveries: crate::deliveries::Deliveries,
+    /// JWT verification; `None` when authentication is off.
+    pub auth: Option<Arc<auth::Auth>>,
     /// Flips to true when the server starts shutting down, so parked long-polls answer at once.
     pub shutting_down: watch::Receiver<bool>,
 }
@@ -84,6 +87,11 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/api/v1/resources/queues/{queue}",
             delete(resources::delete_queue),
         )
+        // Matched routes only: an unknown path is a 404 whatever the token says.
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::authorize,
+        ))
         .fallback(fallback::not_found)
         .method_not_allowed_fallback(fallback::method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))

@@ -1,0 +1,216 @@
+//! JWT authentication (HS256): the route table walked with every kind of token, Queen's 401
+//! and 403 texts, and unknown paths staying 404.
+
+use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
+use regent::http::auth::{mint, Level, ROUTES};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::support::{broker_with, Broker};
+
+const SECRET: &str = "test-secret";
+
+async fn authed() -> Broker {
+    broker_with(|c| {
+        c.jwt_enabled = "true".into();
+        c.jwt_secret = Some(SECRET.into());
+    })
+    .await
+}
+
+/// A concrete path for a route template.
+fn path_of(template: &str) -> String {
+    template
+        .replace("{queue}", "authq")
+        .replace("{partition}", "p")
+        .replace("{lease_id}", "0192f3c4-5d6e-7f80-9a1b-2c3d4e5f6a7b")
+}
+
+async fn call(b: &Broker, method: &Method, path: &str, token: Option<&str>) -> (StatusCode, Value) {
+    let mut req = b.http.request(method.clone(), format!("{}{}", b.url, path));
+    if let Some(t) = token {
+        req = req.header("Authorization", format!("Bearer {t}"));
+    }
+    if *method == Method::POST {
+        req = req.header("content-type", "application/json").body("{}");
+    }
+    let res = req.send().await.expect("request sent");
+    let status = res.status();
+    let v = res.json::<Value>().await.unwrap_or(Value::Null);
+    (status, v)
+}
+
+fn signed(claims: Value, alg: Algorithm, secret: &str) -> String {
+    encode(
+        &Header::new(alg),
+        &claims,
+        &EncodingKey::from_secret(secret.as_bytes()),
+    )
+    .unwrap()
+}
+
+/// The levels of spec appendix B.5, for the routes Regent serves: the table must say the same.
+#[test]
+fn the_route_table_gives_the_specs_levels() {
+    let spec = [
+        (Method::GET, "/health", Level::Public),
+        (Method::POST, "/api/v1/configure", Level::ReadWrite),
+        (Method::POST, "/api/v1/push", Level::ReadWrite),
+        (Method::GET, "/api/v1/pop/queue/{queue}", Level::ReadWrite),
+        (
+            Method::GET,
+            "/api/v1/pop/queue/{queue}/partition/{partition}",
+            Level::ReadWrite,
+        ),
+        (Method::GET, "/api/v1/pop", Level::ReadWrite),
+        (Method::POST, "/api/v1/ack", Level::ReadWrite),
+        (Method::POST, "/api/v1/ack/batch", Level::ReadWrite),
+        (Method::POST, "/api/v1/transaction", Level::ReadWrite),
+        (
+            Method::POST,
+            "/api/v1/lease/{lease_id}/extend",
+            Level::ReadWrite,
+        ),
+        (Method::GET, "/api/v1/dlq", Level::ReadOnly),
+        (Method::GET, "/api/v1/resources/queues", Level::ReadOnly),
+        (
+            Method::DELETE,
+            "/api/v1/resources/queues/{queue}",
+            Level::Admin,
+        ),
+    ];
+    assert_eq!(ROUTES.len(), spec.len());
+    for (m, t, l) in &spec {
+        assert_eq!(regent::http::auth::level(m, t), Some(*l), "{m} {t}");
+    }
+}
+
+#[tokio::test]
+async fn every_route_with_every_kind_of_token() {
+    let b = authed().await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let granting: Vec<(&str, String, Option<Level>)> = vec![
+        (
+            "read-only",
+            mint(SECRET, "read-only", None, Some(600)),
+            Some(Level::ReadOnly),
+        ),
+        (
+            "read-write",
+            mint(SECRET, "read-write", None, Some(600)),
+            Some(Level::ReadWrite),
+        ),
+        (
+            "admin",
+            mint(SECRET, "admin", Some("ops"), Some(600)),
+            Some(Level::Admin),
+        ),
+        (
+            "no role",
+            signed(json!({"sub": "x"}), Algorithm::HS256, SECRET),
+            None,
+        ),
+        ("unknown role", mint(SECRET, "superuser", None, None), None),
+        (
+            "roles array",
+            signed(
+                json!({"roles": ["read-only", "admin"]}),
+                Algorithm::HS256,
+                SECRET,
+            ),
+            Some(Level::Admin),
+        ),
+    ];
+    let refused: Vec<(&str, Option<String>, &str)> = vec![
+        ("none", None, "Authentication required"),
+        (
+            "expired",
+            Some(signed(
+                json!({"role": "admin", "exp": now - 3600}),
+                Algorithm::HS256,
+                SECRET,
+            )),
+            "Token has expired",
+        ),
+        (
+            "bad signature",
+            Some(mint("another-secret", "admin", None, Some(600))),
+            "Invalid token signature",
+        ),
+        (
+            "wrong algorithm",
+            Some(signed(json!({"role": "admin"}), Algorithm::HS384, SECRET)),
+            "Token uses HS384, expected HS256",
+        ),
+    ];
+    for (method, template, need) in ROUTES {
+        let path = path_of(template);
+        for (name, token, text) in &refused {
+            let (s, v) = call(&b, method, &path, token.as_deref()).await;
+            if *need == Level::Public {
+                assert!(
+                    s != StatusCode::UNAUTHORIZED && s != StatusCode::FORBIDDEN,
+                    "{method} {path} {name}: {s} {v}"
+                );
+            } else {
+                assert_eq!(s, StatusCode::UNAUTHORIZED, "{method} {path} {name}: {v}");
+                assert_eq!(v, json!({ "error": text }), "{method} {path} {name}");
+            }
+        }
+        for (name, token, has) in &granting {
+            let (s, v) = call(&b, method, &path, Some(token)).await;
+            let allowed = *need == Level::Public || has.is_some_and(|h| h >= *need);
+            if allowed {
+                assert!(
+                    s != StatusCode::UNAUTHORIZED && s != StatusCode::FORBIDDEN,
+                    "{method} {path} with {name}: {s} {v}"
+                );
+            } else {
+                assert_eq!(s, StatusCode::FORBIDDEN, "{method} {path} with {name}: {v}");
+                assert_eq!(v, json!({"error": "Insufficient permissions"}));
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn tokens_are_read_from_the_header_and_unknown_paths_stay_404() {
+    let b = authed().await;
+    let admin = mint(SECRET, "admin", None, Some(600));
+    // Without `Bearer `, the whole header value is the token.
+    let res = b
+        .http
+        .get(format!("{}/api/v1/resources/queues", b.url))
+        .header("Authorization", &admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let res = b
+        .http
+        .get(format!("{}/api/v1/resources/queues", b.url))
+        .header("Authorization", "Bearer ")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    let (s, _) = call(&b, &Method::GET, "/api/v1/nowhere", None).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    // A granted push really happens.
+    let rw = mint(SECRET, "read-write", None, Some(600));
+    let res = b
+        .http
+        .post(format!("{}/api/v1/push", b.url))
+        .header("Authorization", format!("bearer {rw}"))
+        .json(&json!({"items": [{"queue": "authq", "payload": {"n": 1}}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let (s, v) = call(&b, &Method::GET, "/api/v1/pop/queue/authq", Some(&rw)).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(v["messages"][0]["data"], json!({"n": 1}), "{v}");
+}
