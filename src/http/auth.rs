@@ -20,6 +20,13 @@ use serde_json::{json, Value};
 use super::AppState;
 use crate::config::Config;
 
+/// Who a verified request comes from, for the routes that record it.
+#[derive(Clone, Debug)]
+pub struct Principal {
+    /// The token's `sub`, stamped on pushed messages as `producerSub`.
+    pub sub: Option<String>,
+}
+
 /// What a route requires. Each level includes the ones before it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
@@ -208,7 +215,7 @@ fn token(req: &Request) -> Option<&str> {
 
 /// Route middleware: runs for matched routes only, so an unknown path is a 404 whatever the
 /// token says.
-pub async fn authorize(State(s): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+pub async fn authorize(State(s): State<Arc<AppState>>, mut req: Request, next: Next) -> Response {
     let Some(auth) = s.auth.clone() else {
         return next.run(req).await;
     };
@@ -231,7 +238,15 @@ pub async fn authorize(State(s): State<Arc<AppState>>, req: Request, next: Next)
         Err(text) => return refuse(StatusCode::UNAUTHORIZED, &text),
     };
     match (need, auth.granted(&claims)) {
-        (Some(need), Some(has)) if has >= need => next.run(req).await,
+        (Some(need), Some(has)) if has >= need => {
+            req.extensions_mut().insert(Principal {
+                sub: claims
+                    .get("sub")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+            });
+            next.run(req).await
+        }
         _ => refuse(StatusCode::FORBIDDEN, "Insufficient permissions"),
     }
 }

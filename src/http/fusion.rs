@@ -194,7 +194,7 @@ async fn push_transaction(
 ) -> Result<Vec<Verdict>, ApiError> {
     let attempt = |dedup| async move {
         crate::in_transaction!(s.store, |tx| {
-            let prepared = prepare(tx, s, tenant, items, None).await?;
+            let prepared = prepare(tx, s, tenant, items).await?;
             let verdicts = append_prepared(tx, &prepared, dedup).await?;
             Ok((prepared.written(), verdicts))
         })

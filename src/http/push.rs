@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use axum::extract::State as AxState;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::{Extension, Json};
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
@@ -13,6 +13,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
+use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
 use super::{AppState, State};
@@ -31,6 +32,17 @@ pub(crate) struct PushItem {
     pub payload: Box<RawValue>,
     pub transaction_id: String,
     pub trace_id: Option<Uuid>,
+    /// The pushing token's `sub`: set by the route from the verified token, never read from
+    /// the body (a client's own `producerSub` is ignored).
+    pub producer_sub: Option<String>,
+}
+
+/// Stamps the verified token's `sub` on every item (nothing when authentication is off).
+pub(crate) fn stamp(items: &mut [PushItem], principal: Option<&Principal>) {
+    let sub = principal.and_then(|p| p.sub.as_deref());
+    for i in items {
+        i.producer_sub = sub.map(str::to_string);
+    }
 }
 
 /// Names and transaction ids are index keys: PostgreSQL cannot store a NUL in text, and a
@@ -123,6 +135,7 @@ pub(crate) fn parse_item(item: &RawValue, payload_keys: &[&str]) -> Result<PushI
         payload,
         transaction_id,
         trace_id,
+        producer_sub: None,
     })
 }
 
@@ -205,7 +218,6 @@ pub(crate) async fn prepare(
     s: &AppState,
     tenant: &str,
     items: &[PushItem],
-    producer_sub: Option<&str>,
 ) -> Result<Prepared, StoreError> {
     let pairs: Vec<(String, String)> = items
         .iter()
@@ -262,7 +274,7 @@ pub(crate) async fn prepare(
             transaction_id: item.transaction_id.clone(),
             payload,
             trace_id: item.trace_id,
-            producer_sub: producer_sub.map(str::to_string),
+            producer_sub: item.producer_sub.clone(),
             encrypted,
         });
     }
@@ -326,7 +338,11 @@ pub(crate) async fn append_prepared(
         .collect())
 }
 
-pub async fn push(AxState(s): State, body: RawBody) -> Result<Response, ApiError> {
+pub async fn push(
+    AxState(s): State,
+    principal: Option<Extension<Principal>>,
+    body: RawBody,
+) -> Result<Response, ApiError> {
     let raw = body.raw_json()?;
     let items_required = || ApiError::bad_request("items array is required");
     let top: HashMap<String, &RawValue> =
@@ -335,10 +351,11 @@ pub async fn push(AxState(s): State, body: RawBody) -> Result<Response, ApiError
         .get("items")
         .and_then(|r| serde_json::from_str(r.get()).ok())
         .ok_or_else(items_required)?;
-    let items = list
+    let mut items = list
         .into_iter()
         .map(|i| parse_item(i, &["payload"]))
         .collect::<Result<Vec<_>, _>>()?;
+    stamp(&mut items, principal.as_deref());
     if items.is_empty() {
         return Ok((StatusCode::CREATED, Json(json!([]))).into_response());
     }

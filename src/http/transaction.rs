@@ -3,11 +3,12 @@
 //! Any refused ack rolls the bundle back; a retried bundle is harmless (push dedup, ack noop).
 
 use axum::extract::State as AxState;
-use axum::Json;
+use axum::{Extension, Json};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::ack::{group_acks, group_of, parse_ack, SentAck};
+use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
 use super::push::{append_prepared, parse_item, prepare, PushItem, Verdict};
@@ -69,7 +70,11 @@ fn parse_ops(v: &Value) -> Result<Vec<Op>, ApiError> {
 /// Why the bundle was rolled back (a business outcome, answered with 200 `success:false`).
 struct Refused(String);
 
-pub async fn transaction(AxState(s): State, body: RawBody) -> Result<Json<Value>, ApiError> {
+pub async fn transaction(
+    AxState(s): State,
+    principal: Option<Extension<Principal>>,
+    body: RawBody,
+) -> Result<Json<Value>, ApiError> {
     let v = body.json()?;
     let ops = parse_ops(&v)?;
     let required: Vec<String> = match v.get("requiredLeases") {
@@ -122,10 +127,11 @@ pub async fn transaction(AxState(s): State, body: RawBody) -> Result<Json<Value>
     groups.sort_by(|a, b| (&a.0.partition_id, &a.0.group).cmp(&(&b.0.partition_id, &b.0.group)));
     super::ack::know_offsets(&s, groups.iter_mut().map(|(g, _)| g));
 
-    let push_items: Vec<PushItem> = pushes.iter().map(|(_, p)| p.clone()).collect();
+    let mut push_items: Vec<PushItem> = pushes.iter().map(|(_, p)| p.clone()).collect();
+    super::push::stamp(&mut push_items, principal.as_deref());
     let result = crate::commit_if!(s.store, |tx| {
         // Partition creation first: the head of the global lock order.
-        let prepared = prepare(tx, &s, tenant, &push_items, None).await?;
+        let prepared = prepare(tx, &s, tenant, &push_items).await?;
         // Checked before the acks run (they may end these very leases). A bundle whose
         // leases are gone is still accepted when every ack in it replays an ack already
         // committed, so re-sending a committed bundle after a lost answer is harmless.

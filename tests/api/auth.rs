@@ -214,3 +214,62 @@ async fn tokens_are_read_from_the_header_and_unknown_paths_stay_404() {
     assert_eq!(s, StatusCode::OK);
     assert_eq!(v["messages"][0]["data"], json!({"n": 1}), "{v}");
 }
+
+#[tokio::test]
+async fn producer_sub_is_the_tokens_subject_never_the_clients() {
+    let b = authed().await;
+    let alice = mint(SECRET, "read-write", Some("alice"), Some(600));
+    let bob = mint(SECRET, "read-write", Some("bob"), Some(600));
+    let nobody = mint(SECRET, "read-write", None, Some(600));
+    let send = |token: String, path: &'static str, body: Value| {
+        let req = b
+            .http
+            .post(format!("{}{path}", b.url))
+            .header("Authorization", format!("Bearer {token}"))
+            .json(&body);
+        async move {
+            let res = req.send().await.unwrap();
+            (res.status(), res.json::<Value>().await.unwrap())
+        }
+    };
+    let (s, v) = send(
+        alice,
+        "/api/v1/push",
+        json!({"items": [{"queue": "subs", "partition": "a", "transactionId": "t1",
+                          "payload": {"n": 1}, "producerSub": "mallory"}]}),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let (s, v) = send(
+        bob,
+        "/api/v1/transaction",
+        json!({"operations": [{"type": "push", "items": [
+            {"queue": "subs", "partition": "b", "transactionId": "t2", "payload": {"n": 2},
+             "producerSub": "mallory"}]}]}),
+    )
+    .await;
+    assert_eq!((s, &v["success"]), (StatusCode::OK, &json!(true)), "{v}");
+    let (s, v) = send(
+        nobody.clone(),
+        "/api/v1/push",
+        json!({"items": [{"queue": "subs", "partition": "c", "transactionId": "t3",
+                          "payload": {"n": 3}, "producerSub": "mallory"}]}),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    for (partition, want) in [
+        ("a", json!("alice")),
+        ("b", json!("bob")),
+        ("c", Value::Null),
+    ] {
+        let (s, v) = call(
+            &b,
+            &Method::GET,
+            &format!("/api/v1/pop/queue/subs/partition/{partition}"),
+            Some(&nobody),
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        assert_eq!(v["messages"][0]["producerSub"], want, "{partition}: {v}");
+    }
+}
