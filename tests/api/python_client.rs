@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
-use crate::support::broker;
+use crate::support::{broker, broker_with};
 
 const CLIENT_VERSION: &str = "1.3.0";
 const SCRIPT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -60,15 +60,33 @@ async fn check_client(python: &PathBuf) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_1_3_0_full_flow() {
+    let b = broker().await;
+    run_flow(&b.url, None).await;
+}
+
+/// The same flow with authentication on: the client sends its token as a bearer. The token
+/// is admin's, since the flow ends by deleting its queues.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_1_3_0_with_authentication() {
+    let b = broker_with(|c| {
+        c.jwt_enabled = "true".into();
+        c.jwt_secret = Some("python-secret".into());
+    })
+    .await;
+    let token = regent::http::auth::mint("python-secret", "admin", Some("py"), Some(600));
+    run_flow(&b.url, Some(token)).await;
+}
+
+async fn run_flow(url: &str, token: Option<String>) {
     let python = python();
     check_client(&python).await;
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/client_flow.py");
     assert!(script.exists(), "missing {}", script.display());
 
-    let b = broker().await;
     let mut child = Command::new(&python)
         .arg(&script)
-        .arg(&b.url)
+        .arg(url)
+        .env("QUEEN_TOKEN", token.unwrap_or_default())
         .env("PYTHONUNBUFFERED", "1")
         .env_remove("QUEEN_SDK_POP_AUTOPILOT")
         .stdin(Stdio::null())

@@ -8,6 +8,7 @@ a timeout so a broken broker makes the script fail instead of hang.
 """
 
 import asyncio
+import os
 import sys
 import traceback
 import uuid
@@ -332,7 +333,8 @@ STEPS = [
 
 
 async def run(url: str) -> None:
-    client = Queen(url, timeout_millis=10000)
+    # With authentication on, the harness passes a token; the client sends it as a bearer.
+    client = Queen(url, timeout_millis=10000, bearer_token=os.environ.get("QUEEN_TOKEN") or None)
     try:
         for name, fn in STEPS:
             try:
@@ -345,7 +347,7 @@ async def run(url: str) -> None:
 
 def main() -> int:
     if len(sys.argv) != 2:
-        print("usage: client_flow.py <broker-url>", file=sys.stderr)
+        print("usage: [QUEEN_TOKEN=...] client_flow.py <broker-url>", file=sys.stderr)
         return 2
     url = sys.argv[1]
     step(f"broker {url}, run id {RUN}")
