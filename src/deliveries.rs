@@ -38,8 +38,9 @@ struct Lease {
     expires: Instant,
     /// The oldest message's creation time: the whole lease is usable while it is in the window.
     oldest: DateTime<Utc>,
-    /// (partition, transaction id hash, offset).
-    items: Vec<(Uuid, Uuid, i64)>,
+    /// Transaction id hash -> (partition, offset). The hash names its partition already; the
+    /// partition is kept to check it. A map, since an ack batch may name every item.
+    items: HashMap<Uuid, (Uuid, i64)>,
 }
 
 /// One delivered message, as [`Deliveries::record`] takes it.
@@ -67,14 +68,13 @@ impl Deliveries {
         delivered: impl IntoIterator<Item = Delivered<'a>>,
     ) {
         let mut oldest = DateTime::<Utc>::MAX_UTC;
-        let items: Vec<(Uuid, Uuid, i64)> = delivered
+        let items: HashMap<Uuid, (Uuid, i64)> = delivered
             .into_iter()
             .map(|d| {
                 oldest = oldest.min(d.created_at);
                 (
-                    d.partition,
                     tx_hash(d.partition, d.transaction_id),
-                    d.offset,
+                    (d.partition, d.offset),
                 )
             })
             .collect();
@@ -122,11 +122,9 @@ impl Deliveries {
         }
         hashes
             .iter()
-            .map(|h| {
-                l.items
-                    .iter()
-                    .find(|(p, x, _)| *p == partition && x == h)
-                    .map(|&(_, _, offset)| offset)
+            .map(|h| match l.items.get(h) {
+                Some(&(p, offset)) if p == partition => Some(offset),
+                _ => None,
             })
             .collect()
     }
