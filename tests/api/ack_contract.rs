@@ -918,6 +918,35 @@ async fn consumer_not_found_for_a_group_that_never_popped() {
     check("queue mode", &res, &[("a", refused(CONSUMER_NOT_FOUND))]);
 }
 
+/// PostgreSQL accepts UUID spellings the broker's parser does not (a hyphen after any group
+/// of four digits). The index key is a hash of the partition id, so such an ack is keyed
+/// again with the partition the database found, and resolves like any other.
+#[tokio::test]
+async fn a_partition_id_only_postgres_can_parse_still_resolves() {
+    let b = broker().await;
+    let pid = push(&b, "q", &["a", "b"]).await;
+    let lease = pop_expect(&b, "q", Some("g"), 2, &["a", "b"]).await;
+    let hex: String = pid.chars().filter(|c| *c != '-').collect();
+    let odd = hex
+        .as_bytes()
+        .chunks(4)
+        .map(|c| std::str::from_utf8(c).unwrap())
+        .collect::<Vec<_>>()
+        .join("-");
+    assert!(
+        Uuid::parse_str(&odd).is_err(),
+        "{odd} must be PostgreSQL-only"
+    );
+    let res = b
+        .ack_batch(
+            Some("g"),
+            json!([item("b", &odd, Some(&lease), "completed")]),
+        )
+        .await;
+    check("odd spelling", &res, &[("b", done(true))]);
+    assert_eq!(b.cursor(&pid, "g").await, Some((1, false, 0)));
+}
+
 #[tokio::test]
 async fn invalid_lease_wrong_released_and_expired() {
     let b = broker().await;
