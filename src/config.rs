@@ -58,6 +58,9 @@ fn default_role_read_write() -> String {
 fn default_role_read_only() -> String {
     "read-only".into()
 }
+fn default_tenant_claim() -> String {
+    "tenant".into()
+}
 
 #[derive(Clone, Debug, Deserialize)]
 pub struct Config {
@@ -128,7 +131,11 @@ pub struct Config {
     pub jwt_role_read_write: String,
     #[serde(default = "default_role_read_only")]
     pub jwt_role_read_only: String,
-    pub jwt_tenant_claim: Option<String>,
+    /// The claim naming a verified token's tenant.
+    #[serde(default = "default_tenant_claim")]
+    pub jwt_tenant_claim: String,
+    /// The tenant of a verified token without the tenant claim; unset, such a token is refused.
+    pub jwt_default_tenant: Option<String>,
 }
 
 impl Config {

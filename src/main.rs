@@ -47,6 +47,9 @@ enum Command {
         /// `read-only`, `read-write` or `admin` (or your JWT_ROLE_* values).
         #[arg(long, default_value = "read-write")]
         role: String,
+        /// The `tenant` claim: the tenant the token acts for.
+        #[arg(long)]
+        tenant: Option<String>,
         /// The `sub` claim.
         #[arg(long)]
         subject: Option<String>,
@@ -77,13 +80,17 @@ async fn main() -> anyhow::Result<()> {
         Command::Token {
             secret,
             role,
+            tenant,
             subject,
             expires_in,
         } => {
-            println!(
-                "{}",
-                regent::http::auth::mint(&secret, &role, subject.as_deref(), Some(expires_in))
-            );
+            let claims = regent::http::auth::Minted {
+                role: &role,
+                tenant: tenant.as_deref(),
+                sub: subject.as_deref(),
+                expires_in_secs: Some(expires_in),
+            };
+            println!("{}", regent::http::auth::mint(&secret, &claims));
             Ok(())
         }
         Command::Bench(args) => {

@@ -2,9 +2,10 @@
 //! seed contract says. Both answer 200 with one element per item, in request order.
 
 use axum::extract::State as AxState;
-use axum::Json;
+use axum::{Extension, Json};
 use serde_json::{json, Value};
 
+use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
 use super::State;
@@ -117,6 +118,7 @@ pub(crate) fn forget_ended(s: &super::AppState, leases: &[Option<String>], plans
 
 async fn process(
     s: &super::AppState,
+    tenant: &str,
     acks: Vec<SentAck>,
     consumer_group: &str,
 ) -> Result<Value, ApiError> {
@@ -125,7 +127,7 @@ async fn process(
     know_offsets(s, &mut groups);
     let leases: Vec<Option<String>> = groups.iter().map(|g| g.lease_id.clone()).collect();
     // Each group resolves on its own; concurrent requests' groups share a commit (fusion).
-    let plans = s.acks.ack(s.tenant(), groups).await?;
+    let plans = s.acks.ack(tenant, groups).await?;
     forget_ended(s, &leases, &plans);
 
     let mut out: Vec<Value> = vec![Value::Null; acks.len()];
@@ -137,15 +139,25 @@ async fn process(
     Ok(Value::Array(out))
 }
 
-pub async fn ack_single(AxState(s): State, body: RawBody) -> Result<Json<Value>, ApiError> {
+pub async fn ack_single(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    body: RawBody,
+) -> Result<Json<Value>, ApiError> {
     let v = body.ack_json()?;
     if !v.is_object() {
         return Err(ApiError::bad_request("bad body: expected a JSON object"));
     }
-    Ok(Json(process(&s, vec![parse_ack(&v)], &group_of(&v)).await?))
+    Ok(Json(
+        process(&s, &who.tenant, vec![parse_ack(&v)], &group_of(&v)).await?,
+    ))
 }
 
-pub async fn ack_batch(AxState(s): State, body: RawBody) -> Result<Json<Value>, ApiError> {
+pub async fn ack_batch(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    body: RawBody,
+) -> Result<Json<Value>, ApiError> {
     let v = body.ack_json()?;
     let Some(Value::Array(items)) = v.get("acknowledgments") else {
         return Err(ApiError::bad_request(
@@ -158,5 +170,5 @@ pub async fn ack_batch(AxState(s): State, body: RawBody) -> Result<Json<Value>, 
         )));
     }
     let acks: Vec<SentAck> = items.iter().map(parse_ack).collect();
-    Ok(Json(process(&s, acks, &group_of(&v)).await?))
+    Ok(Json(process(&s, &who.tenant, acks, &group_of(&v)).await?))
 }

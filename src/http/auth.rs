@@ -1,10 +1,10 @@
-//! Who may call what: the one route table that gives every route its access level, and JWT
-//! verification with Queen's variables, claims and error texts (spec appendix B).
+//! Who may call what: the one route table that gives every route its access level, JWT
+//! verification with Queen's variables, claims and error texts (spec appendix B), and the
+//! tenant every request acts for.
 //!
-//! This first step verifies HS256 tokens (also under `JWT_ALGORITHM=auto`). RS256, EdDSA,
-//! static public keys, JWKS and tenants taken from a token are refused at start-up, with a
-//! message saying so, rather than half-supported: until tenants come from tokens every request
-//! is tenant `default`, so a deployment that needs tenant isolation must not start.
+//! This step verifies HS256 tokens (also under `JWT_ALGORITHM=auto`). RS256, EdDSA, static
+//! public keys and JWKS are refused at start-up, with a message saying so, rather than
+//! half-supported.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -18,13 +18,29 @@ use jsonwebtoken::{decode, decode_header, Algorithm, DecodingKey, Validation};
 use serde_json::{json, Value};
 
 use super::AppState;
+use crate::broker::naming::DEFAULT_TENANT;
 use crate::config::Config;
 
-/// Who a verified request comes from, for the routes that record it.
+/// Who a request comes from. [`authorize`] puts one on every matched route, so a handler
+/// that extracts it cannot run without it (axum answers 500 for a missing extension: closed,
+/// never some other tenant).
 #[derive(Clone, Debug)]
 pub struct Principal {
     /// The token's `sub`, stamped on pushed messages as `producerSub`.
     pub sub: Option<String>,
+    /// Every lookup and write of the request is scoped to this tenant.
+    pub tenant: Arc<str>,
+}
+
+impl Principal {
+    /// A request that carries no verified token: authentication is off, or the route is
+    /// public or skipped. It acts for the configured default tenant, else `default`.
+    fn anonymous(default_tenant: Option<&str>) -> Principal {
+        Principal {
+            sub: None,
+            tenant: default_tenant.unwrap_or(DEFAULT_TENANT).into(),
+        }
+    }
 }
 
 /// What a route requires. Each level includes the ones before it.
@@ -87,6 +103,8 @@ pub struct Auth {
     admin: String,
     read_write: String,
     read_only: String,
+    tenant_claim: String,
+    default_tenant: Option<String>,
 }
 
 impl Auth {
@@ -109,11 +127,11 @@ impl Auth {
                  HS256 tokens only"
             );
         }
-        if c.jwt_tenant_claim.is_some() {
-            anyhow::bail!(
-                "JWT_TENANT_CLAIM is not supported yet: every request is tenant `default`, so \
-                 tenants would not be isolated"
-            );
+        if c.jwt_tenant_claim.is_empty() {
+            anyhow::bail!("JWT_TENANT_CLAIM must name a claim");
+        }
+        if c.jwt_default_tenant.as_deref() == Some("") {
+            anyhow::bail!("JWT_DEFAULT_TENANT, when set, must not be empty");
         }
         let Some(secret) = c.jwt_secret.as_deref().filter(|s| !s.is_empty()) else {
             anyhow::bail!("JWT_ENABLED=true needs JWT_SECRET (HS256)");
@@ -145,6 +163,8 @@ impl Auth {
             admin: c.jwt_role_admin.clone(),
             read_write: c.jwt_role_read_write.clone(),
             read_only: c.jwt_role_read_only.clone(),
+            tenant_claim: c.jwt_tenant_claim.clone(),
+            default_tenant: c.jwt_default_tenant.clone(),
         })))
     }
 
@@ -200,6 +220,18 @@ impl Auth {
     }
 }
 
+impl Auth {
+    /// The tenant a verified token acts for: its tenant claim (a non-empty string), else the
+    /// configured default; `None` refuses the token.
+    fn tenant_of(&self, claims: &Value) -> Option<Arc<str>> {
+        match claims.get(&self.tenant_claim) {
+            Some(Value::String(t)) if !t.is_empty() => Some(t.as_str().into()),
+            Some(_) => None,
+            None => self.default_tenant.as_deref().map(Into::into),
+        }
+    }
+}
+
 fn refuse(status: StatusCode, text: &str) -> Response {
     (status, Json(json!({ "error": text }))).into_response()
 }
@@ -217,6 +249,7 @@ fn token(req: &Request) -> Option<&str> {
 /// token says.
 pub async fn authorize(State(s): State<Arc<AppState>>, mut req: Request, next: Next) -> Response {
     let Some(auth) = s.auth.clone() else {
+        req.extensions_mut().insert(Principal::anonymous(None));
         return next.run(req).await;
     };
     let template = req
@@ -225,6 +258,8 @@ pub async fn authorize(State(s): State<Arc<AppState>>, mut req: Request, next: N
         .map(|m| m.as_str().to_string());
     let need = template.as_deref().and_then(|t| level(req.method(), t));
     if need == Some(Level::Public) || auth.skipped(req.uri().path()) {
+        let anonymous = Principal::anonymous(auth.default_tenant.as_deref());
+        req.extensions_mut().insert(anonymous);
         return next.run(req).await;
     }
     let Some(raw) = token(&req) else {
@@ -238,24 +273,40 @@ pub async fn authorize(State(s): State<Arc<AppState>>, mut req: Request, next: N
         Err(text) => return refuse(StatusCode::UNAUTHORIZED, &text),
     };
     match (need, auth.granted(&claims)) {
-        (Some(need), Some(has)) if has >= need => {
-            req.extensions_mut().insert(Principal {
-                sub: claims
-                    .get("sub")
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
-            });
-            next.run(req).await
-        }
-        _ => refuse(StatusCode::FORBIDDEN, "Insufficient permissions"),
+        (Some(need), Some(has)) if has >= need => {}
+        _ => return refuse(StatusCode::FORBIDDEN, "Insufficient permissions"),
     }
+    let Some(tenant) = auth.tenant_of(&claims) else {
+        let text = format!("Token has no tenant: claim `{}`", auth.tenant_claim);
+        return refuse(StatusCode::FORBIDDEN, &text);
+    };
+    req.extensions_mut().insert(Principal {
+        sub: claims
+            .get("sub")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        tenant,
+    });
+    next.run(req).await
 }
 
-/// A signed HS256 development token (`regent token`): `role`, optional `sub`, and `exp` when
-/// `expires_in_secs` is given.
-pub fn mint(secret: &str, role: &str, sub: Option<&str>, expires_in_secs: Option<u64>) -> String {
-    let mut claims = json!({ "role": role });
-    if let Some(sub) = sub {
+/// What a development token (`regent token`) says.
+#[derive(Clone, Debug, Default)]
+pub struct Minted<'a> {
+    pub role: &'a str,
+    pub tenant: Option<&'a str>,
+    pub sub: Option<&'a str>,
+    pub expires_in_secs: Option<u64>,
+}
+
+/// A signed HS256 development token: `role`, the tenant under the default claim name, `sub`,
+/// and `exp` when an expiry is given.
+pub fn mint(secret: &str, t: &Minted) -> String {
+    let mut claims = json!({ "role": t.role });
+    if let Some(tenant) = t.tenant {
+        claims["tenant"] = json!(tenant);
+    }
+    if let Some(sub) = t.sub {
         claims["sub"] = json!(sub);
     }
     let now = std::time::SystemTime::now()
@@ -263,7 +314,7 @@ pub fn mint(secret: &str, role: &str, sub: Option<&str>, expires_in_secs: Option
         .map(|d| d.as_secs())
         .unwrap_or(0);
     claims["iat"] = json!(now);
-    if let Some(secs) = expires_in_secs {
+    if let Some(secs) = t.expires_in_secs {
         claims["exp"] = json!(now + secs);
     }
     jsonwebtoken::encode(
@@ -295,7 +346,8 @@ mod tests {
         for refused in [
             ("JWT_ALGORITHM", "RS256"),
             ("JWT_ALGORITHM", "none"),
-            ("JWT_TENANT_CLAIM", "tenant"),
+            ("JWT_TENANT_CLAIM", ""),
+            ("JWT_DEFAULT_TENANT", ""),
             ("JWT_JWKS_URL", "https://example.com/jwks"),
             ("JWT_SECRET", ""),
         ] {
@@ -304,6 +356,30 @@ mod tests {
                 "{refused:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_tenant_is_a_non_empty_string_claim_or_the_default() {
+        let a = Auth::from_config(&config(&[("JWT_TENANT_CLAIM", "org")]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            a.tenant_of(&json!({"org": "acme"})).as_deref(),
+            Some("acme")
+        );
+        assert_eq!(a.tenant_of(&json!({"tenant": "acme"})), None);
+        assert_eq!(a.tenant_of(&json!({"org": ""})), None);
+        assert_eq!(a.tenant_of(&json!({"org": ["acme"]})), None);
+        let a = Auth::from_config(&config(&[("JWT_DEFAULT_TENANT", "shared")]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.tenant_of(&json!({})).as_deref(), Some("shared"));
+        assert_eq!(
+            a.tenant_of(&json!({"tenant": 7})),
+            None,
+            "a wrong type is not absent"
+        );
+        assert_eq!(a.tenant_of(&json!({"tenant": "t"})).as_deref(), Some("t"));
     }
 
     #[test]

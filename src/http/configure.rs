@@ -1,9 +1,10 @@
 //! `POST /api/v1/configure`: create a queue or replace its whole configuration.
 
 use axum::extract::State as AxState;
-use axum::Json;
+use axum::{Extension, Json};
 use serde_json::{json, Map, Value};
 
+use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
 use super::time::millis;
@@ -11,7 +12,11 @@ use super::State;
 use crate::broker::options::{QueueOptions, BOOL_DEFAULTS, DLQ_FLAGS, INT_DEFAULTS};
 use crate::store::queues;
 
-pub async fn configure(AxState(s): State, body: RawBody) -> Result<Json<Value>, ApiError> {
+pub async fn configure(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    body: RawBody,
+) -> Result<Json<Value>, ApiError> {
     let v = body.json()?;
     let queue = match v.get("queue") {
         Some(Value::String(q)) if !q.is_empty() => super::push::name("queue", q)?,
@@ -30,7 +35,7 @@ pub async fn configure(AxState(s): State, body: RawBody) -> Result<Json<Value>, 
         ));
     }
     let (row, default_partition) =
-        queues::configure(&s.store, s.tenant(), &queue, &namespace, &task, &options).await?;
+        queues::configure(&s.store, &who.tenant, &queue, &namespace, &task, &options).await?;
     Ok(Json(json!({
         "configured": true,
         "queueId": row.id,

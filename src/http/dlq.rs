@@ -2,10 +2,11 @@
 //! reads.
 
 use axum::extract::State as AxState;
-use axum::Json;
+use axum::{Extension, Json};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
+use super::auth::Principal;
 use super::error::ApiError;
 use super::params::Params;
 use super::time::millis;
@@ -22,7 +23,11 @@ fn instant(p: &Params, key: &str) -> Result<Option<DateTime<Utc>>, ApiError> {
         .transpose()
 }
 
-pub async fn list(AxState(s): State, p: Params) -> Result<Json<Value>, ApiError> {
+pub async fn list(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    p: Params,
+) -> Result<Json<Value>, ApiError> {
     let filter = DlqFilter {
         queue: p.str("queue"),
         group: p.str("consumerGroup"),
@@ -32,7 +37,7 @@ pub async fn list(AxState(s): State, p: Params) -> Result<Json<Value>, ApiError>
         limit: p.int("limit").unwrap_or(100).clamp(1, 1000),
         offset: p.int("offset").unwrap_or(0).max(0),
     };
-    let (letters, total) = list_dlq(&s.store.client().await?, s.tenant(), &filter).await?;
+    let (letters, total) = list_dlq(&s.store.client().await?, &who.tenant, &filter).await?;
     let messages: Vec<Value> = letters
         .into_iter()
         .map(|d| {

@@ -4,10 +4,11 @@
 use axum::extract::State as AxState;
 
 use super::path::PathParams;
-use axum::Json;
+use axum::{Extension, Json};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
+use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
 use super::time::millis;
@@ -20,6 +21,7 @@ const MAX_SECONDS: i64 = 24 * 3600;
 
 pub async fn extend(
     AxState(s): State,
+    Extension(who): Extension<Principal>,
     PathParams(lease_id): PathParams<String>,
     body: RawBody,
 ) -> Result<Json<Value>, ApiError> {
@@ -35,7 +37,7 @@ pub async fn extend(
         },
     };
     let outcome = match Uuid::parse_str(&lease_id) {
-        Ok(id) => extend_lease(&s.store.client().await?, s.tenant(), id, seconds).await?,
+        Ok(id) => extend_lease(&s.store.client().await?, &who.tenant, id, seconds).await?,
         Err(_) => Extended::NotFound,
     };
     Ok(Json(match outcome {

@@ -28,7 +28,6 @@ use axum::Router;
 use tokio::sync::watch;
 
 use crate::broker::encryption::PayloadCipher;
-use crate::broker::naming::DEFAULT_TENANT;
 use crate::config::Config;
 use crate::store::Store;
 use crate::wakeup::Wakeups;
@@ -56,14 +55,6 @@ pub struct AppState {
 }
 
 pub type State = axum::extract::State<Arc<AppState>>;
-
-impl AppState {
-    /// The tenant of a request. Authentication is not wired in yet, so every request belongs
-    /// to the default tenant; every store call already takes the tenant.
-    pub fn tenant(&self) -> &'static str {
-        DEFAULT_TENANT
-    }
-}
 
 pub fn router(state: Arc<AppState>) -> Router {
     let limit = state.config.max_body_bytes;

@@ -9,13 +9,14 @@ use axum::extract::State as AxState;
 use super::path::PathParams;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::{Extension, Json};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 use uuid::Uuid;
 
+use super::auth::Principal;
 use super::error::ApiError;
 use super::params::Params;
 use super::time::micros;
@@ -63,29 +64,35 @@ impl Target {
 
 pub async fn pop_queue(
     AxState(s): State,
+    Extension(who): Extension<Principal>,
     PathParams(queue): PathParams<String>,
     params: Params,
 ) -> Result<Response, ApiError> {
-    run(s, Target::Queue(queue), params).await
+    run(s, &who.tenant, Target::Queue(queue), params).await
 }
 
 pub async fn pop_partition(
     AxState(s): State,
+    Extension(who): Extension<Principal>,
     PathParams((queue, partition)): PathParams<(String, String)>,
     params: Params,
 ) -> Result<Response, ApiError> {
-    run(s, Target::Partition(queue, partition), params).await
+    run(s, &who.tenant, Target::Partition(queue, partition), params).await
 }
 
 /// `GET /api/v1/pop?namespace=…&task=…`: documented by Queen and called by its client when
 /// a consumer names no queue.
-pub async fn pop_scope(AxState(s): State, params: Params) -> Result<Response, ApiError> {
+pub async fn pop_scope(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    params: Params,
+) -> Result<Response, ApiError> {
     let namespace = params.str("namespace").map(str::to_string);
     let task = params.str("task").map(str::to_string);
     if namespace.is_none() && task.is_none() {
         return Err(ApiError::bad_request("namespace or task is required"));
     }
-    run(s, Target::Scope { namespace, task }, params).await
+    run(s, &who.tenant, Target::Scope { namespace, task }, params).await
 }
 
 /// The request's knobs, defaults applied.
@@ -146,10 +153,14 @@ enum Found {
     Nothing(&'static str),
 }
 
-async fn run(s: Arc<AppState>, target: Target, p: Params) -> Result<Response, ApiError> {
+async fn run(
+    s: Arc<AppState>,
+    tenant: &str,
+    target: Target,
+    p: Params,
+) -> Result<Response, ApiError> {
     let started = Instant::now();
     let a = ask(&s, &p, &target)?;
-    let tenant = s.tenant();
     let deadline = started + a.timeout.saturating_sub(DEADLINE_MARGIN);
     let notify = match &target {
         Target::Scope { .. } => s.wakeups.for_tenant(tenant),
@@ -164,7 +175,7 @@ async fn run(s: Arc<AppState>, target: Target, p: Params) -> Result<Response, Ap
         tokio::pin!(notified);
         notified.as_mut().enable();
 
-        let found = attempt(&s, &target, &a).await?;
+        let found = attempt(&s, tenant, &target, &a).await?;
         match found {
             Found::Messages(body) => return Ok(json_text(body)),
             Found::Shape(body) if !a.wait => {
@@ -193,8 +204,7 @@ async fn run(s: Arc<AppState>, target: Target, p: Params) -> Result<Response, Ap
 }
 
 /// One claim-and-read over the target's queues, in one transaction.
-async fn attempt(s: &AppState, target: &Target, a: &Ask) -> Result<Found, ApiError> {
-    let tenant = s.tenant();
+async fn attempt(s: &AppState, tenant: &str, target: &Target, a: &Ask) -> Result<Found, ApiError> {
     // The lookup's connection goes back to the pool before the transaction takes another:
     // holding both would let as many concurrent pops as the pool has connections wait on
     // each other forever.

@@ -38,8 +38,8 @@ pub(crate) struct PushItem {
 }
 
 /// Stamps the verified token's `sub` on every item (nothing when authentication is off).
-pub(crate) fn stamp(items: &mut [PushItem], principal: Option<&Principal>) {
-    let sub = principal.and_then(|p| p.sub.as_deref());
+pub(crate) fn stamp(items: &mut [PushItem], principal: &Principal) {
+    let sub = principal.sub.as_deref();
     for i in items {
         i.producer_sub = sub.map(str::to_string);
     }
@@ -340,7 +340,7 @@ pub(crate) async fn append_prepared(
 
 pub async fn push(
     AxState(s): State,
-    principal: Option<Extension<Principal>>,
+    Extension(who): Extension<Principal>,
     body: RawBody,
 ) -> Result<Response, ApiError> {
     let raw = body.raw_json()?;
@@ -355,11 +355,11 @@ pub async fn push(
         .into_iter()
         .map(|i| parse_item(i, &["payload"]))
         .collect::<Result<Vec<_>, _>>()?;
-    stamp(&mut items, principal.as_deref());
+    stamp(&mut items, &who);
     if items.is_empty() {
         return Ok((StatusCode::CREATED, Json(json!([]))).into_response());
     }
-    let (items, verdicts) = s.pushes.push(s.tenant(), items).await?;
+    let (items, verdicts) = s.pushes.push(&who.tenant, items).await?;
     let results: Vec<PushResult<'_>> = items
         .iter()
         .zip(&verdicts)

@@ -3,21 +3,26 @@
 use axum::extract::State as AxState;
 
 use super::path::PathParams;
-use axum::Json;
+use axum::{Extension, Json};
 use serde_json::{json, Value};
 
+use super::auth::Principal;
 use super::error::ApiError;
 use super::params::Params;
 use super::time::millis;
 use super::State;
 use crate::store::queues::{delete_queue as delete, list_queues as list};
 
-pub async fn list_queues(AxState(s): State, p: Params) -> Result<Json<Value>, ApiError> {
+pub async fn list_queues(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    p: Params,
+) -> Result<Json<Value>, ApiError> {
     let limit = p.int("limit").unwrap_or(1000).clamp(1, 10_000);
     let offset = p.int("offset").unwrap_or(0).max(0);
     let rows = list(
         &s.store.client().await?,
-        s.tenant(),
+        &who.tenant,
         p.str("search"),
         limit,
         offset,
@@ -40,9 +45,10 @@ pub async fn list_queues(AxState(s): State, p: Params) -> Result<Json<Value>, Ap
 /// Idempotent: deleting a queue that does not exist answers `existed: false`.
 pub async fn delete_queue(
     AxState(s): State,
+    Extension(who): Extension<Principal>,
     PathParams(queue): PathParams<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let existed = delete(&s.store, s.tenant(), &queue).await?;
+    let existed = delete(&s.store, &who.tenant, &queue).await?;
     Ok(Json(
         json!({ "deleted": true, "queue": queue, "existed": existed }),
     ))

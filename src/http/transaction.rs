@@ -72,7 +72,7 @@ struct Refused(String);
 
 pub async fn transaction(
     AxState(s): State,
-    principal: Option<Extension<Principal>>,
+    Extension(who): Extension<Principal>,
     body: RawBody,
 ) -> Result<Json<Value>, ApiError> {
     let v = body.json()?;
@@ -92,7 +92,7 @@ pub async fn transaction(
         Some(_) => return Err(ApiError::bad_request("requiredLeases must be an array")),
     };
     let bundle_id = Uuid::now_v7();
-    let tenant = s.tenant();
+    let tenant: &str = &who.tenant;
 
     // Acks: an op without its own leaseId borrows the bundle's single required lease.
     let mut acks: Vec<(usize, SentAck, String)> = Vec::new();
@@ -128,7 +128,7 @@ pub async fn transaction(
     super::ack::know_offsets(&s, groups.iter_mut().map(|(g, _)| g));
 
     let mut push_items: Vec<PushItem> = pushes.iter().map(|(_, p)| p.clone()).collect();
-    super::push::stamp(&mut push_items, principal.as_deref());
+    super::push::stamp(&mut push_items, &who);
     let result = crate::commit_if!(s.store, |tx| {
         // Partition creation first: the head of the global lock order.
         let prepared = prepare(tx, &s, tenant, &push_items).await?;

@@ -1504,10 +1504,11 @@ async fn batch_route_reads_only_the_top_level_consumer_group() {
 // ------------------------------------------------------------------------------------------
 // partition not owned by tenant
 
-/// Every request is tenant `default` until authentication lands, so another tenant's
-/// partition is planted in the database directly: an ack naming it (with or without a lease,
-/// even for a group that has a cursor there) is refused with the contract's text and changes
-/// nothing, and its lease cannot be extended from this tenant.
+/// Another tenant's partition, planted in the database directly so the broker runs with
+/// authentication off (tenant `default`): an ack naming it (with or without a lease, even for
+/// a group that has a cursor there) is refused with the contract's text and changes nothing,
+/// and its lease cannot be extended from this tenant. `tenants.rs` covers the same through
+/// tokens of two tenants.
 #[tokio::test]
 async fn a_partition_of_another_tenant_is_not_owned() {
     let b = broker().await;

@@ -2,13 +2,28 @@
 //! and 403 texts, and unknown paths staying 404.
 
 use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
-use regent::http::auth::{mint, Level, ROUTES};
+use regent::http::auth::{mint, Level, Minted, ROUTES};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::support::{broker_with, Broker};
 
 const SECRET: &str = "test-secret";
+
+/// A token of tenant `acme`.
+fn tok(role: &str, sub: Option<&str>, expires_in_secs: Option<u64>) -> String {
+    tok_as(SECRET, role, sub, expires_in_secs)
+}
+
+fn tok_as(secret: &str, role: &str, sub: Option<&str>, expires_in_secs: Option<u64>) -> String {
+    let claims = Minted {
+        role,
+        tenant: Some("acme"),
+        sub,
+        expires_in_secs,
+    };
+    mint(secret, &claims)
+}
 
 async fn authed() -> Broker {
     broker_with(|c| {
@@ -95,17 +110,17 @@ async fn every_route_with_every_kind_of_token() {
     let granting: Vec<(&str, String, Option<Level>)> = vec![
         (
             "read-only",
-            mint(SECRET, "read-only", None, Some(600)),
+            tok("read-only", None, Some(600)),
             Some(Level::ReadOnly),
         ),
         (
             "read-write",
-            mint(SECRET, "read-write", None, Some(600)),
+            tok("read-write", None, Some(600)),
             Some(Level::ReadWrite),
         ),
         (
             "admin",
-            mint(SECRET, "admin", Some("ops"), Some(600)),
+            tok("admin", Some("ops"), Some(600)),
             Some(Level::Admin),
         ),
         (
@@ -113,11 +128,11 @@ async fn every_route_with_every_kind_of_token() {
             signed(json!({"sub": "x"}), Algorithm::HS256, SECRET),
             None,
         ),
-        ("unknown role", mint(SECRET, "superuser", None, None), None),
+        ("unknown role", tok("superuser", None, None), None),
         (
             "roles array",
             signed(
-                json!({"roles": ["read-only", "admin"]}),
+                json!({"roles": ["read-only", "admin"], "tenant": "acme"}),
                 Algorithm::HS256,
                 SECRET,
             ),
@@ -137,7 +152,7 @@ async fn every_route_with_every_kind_of_token() {
         ),
         (
             "bad signature",
-            Some(mint("another-secret", "admin", None, Some(600))),
+            Some(tok_as("another-secret", "admin", None, Some(600))),
             "Invalid token signature",
         ),
         (
@@ -146,6 +161,7 @@ async fn every_route_with_every_kind_of_token() {
             "Token uses HS384, expected HS256",
         ),
     ];
+    let no_tenant = signed(json!({"role": "admin"}), Algorithm::HS256, SECRET);
     for (method, template, need) in ROUTES {
         let path = path_of(template);
         for (name, token, text) in &refused {
@@ -173,13 +189,21 @@ async fn every_route_with_every_kind_of_token() {
                 assert_eq!(v, json!({"error": "Insufficient permissions"}));
             }
         }
+        // An admin token that names no tenant acts for nobody.
+        let (s, v) = call(&b, method, &path, Some(&no_tenant)).await;
+        if *need == Level::Public {
+            assert_ne!(s, StatusCode::FORBIDDEN, "{method} {path}: {v}");
+        } else {
+            assert_eq!(s, StatusCode::FORBIDDEN, "{method} {path}: {v}");
+            assert_eq!(v, json!({"error": "Token has no tenant: claim `tenant`"}));
+        }
     }
 }
 
 #[tokio::test]
 async fn tokens_are_read_from_the_header_and_unknown_paths_stay_404() {
     let b = authed().await;
-    let admin = mint(SECRET, "admin", None, Some(600));
+    let admin = tok("admin", None, Some(600));
     // Without `Bearer `, the whole header value is the token.
     let res = b
         .http
@@ -200,7 +224,7 @@ async fn tokens_are_read_from_the_header_and_unknown_paths_stay_404() {
     let (s, _) = call(&b, &Method::GET, "/api/v1/nowhere", None).await;
     assert_eq!(s, StatusCode::NOT_FOUND);
     // A granted push really happens.
-    let rw = mint(SECRET, "read-write", None, Some(600));
+    let rw = tok("read-write", None, Some(600));
     let res = b
         .http
         .post(format!("{}/api/v1/push", b.url))
@@ -218,9 +242,9 @@ async fn tokens_are_read_from_the_header_and_unknown_paths_stay_404() {
 #[tokio::test]
 async fn producer_sub_is_the_tokens_subject_never_the_clients() {
     let b = authed().await;
-    let alice = mint(SECRET, "read-write", Some("alice"), Some(600));
-    let bob = mint(SECRET, "read-write", Some("bob"), Some(600));
-    let nobody = mint(SECRET, "read-write", None, Some(600));
+    let alice = tok("read-write", Some("alice"), Some(600));
+    let bob = tok("read-write", Some("bob"), Some(600));
+    let nobody = tok("read-write", None, Some(600));
     let send = |token: String, path: &'static str, body: Value| {
         let req = b
             .http

@@ -73,7 +73,13 @@ async fn python_client_1_3_0_with_authentication() {
         c.jwt_secret = Some("python-secret".into());
     })
     .await;
-    let token = regent::http::auth::mint("python-secret", "admin", Some("py"), Some(600));
+    let claims = regent::http::auth::Minted {
+        role: "admin",
+        tenant: Some("py-tenant"),
+        sub: Some("py"),
+        expires_in_secs: Some(600),
+    };
+    let token = regent::http::auth::mint("python-secret", &claims);
     run_flow(&b.url, Some(token)).await;
 }
 

@@ -171,7 +171,21 @@ impl Broker {
         path: &str,
         body: Option<&str>,
     ) -> (StatusCode, Value) {
+        self.request_as(None, method, path, body).await
+    }
+
+    /// A request carrying `token` as a bearer, when given.
+    pub async fn request_as(
+        &self,
+        token: Option<&str>,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&str>,
+    ) -> (StatusCode, Value) {
         let mut req = self.http.request(method, format!("{}{}", self.url, path));
+        if let Some(t) = token {
+            req = req.header("Authorization", format!("Bearer {t}"));
+        }
         if let Some(b) = body {
             req = req
                 .header("content-type", "application/json")

@@ -1,0 +1,487 @@
+//! Tenants taken from tokens: two tenants share queue names, and one tenant naming the other's
+//! queues, partition ids, transaction ids, lease ids and dead letters sees nothing and changes
+//! nothing (issue 4's isolation matrix).
+
+use regent::http::auth::{mint, Minted};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::support::{broker_with, Broker};
+
+const SECRET: &str = "tenant-secret";
+const NOT_OWNED: &str = "partition not owned by tenant";
+
+async fn tenanted(tune: impl FnOnce(&mut regent::config::Config)) -> Broker {
+    broker_with(|c| {
+        c.jwt_enabled = "true".into();
+        c.jwt_secret = Some(SECRET.into());
+        tune(c);
+    })
+    .await
+}
+
+fn token(tenant: Option<&str>, role: &str) -> String {
+    let claims = Minted {
+        role,
+        tenant,
+        sub: tenant,
+        expires_in_secs: Some(600),
+    };
+    mint(SECRET, &claims)
+}
+
+fn signed(claims: Value) -> String {
+    jsonwebtoken::encode(
+        &jsonwebtoken::Header::default(),
+        &claims,
+        &jsonwebtoken::EncodingKey::from_secret(SECRET.as_bytes()),
+    )
+    .unwrap()
+}
+
+/// One caller: a broker and a token.
+struct As<'a> {
+    b: &'a Broker,
+    token: String,
+}
+
+impl As<'_> {
+    async fn get(&self, path: &str) -> (StatusCode, Value) {
+        self.b
+            .request_as(Some(&self.token), Method::GET, path, None)
+            .await
+    }
+    async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        let body = body.to_string();
+        self.b
+            .request_as(Some(&self.token), Method::POST, path, Some(&body))
+            .await
+    }
+    async fn delete(&self, path: &str) -> (StatusCode, Value) {
+        self.b
+            .request_as(Some(&self.token), Method::DELETE, path, None)
+            .await
+    }
+    async fn push(&self, queue: &str, partition: &str, txids: &[&str]) -> Vec<Value> {
+        let items: Vec<Value> = txids
+            .iter()
+            .map(|t| json!({"queue": queue, "partition": partition, "transactionId": t, "payload": {"tx": t}}))
+            .collect();
+        let (s, v) = self.post("/api/v1/push", json!({ "items": items })).await;
+        assert_eq!(s, StatusCode::CREATED, "{v}");
+        v.as_array().unwrap().clone()
+    }
+    /// A pop that must answer 200; its body.
+    async fn pop(&self, path_and_query: &str) -> Value {
+        let (s, v) = self.get(path_and_query).await;
+        assert_eq!(s, StatusCode::OK, "{path_and_query}: {v}");
+        v
+    }
+    async fn queue_names(&self) -> Vec<(String, i64)> {
+        let (s, v) = self.get("/api/v1/resources/queues").await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        v["queues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|q| {
+                let name = q["name"].as_str().unwrap().to_string();
+                (name, q["messages"]["total"].as_i64().unwrap())
+            })
+            .collect()
+    }
+}
+
+fn txids(pop: &Value) -> Vec<&str> {
+    pop["messages"]
+        .as_array()
+        .map(|m| {
+            m.iter()
+                .map(|x| x["transactionId"].as_str().unwrap())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Every stored row of one tenant, as text: queues, partitions, log segments, cursors (with
+/// their leases), subscriptions and dead letters.
+async fn snapshot(b: &Broker, tenant: &str) -> String {
+    let db = b.db().await;
+    let row = db
+        .query_one(
+            "SELECT concat_ws(E'\\n',
+               (SELECT string_agg(concat_ws(',', id, name, namespace, task, options::text, created_at), ';' ORDER BY id)
+                  FROM queues WHERE tenant = $1),
+               (SELECT string_agg(concat_ws(',', id, queue_id, name, next_offset, last_push_at), ';' ORDER BY id)
+                  FROM partitions WHERE tenant = $1),
+               (SELECT string_agg(concat_ws(',', s.partition_id, s.base_offset, s.end_offset, md5(s.frames)), ';'
+                                  ORDER BY s.partition_id, s.end_offset)
+                  FROM segments s JOIN partitions p ON p.id = s.partition_id WHERE p.tenant = $1),
+               (SELECT string_agg(concat_ws(',', c.partition_id, c.consumer_group, c.committed, c.lease_id,
+                                            c.lease_expires_at, c.lease_end, c.retry_count), ';'
+                                  ORDER BY c.partition_id, c.consumer_group)
+                  FROM cursors c JOIN partitions p ON p.id = c.partition_id WHERE p.tenant = $1),
+               (SELECT string_agg(concat_ws(',', s.queue_id, s.consumer_group, s.start_after), ';'
+                                  ORDER BY s.queue_id, s.consumer_group)
+                  FROM subscriptions s JOIN queues q ON q.id = s.queue_id WHERE q.tenant = $1),
+               (SELECT string_agg(concat_ws(',', id, partition_id, consumer_group, \"offset\", transaction_id,
+                                            md5(frame), error, retry_count), ';' ORDER BY id)
+                  FROM dead_letters WHERE tenant = $1))",
+            &[&tenant],
+        )
+        .await
+        .unwrap();
+    row.get(0)
+}
+
+#[tokio::test]
+async fn two_tenants_each_have_their_own_orders_queue() {
+    let b = tenanted(|_| {}).await;
+    let a = As {
+        b: &b,
+        token: token(Some("acme"), "admin"),
+    };
+    let z = As {
+        b: &b,
+        token: token(Some("zenith"), "admin"),
+    };
+    a.push("orders", "p", &["a1", "a2"]).await;
+    // The same transaction id in the other tenant is a new message, not a duplicate.
+    let pushed = z.push("orders", "p", &["a1"]).await;
+    assert_eq!(pushed[0]["status"], "queued", "{pushed:?}");
+
+    assert_eq!(a.queue_names().await, vec![("orders".to_string(), 2)]);
+    assert_eq!(z.queue_names().await, vec![("orders".to_string(), 1)]);
+    let popped = a.pop("/api/v1/pop/queue/orders?wait=false&batch=10").await;
+    assert_eq!(txids(&popped), vec!["a1", "a2"], "{popped}");
+    assert_eq!(popped["messages"][0]["producerSub"], "acme");
+    let popped = z.pop("/api/v1/pop/queue/orders?wait=false&batch=10").await;
+    assert_eq!(txids(&popped), vec!["a1"], "{popped}");
+    assert_eq!(popped["messages"][0]["producerSub"], "zenith");
+
+    // Deleting is per tenant too.
+    let (s, v) = z.delete("/api/v1/resources/queues/orders").await;
+    assert_eq!((s, &v["existed"]), (StatusCode::OK, &json!(true)), "{v}");
+    assert!(z.queue_names().await.is_empty());
+    assert_eq!(a.queue_names().await, vec![("orders".to_string(), 2)]);
+}
+
+/// A long-poll of one tenant is not answered with another tenant's push to the same name.
+#[tokio::test]
+async fn a_long_poll_is_not_answered_by_another_tenants_push() {
+    let b = tenanted(|_| {}).await;
+    let a = As {
+        b: &b,
+        token: token(Some("acme"), "read-write"),
+    };
+    let z = As {
+        b: &b,
+        token: token(Some("zenith"), "read-write"),
+    };
+    a.push("orders", "p", &["seed"]).await;
+    let first = a.pop("/api/v1/pop/queue/orders?wait=false").await;
+    let pid = first["messages"][0]["partitionId"].clone();
+    let lease = first["messages"][0]["leaseId"].clone();
+    let (s, v) = a
+        .post(
+            "/api/v1/ack",
+            json!({"transactionId": "seed", "partitionId": pid, "leaseId": lease, "status": "completed"}),
+        )
+        .await;
+    assert_eq!((s, &v[0]["success"]), (StatusCode::OK, &json!(true)), "{v}");
+
+    let parked = a.pop("/api/v1/pop/queue/orders?wait=true&timeout=1500");
+    let other = async {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        z.push("orders", "p", &["theirs"]).await;
+    };
+    let (answer, ()) = tokio::join!(parked, other);
+    assert!(txids(&answer).is_empty(), "{answer}");
+}
+
+#[tokio::test]
+async fn another_tenant_sees_nothing_and_changes_nothing() {
+    let b = tenanted(|_| {}).await;
+    let a = As {
+        b: &b,
+        token: token(Some("acme"), "admin"),
+    };
+    let z = As {
+        b: &b,
+        token: token(Some("zenith"), "admin"),
+    };
+
+    // Tenant A: a configured queue, two partitions, a live lease in a named group and a
+    // dead letter.
+    let (s, v) = a
+        .post(
+            "/api/v1/configure",
+            json!({"queue": "orders", "namespace": "shop", "task": "fulfil",
+                   "options": {"retryLimit": 3, "leaseTime": 300}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    a.push("orders", "p1", &["a1", "a2", "a3"]).await;
+    a.push("orders", "p2", &["b1"]).await;
+    let held = a
+        .pop("/api/v1/pop/queue/orders/partition/p1?wait=false&consumerGroup=workers")
+        .await;
+    assert_eq!(txids(&held), vec!["a1"], "{held}");
+    let p1 = held["messages"][0]["partitionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let lease = held["messages"][0]["leaseId"].as_str().unwrap().to_string();
+    let dead = a
+        .pop("/api/v1/pop/queue/orders/partition/p2?wait=false")
+        .await;
+    let p2 = dead["messages"][0]["partitionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let dead_lease = dead["messages"][0]["leaseId"].as_str().unwrap().to_string();
+    let (s, v) = a
+        .post(
+            "/api/v1/ack",
+            json!({"transactionId": "b1", "partitionId": p2, "leaseId": dead_lease, "status": "dlq",
+                   "error": "poison"}),
+        )
+        .await;
+    assert_eq!((s, &v[0]["dlq"]), (StatusCode::OK, &json!(true)), "{v}");
+    let before = snapshot(&b, "acme").await;
+
+    // Tenant B, with an admin token, tries every route against A's names and ids.
+    assert!(z.queue_names().await.is_empty());
+    let (s, v) = z.get("/api/v1/resources/queues?search=orders").await;
+    assert_eq!((s, &v["queues"]), (StatusCode::OK, &json!([])), "{v}");
+    for path in ["/api/v1/dlq", "/api/v1/dlq?queue=orders"] {
+        let (s, v) = z.get(path).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        assert_eq!(
+            (&v["messages"], &v["total"]),
+            (&json!([]), &json!(0)),
+            "{v}"
+        );
+    }
+    for path in [
+        "/api/v1/pop/queue/orders?wait=false&batch=10",
+        "/api/v1/pop/queue/orders?wait=false&batch=10&consumerGroup=workers",
+        "/api/v1/pop/queue/orders/partition/p1?wait=false&consumerGroup=workers",
+        "/api/v1/pop/queue/orders/partition/p1?wait=false&consumerGroup=fresh&subscriptionMode=all",
+        "/api/v1/pop?namespace=shop&wait=false",
+        "/api/v1/pop?task=fulfil&wait=false&consumerGroup=workers",
+    ] {
+        let v = z.pop(path).await;
+        assert!(txids(&v).is_empty(), "{path}: {v}");
+    }
+    // Acks naming A's partition, with and without A's lease, in A's group and queue mode.
+    for (group, lease_id) in [
+        (json!("workers"), json!(lease)),
+        (json!("workers"), Value::Null),
+        (Value::Null, Value::Null),
+    ] {
+        for status in ["completed", "failed", "retry", "dlq"] {
+            let (s, v) = z
+                .post(
+                    "/api/v1/ack",
+                    json!({"transactionId": "a1", "partitionId": p1, "leaseId": lease_id,
+                           "consumerGroup": group, "status": status}),
+                )
+                .await;
+            assert_eq!(s, StatusCode::OK, "{v}");
+            let r = &v[0];
+            let got = (&r["success"], &r["error"]);
+            assert_eq!(got, (&json!(false), &json!(NOT_OWNED)), "{status}: {v}");
+        }
+    }
+    let (s, v) = z
+        .post(
+            "/api/v1/ack/batch",
+            json!({"consumerGroup": "workers", "acknowledgments": [
+                {"transactionId": "a1", "partitionId": p1, "leaseId": lease, "status": "completed"},
+                {"transactionId": "a2", "partitionId": p1, "status": "failed"},
+                {"transactionId": "b1", "partitionId": p2, "status": "dlq"}]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    for r in v.as_array().unwrap() {
+        assert_eq!(
+            (&r["success"], &r["error"]),
+            (&json!(false), &json!(NOT_OWNED)),
+            "{r}"
+        );
+    }
+    // A transaction acking A's message next to a push of B's own is refused whole.
+    let (s, v) = z
+        .post(
+            "/api/v1/transaction",
+            json!({"operations": [
+                {"type": "ack", "transactionId": "a1", "partitionId": p1, "leaseId": lease,
+                 "consumerGroup": "workers", "status": "completed"},
+                {"type": "push", "items": [{"queue": "orders", "partition": "p1",
+                                            "transactionId": "z1", "payload": {}}]}]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        (&v["success"], &v["error"]),
+        (
+            &json!(false),
+            &json!(format!("ACK operation failed: {NOT_OWNED}"))
+        ),
+        "{v}"
+    );
+    // A's lease is not a live lease of B's.
+    let (s, v) = z
+        .post(
+            "/api/v1/transaction",
+            json!({"operations": [{"type": "push", "items": [
+                       {"queue": "orders", "transactionId": "z2", "payload": {}}]}],
+                   "requiredLeases": [lease]}),
+        )
+        .await;
+    assert_eq!((s, &v["success"]), (StatusCode::OK, &json!(false)), "{v}");
+    assert!(
+        z.queue_names().await.is_empty(),
+        "refused transactions wrote nothing"
+    );
+    let (s, v) = z
+        .post(
+            &format!("/api/v1/lease/{lease}/extend"),
+            json!({"seconds": 3600}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        (&v["success"], &v["error"]),
+        (&json!(false), &json!("Lease not found"))
+    );
+
+    // B's own writes under A's names land in B's tenant.
+    let (s, v) = z
+        .post(
+            "/api/v1/configure",
+            json!({"queue": "orders", "options": {"retryLimit": 9}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_ne!(v["partitionId"].as_str(), Some(p1.as_str()));
+    let pushed = z.push("orders", "p1", &["a1", "a2", "a3", "b1"]).await;
+    for r in &pushed {
+        assert_eq!(r["status"], "queued", "not A's duplicates: {r}");
+        assert_ne!(r["partitionId"].as_str(), Some(p1.as_str()), "{r}");
+    }
+    let mine = z
+        .pop("/api/v1/pop/queue/orders?wait=false&batch=10&consumerGroup=workers")
+        .await;
+    assert_eq!(txids(&mine), vec!["a1", "a2", "a3", "b1"], "{mine}");
+    let (s, v) = z.delete("/api/v1/resources/queues/orders").await;
+    assert_eq!((s, &v["existed"]), (StatusCode::OK, &json!(true)), "{v}");
+    let (s, v) = z.delete("/api/v1/resources/queues/orders").await;
+    assert_eq!((s, &v["existed"]), (StatusCode::OK, &json!(false)), "{v}");
+
+    // A's data is exactly as it was, and A carries on.
+    assert_eq!(snapshot(&b, "acme").await, before);
+    assert_eq!(a.queue_names().await, vec![("orders".to_string(), 4)]);
+    let (s, v) = a.get("/api/v1/dlq?queue=orders").await;
+    assert_eq!((s, &v["total"]), (StatusCode::OK, &json!(1)), "{v}");
+    assert_eq!(v["messages"][0]["transactionId"], "b1");
+    let (s, v) = a
+        .post(
+            &format!("/api/v1/lease/{lease}/extend"),
+            json!({"seconds": 60}),
+        )
+        .await;
+    assert_eq!((s, &v["success"]), (StatusCode::OK, &json!(true)), "{v}");
+    let (s, v) = a
+        .post(
+            "/api/v1/ack",
+            json!({"transactionId": "a1", "partitionId": p1, "leaseId": lease,
+                   "consumerGroup": "workers", "status": "completed"}),
+        )
+        .await;
+    assert_eq!((s, &v[0]["success"]), (StatusCode::OK, &json!(true)), "{v}");
+    let next = a
+        .pop("/api/v1/pop/queue/orders/partition/p1?wait=false&consumerGroup=workers")
+        .await;
+    assert_eq!(txids(&next), vec!["a2"], "{next}");
+}
+
+#[tokio::test]
+async fn a_token_without_a_tenant_is_refused_unless_a_default_is_configured() {
+    let b = tenanted(|_| {}).await;
+    let no_tenant = token(None, "admin");
+    for t in [
+        no_tenant.clone(),
+        signed(json!({"role": "admin", "tenant": 7})),
+        signed(json!({"role": "admin", "tenant": ""})),
+    ] {
+        let (s, v) = b
+            .request_as(Some(&t), Method::GET, "/api/v1/resources/queues", None)
+            .await;
+        assert_eq!(s, StatusCode::FORBIDDEN, "{v}");
+        assert_eq!(v, json!({"error": "Token has no tenant: claim `tenant`"}));
+    }
+    // Role is checked first: a read-only token without a tenant still gets Queen's text on a
+    // write route.
+    let (s, v) = b
+        .request_as(
+            Some(&token(None, "read-only")),
+            Method::POST,
+            "/api/v1/push",
+            Some("{}"),
+        )
+        .await;
+    assert_eq!(
+        (s, v),
+        (
+            StatusCode::FORBIDDEN,
+            json!({"error": "Insufficient permissions"})
+        )
+    );
+
+    // With a default tenant, a token without the claim acts for it.
+    let b = tenanted(|c| c.jwt_default_tenant = Some("shared".into())).await;
+    let anonymous = As {
+        b: &b,
+        token: token(None, "read-write"),
+    };
+    let shared = As {
+        b: &b,
+        token: token(Some("shared"), "read-write"),
+    };
+    let other = As {
+        b: &b,
+        token: token(Some("other"), "read-write"),
+    };
+    anonymous.push("jobs", "p", &["j1"]).await;
+    assert_eq!(shared.queue_names().await, vec![("jobs".to_string(), 1)]);
+    assert!(other.queue_names().await.is_empty());
+}
+
+#[tokio::test]
+async fn the_tenant_claim_is_configurable() {
+    let b = tenanted(|c| c.jwt_tenant_claim = "org".into()).await;
+    let org = As {
+        b: &b,
+        token: signed(json!({"role": "read-write", "org": "acme"})),
+    };
+    org.push("jobs", "p", &["j1"]).await;
+    assert_eq!(org.queue_names().await, vec![("jobs".to_string(), 1)]);
+    // `tenant` is now an ordinary claim.
+    let (s, v) = b
+        .request_as(
+            Some(&token(Some("acme"), "read-write")),
+            Method::GET,
+            "/api/v1/resources/queues",
+            None,
+        )
+        .await;
+    assert_eq!(
+        (s, v),
+        (
+            StatusCode::FORBIDDEN,
+            json!({"error": "Token has no tenant: claim `org`"})
+        )
+    );
+}
