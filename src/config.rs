@@ -3,6 +3,8 @@
 
 use serde::Deserialize;
 
+use crate::broker::limits::{LimitTable, Limits};
+
 fn default_host() -> String {
     "0.0.0.0".into()
 }
@@ -136,9 +138,60 @@ pub struct Config {
     pub jwt_tenant_claim: String,
     /// The tenant of a verified token without the tenant claim; unset, such a token is refused.
     pub jwt_default_tenant: Option<String>,
+
+    /// Per-tenant limits as JSON: `{"<tenant>" | "*": {"rate": r, "burst": b,
+    /// "maxMessages": m}}`; see [`Config::tenant_limits`].
+    pub tenant_limits: Option<String>,
+}
+
+/// One tenant's entry in `TENANT_LIMITS`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct LimitSpec {
+    rate: Option<f64>,
+    burst: Option<f64>,
+    max_messages: Option<i64>,
 }
 
 impl Config {
+    /// `TENANT_LIMITS` read and checked: `*` is every tenant without its own entry.
+    pub fn tenant_limits(&self) -> anyhow::Result<LimitTable> {
+        let mut table = LimitTable::default();
+        let Some(text) = self
+            .tenant_limits
+            .as_deref()
+            .filter(|t| !t.trim().is_empty())
+        else {
+            return Ok(table);
+        };
+        let specs: std::collections::HashMap<String, LimitSpec> = serde_json::from_str(text)
+            .map_err(|e| anyhow::anyhow!("TENANT_LIMITS is not valid: {e}"))?;
+        for (tenant, s) in specs {
+            let positive = |v: Option<f64>, what: &str| match v {
+                Some(x) if !(x.is_finite() && x > 0.0) => {
+                    anyhow::bail!("TENANT_LIMITS[{tenant}].{what} must be a positive number")
+                }
+                _ => Ok(()),
+            };
+            positive(s.rate, "rate")?;
+            positive(s.burst, "burst")?;
+            if s.max_messages.is_some_and(|m| m < 0) {
+                anyhow::bail!("TENANT_LIMITS[{tenant}].maxMessages must not be negative");
+            }
+            let limits = Limits {
+                rate: s.rate,
+                burst: s.burst,
+                max_messages: s.max_messages,
+            };
+            if tenant == "*" {
+                table.default = Some(limits);
+            } else {
+                table.tenants.insert(tenant, limits);
+            }
+        }
+        Ok(table)
+    }
+
     pub fn from_env() -> anyhow::Result<Config> {
         Ok(envy::from_env::<Config>()?)
     }
@@ -190,6 +243,32 @@ fn enc(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn limits(text: &str) -> anyhow::Result<LimitTable> {
+        let c: Config =
+            envy::from_iter(vec![("TENANT_LIMITS".to_string(), text.to_string())]).unwrap();
+        c.tenant_limits()
+    }
+
+    #[test]
+    fn tenant_limits_are_checked_at_start_up() {
+        let t =
+            limits(r#"{"*": {"rate": 5}, "acme": {"rate": 100, "burst": 200, "maxMessages": 10}}"#)
+                .unwrap();
+        assert_eq!(t.of("other").unwrap().rate, Some(5.0));
+        assert_eq!(t.of("acme").unwrap().max_messages, Some(10));
+        assert!(limits("").unwrap().is_empty());
+        for bad in [
+            "[1]",
+            r#"{"acme": {"rate": 0}}"#,
+            r#"{"acme": {"rate": -1}}"#,
+            r#"{"acme": {"burst": 0}}"#,
+            r#"{"acme": {"maxMessages": -1}}"#,
+            r#"{"acme": {"rps": 1}}"#,
+        ] {
+            assert!(limits(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn queen_variables_build_a_url() {

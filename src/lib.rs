@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod config;
 pub mod deliveries;
 pub mod http;
+pub mod limits;
 pub mod server;
 pub mod store;
 pub mod wakeup;

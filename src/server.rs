@@ -40,6 +40,7 @@ pub async fn start(
         .transpose()?;
     let (shutdown, shutting_down) = watch::channel(false);
     let auth = crate::http::auth::Auth::from_config(&config)?;
+    let limits = crate::limits::Limiter::new(config.tenant_limits()?);
     let state = Arc::new(AppState {
         store: store.clone(),
         wakeups: Wakeups::default(),
@@ -53,6 +54,7 @@ pub async fn start(
             config.tx_index_retention_seconds,
         )),
         auth,
+        limits,
         shutting_down: shutting_down.clone(),
     });
     state.pushes.start(state.clone()).await;

@@ -2,7 +2,7 @@
 //! envelope. Client mistakes are 4xx with the spec's text; 5xx is kept for failures that are
 //! safe for the client to retry (it retries 5xx, even for POSTs).
 
-use axum::http::StatusCode;
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
@@ -22,6 +22,14 @@ pub enum ApiError {
     Unavailable(String),
     #[error("{0}")]
     Internal(String),
+    /// Over a tenant limit: 429 with `Retry-After` and the proxy-style `code` the Python
+    /// client surfaces (`rate_limited`, `quota_exceeded`).
+    #[error("{text}")]
+    TooManyRequests {
+        text: String,
+        code: &'static str,
+        retry_after_secs: u64,
+    },
 }
 
 impl ApiError {
@@ -51,6 +59,15 @@ impl IntoResponse for ApiError {
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::TooManyRequests {
+                text,
+                code,
+                retry_after_secs,
+            } => {
+                let body = json!({ "error": text, "code": code, "retryAfter": retry_after_secs });
+                let retry = [(header::RETRY_AFTER, retry_after_secs.to_string())];
+                return (StatusCode::TOO_MANY_REQUESTS, retry, Json(body)).into_response();
+            }
         };
         (status, Json(json!({ "error": self.to_string() }))).into_response()
     }

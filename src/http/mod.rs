@@ -12,6 +12,7 @@ mod fallback;
 pub mod fusion;
 mod health;
 mod lease;
+mod limits;
 mod params;
 mod path;
 mod pop;
@@ -48,6 +49,8 @@ pub struct AppState {
     pub ready: crate::wakeup::Ready,
     /// What each live lease delivered, so acks resolve without the transaction index.
     pub deliveries: crate::deliveries::Deliveries,
+    /// Per-tenant request rate and stored-message caps.
+    pub limits: crate::limits::Limiter,
     /// JWT verification; `None` when authentication is off.
     pub auth: Option<Arc<auth::Auth>>,
     /// Flips to true when the server starts shutting down, so parked long-polls answer at once.
@@ -78,6 +81,11 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/api/v1/resources/queues/{queue}",
             delete(resources::delete_queue),
         )
+        // Route layers run last-added first: authorize decides the tenant, then its rate.
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            limits::admit,
+        ))
         // Matched routes only: an unknown path is a 404 whatever the token says.
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -151,6 +151,14 @@ impl<'de: 'a, 'a> Deserialize<'de> for Present<'a> {
 }
 
 /// The verdict for one pushed item.
+/// How many new messages a push wrote.
+pub(crate) fn queued(verdicts: &[Verdict]) -> i64 {
+    verdicts
+        .iter()
+        .filter(|v| matches!(v, Verdict::Queued { .. }))
+        .count() as i64
+}
+
 #[derive(Clone, Debug)]
 pub(crate) enum Verdict {
     Queued { message_id: Uuid, partition: Uuid },
@@ -359,7 +367,13 @@ pub async fn push(
     if items.is_empty() {
         return Ok((StatusCode::CREATED, Json(json!([]))).into_response());
     }
+    // Room under the tenant's cap is held before anything is written, so a refusal is whole.
+    let room = s
+        .limits
+        .reserve(&s.store, &who.tenant, items.len() as i64)
+        .await??;
     let (items, verdicts) = s.pushes.push(&who.tenant, items).await?;
+    room.committed(queued(&verdicts));
     let results: Vec<PushResult<'_>> = items
         .iter()
         .zip(&verdicts)

@@ -129,6 +129,10 @@ pub async fn transaction(
 
     let mut push_items: Vec<PushItem> = pushes.iter().map(|(_, p)| p.clone()).collect();
     super::push::stamp(&mut push_items, &who);
+    let room = s
+        .limits
+        .reserve(&s.store, &who.tenant, push_items.len() as i64)
+        .await??;
     let result = crate::commit_if!(s.store, |tx| {
         // Partition creation first: the head of the global lock order.
         let prepared = prepare(tx, &s, tenant, &push_items).await?;
@@ -179,6 +183,7 @@ pub async fn transaction(
         }
         Err(e) => return Err(e.into()),
     };
+    room.committed(super::push::queued(&verdicts));
     written.announce(&s, tenant);
     let mut results: Vec<Value> = vec![Value::Null; total];
     for (pos, o) in ack_out {

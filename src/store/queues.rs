@@ -305,3 +305,16 @@ pub async fn delete_queue(store: &Store, tenant: &str, name: &str) -> Result<boo
         Ok(true)
     })
 }
+
+/// How many messages a tenant holds in the log: every offset handed out in its queues. (The
+/// log keeps what it is given until its queue is deleted.)
+pub async fn stored_messages(client: &Client, tenant: &str) -> Result<i64, StoreError> {
+    let st = client
+        .prepare_cached(
+            "SELECT coalesce(sum(p.next_offset), 0)::bigint
+               FROM queues q JOIN partitions p ON p.queue_id = q.id
+              WHERE q.tenant = $1",
+        )
+        .await?;
+    Ok(client.query_one(&st, &[&tenant]).await?.get(0))
+}

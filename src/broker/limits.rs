@@ -1,0 +1,165 @@
+//! Per-tenant limits as rules: which limits apply to a tenant, the token bucket that paces its
+//! requests, and whether a push fits under its stored-message cap. The state they act on
+//! lives in `crate::limits`; nothing here reads a clock or the database.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// One tenant's limits; `None` means unlimited.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Limits {
+    /// Requests per second, refilled continuously.
+    pub rate: Option<f64>,
+    /// How many requests may arrive at once after a quiet spell; defaults to one second's
+    /// worth of `rate` (at least 1).
+    pub burst: Option<f64>,
+    /// Messages the tenant may hold in the log.
+    pub max_messages: Option<i64>,
+}
+
+impl Limits {
+    fn burst(&self, rate: f64) -> f64 {
+        self.burst.unwrap_or(rate).max(1.0)
+    }
+}
+
+/// Limits by tenant, with an optional entry for every tenant not named.
+#[derive(Clone, Debug, Default)]
+pub struct LimitTable {
+    pub default: Option<Limits>,
+    pub tenants: HashMap<String, Limits>,
+}
+
+impl LimitTable {
+    pub fn is_empty(&self) -> bool {
+        self.default.is_none() && self.tenants.is_empty()
+    }
+
+    /// A named tenant's own entry replaces the default entry whole, so a tenant can be given
+    /// no limit at all with `{}`.
+    pub fn of(&self, tenant: &str) -> Option<&Limits> {
+        self.tenants.get(tenant).or(self.default.as_ref())
+    }
+}
+
+/// A token bucket: full when created, one token per request.
+#[derive(Clone, Debug)]
+pub struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+impl Bucket {
+    pub fn full(limits: &Limits, now: Instant) -> Bucket {
+        let rate = limits.rate.unwrap_or(f64::INFINITY);
+        Bucket {
+            tokens: limits.burst(rate),
+            at: now,
+        }
+    }
+
+    /// Takes a token, or says how long until one is there.
+    pub fn take(&mut self, limits: &Limits, now: Instant) -> Result<(), Duration> {
+        let Some(rate) = limits.rate else {
+            return Ok(());
+        };
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * rate).min(limits.burst(rate));
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(Duration::from_secs_f64((1.0 - self.tokens) / rate))
+        }
+    }
+}
+
+/// Whether `adding` more messages fit: `stored` is the last count read from the log plus what
+/// this broker committed since, `reserved` what its requests in flight may still add.
+pub fn fits(cap: i64, stored: i64, reserved: i64, adding: i64) -> bool {
+    stored.saturating_add(reserved).saturating_add(adding) <= cap
+}
+
+/// `Retry-After` in whole seconds, never 0 (a client reads 0 as "at once").
+pub fn retry_after_secs(wait: Duration) -> u64 {
+    (wait.as_secs_f64().ceil() as u64).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(rate: f64, burst: Option<f64>) -> Limits {
+        Limits {
+            rate: Some(rate),
+            burst,
+            max_messages: None,
+        }
+    }
+
+    #[test]
+    fn a_bucket_allows_its_burst_then_paces_at_its_rate() {
+        let l = limits(10.0, Some(3.0));
+        let t0 = Instant::now();
+        let mut b = Bucket::full(&l, t0);
+        for _ in 0..3 {
+            assert_eq!(b.take(&l, t0), Ok(()));
+        }
+        let wait = b.take(&l, t0).unwrap_err();
+        assert!((wait.as_secs_f64() - 0.1).abs() < 1e-9, "{wait:?}");
+        // 100 ms later one token is back, and only one.
+        let t1 = t0 + Duration::from_millis(100);
+        assert_eq!(b.take(&l, t1), Ok(()));
+        assert!(b.take(&l, t1).is_err());
+        // A long quiet spell refills to the burst, not beyond.
+        let t2 = t1 + Duration::from_secs(60);
+        for _ in 0..3 {
+            assert_eq!(b.take(&l, t2), Ok(()));
+        }
+        assert!(b.take(&l, t2).is_err());
+    }
+
+    #[test]
+    fn the_burst_defaults_to_one_seconds_worth_and_at_least_one() {
+        let t0 = Instant::now();
+        let l = limits(5.0, None);
+        let mut b = Bucket::full(&l, t0);
+        assert_eq!((0..10).filter(|_| b.take(&l, t0).is_ok()).count(), 5);
+        let slow = limits(0.5, None);
+        let mut b = Bucket::full(&slow, t0);
+        assert!(b.take(&slow, t0).is_ok());
+        assert_eq!(b.take(&slow, t0), Err(Duration::from_secs(2)));
+        let none = Limits::default();
+        let mut b = Bucket::full(&none, t0);
+        assert!((0..1000).all(|_| b.take(&none, t0).is_ok()));
+    }
+
+    #[test]
+    fn a_tenants_entry_replaces_the_default() {
+        let mut t = LimitTable::default();
+        assert!(t.is_empty());
+        assert_eq!(t.of("x"), None);
+        t.default = Some(limits(1.0, None));
+        t.tenants.insert("vip".into(), Limits::default());
+        assert_eq!(t.of("x"), Some(&limits(1.0, None)));
+        assert_eq!(t.of("vip"), Some(&Limits::default()));
+    }
+
+    #[test]
+    fn the_cap_counts_what_is_stored_and_in_flight() {
+        assert!(fits(10, 5, 0, 5));
+        assert!(!fits(10, 5, 1, 5));
+        assert!(!fits(10, 11, 0, 0));
+        assert!(fits(10, 10, 0, 0));
+        assert!(!fits(i64::MAX - 1, i64::MAX, 1, 1), "no overflow");
+    }
+
+    #[test]
+    fn retry_after_rounds_up_and_is_never_zero() {
+        assert_eq!(retry_after_secs(Duration::from_millis(1)), 1);
+        assert_eq!(retry_after_secs(Duration::from_millis(1000)), 1);
+        assert_eq!(retry_after_secs(Duration::from_millis(1001)), 2);
+        assert_eq!(retry_after_secs(Duration::ZERO), 1);
+    }
+}

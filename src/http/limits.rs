@@ -1,0 +1,53 @@
+//! Per-tenant limits at the HTTP edge: the request-rate check as a route layer, and the 429
+//! answer for either limit.
+
+use std::sync::Arc;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::auth::{level, Level, Principal};
+use super::error::ApiError;
+use super::AppState;
+use crate::broker::limits::retry_after_secs;
+use crate::limits::Refusal;
+
+/// How long a client over its stored-message cap is told to wait: room comes back only when
+/// one of its queues is deleted, so retrying sooner only spends its request rate.
+const STORED_RETRY_SECS: u64 = 60;
+
+impl From<Refusal> for ApiError {
+    fn from(r: Refusal) -> ApiError {
+        match r {
+            Refusal::Rate { wait } => ApiError::TooManyRequests {
+                text: "Rate limit exceeded".into(),
+                code: "rate_limited",
+                retry_after_secs: retry_after_secs(wait),
+            },
+            Refusal::Stored { cap, stored } => ApiError::TooManyRequests {
+                text: format!("Stored message limit reached: {stored} of {cap} messages"),
+                code: "quota_exceeded",
+                retry_after_secs: STORED_RETRY_SECS,
+            },
+        }
+    }
+}
+
+/// Route middleware, inside `auth::authorize` (it needs the request's tenant): one token of
+/// the tenant's bucket per request on every route but the public ones.
+pub async fn admit(State(s): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    let public = req
+        .extensions()
+        .get::<MatchedPath>()
+        .and_then(|m| level(req.method(), m.as_str()))
+        == Some(Level::Public);
+    if !public {
+        if let Some(who) = req.extensions().get::<Principal>() {
+            if let Err(r) = s.limits.admit(&who.tenant) {
+                return ApiError::from(r).into_response();
+            }
+        }
+    }
+    next.run(req).await
+}
