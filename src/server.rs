@@ -40,6 +40,9 @@ pub async fn start(
         .transpose()?;
     let (shutdown, shutting_down) = watch::channel(false);
     let auth = crate::http::auth::Auth::from_config(&config)?;
+    if let Some(auth) = &auth {
+        auth.start().await;
+    }
     let state = Arc::new(AppState {
         store: store.clone(),
         wakeups: Wakeups::default(),
