@@ -45,6 +45,12 @@ fn default_clock_skew() -> u64 {
 fn default_skip_paths() -> String {
     "/health,/metrics/prometheus,/metrics,/".into()
 }
+fn default_jwks_timeout_ms() -> u64 {
+    5000
+}
+fn default_jwks_refresh_interval() -> u64 {
+    3600
+}
 fn default_roles_claim() -> String {
     "role".into()
 }
@@ -112,8 +118,18 @@ pub struct Config {
     pub jwt_algorithm: String,
     /// The HS256 secret, used as raw bytes.
     pub jwt_secret: Option<String>,
+    /// A PEM public key (RSA or Ed25519); takes precedence over JWKS.
     pub jwt_public_key: Option<String>,
+    /// An `https://` JWKS endpoint for RS256/EdDSA/auto; see `http::jwks`.
     pub jwt_jwks_url: Option<String>,
+    #[serde(default = "default_jwks_timeout_ms")]
+    pub jwt_jwks_timeout_ms: u64,
+    /// Seconds between JWKS refreshes (an unknown `kid` refetches sooner).
+    #[serde(default = "default_jwks_refresh_interval")]
+    pub jwt_jwks_refresh_interval: u64,
+    /// A PEM file of CA certificates trusted for the JWKS fetch, next to the built-in roots
+    /// (a private CA).
+    pub jwt_jwks_ca_file: Option<String>,
     pub jwt_issuer: Option<String>,
     pub jwt_audience: Option<String>,
     /// Leeway in seconds for `exp`, `nbf` and `iat`.

@@ -41,6 +41,9 @@ pub async fn start(
     let (shutdown, shutting_down) = watch::channel(false);
     let auth = crate::http::auth::Auth::from_config(&config)?;
     let limits = crate::limits::Limiter::new(config.tenant_limits()?);
+    if let Some(auth) = &auth {
+        auth.start().await;
+    }
     let state = Arc::new(AppState {
         store: store.clone(),
         wakeups: Wakeups::default(),

@@ -2,21 +2,26 @@
 //! verification with Queen's variables, claims and error texts (spec appendix B), and the
 //! tenant every request acts for.
 //!
-//! This step verifies HS256 tokens (also under `JWT_ALGORITHM=auto`). RS256, EdDSA, static
-//! public keys and JWKS are refused at start-up, with a message saying so, rather than
-//! half-supported.
+//! Tokens are verified with HS256 (`JWT_SECRET`), RS256 or EdDSA (`JWT_PUBLIC_KEY`, else the
+//! keys of `JWT_JWKS_URL`, see `jwks`), or by the token's own `alg` under `auto`. A verified
+//! token acts for the tenant in its tenant claim (`JWT_TENANT_CLAIM`), else
+//! `JWT_DEFAULT_TENANT`, else it is refused.
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use jsonwebtoken::{decode, decode_header, Algorithm, DecodingKey, Validation};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use jsonwebtoken::{decode, Algorithm, DecodingKey, Validation};
 use serde_json::{json, Value};
 
+use super::jwks::{Family, Jwks, Miss};
 use super::AppState;
 use crate::broker::naming::DEFAULT_TENANT;
 use crate::config::Config;
@@ -92,10 +97,56 @@ pub fn level(method: &Method, template: &str) -> Option<Level> {
         .map(|(_, _, l)| *l)
 }
 
+/// `JWT_ALGORITHM`: what a token's `alg` header must be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Hs256,
+    Rs256,
+    EdDSA,
+    /// Each token by its own `alg`.
+    Auto,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Hs256 => "HS256",
+            Mode::Rs256 => "RS256",
+            Mode::EdDSA => "EdDSA",
+            Mode::Auto => "auto",
+        }
+    }
+}
+
+/// A failed verification: 401 for the token's fault, 500 for the broker's.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub status: StatusCode,
+    pub text: String,
+}
+
+fn unauthorized(text: impl Into<String>) -> Refusal {
+    Refusal {
+        status: StatusCode::UNAUTHORIZED,
+        text: text.into(),
+    }
+}
+
+fn server_error(text: &str) -> Refusal {
+    Refusal {
+        status: StatusCode::INTERNAL_SERVER_ERROR,
+        text: text.into(),
+    }
+}
+
 /// Verification settings, checked once at start-up.
-#[derive(Clone)]
 pub struct Auth {
-    key: DecodingKey,
+    mode: Mode,
+    secret: Option<DecodingKey>,
+    public_key: Option<(Family, DecodingKey)>,
+    jwks: Option<Arc<Jwks>>,
+    jwks_refresh: Duration,
+    /// Claims only: the signature is checked before, with the algorithm the mode dictates.
     validation: Validation,
     skip: Vec<String>,
     roles_claim: String,
@@ -113,33 +164,76 @@ impl Auth {
         if c.jwt_enabled != "true" {
             return Ok(None);
         }
-        match c.jwt_algorithm.as_str() {
-            "HS256" | "auto" => {}
-            "RS256" | "EdDSA" => anyhow::bail!(
-                "JWT_ALGORITHM={} is not supported yet: this release verifies HS256 tokens only",
-                c.jwt_algorithm
+        let mode = match c.jwt_algorithm.as_str() {
+            "HS256" => Mode::Hs256,
+            "RS256" => Mode::Rs256,
+            "EdDSA" => Mode::EdDSA,
+            "auto" => Mode::Auto,
+            other => anyhow::bail!(
+                "Invalid algorithm configuration: JWT_ALGORITHM={other} (HS256, RS256, EdDSA or auto)"
             ),
-            other => anyhow::bail!("Invalid algorithm configuration: JWT_ALGORITHM={other}"),
-        }
-        if c.jwt_public_key.is_some() || c.jwt_jwks_url.is_some() {
-            anyhow::bail!(
-                "JWT_PUBLIC_KEY and JWT_JWKS_URL are not supported yet: this release verifies \
-                 HS256 tokens only"
-            );
-        }
+        };
         if c.jwt_tenant_claim.is_empty() {
             anyhow::bail!("JWT_TENANT_CLAIM must name a claim");
         }
         if c.jwt_default_tenant.as_deref() == Some("") {
             anyhow::bail!("JWT_DEFAULT_TENANT, when set, must not be empty");
         }
-        let Some(secret) = c.jwt_secret.as_deref().filter(|s| !s.is_empty()) else {
-            anyhow::bail!("JWT_ENABLED=true needs JWT_SECRET (HS256)");
+        let secret = given(&c.jwt_secret).map(|s| DecodingKey::from_secret(s.as_bytes()));
+        let public_key = given(&c.jwt_public_key).map(public_key).transpose()?;
+        let jwks_url = given(&c.jwt_jwks_url);
+        match mode {
+            Mode::Hs256 | Mode::Auto => anyhow::ensure!(
+                secret.is_some() || jwks_url.is_some() || public_key.is_some(),
+                "JWT_ALGORITHM={} needs JWT_SECRET, JWT_JWKS_URL or JWT_PUBLIC_KEY",
+                c.jwt_algorithm
+            ),
+            Mode::Rs256 | Mode::EdDSA => anyhow::ensure!(
+                jwks_url.is_some() || public_key.is_some(),
+                "JWT_ALGORITHM={} needs JWT_JWKS_URL or JWT_PUBLIC_KEY",
+                c.jwt_algorithm
+            ),
+        }
+        // The key takes precedence over JWKS, so a key of the other family could never
+        // verify a token.
+        if let Some((family, _)) = &public_key {
+            let wanted = match mode {
+                Mode::Rs256 => Some(Family::Rsa),
+                Mode::EdDSA => Some(Family::Ed25519),
+                _ => None,
+            };
+            if let Some(w) = wanted.filter(|w| w != family) {
+                anyhow::bail!(
+                    "JWT_PUBLIC_KEY is an {} key, JWT_ALGORITHM={} needs an {} key",
+                    family.name(),
+                    c.jwt_algorithm,
+                    w.name()
+                );
+            }
+        }
+        // HS256 never looks a key up, so it fetches nothing (as Queen).
+        let jwks = match jwks_url.filter(|_| mode != Mode::Hs256) {
+            Some(url) => {
+                let roots = given(&c.jwt_jwks_ca_file)
+                    .map(|path| {
+                        std::fs::read(path)
+                            .map_err(|e| anyhow::anyhow!("JWT_JWKS_CA_FILE {path}: {e}"))
+                    })
+                    .transpose()?;
+                Some(Arc::new(Jwks::new(
+                    url,
+                    Duration::from_millis(c.jwt_jwks_timeout_ms.max(1)),
+                    roots.as_deref(),
+                )?))
+            }
+            None => None,
         };
         let mut validation = Validation::new(Algorithm::HS256);
+        validation.insecure_disable_signature_validation();
         validation.leeway = c.jwt_clock_skew;
         // `exp` is checked only when present (appendix B.2); `nbf` when present.
         validation.required_spec_claims = HashSet::new();
+        validation.validate_exp = true;
         validation.validate_nbf = true;
         validation.validate_aud = c.jwt_audience.is_some();
         if let Some(aud) = &c.jwt_audience {
@@ -149,7 +243,11 @@ impl Auth {
             validation.set_issuer(&[iss]);
         }
         Ok(Some(Arc::new(Auth {
-            key: DecodingKey::from_secret(secret.as_bytes()),
+            mode,
+            secret,
+            public_key,
+            jwks,
+            jwks_refresh: Duration::from_secs(c.jwt_jwks_refresh_interval),
             validation,
             skip: c
                 .jwt_skip_paths
@@ -168,6 +266,13 @@ impl Auth {
         })))
     }
 
+    /// The start-up JWKS fetch and the periodic refresh, when a JWKS URL is in use.
+    pub async fn start(&self) {
+        if let Some(jwks) = &self.jwks {
+            jwks.start(self.jwks_refresh).await;
+        }
+    }
+
     /// Queen's skip rule: equal, or the entry ends with `/`, is longer than `/`, and prefixes.
     fn skipped(&self, path: &str) -> bool {
         self.skip
@@ -175,25 +280,58 @@ impl Auth {
             .any(|s| s == path || (s.len() > 1 && s.ends_with('/') && path.starts_with(s)))
     }
 
-    /// The claims of a valid token, or the 401 text.
-    fn verify(&self, token: &str) -> Result<Value, String> {
-        let head = decode_header(token).map_err(|e| format!("Token decode error: {e}"))?;
-        if head.alg != Algorithm::HS256 {
-            return Err(format!("Token uses {:?}, expected HS256", head.alg));
+    /// The claims of a valid token, or the refusal with Queen's status and text.
+    pub async fn verify(&self, token: &str) -> Result<Value, Refusal> {
+        let head = head(token).map_err(|e| unauthorized(format!("Token decode error: {e}")))?;
+        let alg = head.alg.as_str();
+        let family = match (self.mode, alg) {
+            (Mode::Hs256 | Mode::Auto, "HS256") => {
+                let Some(secret) = &self.secret else {
+                    return Err(server_error("HS256 secret not configured"));
+                };
+                return check(token, secret, Algorithm::HS256, &self.validation);
+            }
+            (Mode::Rs256 | Mode::Auto, "RS256" | "RS384" | "RS512") => Family::Rsa,
+            (Mode::EdDSA | Mode::Auto, "EdDSA") => Family::Ed25519,
+            (Mode::Auto, _) => return Err(unauthorized(format!("Unsupported algorithm: {alg}"))),
+            (fixed, _) => {
+                return Err(unauthorized(format!(
+                    "Token uses {alg}, expected {}",
+                    fixed.name()
+                )))
+            }
+        };
+        let key = self.key(family, head.kid.as_deref()).await?;
+        // RS384 and RS512 pass the pre-check but are verified as RS256 (B.2), so they fail.
+        let with = match family {
+            Family::Rsa => Algorithm::RS256,
+            Family::Ed25519 => Algorithm::EdDSA,
+        };
+        check(token, &key, with, &self.validation)
+    }
+
+    /// The public key of a family: `JWT_PUBLIC_KEY` when it is one, else from JWKS.
+    async fn key(&self, family: Family, kid: Option<&str>) -> Result<DecodingKey, Refusal> {
+        if let Some((f, k)) = &self.public_key {
+            if *f == family {
+                return Ok(k.clone());
+            }
         }
-        decode::<Value>(token, &self.key, &self.validation)
-            .map(|t| t.claims)
-            .map_err(|e| {
-                use jsonwebtoken::errors::ErrorKind as K;
-                match e.kind() {
-                    K::InvalidSignature => "Invalid token signature".to_string(),
-                    K::ExpiredSignature => "Token has expired".to_string(),
-                    K::InvalidIssuer => "Invalid token issuer".to_string(),
-                    K::InvalidAudience => "Invalid token audience".to_string(),
-                    K::ImmatureSignature => "Token verification failed: not yet valid".into(),
-                    _ => format!("Token verification failed: {e}"),
-                }
-            })
+        let Some(jwks) = &self.jwks else {
+            return Err(unauthorized(format!(
+                "Token verification failed: no {} key configured",
+                family.name()
+            )));
+        };
+        let kid_text = kid.unwrap_or_default();
+        jwks.key(kid, family).await.map_err(|miss| match miss {
+            Miss::Unknown => unauthorized(format!("Unknown key ID: {kid_text}")),
+            Miss::WrongFamily => unauthorized(format!(
+                "Token verification failed: key {kid_text} is not an {} key",
+                family.name()
+            )),
+            Miss::FetchFailed => server_error("Failed to fetch JWKS"),
+        })
     }
 
     /// The highest level the token's roles grant (`role` and `roles` together).
@@ -232,6 +370,89 @@ impl Auth {
     }
 }
 
+/// The header fields verification needs; `alg` is kept as sent, so texts name it exactly.
+struct Head {
+    alg: String,
+    kid: Option<String>,
+}
+
+fn head(token: &str) -> Result<Head, String> {
+    let mut parts = token.split('.');
+    let (Some(h), Some(_), Some(_), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err("a token has three parts".into());
+    };
+    let json = URL_SAFE_NO_PAD
+        .decode(h)
+        .map_err(|e| format!("header: {e}"))?;
+    let v: Value = serde_json::from_slice(&json).map_err(|e| format!("header: {e}"))?;
+    let Some(alg) = v.get("alg").and_then(Value::as_str) else {
+        return Err("header: no alg".into());
+    };
+    Ok(Head {
+        alg: alg.to_string(),
+        kid: v.get("kid").and_then(Value::as_str).map(str::to_string),
+    })
+}
+
+/// The signature checked with `alg` (whatever the header says), then the claims.
+fn check(
+    token: &str,
+    key: &DecodingKey,
+    alg: Algorithm,
+    validation: &Validation,
+) -> Result<Value, Refusal> {
+    use jsonwebtoken::errors::ErrorKind as K;
+    let text = |e: jsonwebtoken::errors::Error| match e.kind() {
+        K::InvalidSignature => "Invalid token signature".to_string(),
+        K::ExpiredSignature => "Token has expired".to_string(),
+        K::InvalidIssuer => "Invalid token issuer".to_string(),
+        K::InvalidAudience => "Invalid token audience".to_string(),
+        K::ImmatureSignature => "Token verification failed: not yet valid".into(),
+        _ => format!("Token verification failed: {e}"),
+    };
+    let (message, signature) = token
+        .rsplit_once('.')
+        .ok_or_else(|| unauthorized("Token decode error: a token has three parts"))?;
+    match jsonwebtoken::crypto::verify(signature, message.as_bytes(), key, alg) {
+        Ok(true) => {}
+        Ok(false) => return Err(unauthorized("Invalid token signature")),
+        Err(e) => return Err(unauthorized(text(e))),
+    }
+    decode::<Value>(token, key, validation)
+        .map(|t| t.claims)
+        .map_err(|e| unauthorized(text(e)))
+}
+
+/// A variable that is set and not blank.
+fn given(v: &Option<String>) -> Option<&str> {
+    v.as_deref().filter(|s| !s.trim().is_empty())
+}
+
+/// `JWT_PUBLIC_KEY`: an RSA or Ed25519 public key in PEM. A value given on one line with
+/// `\n` escapes (as some secret stores hand it over) is accepted too.
+fn public_key(pem: &str) -> anyhow::Result<(Family, DecodingKey)> {
+    let pem = if pem.contains('\n') {
+        pem.to_string()
+    } else {
+        pem.replace("\\n", "\n")
+    };
+    // jsonwebtoken would read the public half out of a private key; a private key does not
+    // belong in the broker's environment.
+    anyhow::ensure!(
+        !pem.contains("PRIVATE KEY"),
+        "JWT_PUBLIC_KEY holds a private key; give the public key"
+    );
+    if let Ok(k) = DecodingKey::from_rsa_pem(pem.as_bytes()) {
+        return Ok((Family::Rsa, k));
+    }
+    if let Ok(k) = DecodingKey::from_ed_pem(pem.as_bytes()) {
+        return Ok((Family::Ed25519, k));
+    }
+    anyhow::bail!("JWT_PUBLIC_KEY is not an RSA or Ed25519 public key in PEM")
+}
+
 fn refuse(status: StatusCode, text: &str) -> Response {
     (status, Json(json!({ "error": text }))).into_response()
 }
@@ -268,9 +489,9 @@ pub async fn authorize(State(s): State<Arc<AppState>>, mut req: Request, next: N
     if raw.trim().is_empty() {
         return refuse(StatusCode::UNAUTHORIZED, "Empty token");
     }
-    let claims = match auth.verify(raw.trim()) {
+    let claims = match auth.verify(raw.trim()).await {
         Ok(c) => c,
-        Err(text) => return refuse(StatusCode::UNAUTHORIZED, &text),
+        Err(r) => return refuse(r.status, &r.text),
     };
     match (need, auth.granted(&claims)) {
         (Some(need), Some(has)) if has >= need => {}
@@ -338,22 +559,141 @@ mod tests {
         envy::from_iter(vars).unwrap()
     }
 
+    const RSA_PUB: &str = include_str!("../../tests/fixtures/jwt/rsa_a.pub.pem");
+    const RSA_KEY: &str = include_str!("../../tests/fixtures/jwt/rsa_a.key.pem");
+    const ED_PUB: &str = include_str!("../../tests/fixtures/jwt/ed25519.pub.pem");
+
+    /// Authentication on with exactly these variables (no secret unless given).
+    fn only(vars: &[(&str, &str)]) -> anyhow::Result<Option<Arc<Auth>>> {
+        let mut all = vec![("JWT_ENABLED".to_string(), "true".to_string())];
+        all.extend(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        Auth::from_config(&envy::from_iter(all).unwrap())
+    }
+
     #[test]
-    fn only_what_is_supported_starts() {
+    fn start_up_validation_follows_b1() {
         assert!(Auth::from_config(&Config::defaults()).unwrap().is_none());
         assert!(Auth::from_config(&config(&[])).unwrap().is_some());
-        assert!(Auth::from_config(&config(&[("JWT_ALGORITHM", "auto")])).is_ok());
-        for refused in [
-            ("JWT_ALGORITHM", "RS256"),
-            ("JWT_ALGORITHM", "none"),
-            ("JWT_TENANT_CLAIM", ""),
-            ("JWT_DEFAULT_TENANT", ""),
-            ("JWT_JWKS_URL", "https://example.com/jwks"),
-            ("JWT_SECRET", ""),
+        let url = ("JWT_JWKS_URL", "https://idp.example/jwks");
+        let starts: &[&[(&str, &str)]] = &[
+            &[("JWT_SECRET", "s")],
+            &[("JWT_ALGORITHM", "auto"), ("JWT_SECRET", "s")],
+            // HS256 and auto take any of the three (HS256 tokens then get a 500).
+            &[("JWT_ALGORITHM", "HS256"), url],
+            &[("JWT_ALGORITHM", "HS256"), ("JWT_PUBLIC_KEY", RSA_PUB)],
+            &[("JWT_ALGORITHM", "auto"), url],
+            &[("JWT_ALGORITHM", "auto"), ("JWT_PUBLIC_KEY", ED_PUB)],
+            &[("JWT_ALGORITHM", "RS256"), url],
+            &[("JWT_ALGORITHM", "RS256"), ("JWT_PUBLIC_KEY", RSA_PUB)],
+            &[("JWT_ALGORITHM", "EdDSA"), url],
+            &[("JWT_ALGORITHM", "EdDSA"), ("JWT_PUBLIC_KEY", ED_PUB)],
+        ];
+        for vars in starts {
+            assert!(only(vars).unwrap().is_some(), "{vars:?}");
+        }
+        let refused: &[&[(&str, &str)]] = &[
+            &[],
+            &[("JWT_SECRET", "")],
+            &[("JWT_ALGORITHM", "auto")],
+            &[("JWT_ALGORITHM", "RS256"), ("JWT_SECRET", "s")],
+            &[("JWT_ALGORITHM", "EdDSA"), ("JWT_SECRET", "s")],
+            &[("JWT_ALGORITHM", "none"), ("JWT_SECRET", "s")],
+            &[("JWT_ALGORITHM", "rs256"), url],
+            &[("JWT_SECRET", "s"), ("JWT_TENANT_CLAIM", "")],
+            &[("JWT_SECRET", "s"), ("JWT_DEFAULT_TENANT", "")],
+            // A key that can never verify, a private key, something else.
+            &[("JWT_ALGORITHM", "RS256"), ("JWT_PUBLIC_KEY", ED_PUB)],
+            &[("JWT_ALGORITHM", "EdDSA"), ("JWT_PUBLIC_KEY", RSA_PUB)],
+            &[("JWT_ALGORITHM", "RS256"), ("JWT_PUBLIC_KEY", RSA_KEY)],
+            &[("JWT_ALGORITHM", "RS256"), ("JWT_PUBLIC_KEY", "not a key")],
+            // Keys are fetched over HTTPS only, from a CA file that exists.
+            &[
+                ("JWT_ALGORITHM", "RS256"),
+                ("JWT_JWKS_URL", "http://idp.example/jwks"),
+            ],
+            &[
+                ("JWT_ALGORITHM", "RS256"),
+                url,
+                ("JWT_JWKS_CA_FILE", "/nonexistent/ca.pem"),
+            ],
+        ];
+        for vars in refused {
+            assert!(only(vars).is_err(), "{vars:?}");
+        }
+        let escaped = RSA_PUB.trim().replace('\n', "\\n");
+        assert!(only(&[("JWT_ALGORITHM", "RS256"), ("JWT_PUBLIC_KEY", &escaped)]).is_ok());
+    }
+
+    #[tokio::test]
+    async fn algorithms_are_dispatched_as_queen_does() {
+        let refusal = |status: StatusCode, text: &str| Refusal {
+            status,
+            text: text.into(),
+        };
+        let token = |alg: &str| {
+            let h = URL_SAFE_NO_PAD.encode(format!(r#"{{"alg":"{alg}","typ":"JWT"}}"#));
+            format!("{h}.e30.c2ln")
+        };
+        let rs = only(&[("JWT_ALGORITHM", "RS256"), ("JWT_PUBLIC_KEY", RSA_PUB)])
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            rs.verify(&token("HS256")).await,
+            Err(refusal(
+                StatusCode::UNAUTHORIZED,
+                "Token uses HS256, expected RS256"
+            ))
+        );
+        assert_eq!(
+            rs.verify(&token("RS512")).await,
+            Err(refusal(StatusCode::UNAUTHORIZED, "Invalid token signature"))
+        );
+        let ed = only(&[("JWT_ALGORITHM", "EdDSA"), ("JWT_PUBLIC_KEY", ED_PUB)])
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            ed.verify(&token("RS256")).await,
+            Err(refusal(
+                StatusCode::UNAUTHORIZED,
+                "Token uses RS256, expected EdDSA"
+            ))
+        );
+        let auto = only(&[("JWT_ALGORITHM", "auto"), ("JWT_PUBLIC_KEY", RSA_PUB)])
+            .unwrap()
+            .unwrap();
+        for (alg, want) in [
+            (
+                "ES512",
+                refusal(StatusCode::UNAUTHORIZED, "Unsupported algorithm: ES512"),
+            ),
+            (
+                "none",
+                refusal(StatusCode::UNAUTHORIZED, "Unsupported algorithm: none"),
+            ),
+            (
+                "HS256",
+                refusal(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "HS256 secret not configured",
+                ),
+            ),
+            (
+                "EdDSA",
+                refusal(
+                    StatusCode::UNAUTHORIZED,
+                    "Token verification failed: no Ed25519 key configured",
+                ),
+            ),
         ] {
+            assert_eq!(auto.verify(&token(alg)).await, Err(want), "{alg}");
+        }
+        for bad in ["", "a.b", "a.b.c.d", "!!.e30.c2ln", "e30.e30.c2ln"] {
+            let r = auto.verify(bad).await.unwrap_err();
+            assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{bad}");
             assert!(
-                Auth::from_config(&config(&[refused])).is_err(),
-                "{refused:?}"
+                r.text.starts_with("Token decode error: "),
+                "{bad}: {}",
+                r.text
             );
         }
     }

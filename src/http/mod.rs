@@ -11,6 +11,7 @@ pub mod error;
 mod fallback;
 pub mod fusion;
 mod health;
+pub mod jwks;
 mod lease;
 mod limits;
 mod params;

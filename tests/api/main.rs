@@ -8,6 +8,7 @@ mod bad_input;
 mod bench_smoke;
 mod dev_command;
 mod invariants;
+mod jwks;
 mod limits;
 mod push_pop;
 mod python_client;
