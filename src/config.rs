@@ -1,6 +1,9 @@
 //! Configuration from the environment (envy). Queen's variable names are accepted next to
 //! `DATABASE_URL` so a Queen deployment can switch brokers without rewriting its manifests.
 
+use std::path::{Path, PathBuf};
+
+use anyhow::bail;
 use serde::Deserialize;
 
 fn default_host() -> String {
@@ -98,6 +101,9 @@ pub struct Config {
     pub default_subscription_mode: String,
     /// 64 hex characters: the AES-256-GCM key for queues with `encryptionEnabled`.
     pub queen_encryption_key: Option<String>,
+    /// PEM certificate (chain) and private key: with both, the port serves HTTPS only.
+    pub tls_cert_file: Option<PathBuf>,
+    pub tls_key_file: Option<PathBuf>,
 
     // JWT authentication, Queen's variables (spec appendix B.1); see `http::auth`.
     /// Only the exact string `true` turns authentication on.
@@ -147,6 +153,23 @@ impl Config {
         self.database_url.is_some() || self.pg_host.is_some() || self.pg_db.is_some()
     }
 
+    /// The certificate and key to serve HTTPS with, or `None` for plain HTTP. Half a pair is
+    /// refused: serving plain HTTP when TLS was meant would be the silent kind of failure.
+    pub fn tls_files(&self) -> anyhow::Result<Option<(&Path, &Path)>> {
+        match (set(&self.tls_cert_file), set(&self.tls_key_file)) {
+            (Some(cert), Some(key)) => Ok(Some((cert, key))),
+            (None, None) => Ok(None),
+            (Some(_), None) => bail!(
+                "TLS_CERT_FILE is set but TLS_KEY_FILE is not: set both to serve HTTPS, \
+                 or neither to serve plain HTTP"
+            ),
+            (None, Some(_)) => bail!(
+                "TLS_KEY_FILE is set but TLS_CERT_FILE is not: set both to serve HTTPS, \
+                 or neither to serve plain HTTP"
+            ),
+        }
+    }
+
     /// The database to use: `DATABASE_URL`, else a URL built from Queen's `PG_*` variables with
     /// Queen's defaults (localhost:5432, user and database `postgres`).
     pub fn database_url(&self) -> String {
@@ -166,6 +189,11 @@ impl Config {
             enc(self.pg_db.as_deref().unwrap_or("postgres"))
         )
     }
+}
+
+/// An empty variable counts as unset, as manifests often leave them.
+fn set(path: &Option<PathBuf>) -> Option<&Path> {
+    path.as_deref().filter(|p| !p.as_os_str().is_empty())
 }
 
 /// Percent-encodes a URL component, so a password with `@` or `/` survives.
@@ -209,5 +237,37 @@ mod tests {
         .unwrap();
         assert_eq!(c.database_url(), "postgres://x@y/z");
         assert!(!Config::defaults().database_configured());
+    }
+
+    fn with(vars: &[(&str, &str)]) -> Config {
+        envy::from_iter(vars.iter().map(|(k, v)| (k.to_string(), v.to_string()))).unwrap()
+    }
+
+    #[test]
+    fn tls_needs_both_files_or_neither() {
+        assert!(Config::defaults().tls_files().unwrap().is_none());
+        let both = with(&[("TLS_CERT_FILE", "/c.pem"), ("TLS_KEY_FILE", "/k.pem")]);
+        let (cert, key) = both.tls_files().unwrap().unwrap();
+        assert_eq!((cert, key), (Path::new("/c.pem"), Path::new("/k.pem")));
+
+        let e = with(&[("TLS_CERT_FILE", "/c.pem")])
+            .tls_files()
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("TLS_CERT_FILE is set but TLS_KEY_FILE is not"),
+            "{e}"
+        );
+        let e = with(&[("TLS_KEY_FILE", "/k.pem"), ("TLS_CERT_FILE", "")])
+            .tls_files()
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("TLS_KEY_FILE is set but TLS_CERT_FILE is not"),
+            "{e}"
+        );
+        // Empty values, as manifests often leave them, mean unset.
+        let empty = with(&[("TLS_CERT_FILE", ""), ("TLS_KEY_FILE", "")]);
+        assert!(empty.tls_files().unwrap().is_none());
     }
 }

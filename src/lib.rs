@@ -12,4 +12,5 @@ pub mod deliveries;
 pub mod http;
 pub mod server;
 pub mod store;
+pub mod tls;
 pub mod wakeup;
