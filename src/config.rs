@@ -70,6 +70,13 @@ pub struct Config {
     pub pg_user: Option<String>,
     pub pg_password: Option<String>,
     pub pg_db: Option<String>,
+    /// Queen's switch: `true` connects with `sslmode=require`.
+    #[serde(default)]
+    pub pg_use_ssl: bool,
+    /// Any `sslmode` (see `store::tls`); wins over `PG_USE_SSL`.
+    pub pg_ssl_mode: Option<String>,
+    /// The PEM file of the CA that signed the server's certificate (`sslrootcert`).
+    pub pg_ssl_root_cert: Option<String>,
     #[serde(default = "default_host")]
     pub host: String,
     #[serde(default = "default_port")]
@@ -181,13 +188,29 @@ impl Config {
             Some(p) => format!("{}:{}", enc(user), enc(p)),
             None => enc(user),
         };
-        format!(
+        let mut url = format!(
             "postgres://{}@{}:{}/{}",
             auth,
             self.pg_host.as_deref().unwrap_or("localhost"),
             self.pg_port.unwrap_or(5432),
             enc(self.pg_db.as_deref().unwrap_or("postgres"))
-        )
+        );
+        let mode = match &self.pg_ssl_mode {
+            Some(mode) => Some(mode.as_str()),
+            None if self.pg_use_ssl => Some("require"),
+            None => None,
+        };
+        let params: Vec<String> = [
+            ("sslmode", mode),
+            ("sslrootcert", self.pg_ssl_root_cert.as_deref()),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| format!("{k}={}", enc(v))))
+        .collect();
+        if !params.is_empty() {
+            url = format!("{url}?{}", params.join("&"));
+        }
+        url
     }
 }
 
@@ -237,6 +260,32 @@ mod tests {
         .unwrap();
         assert_eq!(c.database_url(), "postgres://x@y/z");
         assert!(!Config::defaults().database_configured());
+    }
+
+    #[test]
+    fn queen_ssl_variables_reach_the_url() {
+        let url = |vars: &[(&str, &str)]| with(vars).database_url();
+        assert_eq!(
+            url(&[("PG_HOST", "db")]),
+            "postgres://postgres@db:5432/postgres"
+        );
+        assert_eq!(
+            url(&[("PG_HOST", "db"), ("PG_USE_SSL", "true")]),
+            "postgres://postgres@db:5432/postgres?sslmode=require"
+        );
+        assert_eq!(
+            url(&[
+                ("PG_USE_SSL", "true"),
+                ("PG_SSL_MODE", "verify-full"),
+                ("PG_SSL_ROOT_CERT", "/etc/ca.pem")
+            ]),
+            "postgres://postgres@localhost:5432/postgres?sslmode=verify-full&sslrootcert=%2Fetc%2Fca.pem"
+        );
+        // A typo must not quietly mean "no TLS".
+        let e = envy::from_iter::<_, Config>(vec![("PG_USE_SSL".to_string(), "yes".to_string())])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("PG_USE_SSL"), "{e}");
     }
 
     fn with(vars: &[(&str, &str)]) -> Config {
