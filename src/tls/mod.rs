@@ -133,6 +133,23 @@ mod tests {
     }
 
     #[test]
+    fn a_key_that_does_not_match_the_certificate_is_refused() {
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+        let other = rcgen::KeyPair::generate().unwrap();
+        let cert_path = temp_file("cert.pem", &cert.cert.pem());
+        let other_path = temp_file("key.pem", &other.serialize_pem());
+        let key_path = temp_file("key.pem", &cert.signing_key.serialize_pem());
+        let e = server_config(&cert_path, &other_path)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("do not make a usable pair"), "{e}");
+        assert!(server_config(&cert_path, &key_path).is_ok());
+        for p in [cert_path, other_path, key_path] {
+            std::fs::remove_dir_all(p.parent().unwrap()).unwrap();
+        }
+    }
+
+    #[test]
     fn a_damaged_pem_block_is_refused_clearly() {
         let path = temp_file(
             "cert.pem",

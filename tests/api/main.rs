@@ -11,4 +11,5 @@ mod invariants;
 mod push_pop;
 mod python_client;
 mod smoke;
+mod tls;
 mod transaction_api;
