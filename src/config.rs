@@ -1,6 +1,9 @@
 //! Configuration from the environment (envy). Queen's variable names are accepted next to
 //! `DATABASE_URL` so a Queen deployment can switch brokers without rewriting its manifests.
 
+use std::path::{Path, PathBuf};
+
+use anyhow::bail;
 use serde::Deserialize;
 
 use crate::broker::limits::{LimitTable, Limits};
@@ -78,6 +81,13 @@ pub struct Config {
     pub pg_user: Option<String>,
     pub pg_password: Option<String>,
     pub pg_db: Option<String>,
+    /// Queen's switch: `true` connects with `sslmode=require`.
+    #[serde(default)]
+    pub pg_use_ssl: bool,
+    /// Any `sslmode` (see `store::tls`); wins over `PG_USE_SSL`.
+    pub pg_ssl_mode: Option<String>,
+    /// The PEM file of the CA that signed the server's certificate (`sslrootcert`).
+    pub pg_ssl_root_cert: Option<String>,
     #[serde(default = "default_host")]
     pub host: String,
     #[serde(default = "default_port")]
@@ -109,6 +119,9 @@ pub struct Config {
     pub default_subscription_mode: String,
     /// 64 hex characters: the AES-256-GCM key for queues with `encryptionEnabled`.
     pub queen_encryption_key: Option<String>,
+    /// PEM certificate (chain) and private key: with both, the port serves HTTPS only.
+    pub tls_cert_file: Option<PathBuf>,
+    pub tls_key_file: Option<PathBuf>,
 
     // JWT authentication, Queen's variables (spec appendix B.1); see `http::auth`.
     /// Only the exact string `true` turns authentication on.
@@ -223,6 +236,23 @@ impl Config {
         self.database_url.is_some() || self.pg_host.is_some() || self.pg_db.is_some()
     }
 
+    /// The certificate and key to serve HTTPS with, or `None` for plain HTTP. Half a pair is
+    /// refused: serving plain HTTP when TLS was meant would be the silent kind of failure.
+    pub fn tls_files(&self) -> anyhow::Result<Option<(&Path, &Path)>> {
+        match (set(&self.tls_cert_file), set(&self.tls_key_file)) {
+            (Some(cert), Some(key)) => Ok(Some((cert, key))),
+            (None, None) => Ok(None),
+            (Some(_), None) => bail!(
+                "TLS_CERT_FILE is set but TLS_KEY_FILE is not: set both to serve HTTPS, \
+                 or neither to serve plain HTTP"
+            ),
+            (None, Some(_)) => bail!(
+                "TLS_KEY_FILE is set but TLS_CERT_FILE is not: set both to serve HTTPS, \
+                 or neither to serve plain HTTP"
+            ),
+        }
+    }
+
     /// The database to use: `DATABASE_URL`, else a URL built from Queen's `PG_*` variables with
     /// Queen's defaults (localhost:5432, user and database `postgres`).
     pub fn database_url(&self) -> String {
@@ -234,14 +264,35 @@ impl Config {
             Some(p) => format!("{}:{}", enc(user), enc(p)),
             None => enc(user),
         };
-        format!(
+        let mut url = format!(
             "postgres://{}@{}:{}/{}",
             auth,
             self.pg_host.as_deref().unwrap_or("localhost"),
             self.pg_port.unwrap_or(5432),
             enc(self.pg_db.as_deref().unwrap_or("postgres"))
-        )
+        );
+        let mode = match &self.pg_ssl_mode {
+            Some(mode) => Some(mode.as_str()),
+            None if self.pg_use_ssl => Some("require"),
+            None => None,
+        };
+        let params: Vec<String> = [
+            ("sslmode", mode),
+            ("sslrootcert", self.pg_ssl_root_cert.as_deref()),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| format!("{k}={}", enc(v))))
+        .collect();
+        if !params.is_empty() {
+            url = format!("{url}?{}", params.join("&"));
+        }
+        url
     }
+}
+
+/// An empty variable counts as unset, as manifests often leave them.
+fn set(path: &Option<PathBuf>) -> Option<&Path> {
+    path.as_deref().filter(|p| !p.as_os_str().is_empty())
 }
 
 /// Percent-encodes a URL component, so a password with `@` or `/` survives.
@@ -311,5 +362,63 @@ mod tests {
         .unwrap();
         assert_eq!(c.database_url(), "postgres://x@y/z");
         assert!(!Config::defaults().database_configured());
+    }
+
+    #[test]
+    fn queen_ssl_variables_reach_the_url() {
+        let url = |vars: &[(&str, &str)]| with(vars).database_url();
+        assert_eq!(
+            url(&[("PG_HOST", "db")]),
+            "postgres://postgres@db:5432/postgres"
+        );
+        assert_eq!(
+            url(&[("PG_HOST", "db"), ("PG_USE_SSL", "true")]),
+            "postgres://postgres@db:5432/postgres?sslmode=require"
+        );
+        assert_eq!(
+            url(&[
+                ("PG_USE_SSL", "true"),
+                ("PG_SSL_MODE", "verify-full"),
+                ("PG_SSL_ROOT_CERT", "/etc/ca.pem")
+            ]),
+            "postgres://postgres@localhost:5432/postgres?sslmode=verify-full&sslrootcert=%2Fetc%2Fca.pem"
+        );
+        // A typo must not quietly mean "no TLS".
+        let e = envy::from_iter::<_, Config>(vec![("PG_USE_SSL".to_string(), "yes".to_string())])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("PG_USE_SSL"), "{e}");
+    }
+
+    fn with(vars: &[(&str, &str)]) -> Config {
+        envy::from_iter(vars.iter().map(|(k, v)| (k.to_string(), v.to_string()))).unwrap()
+    }
+
+    #[test]
+    fn tls_needs_both_files_or_neither() {
+        assert!(Config::defaults().tls_files().unwrap().is_none());
+        let both = with(&[("TLS_CERT_FILE", "/c.pem"), ("TLS_KEY_FILE", "/k.pem")]);
+        let (cert, key) = both.tls_files().unwrap().unwrap();
+        assert_eq!((cert, key), (Path::new("/c.pem"), Path::new("/k.pem")));
+
+        let e = with(&[("TLS_CERT_FILE", "/c.pem")])
+            .tls_files()
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("TLS_CERT_FILE is set but TLS_KEY_FILE is not"),
+            "{e}"
+        );
+        let e = with(&[("TLS_KEY_FILE", "/k.pem"), ("TLS_CERT_FILE", "")])
+            .tls_files()
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("TLS_KEY_FILE is set but TLS_CERT_FILE is not"),
+            "{e}"
+        );
+        // Empty values, as manifests often leave them, mean unset.
+        let empty = with(&[("TLS_CERT_FILE", ""), ("TLS_KEY_FILE", "")]);
+        assert!(empty.tls_files().unwrap().is_none());
     }
 }

@@ -13,4 +13,5 @@ pub mod http;
 pub mod limits;
 pub mod server;
 pub mod store;
+pub mod tls;
 pub mod wakeup;

@@ -76,7 +76,10 @@ async fn main() -> anyhow::Result<()> {
             let url = config.database_url();
             run(config, &url).await
         }
-        Command::Healthcheck => healthcheck(config.port).await,
+        Command::Healthcheck => {
+            let tls = config.tls_files()?.is_some();
+            healthcheck(config.port, tls).await
+        }
         Command::Token {
             secret,
             role,
@@ -133,16 +136,16 @@ async fn run(config: Config, url: &str) -> anyhow::Result<()> {
         ip if ip.is_unspecified() => format!("localhost:{}", srv.addr.port()),
         _ => srv.addr.to_string(),
     };
-    println!("Regent is serving on http://{shown}");
+    let scheme = if srv.tls { "https" } else { "http" };
+    println!("Regent is serving on {scheme}://{shown}");
     server::termination().await;
     tracing::info!("shutting down");
     srv.shutdown().await
 }
 
-async fn healthcheck(port: u16) -> anyhow::Result<()> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let check = async {
-        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+async fn healthcheck(port: u16, tls: bool) -> anyhow::Result<()> {
+    use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+    async fn ask(mut s: impl AsyncRead + AsyncWrite + Unpin) -> anyhow::Result<()> {
         s.write_all(b"GET /health HTTP/1.0\r\nHost: localhost\r\n\r\n")
             .await?;
         let mut head = [0u8; 12];
@@ -153,6 +156,18 @@ async fn healthcheck(port: u16) -> anyhow::Result<()> {
             String::from_utf8_lossy(&head)
         );
         Ok(())
+    }
+    let check = async {
+        let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+        if !tls {
+            return ask(tcp).await;
+        }
+        // Our own process over loopback: whether it answers is the question, not who it is.
+        let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(
+            regent::tls::unverified_client()?,
+        ));
+        let name = rustls::pki_types::ServerName::try_from("localhost")?;
+        ask(connector.connect(name, tcp).await?).await
     };
     tokio::time::timeout(std::time::Duration::from_secs(3), check)
         .await

@@ -19,6 +19,8 @@ use crate::wakeup::Wakeups;
 /// A broker serving on a bound listener.
 pub struct RunningServer {
     pub addr: SocketAddr,
+    /// True when the port speaks HTTPS (`TLS_CERT_FILE` and `TLS_KEY_FILE`).
+    pub tls: bool,
     pub state: Arc<AppState>,
     shutdown: watch::Sender<bool>,
     serve: JoinHandle<std::io::Result<()>>,
@@ -31,6 +33,11 @@ pub async fn start(
     database_url: &str,
     listener: TcpListener,
 ) -> anyhow::Result<RunningServer> {
+    // Before the database: a broken certificate should not wait behind a migration.
+    let tls = match config.tls_files()? {
+        Some((cert, key)) => Some(crate::tls::server_config(cert, key)?),
+        None => None,
+    };
     Store::migrate(database_url).await?;
     let store = Store::connect(database_url, config.db_pool_size)?;
     let cipher = config
@@ -64,30 +71,35 @@ pub async fn start(
     state.acks.start(state.clone()).await;
     let addr = listener.local_addr()?;
     let app = router(state.clone());
-    let mut stop = shutting_down.clone();
-    // Answers are small and latency-bound: Nagle's algorithm would hold them back waiting
-    // for the client's delayed ACK (tens of milliseconds).
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::warn!(error = %e, "TCP_NODELAY");
-        }
-    });
-    let serve = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = stop.wait_for(|s| *s).await;
+    let stop = shutting_down.clone();
+    let serve = match tls.clone() {
+        None => {
+            let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| no_delay(tcp));
+            tokio::spawn(async move {
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(stopped(stop))
+                    .await
             })
-            .await
-    });
+        }
+        Some(tls) => {
+            let listener = crate::tls::TlsListener::new(listener, tls, no_delay)?;
+            tokio::spawn(async move {
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(stopped(stop))
+                    .await
+            })
+        }
+    };
     let purge = tokio::spawn(purge_loop(
         store,
         Duration::from_secs(config.tx_index_retention_seconds),
         Duration::from_secs(config.purge_interval_seconds.max(1)),
         shutting_down,
     ));
-    tracing::info!(%addr, "regent listening");
+    tracing::info!(%addr, tls = tls.is_some(), "regent listening");
     Ok(RunningServer {
         addr,
+        tls: tls.is_some(),
         state,
         shutdown,
         serve,
@@ -104,6 +116,18 @@ impl RunningServer {
         self.purge.abort();
         Ok(())
     }
+}
+
+/// Answers are small and latency-bound: Nagle's algorithm would hold them back waiting for
+/// the client's delayed ACK (tens of milliseconds).
+fn no_delay(tcp: &tokio::net::TcpStream) {
+    if let Err(e) = tcp.set_nodelay(true) {
+        tracing::warn!(error = %e, "TCP_NODELAY");
+    }
+}
+
+async fn stopped(mut stop: watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
 }
 
 /// The transaction index's purge clock.

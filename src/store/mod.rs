@@ -10,6 +10,7 @@ pub mod pop;
 pub mod purge;
 pub mod push;
 pub mod queues;
+pub mod tls;
 pub mod tx_hash;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
@@ -104,14 +105,20 @@ pub struct Store {
 
 impl Store {
     pub fn connect(url: &str, pool_size: usize) -> anyhow::Result<Store> {
-        let cfg: tokio_postgres::Config = url.parse()?;
-        let mgr = Manager::from_config(
-            cfg,
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        let target = tls::target(url)?;
+        if target.unverified {
+            tracing::warn!(
+                "PostgreSQL connections are encrypted but the server's certificate is not \
+                 checked (sslmode=require without sslrootcert)"
+            );
+        }
+        let manager = ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        let mgr = match target.tls {
+            Some(tls) => Manager::from_config(target.config, tls, manager),
+            None => Manager::from_config(target.config, NoTls, manager),
+        };
         // A bounded wait: an exhausted pool answers `pool` / 503 instead of hanging a request.
         let pool = Pool::builder(mgr)
             .max_size(pool_size.max(2))
@@ -128,8 +135,17 @@ impl Store {
     /// Runs the SQL files of `migrations/` that this database has not seen, under an
     /// advisory lock so brokers starting together do not race.
     pub async fn migrate(url: &str) -> anyhow::Result<()> {
-        let (mut client, conn) = tokio_postgres::connect(url, NoTls).await?;
-        let handle = tokio::spawn(conn);
+        let target = tls::target(url)?;
+        let (mut client, handle) = match target.tls {
+            Some(tls) => {
+                let (client, conn) = target.config.connect(tls).await?;
+                (client, tokio::spawn(conn))
+            }
+            None => {
+                let (client, conn) = target.config.connect(NoTls).await?;
+                (client, tokio::spawn(conn))
+            }
+        };
         client
             .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
             .await?;

@@ -14,4 +14,5 @@ mod push_pop;
 mod python_client;
 mod smoke;
 mod tenants;
+mod tls;
 mod transaction_api;

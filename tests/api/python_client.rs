@@ -84,6 +84,12 @@ async fn python_client_1_3_0_with_authentication() {
 }
 
 async fn run_flow(url: &str, token: Option<String>) {
+    run_flow_with(url, token, &[]).await
+}
+
+/// The flow with extra environment for the interpreter (e.g. `SSL_CERT_FILE`, which httpx
+/// honours, to trust a test CA).
+pub(crate) async fn run_flow_with(url: &str, token: Option<String>, env: &[(&str, &str)]) {
     let python = python();
     check_client(&python).await;
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/client_flow.py");
@@ -95,6 +101,7 @@ async fn run_flow(url: &str, token: Option<String>) {
         .env("QUEEN_TOKEN", token.unwrap_or_default())
         .env("PYTHONUNBUFFERED", "1")
         .env_remove("QUEEN_SDK_POP_AUTOPILOT")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
