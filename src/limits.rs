@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::broker::limits::{fits, Bucket, LimitTable, Limits};
+use crate::broker::limits::{Account, Bucket, LimitTable, Limits};
 use crate::store::{queues::stored_messages, Store, StoreError};
 
 /// How stale a tenant's stored count may be before a push reads it again.
@@ -34,17 +34,6 @@ pub struct Limiter {
     stored: Mutex<HashMap<Arc<str>, Account>>,
 }
 
-/// One capped tenant's stored messages, as far as this broker knows.
-struct Account {
-    /// The count last read from the log.
-    read: i64,
-    read_at: Instant,
-    /// Messages this broker committed since that read.
-    since: i64,
-    /// What requests in flight may still add.
-    reserved: i64,
-}
-
 /// Room held for a push in flight. Dropped without [`Reservation::committed`], it gives the
 /// room back (the request failed or was refused later on).
 pub struct Reservation<'a> {
@@ -55,10 +44,13 @@ impl Reservation<'_> {
     /// The push committed `added` new messages (duplicates add none): they now count as
     /// stored, and the rest of the room is given back.
     pub fn committed(mut self, added: i64) {
-        if let Some((l, tenant, n)) = self.held.take() {
+        self.settle(added);
+    }
+
+    fn settle(&mut self, added: i64) {
+        if let Some((l, tenant, held)) = self.held.take() {
             if let Some(a) = l.stored.lock().unwrap().get_mut(&tenant) {
-                a.reserved -= n;
-                a.since += added;
+                a.settle(held, added);
             }
         }
     }
@@ -66,9 +58,24 @@ impl Reservation<'_> {
 
 impl Drop for Reservation<'_> {
     fn drop(&mut self) {
-        if let Some((l, tenant, n)) = self.held.take() {
-            if let Some(a) = l.stored.lock().unwrap().get_mut(&tenant) {
-                a.reserved -= n;
+        self.settle(0);
+    }
+}
+
+/// A marked read of the log in flight for one tenant: if the request is dropped (the client
+/// went away) or the read fails, the next request may read instead.
+struct Reading<'a> {
+    limiter: &'a Limiter,
+    tenant: &'a Arc<str>,
+    marked: bool,
+    done: bool,
+}
+
+impl Drop for Reading<'_> {
+    fn drop(&mut self) {
+        if self.marked && !self.done {
+            if let Some(a) = self.limiter.stored.lock().unwrap().get_mut(self.tenant) {
+                a.read_failed();
             }
         }
     }
@@ -114,37 +121,45 @@ impl Limiter {
         let Some(cap) = self.limits(tenant).and_then(|l| l.max_messages) else {
             return Ok(Ok(Reservation { held: None }));
         };
-        let fresh = |a: &Account| a.read_at.elapsed() < RECOUNT;
-        let stale = !self.stored.lock().unwrap().get(tenant).is_some_and(fresh);
-        if stale {
-            // Commits that land while the count is read are counted twice (in `read` and in
-            // `since`) until the next read: an overcount, never an undercount.
-            let since_before = self.stored.lock().unwrap().get(tenant).map(|a| a.since);
-            let read = stored_messages(&store.client().await?, tenant).await?;
-            let mut accounts = self.stored.lock().unwrap();
-            let a = accounts.entry(tenant.clone()).or_insert(Account {
-                read,
-                read_at: Instant::now(),
-                since: 0,
-                reserved: 0,
-            });
-            a.read = read;
-            a.read_at = Instant::now();
-            a.since -= since_before.unwrap_or(0);
-        }
+        self.read_if_stale(store, tenant).await?;
         let mut accounts = self.stored.lock().unwrap();
-        let a = accounts
-            .get_mut(tenant)
-            .expect("an account exists once read");
-        if !fits(cap, a.read + a.since, a.reserved, adding) {
-            return Ok(Err(Refusal::Stored {
-                cap,
-                stored: a.read + a.since,
-            }));
+        let a = accounts.get_mut(tenant).expect("read above");
+        if let Err(stored) = a.reserve(cap, adding) {
+            return Ok(Err(Refusal::Stored { cap, stored }));
         }
-        a.reserved += adding;
         Ok(Ok(Reservation {
             held: Some((self, tenant.clone(), adding)),
         }))
+    }
+
+    /// Reads the tenant's stored count from the log when it is stale and no other request
+    /// is reading it (see `Account::begin_read`).
+    async fn read_if_stale(&self, store: &Store, tenant: &Arc<str>) -> Result<(), StoreError> {
+        let mark = match self.stored.lock().unwrap().get_mut(tenant) {
+            Some(a) => match a.begin_read(RECOUNT, Instant::now()) {
+                Some(mark) => Some(mark),
+                None => return Ok(()),
+            },
+            // A tenant's first requests all read; the first answer is kept.
+            None => None,
+        };
+        let mut reading = Reading {
+            limiter: self,
+            tenant,
+            marked: mark.is_some(),
+            done: false,
+        };
+        let read = stored_messages(&store.client().await?, tenant).await?;
+        reading.done = true;
+        let now = Instant::now();
+        let mut accounts = self.stored.lock().unwrap();
+        match (accounts.get_mut(tenant), mark) {
+            (Some(a), Some(mark)) => a.read_done(mark, read, now),
+            (Some(_), None) => {}
+            (None, _) => {
+                accounts.insert(tenant.clone(), Account::new(read, now));
+            }
+        }
+        Ok(())
     }
 }

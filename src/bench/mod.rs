@@ -90,6 +90,9 @@ pub struct BenchArgs {
     /// Seconds the consumers get after the measured window to deliver the rest.
     #[arg(long, default_value_t = 30.0)]
     pub drain_timeout: f64,
+    /// A bearer token sent with every request, for a broker with authentication on.
+    #[arg(long, env = "REGENT_TOKEN")]
+    pub token: Option<String>,
     /// PostgreSQL URL of the broker's database, to report commits/s (optional).
     #[arg(long)]
     pub pg_url: Option<String>,
@@ -121,6 +124,8 @@ pub(crate) struct Shared {
     pub delivered: AtomicU64,
     pub pop_requests: AtomicU64,
     pub errors: AtomicU64,
+    /// What the first failed push said, so a report with errors says which.
+    pub first_error: std::sync::Mutex<Option<String>>,
     pub stop_producers: AtomicBool,
     pub stop_consumers: AtomicBool,
     /// Counting deliveries into the measured window stops when this is set.
@@ -135,7 +140,15 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<Report> {
         .clone()
         .unwrap_or_else(|| format!("bench-{}", uuid::Uuid::now_v7().simple()));
     let groups = args.groups();
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(t) = &args.token {
+        let value = format!("Bearer {t}")
+            .parse()
+            .map_err(|_| anyhow::anyhow!("--token is not a valid header value"))?;
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+    }
     let http = reqwest::Client::builder()
+        .default_headers(headers)
         .pool_max_idle_per_host(args.producers + args.consumers * groups + 4)
         .timeout(Duration::from_secs(60))
         .build()?;

@@ -27,6 +27,7 @@ pub struct Report {
     pub delivery_rate: f64,
     pub pop_requests: u64,
     pub errors: u64,
+    pub first_error: Option<String>,
     pub push_latency: Percentiles,
     pub end_to_end_latency: Percentiles,
     /// `None` for push-only runs.
@@ -68,6 +69,7 @@ impl Report {
             delivery_rate: delivered as f64 / secs,
             pop_requests: shared.pop_requests.load(Relaxed),
             errors: shared.errors.load(Relaxed),
+            first_error: shared.first_error.lock().unwrap().clone(),
             push_latency: percentiles(push),
             end_to_end_latency: percentiles(e2e),
             ledger,
@@ -109,6 +111,9 @@ impl Report {
         s += &lat("push", &self.push_latency);
         s += &lat("e2e", &self.end_to_end_latency);
         s += &format!("errors {}\n", self.errors);
+        if let Some(e) = &self.first_error {
+            s += &format!("first error: {e}\n");
+        }
         if let Some(l) = &self.ledger {
             s += &format!(
                 "ledger {}: {} pushed, {} delivered, {} lost, {} duplicate deliveries, {} unknown\n",

@@ -133,8 +133,19 @@ pub(crate) async fn producer(ctx: Arc<Ctx>, p: usize) -> anyhow::Result<Histogra
                 ctx.shared.pushed.fetch_add(batch as u64, Relaxed);
                 record(&mut h, scheduled.elapsed().as_micros() as u64);
             }
-            _ => {
+            failed => {
                 ctx.shared.errors.fetch_add(1, Relaxed);
+                if ctx.shared.first_error.lock().unwrap().is_none() {
+                    let what = match failed {
+                        Ok(r) => format!(
+                            "push: HTTP {} {}",
+                            r.status(),
+                            r.text().await.unwrap_or_default()
+                        ),
+                        Err(e) => format!("push: {e}"),
+                    };
+                    ctx.shared.first_error.lock().unwrap().get_or_insert(what);
+                }
             }
         }
     }

@@ -234,11 +234,25 @@ impl Broker {
 
     /// Pushes one message per transaction id to a partition; asserts they were queued.
     pub async fn push(&self, queue: &str, partition: &str, txids: &[&str]) -> Vec<Value> {
+        self.push_as(None, queue, partition, txids).await
+    }
+
+    /// [`Broker::push`] with a bearer token.
+    pub async fn push_as(
+        &self,
+        token: Option<&str>,
+        queue: &str,
+        partition: &str,
+        txids: &[&str],
+    ) -> Vec<Value> {
         let items: Vec<Value> = txids
             .iter()
             .map(|t| json!({"queue": queue, "partition": partition, "transactionId": t, "payload": {"tx": t}}))
             .collect();
-        let (s, v) = self.post("/api/v1/push", json!({ "items": items })).await;
+        let body = json!({ "items": items }).to_string();
+        let (s, v) = self
+            .request_as(token, reqwest::Method::POST, "/api/v1/push", Some(&body))
+            .await;
         assert_eq!(s, StatusCode::CREATED, "{v}");
         let out = v.as_array().expect("push answers an array").clone();
         for r in &out {

@@ -63,13 +63,9 @@ impl As<'_> {
             .await
     }
     async fn push(&self, queue: &str, partition: &str, txids: &[&str]) -> Vec<Value> {
-        let items: Vec<Value> = txids
-            .iter()
-            .map(|t| json!({"queue": queue, "partition": partition, "transactionId": t, "payload": {"tx": t}}))
-            .collect();
-        let (s, v) = self.post("/api/v1/push", json!({ "items": items })).await;
-        assert_eq!(s, StatusCode::CREATED, "{v}");
-        v.as_array().unwrap().clone()
+        self.b
+            .push_as(Some(&self.token), queue, partition, txids)
+            .await
     }
     /// A pop that must answer 200; its body.
     async fn pop(&self, path_and_query: &str) -> Value {
@@ -90,6 +86,15 @@ impl As<'_> {
             })
             .collect()
     }
+}
+
+/// Callers of tenants `acme` and `zenith`, both with `role`.
+fn acme_and_zenith<'a>(b: &'a Broker, role: &str) -> (As<'a>, As<'a>) {
+    let caller = |tenant| As {
+        b,
+        token: token(Some(tenant), role),
+    };
+    (caller("acme"), caller("zenith"))
 }
 
 fn txids(pop: &Value) -> Vec<&str> {
@@ -137,14 +142,7 @@ async fn snapshot(b: &Broker, tenant: &str) -> String {
 #[tokio::test]
 async fn two_tenants_each_have_their_own_orders_queue() {
     let b = tenanted(|_| {}).await;
-    let a = As {
-        b: &b,
-        token: token(Some("acme"), "admin"),
-    };
-    let z = As {
-        b: &b,
-        token: token(Some("zenith"), "admin"),
-    };
+    let (a, z) = acme_and_zenith(&b, "admin");
     a.push("orders", "p", &["a1", "a2"]).await;
     // The same transaction id in the other tenant is a new message, not a duplicate.
     let pushed = z.push("orders", "p", &["a1"]).await;
@@ -170,14 +168,7 @@ async fn two_tenants_each_have_their_own_orders_queue() {
 #[tokio::test]
 async fn a_long_poll_is_not_answered_by_another_tenants_push() {
     let b = tenanted(|_| {}).await;
-    let a = As {
-        b: &b,
-        token: token(Some("acme"), "read-write"),
-    };
-    let z = As {
-        b: &b,
-        token: token(Some("zenith"), "read-write"),
-    };
+    let (a, z) = acme_and_zenith(&b, "read-write");
     a.push("orders", "p", &["seed"]).await;
     let first = a.pop("/api/v1/pop/queue/orders?wait=false").await;
     let pid = first["messages"][0]["partitionId"].clone();
@@ -202,14 +193,7 @@ async fn a_long_poll_is_not_answered_by_another_tenants_push() {
 #[tokio::test]
 async fn another_tenant_sees_nothing_and_changes_nothing() {
     let b = tenanted(|_| {}).await;
-    let a = As {
-        b: &b,
-        token: token(Some("acme"), "admin"),
-    };
-    let z = As {
-        b: &b,
-        token: token(Some("zenith"), "admin"),
-    };
+    let (a, z) = acme_and_zenith(&b, "admin");
 
     // Tenant A: a configured queue, two partitions, a live lease in a named group and a
     // dead letter.
