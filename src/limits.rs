@@ -25,6 +25,8 @@ pub enum Refusal {
     Rate { wait: Duration },
     /// The push would take the tenant past its stored-message cap.
     Stored { cap: i64, stored: i64 },
+    /// The push alone holds more than the cap: no wait makes it fit.
+    Larger { cap: i64, adding: i64 },
 }
 
 #[derive(Default)]
@@ -34,8 +36,10 @@ pub struct Limiter {
     stored: Mutex<HashMap<Arc<str>, Account>>,
 }
 
-/// Room held for a push in flight. Dropped without [`Reservation::committed`], it gives the
-/// room back (the request failed or was refused later on).
+/// Room held for a push in flight. Dropped without [`Reservation::committed`] (the request
+/// failed, or its client went away while the fused push it handed over may still commit),
+/// the room counts as stored: an overcount until the next read of the log, never a way past
+/// the cap.
 pub struct Reservation<'a> {
     held: Option<(&'a Limiter, Arc<str>, i64)>,
 }
@@ -45,6 +49,12 @@ impl Reservation<'_> {
     /// stored, and the rest of the room is given back.
     pub fn committed(mut self, added: i64) {
         self.settle(added);
+    }
+
+    /// Nothing was written (the request was refused after the reservation): the room is
+    /// given back at once.
+    pub fn released(mut self) {
+        self.settle(0);
     }
 
     fn settle(&mut self, added: i64) {
@@ -58,7 +68,9 @@ impl Reservation<'_> {
 
 impl Drop for Reservation<'_> {
     fn drop(&mut self) {
-        self.settle(0);
+        if let Some((_, _, held)) = self.held {
+            self.settle(held);
+        }
     }
 }
 
@@ -121,6 +133,13 @@ impl Limiter {
         let Some(cap) = self.limits(tenant).and_then(|l| l.max_messages) else {
             return Ok(Ok(Reservation { held: None }));
         };
+        // Nothing to store (an ack-only transaction) is never refused, even over the cap.
+        if adding == 0 {
+            return Ok(Ok(Reservation { held: None }));
+        }
+        if adding > cap {
+            return Ok(Err(Refusal::Larger { cap, adding }));
+        }
         self.read_if_stale(store, tenant).await?;
         let mut accounts = self.stored.lock().unwrap();
         let a = accounts.get_mut(tenant).expect("read above");

@@ -70,7 +70,9 @@ impl Bucket {
             self.tokens -= 1.0;
             Ok(())
         } else {
-            Err(Duration::from_secs_f64((1.0 - self.tokens) / rate))
+            // A tiny rate can make the wait too long for a Duration: that is "not soon".
+            let wait = Duration::try_from_secs_f64((1.0 - self.tokens) / rate);
+            Err(wait.unwrap_or(Duration::MAX))
         }
     }
 }
@@ -202,6 +204,11 @@ mod tests {
         let mut b = Bucket::full(&slow, t0);
         assert!(b.take(&slow, t0).is_ok());
         assert_eq!(b.take(&slow, t0), Err(Duration::from_secs(2)));
+        let glacial = limits(1e-20, None);
+        let mut b = Bucket::full(&glacial, t0);
+        assert!(b.take(&glacial, t0).is_ok());
+        assert_eq!(b.take(&glacial, t0), Err(Duration::MAX), "no panic");
+        assert_eq!(retry_after_secs(Duration::MAX), u64::MAX);
         let none = Limits::default();
         let mut b = Bucket::full(&none, t0);
         assert!((0..1000).all(|_| b.take(&none, t0).is_ok()));

@@ -156,6 +156,9 @@ pub struct Auth {
     read_only: String,
     tenant_claim: String,
     default_tenant: Option<String>,
+    issuer: Option<String>,
+    audience: Option<String>,
+    leeway: u64,
 }
 
 impl Auth {
@@ -263,6 +266,9 @@ impl Auth {
             read_only: c.jwt_role_read_only.clone(),
             tenant_claim: c.jwt_tenant_claim.clone(),
             default_tenant: c.jwt_default_tenant.clone(),
+            issuer: c.jwt_issuer.clone(),
+            audience: c.jwt_audience.clone(),
+            leeway: c.jwt_clock_skew,
         })))
     }
 
@@ -282,6 +288,52 @@ impl Auth {
 
     /// The claims of a valid token, or the refusal with Queen's status and text.
     pub async fn verify(&self, token: &str) -> Result<Value, Refusal> {
+        let claims = self.verify_signature(token).await?;
+        self.check_claims(&claims)?;
+        Ok(claims)
+    }
+
+    /// What jsonwebtoken leaves loose, it only compares a claim that parses and accepts an
+    /// issuer array that merely overlaps: a configured issuer must be the `iss` string itself
+    /// and a configured audience must be in `aud`, absent claims included (B.1); `exp`, `nbf`
+    /// and `iat` must be numbers when present (a string `exp` would never expire), and `iat`
+    /// not later than now plus the leeway.
+    fn check_claims(&self, claims: &Value) -> Result<(), Refusal> {
+        if let Some(iss) = &self.issuer {
+            if claims.get("iss").and_then(Value::as_str) != Some(iss.as_str()) {
+                return Err(unauthorized("Invalid token issuer"));
+            }
+        }
+        if let Some(aud) = &self.audience {
+            let named = match claims.get("aud") {
+                Some(Value::String(a)) => a == aud,
+                Some(Value::Array(all)) => all.iter().any(|a| a.as_str() == Some(aud.as_str())),
+                _ => false,
+            };
+            if !named {
+                return Err(unauthorized("Invalid token audience"));
+            }
+        }
+        for claim in ["exp", "nbf", "iat"] {
+            if claims.get(claim).is_some_and(|v| !v.is_number()) {
+                let text = format!("Token verification failed: {claim} is not a number");
+                return Err(unauthorized(text));
+            }
+        }
+        let now = jsonwebtoken::get_current_timestamp() as f64;
+        if let Some(iat) = claims.get("iat").and_then(Value::as_f64) {
+            if iat > now + self.leeway as f64 {
+                return Err(unauthorized(
+                    "Token verification failed: issued in the future",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The signature checked with the key and algorithm the mode dictates, then the claims
+    /// jsonwebtoken checks.
+    async fn verify_signature(&self, token: &str) -> Result<Value, Refusal> {
         let head = head(token).map_err(|e| unauthorized(format!("Token decode error: {e}")))?;
         let alg = head.alg.as_str();
         let family = match (self.mode, alg) {

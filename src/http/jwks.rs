@@ -178,16 +178,39 @@ impl Jwks {
     async fn fetch(&self) -> anyhow::Result<usize> {
         let res = self.client.get(&self.url).send().await?;
         anyhow::ensure!(res.status().is_success(), "HTTP {}", res.status());
-        let body: Value = serde_json::from_slice(&res.bytes().await?)?;
+        let body: Value = serde_json::from_slice(&bounded_body(res).await?)?;
         let Some(list) = body.get("keys").and_then(Value::as_array) else {
             anyhow::bail!("no \"keys\" array");
         };
         let keys: Vec<Key> = list.iter().filter_map(parse_key).collect();
         let n = keys.len();
-        *self.keys.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(keys);
+        // A set with nothing usable is a broken answer, not a rotation to no keys: the keys
+        // already cached keep working.
         anyhow::ensure!(n > 0, "no usable key among {}", list.len());
+        *self.keys.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(keys);
         Ok(n)
     }
+}
+
+/// A key set is a few kilobytes; anything past this is not one, and is not held in memory.
+const MAX_JWKS_BYTES: usize = 1 << 20;
+
+async fn bounded_body(mut res: reqwest::Response) -> anyhow::Result<Vec<u8>> {
+    let too_big = || anyhow::anyhow!("JWKS response larger than {MAX_JWKS_BYTES} bytes");
+    if res
+        .content_length()
+        .is_some_and(|n| n > MAX_JWKS_BYTES as u64)
+    {
+        return Err(too_big());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = res.chunk().await? {
+        body.extend_from_slice(&chunk);
+        if body.len() > MAX_JWKS_BYTES {
+            return Err(too_big());
+        }
+    }
+    Ok(body)
 }
 
 /// An RSA key (`n`, `e`) or an Ed25519 key (`OKP`, 32-byte `x`); other keys are skipped, and

@@ -30,6 +30,9 @@ impl From<Refusal> for ApiError {
                 code: "quota_exceeded",
                 retry_after_secs: STORED_RETRY_SECS,
             },
+            Refusal::Larger { cap, adding } => ApiError::bad_request(format!(
+                "A push of {adding} messages exceeds the stored message limit of {cap}"
+            )),
         }
     }
 }

@@ -177,9 +177,10 @@ pub async fn transaction(
     let (ack_out, verdicts, written) = match result {
         Ok(Ok(r)) => r,
         Ok(Err(Refused(error))) => {
+            room.released();
             return Ok(Json(json!({
                 "transactionId": bundle_id, "success": false, "error": error, "results": [],
-            })))
+            })));
         }
         Err(e) => return Err(e.into()),
     };

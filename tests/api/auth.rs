@@ -297,3 +297,84 @@ async fn producer_sub_is_the_tokens_subject_never_the_clients() {
         assert_eq!(v["messages"][0]["producerSub"], want, "{partition}: {v}");
     }
 }
+
+/// A configured issuer and audience are required, not only compared when present; time
+/// claims must be numbers, and a token may not be issued in the future.
+#[tokio::test]
+async fn issuer_audience_and_time_claims_are_enforced() {
+    let b = broker_with(|c| {
+        c.jwt_enabled = "true".into();
+        c.jwt_secret = Some(SECRET.into());
+        c.jwt_issuer = Some("idp".into());
+        c.jwt_audience = Some("regent".into());
+    })
+    .await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let with = |extra: Value| {
+        let mut claims = json!({"role": "admin", "tenant": "acme", "iss": "idp", "aud": "regent"});
+        for (k, v) in extra.as_object().unwrap() {
+            match v {
+                Value::Null => claims.as_object_mut().unwrap().remove(k),
+                v => claims.as_object_mut().unwrap().insert(k.clone(), v.clone()),
+            };
+        }
+        signed(claims, Algorithm::HS256, SECRET)
+    };
+    let path = "/api/v1/resources/queues";
+    for (name, token, want) in [
+        ("no iss", with(json!({"iss": null})), "Invalid token issuer"),
+        (
+            "iss array",
+            with(json!({"iss": ["evil", "idp"]})),
+            "Invalid token issuer",
+        ),
+        (
+            "iss number",
+            with(json!({"iss": 5})),
+            "Invalid token issuer",
+        ),
+        (
+            "no aud",
+            with(json!({"aud": null})),
+            "Invalid token audience",
+        ),
+        (
+            "aud number",
+            with(json!({"aud": 5})),
+            "Invalid token audience",
+        ),
+        (
+            "other aud",
+            with(json!({"aud": ["billing"]})),
+            "Invalid token audience",
+        ),
+        (
+            "string exp",
+            with(json!({"exp": (now + 600).to_string()})),
+            "Token verification failed: exp is not a number",
+        ),
+        (
+            "future iat",
+            with(json!({"iat": now + 3600})),
+            "Token verification failed: issued in the future",
+        ),
+    ] {
+        let (s, v) = call(&b, &Method::GET, path, Some(&token)).await;
+        assert_eq!(s, StatusCode::UNAUTHORIZED, "{name}: {v}");
+        assert_eq!(v, json!({ "error": want }), "{name}");
+    }
+    for (name, token) in [
+        ("exact", with(json!({}))),
+        ("aud array", with(json!({"aud": ["billing", "regent"]}))),
+        (
+            "iat within the leeway",
+            with(json!({"iat": now + 10, "exp": now + 600})),
+        ),
+    ] {
+        let (s, v) = call(&b, &Method::GET, path, Some(&token)).await;
+        assert_eq!(s, StatusCode::OK, "{name}: {v}");
+    }
+}

@@ -277,6 +277,47 @@ async fn a_push_past_the_stored_message_cap_is_refused_whole() {
     assert_eq!(stored(&b, "acme", "q").await, vec!["g", "h", "i", "j", "k"]);
 }
 
+/// Over the cap, acks still go through (an ack-only transaction stores nothing), and a push
+/// that alone holds more than the cap is a client error, not a reason to wait.
+#[tokio::test]
+async fn acks_pass_over_the_cap_and_a_push_larger_than_it_is_a_400() {
+    let b = limited(json!({"acme": {"maxMessages": 2}})).await;
+    assert_eq!(
+        push(&b, "acme", "q", &["a", "b"]).await.0,
+        StatusCode::CREATED
+    );
+    let (s, v) = push(&b, "acme", "q", &["c"]).await;
+    assert_eq!(
+        (s, &v["code"]),
+        (StatusCode::TOO_MANY_REQUESTS, &json!("quota_exceeded"))
+    );
+    let (s, v) = push(&b, "acme", "q", &["c", "d", "e"]).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+    assert_eq!(
+        v["error"],
+        "A push of 3 messages exceeds the stored message limit of 2"
+    );
+    let popped = send(
+        &b,
+        "acme",
+        reqwest::Method::GET,
+        "/api/v1/pop/queue/q?wait=false",
+        None,
+    )
+    .await
+    .2;
+    let (s, _, v) = send(
+        &b,
+        "acme",
+        reqwest::Method::POST,
+        "/api/v1/transaction",
+        Some(json!({"operations": [{"type": "ack", "transactionId": "a",
+            "partitionId": popped["partitionId"], "leaseId": popped["leaseId"]}]})),
+    )
+    .await;
+    assert_eq!((s, &v["success"]), (StatusCode::OK, &json!(true)), "{v}");
+}
+
 /// The cap holds under concurrent pushes through one broker: room is reserved before the
 /// write, so requests in flight cannot all squeeze under it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
