@@ -19,24 +19,10 @@ ROUNDS=${ROUNDS:-3}
 CLIENTS=${CLIENTS:-8}
 PORT=${PORT:-6710}
 
-cargo build --release --locked --quiet
-bin=target/release/regent
-pgbin=$(pg_config --bindir 2>/dev/null || true)
-pgbench=$(command -v pgbench || echo "$pgbin/pgbench")
-
-work=$(mktemp -d /tmp/regent-bench-XXXXXX)
-chmod 755 "$work"
-echo "work directory: $work"
-# `regent dev` makes and migrates the cluster and creates 16 partitions of queue `q`.
-env -u JWT_ENABLED -u TENANT_LIMITS NO_COLOR=1 "$bin" dev --port "$PORT" --data-dir "$work/pg" \
-    >"$work/dev.out" 2>"$work/dev.err" &
-broker=$!
-trap 'kill -INT $broker 2>/dev/null; wait $broker 2>/dev/null || true; rm -rf "$work/pg"' EXIT
-for _ in $(seq 1 300); do
-    grep -q "serving on" "$work/dev.out" 2>/dev/null && break
-    sleep 0.1
-done
-PG=$(grep -o 'postgres://[^ ]*' "$work/dev.err" | head -1)
+. bench/lib.sh
+trap stop_dev EXIT
+# `regent dev` makes and migrates the cluster; 16 partitions of queue `q` are pushed to it.
+start_dev "$PORT"
 for i in $(seq 1 16); do
     curl -sf -o /dev/null -H 'content-type: application/json' \
         -d "{\"items\":[{\"queue\":\"q\",\"partition\":\"p$i\",\"payload\":1}]}" \

@@ -38,25 +38,9 @@ order=(push end-to-end end-to-end-b100 pop-ack fan-out batch1 latency
 scenarios=("$@")
 [ ${#scenarios[@]} -gt 0 ] || scenarios=("${order[@]}")
 
-cargo build --release --locked --quiet
-bin=target/release/regent
-pgbin=$(pg_config --bindir 2>/dev/null || true)
-pgbench=$(command -v pgbench || echo "$pgbin/pgbench")
-[ -x "$pgbench" ] || pgbench=$(ls /usr/lib/postgresql/*/bin/pgbench | sort -V | tail -1)
-
-work=$(mktemp -d /tmp/regent-bench-XXXXXX)
-chmod 755 "$work"
-echo "work directory: $work"
-NO_COLOR=1 "$bin" dev --port "$PORT" --data-dir "$work/pg" >"$work/dev.out" 2>"$work/dev.err" &
-broker=$!
-# The cluster is gigabytes after a full run: only the reports are kept.
-trap 'kill -INT $broker 2>/dev/null; wait $broker 2>/dev/null || true; rm -rf "$work/pg"' EXIT
-for _ in $(seq 1 300); do
-    grep -q "serving on" "$work/dev.out" 2>/dev/null && break
-    sleep 0.1
-done
-PG=$(grep -o 'postgres://[^ ]*' "$work/dev.err" | head -1)
-[ -n "$PG" ] || { cat "$work/dev.err"; exit 1; }
+. bench/lib.sh
+trap stop_dev EXIT
+start_dev "$PORT"
 
 # CPU seconds used so far by the broker process and by every PostgreSQL process.
 cpu() {

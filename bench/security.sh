@@ -27,34 +27,16 @@ declare -A runs=(
 order=(batch1 push end-to-end)
 [ $# -gt 0 ] && order=("$@")
 
-cargo build --release --locked --quiet
-bin=target/release/regent
-work=$(mktemp -d /tmp/regent-bench-XXXXXX)
-chmod 755 "$work"
-echo "work directory: $work"
+. bench/lib.sh
 pids=()
 cleanup() {
     for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
     for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-    rm -rf "$work/pg"
+    stop_dev
 }
 trap cleanup EXIT
-
-wait_for() { # file text
-    for _ in $(seq 1 300); do
-        grep -q "$2" "$1" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    cat "$1" >&2
-    return 1
-}
-
 # The `off` broker owns the private cluster; the others share it through DATABASE_URL.
-env -u JWT_ENABLED -u TENANT_LIMITS NO_COLOR=1 "$bin" dev --port "$PORT" --data-dir "$work/pg" \
-    >"$work/off.out" 2>"$work/off.err" &
-pids+=($!)
-wait_for "$work/off.out" "serving on"
-PG=$(grep -o 'postgres://[^ ]*' "$work/off.err" | head -1)
+start_dev "$PORT"
 
 SECRET=bench-secret
 LIMITS='{"*": {"rate": 1000000000, "burst": 1000000000, "maxMessages": 1000000000000}}'

@@ -70,6 +70,14 @@ async fn push(b: &Broker, tenant: &str, queue: &str, txids: &[&str]) -> (StatusC
     (s, v)
 }
 
+/// A non-waiting pop of one message in queue mode.
+async fn pop_one(b: &Broker, tenant: &str, queue: &str) -> Value {
+    let path = format!("/api/v1/pop/queue/{queue}?wait=false");
+    let (s, _, v) = send(b, tenant, reqwest::Method::GET, &path, None).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    v
+}
+
 async fn list(b: &Broker, tenant: &str) -> (StatusCode, Option<String>, Value) {
     send(
         b,
@@ -205,15 +213,7 @@ async fn a_push_past_the_stored_message_cap_is_refused_whole() {
     );
 
     // The transaction route counts its pushes too, and a refused bundle acks nothing.
-    let popped = send(
-        &b,
-        "acme",
-        reqwest::Method::GET,
-        "/api/v1/pop/queue/q?wait=false",
-        None,
-    )
-    .await
-    .2;
+    let popped = pop_one(&b, "acme", "q").await;
     let (pid, lease) = (&popped["partitionId"], &popped["leaseId"]);
     let (s, _, v) = send(
         &b,
@@ -297,15 +297,7 @@ async fn acks_pass_over_the_cap_and_a_push_larger_than_it_is_a_400() {
         v["error"],
         "A push of 3 messages exceeds the stored message limit of 2"
     );
-    let popped = send(
-        &b,
-        "acme",
-        reqwest::Method::GET,
-        "/api/v1/pop/queue/q?wait=false",
-        None,
-    )
-    .await
-    .2;
+    let popped = pop_one(&b, "acme", "q").await;
     let (s, _, v) = send(
         &b,
         "acme",

@@ -1,0 +1,41 @@
+# Shared by the bench scripts (sourced, not run): a release build, a work directory, and a
+# `regent dev` broker on a persistent private cluster (fsync and synchronous commit on).
+
+cargo build --release --locked --quiet
+bin=target/release/regent
+pgbin=$(pg_config --bindir 2>/dev/null || true)
+pgbench=$(command -v pgbench || echo "$pgbin/pgbench")
+[ -x "$pgbench" ] || pgbench=$(ls /usr/lib/postgresql/*/bin/pgbench | sort -V | tail -1)
+
+work=$(mktemp -d /tmp/regent-bench-XXXXXX)
+chmod 755 "$work"
+echo "work directory: $work"
+
+# wait_for FILE TEXT: until FILE says TEXT (30 s at most).
+wait_for() {
+    for _ in $(seq 1 300); do
+        grep -q "$2" "$1" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    cat "$1" >&2
+    return 1
+}
+
+# start_dev PORT: `regent dev` with authentication and limits off and its cluster in
+# $work/pg; sets $broker (its pid) and $PG (the cluster's URL). The caller's EXIT trap
+# should call stop_dev.
+start_dev() {
+    env -u JWT_ENABLED -u TENANT_LIMITS NO_COLOR=1 "$bin" dev --port "$1" --data-dir "$work/pg" \
+        >"$work/dev.out" 2>"$work/dev.err" &
+    broker=$!
+    wait_for "$work/dev.out" "serving on"
+    PG=$(grep -o 'postgres://[^ ]*' "$work/dev.err" | head -1)
+    [ -n "$PG" ] || { cat "$work/dev.err" >&2; return 1; }
+}
+
+# The cluster is gigabytes after a full run: only the reports are kept.
+stop_dev() {
+    kill -INT "$broker" 2>/dev/null
+    wait "$broker" 2>/dev/null || true
+    rm -rf "$work/pg"
+}
