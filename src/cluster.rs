@@ -782,8 +782,10 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
 
-        // The next start-up clears away what the dead owner left.
-        assert!(root.exists());
+        // The next start-up clears away what the dead owner left. Any start-up sweeps, so one
+        // running in parallel (another test's cluster) may have done it already: what matters
+        // is that after a sweep nothing is left. (Asserting that the directory still existed
+        // here made this test fail now and then, under parallel load.)
         sweep_stale_temp_dirs();
         assert!(!root.exists(), "{} was not swept", root.display());
     }
