@@ -12,6 +12,7 @@ mod jwks;
 mod limits;
 mod push_pop;
 mod python_client;
+mod shutdown;
 mod smoke;
 mod tenants;
 mod tls;

@@ -73,6 +73,19 @@ pub async fn broker_with(tune: impl FnOnce(&mut Config)) -> Broker {
     let mut config = Config::defaults();
     config.db_pool_size = 8;
     tune(&mut config);
+    start_on(config, db_url).await
+}
+
+impl Broker {
+    /// An in-process broker on a database that already exists (another process's, say).
+    pub async fn attach(db_url: &str) -> Broker {
+        let mut config = Config::defaults();
+        config.db_pool_size = 4;
+        start_on(config, db_url.to_string()).await
+    }
+}
+
+async fn start_on(config: Config, db_url: String) -> Broker {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let srv = server::start(config, &db_url, listener)
         .await
