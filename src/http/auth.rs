@@ -26,8 +26,8 @@ use super::AppState;
 use crate::broker::naming::DEFAULT_TENANT;
 use crate::config::Config;
 
-/// Who a request comes from. [`authorize`] puts one on every matched route, so a handler
-/// that extracts it cannot run without it (axum answers 500 for a missing extension: closed,
+/// Who a request comes from. [`authorize`] puts one on every matched route but the public
+/// ones (which act for no tenant), so a handler that extracts it cannot run without it (axum answers 500 for a missing extension: closed,
 /// never some other tenant).
 #[derive(Clone, Debug)]
 pub struct Principal {
@@ -38,8 +38,8 @@ pub struct Principal {
 }
 
 impl Principal {
-    /// A request that carries no verified token: authentication is off, or the route is
-    /// public or skipped. It acts for the configured default tenant, else `default`.
+    /// A request that carries no verified token: authentication is off, or the path is in
+    /// `JWT_SKIP_PATHS`. It acts for the configured default tenant, else `default`.
     fn anonymous(default_tenant: Option<&str>) -> Principal {
         Principal {
             sub: None,
@@ -521,16 +521,20 @@ fn token(req: &Request) -> Option<&str> {
 /// Route middleware: runs for matched routes only, so an unknown path is a 404 whatever the
 /// token says.
 pub async fn authorize(State(s): State<Arc<AppState>>, mut req: Request, next: Next) -> Response {
+    let need = req
+        .extensions()
+        .get::<MatchedPath>()
+        .and_then(|m| level(req.method(), m.as_str()));
+    // A public route acts for no tenant: it carries no Principal, which also keeps it out of
+    // the tenant's request rate (`limits::admit`).
+    if need == Some(Level::Public) {
+        return next.run(req).await;
+    }
     let Some(auth) = s.auth.clone() else {
         req.extensions_mut().insert(Principal::anonymous(None));
         return next.run(req).await;
     };
-    let template = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|m| m.as_str().to_string());
-    let need = template.as_deref().and_then(|t| level(req.method(), t));
-    if need == Some(Level::Public) || auth.skipped(req.uri().path()) {
+    if auth.skipped(req.uri().path()) {
         let anonymous = Principal::anonymous(auth.default_tenant.as_deref());
         req.extensions_mut().insert(anonymous);
         return next.run(req).await;

@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::auth::{level, Level, Principal};
+use super::auth::Principal;
 use super::error::ApiError;
 use super::AppState;
 use crate::broker::limits::retry_after_secs;
@@ -37,19 +37,12 @@ impl From<Refusal> for ApiError {
     }
 }
 
-/// Route middleware, inside `auth::authorize` (it needs the request's tenant): one token of
-/// the tenant's bucket per request on every route but the public ones.
+/// Route middleware, inside `auth::authorize`, which decided the request's tenant: one token
+/// of that tenant's bucket per request. Public routes carry no Principal and are not counted.
 pub async fn admit(State(s): State<Arc<AppState>>, req: Request, next: Next) -> Response {
-    let public = req
-        .extensions()
-        .get::<MatchedPath>()
-        .and_then(|m| level(req.method(), m.as_str()))
-        == Some(Level::Public);
-    if !public {
-        if let Some(who) = req.extensions().get::<Principal>() {
-            if let Err(r) = s.limits.admit(&who.tenant) {
-                return ApiError::from(r).into_response();
-            }
+    if let Some(who) = req.extensions().get::<Principal>() {
+        if let Err(r) = s.limits.admit(&who.tenant) {
+            return ApiError::from(r).into_response();
         }
     }
     next.run(req).await
