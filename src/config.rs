@@ -26,6 +26,9 @@ fn default_tx_index_retention() -> u64 {
 fn default_purge_interval() -> u64 {
     60
 }
+fn default_shutdown_grace() -> u64 {
+    20
+}
 fn default_batch() -> i64 {
     1
 }
@@ -102,6 +105,10 @@ pub struct Config {
     pub tx_index_retention_seconds: u64,
     #[serde(default = "default_purge_interval")]
     pub purge_interval_seconds: u64,
+    /// How long a shutdown waits for in-flight requests before cutting them off with 503.
+    /// Below Kubernetes' default termination grace (30 s) with room for a preStop pause.
+    #[serde(default = "default_shutdown_grace")]
+    pub shutdown_grace_seconds: u64,
     /// Queen's `DEFAULT_BATCH_SIZE`: messages per pop when the client names no batch.
     #[serde(default = "default_batch")]
     pub default_batch_size: i64,

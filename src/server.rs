@@ -23,6 +23,7 @@ pub struct RunningServer {
     pub tls: bool,
     pub state: Arc<AppState>,
     shutdown: watch::Sender<bool>,
+    cut_off: watch::Sender<bool>,
     serve: JoinHandle<std::io::Result<()>>,
     purge: JoinHandle<()>,
 }
@@ -46,6 +47,7 @@ pub async fn start(
         .map(PayloadCipher::from_hex)
         .transpose()?;
     let (shutdown, shutting_down) = watch::channel(false);
+    let (cut_off, grace_over) = watch::channel(false);
     let auth = crate::http::auth::Auth::from_config(&config)?;
     let limits = crate::limits::Limiter::new(config.tenant_limits()?);
     if let Some(auth) = &auth {
@@ -66,6 +68,8 @@ pub async fn start(
         auth,
         limits,
         shutting_down: shutting_down.clone(),
+        grace_over,
+        handovers: Default::default(),
     });
     state.pushes.start(state.clone()).await;
     state.acks.start(state.clone()).await;
@@ -102,21 +106,52 @@ pub async fn start(
         tls: tls.is_some(),
         state,
         shutdown,
+        cut_off,
         serve,
         purge,
     })
 }
 
 impl RunningServer {
-    /// Stops accepting, wakes parked long-polls so they answer their empty shape, and waits
-    /// for in-flight requests to finish.
+    /// Stops accepting and wakes parked long-polls so they answer their empty shape; waits
+    /// for in-flight requests up to `SHUTDOWN_GRACE_SECONDS`, then cuts off the rest with a
+    /// 503; releases the leases of pop answers that never reached their client; closes the
+    /// pool.
     pub async fn shutdown(self) -> anyhow::Result<()> {
         let _ = self.shutdown.send(true);
-        self.serve.await??;
+        let grace = Duration::from_secs(self.state.config.shutdown_grace_seconds);
+        let mut serve = self.serve;
+        let served = match tokio::time::timeout(grace, &mut serve).await {
+            Ok(done) => Some(done),
+            Err(_) => {
+                tracing::warn!(
+                    grace_seconds = grace.as_secs(),
+                    "grace period over: cutting off the requests still running"
+                );
+                let _ = self.cut_off.send(true);
+                // A cut-off answer is small: a connection still busy after this is writing
+                // to a client that does not read, and is abandoned.
+                match tokio::time::timeout(CUT_OFF_WAIT, &mut serve).await {
+                    Ok(done) => Some(done),
+                    Err(_) => {
+                        serve.abort();
+                        None
+                    }
+                }
+            }
+        };
         self.purge.abort();
+        self.state.handovers.release_remaining(&self.state).await;
+        self.state.store.close();
+        if let Some(done) = served {
+            done??;
+        }
         Ok(())
     }
 }
+
+/// How long cut-off requests get to write their 503 before their connections are abandoned.
+const CUT_OFF_WAIT: Duration = Duration::from_secs(1);
 
 /// Answers are small and latency-bound: Nagle's algorithm would hold them back waiting for
 /// the client's delayed ACK (tens of milliseconds).

@@ -10,6 +10,8 @@ mod dlq;
 pub mod error;
 mod fallback;
 pub mod fusion;
+mod grace;
+mod handover;
 mod health;
 pub mod jwks;
 mod lease;
@@ -56,6 +58,11 @@ pub struct AppState {
     pub auth: Option<Arc<auth::Auth>>,
     /// Flips to true when the server starts shutting down, so parked long-polls answer at once.
     pub shutting_down: watch::Receiver<bool>,
+    /// Flips to true when the shutdown grace period is over: requests still running are cut
+    /// off with a 503.
+    pub grace_over: watch::Receiver<bool>,
+    /// Pop answers whose lease is not yet delivered to the client.
+    pub handovers: handover::Handovers,
 }
 
 pub type State = axum::extract::State<Arc<AppState>>;
@@ -95,6 +102,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .fallback(fallback::not_found)
         .method_not_allowed_fallback(fallback::method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            grace::bounded,
+        ))
         .layer(axum::middleware::from_fn(cors::cors))
         .with_state(state)
 }

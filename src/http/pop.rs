@@ -18,6 +18,7 @@ use uuid::Uuid;
 
 use super::auth::Principal;
 use super::error::ApiError;
+use super::handover::Handover;
 use super::params::Params;
 use super::time::micros;
 use super::{AppState, State};
@@ -145,8 +146,9 @@ fn ask(s: &AppState, p: &Params, target: &Target) -> Result<Ask, ApiError> {
 
 /// What one attempt found.
 enum Found {
-    /// The answer, serialised once: payloads go out as the JSON text stored.
-    Messages(String),
+    /// The answer, serialised once: payloads go out as the JSON text stored; with the
+    /// handover of its lease unless the pop auto-acked.
+    Messages(String, Option<Handover>),
     /// A success shape without messages (window buffer filling, nothing readable yet).
     Shape(Value),
     /// Nothing to claim, with Queen's error code.
@@ -177,7 +179,8 @@ async fn run(
 
         let found = attempt(&s, tenant, &target, &a).await?;
         match found {
-            Found::Messages(body) => return Ok(json_text(body)),
+            Found::Messages(body, Some(lease)) => return Ok(lease.respond(body)),
+            Found::Messages(body, None) => return Ok(json_text(body)),
             Found::Shape(body) if !a.wait => {
                 return Ok(Json(with_autopilot(body, &a)).into_response())
             }
@@ -204,7 +207,12 @@ async fn run(
 }
 
 /// One claim-and-read over the target's queues, in one transaction.
-async fn attempt(s: &AppState, tenant: &str, target: &Target, a: &Ask) -> Result<Found, ApiError> {
+async fn attempt(
+    s: &Arc<AppState>,
+    tenant: &str,
+    target: &Target,
+    a: &Ask,
+) -> Result<Found, ApiError> {
     // The lookup's connection goes back to the pool before the transaction takes another:
     // holding both would let as many concurrent pops as the pool has connections wait on
     // each other forever.
@@ -238,6 +246,8 @@ async fn attempt(s: &AppState, tenant: &str, target: &Target, a: &Ask) -> Result
         None => a.group.clone(),
     };
     let lease_id = Uuid::now_v7();
+    // Before the claim: if this request is dropped from here on, what it claimed is released.
+    let handover = (!a.auto_ack).then(|| Handover::open(s, lease_id, tenant));
     let (claimed, reason) = crate::in_transaction!(s.store, |tx| {
         let mut claimed: Vec<(&QueueRow, DeliveredPartition)> = Vec::new();
         let (mut batch, mut partitions) = (a.batch, a.partitions);
@@ -299,7 +309,13 @@ async fn attempt(s: &AppState, tenant: &str, target: &Target, a: &Ask) -> Result
             remember(s, lease_id, &claimed);
         }
         let lease = (!a.auto_ack).then_some(lease_id);
-        return Ok(Found::Messages(messages_body(s, a, lease, claimed)));
+        return Ok(Found::Messages(
+            messages_body(s, a, lease, claimed),
+            handover,
+        ));
+    }
+    if let Some(h) = handover {
+        h.claimed_nothing();
     }
     let empty = |partition_id: Value| {
         json!({

@@ -85,3 +85,41 @@ pub async fn all_live(
     distinct.dedup();
     Ok(live as usize == distinct.len())
 }
+
+/// A partition whose lease [`release`] ended.
+pub struct Released {
+    pub queue_id: Uuid,
+    pub queue: String,
+    pub partition_id: Uuid,
+}
+
+/// Ends a live lease that no client received: its partitions are claimable again at once.
+/// Like an expiry it charges no retry, and the lease id stops being valid for acks; the
+/// expiry is pulled back to now (never pushed forward) so claim order stays least recently
+/// claimed first. A lease that already ended, or never committed, releases nothing.
+pub async fn release(
+    client: &Client,
+    tenant: &str,
+    lease_id: Uuid,
+) -> Result<Vec<Released>, StoreError> {
+    let st = client
+        .prepare_cached(
+            "UPDATE cursors c
+                SET lease_id = NULL, lease_expires_at = least(c.lease_expires_at, now())
+               FROM partitions p JOIN queues q ON q.id = p.queue_id
+              WHERE c.lease_id = $1 AND c.lease_expires_at > now()
+                AND p.id = c.partition_id AND p.tenant = $2
+             RETURNING q.id, q.name, p.id",
+        )
+        .await?;
+    Ok(client
+        .query(&st, &[&lease_id, &tenant])
+        .await?
+        .iter()
+        .map(|r| Released {
+            queue_id: r.get(0),
+            queue: r.get(1),
+            partition_id: r.get(2),
+        })
+        .collect())
+}

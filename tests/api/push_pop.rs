@@ -612,3 +612,38 @@ async fn a_busy_group_discovers_new_partitions_within_the_sweep_interval() {
         );
     }
 }
+
+/// A consumer that hangs up while its long-poll is parked takes nothing with it: the next
+/// push goes to a consumer that is still there, not to a lease held for a closed connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_that_hangs_up_on_a_long_poll_takes_no_message_with_it() {
+    use tokio::io::AsyncWriteExt;
+
+    let b = broker().await;
+    b.configure("q", json!({"leaseTime": 3600})).await;
+    let addr = b.url.trim_start_matches("http://").to_string();
+    let mut gone = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    gone.write_all(
+        b"GET /api/v1/pop/queue/q?wait=true&timeout=20000 HTTP/1.1\r\nHost: regent\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    drop(gone);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    b.push("q", "p", &["m1"]).await;
+    let mut got = Vec::new();
+    for _ in 0..20 {
+        got = Broker::txids(&b.pop("q", "").await);
+        if !got.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        got,
+        vec!["m1".to_string()],
+        "the message is not leased to the hung-up consumer"
+    );
+}

@@ -14,34 +14,26 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Command;
+use tokio::process::{Child, Command};
 
 use crate::support::fresh_database;
 
-#[derive(Default)]
-struct Seen {
-    acknowledged: HashSet<String>,
-    delivered: HashSet<String>,
-    leases: HashSet<String>,
-    /// Answers with an error status.
-    broken: Vec<String>,
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sigterm_under_load_loses_no_acknowledged_push_and_leaves_no_lease_behind() {
-    let db_url = fresh_database().await;
+/// `regent serve` as a child process on `db_url` with extra environment, once it serves;
+/// and its port.
+async fn serve(db_url: &str, env: &[(&str, &str)]) -> (Child, u16) {
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
     let mut child = Command::new(env!("CARGO_BIN_EXE_regent"))
         .arg("serve")
-        .env("DATABASE_URL", &db_url)
+        .env("DATABASE_URL", db_url)
         .env("HOST", "127.0.0.1")
         .env("PORT", port.to_string())
         .env("NO_COLOR", "1")
         .env_remove("JWT_ENABLED")
         .env_remove("TENANT_LIMITS")
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .kill_on_drop(true)
@@ -58,6 +50,41 @@ async fn sigterm_under_load_loses_no_acknowledged_push_and_leaves_no_lease_behin
     })
     .await
     .expect("regent serve starts within 30 s");
+    (child, port)
+}
+
+/// SIGTERM, then the exit status within `within`.
+async fn terminate(child: &mut Child, within: Duration) -> std::process::ExitStatus {
+    let pid = child.id().expect("running") as i32;
+    // SAFETY: sending a signal to our own child process.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    tokio::time::timeout(within, child.wait())
+        .await
+        .unwrap_or_else(|_| panic!("regent serve exits within {within:?} of SIGTERM"))
+        .unwrap()
+}
+
+async fn db(db_url: &str) -> tokio_postgres::Client {
+    let (db, conn) = tokio_postgres::connect(db_url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    db
+}
+
+#[derive(Default)]
+struct Seen {
+    acknowledged: HashSet<String>,
+    delivered: HashSet<String>,
+    leases: HashSet<String>,
+    /// Answers with an error status.
+    broken: Vec<String>,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_under_load_loses_no_acknowledged_push_and_leaves_no_lease_behind() {
+    let db_url = fresh_database().await;
+    let (mut child, port) = serve(&db_url, &[]).await;
 
     let base = format!("http://127.0.0.1:{port}");
     let http = reqwest::Client::builder()
@@ -173,13 +200,7 @@ async fn sigterm_under_load_loses_no_acknowledged_push_and_leaves_no_lease_behin
         .collect();
 
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let pid = child.id().expect("running") as i32;
-    // SAFETY: sending a signal to our own child process.
-    unsafe { libc::kill(pid, libc::SIGTERM) };
-    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
-        .await
-        .expect("regent serve exits within 20 s of SIGTERM")
-        .unwrap();
+    let status = terminate(&mut child, Duration::from_secs(20)).await;
     assert!(status.success(), "exit status {status}");
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for p in parked {
@@ -201,10 +222,7 @@ async fn sigterm_under_load_loses_no_acknowledged_push_and_leaves_no_lease_behin
     assert!(!seen.delivered.is_empty(), "the consumers ran");
 
     // Every acknowledged push is in the log, read back from the database's frames.
-    let (db, conn) = tokio_postgres::connect(&db_url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
+    let db = db(&db_url).await;
     let logged: i64 = db
         .query_one(
             "SELECT coalesce(sum(p.next_offset), 0)::bigint FROM partitions p
@@ -260,4 +278,146 @@ async fn sigterm_under_load_loses_no_acknowledged_push_and_leaves_no_lease_behin
         orphaned.is_empty(),
         "leases held for answers nobody got: {orphaned:?}"
     );
+}
+
+/// A request stuck on the database does not hold the process past `SHUTDOWN_GRACE_SECONDS`:
+/// it is answered 503 (safe to retry: pushes are deduplicated) and the broker exits cleanly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_outlives_the_grace_period_is_cut_off_with_503() {
+    let db_url = fresh_database().await;
+    let (mut child, port) = serve(&db_url, &[("SHUTDOWN_GRACE_SECONDS", "1")]).await;
+    let base = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    let push = |t: &'static str| {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            http.post(format!("{base}/api/v1/push"))
+                .json(&json!({"items": [{"queue": "q", "partition": "p", "transactionId": t, "payload": {}}]}))
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(push("first").await.status(), 201, "the queue exists");
+
+    // Every push takes its partition's sequencer row lock; holding it stalls the next one.
+    let db = db(&db_url).await;
+    db.batch_execute("BEGIN; SELECT 1 FROM partitions FOR UPDATE")
+        .await
+        .unwrap();
+    let stuck = tokio::spawn(push("stuck"));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!stuck.is_finished(), "the push waits on the lock");
+
+    let status = terminate(&mut child, Duration::from_secs(10)).await;
+    assert!(status.success(), "exit status {status}");
+    let answer = stuck.await.unwrap();
+    assert_eq!(answer.status(), 503);
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(body, json!({"error": "Server is shutting down"}));
+    db.batch_execute("ROLLBACK").await.unwrap();
+}
+
+/// A pop answer the client never takes in (it stops reading a large answer) is not counted
+/// as delivered: at shutdown its lease is released, so the messages are claimable at once
+/// instead of after the lease, and the client cannot read a complete answer naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lease_of_an_answer_that_never_reached_its_client_is_released() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let db_url = fresh_database().await;
+    let (mut child, port) = serve(&db_url, &[("SHUTDOWN_GRACE_SECONDS", "1")]).await;
+    let base = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    let r = http
+        .post(format!("{base}/api/v1/configure"))
+        .json(&json!({"queue": "big", "options": {"leaseTime": 3600}}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success());
+    // 10 MB of answer: more than the socket buffers between us hold (the client's receive
+    // buffer is pinned small below; the send buffer grows to 4 MB at most).
+    let filler = "x".repeat(10_000);
+    for round in 0..2 {
+        let items: Vec<Value> = (0..500)
+            .map(|k| json!({"queue": "big", "partition": "p", "transactionId": format!("{round}-{k}"), "payload": {"f": filler}}))
+            .collect();
+        let r = http
+            .post(format!("{base}/api/v1/push"))
+            .json(&json!({ "items": items }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201);
+    }
+
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stalled = socket
+        .connect(format!("127.0.0.1:{port}").parse().unwrap())
+        .await
+        .unwrap();
+    stalled
+        .write_all(b"GET /api/v1/pop/queue/big?batch=1000 HTTP/1.1\r\nHost: regent\r\n\r\n")
+        .await
+        .unwrap();
+    let db = db(&db_url).await;
+    let leased = || async {
+        db.query_one(
+            "SELECT count(*) FROM cursors WHERE lease_id IS NOT NULL AND lease_expires_at > now()",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get::<_, i64>(0)
+    };
+    let mut waited = 0;
+    while leased().await == 0 {
+        waited += 1;
+        assert!(waited < 100, "the pop claimed its partition");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let status = terminate(&mut child, Duration::from_secs(10)).await;
+    assert!(status.success(), "exit status {status}");
+    assert_eq!(
+        leased().await,
+        0,
+        "the undelivered answer's lease is released"
+    );
+    let cursors: Vec<(i64, i32)> = db
+        .query("SELECT committed, retry_count FROM cursors", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert!(
+        cursors.iter().all(|c| *c == (-1, 0)),
+        "nothing consumed, nothing charged: {cursors:?}"
+    );
+
+    let mut got = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), stalled.read_to_end(&mut got)).await;
+    let text = String::from_utf8_lossy(&got);
+    let head_end = text.find("\r\n\r\n").expect("the head was sent") + 4;
+    let length: usize = text[..head_end]
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-length: ")
+                .map(|v| v.trim().parse().unwrap())
+        })
+        .expect("a content length");
+    assert!(
+        got.len() - head_end < length,
+        "the client got the whole answer ({} of {length} bytes) for a released lease",
+        got.len() - head_end
+    );
+
+    // Another broker on the same database hands the messages out at once.
+    let b = crate::support::Broker::attach(&db_url).await;
+    let page = b.pop("big", "batch=1000").await;
+    assert_eq!(crate::support::Broker::txids(&page).len(), 1000);
 }
