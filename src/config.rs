@@ -26,6 +26,9 @@ fn default_tx_index_retention() -> u64 {
 fn default_purge_interval() -> u64 {
     60
 }
+fn default_true() -> bool {
+    true
+}
 fn default_shutdown_grace() -> u64 {
     20
 }
@@ -105,6 +108,11 @@ pub struct Config {
     pub tx_index_retention_seconds: u64,
     #[serde(default = "default_purge_interval")]
     pub purge_interval_seconds: u64,
+    /// Wake long-polls on the other brokers of the database after a push (one extra
+    /// connection per broker; see `peers`). Off: a push through another broker is found at
+    /// the parked pop's next timer recheck.
+    #[serde(default = "default_true")]
+    pub peer_wakeups: bool,
     /// How long a shutdown waits for in-flight requests before cutting them off with 503.
     /// Below Kubernetes' default termination grace (30 s) with room for a preStop pause.
     #[serde(default = "default_shutdown_grace")]

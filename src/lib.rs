@@ -11,6 +11,7 @@ pub mod config;
 pub mod deliveries;
 pub mod http;
 pub mod limits;
+pub mod peers;
 pub mod server;
 pub mod store;
 pub mod tls;

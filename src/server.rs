@@ -26,6 +26,8 @@ pub struct RunningServer {
     cut_off: watch::Sender<bool>,
     serve: JoinHandle<std::io::Result<()>>,
     purge: JoinHandle<()>,
+    peers: JoinHandle<()>,
+    stop_peers: watch::Sender<bool>,
 }
 
 /// Migrates the database, then serves on `listener` until [`RunningServer::shutdown`].
@@ -70,7 +72,18 @@ pub async fn start(
         shutting_down: shutting_down.clone(),
         grace_over,
         handovers: Default::default(),
+        peers: Arc::new(crate::peers::Peers::new(config.peer_wakeups)),
     });
+    // Stopped last, after the releases of the shutdown have been announced.
+    let (stop_peers, peers_stopped) = watch::channel(false);
+    let peers = {
+        let hints = state.clone();
+        tokio::spawn(state.peers.clone().run(
+            database_url.to_string(),
+            move |a| hints.hint(&a),
+            peers_stopped,
+        ))
+    };
     state.pushes.start(state.clone()).await;
     state.acks.start(state.clone()).await;
     let addr = listener.local_addr()?;
@@ -109,6 +122,8 @@ pub async fn start(
         cut_off,
         serve,
         purge,
+        peers,
+        stop_peers,
     })
 }
 
@@ -141,7 +156,16 @@ impl RunningServer {
             }
         };
         self.purge.abort();
+        // Still listening while requests finished: releases below announce to the others.
         self.state.handovers.release_remaining(&self.state).await;
+        let _ = self.stop_peers.send(true);
+        let mut peers = self.peers;
+        if tokio::time::timeout(CUT_OFF_WAIT, &mut peers)
+            .await
+            .is_err()
+        {
+            peers.abort();
+        }
         self.state.store.close();
         if let Some(done) = served {
             done??;

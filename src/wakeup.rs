@@ -169,10 +169,16 @@ struct ReadyList {
 }
 
 impl Ready {
-    /// Records a committed push to `partition` of `queue`.
+    /// Records a committed push to `partition` of `queue`, here or on another broker. Only
+    /// for queues this broker has popped from: a group starts at the end of the list, so
+    /// entries written before any pop would never be read, and with every broker hearing
+    /// every push, a list per queue pushed to anywhere would cost each broker memory for
+    /// queues it does not serve.
     pub fn pushed(&self, queue: uuid::Uuid, partition: uuid::Uuid) {
         let mut map = self.queues.lock().expect("ready map poisoned");
-        let list = map.entry(queue).or_default();
+        let Some(list) = map.get_mut(&queue) else {
+            return;
+        };
         list.pushed.push_back((list.next, partition));
         list.next += 1;
         if list.pushed.len() > READY_KEPT {
@@ -260,6 +266,7 @@ mod tests {
             uuid::Uuid::now_v7(),
             uuid::Uuid::now_v7(),
         );
+        r.pushed(q, uuid::Uuid::now_v7());
         assert!(r.take(q, "g", 4).is_empty(), "a group starts at the end");
         assert!(r.take(q, "h", 4).is_empty());
         for p in [a, b, a, c] {

@@ -196,14 +196,14 @@ async fn push_transaction(
         crate::in_transaction!(s.store, |tx| {
             let prepared = prepare(tx, s, tenant, items).await?;
             let verdicts = append_prepared(tx, &prepared, dedup).await?;
-            Ok((prepared.written(), verdicts))
+            Ok((prepared.written(tenant), verdicts))
         })
     };
     let (written, verdicts) = match attempt(Dedup::Optimistic).await {
         Err(e) if e.is_duplicate() => attempt(Dedup::Careful).await?,
         r => r?,
     };
-    written.announce(s, tenant);
+    s.announce(&written);
     Ok(verdicts)
 }
 

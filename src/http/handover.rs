@@ -21,6 +21,7 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::AppState;
+use crate::peers::Announcement;
 
 /// Answers go out in frames of this size. The connection asks for the next frame only when
 /// its buffer has room, so a client that stops reading a large answer keeps the last frame
@@ -147,10 +148,15 @@ async fn release(s: &AppState, lease: Uuid, tenant: &str) {
         Ok(parts) => {
             tracing::info!(%lease, partitions = parts.len(), "released a lease whose answer never reached its client");
             s.deliveries.forget(&lease.to_string());
-            for p in &parts {
-                s.ready.pushed(p.queue_id, p.partition_id);
-                s.wakeups.notify(tenant, &p.queue, 1);
+            let mut freed = Announcement {
+                tenant: tenant.to_string(),
+                ..Default::default()
+            };
+            for p in parts {
+                freed.partitions.push((p.queue_id, p.partition_id));
+                freed.queues.push((p.queue, 1));
             }
+            s.announce(&freed);
         }
         Err(e) => {
             tracing::warn!(%lease, error = %e, "could not release an undelivered lease; it will expire")

@@ -33,6 +33,7 @@ use tokio::sync::watch;
 
 use crate::broker::encryption::PayloadCipher;
 use crate::config::Config;
+use crate::peers::Announcement;
 use crate::store::Store;
 use crate::wakeup::Wakeups;
 
@@ -61,8 +62,35 @@ pub struct AppState {
     /// Flips to true when the shutdown grace period is over: requests still running are cut
     /// off with a 503.
     pub grace_over: watch::Receiver<bool>,
+    /// Wakeups to and from the other brokers on the database.
+    pub peers: Arc<crate::peers::Peers>,
     /// Pop answers whose lease is not yet delivered to the client.
     pub handovers: handover::Handovers,
+}
+
+impl AppState {
+    /// After a commit: wakes this broker's parked pops and hints their claims, and tells the
+    /// other brokers to do the same. Never before commit: a pop woken earlier could miss what
+    /// it was woken for.
+    pub fn announce(&self, a: &Announcement) {
+        self.hint(a);
+        self.peers.publish(a);
+    }
+
+    /// Applies an announcement, this broker's or another's, to the in-memory hints: sweeps
+    /// learn new partitions, ready lists the written ones, parked pops wake (as many per
+    /// consumer group as partitions were written).
+    pub fn hint(&self, a: &Announcement) {
+        for &(q, p) in &a.created {
+            self.cursor_sweeps.created(q, p);
+        }
+        for &(q, p) in &a.partitions {
+            self.ready.pushed(q, p);
+        }
+        for (q, partitions) in &a.queues {
+            self.wakeups.notify(&a.tenant, q, *partitions);
+        }
+    }
 }
 
 pub type State = axum::extract::State<Arc<AppState>>;

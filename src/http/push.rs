@@ -13,6 +13,8 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
+use crate::peers::Announcement;
+
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
@@ -183,38 +185,14 @@ pub(crate) struct Prepared {
     len: usize,
 }
 
-/// What a committed push tells the broker's pops: which queues have new messages in how many
-/// partitions (wakeups) and which have new partitions (sweeps).
-pub(crate) struct Written {
-    queues: Vec<(String, usize)>,
-    created: Vec<(Uuid, Uuid)>,
-    /// (queue id, partition id) of every partition appended to.
-    partitions: Vec<(Uuid, Uuid)>,
-}
-
 impl Prepared {
     /// What to announce once the transaction has committed.
-    pub(crate) fn written(&self) -> Written {
-        Written {
+    pub(crate) fn written(&self, tenant: &str) -> Announcement {
+        Announcement {
+            tenant: tenant.to_string(),
             queues: self.queues.clone(),
             created: self.created.clone(),
             partitions: self.partitions.clone(),
-        }
-    }
-}
-
-impl Written {
-    /// Wakes parked pops and makes their groups sweep for the new partitions. After commit
-    /// only: a pop woken earlier could miss what it was woken for.
-    pub(crate) fn announce(&self, s: &AppState, tenant: &str) {
-        for &(q, p) in &self.created {
-            s.cursor_sweeps.created(q, p);
-        }
-        for &(q, p) in &self.partitions {
-            s.ready.pushed(q, p);
-        }
-        for (q, partitions) in &self.queues {
-            s.wakeups.notify(tenant, q, *partitions);
         }
     }
 }

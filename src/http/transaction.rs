@@ -172,7 +172,7 @@ pub async fn transaction(
         {
             return Ok(Err(Refused(format!("PUSH operation failed: {error}"))));
         }
-        Ok(Ok((ack_out, verdicts, prepared.written())))
+        Ok(Ok((ack_out, verdicts, prepared.written(tenant))))
     });
     let (ack_out, verdicts, written) = match result {
         Ok(Ok(r)) => r,
@@ -185,7 +185,7 @@ pub async fn transaction(
         Err(e) => return Err(e.into()),
     };
     room.committed(super::push::queued(&verdicts));
-    written.announce(&s, tenant);
+    s.announce(&written);
     let mut results: Vec<Value> = vec![Value::Null; total];
     for (pos, o) in ack_out {
         let txid = &acks

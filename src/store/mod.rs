@@ -6,6 +6,7 @@ pub mod ack;
 pub mod dlq;
 pub mod frames;
 pub mod lease;
+pub mod notify;
 pub mod pop;
 pub mod purge;
 pub mod push;
@@ -126,6 +127,11 @@ impl Store {
             .runtime(deadpool_postgres::Runtime::Tokio1)
             .build()?;
         Ok(Store { pool })
+    }
+
+    /// No new connections; those in use close when they come back.
+    pub fn close(&self) {
+        self.pool.close();
     }
 
     pub async fn client(&self) -> Result<Object, StoreError> {

@@ -10,6 +10,7 @@ mod dev_command;
 mod invariants;
 mod jwks;
 mod limits;
+mod peers;
 mod push_pop;
 mod python_client;
 mod shutdown;

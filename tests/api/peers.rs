@@ -1,0 +1,135 @@
+//! Wakeups between brokers on one database (issue 5): a push through one broker wakes the
+//! parked pops of another and hints their claims, over each broker's dedicated notification
+//! connection. The check listens on broker B's own wakeup notifier, which only announcements
+//! fire (never a timer), so a wakeup seen there came from broker A's note.
+
+use std::time::Duration;
+
+use crate::support::{broker, Broker};
+
+/// Waits until `b`'s notifier for (queue, group) fires, after `push` runs.
+async fn woken_by(b: &Broker, queue: &str, group: &str, push: impl std::future::Future) -> bool {
+    let state = &b.server.as_ref().unwrap().state;
+    let notify = state.wakeups.for_group("default", queue, group);
+    let woken = notify.notified();
+    tokio::pin!(woken);
+    woken.as_mut().enable();
+    push.await;
+    tokio::time::timeout(Duration::from_secs(10), woken)
+        .await
+        .is_ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_through_one_broker_wakes_and_hints_pops_on_another() {
+    let a = broker().await;
+    let b = Broker::attach(&a.db_url).await;
+    // Waited for, so that its note cannot be mistaken for the next one's.
+    assert!(woken_by(&b, "q", "g", a.push("q", "p0", &["first"])).await);
+    // B's group sweeps now, so the partition created below is one B can only learn of
+    // from A's note (or its next full sweep, a second later).
+    assert_eq!(
+        Broker::txids(&b.pop("q", "consumerGroup=g&autoAck=true").await),
+        ["first"]
+    );
+
+    assert!(
+        woken_by(&b, "q", "g", a.push("q", "p-new", &["second"])).await,
+        "a push through A wakes B's pops"
+    );
+    assert_eq!(
+        Broker::txids(&b.pop("q", "consumerGroup=g&autoAck=true").await),
+        ["second"],
+        "B claims from the partition A created"
+    );
+
+    // A parked long-poll on B answers with a message pushed through A (the earlier pops
+    // auto-acked, so nothing holds the partition).
+    let parked = {
+        let b_url = b.url.clone();
+        let http = b.http.clone();
+        tokio::spawn(async move {
+            http.get(format!(
+                "{b_url}/api/v1/pop/queue/q?wait=true&timeout=20000&consumerGroup=g"
+            ))
+            .send()
+            .await
+            .unwrap()
+            .json::<serde_json::Value>()
+            .await
+            .unwrap()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    a.push("q", "p0", &["third"]).await;
+    assert_eq!(Broker::txids(&parked.await.unwrap()), ["third"]);
+}
+
+/// The notification connection is a hint channel with its own life: killed by an operator
+/// or a failover, it comes back and wakeups resume.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wakeups_resume_after_the_notification_connection_is_killed() {
+    let a = broker().await;
+    let b = Broker::attach(&a.db_url).await;
+    let db = a.db().await;
+    let peers_sessions = || async {
+        db.query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'regent peers'
+                AND datname = current_database()",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get::<_, i64>(0)
+    };
+    for _ in 0..100 {
+        if peers_sessions().await == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        peers_sessions().await,
+        2,
+        "one notification connection per broker"
+    );
+    db.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+          WHERE application_name = 'regent peers' AND datname = current_database()",
+        &[],
+    )
+    .await
+    .unwrap();
+    let mut back = false;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if peers_sessions().await == 2 {
+            back = true;
+            break;
+        }
+    }
+    assert!(back, "both brokers reconnect");
+    assert!(
+        woken_by(&b, "q", "g", a.push("q", "p", &["after"])).await,
+        "a push through A wakes B again"
+    );
+}
+
+/// `PEER_WAKEUPS=false` opens no notification connection and sends nothing.
+#[tokio::test]
+async fn peer_wakeups_can_be_turned_off() {
+    let a = crate::support::broker_with(|c| c.peer_wakeups = false).await;
+    let db = a.db().await;
+    a.push("q", "p", &["m"]).await;
+    let sessions: i64 = db
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'regent peers'
+                AND datname = current_database()",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(sessions, 0);
+    assert_eq!(Broker::txids(&a.pop("q", "").await), ["m"]);
+}
