@@ -6,6 +6,7 @@ mod ack_contract;
 mod auth;
 mod bad_input;
 mod bench_smoke;
+mod brokers;
 mod dev_command;
 mod invariants;
 mod jwks;

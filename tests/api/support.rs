@@ -327,3 +327,15 @@ impl Broker {
         .map(|r| (r.get(0), r.get(1), r.get(2)))
     }
 }
+
+impl Broker {
+    /// Another broker on the database at `db_url`, with its own pool and its own in-memory
+    /// state (wakeups, ready lists, sweeps, remembered deliveries), as a second `regent serve`
+    /// process would have; `tune` adjusts its configuration.
+    pub async fn attach_with(db_url: &str, tune: impl FnOnce(&mut Config)) -> Broker {
+        let mut config = Config::defaults();
+        config.db_pool_size = 8;
+        tune(&mut config);
+        start_on(config, db_url.to_string()).await
+    }
+}
