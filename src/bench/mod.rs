@@ -47,6 +47,11 @@ pub struct BenchArgs {
     /// The broker to load.
     #[arg(long, default_value = "http://127.0.0.1:6632")]
     pub url: String,
+    /// The broker consumers pop from and ack on (default: `--url`). Another broker on the same
+    /// database measures how soon a push through one broker reaches a consumer parked on
+    /// another, which in-process wakeups alone cannot see.
+    #[arg(long)]
+    pub pop_url: Option<String>,
     #[arg(long, value_enum, default_value = "end-to-end")]
     pub scenario: Scenario,
     /// Queue name (default: a fresh `bench-<id>` per run).
@@ -105,6 +110,11 @@ pub struct BenchArgs {
 }
 
 impl BenchArgs {
+    /// Where consumers pop and ack.
+    pub(crate) fn pop_url(&self) -> &str {
+        self.pop_url.as_deref().unwrap_or(&self.url)
+    }
+
     fn groups(&self) -> usize {
         self.groups
             .unwrap_or(if self.scenario == Scenario::FanOut {
@@ -133,8 +143,10 @@ pub(crate) struct Shared {
     pub delivered_in_window: AtomicU64,
 }
 
-/// Runs one benchmark against `args.url` and returns its report.
-pub async fn run(args: BenchArgs) -> anyhow::Result<Report> {
+/// Runs one benchmark against `args.url` (consumers on `args.pop_url`) and returns its report.
+pub async fn run(mut args: BenchArgs) -> anyhow::Result<Report> {
+    // Resolved here so the report names the broker consumers used even when it was the default.
+    args.pop_url = Some(args.pop_url().to_string());
     let queue = args
         .queue
         .clone()

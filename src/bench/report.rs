@@ -86,6 +86,13 @@ impl Report {
             self.args.scenario, self.queue, self.args.partitions, self.groups, self.args.producers,
             self.args.push_batch, self.args.consumers, self.args.pop_batch, self.args.payload, self.seconds
         );
+        if self.args.pop_url() != self.args.url {
+            s += &format!(
+                "producers on {}, consumers on {}\n",
+                self.args.url,
+                self.args.pop_url()
+            );
+        }
         s += &format!(
             "in   {:>12.0} msg/s  ({} messages, {} push requests)\n",
             self.push_rate, self.pushed, self.push_requests

@@ -224,14 +224,14 @@ pub(crate) async fn consumer(ctx: Arc<Ctx>, g: usize) -> anyhow::Result<Histogra
     let auto = ctx.args.ack == AckMode::Auto;
     let pop_url = format!(
         "{}/api/v1/pop/queue/{}?batch={}&partitions={}&wait=true&timeout=1000&consumerGroup={}{}",
-        ctx.args.url,
+        ctx.args.pop_url(),
         ctx.queue,
         ctx.args.pop_batch.max(1),
         ctx.args.pop_partitions.max(1),
         group,
         if auto { "&autoAck=true" } else { "" }
     );
-    let ack_url = format!("{}/api/v1/ack/batch", ctx.args.url);
+    let ack_url = format!("{}/api/v1/ack/batch", ctx.args.pop_url());
     while !ctx.shared.stop_consumers.load(Relaxed) {
         let answer = match ctx.http.get(&pop_url).send().await {
             Ok(r) if r.status().is_success() => r.bytes().await.ok(),

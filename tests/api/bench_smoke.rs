@@ -4,11 +4,12 @@
 
 use regent::bench::{run, AckMode, BenchArgs, Scenario};
 
-use crate::support::{broker, broker_with};
+use crate::support::{broker, broker_with, Broker};
 
 fn args(url: &str, scenario: Scenario) -> BenchArgs {
     BenchArgs {
         url: url.to_string(),
+        pop_url: None,
         scenario,
         queue: None,
         producers: 2,
@@ -99,4 +100,30 @@ async fn bench_sends_its_token() {
         first.contains("401") && first.contains("Authentication required"),
         "{first}"
     );
+}
+
+/// `--pop-url`: consumers on a second broker over the same database receive every message
+/// pushed through the first; pointed at a broker on another database they receive none, so
+/// the pops really went where `--pop-url` said.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bench_consumers_follow_pop_url() {
+    let a = broker().await;
+    let b = Broker::attach(&a.db_url).await;
+    let mut cross = args(&a.url, Scenario::EndToEnd);
+    cross.pop_url = Some(b.url.clone());
+    let r = run(cross).await.unwrap();
+    let l = r.ledger.clone().unwrap();
+    assert!(r.pushed > 0 && l.ok(), "{}", r.text());
+    assert_eq!(l.delivered_unique, l.pushed);
+    assert_eq!(r.args.pop_url.as_deref(), Some(b.url.as_str()));
+    assert!(r.text().contains(&format!("consumers on {}", b.url)));
+
+    let elsewhere = broker().await;
+    let mut wrong = args(&a.url, Scenario::EndToEnd);
+    wrong.pop_url = Some(elsewhere.url.clone());
+    wrong.duration = 0.5;
+    wrong.drain_timeout = 0.5;
+    let r = run(wrong).await.unwrap();
+    let l = r.ledger.clone().unwrap();
+    assert!(r.pushed > 0 && l.delivered_unique == 0, "{}", r.text());
 }
