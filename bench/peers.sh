@@ -20,6 +20,9 @@
 #
 #   bench/peers.sh                        # DURATION=20 SAT_DURATION=10 ROUNDS=2 RATE=20
 #   KEEP=1 bench/peers.sh                 # keep the work directory (JSON reports, logs)
+#   WARM=0 bench/peers.sh                 # no warm-up: partitions are created during the run,
+#                                         # so B must also learn of them (from A's notes, or
+#                                         # its sweep a second later without them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -111,7 +114,7 @@ for round in $(seq 1 "$ROUNDS"); do
         for p in "${placements[@]}"; do
             pop=()
             [ "$p" = cross ] && pop=(--pop-url "$b_url")
-            warm "peers-$p-$s-$round"
+            [ "${WARM:-1}" = 0 ] || warm "peers-$p-$s-$round"
             # shellcheck disable=SC2086
             "$bin" bench --url "$a_url" "${pop[@]}" $LATENCY --queue "peers-$p-$s-$round" \
                 --json --quiet >"$work/$p-$s-$round.json"

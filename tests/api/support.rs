@@ -79,9 +79,7 @@ pub async fn broker_with(tune: impl FnOnce(&mut Config)) -> Broker {
 impl Broker {
     /// An in-process broker on a database that already exists (another process's, say).
     pub async fn attach(db_url: &str) -> Broker {
-        let mut config = Config::defaults();
-        config.db_pool_size = 4;
-        start_on(config, db_url.to_string()).await
+        Broker::attach_with(db_url, |c| c.db_pool_size = 4).await
     }
 }
 
