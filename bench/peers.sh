@@ -36,7 +36,7 @@ PARTITIONS=4
 # message arrives, so the latency is the wakeup's, not queueing behind other work.
 LATENCY="--scenario end-to-end --rate $RATE --push-batch 1 --pop-batch 1 --producers 1
     --consumers 2 --partitions $PARTITIONS --duration $DURATION"
-SATURATE="--scenario push --producers 16 --duration $SAT_DURATION"
+SATURATE=${SATURATE:-"--scenario push --producers 16 --duration $SAT_DURATION"}
 
 . bench/lib.sh
 b_pid=
@@ -126,9 +126,9 @@ for round in $(seq 1 "$ROUNDS"); do
     done
 done
 
-python3 - "$work" "$ROUNDS" "$RATE" "$SAT_DURATION" <<'PY'
+python3 - "$work" "$ROUNDS" "$RATE" "$SATURATE" <<'PY'
 import json, sys
-work, rounds, rate, sat = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+work, rounds, rate, saturate = sys.argv[1], int(sys.argv[2]), sys.argv[3], " ".join(sys.argv[4].split())
 def load(name):
     r = json.load(open(f"{work}/{name}.json"))
     assert r["errors"] == 0, f"{name}: {r['errors']} errors: {r['first_error']}"
@@ -145,7 +145,7 @@ for s in ("true", "false"):
         same, cross = load(f"same-{s}-{rnd}"), load(f"cross-{s}-{rnd}")
         print(f"{s:<13} {rnd:<6} {cell(same):<34} {cell(cross):<34}")
 print()
-print(f"push throughput through A, msg/s (--scenario push --producers 16, {sat} s)")
+print(f"push throughput through A, msg/s ({saturate})")
 print(f"{'round':<6} {'true':>10} {'false':>10} {'true/false':>11}")
 for rnd in range(1, rounds + 1):
     on, off = (load(f"push-{s}-{rnd}")["push_rate"] for s in ("true", "false"))

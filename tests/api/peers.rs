@@ -20,10 +20,26 @@ async fn woken_by(b: &Broker, queue: &str, group: &str, push: impl std::future::
         .is_ok()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_push_through_one_broker_wakes_and_hints_pops_on_another() {
+/// Two brokers on one database, each having heard the other (a broker alone announces
+/// nothing).
+async fn two_in_view() -> (Broker, Broker) {
     let a = broker().await;
     let b = Broker::attach(&a.db_url).await;
+    for _ in 0..200 {
+        if [&a, &b]
+            .iter()
+            .all(|x| x.server.as_ref().unwrap().state.peers.others_in_view())
+        {
+            return (a, b);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the brokers never heard each other's hello");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_through_one_broker_wakes_and_hints_pops_on_another() {
+    let (a, b) = two_in_view().await;
     // Waited for, so that its note cannot be mistaken for the next one's.
     assert!(woken_by(&b, "q", "g", a.push("q", "p0", &["first"])).await);
     // B's group sweeps now, so the partition created below is one B can only learn of
@@ -69,8 +85,7 @@ async fn a_push_through_one_broker_wakes_and_hints_pops_on_another() {
 /// or a failover, it comes back and wakeups resume.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wakeups_resume_after_the_notification_connection_is_killed() {
-    let a = broker().await;
-    let b = Broker::attach(&a.db_url).await;
+    let (a, b) = two_in_view().await;
     let db = a.db().await;
     let peers_sessions = || async {
         db.query_one(
