@@ -70,11 +70,6 @@ impl Handovers {
         let mut running = self.releasing.subscribe();
         let _ = running.wait_for(|n| *n == 0).await;
     }
-
-    /// How many pop answers hold a lease not yet delivered.
-    pub fn pending(&self) -> usize {
-        self.pending.lock().expect("handover map poisoned").len()
-    }
 }
 
 /// One pop's lease on its way to the client. Opened before the claim (a pop cancelled while
