@@ -4,6 +4,7 @@
 //! Layers, top to bottom: [`http`] (routes, JSON, status codes) over [`broker`] (the rules,
 //! pure) over [`store`] (SQL). Only `store` knows SQL; only `http` knows JSON.
 
+pub mod activity;
 pub mod bench;
 pub mod broker;
 pub mod cluster;

@@ -72,6 +72,7 @@ pub async fn start(
         shutting_down: shutting_down.clone(),
         grace_over,
         handovers: Default::default(),
+        activity: Default::default(),
         peers: Arc::new(crate::peers::Peers::new(config.peer_wakeups)),
     });
     // Stopped last, after the releases of the shutdown have been announced.

@@ -9,6 +9,7 @@ use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
 use super::State;
+use crate::activity::Op;
 use crate::broker::ack_plan::{AckPlan, ItemOutcome};
 use crate::broker::naming::QUEUE_MODE;
 use crate::broker::status::AckStatus;
@@ -127,7 +128,14 @@ async fn process(
     know_offsets(s, &mut groups);
     let leases: Vec<Option<String>> = groups.iter().map(|g| g.lease_id.clone()).collect();
     // Each group resolves on its own; concurrent requests' groups share a commit (fusion).
+    s.activity.request(Op::Ack);
     let plans = s.acks.ack(tenant, groups).await?;
+    let acknowledged = plans
+        .iter()
+        .flat_map(|p| &p.items)
+        .filter(|o| o.success)
+        .count();
+    s.activity.carried(Op::Ack, acknowledged);
     forget_ended(s, &leases, &plans);
 
     let mut out: Vec<Value> = vec![Value::Null; acks.len()];

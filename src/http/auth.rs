@@ -63,6 +63,8 @@ pub enum Level {
 /// to every token (403), so a new route stays closed until it is classified here.
 pub const ROUTES: &[(Method, &str, Level)] = &[
     (Method::GET, "/health", Level::Public),
+    (Method::GET, "/metrics", Level::Public),
+    (Method::GET, "/metrics/prometheus", Level::Public),
     (Method::POST, "/api/v1/configure", Level::ReadWrite),
     (Method::POST, "/api/v1/push", Level::ReadWrite),
     (Method::GET, "/api/v1/pop/queue/{queue}", Level::ReadWrite),

@@ -55,6 +55,11 @@ impl Handovers {
             .remove(&lease)
     }
 
+    /// How many pop answers hold a lease not yet delivered.
+    pub fn pending(&self) -> usize {
+        self.pending.lock().expect("handover map poisoned").len()
+    }
+
     /// At shutdown, after the connections are closed or abandoned: releases every lease whose
     /// answer was not delivered, and waits for every release already started.
     pub async fn release_remaining(&self, s: &Arc<AppState>) {

@@ -16,6 +16,7 @@ mod health;
 pub mod jwks;
 mod lease;
 mod limits;
+mod metrics;
 mod params;
 mod path;
 mod pop;
@@ -64,6 +65,8 @@ pub struct AppState {
     pub grace_over: watch::Receiver<bool>,
     /// Wakeups to and from the other brokers on the database.
     pub peers: Arc<crate::peers::Peers>,
+    /// Requests and messages since start, for `/metrics`.
+    pub activity: crate::activity::Activity,
     /// Pop answers whose lease is not yet delivered to the client.
     pub handovers: handover::Handovers,
 }
@@ -99,6 +102,8 @@ pub fn router(state: Arc<AppState>) -> Router {
     let limit = state.config.max_body_bytes;
     Router::new()
         .route("/health", get(health::health))
+        .route("/metrics", get(metrics::json_snapshot))
+        .route("/metrics/prometheus", get(metrics::prometheus))
         .route("/api/v1/configure", post(configure::configure))
         .route("/api/v1/push", post(push::push))
         .route("/api/v1/pop/queue/{queue}", get(pop::pop_queue))

@@ -22,6 +22,7 @@ use super::handover::Handover;
 use super::params::Params;
 use super::time::micros;
 use super::{AppState, State};
+use crate::activity::Op;
 use crate::broker::naming::QUEUE_MODE;
 use crate::broker::subscription::{start_point, StartPoint};
 use crate::deliveries::Delivered;
@@ -161,6 +162,7 @@ async fn run(
     target: Target,
     p: Params,
 ) -> Result<Response, ApiError> {
+    s.activity.request(Op::Pop);
     let started = Instant::now();
     let a = ask(&s, &p, &target)?;
     let deadline = started + a.timeout.saturating_sub(DEADLINE_MARGIN);
@@ -305,6 +307,8 @@ async fn attempt(
     })?;
 
     if !claimed.is_empty() {
+        s.activity
+            .carried(Op::Pop, claimed.iter().map(|(_, d)| d.messages.len()).sum());
         if !a.auto_ack {
             remember(s, lease_id, &claimed);
         }

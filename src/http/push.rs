@@ -19,6 +19,7 @@ use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
 use super::{AppState, State};
+use crate::activity::Op;
 use crate::broker::naming::DEFAULT_PARTITION;
 use crate::broker::push_plan::repeats;
 use crate::store::push::{append_many, Dedup, NewMessage};
@@ -329,6 +330,7 @@ pub async fn push(
     Extension(who): Extension<Principal>,
     body: RawBody,
 ) -> Result<Response, ApiError> {
+    s.activity.request(Op::Push);
     let raw = body.raw_json()?;
     let items_required = || ApiError::bad_request("items array is required");
     let top: HashMap<String, &RawValue> =
@@ -352,6 +354,7 @@ pub async fn push(
         .await??;
     let (items, verdicts) = s.pushes.push(&who.tenant, items).await?;
     room.committed(queued(&verdicts));
+    s.activity.carried(Op::Push, queued(&verdicts) as usize);
     let results: Vec<PushResult<'_>> = items
         .iter()
         .zip(&verdicts)

@@ -13,6 +13,7 @@ use super::body::RawBody;
 use super::error::ApiError;
 use super::push::{append_prepared, parse_item, prepare, PushItem, Verdict};
 use super::State;
+use crate::activity::Op as Counted;
 use crate::broker::ack_plan::{ItemOutcome, INVALID_LEASE};
 use crate::store::ack::{ack_group, AckGroup, LeaseCheck};
 use crate::store::lease::all_live;
@@ -75,6 +76,7 @@ pub async fn transaction(
     Extension(who): Extension<Principal>,
     body: RawBody,
 ) -> Result<Json<Value>, ApiError> {
+    s.activity.request(Counted::Transaction);
     let v = body.json()?;
     let ops = parse_ops(&v)?;
     let required: Vec<String> = match v.get("requiredLeases") {
@@ -185,6 +187,10 @@ pub async fn transaction(
         Err(e) => return Err(e.into()),
     };
     room.committed(super::push::queued(&verdicts));
+    s.activity.carried(
+        Counted::Transaction,
+        super::push::queued(&verdicts) as usize,
+    );
     s.announce(&written);
     let mut results: Vec<Value> = vec![Value::Null; total];
     for (pos, o) in ack_out {

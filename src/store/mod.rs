@@ -98,6 +98,14 @@ impl StoreError {
     }
 }
 
+/// A snapshot of the connection pool, for `/metrics`.
+pub struct PoolStatus {
+    pub max: usize,
+    pub open: usize,
+    pub idle: usize,
+    pub waiting: usize,
+}
+
 /// The connection pool plus everything the store needs to run statements.
 #[derive(Clone)]
 pub struct Store {
@@ -127,6 +135,17 @@ impl Store {
             .runtime(deadpool_postgres::Runtime::Tokio1)
             .build()?;
         Ok(Store { pool })
+    }
+
+    /// The pool now: (most connections, open, idle, requests waiting for one).
+    pub fn pool_status(&self) -> PoolStatus {
+        let s = self.pool.status();
+        PoolStatus {
+            max: s.max_size,
+            open: s.size,
+            idle: s.available,
+            waiting: s.waiting,
+        }
     }
 
     /// No new connections; those in use close when they come back.

@@ -69,6 +69,8 @@ fn signed(claims: Value, alg: Algorithm, secret: &str) -> String {
 fn the_route_table_gives_the_specs_levels() {
     let spec = [
         (Method::GET, "/health", Level::Public),
+        (Method::GET, "/metrics", Level::Public),
+        (Method::GET, "/metrics/prometheus", Level::Public),
         (Method::POST, "/api/v1/configure", Level::ReadWrite),
         (Method::POST, "/api/v1/push", Level::ReadWrite),
         (Method::GET, "/api/v1/pop/queue/{queue}", Level::ReadWrite),

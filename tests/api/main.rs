@@ -11,6 +11,7 @@ mod dev_command;
 mod invariants;
 mod jwks;
 mod limits;
+mod metrics;
 mod peers;
 mod push_pop;
 mod python_client;

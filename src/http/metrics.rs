@@ -1,0 +1,141 @@
+//! `GET /metrics` (Queen's JSON snapshot, what `Admin.metrics()` returns) and
+//! `GET /metrics/prometheus` (the text exposition a scraper reads). Both are public and read
+//! only this process: counters since start, the pool, memory and CPU. Nothing per tenant or
+//! per queue, since anyone may call them.
+
+use std::fmt::Write;
+
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+use super::State;
+use crate::activity::{Op, ProcessUse};
+
+pub async fn json_snapshot(axum::extract::State(s): State) -> Response {
+    let uptime = s.activity.started.elapsed().as_secs_f64();
+    let per_second = |n: u64| if uptime > 0.0 { n as f64 / uptime } else { 0.0 };
+    let requests: u64 = Op::ALL.iter().map(|&op| s.activity.requests(op)).sum();
+    let messages = s.activity.messages(Op::Push);
+    let pool = s.store.pool_status();
+    let process = ProcessUse::now();
+    Json(json!({
+        "uptime": uptime.floor() as u64,
+        "requests": {"total": requests, "rate": per_second(requests)},
+        "messages": {"total": messages, "rate": per_second(messages)},
+        "database": {
+            "poolSize": pool.max,
+            "idleConnections": pool.idle,
+            "waitingRequests": pool.waiting,
+        },
+        "memory": {
+            "rss": process.resident_bytes,
+            "heapTotal": 0, "heapUsed": 0, "external": 0, "arrayBuffers": 0,
+        },
+        "cpu": {"user": process.cpu_user_micros, "system": process.cpu_system_micros},
+    }))
+    .into_response()
+}
+
+pub async fn prometheus(axum::extract::State(s): State) -> Response {
+    let pool = s.store.pool_status();
+    let process = ProcessUse::now();
+    let mut out = String::new();
+    let mut family = |name: &str, kind: &str, help: &str, samples: &[(String, f64)]| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for (labels, value) in samples {
+            let _ = writeln!(out, "{name}{labels} {value}");
+        }
+    };
+    let one = |v: f64| vec![(String::new(), v)];
+    let per_op = |read: &dyn Fn(Op) -> u64| -> Vec<(String, f64)> {
+        Op::ALL
+            .iter()
+            .map(|&op| (format!("{{op=\"{}\"}}", op.name()), read(op) as f64))
+            .collect()
+    };
+    family(
+        "queen_uptime_seconds",
+        "gauge",
+        "Seconds since this broker started.",
+        &one(s.activity.started.elapsed().as_secs_f64()),
+    );
+    family(
+        "queen_cpu_user_microseconds_total",
+        "counter",
+        "User CPU time of this process.",
+        &one(process.cpu_user_micros as f64),
+    );
+    family(
+        "queen_cpu_system_microseconds_total",
+        "counter",
+        "System CPU time of this process.",
+        &one(process.cpu_system_micros as f64),
+    );
+    family(
+        "queen_process_resident_memory_bytes",
+        "gauge",
+        "Resident set size.",
+        &one(process.resident_bytes as f64),
+    );
+    family(
+        "queen_process_virtual_memory_bytes",
+        "gauge",
+        "Virtual memory size.",
+        &one(process.virtual_bytes as f64),
+    );
+    family(
+        "queen_db_pool_size",
+        "gauge",
+        "Most PostgreSQL connections the pool opens (DB_POOL_SIZE).",
+        &one(pool.max as f64),
+    );
+    family(
+        "queen_db_pool_idle",
+        "gauge",
+        "Open connections not in use.",
+        &one(pool.idle as f64),
+    );
+    family(
+        "queen_db_pool_active",
+        "gauge",
+        "Connections in use.",
+        &one(pool.open.saturating_sub(pool.idle) as f64),
+    );
+    family(
+        "regent_db_pool_waiting",
+        "gauge",
+        "Requests waiting for a connection.",
+        &one(pool.waiting as f64),
+    );
+    family(
+        "regent_requests_total",
+        "counter",
+        "Requests answered by this broker, by operation.",
+        &per_op(&|op| s.activity.requests(op)),
+    );
+    family(
+        "regent_messages_total",
+        "counter",
+        "Messages by operation: pushed and stored (push, transaction), delivered (pop), acknowledged (ack).",
+        &per_op(&|op| s.activity.messages(op)),
+    );
+    family(
+        "regent_pending_handovers",
+        "gauge",
+        "Pop answers holding a lease not yet handed to their connection.",
+        &one(s.handovers.pending() as f64),
+    );
+    (
+        [
+            (
+                header::CONTENT_TYPE,
+                "text/plain; version=0.0.4; charset=utf-8",
+            ),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        out,
+    )
+        .into_response()
+}
