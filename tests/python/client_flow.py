@@ -320,6 +320,15 @@ async def step_delete(client: Queen) -> None:
     step("delete: all queues deleted through queue(name).delete()")
 
 
+async def step_metrics(client: Queen) -> None:
+    # After every other step: the broker has counted this client's pushes.
+    m = await client.admin.metrics()
+    assert isinstance(m, dict), f"admin.metrics(): {m!r}"
+    assert m["messages"]["total"] > 0 and m["requests"]["total"] > 0, f"admin.metrics(): {m!r}"
+    assert m["database"]["poolSize"] > 0 and m["memory"]["rss"] > 0, f"admin.metrics(): {m!r}"
+    step(f"metrics: admin.metrics() counts {m['messages']['total']} messages pushed")
+
+
 STEPS = [
     ("create", step_create),
     ("push", step_push),
@@ -329,6 +338,7 @@ STEPS = [
     ("transaction", step_transaction),
     ("dlq", step_dlq),
     ("delete", step_delete),
+    ("metrics", step_metrics),
 ]
 
 
