@@ -234,10 +234,14 @@ fn merge(batch: Vec<Announcement>) -> Vec<Announcement> {
         .collect()
 }
 
+/// A note's sender prefix: 32 hex digits and a space.
+const SENDER_PREFIX: usize = 33;
+
 /// A note is the sender's id, a space, and a JSON array of announcements; the id comes first
 /// so a broker skips its own notes without parsing them.
 fn encode(sender: Uuid, announcements: Vec<Announcement>) -> Vec<String> {
     let prefix = format!("{} ", sender.simple());
+    debug_assert_eq!(prefix.len(), SENDER_PREFIX);
     let mut notes = Vec::new();
     let mut pending: Vec<Announcement> = Vec::new();
     let fits = |list: &[Announcement]| prefix.len() + json(list).len() <= MAX_PAYLOAD;
@@ -270,7 +274,7 @@ fn json(list: &[Announcement]) -> String {
 /// shrinks: a single queue with nothing else is far below the limit (names are at most 512
 /// bytes).
 fn split(a: Announcement) -> Vec<Announcement> {
-    if json(std::slice::from_ref(&a)).len() + 33 <= MAX_PAYLOAD {
+    if SENDER_PREFIX + json(std::slice::from_ref(&a)).len() <= MAX_PAYLOAD {
         return vec![a];
     }
     let halve = |v: &mut Vec<(Uuid, Uuid)>| v.split_off(v.len() / 2);

@@ -11,7 +11,7 @@ use axum::Json;
 use serde_json::json;
 
 use super::State;
-use crate::activity::{Op, ProcessUse};
+use crate::activity::{Activity, Op, ProcessUse};
 
 pub async fn json_snapshot(axum::extract::State(s): State) -> Response {
     let uptime = s.activity.started.elapsed().as_secs_f64();
@@ -41,92 +41,95 @@ pub async fn json_snapshot(axum::extract::State(s): State) -> Response {
 pub async fn prometheus(axum::extract::State(s): State) -> Response {
     let pool = s.store.pool_status();
     let process = ProcessUse::now();
+    let singles: [(&str, &str, &str, f64); 9] = [
+        (
+            "queen_uptime_seconds",
+            "gauge",
+            "Seconds since this broker started.",
+            s.activity.started.elapsed().as_secs_f64(),
+        ),
+        (
+            "queen_cpu_user_microseconds_total",
+            "counter",
+            "User CPU time of this process.",
+            process.cpu_user_micros as f64,
+        ),
+        (
+            "queen_cpu_system_microseconds_total",
+            "counter",
+            "System CPU time of this process.",
+            process.cpu_system_micros as f64,
+        ),
+        (
+            "queen_process_resident_memory_bytes",
+            "gauge",
+            "Resident set size.",
+            process.resident_bytes as f64,
+        ),
+        (
+            "queen_process_virtual_memory_bytes",
+            "gauge",
+            "Virtual memory size.",
+            process.virtual_bytes as f64,
+        ),
+        (
+            "queen_db_pool_size",
+            "gauge",
+            "Most PostgreSQL connections the pool opens (DB_POOL_SIZE).",
+            pool.max as f64,
+        ),
+        (
+            "queen_db_pool_idle",
+            "gauge",
+            "Open connections not in use.",
+            pool.idle as f64,
+        ),
+        (
+            "queen_db_pool_active",
+            "gauge",
+            "Connections in use.",
+            pool.open.saturating_sub(pool.idle) as f64,
+        ),
+        (
+            "regent_db_pool_waiting",
+            "gauge",
+            "Requests waiting for a connection.",
+            pool.waiting as f64,
+        ),
+    ];
+    let per_op: [(&str, &str, fn(&Activity, Op) -> u64); 2] = [
+        ("regent_requests_total", "Requests answered by this broker, by operation.",
+            |a, op| a.requests(op)),
+        ("regent_messages_total",
+            "Messages by operation: pushed and stored (push, transaction), delivered (pop), acknowledged (ack).",
+            |a, op| a.messages(op)),
+    ];
     let mut out = String::new();
-    let mut family = |name: &str, kind: &str, help: &str, samples: &[(String, f64)]| {
+    let head = |out: &mut String, name: &str, kind: &str, help: &str| {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-        for (labels, value) in samples {
-            let _ = writeln!(out, "{name}{labels} {value}");
+    };
+    for (name, kind, help, value) in singles {
+        head(&mut out, name, kind, help);
+        let _ = writeln!(out, "{name} {value}");
+    }
+    for (name, help, read) in per_op {
+        head(&mut out, name, "counter", help);
+        for op in Op::ALL {
+            let _ = writeln!(
+                out,
+                "{name}{{op=\"{}\"}} {}",
+                op.name(),
+                read(&s.activity, op)
+            );
         }
-    };
-    let one = |v: f64| vec![(String::new(), v)];
-    let per_op = |read: &dyn Fn(Op) -> u64| -> Vec<(String, f64)> {
-        Op::ALL
-            .iter()
-            .map(|&op| (format!("{{op=\"{}\"}}", op.name()), read(op) as f64))
-            .collect()
-    };
-    family(
-        "queen_uptime_seconds",
-        "gauge",
-        "Seconds since this broker started.",
-        &one(s.activity.started.elapsed().as_secs_f64()),
-    );
-    family(
-        "queen_cpu_user_microseconds_total",
-        "counter",
-        "User CPU time of this process.",
-        &one(process.cpu_user_micros as f64),
-    );
-    family(
-        "queen_cpu_system_microseconds_total",
-        "counter",
-        "System CPU time of this process.",
-        &one(process.cpu_system_micros as f64),
-    );
-    family(
-        "queen_process_resident_memory_bytes",
-        "gauge",
-        "Resident set size.",
-        &one(process.resident_bytes as f64),
-    );
-    family(
-        "queen_process_virtual_memory_bytes",
-        "gauge",
-        "Virtual memory size.",
-        &one(process.virtual_bytes as f64),
-    );
-    family(
-        "queen_db_pool_size",
-        "gauge",
-        "Most PostgreSQL connections the pool opens (DB_POOL_SIZE).",
-        &one(pool.max as f64),
-    );
-    family(
-        "queen_db_pool_idle",
-        "gauge",
-        "Open connections not in use.",
-        &one(pool.idle as f64),
-    );
-    family(
-        "queen_db_pool_active",
-        "gauge",
-        "Connections in use.",
-        &one(pool.open.saturating_sub(pool.idle) as f64),
-    );
-    family(
-        "regent_db_pool_waiting",
-        "gauge",
-        "Requests waiting for a connection.",
-        &one(pool.waiting as f64),
-    );
-    family(
-        "regent_requests_total",
-        "counter",
-        "Requests answered by this broker, by operation.",
-        &per_op(&|op| s.activity.requests(op)),
-    );
-    family(
-        "regent_messages_total",
-        "counter",
-        "Messages by operation: pushed and stored (push, transaction), delivered (pop), acknowledged (ack).",
-        &per_op(&|op| s.activity.messages(op)),
-    );
-    family(
+    }
+    head(
+        &mut out,
         "regent_pending_handovers",
         "gauge",
         "Pop answers holding a lease not yet handed to their connection.",
-        &one(s.handovers.pending() as f64),
     );
+    let _ = writeln!(out, "regent_pending_handovers {}", s.handovers.pending());
     (
         [
             (

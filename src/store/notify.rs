@@ -21,7 +21,7 @@ pub const MAX_PAYLOAD: usize = 7900;
 pub struct PeerLink {
     client: Client,
     /// `pg_notify` over an array of payloads, prepared at open.
-    send: Option<Statement>,
+    send: Statement,
     pub notes: mpsc::UnboundedReceiver<String>,
     driver: JoinHandle<()>,
 }
@@ -29,65 +29,40 @@ pub struct PeerLink {
 impl PeerLink {
     pub async fn open(url: &str) -> anyhow::Result<PeerLink> {
         let target = super::tls::target(url)?;
-        let mut link = match target.tls {
+        // A failure below drops the client, which closes the connection and ends its driver.
+        let (client, notes, driver) = match target.tls {
             Some(tls) => {
                 let (client, conn) = target.config.connect(tls).await?;
-                PeerLink::drive(client, conn)
+                drive(client, conn)
             }
             None => {
                 let (client, conn) = target.config.connect(tokio_postgres::NoTls).await?;
-                PeerLink::drive(client, conn)
+                drive(client, conn)
             }
         };
         // The notes are hints, rebuilt by any later push: their commits need not wait for the
         // WAL flush, and they are the only transactions this connection runs.
-        link.client
+        client
             .batch_execute(&format!(
                 "SET synchronous_commit = off; SET application_name = 'regent peers'; LISTEN {CHANNEL}"
             ))
             .await?;
-        link.send = Some(
-            link.client
-                .prepare("SELECT pg_notify($1, p) FROM unnest($2::text[]) p")
-                .await?,
-        );
-        Ok(link)
-    }
-
-    fn drive<T>(client: Client, mut conn: tokio_postgres::Connection<Socket, T>) -> PeerLink
-    where
-        T: tokio_postgres::tls::TlsStream + Unpin + Send + 'static,
-    {
-        let (tx, notes) = mpsc::unbounded_channel();
-        let driver = tokio::spawn(async move {
-            let mut messages = futures::stream::poll_fn(move |cx| conn.poll_message(cx));
-            while let Some(m) = messages.next().await {
-                match m {
-                    Ok(AsyncMessage::Notification(n)) => {
-                        if tx.send(n.payload().to_string()).is_err() {
-                            return;
-                        }
-                    }
-                    Ok(_) => {}
-                    Err(e) => {
-                        tracing::warn!(error = %e, "peer wakeup connection lost");
-                        return;
-                    }
-                }
-            }
-        });
-        PeerLink {
+        let send = client
+            .prepare("SELECT pg_notify($1, p) FROM unnest($2::text[]) p")
+            .await?;
+        Ok(PeerLink {
             client,
-            send: None,
+            send,
             notes,
             driver,
-        }
+        })
     }
 
     /// Sends every payload in one statement, so one transaction.
     pub async fn notify(&self, payloads: &[String]) -> Result<(), StoreError> {
-        let st = self.send.as_ref().expect("prepared at open");
-        self.client.execute(st, &[&CHANNEL, &payloads]).await?;
+        self.client
+            .execute(&self.send, &[&CHANNEL, &payloads])
+            .await?;
         Ok(())
     }
 }
@@ -96,4 +71,33 @@ impl Drop for PeerLink {
     fn drop(&mut self) {
         self.driver.abort();
     }
+}
+
+/// Drives the connection in a task of its own, passing its notifications on.
+fn drive<T>(
+    client: Client,
+    mut conn: tokio_postgres::Connection<Socket, T>,
+) -> (Client, mpsc::UnboundedReceiver<String>, JoinHandle<()>)
+where
+    T: tokio_postgres::tls::TlsStream + Unpin + Send + 'static,
+{
+    let (tx, notes) = mpsc::unbounded_channel();
+    let driver = tokio::spawn(async move {
+        let mut messages = futures::stream::poll_fn(move |cx| conn.poll_message(cx));
+        while let Some(m) = messages.next().await {
+            match m {
+                Ok(AsyncMessage::Notification(n)) => {
+                    if tx.send(n.payload().to_string()).is_err() {
+                        return;
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "peer wakeup connection lost");
+                    return;
+                }
+            }
+        }
+    });
+    (client, notes, driver)
 }

@@ -130,21 +130,40 @@ async fn wakeups_resume_after_the_notification_connection_is_killed() {
     );
 }
 
-/// `PEER_WAKEUPS=false` opens no notification connection and sends nothing.
-#[tokio::test]
+/// `PEER_WAKEUPS=false` opens no notification connection and says no hello. A broker with
+/// them on, started after it on the same database, is the yardstick: once its connection
+/// is up, the first broker has had longer than that to open one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn peer_wakeups_can_be_turned_off() {
-    let a = crate::support::broker_with(|c| c.peer_wakeups = false).await;
-    let db = a.db().await;
-    a.push("q", "p", &["m"]).await;
-    let sessions: i64 = db
-        .query_one(
+    let off = crate::support::broker_with(|c| c.peer_wakeups = false).await;
+    let on = Broker::attach(&off.db_url).await;
+    let db = off.db().await;
+    let sessions = || async {
+        db.query_one(
             "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'regent peers'
                 AND datname = current_database()",
             &[],
         )
         .await
         .unwrap()
-        .get(0);
-    assert_eq!(sessions, 0);
-    assert_eq!(Broker::txids(&a.pop("q", "").await), ["m"]);
+        .get::<_, i64>(0)
+    };
+    for _ in 0..100 {
+        if sessions().await > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Past the first hello of `on`, which `off` would have answered with its own.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        sessions().await,
+        1,
+        "only the broker with peer wakeups listens"
+    );
+    let in_view = |b: &Broker| b.server.as_ref().unwrap().state.peers.others_in_view();
+    assert!(!in_view(&on), "the other broker said no hello");
+    assert!(!in_view(&off));
+    off.push("q", "p", &["m"]).await;
+    assert_eq!(Broker::txids(&off.pop("q", "").await), ["m"]);
 }
