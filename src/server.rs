@@ -100,7 +100,7 @@ pub async fn start(
             })
         }
         Some(tls) => {
-            let listener = crate::tls::TlsListener::new(listener, tls, no_delay)?;
+            let listener = crate::tls::TlsListener::new(listener, tls, no_delay);
             tokio::spawn(async move {
                 axum::serve(listener, app)
                     .with_graceful_shutdown(stopped(stop))

@@ -11,7 +11,6 @@ use std::time::Duration;
 use rustls::ServerConfig;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
@@ -21,35 +20,50 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Finished handshakes waiting for the server to take them.
 const BACKLOG: usize = 128;
 
+/// Owns the listening socket itself, so the port closes the moment `axum::serve` drops the
+/// listener at shutdown. (An accept loop in a task of its own would close it only when the
+/// runtime gets round to an abort, after `shutdown` has returned.)
 pub struct TlsListener {
-    local_addr: SocketAddr,
+    tcp: TcpListener,
+    acceptor: TlsAcceptor,
+    on_accept: fn(&TcpStream),
+    handshaken: mpsc::Sender<(TlsStream<TcpStream>, SocketAddr)>,
     ready: mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
-    accepting: JoinHandle<()>,
 }
 
 impl TlsListener {
-    /// Starts accepting on `tcp` at once; `on_accept` runs on every accepted socket before its
-    /// handshake.
+    /// `on_accept` runs on every accepted socket before its handshake.
     pub fn new(
         tcp: TcpListener,
         config: Arc<ServerConfig>,
         on_accept: fn(&TcpStream),
-    ) -> io::Result<TlsListener> {
-        let local_addr = tcp.local_addr()?;
-        let (tx, ready) = mpsc::channel(BACKLOG);
-        let accepting = tokio::spawn(accept_loop(tcp, TlsAcceptor::from(config), on_accept, tx));
-        Ok(TlsListener {
-            local_addr,
+    ) -> TlsListener {
+        let (handshaken, ready) = mpsc::channel(BACKLOG);
+        TlsListener {
+            tcp,
+            acceptor: TlsAcceptor::from(config),
+            on_accept,
+            handshaken,
             ready,
-            accepting,
-        })
+        }
     }
-}
 
-/// `axum::serve` drops its listener when it stops accepting; the port must close then.
-impl Drop for TlsListener {
-    fn drop(&mut self) {
-        self.accepting.abort();
+    /// The handshake runs in a task of its own, so a client that stalls holds up no one; a
+    /// task still running when the listener is gone finds the channel closed and drops its
+    /// connection.
+    fn handshake(&self, stream: TcpStream, peer: SocketAddr) {
+        (self.on_accept)(&stream);
+        let acceptor = self.acceptor.clone();
+        let handshaken = self.handshaken.clone();
+        tokio::spawn(async move {
+            match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                Ok(Ok(tls)) => {
+                    let _ = handshaken.send((tls, peer)).await;
+                }
+                Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
+                Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+            }
+        });
     }
 }
 
@@ -57,46 +71,23 @@ impl axum::serve::Listener for TlsListener {
     type Io = TlsStream<TcpStream>;
     type Addr = SocketAddr;
 
+    /// Accepts sockets and hands out finished handshakes from one loop; both branches are
+    /// cancel-safe, as `axum::serve` drops this future when shutdown begins.
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        match self.ready.recv().await {
-            Some(connection) => connection,
-            // The accept loop only ends when this listener is dropped.
-            None => std::future::pending().await,
+        loop {
+            tokio::select! {
+                // Never `None`: this listener holds a sender itself.
+                Some(connection) = self.ready.recv() => return connection,
+                accepted = self.tcp.accept() => match accepted {
+                    Ok((stream, peer)) => self.handshake(stream, peer),
+                    Err(e) => accept_error(e).await,
+                },
+            }
         }
     }
 
     fn local_addr(&self) -> io::Result<SocketAddr> {
-        Ok(self.local_addr)
-    }
-}
-
-async fn accept_loop(
-    tcp: TcpListener,
-    acceptor: TlsAcceptor,
-    on_accept: fn(&TcpStream),
-    ready: mpsc::Sender<(TlsStream<TcpStream>, SocketAddr)>,
-) {
-    loop {
-        let (stream, peer) = match tcp.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                accept_error(e).await;
-                continue;
-            }
-        };
-        on_accept(&stream);
-        let acceptor = acceptor.clone();
-        let ready = ready.clone();
-        tokio::spawn(async move {
-            match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                Ok(Ok(tls)) => {
-                    // Err: the server has stopped accepting; the connection just closes.
-                    let _ = ready.send((tls, peer)).await;
-                }
-                Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
-                Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
-            }
-        });
+        self.tcp.local_addr()
     }
 }
 
