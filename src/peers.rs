@@ -35,6 +35,10 @@ pub struct Announcement {
     /// (queue id, partition id) of partitions appended to (or freed).
     #[serde(rename = "p", default, skip_serializing_if = "Vec::is_empty")]
     pub partitions: Vec<(Uuid, Uuid)>,
+    /// (queue, consumer group) of acks that ended a lease with messages left to read: only
+    /// that group's pops have something new to claim.
+    #[serde(rename = "r", default, skip_serializing_if = "Vec::is_empty")]
+    pub reopened: Vec<(String, String)>,
 }
 
 /// Notes wait at most this long behind the previous one: under load one statement carries
@@ -206,30 +210,34 @@ enum Event {
 }
 
 /// One announcement per tenant: queues keep the largest partition count seen, partitions
-/// are listed once.
+/// and reopened groups are listed once.
 fn merge(batch: Vec<Announcement>) -> Vec<Announcement> {
-    type Merged = (
-        BTreeMap<String, usize>,
-        BTreeSet<(Uuid, Uuid)>,
-        BTreeSet<(Uuid, Uuid)>,
-    );
+    #[derive(Default)]
+    struct Merged {
+        queues: BTreeMap<String, usize>,
+        created: BTreeSet<(Uuid, Uuid)>,
+        partitions: BTreeSet<(Uuid, Uuid)>,
+        reopened: BTreeSet<(String, String)>,
+    }
     let mut by_tenant: BTreeMap<String, Merged> = BTreeMap::new();
     for a in batch {
-        let (queues, created, partitions) = by_tenant.entry(a.tenant).or_default();
+        let m = by_tenant.entry(a.tenant).or_default();
         for (q, n) in a.queues {
-            let seen = queues.entry(q).or_default();
+            let seen = m.queues.entry(q).or_default();
             *seen = (*seen).max(n);
         }
-        created.extend(a.created);
-        partitions.extend(a.partitions);
+        m.created.extend(a.created);
+        m.partitions.extend(a.partitions);
+        m.reopened.extend(a.reopened);
     }
     by_tenant
         .into_iter()
-        .map(|(tenant, (queues, created, partitions))| Announcement {
+        .map(|(tenant, m)| Announcement {
             tenant,
-            queues: queues.into_iter().collect(),
-            created: created.into_iter().collect(),
-            partitions: partitions.into_iter().collect(),
+            queues: m.queues.into_iter().collect(),
+            created: m.created.into_iter().collect(),
+            partitions: m.partitions.into_iter().collect(),
+            reopened: m.reopened.into_iter().collect(),
         })
         .collect()
 }
@@ -289,10 +297,18 @@ fn split(a: Announcement) -> Vec<Announcement> {
         b.created = halve(&mut a.created);
     } else if a.partitions.len() > 1 {
         b.partitions = halve(&mut a.partitions);
+    } else if a.reopened.len() > 1 {
+        b.reopened = a.reopened.split_off(a.reopened.len() / 2);
+    } else if !a.queues.is_empty() && !a.reopened.is_empty() {
+        b.reopened = std::mem::take(&mut a.reopened);
     } else {
         // Cannot be halved: the partition lists are hints, the queue wakeup is what matters.
+        // (A lone reopened group whose names overflow a note is dropped: its pops recheck.)
         a.created.clear();
         a.partitions.clear();
+        if SENDER_PREFIX + json(std::slice::from_ref(&a)).len() > MAX_PAYLOAD {
+            a.reopened.clear();
+        }
         return vec![a];
     }
     let mut parts = split(a);
@@ -321,15 +337,16 @@ mod tests {
         Announcement {
             tenant: tenant.into(),
             queues: vec![(queue.into(), n)],
-            created: vec![],
             partitions: (0..parts).map(|_| (q, Uuid::now_v7())).collect(),
+            ..Default::default()
         }
     }
 
     #[test]
     fn notes_round_trip_and_skip_their_sender() {
         let (me, other) = (Uuid::now_v7(), Uuid::now_v7());
-        let a = vec![ann("t", "q", 2, 2), ann("u", "odd \"name\" ✓", 1, 1)];
+        let mut a = vec![ann("t", "q", 2, 2), ann("u", "odd \"name\" ✓", 1, 1)];
+        a[1].reopened = vec![("odd \"name\" ✓".into(), "g".into())];
         let notes = encode(other, a.clone());
         assert_eq!(notes.len(), 1);
         assert_eq!(decode(&notes[0], me), Some(Ok(a)));
@@ -340,7 +357,10 @@ mod tests {
     #[test]
     fn large_announcements_split_into_notes_that_fit_and_lose_nothing() {
         let me = Uuid::now_v7();
-        let big = ann("t", "q", 500, 500);
+        let mut big = ann("t", "q", 500, 500);
+        big.reopened = (0..300)
+            .map(|i| ("q".into(), format!("{i:0>60}")))
+            .collect();
         let small = ann("t", "r", 1, 1);
         let notes = encode(Uuid::now_v7(), vec![big.clone(), small.clone()]);
         assert!(notes.len() > 1);
@@ -366,6 +386,9 @@ mod tests {
             .flat_map(|a| a.queues.iter().map(|(q, _)| q.clone()))
             .collect();
         assert_eq!(queues, ["q".to_string(), "r".to_string()].into());
+        let reopened: BTreeSet<(String, String)> =
+            back.iter().flat_map(|a| a.reopened.clone()).collect();
+        assert_eq!(reopened, big.reopened.iter().cloned().collect());
     }
 
     #[test]
@@ -397,11 +420,19 @@ mod tests {
             ..a.clone()
         };
         a.created = vec![(Uuid::nil(), Uuid::nil())];
-        let merged = merge(vec![a.clone(), b, ann("u", "q", 1, 0)]);
+        a.reopened = vec![("q".into(), "g".into())];
+        let mut c = a.clone();
+        c.reopened.push(("q".into(), "h".into()));
+        let merged = merge(vec![a.clone(), b, c, ann("u", "q", 1, 0)]);
         assert_eq!(merged.len(), 2);
         assert_eq!(merged[0].queues, vec![("q".to_string(), 3)]);
         assert_eq!(merged[0].partitions, a.partitions);
         assert_eq!(merged[0].created, a.created);
+        assert_eq!(
+            merged[0].reopened,
+            [("q".to_string(), "g".to_string()), ("q".into(), "h".into())],
+            "each (queue, group) once"
+        );
         assert_eq!(merged[1].tenant, "u");
     }
 }

@@ -62,6 +62,20 @@ impl Wakeups {
             n.notify_waiters();
         }
     }
+
+    /// After an ack ended a lease of `group` with messages left on the partition (a nack to
+    /// retry, a batch acked in part): one parked pop of that group claims them now rather
+    /// than at its next recheck. Other groups' cursors did not move, so they are not woken;
+    /// nor are pops across a tenant's queues, which would all wake for every such ack.
+    pub fn reopened(&self, tenant: &str, queue: &str, group: &str) {
+        let map = self.queues.lock().expect("wakeup map poisoned");
+        if let Some(n) = map
+            .get(&(tenant.to_string(), queue.to_string()))
+            .and_then(|groups| groups.get(group))
+        {
+            n.notify_one();
+        }
+    }
 }
 
 /// The clock of partition discovery: a pop gives its group cursors on partitions it has none
@@ -299,5 +313,21 @@ mod tests {
         assert_eq!(woken(&mut in_a).await, 2);
         assert_eq!(woken(&mut in_b).await, 2);
         assert_eq!(woken(&mut idle).await, 0);
+    }
+
+    #[tokio::test]
+    async fn a_reopened_partition_wakes_one_pop_of_its_group_only() {
+        let w = Wakeups::default();
+        let (a, b) = (w.for_group("t", "q", "a"), w.for_group("t", "q", "b"));
+        let mut in_a: Vec<_> = (0..2).map(|_| Box::pin(a.notified())).collect();
+        let mut in_b = vec![Box::pin(b.notified())];
+        for n in in_a.iter_mut().chain(in_b.iter_mut()) {
+            n.as_mut().enable();
+        }
+        w.reopened("t", "q", "a");
+        w.reopened("t", "q", "nobody-waits");
+        w.reopened("t", "elsewhere", "a");
+        assert_eq!(woken(&mut in_a).await, 1);
+        assert_eq!(woken(&mut in_b).await, 0);
     }
 }

@@ -84,6 +84,15 @@ pub struct BenchArgs {
     pub duration: f64,
     #[arg(long, value_enum, default_value = "explicit")]
     pub ack: AckMode,
+    /// Explicit acks only: every Nth batch a consumer takes is nacked (`failed`) instead of
+    /// acknowledged, so it is redelivered, and its latency is counted at the redelivery
+    /// (0 = never). Measures how soon a retry reaches a consumer.
+    #[arg(long, default_value_t = 0)]
+    pub nack_every: u64,
+    /// Milliseconds a consumer waits after a nack before it pops again, as one backing off
+    /// from a failing dependency does: the retry is then the other consumers' to take.
+    #[arg(long, default_value_t = 0)]
+    pub nack_backoff: u64,
     /// Open loop: total messages per second on a fixed schedule (0 = closed loop, as fast as
     /// answers come). Latency is measured from the scheduled send time, so a slow broker
     /// cannot hide queueing behind the generator's own waiting.

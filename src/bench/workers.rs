@@ -232,6 +232,7 @@ pub(crate) async fn consumer(ctx: Arc<Ctx>, g: usize) -> anyhow::Result<Histogra
         if auto { "&autoAck=true" } else { "" }
     );
     let ack_url = format!("{}/api/v1/ack/batch", ctx.args.pop_url());
+    let mut batches = 0u64;
     while !ctx.shared.stop_consumers.load(Relaxed) {
         let answer = match ctx.http.get(&pop_url).send().await {
             Ok(r) if r.status().is_success() => r.bytes().await.ok(),
@@ -250,8 +251,11 @@ pub(crate) async fn consumer(ctx: Arc<Ctx>, g: usize) -> anyhow::Result<Histogra
         if pop.messages.is_empty() {
             continue;
         }
+        batches += 1;
+        let nack = !auto && ctx.args.nack_every > 0 && batches % ctx.args.nack_every == 0;
         let now = unix_micros();
-        for m in &pop.messages {
+        // A nacked batch's latency is the one its redelivery sees.
+        for m in pop.messages.iter().filter(|_| !nack) {
             if let Some(d) = &m.data {
                 record(&mut h, now.saturating_sub(d.t));
             }
@@ -265,23 +269,26 @@ pub(crate) async fn consumer(ctx: Arc<Ctx>, g: usize) -> anyhow::Result<Histogra
         if auto {
             continue;
         }
-        // Acking the last message of each partition commits the whole batch.
+        // Acking the last message of each partition commits the whole batch; a nack of the
+        // first one retries the whole batch.
         let lease = pop.lease_id.unwrap_or_default();
-        let mut last: Vec<(&str, &str)> = Vec::new();
+        let mut chosen: Vec<(&str, &str)> = Vec::new();
         for m in &pop.messages {
-            match last.iter_mut().find(|(p, _)| *p == m.partition_id) {
+            match chosen.iter_mut().find(|(p, _)| *p == m.partition_id) {
+                Some(_) if nack => {}
                 Some(entry) => entry.1 = &m.txid,
-                None => last.push((&m.partition_id, &m.txid)),
+                None => chosen.push((&m.partition_id, &m.txid)),
             }
         }
+        let status = if nack { "failed" } else { "completed" };
         let mut body = format!(r#"{{"consumerGroup":"{group}","acknowledgments":["#);
-        for (i, (p, t)) in last.iter().enumerate() {
+        for (i, (p, t)) in chosen.iter().enumerate() {
             if i > 0 {
                 body.push(',');
             }
             let _ = write!(
                 body,
-                r#"{{"transactionId":"{t}","partitionId":"{p}","leaseId":"{lease}","status":"completed"}}"#
+                r#"{{"transactionId":"{t}","partitionId":"{p}","leaseId":"{lease}","status":"{status}"}}"#
             );
         }
         body.push_str("]}");
@@ -303,6 +310,9 @@ pub(crate) async fn consumer(ctx: Arc<Ctx>, g: usize) -> anyhow::Result<Histogra
         };
         if !acked {
             ctx.shared.errors.fetch_add(1, Relaxed);
+        }
+        if nack && ctx.args.nack_backoff > 0 {
+            tokio::time::sleep(Duration::from_millis(ctx.args.nack_backoff)).await;
         }
     }
     Ok(h)

@@ -118,6 +118,13 @@ impl AckPlan {
             changed: false,
         }
     }
+
+    /// Whether carrying out this plan leaves the group's other consumers something to claim
+    /// at once: it ends the lease with messages past the new cursor (a nack to retry, a
+    /// batch acked in part), on a partition whose next offset is `next_offset`.
+    pub fn reopens(&self, next_offset: i64) -> bool {
+        self.release_lease && self.committed + 1 < next_offset
+    }
 }
 
 /// One item that survived classification and takes part in the commit decision.
@@ -629,6 +636,21 @@ mod tests {
                 true,
             ),
         ]);
+    }
+
+    #[test]
+    fn only_an_ended_lease_with_messages_left_reopens_the_partition() {
+        let nack = plan(&batch(), &DLQ_ON, true, &[it(Failed, 15)]);
+        assert!(nack.reopens(20), "offsets 15-19 redeliver");
+        let done = plan(&batch(), &DLQ_ON, true, &[it(Completed, 19)]);
+        assert!(!done.reopens(20), "the partition is read to its end");
+        assert!(done.reopens(21), "a message pushed meanwhile is left");
+        let part = plan(&batch(), &DLQ_ON, true, &[it(Completed, 12)]);
+        assert!(
+            !part.release_lease && !part.reopens(20),
+            "the lease is kept"
+        );
+        assert!(!AckPlan::refuse_all(1, INVALID_LEASE).reopens(20));
     }
 
     #[test]

@@ -19,7 +19,8 @@ use super::error::ApiError;
 use super::push::{append_prepared, prepare, PushItem, Verdict};
 use super::AppState;
 use crate::broker::ack_plan::AckPlan;
-use crate::store::ack::{run_group, run_groups, AckGroup};
+use crate::peers::Announcement;
+use crate::store::ack::{run_group, run_groups, AckGroup, Acked};
 use crate::store::push::Dedup;
 
 /// Flushers per kind. Two let a fused batch form while the other commits; more would split
@@ -267,7 +268,7 @@ impl Fusable for AckJob {
             )
         };
         slots.sort_by_key(key);
-        let mut plans: HashMap<(usize, usize), AckPlan> = HashMap::new();
+        let mut plans: HashMap<(usize, usize), Acked> = HashMap::new();
         let fused: Vec<&AckGroup> = slots.iter().map(|&(j, g)| &jobs[j].groups[g]).collect();
         match run_groups(&s.store, tenant, &fused).await {
             Ok(done) => plans.extend(slots.iter().copied().zip(done)),
@@ -280,9 +281,24 @@ impl Fusable for AckJob {
         )
         .await;
         plans.extend(alone.into_iter().zip(singles));
+        // Committed: announced before any answer, as a push is.
+        let mut freed = Announcement {
+            tenant: tenant.to_string(),
+            ..Default::default()
+        };
+        for (&(j, g), acked) in &plans {
+            if let Some(queue) = &acked.reopened {
+                freed
+                    .reopened
+                    .push((queue.clone(), jobs[j].groups[g].group.clone()));
+            }
+        }
+        if !freed.reopened.is_empty() {
+            s.announce(&freed);
+        }
         for (j, job) in jobs.into_iter().enumerate() {
             let mine = (0..job.groups.len())
-                .map(|g| plans.remove(&(j, g)).expect("every group has a plan"))
+                .map(|g| plans.remove(&(j, g)).expect("every group has a plan").plan)
                 .collect();
             let _ = job.reply.send(mine);
         }

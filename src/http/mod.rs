@@ -82,7 +82,8 @@ impl AppState {
 
     /// Applies an announcement, this broker's or another's, to the in-memory hints: sweeps
     /// learn new partitions, ready lists the written ones, parked pops wake (as many per
-    /// consumer group as partitions were written).
+    /// consumer group as partitions were written, and one of each group an ack left
+    /// something to claim).
     pub fn hint(&self, a: &Announcement) {
         for &(q, p) in &a.created {
             self.cursor_sweeps.created(q, p);
@@ -92,6 +93,9 @@ impl AppState {
         }
         for (q, partitions) in &a.queues {
             self.wakeups.notify(&a.tenant, q, *partitions);
+        }
+        for (q, group) in &a.reopened {
+            self.wakeups.reopened(&a.tenant, q, group);
         }
     }
 }

@@ -194,6 +194,7 @@ impl Prepared {
             queues: self.queues.clone(),
             created: self.created.clone(),
             partitions: self.partitions.clone(),
+            reopened: Vec::new(),
         }
     }
 }

@@ -147,15 +147,17 @@ pub async fn transaction(
             return Ok(Err(invalid()));
         }
         let mut ack_out: Vec<(usize, ItemOutcome)> = Vec::new();
+        let mut reopened = Vec::new();
         for (group, idx) in &groups {
-            let plan = match ack_group(tx, tenant, group, LeaseCheck::AllowReplay).await {
-                Ok(p) => p,
+            let acked = match ack_group(tx, tenant, group, LeaseCheck::AllowReplay).await {
+                Ok(a) => a,
                 Err(e) if e.is_client_error() => {
                     return Ok(Err(Refused(format!("ACK operation failed: {e}"))))
                 }
                 Err(e) => return Err(e),
             };
-            for (pos, o) in idx.iter().zip(plan.items) {
+            reopened.extend(acked.reopened.map(|q| (q, group.group.clone())));
+            for (pos, o) in idx.iter().zip(acked.plan.items) {
                 if !o.success {
                     let why = o.error.clone().unwrap_or_default();
                     return Ok(Err(Refused(format!("ACK operation failed: {why}"))));
@@ -174,7 +176,9 @@ pub async fn transaction(
         {
             return Ok(Err(Refused(format!("PUSH operation failed: {error}"))));
         }
-        Ok(Ok((ack_out, verdicts, prepared.written(tenant))))
+        let mut written = prepared.written(tenant);
+        written.reopened = reopened;
+        Ok(Ok((ack_out, verdicts, written)))
     });
     let (ack_out, verdicts, written) = match result {
         Ok(Ok(r)) => r,

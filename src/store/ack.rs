@@ -51,13 +51,14 @@ macro_rules! offsets_of {
 }
 
 /// Locks the cursor row and resolves the transaction ids (`$4`, their index hashes) in one
-/// round trip.
+/// round trip; the queue's name and the partition's end say whether an ended lease leaves
+/// the group something to claim.
 const LOCK_AND_RESOLVE: &str = concat!(
     "SELECT c.committed, c.lease_id,
             (c.lease_id IS NOT NULL AND c.lease_expires_at > now()), c.lease_end, c.retry_count,
             q.options, q.id, p.id, ",
     offsets_of!("$4"),
-    "
+    ", q.name, p.next_offset
        FROM cursors c
        JOIN partitions p ON p.id = c.partition_id
        JOIN queues q ON q.id = p.queue_id
@@ -93,6 +94,25 @@ pub enum LeaseCheck {
     AllowReplay,
 }
 
+/// A group's plan as carried out, and what it left for the group's other consumers.
+#[derive(Debug)]
+pub struct Acked {
+    pub plan: AckPlan,
+    /// The queue's name when the ack ended the group's lease with messages still to read on
+    /// the partition (a nack to retry, or a batch acked in part): once committed, the
+    /// group's parked pops can claim them at once instead of at their next recheck.
+    pub reopened: Option<String>,
+}
+
+impl From<AckPlan> for Acked {
+    fn from(plan: AckPlan) -> Acked {
+        Acked {
+            plan,
+            reopened: None,
+        }
+    }
+}
+
 /// Resolves and commits one group inside the caller's transaction and returns the plan that
 /// was carried out (its `items` align with `group.items`).
 pub async fn ack_group(
@@ -100,7 +120,7 @@ pub async fn ack_group(
     tenant: &str,
     group: &AckGroup,
     check: LeaseCheck,
-) -> Result<AckPlan, StoreError> {
+) -> Result<Acked, StoreError> {
     let n = group.items.len();
     // A partition id only PostgreSQL can parse (or none at all) is keyed with the nil id here
     // and resolved again below once the row names the partition.
@@ -133,7 +153,7 @@ pub async fn ack_group(
             Some(t) if t != tenant => NOT_OWNED,
             _ => CONSUMER_NOT_FOUND,
         };
-        return Ok(AckPlan::refuse_all(n, error));
+        return Ok(AckPlan::refuse_all(n, error).into());
     };
     let committed: i64 = row.get(0);
     let live_lease: Option<Uuid> = row.get(1);
@@ -143,6 +163,8 @@ pub async fn ack_group(
     let options = options_from(row.get(5));
     let queue_id: Uuid = row.get(6);
     let partition_id: Uuid = row.get(7);
+    let queue: String = row.get(9);
+    let next_offset: i64 = row.get(10);
 
     let leased = group.lease_id.is_some();
     let lease_ok = match &group.lease_id {
@@ -150,7 +172,7 @@ pub async fn ack_group(
         None => true,
     };
     if !lease_ok && check == LeaseCheck::Strict {
-        return Ok(AckPlan::refuse_all(n, INVALID_LEASE));
+        return Ok(AckPlan::refuse_all(n, INVALID_LEASE).into());
     }
 
     let mut at: Vec<Option<i64>> = match &group.known {
@@ -173,7 +195,8 @@ pub async fn ack_group(
         .collect();
     if !lease_ok {
         return Ok(ack_plan::replay(committed, &items)
-            .unwrap_or_else(|| AckPlan::refuse_all(n, INVALID_LEASE)));
+            .unwrap_or_else(|| AckPlan::refuse_all(n, INVALID_LEASE))
+            .into());
     }
 
     let cursor = CursorView {
@@ -188,7 +211,7 @@ pub async fn ack_group(
     };
     let plan = ack_plan::plan(&cursor, &policy, leased, &items);
     if !plan.changed {
-        return Ok(plan);
+        return Ok(plan.into());
     }
     let st = tx.prepare_cached(WRITE_CURSOR).await?;
     tx.execute(
@@ -229,14 +252,15 @@ pub async fn ack_group(
         )
         .await?;
     }
-    Ok(plan)
+    let reopened = plan.reopens(next_offset).then_some(queue);
+    Ok(Acked { plan, reopened })
 }
 
 /// Runs one group in its own transaction and maps every failure to the contract's per-item
 /// texts: no connection -> `pool`; a statement failing -> the database's own message (a
 /// malformed `partitionId` lands here); the commit failing -> `ack flush failed; ...`.
 /// Retryable failures (serialization, deadlock) are retried first.
-pub async fn run_group(store: &super::Store, tenant: &str, group: &AckGroup) -> AckPlan {
+pub async fn run_group(store: &super::Store, tenant: &str, group: &AckGroup) -> Acked {
     use crate::broker::ack_plan::{FLUSH_FAILED, POOL};
     let n = group.items.len();
     let mut attempt = 0;
@@ -244,24 +268,24 @@ pub async fn run_group(store: &super::Store, tenant: &str, group: &AckGroup) -> 
         attempt += 1;
         let mut client = match store.client().await {
             Ok(c) => c,
-            Err(_) => return AckPlan::refuse_all(n, POOL),
+            Err(_) => return AckPlan::refuse_all(n, POOL).into(),
         };
         let result = async {
             let tx = client.transaction().await?;
-            let plan = ack_group(&tx, tenant, group, LeaseCheck::Strict).await?;
-            Ok::<_, StoreError>((tx, plan))
+            let acked = ack_group(&tx, tenant, group, LeaseCheck::Strict).await?;
+            Ok::<_, StoreError>((tx, acked))
         }
         .await;
-        let (tx, plan) = match result {
+        let (tx, acked) = match result {
             Ok(r) => r,
             Err(e) if attempt < 4 && e.is_retryable() => continue,
-            Err(e) => return AckPlan::refuse_all(n, &e.to_string()),
+            Err(e) => return AckPlan::refuse_all(n, &e.to_string()).into(),
         };
         return match tx.commit().await {
-            Ok(()) => plan,
+            Ok(()) => acked,
             Err(e) => {
                 tracing::warn!(error = %e, "ack commit failed");
-                AckPlan::refuse_all(n, FLUSH_FAILED)
+                AckPlan::refuse_all(n, FLUSH_FAILED).into()
             }
         };
     }
@@ -276,12 +300,12 @@ pub async fn run_groups(
     store: &super::Store,
     tenant: &str,
     groups: &[&AckGroup],
-) -> Result<Vec<AckPlan>, StoreError> {
+) -> Result<Vec<Acked>, StoreError> {
     use crate::broker::ack_plan::{FLUSH_FAILED, POOL};
     let refuse = |error: &str| {
         groups
             .iter()
-            .map(|g| AckPlan::refuse_all(g.items.len(), error))
+            .map(|g| AckPlan::refuse_all(g.items.len(), error).into())
             .collect()
     };
     let mut attempt = 0;

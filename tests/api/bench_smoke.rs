@@ -22,6 +22,8 @@ fn args(url: &str, scenario: Scenario) -> BenchArgs {
         groups: None,
         duration: 1.5,
         ack: AckMode::Explicit,
+        nack_every: 0,
+        nack_backoff: 0,
         rate: 0.0,
         prefill: 500,
         drain_timeout: 20.0,
@@ -64,6 +66,25 @@ async fn bench_scenarios_deliver_every_pushed_message() {
     let r = run(args(&b.url, Scenario::PopAck)).await.unwrap();
     let l = r.ledger.clone().unwrap();
     assert!(l.ok() && l.pushed == 500, "{}", r.text());
+}
+
+/// `--nack-every`: the nacked batches come back (duplicate deliveries in the ledger) and
+/// every message is still delivered. The queue's retry budget is large, so no batch nacked
+/// again and again is dead-lettered (the ledger would count it lost).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bench_nacks_are_redelivered() {
+    let b = broker().await;
+    b.configure("nacks", serde_json::json!({"retryLimit": 1000}))
+        .await;
+    let mut nacking = args(&b.url, Scenario::EndToEnd);
+    nacking.queue = Some("nacks".into());
+    nacking.nack_every = 3;
+    nacking.nack_backoff = 20;
+    let r = run(nacking).await.unwrap();
+    let l = r.ledger.clone().unwrap();
+    assert!(r.pushed > 0 && l.ok(), "{}", r.text());
+    assert_eq!(l.delivered_unique, l.pushed, "{}", r.text());
+    assert!(l.duplicates > 0, "nacked batches redeliver: {}", r.text());
 }
 
 /// `--token` reaches every request: against a broker with authentication on, the run has no

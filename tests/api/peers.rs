@@ -81,6 +81,28 @@ async fn a_push_through_one_broker_wakes_and_hints_pops_on_another() {
     assert_eq!(Broker::txids(&parked.await.unwrap()), ["third"]);
 }
 
+/// A nack through A that leaves a message to retry wakes B's parked pops of that group: the
+/// retry is B's to claim at once, not at its next recheck.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nack_through_one_broker_wakes_that_group_on_another() {
+    let (a, b) = two_in_view().await;
+    // Waited for, so that its note cannot be mistaken for the nack's.
+    let pushed = a.push("q", "p", &["m"]);
+    assert!(woken_by(&b, "q", "g", pushed).await);
+    let popped = a.pop("q", "consumerGroup=g").await;
+    assert_eq!(Broker::txids(&popped), ["m"]);
+    let nack = a.ack_batch(
+        Some("g"),
+        serde_json::json!([{"transactionId": "m", "partitionId": popped["partitionId"],
+            "leaseId": popped["leaseId"], "status": "failed"}]),
+    );
+    assert!(
+        woken_by(&b, "q", "g", nack).await,
+        "B's pops of g hear of the retry"
+    );
+    assert_eq!(Broker::txids(&b.pop("q", "consumerGroup=g").await), ["m"]);
+}
+
 /// The notification connection is a hint channel with its own life: killed by an operator
 /// or a failover, it comes back and wakeups resume.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

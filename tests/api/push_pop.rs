@@ -647,3 +647,102 @@ async fn a_consumer_that_hangs_up_on_a_long_poll_takes_no_message_with_it() {
         "the message is not leased to the hung-up consumer"
     );
 }
+
+/// How many of `waiters` have been woken; each is polled once, without waiting.
+fn woken_now(waiters: &mut [std::pin::Pin<Box<tokio::sync::futures::Notified<'_>>>]) -> usize {
+    use futures::FutureExt;
+    let mut n = 0;
+    for w in waiters {
+        if w.as_mut().now_or_never().is_some() {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// An ack that ends a lease with messages left on the partition (a nack to retry) wakes one
+/// parked pop of its consumer group before it answers, through `/ack` and `/transaction`
+/// alike, so the message redelivers at once rather than at the pop's next recheck (up to a
+/// second later). The notifiers watched here fire only for pushes and acks, never on a timer.
+/// An ack that keeps the lease, or leaves nothing to read, wakes no one, nor does any ack
+/// wake another group.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nack_wakes_a_parked_consumer_of_its_group_at_once() {
+    let b = broker().await;
+    let pid = b.push("q", "p", &["m1", "m2"]).await[0]["partition_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let first = b.pop("q", "consumerGroup=g&batch=2").await;
+    assert_eq!(Broker::txids(&first), ["m1", "m2"]);
+    let lease = first["leaseId"].as_str().unwrap().to_string();
+
+    let state = &b.server.as_ref().unwrap().state;
+    let (g, h) = (
+        state.wakeups.for_group("default", "q", "g"),
+        state.wakeups.for_group("default", "q", "h"),
+    );
+    let mut in_g: Vec<_> = (0..2).map(|_| Box::pin(g.notified())).collect();
+    let mut in_h = vec![Box::pin(h.notified())];
+    for n in in_g.iter_mut().chain(in_h.iter_mut()) {
+        n.as_mut().enable();
+    }
+    let ack = |txid: &str, status: &str| json!([{"transactionId": txid, "partitionId": pid, "leaseId": lease, "status": status}]);
+
+    let kept = b.ack_batch(Some("g"), ack("m1", "completed")).await;
+    assert_eq!(kept[0]["success"], true, "{kept:?}");
+    assert_eq!(kept[0]["leaseReleased"], false, "m2 is still leased");
+    assert_eq!(woken_now(&mut in_g), 0, "a lease still held frees nothing");
+
+    let nacked = b.ack_batch(Some("g"), ack("m2", "failed")).await;
+    assert_eq!(nacked[0]["leaseReleased"], true, "{nacked:?}");
+    assert_eq!(woken_now(&mut in_g), 1, "one parked pop of g is woken");
+    assert_eq!(
+        woken_now(&mut in_h),
+        0,
+        "another group's cursor did not move"
+    );
+
+    // A parked consumer of g gets the retry.
+    let (s, again) = b
+        .get("/api/v1/pop/queue/q?wait=true&timeout=20000&consumerGroup=g")
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(Broker::txids(&again), ["m2"]);
+
+    // The same through a transaction. (The waiter left over would take the next wakeup.)
+    drop(in_g);
+    let mut in_g: Vec<_> = (0..2).map(|_| Box::pin(g.notified())).collect();
+    for n in &mut in_g {
+        n.as_mut().enable();
+    }
+    let (s, v) = b
+        .post(
+            "/api/v1/transaction",
+            json!({"operations": [{"type": "ack", "transactionId": "m2", "partitionId": pid,
+                "status": "failed", "consumerGroup": "g"}],
+                "requiredLeases": [again["leaseId"]]}),
+        )
+        .await;
+    assert_eq!((s, &v["success"]), (StatusCode::OK, &json!(true)), "{v}");
+    assert_eq!(woken_now(&mut in_g), 1, "a nack in a transaction wakes too");
+
+    // Completing the last message leaves nothing to read: no one is woken.
+    let last = b.pop("q", "consumerGroup=g").await;
+    assert_eq!(Broker::txids(&last), ["m2"]);
+    drop(in_g);
+    let mut in_g: Vec<_> = (0..2).map(|_| Box::pin(g.notified())).collect();
+    for n in &mut in_g {
+        n.as_mut().enable();
+    }
+    let done = b
+        .ack_batch(
+            Some("g"),
+            json!([{"transactionId": "m2", "partitionId": pid,
+                    "leaseId": last["leaseId"], "status": "completed"}]),
+        )
+        .await;
+    assert_eq!(done[0]["leaseReleased"], true, "{done:?}");
+    assert_eq!(woken_now(&mut in_g), 0, "nothing left to read");
+    assert_eq!(b.cursor(&pid, "g").await, Some((1, false, 0)));
+}
