@@ -41,3 +41,28 @@ stop_dev() {
     wait "$broker" 2>/dev/null || true
     rm -rf "$work/pg"
 }
+
+# start_serve BINARY PORT NAME: `regent serve` (BINARY) on the cluster of the `regent dev`
+# broker ($PG), logging to $work/NAME.out and .err; sets $b_pid. One at a time.
+b_pid=
+start_serve() {
+    env -u JWT_ENABLED -u TENANT_LIMITS NO_COLOR=1 DATABASE_URL="$PG" PORT="$2" \
+        "$1" serve >"$work/$3.out" 2>"$work/$3.err" &
+    b_pid=$!
+    wait_for "$work/$3.out" "serving on"
+}
+
+stop_serve() {
+    [ -n "$b_pid" ] || return 0
+    kill -INT "$b_pid" 2>/dev/null || true
+    wait "$b_pid" 2>/dev/null || true
+    b_pid=
+}
+
+# The EXIT trap of a script with a second broker: both stopped, the work directory deleted
+# unless KEEP is set.
+stop_both() {
+    stop_serve
+    stop_dev
+    if [ -n "${KEEP:-}" ]; then echo "kept $work"; else rm -rf "$work"; fi
+}

@@ -39,19 +39,7 @@ LATENCY="--scenario end-to-end --rate $RATE --push-batch 1 --pop-batch 1 --produ
 SATURATE=${SATURATE:-"--scenario push --producers 16 --duration $SAT_DURATION"}
 
 . bench/lib.sh
-b_pid=
-stop_b() {
-    [ -n "$b_pid" ] || return 0
-    kill -INT "$b_pid" 2>/dev/null || true
-    wait "$b_pid" 2>/dev/null || true
-    b_pid=
-}
-cleanup() {
-    stop_b
-    stop_dev
-    if [ -n "${KEEP:-}" ]; then echo "kept $work"; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
+trap stop_both EXIT
 
 a_url="http://127.0.0.1:$PORT"
 b_url="http://127.0.0.1:$((PORT + 1))"
@@ -61,10 +49,7 @@ b_url="http://127.0.0.1:$((PORT + 1))"
 start_brokers() {
     export PEER_WAKEUPS=$1
     start_dev "$PORT"
-    env -u JWT_ENABLED -u TENANT_LIMITS NO_COLOR=1 DATABASE_URL="$PG" PORT=$((PORT + 1)) \
-        "$bin" serve >"$work/b.out" 2>"$work/b.err" &
-    b_pid=$!
-    wait_for "$work/b.out" "serving on"
+    start_serve "$bin" $((PORT + 1)) b
 }
 
 # warm QUEUE: creates the queue's partitions through A before a latency run, with one
@@ -96,7 +81,7 @@ PY
 
 # B first: it is a client of A's cluster. A's cluster stays on disk for the next setting.
 stop_brokers() {
-    stop_b
+    stop_serve
     kill -INT "$broker" 2>/dev/null || true
     wait "$broker" 2>/dev/null || true
 }

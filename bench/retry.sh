@@ -38,19 +38,7 @@ POP_ACK="--scenario pop-ack --consumers 8 --pop-batch 100 --prefill 200000"
 
 . bench/lib.sh
 export PEER_WAKEUPS=false
-b_pid=
-stop_b() {
-    [ -n "$b_pid" ] || return 0
-    kill -INT "$b_pid" 2>/dev/null || true
-    wait "$b_pid" 2>/dev/null || true
-    b_pid=
-}
-cleanup() {
-    stop_b
-    stop_dev
-    if [ -n "${KEEP:-}" ]; then echo "kept $work"; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
+trap stop_both EXIT
 start_dev "$PORT"
 url="http://127.0.0.1:$((PORT + 1))"
 
@@ -77,10 +65,7 @@ for round in $(seq 1 "$ROUNDS"); do
     order=("${builds[@]}")
     if [ $((round % 2)) -eq 0 ] && [ ${#builds[@]} -eq 2 ]; then order=(baseline this); fi
     for b in "${order[@]}"; do
-        env -u JWT_ENABLED -u TENANT_LIMITS NO_COLOR=1 DATABASE_URL="$PG" PORT=$((PORT + 1)) \
-            "${binary[$b]}" serve >"$work/$b.out" 2>"$work/$b.err" &
-        b_pid=$!
-        wait_for "$work/$b.out" "serving on"
+        start_serve "${binary[$b]}" $((PORT + 1)) "$b"
         echo "round $round: $b (${binary[$b]})"
         configure "retry-$b-$round"
         # shellcheck disable=SC2086
@@ -89,7 +74,7 @@ for round in $(seq 1 "$ROUNDS"); do
         # shellcheck disable=SC2086
         "$bin" bench --url "$url" $POP_ACK --queue "pop-ack-$b-$round" --json --quiet \
             >"$work/pop-ack-$b-$round.json"
-        stop_b
+        stop_serve
     done
 done
 
