@@ -89,6 +89,21 @@ pub const ROUTES: &[(Method, &str, Level)] = &[
         "/api/v1/resources/queues/{queue}",
         Level::Admin,
     ),
+    (
+        Method::GET,
+        "/api/v1/resources/queues/{queue}/depth",
+        Level::ReadOnly,
+    ),
+    (
+        Method::POST,
+        "/api/v1/consumer-groups/{group}/queues/{queue}/seek",
+        Level::ReadWrite,
+    ),
+    (
+        Method::POST,
+        "/api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek",
+        Level::ReadWrite,
+    ),
 ];
 
 /// The level of a matched route; `None` for one the table does not name.

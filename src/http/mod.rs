@@ -5,6 +5,7 @@ mod ack;
 pub mod auth;
 mod body;
 mod configure;
+mod consumer_groups;
 mod cors;
 mod dlq;
 pub mod error;
@@ -125,6 +126,18 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route(
             "/api/v1/resources/queues/{queue}",
             delete(resources::delete_queue),
+        )
+        .route(
+            "/api/v1/resources/queues/{queue}/depth",
+            get(resources::queue_depth),
+        )
+        .route(
+            "/api/v1/consumer-groups/{group}/queues/{queue}/seek",
+            post(consumer_groups::seek_queue),
+        )
+        .route(
+            "/api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek",
+            post(consumer_groups::seek_partition),
         )
         // Route layers run last-added first: authorize decides the tenant, then its rate.
         .route_layer(axum::middleware::from_fn_with_state(

@@ -11,7 +11,7 @@ use super::error::ApiError;
 use super::params::Params;
 use super::time::millis;
 use super::State;
-use crate::store::queues::{delete_queue as delete, list_queues as list};
+use crate::store::queues::{delete_queue as delete, list_queues as list, queue_depth as depth};
 
 pub async fn list_queues(
     AxState(s): State,
@@ -40,6 +40,33 @@ pub async fn list_queues(
         })
         .collect();
     Ok(Json(json!({ "queues": queues })))
+}
+
+/// `Admin.get_queue_depth`: a queue's backlog for one consumer group (`?group=`), or for its
+/// furthest-behind cursors. Regent does not conflate deliveries, so the work left is the
+/// backlog itself (`effectivePending` = `pending`). Only partitions with something pending
+/// are listed, so the answer stays small however many partitions the queue has.
+pub async fn queue_depth(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    PathParams(queue): PathParams<String>,
+    p: Params,
+) -> Result<Json<Value>, ApiError> {
+    let group = p.str("group").filter(|g| !g.is_empty());
+    let Some(partitions) = depth(&s.store.client().await?, &who.tenant, &queue, group).await?
+    else {
+        return Err(ApiError::NotFound("Queue not found".into()));
+    };
+    let pending: i64 = partitions.iter().map(|(_, n)| n).sum();
+    let listed: Vec<Value> = partitions
+        .iter()
+        .map(|(partition, n)| json!({ "partition": partition, "pending": n }))
+        .collect();
+    Ok(Json(json!({
+        "queue": queue, "group": group, "pending": pending,
+        "partitionsPending": partitions.len(), "conflation": false,
+        "effectivePending": pending, "partitions": listed,
+    })))
 }
 
 /// Idempotent: deleting a queue that does not exist answers `existed: false`.

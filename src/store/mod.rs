@@ -11,6 +11,7 @@ pub mod pop;
 pub mod purge;
 pub mod push;
 pub mod queues;
+pub mod seek;
 pub mod tls;
 pub mod tx_hash;
 

@@ -272,6 +272,48 @@ pub async fn list_queues(
         .collect())
 }
 
+/// Messages after the cursor of `group` on each partition that has any, most first; `None`
+/// for a queue the tenant does not have. A partition the group has no cursor on yet counts
+/// from where its first pop would start it (the group's stored start point, or the
+/// beginning). Without a group, each partition counts from its furthest-behind cursor, as
+/// [`list_queues`] does. Watermark arithmetic only: the log is not read.
+pub async fn queue_depth(
+    client: &Client,
+    tenant: &str,
+    queue: &str,
+    group: Option<&str>,
+) -> Result<Option<Vec<(String, i64)>>, StoreError> {
+    let st = client
+        .prepare_cached("SELECT id FROM queues WHERE tenant = $1 AND name = $2")
+        .await?;
+    let Some(row) = client.query_opt(&st, &[&tenant, &queue]).await? else {
+        return Ok(None);
+    };
+    let queue_id: Uuid = row.get(0);
+    let st = client
+        .prepare_cached(
+            "SELECT name, pending FROM (
+               SELECT p.name, p.next_offset - 1 - CASE
+                        WHEN $2::text IS NULL THEN
+                          coalesce((SELECT min(c.committed) FROM cursors c
+                                     WHERE c.partition_id = p.id), -1)
+                        ELSE coalesce(
+                          (SELECT c.committed FROM cursors c
+                            WHERE c.partition_id = p.id AND c.consumer_group = $2),
+                          (SELECT coalesce(max(g.end_offset), -1) FROM segments g, subscriptions s
+                            WHERE s.queue_id = $1 AND s.consumer_group = $2
+                              AND g.partition_id = p.id AND g.created_at <= s.start_after),
+                          -1)
+                      END AS pending
+                 FROM partitions p WHERE p.queue_id = $1) d
+              WHERE pending > 0
+              ORDER BY pending DESC, name",
+        )
+        .await?;
+    let rows = client.query(&st, &[&queue_id, &group]).await?;
+    Ok(Some(rows.iter().map(|r| (r.get(0), r.get(1))).collect()))
+}
+
 /// Deletes a queue with everything that hangs off it: partitions, the log, the transaction
 /// index, cursors, subscriptions and dead letters. Returns whether it existed.
 pub async fn delete_queue(store: &Store, tenant: &str, name: &str) -> Result<bool, StoreError> {

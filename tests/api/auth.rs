@@ -37,6 +37,7 @@ async fn authed() -> Broker {
 fn path_of(template: &str) -> String {
     template
         .replace("{queue}", "authq")
+        .replace("{group}", "g")
         .replace("{partition}", "p")
         .replace("{lease_id}", "0192f3c4-5d6e-7f80-9a1b-2c3d4e5f6a7b")
 }
@@ -94,6 +95,21 @@ fn the_route_table_gives_the_specs_levels() {
             Method::DELETE,
             "/api/v1/resources/queues/{queue}",
             Level::Admin,
+        ),
+        (
+            Method::GET,
+            "/api/v1/resources/queues/{queue}/depth",
+            Level::ReadOnly,
+        ),
+        (
+            Method::POST,
+            "/api/v1/consumer-groups/{group}/queues/{queue}/seek",
+            Level::ReadWrite,
+        ),
+        (
+            Method::POST,
+            "/api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek",
+            Level::ReadWrite,
         ),
     ];
     assert_eq!(ROUTES.len(), spec.len());

@@ -15,6 +15,7 @@ mod metrics;
 mod peers;
 mod push_pop;
 mod python_client;
+mod seek;
 mod shutdown;
 mod smoke;
 mod tenants;

@@ -746,3 +746,69 @@ async fn a_nack_wakes_a_parked_consumer_of_its_group_at_once() {
     assert_eq!(woken_now(&mut in_g), 0, "nothing left to read");
     assert_eq!(b.cursor(&pid, "g").await, Some((1, false, 0)));
 }
+
+/// `GET /resources/queues/:queue/depth` (`Admin.get_queue_depth`): per consumer group, the
+/// messages after its cursor on each partition that has any, counted from where a group's
+/// first pop would start it; without a group, from the furthest-behind cursor.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_depth_counts_each_groups_backlog() {
+    let b = broker().await;
+    b.push("dq", "p1", &["a1", "a2", "a3"]).await;
+    b.push("dq", "p2", &["b1", "b2"]).await;
+    let depth = |query: &'static str| {
+        let b = &b;
+        async move {
+            let (s, v) = b
+                .get(&format!("/api/v1/resources/queues/dq/depth{query}"))
+                .await;
+            assert_eq!(s, StatusCode::OK, "{v}");
+            v
+        }
+    };
+
+    let v = depth("").await;
+    assert_eq!(
+        v,
+        json!({"queue": "dq", "group": null, "pending": 5, "partitionsPending": 2,
+               "conflation": false, "effectivePending": 5,
+               "partitions": [{"partition": "p1", "pending": 3}, {"partition": "p2", "pending": 2}]})
+    );
+
+    // Group g reads p1 to its end.
+    let popped = b.pop("dq", "consumerGroup=g&batch=3").await;
+    let pid = popped["partitionId"].clone();
+    let first = Broker::txids(&popped)[0].clone();
+    let p1 = if first == "a1" { "p1" } else { "p2" };
+    let done = popped["messages"].as_array().unwrap().last().unwrap()["transactionId"].clone();
+    b.ack_batch(
+        Some("g"),
+        json!([{"transactionId": done, "partitionId": pid, "leaseId": popped["leaseId"]}]),
+    )
+    .await;
+    let (left, other) = if p1 == "p1" { (2, "p2") } else { (3, "p1") };
+    let v = depth("?group=g").await;
+    assert_eq!(v["group"], "g");
+    assert_eq!(v["pending"], left, "{v}");
+    assert_eq!(v["partitionsPending"], 1);
+    assert_eq!(
+        v["partitions"],
+        json!([{"partition": other, "pending": left}])
+    );
+    // The worst cursor among groups is g's.
+    assert_eq!(depth("").await["pending"], left);
+    // A group that never popped would start at the beginning.
+    assert_eq!(depth("?group=fresh").await["pending"], 5);
+
+    // A group subscribed to new messages only owes what came after it.
+    let late = b.pop("dq", "consumerGroup=late&subscriptionMode=new").await;
+    assert!(Broker::txids(&late).is_empty(), "{late}");
+    assert_eq!(depth("?group=late").await["pending"], 0);
+    b.push("dq", "p3", &["c1"]).await;
+    let v = depth("?group=late").await;
+    assert_eq!(v["pending"], 1, "{v}");
+    assert_eq!(v["partitions"], json!([{"partition": "p3", "pending": 1}]));
+
+    let (s, v) = b.get("/api/v1/resources/queues/nope/depth").await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    assert_eq!(v, json!({"error": "Queue not found"}));
+}

@@ -134,6 +134,37 @@ async def step_push(client: Queen) -> None:
     step("push: 4 messages queued, repeated transactionId reported as duplicate (not an error)")
 
 
+async def step_depth(client: Queen) -> None:
+    # Right after the pushes: nothing consumed yet, one partition.
+    q = qname("main")
+    d = await client.admin.get_queue_depth(q)
+    assert (d.get("pending"), d.get("partitionsPending"), d.get("effectivePending")) == (4, 1, 4), (
+        f"admin.get_queue_depth({q!r}): {d!r}"
+    )
+    assert d.get("partitions") == [{"partition": "Default", "pending": 4}], f"depth partitions: {d!r}"
+    g = await client.admin.get_queue_depth(q, group="not-yet")
+    assert (g.get("group"), g.get("pending")) == ("not-yet", 4), f"depth for a group: {g!r}"
+    step("depth: admin.get_queue_depth() sees the 4 pushed messages, for the queue and for a group")
+
+
+async def step_seek(client: Queen) -> None:
+    # A named group reads the 4 messages, skips to the end, then replays from the beginning.
+    q = qname("main")
+    first = await client.queue(q).group("replayer").wait(False).batch(10).pop()
+    assert len(first) == 4, f"replayer's first read: {first!r}"
+    end = await client.admin.seek_consumer_group("replayer", q, {"toEnd": True})
+    assert end.get("success") is True and end.get("partitionsUpdated") == 1, f"seek to end: {end!r}"
+    d = await client.admin.get_queue_depth(q, group="replayer")
+    assert d.get("pending") == 0, f"depth after seek to end: {d!r}"
+    back = await client.admin.seek_consumer_group("replayer", q, {"timestamp": "2000-01-01T00:00:00Z"})
+    assert back.get("partitionsUpdated") == 1, f"seek back: {back!r}"
+    again = await client.queue(q).group("replayer").wait(False).batch(10).pop()
+    assert [m["transactionId"] for m in again] == [m["transactionId"] for m in first], (
+        f"replay: {again!r} after {first!r}"
+    )
+    step("seek: admin.seek_consumer_group() skips a group to the end, then replays it from the start")
+
+
 async def step_consume(client: Queen) -> None:
     q = qname("main")
     seen = []
@@ -332,6 +363,8 @@ async def step_metrics(client: Queen) -> None:
 STEPS = [
     ("create", step_create),
     ("push", step_push),
+    ("depth", step_depth),
+    ("seek", step_seek),
     ("consume", step_consume),
     ("manual ack", step_manual_ack),
     ("renew", step_renew),

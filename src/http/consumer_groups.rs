@@ -1,0 +1,113 @@
+//! Consumer-group administration: seek a group's cursors to the end of a queue (skip its
+//! backlog) or back to an instant (replay), on the whole queue or one partition.
+
+use axum::extract::State as AxState;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+
+use super::auth::Principal;
+use super::body::RawBody;
+use super::error::ApiError;
+use super::path::PathParams;
+use super::time::millis;
+use super::{AppState, State};
+use crate::peers::Announcement;
+use crate::store::seek::{seek, Moved, Seek, SeekTo};
+
+/// `{"toEnd": true}` or `{"timestamp": "<ISO-8601>"}`; `toEnd` wins when both are sent.
+fn seek_to(v: &Value) -> Result<SeekTo, ApiError> {
+    if v.get("toEnd") == Some(&Value::Bool(true)) {
+        return Ok(SeekTo::End);
+    }
+    match v.get("timestamp") {
+        None | Some(Value::Null) => Err(ApiError::bad_request(
+            "Must specify either 'toEnd': true or 'timestamp'",
+        )),
+        Some(Value::String(t)) => DateTime::parse_from_rfc3339(t)
+            .map(|t| SeekTo::At(t.with_timezone(&Utc)))
+            .map_err(|_| {
+                ApiError::bad_request(format!(
+                    "timestamp must be an ISO-8601 timestamp, got '{t}'"
+                ))
+            }),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "timestamp must be an ISO-8601 timestamp, got {other}"
+        ))),
+    }
+}
+
+/// Cursors moved back leave the group something to read at once: its parked pops are told,
+/// here and on the other brokers, as after a nack.
+fn wake(s: &AppState, tenant: &str, queue: &str, group: &str, moved: &[Moved], to: SeekTo) {
+    if matches!(to, SeekTo::At(_)) && !moved.is_empty() {
+        s.announce(&Announcement {
+            tenant: tenant.to_string(),
+            reopened: vec![(queue.to_string(), group.to_string())],
+            ..Default::default()
+        });
+    }
+}
+
+/// `POST /api/v1/consumer-groups/:group/queues/:queue/seek`: every partition of the queue the
+/// group has a cursor on. Leases are released; acks under them are refused from then on.
+pub async fn seek_queue(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    PathParams((group, queue)): PathParams<(String, String)>,
+    body: RawBody,
+) -> Result<Json<Value>, ApiError> {
+    let to = seek_to(&body.json_or_empty_object()?)?;
+    let client = s.store.client().await?;
+    let moved = match seek(&client, &who.tenant, &queue, &group, None, to).await? {
+        Seek::Moved(moved) => moved,
+        Seek::NoQueue | Seek::NoPartition => {
+            return Err(ApiError::NotFound("Queue not found".into()))
+        }
+    };
+    wake(&s, &who.tenant, &queue, &group, &moved, to);
+    let target = match to {
+        SeekTo::End => Value::Null,
+        SeekTo::At(t) => json!(millis(t)),
+    };
+    Ok(Json(json!({
+        "success": true, "consumerGroup": group, "queueName": queue,
+        "seekToEnd": to == SeekTo::End, "targetTimestamp": target,
+        "partitionsUpdated": moved.len(),
+    })))
+}
+
+/// `POST /api/v1/consumer-groups/:group/queues/:queue/partitions/:partition/seek`: one
+/// partition's cursor onto its newest message. No body. An unknown queue or partition is a
+/// 404 in the route's own shape, `{"success": false, "error": "Partition not found"}`.
+pub async fn seek_partition(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    PathParams((group, queue, partition)): PathParams<(String, String, String)>,
+) -> Result<Response, ApiError> {
+    let client = s.store.client().await?;
+    let moved = match seek(
+        &client,
+        &who.tenant,
+        &queue,
+        &group,
+        Some(&partition),
+        SeekTo::End,
+    )
+    .await?
+    {
+        Seek::Moved(moved) => moved,
+        Seek::NoQueue | Seek::NoPartition => {
+            let body = json!({"success": false, "error": "Partition not found"});
+            return Ok((StatusCode::NOT_FOUND, Json(body)).into_response());
+        }
+    };
+    let moved_to = moved.first().and_then(|m| m.appended_at).map(millis);
+    Ok(Json(json!({
+        "success": true, "consumerGroup": group, "queueName": queue,
+        "partitionName": partition, "updated": !moved.is_empty(), "cursorMovedTo": moved_to,
+    }))
+    .into_response())
+}

@@ -1,0 +1,101 @@
+//! Moving a consumer group's cursors by hand: to the end of each partition (skip the backlog)
+//! or back to an instant (replay). Only partitions where the group already has a cursor move;
+//! it is the group's first pop that gives it cursors, from its subscription's start point.
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::Client;
+use uuid::Uuid;
+
+use super::StoreError;
+
+/// Where a seek moves the cursors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeekTo {
+    /// Onto the newest message: everything pending is skipped.
+    End,
+    /// Onto the last message appended at or before the instant, so consumption resumes with
+    /// the first one after it; before the first message if none was.
+    At(DateTime<Utc>),
+}
+
+/// One cursor a seek moved.
+#[derive(Debug)]
+pub struct Moved {
+    pub partition_id: Uuid,
+    /// The new committed offset (-1: nothing consumed).
+    pub committed: i64,
+    /// When the message at the new cursor was appended; `None` at -1.
+    pub appended_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug)]
+pub enum Seek {
+    NoQueue,
+    NoPartition,
+    Moved(Vec<Moved>),
+}
+
+/// The target of each partition, and the cursor update. The lease is released as an expiry
+/// releases it (no retry charged, and acks under it are refused from now on); the retry
+/// budget starts again, as for a completed batch; nothing is leased past the new cursor. A
+/// cursor moved back makes its partition claimable at once: claims only ask whether the
+/// cursor is behind the partition's end.
+const SEEK: &str = "WITH t AS (
+       SELECT p.id, CASE WHEN $3::bool THEN p.next_offset - 1
+                         ELSE coalesce((SELECT max(g.end_offset) FROM segments g
+                                         WHERE g.partition_id = p.id
+                                           AND g.created_at <= $4::timestamptz), -1) END AS target
+         FROM partitions p
+        WHERE p.queue_id = $1 AND ($5::text IS NULL OR p.name = $5))
+     UPDATE cursors c
+        SET committed = t.target, lease_end = t.target, lease_id = NULL,
+            lease_expires_at = least(c.lease_expires_at, now()), retry_count = 0
+       FROM t
+      WHERE c.partition_id = t.id AND c.consumer_group = $2
+  RETURNING c.partition_id, t.target,
+            (SELECT g.created_at FROM segments g
+              WHERE g.partition_id = t.id AND g.end_offset >= t.target AND t.target >= 0
+              ORDER BY g.end_offset LIMIT 1)";
+
+/// Moves `group`'s cursors on the tenant's `queue` (on one named partition, or on all).
+pub async fn seek(
+    client: &Client,
+    tenant: &str,
+    queue: &str,
+    group: &str,
+    partition: Option<&str>,
+    to: SeekTo,
+) -> Result<Seek, StoreError> {
+    let st = client
+        .prepare_cached("SELECT id FROM queues WHERE tenant = $1 AND name = $2")
+        .await?;
+    let Some(row) = client.query_opt(&st, &[&tenant, &queue]).await? else {
+        return Ok(Seek::NoQueue);
+    };
+    let queue_id: Uuid = row.get(0);
+    if let Some(name) = partition {
+        let st = client
+            .prepare_cached("SELECT 1 FROM partitions WHERE queue_id = $1 AND name = $2")
+            .await?;
+        if client.query_opt(&st, &[&queue_id, &name]).await?.is_none() {
+            return Ok(Seek::NoPartition);
+        }
+    }
+    let (to_end, at) = match to {
+        SeekTo::End => (true, None),
+        SeekTo::At(t) => (false, Some(t)),
+    };
+    let st = client.prepare_cached(SEEK).await?;
+    let rows = client
+        .query(&st, &[&queue_id, &group, &to_end, &at, &partition])
+        .await?;
+    Ok(Seek::Moved(
+        rows.iter()
+            .map(|r| Moved {
+                partition_id: r.get(0),
+                committed: r.get(1),
+                appended_at: r.get(2),
+            })
+            .collect(),
+    ))
+}

@@ -1,0 +1,220 @@
+//! Seek and replay (`/consumer-groups/:group/queues/:queue/seek`, and the one-partition
+//! form): a group's cursors move to the end of each partition or back to an instant; leases
+//! on the moved cursors are released; groups without cursors are left alone.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::support::{broker, Broker};
+
+const SEEK: &str = "/api/v1/consumer-groups/g/queues/sq/seek";
+
+fn txids_of(v: &Value) -> Vec<String> {
+    Broker::txids(v)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seek_to_the_end_skips_and_back_to_an_instant_replays() {
+    let b = broker().await;
+    let pid = b.push("sq", "p", &["a1"]).await[0]["partition_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mark = chrono::Utc::now();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    b.push("sq", "p", &["a2", "a3"]).await;
+
+    let popped = b.pop("sq", "consumerGroup=g&batch=1").await;
+    assert_eq!(txids_of(&popped), ["a1"]);
+
+    // To the end: the backlog is skipped and the lease is released.
+    let (s, v) = b.post(SEEK, json!({"toEnd": true})).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        v,
+        json!({"success": true, "consumerGroup": "g", "queueName": "sq", "seekToEnd": true,
+               "targetTimestamp": null, "partitionsUpdated": 1})
+    );
+    assert_eq!(b.cursor(&pid, "g").await, Some((2, false, 0)));
+    let late = b
+        .ack_batch(
+            Some("g"),
+            json!([{"transactionId": "a1", "partitionId": pid, "leaseId": popped["leaseId"]}]),
+        )
+        .await;
+    assert_eq!(late[0]["success"], false, "the old lease is gone: {late:?}");
+    assert!(txids_of(&b.pop("sq", "consumerGroup=g").await).is_empty());
+    b.push("sq", "p", &["a4"]).await;
+    assert_eq!(
+        txids_of(&b.pop("sq", "consumerGroup=g&autoAck=true").await),
+        ["a4"]
+    );
+
+    // Back to the instant between the pushes: consumption resumes after a1, and a parked pop
+    // of the group is told at once.
+    let state = &b.server.as_ref().unwrap().state;
+    let notify = state.wakeups.for_group("default", "sq", "g");
+    let woken = notify.notified();
+    tokio::pin!(woken);
+    woken.as_mut().enable();
+    let (s, v) = b.post(SEEK, json!({"timestamp": mark.to_rfc3339()})).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        (&v["seekToEnd"], &v["partitionsUpdated"]),
+        (&json!(false), &json!(1))
+    );
+    assert!(v["targetTimestamp"].is_string(), "{v}");
+    assert!(
+        futures::FutureExt::now_or_never(woken.as_mut()).is_some(),
+        "the group's parked pops are woken"
+    );
+    assert_eq!(
+        txids_of(&b.pop("sq", "consumerGroup=g&batch=10&autoAck=true").await),
+        ["a2", "a3", "a4"]
+    );
+
+    // Before the first message: everything again.
+    let (s, _) = b
+        .post(SEEK, json!({"timestamp": "2000-01-01T00:00:00Z"}))
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(b.cursor(&pid, "g").await, Some((-1, false, 0)));
+    assert_eq!(
+        txids_of(&b.pop("sq", "consumerGroup=g&batch=10&autoAck=true").await),
+        ["a1", "a2", "a3", "a4"]
+    );
+
+    // A group with no cursor yet is left to its subscription.
+    let (s, v) = b
+        .post(
+            "/api/v1/consumer-groups/never/queues/sq/seek",
+            json!({"toEnd": true}),
+        )
+        .await;
+    assert_eq!((s, &v["partitionsUpdated"]), (StatusCode::OK, &json!(0)));
+    assert_eq!(
+        txids_of(&b.pop("sq", "consumerGroup=never&batch=10").await).len(),
+        4
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seek_refuses_bad_input_and_unknown_queues() {
+    let b = broker().await;
+    b.push("sq", "p", &["a1"]).await;
+    for (body, want) in [
+        ("", "Must specify either 'toEnd': true or 'timestamp'"),
+        ("{}", "Must specify either 'toEnd': true or 'timestamp'"),
+        (
+            r#"{"toEnd": false}"#,
+            "Must specify either 'toEnd': true or 'timestamp'",
+        ),
+        (
+            r#"{"timestamp": "yesterday"}"#,
+            "timestamp must be an ISO-8601 timestamp, got 'yesterday'",
+        ),
+        (
+            r#"{"timestamp": 5}"#,
+            "timestamp must be an ISO-8601 timestamp, got 5",
+        ),
+        (
+            "{",
+            "Invalid JSON: EOF while parsing an object at line 1 column 1",
+        ),
+    ] {
+        let (s, v) = b.post_raw(SEEK, body).await;
+        assert_eq!(
+            (s, v),
+            (StatusCode::BAD_REQUEST, json!({"error": want})),
+            "{body}"
+        );
+    }
+    let (s, v) = b
+        .post(
+            "/api/v1/consumer-groups/g/queues/nope/seek",
+            json!({"toEnd": true}),
+        )
+        .await;
+    assert_eq!(
+        (s, v),
+        (StatusCode::NOT_FOUND, json!({"error": "Queue not found"}))
+    );
+}
+
+/// The one-partition form: that partition's cursor onto its newest message, its lease
+/// released; the same lease on another partition is untouched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seek_one_partition_to_its_end() {
+    let b = broker().await;
+    b.push("sq", "p1", &["a1", "a2"]).await;
+    b.push("sq", "p2", &["b1"]).await;
+    let popped = b.pop("sq", "consumerGroup=g&batch=10&partitions=2").await;
+    assert_eq!(txids_of(&popped).len(), 3, "{popped}");
+    let pid_of = |tx: &str| {
+        popped["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["transactionId"] == tx)
+            .unwrap()["partitionId"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (p1, p2) = (pid_of("a2"), pid_of("b1"));
+
+    let (s, v) = b
+        .post(
+            "/api/v1/consumer-groups/g/queues/sq/partitions/p1/seek",
+            json!({}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        (&v["success"], &v["partitionName"], &v["updated"]),
+        (&json!(true), &json!("p1"), &json!(true))
+    );
+    assert!(v["cursorMovedTo"].is_string(), "{v}");
+    assert_eq!(b.cursor(&p1, "g").await, Some((1, false, 0)));
+    assert_eq!(
+        b.cursor(&p2, "g").await,
+        Some((-1, true, 0)),
+        "p2 still leased"
+    );
+    let acked = b
+        .ack_batch(
+            Some("g"),
+            json!([{"transactionId": "b1", "partitionId": p2, "leaseId": popped["leaseId"]}]),
+        )
+        .await;
+    assert_eq!(acked[0]["success"], true, "{acked:?}");
+
+    let (s, v) = b
+        .post(
+            "/api/v1/consumer-groups/other/queues/sq/partitions/p1/seek",
+            json!({}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(
+        (&v["updated"], &v["cursorMovedTo"]),
+        (&json!(false), &Value::Null)
+    );
+    for path in [
+        "/api/v1/consumer-groups/g/queues/sq/partitions/nope/seek",
+        "/api/v1/consumer-groups/g/queues/nope/partitions/p1/seek",
+    ] {
+        let (s, v) = b.post(path, json!({})).await;
+        assert_eq!(
+            (s, v),
+            (
+                StatusCode::NOT_FOUND,
+                json!({"success": false, "error": "Partition not found"})
+            ),
+            "{path}"
+        );
+    }
+}
