@@ -2,6 +2,21 @@
 //! the hot paths take one transaction each, and functions that make up a transaction take a
 //! `&Transaction` so the transaction route and push fusion can compose them.
 
+/// The offset of the last message of partition `$partition` appended at or before the instant
+/// `$at` (both SQL expressions), -1 if none: where a group starting after that instant
+/// stands. Segments are appended whole, so a segment's time is each of its messages' time.
+macro_rules! last_offset_at {
+    ($partition:literal, $at:literal) => {
+        concat!(
+            "coalesce((SELECT max(g.end_offset) FROM segments g WHERE g.partition_id = ",
+            $partition,
+            " AND g.created_at <= ",
+            $at,
+            "), -1)"
+        )
+    };
+}
+
 pub mod ack;
 pub mod dlq;
 pub mod frames;

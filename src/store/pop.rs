@@ -116,9 +116,9 @@ macro_rules! ensure_named {
      INSERT INTO cursors (partition_id, consumer_group, committed, queue_id)
      SELECT p.id, $2,
             CASE WHEN (SELECT start_after FROM s) IS NULL THEN -1
-                 ELSE coalesce((SELECT max(g.end_offset) FROM segments g
-                                 WHERE g.partition_id = p.id
-                                   AND g.created_at <= (SELECT start_after FROM s)), -1) END,
+                 ELSE ",
+            last_offset_at!("p.id", "(SELECT start_after FROM s)"),
+            " END,
             p.queue_id
        FROM partitions p
       WHERE p.queue_id = $1 AND ($3::text IS NULL OR p.name = $3)",

@@ -283,15 +283,11 @@ pub async fn queue_depth(
     queue: &str,
     group: Option<&str>,
 ) -> Result<Option<Vec<(String, i64)>>, StoreError> {
-    let st = client
-        .prepare_cached("SELECT id FROM queues WHERE tenant = $1 AND name = $2")
-        .await?;
-    let Some(row) = client.query_opt(&st, &[&tenant, &queue]).await? else {
+    let Some(q) = find_queue(client, tenant, queue).await? else {
         return Ok(None);
     };
-    let queue_id: Uuid = row.get(0);
     let st = client
-        .prepare_cached(
+        .prepare_cached(concat!(
             "SELECT name, pending FROM (
                SELECT p.name, p.next_offset - 1 - CASE
                         WHEN $2::text IS NULL THEN
@@ -300,17 +296,18 @@ pub async fn queue_depth(
                         ELSE coalesce(
                           (SELECT c.committed FROM cursors c
                             WHERE c.partition_id = p.id AND c.consumer_group = $2),
-                          (SELECT coalesce(max(g.end_offset), -1) FROM segments g, subscriptions s
-                            WHERE s.queue_id = $1 AND s.consumer_group = $2
-                              AND g.partition_id = p.id AND g.created_at <= s.start_after),
+                          (SELECT ",
+            last_offset_at!("p.id", "s.start_after"),
+            " FROM subscriptions s
+                            WHERE s.queue_id = $1 AND s.consumer_group = $2),
                           -1)
                       END AS pending
                  FROM partitions p WHERE p.queue_id = $1) d
               WHERE pending > 0
-              ORDER BY pending DESC, name",
-        )
+              ORDER BY pending DESC, name"
+        ))
         .await?;
-    let rows = client.query(&st, &[&queue_id, &group]).await?;
+    let rows = client.query(&st, &[&q.id, &group]).await?;
     Ok(Some(rows.iter().map(|r| (r.get(0), r.get(1))).collect()))
 }
 

@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
 use uuid::Uuid;
 
+use super::queues::find_queue;
 use super::StoreError;
 
 /// Where a seek moves the cursors.
@@ -40,11 +41,11 @@ pub enum Seek {
 /// budget starts again, as for a completed batch; nothing is leased past the new cursor. A
 /// cursor moved back makes its partition claimable at once: claims only ask whether the
 /// cursor is behind the partition's end.
-const SEEK: &str = "WITH t AS (
-       SELECT p.id, CASE WHEN $3::bool THEN p.next_offset - 1
-                         ELSE coalesce((SELECT max(g.end_offset) FROM segments g
-                                         WHERE g.partition_id = p.id
-                                           AND g.created_at <= $4::timestamptz), -1) END AS target
+const SEEK: &str = concat!(
+    "WITH t AS (
+       SELECT p.id, CASE WHEN $3::bool THEN p.next_offset - 1 ELSE ",
+    last_offset_at!("p.id", "$4::timestamptz"),
+    " END AS target
          FROM partitions p
         WHERE p.queue_id = $1 AND ($5::text IS NULL OR p.name = $5))
      UPDATE cursors c
@@ -55,7 +56,8 @@ const SEEK: &str = "WITH t AS (
   RETURNING c.partition_id, t.target,
             (SELECT g.created_at FROM segments g
               WHERE g.partition_id = t.id AND g.end_offset >= t.target AND t.target >= 0
-              ORDER BY g.end_offset LIMIT 1)";
+              ORDER BY g.end_offset LIMIT 1)"
+);
 
 /// Moves `group`'s cursors on the tenant's `queue` (on one named partition, or on all).
 pub async fn seek(
@@ -66,18 +68,14 @@ pub async fn seek(
     partition: Option<&str>,
     to: SeekTo,
 ) -> Result<Seek, StoreError> {
-    let st = client
-        .prepare_cached("SELECT id FROM queues WHERE tenant = $1 AND name = $2")
-        .await?;
-    let Some(row) = client.query_opt(&st, &[&tenant, &queue]).await? else {
+    let Some(q) = find_queue(client, tenant, queue).await? else {
         return Ok(Seek::NoQueue);
     };
-    let queue_id: Uuid = row.get(0);
     if let Some(name) = partition {
         let st = client
             .prepare_cached("SELECT 1 FROM partitions WHERE queue_id = $1 AND name = $2")
             .await?;
-        if client.query_opt(&st, &[&queue_id, &name]).await?.is_none() {
+        if client.query_opt(&st, &[&q.id, &name]).await?.is_none() {
             return Ok(Seek::NoPartition);
         }
     }
@@ -87,7 +85,7 @@ pub async fn seek(
     };
     let st = client.prepare_cached(SEEK).await?;
     let rows = client
-        .query(&st, &[&queue_id, &group, &to_end, &at, &partition])
+        .query(&st, &[&q.id, &group, &to_end, &at, &partition])
         .await?;
     Ok(Seek::Moved(
         rows.iter()
