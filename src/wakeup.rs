@@ -146,6 +146,13 @@ impl Sweeps {
         }
     }
 
+    /// Forgets when `group` last swept `queue`: its cursors were deleted, and its next pop
+    /// must give it new ones at once rather than after the interval.
+    pub fn forget(&self, queue: uuid::Uuid, group: &str) {
+        let mut last = self.last.lock().expect("sweep map poisoned");
+        last.remove(&(queue, group.to_string()));
+    }
+
     /// Records that this broker committed a new partition in `queue`.
     pub fn created(&self, queue: uuid::Uuid, partition: uuid::Uuid) {
         let mut created = self.created.lock().expect("sweep map poisoned");

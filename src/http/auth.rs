@@ -95,6 +95,16 @@ pub const ROUTES: &[(Method, &str, Level)] = &[
         Level::ReadOnly,
     ),
     (
+        Method::DELETE,
+        "/api/v1/consumer-groups/{group}",
+        Level::Admin,
+    ),
+    (
+        Method::DELETE,
+        "/api/v1/consumer-groups/{group}/queues/{queue}",
+        Level::Admin,
+    ),
+    (
         Method::POST,
         "/api/v1/consumer-groups/{group}/queues/{queue}/seek",
         Level::ReadWrite,

@@ -1,5 +1,6 @@
 //! Consumer-group administration: seek a group's cursors to the end of a queue (skip its
-//! backlog) or back to an instant (replay), on the whole queue or one partition.
+//! backlog) or back to an instant (replay), on the whole queue or one partition; delete a
+//! group, on every queue or one.
 
 use axum::extract::State as AxState;
 use axum::http::StatusCode;
@@ -11,11 +12,12 @@ use serde_json::{json, Value};
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
+use super::params::Params;
 use super::path::PathParams;
 use super::time::millis;
 use super::{AppState, State};
 use crate::peers::Announcement;
-use crate::store::seek::{seek, Moved, Seek, SeekTo};
+use crate::store::seek::{delete_group, seek, Moved, Seek, SeekTo};
 
 /// `{"toEnd": true}` or `{"timestamp": "<ISO-8601>"}`; `toEnd` wins when both are sent.
 fn seek_to(v: &Value) -> Result<SeekTo, ApiError> {
@@ -110,4 +112,52 @@ pub async fn seek_partition(
         "partitionName": partition, "updated": !moved.is_empty(), "cursorMovedTo": moved_to,
     }))
     .into_response())
+}
+
+/// Deletes the group on one queue or all. Its next pop on this broker gives it cursors at
+/// once, not after the sweep interval (other brokers' pops within that interval).
+async fn delete_in(
+    s: &AppState,
+    who: &Principal,
+    group: String,
+    queue: Option<String>,
+    p: &Params,
+) -> Result<Json<Value>, ApiError> {
+    let metadata = p.flag("deleteMetadata", true);
+    let client = s.store.client().await?;
+    let deleted = delete_group(&client, &who.tenant, &group, queue.as_deref(), metadata).await?;
+    for q in &deleted.queues {
+        s.cursor_sweeps.forget(*q, &group);
+    }
+    let mut body = json!({
+        "success": true, "consumerGroup": group, "deletedPartitions": deleted.cursors,
+        "metadataDeleted": deleted.start_points,
+    });
+    if let Some(q) = queue {
+        body["queueName"] = json!(q);
+    }
+    Ok(Json(body))
+}
+
+/// `DELETE /api/v1/consumer-groups/:group[?deleteMetadata=true]`: the group's cursors and
+/// leases on every queue, and (unless `deleteMetadata` is sent as anything but `true`/`1`)
+/// its stored start points. Idempotent.
+pub async fn delete(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    PathParams(group): PathParams<String>,
+    p: Params,
+) -> Result<Json<Value>, ApiError> {
+    delete_in(&s, &who, group, None, &p).await
+}
+
+/// `DELETE /api/v1/consumer-groups/:group/queues/:queue[?deleteMetadata=true]`: the same on
+/// one queue.
+pub async fn delete_for_queue(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    PathParams((group, queue)): PathParams<(String, String)>,
+    p: Params,
+) -> Result<Json<Value>, ApiError> {
+    delete_in(&s, &who, group, Some(queue), &p).await
 }

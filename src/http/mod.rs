@@ -132,6 +132,14 @@ pub fn router(state: Arc<AppState>) -> Router {
             get(resources::queue_depth),
         )
         .route(
+            "/api/v1/consumer-groups/{group}",
+            delete(consumer_groups::delete),
+        )
+        .route(
+            "/api/v1/consumer-groups/{group}/queues/{queue}",
+            delete(consumer_groups::delete_for_queue),
+        )
+        .route(
             "/api/v1/consumer-groups/{group}/queues/{queue}/seek",
             post(consumer_groups::seek_queue),
         )

@@ -1,6 +1,7 @@
-//! Moving a consumer group's cursors by hand: to the end of each partition (skip the backlog)
-//! or back to an instant (replay). Only partitions where the group already has a cursor move;
-//! it is the group's first pop that gives it cursors, from its subscription's start point.
+//! A consumer group's cursors handled by hand: moved to the end of each partition (skip the
+//! backlog) or back to an instant (replay), or deleted with the group. Only partitions where
+//! the group already has a cursor move; it is the group's pops that give it cursors, from its
+//! subscription's start point.
 
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
@@ -96,4 +97,47 @@ pub async fn seek(
             })
             .collect(),
     ))
+}
+
+/// What deleting a group removed.
+#[derive(Debug)]
+pub struct Deleted {
+    /// Cursors (one per partition the group had read), with any lease they held.
+    pub cursors: u64,
+    /// Whether its stored start points went too (`forget_start`).
+    pub start_points: bool,
+    /// The queues it had cursors on.
+    pub queues: Vec<Uuid>,
+}
+
+/// Deletes `group`'s cursors, with their leases, on the tenant's queues (one, or all); with
+/// `forget_start`, also its stored start points, so the group's next pop starts it afresh
+/// from that pop's subscription. Its dead letters stay: they are records of what happened.
+pub async fn delete_group(
+    client: &Client,
+    tenant: &str,
+    group: &str,
+    queue: Option<&str>,
+    forget_start: bool,
+) -> Result<Deleted, StoreError> {
+    let st = client
+        .prepare_cached(
+            "WITH q AS (SELECT id FROM queues WHERE tenant = $1 AND ($3::text IS NULL OR name = $3)),
+                  c AS (DELETE FROM cursors WHERE consumer_group = $2
+                          AND queue_id IN (SELECT id FROM q) RETURNING queue_id),
+                  s AS (DELETE FROM subscriptions WHERE $4 AND consumer_group = $2
+                          AND queue_id IN (SELECT id FROM q) RETURNING 1)
+             SELECT (SELECT count(*) FROM c), ARRAY(SELECT DISTINCT queue_id FROM c),
+                    (SELECT count(*) FROM s)",
+        )
+        .await?;
+    let row = client
+        .query_one(&st, &[&tenant, &group, &queue, &forget_start])
+        .await?;
+    let cursors: i64 = row.get(0);
+    Ok(Deleted {
+        cursors: cursors as u64,
+        start_points: forget_start,
+        queues: row.get(1),
+    })
 }

@@ -102,6 +102,16 @@ fn the_route_table_gives_the_specs_levels() {
             Level::ReadOnly,
         ),
         (
+            Method::DELETE,
+            "/api/v1/consumer-groups/{group}",
+            Level::Admin,
+        ),
+        (
+            Method::DELETE,
+            "/api/v1/consumer-groups/{group}/queues/{queue}",
+            Level::Admin,
+        ),
+        (
             Method::POST,
             "/api/v1/consumer-groups/{group}/queues/{queue}/seek",
             Level::ReadWrite,

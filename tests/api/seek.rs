@@ -218,3 +218,88 @@ async fn seek_one_partition_to_its_end() {
         );
     }
 }
+
+/// `DELETE /consumer-groups/:group` and its one-queue form: the group's cursors and leases go,
+/// and with them (by default) its stored start point, so its next pop starts it afresh; with
+/// `deleteMetadata=false` the start point stays. Other groups are untouched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_group_forgets_where_it_was() {
+    let b = broker().await;
+    b.push("d1", "p1", &["a1", "a2"]).await;
+    b.push("d1", "p2", &["b1"]).await;
+    b.push("d2", "p", &["c1"]).await;
+    for q in ["d1", "d2"] {
+        b.pop(q, "consumerGroup=g&batch=10&partitions=2&autoAck=true")
+            .await;
+        b.pop(q, "consumerGroup=keep&batch=10&partitions=2&autoAck=true")
+            .await;
+    }
+    let held = b.pop("d1", "consumerGroup=g").await;
+    assert!(txids_of(&held).is_empty(), "g has read everything");
+    let db = b.db().await;
+    let cursors = |group: &'static str| {
+        let db = &db;
+        async move {
+            db.query_one(
+                "SELECT count(*) FROM cursors WHERE consumer_group = $1",
+                &[&group],
+            )
+            .await
+            .unwrap()
+            .get::<_, i64>(0)
+        }
+    };
+    assert_eq!(cursors("g").await, 3);
+
+    // One queue, keeping the start point.
+    let (s, v) = b
+        .delete("/api/v1/consumer-groups/g/queues/d2?deleteMetadata=false")
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        v,
+        json!({"success": true, "consumerGroup": "g", "queueName": "d2",
+               "deletedPartitions": 1, "metadataDeleted": false})
+    );
+    assert_eq!(cursors("g").await, 2);
+    assert_eq!(
+        txids_of(&b.pop("d2", "consumerGroup=g&autoAck=true").await),
+        ["c1"],
+        "d2 is read again at once, from the beginning"
+    );
+
+    // Everywhere. A group subscribed to new messages only, deleted, starts afresh.
+    b.pop("d1", "consumerGroup=late&subscriptionMode=new").await;
+    let (s, v) = b.delete("/api/v1/consumer-groups/g").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        (&v["deletedPartitions"], &v["metadataDeleted"]),
+        (&json!(3), &json!(true)),
+        "{v}"
+    );
+    assert_eq!(cursors("g").await, 0);
+    assert_eq!(cursors("keep").await, 3, "other groups are untouched");
+    assert_eq!(
+        txids_of(
+            &b.pop("d1", "consumerGroup=g&batch=10&partitions=2&autoAck=true")
+                .await
+        )
+        .len(),
+        3
+    );
+    let (s, v) = b.delete("/api/v1/consumer-groups/late").await;
+    assert_eq!((s, &v["deletedPartitions"]), (StatusCode::OK, &json!(2)));
+    assert_eq!(
+        txids_of(
+            &b.pop("d1", "consumerGroup=late&batch=10&partitions=2")
+                .await
+        )
+        .len(),
+        3,
+        "its start point went with it: the next pop reads from the beginning"
+    );
+
+    // Idempotent.
+    let (s, v) = b.delete("/api/v1/consumer-groups/nobody").await;
+    assert_eq!((s, &v["deletedPartitions"]), (StatusCode::OK, &json!(0)));
+}

@@ -253,6 +253,17 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
         (s, v),
         (StatusCode::NOT_FOUND, json!({"error": "Queue not found"}))
     );
+    for path in [
+        "/api/v1/consumer-groups/workers",
+        "/api/v1/consumer-groups/__QUEUE_MODE__/queues/orders",
+    ] {
+        let (s, v) = z.delete(path).await;
+        assert_eq!(
+            (s, &v["deletedPartitions"]),
+            (StatusCode::OK, &json!(0)),
+            "{path}: {v}"
+        );
+    }
     for path in ["/api/v1/dlq", "/api/v1/dlq?queue=orders"] {
         let (s, v) = z.get(path).await;
         assert_eq!(s, StatusCode::OK, "{v}");

@@ -162,7 +162,10 @@ async def step_seek(client: Queen) -> None:
     assert [m["transactionId"] for m in again] == [m["transactionId"] for m in first], (
         f"replay: {again!r} after {first!r}"
     )
-    step("seek: admin.seek_consumer_group() skips a group to the end, then replays it from the start")
+    gone = await client.delete_consumer_group("replayer")
+    assert gone.get("success") is True and gone.get("deletedPartitions") == 1, f"delete group: {gone!r}"
+    step("seek: admin.seek_consumer_group() skips a group to the end, then replays it from the start; "
+         "delete_consumer_group() removes it")
 
 
 async def step_consume(client: Queen) -> None:
