@@ -3,6 +3,7 @@
 
 pub mod ack_plan;
 pub mod encryption;
+pub mod group_state;
 pub mod limits;
 pub mod naming;
 pub mod options;

@@ -94,6 +94,7 @@ pub const ROUTES: &[(Method, &str, Level)] = &[
         "/api/v1/resources/queues/{queue}/depth",
         Level::ReadOnly,
     ),
+    (Method::GET, "/api/v1/consumer-groups", Level::ReadOnly),
     (
         Method::DELETE,
         "/api/v1/consumer-groups/{group}",

@@ -1,4 +1,4 @@
-//! Consumer-group administration: seek a group's cursors to the end of a queue (skip its
+//! Consumer groups: what each is doing on each queue; seek a group's cursors to the end of a queue (skip its
 //! backlog) or back to an instant (replay), on the whole queue or one partition; delete a
 //! group, on every queue or one.
 
@@ -16,8 +16,34 @@ use super::params::Params;
 use super::path::PathParams;
 use super::time::millis;
 use super::{AppState, State};
+use crate::broker::group_state::group_state;
 use crate::peers::Announcement;
+use crate::store::groups;
 use crate::store::seek::{delete_group, seek, Moved, Seek, SeekTo};
+
+/// `GET /api/v1/consumer-groups`: one element per (group, queue) the group has cursors on,
+/// `__QUEUE_MODE__` included. `totalLag` is the real count of messages after the cursors.
+pub async fn list(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+) -> Result<Json<Value>, ApiError> {
+    let rows = groups::list(&s.store.client().await?, &who.tenant).await?;
+    let out: Vec<Value> = rows
+        .into_iter()
+        .map(|g| {
+            json!({
+                "name": g.group, "topics": [g.queue], "queueName": g.queue,
+                "members": g.partitions, "partitionsWithLag": g.partitions_with_lag,
+                "totalLag": g.lag, "maxTimeLag": g.max_time_lag_secs,
+                "state": group_state(g.max_time_lag_secs, g.consuming),
+                "subscriptionMode": g.starts_after.map(|_| "new"),
+                "subscriptionTimestamp": g.starts_after.map(millis),
+                "subscriptionCreatedAt": g.joined_at.map(millis),
+            })
+        })
+        .collect();
+    Ok(Json(Value::Array(out)))
+}
 
 /// `{"toEnd": true}` or `{"timestamp": "<ISO-8601>"}`; `toEnd` wins when both are sent.
 fn seek_to(v: &Value) -> Result<SeekTo, ApiError> {

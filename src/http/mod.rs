@@ -131,6 +131,7 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/api/v1/resources/queues/{queue}/depth",
             get(resources::queue_depth),
         )
+        .route("/api/v1/consumer-groups", get(consumer_groups::list))
         .route(
             "/api/v1/consumer-groups/{group}",
             delete(consumer_groups::delete),

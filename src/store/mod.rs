@@ -20,6 +20,7 @@ macro_rules! last_offset_at {
 pub mod ack;
 pub mod dlq;
 pub mod frames;
+pub mod groups;
 pub mod lease;
 pub mod notify;
 pub mod pop;

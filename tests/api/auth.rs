@@ -101,6 +101,7 @@ fn the_route_table_gives_the_specs_levels() {
             "/api/v1/resources/queues/{queue}/depth",
             Level::ReadOnly,
         ),
+        (Method::GET, "/api/v1/consumer-groups", Level::ReadOnly),
         (
             Method::DELETE,
             "/api/v1/consumer-groups/{group}",

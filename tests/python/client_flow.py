@@ -162,10 +162,16 @@ async def step_seek(client: Queen) -> None:
     assert [m["transactionId"] for m in again] == [m["transactionId"] for m in first], (
         f"replay: {again!r} after {first!r}"
     )
+    groups = await client.admin.list_consumer_groups()
+    mine = [g for g in groups if g.get("name") == "replayer" and g.get("queueName") == q]
+    # The replay is leased, not acknowledged: all 4 are still after the cursor.
+    assert len(mine) == 1 and (mine[0].get("totalLag"), mine[0].get("state")) == (4, "Stable"), (
+        f"list_consumer_groups(): {groups!r}"
+    )
     gone = await client.delete_consumer_group("replayer")
     assert gone.get("success") is True and gone.get("deletedPartitions") == 1, f"delete group: {gone!r}"
     step("seek: admin.seek_consumer_group() skips a group to the end, then replays it from the start; "
-         "delete_consumer_group() removes it")
+         "list_consumer_groups() shows its lag; delete_consumer_group() removes it")
 
 
 async def step_consume(client: Queen) -> None:

@@ -1,6 +1,7 @@
-//! Seek and replay (`/consumer-groups/:group/queues/:queue/seek`, and the one-partition
-//! form): a group's cursors move to the end of each partition or back to an instant; leases
-//! on the moved cursors are released; groups without cursors are left alone.
+//! Consumer groups: the list of what each is doing; seek and replay
+//! (`/consumer-groups/:group/queues/:queue/seek`, and the one-partition form: a group's
+//! cursors move to the end of each partition or back to an instant, leases on the moved
+//! cursors are released, groups without cursors are left alone); deleting a group.
 
 use std::time::Duration;
 
@@ -302,4 +303,67 @@ async fn deleting_a_group_forgets_where_it_was() {
     // Idempotent.
     let (s, v) = b.delete("/api/v1/consumer-groups/nobody").await;
     assert_eq!((s, &v["deletedPartitions"]), (StatusCode::OK, &json!(0)));
+}
+
+/// `GET /consumer-groups`: one element per (group, queue) with cursors, with the real lag, its
+/// age from the lagging partitions' last push, and the dashboard's state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_group_list_says_how_far_behind_each_group_is() {
+    let b = broker().await;
+    let (s, v) = b.get("/api/v1/consumer-groups").await;
+    assert_eq!((s, v), (StatusCode::OK, json!([])));
+
+    b.push("l1", "p1", &["a1", "a2"]).await;
+    b.push("l1", "p2", &["b1", "b2", "b3"]).await;
+    b.push("l2", "p", &["c1"]).await;
+    // g reads p1 of l1 to its end and nothing of l2; late joins l2 for new messages only.
+    let got = b.pop("l1", "consumerGroup=g&batch=10&autoAck=true").await;
+    let read = txids_of(&got).len() as i64;
+    b.pop("l2", "consumerGroup=late&subscriptionMode=new").await;
+
+    let (s, v) = b.get("/api/v1/consumer-groups").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let list = v.as_array().unwrap();
+    assert_eq!(list.len(), 2, "{v}");
+    let g = &list[0];
+    assert_eq!(
+        (&g["name"], &g["queueName"], &g["topics"], &g["members"]),
+        (&json!("g"), &json!("l1"), &json!(["l1"]), &json!(2))
+    );
+    assert_eq!(
+        (&g["partitionsWithLag"], &g["totalLag"]),
+        (&json!(1), &json!(5 - read)),
+        "{g}"
+    );
+    assert_eq!(
+        (&g["state"], &g["subscriptionMode"]),
+        (&json!("Stable"), &Value::Null)
+    );
+    assert!(g["maxTimeLag"].as_i64().unwrap() < 300, "{g}");
+    assert!(g["subscriptionCreatedAt"].is_string(), "{g}");
+    let late = &list[1];
+    assert_eq!(
+        (
+            &late["name"],
+            &late["queueName"],
+            &late["totalLag"],
+            &late["subscriptionMode"]
+        ),
+        (&json!("late"), &json!("l2"), &json!(0), &json!("new"))
+    );
+    assert!(late["subscriptionTimestamp"].is_string(), "{late}");
+
+    // The unread partition's last push ten minutes ago: g is lagging.
+    b.db()
+        .await
+        .execute(
+            "UPDATE partitions SET last_push_at = now() - interval '10 minutes'",
+            &[],
+        )
+        .await
+        .unwrap();
+    let (_, v) = b.get("/api/v1/consumer-groups").await;
+    assert_eq!(v[0]["state"], "Lagging", "{v}");
+    assert!(v[0]["maxTimeLag"].as_i64().unwrap() >= 600, "{v}");
+    assert_eq!(v[1]["state"], "Stable", "nothing unread: {v}");
 }
