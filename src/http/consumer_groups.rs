@@ -1,6 +1,6 @@
-//! Consumer groups: what each is doing on each queue; seek a group's cursors to the end of a queue (skip its
-//! backlog) or back to an instant (replay), on the whole queue or one partition; delete a
-//! group, on every queue or one.
+//! Consumer groups: what each is doing on each queue; seek a group's cursors to the end of a
+//! queue (skip its backlog) or back to an instant (replay), on the whole queue or one
+//! partition; delete a group, on every queue or one.
 
 use axum::extract::State as AxState;
 use axum::http::StatusCode;

@@ -23,10 +23,7 @@ pub enum SeekTo {
 /// One cursor a seek moved.
 #[derive(Debug)]
 pub struct Moved {
-    pub partition_id: Uuid,
-    /// The new committed offset (-1: nothing consumed).
-    pub committed: i64,
-    /// When the message at the new cursor was appended; `None` at -1.
+    /// When the message the cursor now stands on was appended; `None` before the first.
     pub appended_at: Option<DateTime<Utc>>,
 }
 
@@ -54,8 +51,7 @@ const SEEK: &str = concat!(
             lease_expires_at = least(c.lease_expires_at, now()), retry_count = 0
        FROM t
       WHERE c.partition_id = t.id AND c.consumer_group = $2
-  RETURNING c.partition_id, t.target,
-            (SELECT g.created_at FROM segments g
+  RETURNING (SELECT g.created_at FROM segments g
               WHERE g.partition_id = t.id AND g.end_offset >= t.target AND t.target >= 0
               ORDER BY g.end_offset LIMIT 1)"
 );
@@ -91,9 +87,7 @@ pub async fn seek(
     Ok(Seek::Moved(
         rows.iter()
             .map(|r| Moved {
-                partition_id: r.get(0),
-                committed: r.get(1),
-                appended_at: r.get(2),
+                appended_at: r.get(0),
             })
             .collect(),
     ))
