@@ -96,6 +96,16 @@ pub const ROUTES: &[(Method, &str, Level)] = &[
     ),
     (Method::GET, "/api/v1/consumer-groups", Level::ReadOnly),
     (
+        Method::GET,
+        "/api/v1/consumer-groups/lagging",
+        Level::ReadOnly,
+    ),
+    (
+        Method::GET,
+        "/api/v1/consumer-groups/{group}",
+        Level::ReadOnly,
+    ),
+    (
         Method::DELETE,
         "/api/v1/consumer-groups/{group}",
         Level::Admin,

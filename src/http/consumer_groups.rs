@@ -45,6 +45,71 @@ pub async fn list(
     Ok(Json(Value::Array(out)))
 }
 
+/// `GET /api/v1/consumer-groups/:group`: the group's cursors keyed by queue name; `{}` for a
+/// group with none. Regent keeps no worker ids nor consumption times: `workerId` and
+/// `lastConsumedAt` are null.
+pub async fn detail(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    PathParams(group): PathParams<String>,
+) -> Result<Json<Value>, ApiError> {
+    let rows =
+        groups::partition_lags(&s.store.client().await?, &who.tenant, Some(&group), None).await?;
+    let mut out = serde_json::Map::new();
+    for r in rows {
+        let entry = out
+            .entry(r.queue.clone())
+            .or_insert_with(|| json!({"partitions": []}));
+        entry["partitions"]
+            .as_array_mut()
+            .expect("built above")
+            .push(json!({
+                "partition": r.partition, "workerId": null, "lastConsumedAt": null,
+                "totalConsumed": r.consumed, "offsetLag": r.lag,
+                "timeLagSeconds": r.time_lag_secs, "leaseActive": r.leased,
+            }));
+    }
+    Ok(Json(Value::Object(out)))
+}
+
+/// `GET /api/v1/consumer-groups/lagging?minLagSeconds=3600`: every cursor whose first unread
+/// message is older than the threshold, longest first, in the route's snake_case.
+pub async fn lagging(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    p: Params,
+) -> Result<Json<Value>, ApiError> {
+    let min = match p.str("minLagSeconds") {
+        None => 3600.0,
+        Some(v) => v
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|n| n.is_finite() && *n >= 0.0)
+            .ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "minLagSeconds must be a non-negative number, got '{v}'"
+                ))
+            })?,
+    };
+    let rows =
+        groups::partition_lags(&s.store.client().await?, &who.tenant, None, Some(min)).await?;
+    let out: Vec<Value> = rows
+        .into_iter()
+        .map(|r| {
+            json!({
+                "consumer_group": r.group, "queue_name": r.queue, "partition_name": r.partition,
+                "partition_id": r.partition_id, "worker_id": null, "offset_lag": r.lag,
+                "time_lag_seconds": r.time_lag_secs,
+                "lag_hours": r.time_lag_secs as f64 / 3600.0,
+                "oldest_unconsumed_at": r.oldest_unread_at.map(millis),
+                "last_consumed_at": null,
+            })
+        })
+        .collect();
+    Ok(Json(Value::Array(out)))
+}
+
 /// `{"toEnd": true}` or `{"timestamp": "<ISO-8601>"}`; `toEnd` wins when both are sent.
 fn seek_to(v: &Value) -> Result<SeekTo, ApiError> {
     if v.get("toEnd") == Some(&Value::Bool(true)) {

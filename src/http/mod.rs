@@ -133,8 +133,12 @@ pub fn router(state: Arc<AppState>) -> Router {
         )
         .route("/api/v1/consumer-groups", get(consumer_groups::list))
         .route(
+            "/api/v1/consumer-groups/lagging",
+            get(consumer_groups::lagging),
+        )
+        .route(
             "/api/v1/consumer-groups/{group}",
-            delete(consumer_groups::delete),
+            get(consumer_groups::detail).delete(consumer_groups::delete),
         )
         .route(
             "/api/v1/consumer-groups/{group}/queues/{queue}",

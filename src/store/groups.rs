@@ -1,8 +1,10 @@
 //! What the consumer groups of a tenant are doing, read from their cursors: one row per
-//! (group, queue), for `GET /api/v1/consumer-groups`.
+//! (group, queue) for `GET /api/v1/consumer-groups`, one per cursor for a group's detail and
+//! the lagging list.
 
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
+use uuid::Uuid;
 
 use super::StoreError;
 
@@ -64,6 +66,72 @@ pub async fn list(client: &Client, tenant: &str) -> Result<Vec<GroupOnQueue>, St
             consuming: r.get(6),
             starts_after: r.get(7),
             joined_at: r.get(8),
+        })
+        .collect())
+}
+
+/// One consumer group's cursor on one partition.
+#[derive(Debug)]
+pub struct PartitionLag {
+    pub group: String,
+    pub queue: String,
+    pub partition: String,
+    pub partition_id: Uuid,
+    /// Messages consumed: the cursor plus one.
+    pub consumed: i64,
+    /// Messages after the cursor.
+    pub lag: i64,
+    /// When the first message after the cursor was appended; `None` with no lag.
+    pub oldest_unread_at: Option<DateTime<Utc>>,
+    /// Seconds since then; 0 with no lag.
+    pub time_lag_secs: i64,
+    pub leased: bool,
+}
+
+/// The cursors of the tenant's groups (of one group, with `group`), by group, queue and
+/// partition; with `min_lag_secs`, only those whose first unread message is older than that,
+/// longest first. The first unread message's time is its segment's: one index probe per
+/// cursor behind its partition's end.
+pub async fn partition_lags(
+    client: &Client,
+    tenant: &str,
+    group: Option<&str>,
+    min_lag_secs: Option<f64>,
+) -> Result<Vec<PartitionLag>, StoreError> {
+    let st = client
+        .prepare_cached(
+            "SELECT c.consumer_group, q.name, p.name, p.id, c.committed + 1,
+                    greatest(p.next_offset - 1 - c.committed, 0), o.created_at,
+                    coalesce(floor(extract(epoch FROM now() - o.created_at)), 0)::bigint AS lag_secs,
+                    (c.lease_id IS NOT NULL AND c.lease_expires_at > now())
+               FROM cursors c
+               JOIN partitions p ON p.id = c.partition_id
+               JOIN queues q ON q.id = c.queue_id
+               LEFT JOIN LATERAL (
+                    SELECT g.created_at FROM segments g
+                     WHERE g.partition_id = p.id AND g.end_offset > c.committed
+                     ORDER BY g.end_offset LIMIT 1) o ON c.committed < p.next_offset - 1
+              WHERE q.tenant = $1 AND ($2::text IS NULL OR c.consumer_group = $2)
+                AND ($3::float8 IS NULL
+                     OR o.created_at < now() - make_interval(secs => $3::float8))
+              ORDER BY CASE WHEN $3::float8 IS NULL THEN 0 ELSE -extract(epoch FROM now() - o.created_at) END,
+                       c.consumer_group, q.name, p.name",
+        )
+        .await?;
+    Ok(client
+        .query(&st, &[&tenant, &group, &min_lag_secs])
+        .await?
+        .iter()
+        .map(|r| PartitionLag {
+            group: r.get(0),
+            queue: r.get(1),
+            partition: r.get(2),
+            partition_id: r.get(3),
+            consumed: r.get(4),
+            lag: r.get(5),
+            oldest_unread_at: r.get(6),
+            time_lag_secs: r.get(7),
+            leased: r.get(8),
         })
         .collect())
 }

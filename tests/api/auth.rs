@@ -103,6 +103,16 @@ fn the_route_table_gives_the_specs_levels() {
         ),
         (Method::GET, "/api/v1/consumer-groups", Level::ReadOnly),
         (
+            Method::GET,
+            "/api/v1/consumer-groups/lagging",
+            Level::ReadOnly,
+        ),
+        (
+            Method::GET,
+            "/api/v1/consumer-groups/{group}",
+            Level::ReadOnly,
+        ),
+        (
             Method::DELETE,
             "/api/v1/consumer-groups/{group}",
             Level::Admin,

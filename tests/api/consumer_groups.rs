@@ -367,3 +367,109 @@ async fn the_group_list_says_how_far_behind_each_group_is() {
     assert!(v[0]["maxTimeLag"].as_i64().unwrap() >= 600, "{v}");
     assert_eq!(v[1]["state"], "Stable", "nothing unread: {v}");
 }
+
+/// `GET /consumer-groups/:group` (the group's cursors by queue) and `/consumer-groups/lagging`
+/// (cursors whose first unread message is older than a threshold, longest first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_groups_cursors_and_the_lagging_list() {
+    let b = broker().await;
+    b.push("k1", "p1", &["a1", "a2"]).await;
+    b.push("k1", "p2", &["b1", "b2", "b3"]).await;
+    let got = b.pop("k1", "consumerGroup=g&batch=10&autoAck=true").await;
+    let done = if txids_of(&got)[0] == "a1" {
+        "p1"
+    } else {
+        "p2"
+    };
+    let (unread, unread_lag) = if done == "p1" { ("p2", 3) } else { ("p1", 2) };
+    let held = b.pop("k1", "consumerGroup=g&batch=1").await;
+    assert_eq!(txids_of(&held).len(), 1, "{held}");
+
+    let (s, v) = b.get("/api/v1/consumer-groups/g").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let parts = v["k1"]["partitions"].as_array().expect("keyed by queue");
+    assert_eq!(parts.len(), 2, "{v}");
+    let of = |name: &str| {
+        parts
+            .iter()
+            .find(|p| p["partition"] == name)
+            .unwrap()
+            .clone()
+    };
+    let full = of(done);
+    assert_eq!(
+        (
+            &full["offsetLag"],
+            &full["timeLagSeconds"],
+            &full["leaseActive"]
+        ),
+        (&json!(0), &json!(0), &json!(false)),
+        "{full}"
+    );
+    let behind = of(unread);
+    assert_eq!(
+        (
+            &behind["totalConsumed"],
+            &behind["offsetLag"],
+            &behind["leaseActive"]
+        ),
+        (&json!(0), &json!(unread_lag), &json!(true)),
+        "{behind}"
+    );
+    assert_eq!(
+        (&behind["workerId"], &behind["lastConsumedAt"]),
+        (&Value::Null, &Value::Null)
+    );
+    let (s, v) = b.get("/api/v1/consumer-groups/nobody").await;
+    assert_eq!((s, v), (StatusCode::OK, json!({})));
+
+    // Nothing is an hour behind yet; then the log is two hours old.
+    let (s, v) = b.get("/api/v1/consumer-groups/lagging").await;
+    assert_eq!((s, v), (StatusCode::OK, json!([])));
+    b.db()
+        .await
+        .execute(
+            "UPDATE segments SET created_at = now() - interval '2 hours'",
+            &[],
+        )
+        .await
+        .unwrap();
+    let (s, v) = b
+        .get("/api/v1/consumer-groups/lagging?minLagSeconds=3600")
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 1, "only the partition g has not read: {v}");
+    let r = &rows[0];
+    assert_eq!(
+        (
+            &r["consumer_group"],
+            &r["queue_name"],
+            &r["partition_name"],
+            &r["offset_lag"]
+        ),
+        (
+            &json!("g"),
+            &json!("k1"),
+            &json!(unread),
+            &json!(unread_lag)
+        )
+    );
+    assert!(r["time_lag_seconds"].as_i64().unwrap() >= 7200, "{r}");
+    assert!(r["lag_hours"].as_f64().unwrap() >= 2.0, "{r}");
+    assert!(r["oldest_unconsumed_at"].is_string(), "{r}");
+    let (_, v) = b
+        .get("/api/v1/consumer-groups/lagging?minLagSeconds=10800")
+        .await;
+    assert_eq!(v, json!([]), "three hours is more than its lag");
+    let (s, v) = b
+        .get("/api/v1/consumer-groups/lagging?minLagSeconds=soon")
+        .await;
+    assert_eq!(
+        (s, v),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"error": "minLagSeconds must be a non-negative number, got 'soon'"})
+        )
+    );
+}

@@ -253,6 +253,14 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
         (s, v),
         (StatusCode::NOT_FOUND, json!({"error": "Queue not found"}))
     );
+    for (path, nothing) in [
+        ("/api/v1/consumer-groups", json!([])),
+        ("/api/v1/consumer-groups/workers", json!({})),
+        ("/api/v1/consumer-groups/lagging?minLagSeconds=0", json!([])),
+    ] {
+        let (s, v) = z.get(path).await;
+        assert_eq!((s, v), (StatusCode::OK, nothing), "{path}");
+    }
     for path in [
         "/api/v1/consumer-groups/workers",
         "/api/v1/consumer-groups/__QUEUE_MODE__/queues/orders",

@@ -168,6 +168,8 @@ async def step_seek(client: Queen) -> None:
     assert len(mine) == 1 and (mine[0].get("totalLag"), mine[0].get("state")) == (4, "Stable"), (
         f"list_consumer_groups(): {groups!r}"
     )
+    detail = await client.admin.get_consumer_group("replayer")
+    assert detail.get(q, {}).get("partitions", [{}])[0].get("offsetLag") == 4, f"get_consumer_group(): {detail!r}"
     gone = await client.delete_consumer_group("replayer")
     assert gone.get("success") is True and gone.get("deletedPartitions") == 1, f"delete group: {gone!r}"
     step("seek: admin.seek_consumer_group() skips a group to the end, then replays it from the start; "
