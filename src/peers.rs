@@ -1,7 +1,8 @@
 //! Wakeups between brokers that share a database. After a push commits, this broker tells
-//! the others which queues got messages and which partitions were written or created; a
+//! the others which queues got messages and which partitions were written or created; after
+//! an ack or a seek that left a consumer group something to read, which queue and group. A
 //! broker that hears it wakes its parked long-polls and hints their claims exactly as for a
-//! push of its own. Notes travel over one dedicated connection per broker
+//! write of its own. Notes travel over one dedicated connection per broker
 //! ([`crate::store::notify`]), batched, after commit: never inside a push's transaction.
 //!
 //! Every broker also says hello every few seconds; a broker that has heard no other broker
