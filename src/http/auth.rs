@@ -85,6 +85,11 @@ pub const ROUTES: &[(Method, &str, Level)] = &[
     (Method::GET, "/api/v1/dlq", Level::ReadOnly),
     (Method::GET, "/api/v1/resources/queues", Level::ReadOnly),
     (
+        Method::GET,
+        "/api/v1/resources/queues/{queue}",
+        Level::ReadOnly,
+    ),
+    (
         Method::DELETE,
         "/api/v1/resources/queues/{queue}",
         Level::Admin,

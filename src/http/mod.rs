@@ -125,7 +125,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/v1/resources/queues", get(resources::list_queues))
         .route(
             "/api/v1/resources/queues/{queue}",
-            delete(resources::delete_queue),
+            get(resources::get_queue).delete(resources::delete_queue),
         )
         .route(
             "/api/v1/resources/queues/{queue}/depth",

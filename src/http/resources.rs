@@ -11,7 +11,10 @@ use super::error::ApiError;
 use super::params::Params;
 use super::time::millis;
 use super::State;
-use crate::store::queues::{delete_queue as delete, list_queues as list, queue_depth as depth};
+use crate::store::queues::{
+    delete_queue as delete, list_queues as list, queue_depth as depth, queue_detail as detail,
+    PartitionStats,
+};
 
 pub async fn list_queues(
     AxState(s): State,
@@ -40,6 +43,46 @@ pub async fn list_queues(
         })
         .collect();
     Ok(Json(json!({ "queues": queues })))
+}
+
+fn stats(p: &PartitionStats) -> Value {
+    json!({
+        "total": p.total, "pending": p.pending, "processing": p.processing,
+        "completed": p.completed, "failed": p.failed, "deadLetter": p.dead_letters,
+    })
+}
+
+/// `Admin.get_queue`: the queue and each partition's counts, each the largest over consumer
+/// groups (`failed` is 1 while a group's next message waits for the retry of a nack);
+/// `totals` sums the partitions.
+pub async fn get_queue(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    PathParams(queue): PathParams<String>,
+) -> Result<Json<Value>, ApiError> {
+    let Some((q, partitions)) = detail(&s.store.client().await?, &who.tenant, &queue).await? else {
+        return Err(ApiError::NotFound("Queue not found".into()));
+    };
+    let sum = |f: fn(&PartitionStats) -> i64| partitions.iter().map(f).sum::<i64>();
+    let totals = json!({
+        "total": sum(|p| p.total), "pending": sum(|p| p.pending),
+        "processing": sum(|p| p.processing), "completed": sum(|p| p.completed),
+        "failed": sum(|p| p.failed), "deadLetter": sum(|p| p.dead_letters),
+    });
+    let listed: Vec<Value> = partitions
+        .iter()
+        .map(|p| {
+            json!({
+                "id": p.id, "name": p.name, "createdAt": millis(p.created_at),
+                "stats": stats(p),
+                "oldestMessage": p.oldest.map(millis), "newestMessage": p.newest.map(millis),
+            })
+        })
+        .collect();
+    Ok(Json(json!({
+        "id": q.id, "name": q.name, "namespace": q.namespace, "task": q.task,
+        "createdAt": millis(q.created_at), "partitions": listed, "totals": totals,
+    })))
 }
 
 /// `Admin.get_queue_depth`: a queue's backlog for one consumer group (`?group=`), or for its

@@ -272,6 +272,81 @@ pub async fn list_queues(
         .collect())
 }
 
+/// One partition's counts for the queue detail, each the largest over consumer groups.
+#[derive(Debug)]
+pub struct PartitionStats {
+    pub id: Uuid,
+    pub name: String,
+    pub created_at: DateTime<Utc>,
+    /// Messages in the log.
+    pub total: i64,
+    /// After the furthest-behind cursor (leased ones included), as [`list_queues`] counts.
+    pub pending: i64,
+    /// Under a live lease.
+    pub processing: i64,
+    /// Up to the furthest-ahead cursor.
+    pub completed: i64,
+    /// 1 while a group's next message has been nacked and waits for its retry.
+    pub failed: i64,
+    pub dead_letters: i64,
+    pub oldest: Option<DateTime<Utc>>,
+    pub newest: Option<DateTime<Utc>>,
+}
+
+/// The queue and its partitions with their counts (`GET /resources/queues/:queue`); `None` for
+/// a queue the tenant does not have. Oldest and newest message times are the first and last
+/// segments' (index probes, not scans).
+pub async fn queue_detail(
+    client: &Client,
+    tenant: &str,
+    name: &str,
+) -> Result<Option<(QueueRow, Vec<PartitionStats>)>, StoreError> {
+    let Some(q) = find_queue(client, tenant, name).await? else {
+        return Ok(None);
+    };
+    let st = client
+        .prepare_cached(
+            "WITH d AS (SELECT partition_id, count(*) AS n FROM dead_letters
+                         WHERE tenant = $2 AND queue_id = $1 GROUP BY partition_id)
+             SELECT p.id, p.name, p.created_at, p.next_offset,
+                    p.next_offset - 1 - coalesce(min(c.committed), -1),
+                    coalesce(max(c.lease_end - c.committed)
+                             FILTER (WHERE c.lease_id IS NOT NULL AND c.lease_expires_at > now()), 0),
+                    coalesce(max(c.committed), -1) + 1,
+                    (CASE WHEN bool_or(c.retry_count > 0) THEN 1 ELSE 0 END)::bigint,
+                    coalesce(max(d.n), 0),
+                    (SELECT g.created_at FROM segments g WHERE g.partition_id = p.id
+                      ORDER BY g.end_offset LIMIT 1),
+                    (SELECT g.created_at FROM segments g WHERE g.partition_id = p.id
+                      ORDER BY g.end_offset DESC LIMIT 1)
+               FROM partitions p
+               LEFT JOIN cursors c ON c.partition_id = p.id
+               LEFT JOIN d ON d.partition_id = p.id
+              WHERE p.queue_id = $1
+              GROUP BY p.id
+              ORDER BY p.name",
+        )
+        .await?;
+    let rows = client.query(&st, &[&q.id, &tenant]).await?;
+    let partitions = rows
+        .iter()
+        .map(|r| PartitionStats {
+            id: r.get(0),
+            name: r.get(1),
+            created_at: r.get(2),
+            total: r.get(3),
+            pending: r.get(4),
+            processing: r.get(5),
+            completed: r.get(6),
+            failed: r.get(7),
+            dead_letters: r.get(8),
+            oldest: r.get(9),
+            newest: r.get(10),
+        })
+        .collect();
+    Ok(Some((q, partitions)))
+}
+
 /// Messages after the cursor of `group` on each partition that has any, most first; `None`
 /// for a queue the tenant does not have. A partition the group has no cursor on yet counts
 /// from where its first pop would start it (the group's stored start point, or the

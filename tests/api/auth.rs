@@ -92,6 +92,11 @@ fn the_route_table_gives_the_specs_levels() {
         (Method::GET, "/api/v1/dlq", Level::ReadOnly),
         (Method::GET, "/api/v1/resources/queues", Level::ReadOnly),
         (
+            Method::GET,
+            "/api/v1/resources/queues/{queue}",
+            Level::ReadOnly,
+        ),
+        (
             Method::DELETE,
             "/api/v1/resources/queues/{queue}",
             Level::Admin,

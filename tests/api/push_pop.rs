@@ -812,3 +812,83 @@ async fn queue_depth_counts_each_groups_backlog() {
     assert_eq!(s, StatusCode::NOT_FOUND);
     assert_eq!(v, json!({"error": "Queue not found"}));
 }
+
+/// `GET /resources/queues/:queue` (`Admin.get_queue`): each partition's counts, each the
+/// largest over consumer groups, as leases, nacks and dead letters change them; `totals`
+/// sums the partitions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_detail_counts_what_happened_to_each_partition() {
+    let b = broker().await;
+    b.configure("qd", json!({"retryLimit": 1})).await;
+    b.push("qd", "p1", &["a1", "a2", "a3"]).await;
+    b.push("qd", "p2", &["b1"]).await;
+    let detail = || async {
+        let (s, v) = b.get("/api/v1/resources/queues/qd").await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        v
+    };
+    let stats_of = |v: &Value, name: &str| {
+        v["partitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {v}"))["stats"]
+            .clone()
+    };
+    let stats = |total, pending, processing, completed, failed, dead| {
+        json!({"total": total, "pending": pending, "processing": processing,
+               "completed": completed, "failed": failed, "deadLetter": dead})
+    };
+    let pop = || b.pop("qd/partition/p1", "consumerGroup=g&batch=2");
+    let b = &b;
+    let nack = |popped: Value| async move {
+        let r = b
+            .ack_batch(
+                Some("g"),
+                json!([{"transactionId": "a1", "partitionId": popped["partitionId"],
+                        "leaseId": popped["leaseId"], "status": "failed", "error": "boom"}]),
+            )
+            .await;
+        assert_eq!(r[0]["success"], true, "{r:?}");
+        r
+    };
+
+    let popped = pop().await;
+    assert_eq!(Broker::txids(&popped), ["a1", "a2"]);
+    let v = detail().await;
+    assert_eq!(
+        (&v["name"], &v["namespace"]),
+        (&json!("qd"), &json!("")),
+        "{v}"
+    );
+    assert!(v["id"].is_string() && v["createdAt"].is_string(), "{v}");
+    assert_eq!(stats_of(&v, "p1"), stats(3, 3, 2, 0, 0, 0));
+    assert_eq!(stats_of(&v, "p2"), stats(1, 1, 0, 0, 0, 0));
+    let p1 = v["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "p1")
+        .unwrap();
+    assert!(
+        p1["oldestMessage"].is_string() && p1["newestMessage"].is_string(),
+        "{p1}"
+    );
+
+    // A nack with the budget left: waiting for its retry, nothing leased.
+    nack(popped).await;
+    assert_eq!(stats_of(&detail().await, "p1"), stats(3, 3, 0, 0, 1, 0));
+    // The budget spent: dead-lettered, and the cursor moves past it.
+    let r = nack(pop().await).await;
+    assert_eq!(r[0]["dlq"], true, "{r:?}");
+    let v = detail().await;
+    assert_eq!(stats_of(&v, "p1"), stats(3, 2, 0, 1, 0, 1));
+    assert_eq!(v["totals"], stats(4, 3, 0, 1, 0, 1));
+
+    let (s, v) = b.get("/api/v1/resources/queues/nope").await;
+    assert_eq!(
+        (s, v),
+        (StatusCode::NOT_FOUND, json!({"error": "Queue not found"}))
+    );
+}

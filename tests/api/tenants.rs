@@ -238,11 +238,17 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
     assert!(z.queue_names().await.is_empty());
     let (s, v) = z.get("/api/v1/resources/queues?search=orders").await;
     assert_eq!((s, &v["queues"]), (StatusCode::OK, &json!([])), "{v}");
-    let (s, v) = z.get("/api/v1/resources/queues/orders/depth").await;
-    assert_eq!(
-        (s, v),
-        (StatusCode::NOT_FOUND, json!({"error": "Queue not found"}))
-    );
+    for path in [
+        "/api/v1/resources/queues/orders",
+        "/api/v1/resources/queues/orders/depth",
+    ] {
+        let (s, v) = z.get(path).await;
+        assert_eq!(
+            (s, v),
+            (StatusCode::NOT_FOUND, json!({"error": "Queue not found"})),
+            "{path}"
+        );
+    }
     let (s, v) = z
         .post(
             "/api/v1/consumer-groups/__QUEUE_MODE__/queues/orders/seek",

@@ -142,9 +142,11 @@ async def step_depth(client: Queen) -> None:
         f"admin.get_queue_depth({q!r}): {d!r}"
     )
     assert d.get("partitions") == [{"partition": "Default", "pending": 4}], f"depth partitions: {d!r}"
+    info = await client.admin.get_queue(q)
+    assert info.get("name") == q and info.get("totals", {}).get("total") == 4, f"admin.get_queue({q!r}): {info!r}"
     g = await client.admin.get_queue_depth(q, group="not-yet")
     assert (g.get("group"), g.get("pending")) == ("not-yet", 4), f"depth for a group: {g!r}"
-    step("depth: admin.get_queue_depth() sees the 4 pushed messages, for the queue and for a group")
+    step("depth: admin.get_queue_depth() and get_queue() see the 4 pushed messages")
 
 
 async def step_seek(client: Queen) -> None:
