@@ -36,8 +36,8 @@ pub struct Announcement {
     /// (queue id, partition id) of partitions appended to (or freed).
     #[serde(rename = "p", default, skip_serializing_if = "Vec::is_empty")]
     pub partitions: Vec<(Uuid, Uuid)>,
-    /// (queue, consumer group) of acks that ended a lease with messages left to read: only
-    /// that group's pops have something new to claim.
+    /// (queue, consumer group) left messages to read by an ack, a released lease or a seek:
+    /// only that group's pops have something new to claim.
     #[serde(rename = "r", default, skip_serializing_if = "Vec::is_empty")]
     pub reopened: Vec<(String, String)>,
 }

@@ -63,9 +63,9 @@ impl Wakeups {
         }
     }
 
-    /// After an ack ended a lease of `group` with messages left on the partition (a nack to
-    /// retry, a batch acked in part): one parked pop of that group claims them now rather
-    /// than at its next recheck. Other groups' cursors did not move, so they are not woken;
+    /// After `group` was left messages to claim on a partition (a nack to retry, a batch acked
+    /// in part, a lease released undelivered, a seek back): one parked pop of that group
+    /// claims them now rather than at its next recheck. Other groups' cursors did not move, so they are not woken;
     /// nor are pops across a tenant's queues, which would all wake for every such ack.
     pub fn reopened(&self, tenant: &str, queue: &str, group: &str) {
         let map = self.queues.lock().expect("wakeup map poisoned");

@@ -137,7 +137,8 @@ impl Drop for Handover {
     }
 }
 
-/// Ends the lease in the database and tells this broker's pops its partitions are free.
+/// Ends the lease in the database and tells the group's parked pops, here and on the other
+/// brokers, that its partitions are free (the messages under the lease are all still unread).
 async fn release(s: &AppState, lease: Uuid, tenant: &str) {
     let released = match s.store.client().await {
         Ok(client) => crate::store::lease::release(&client, tenant, lease).await,
@@ -153,8 +154,7 @@ async fn release(s: &AppState, lease: Uuid, tenant: &str) {
                 ..Default::default()
             };
             for p in parts {
-                freed.partitions.push((p.queue_id, p.partition_id));
-                freed.queues.push((p.queue, 1));
+                freed.reopened.push((p.queue, p.group));
             }
             s.announce(&freed);
         }

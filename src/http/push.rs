@@ -13,8 +13,6 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::peers::Announcement;
-
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
@@ -22,6 +20,7 @@ use super::{AppState, State};
 use crate::activity::Op;
 use crate::broker::naming::DEFAULT_PARTITION;
 use crate::broker::push_plan::repeats;
+use crate::peers::Announcement;
 use crate::store::push::{append_many, Dedup, NewMessage};
 use crate::store::queues::{resolve_partitions, PartitionRef};
 use crate::store::StoreError;

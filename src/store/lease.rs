@@ -86,11 +86,10 @@ pub async fn all_live(
     Ok(live as usize == distinct.len())
 }
 
-/// A partition whose lease [`release`] ended.
+/// A partition whose lease [`release`] ended, and the consumer group that held it.
 pub struct Released {
-    pub queue_id: Uuid,
     pub queue: String,
-    pub partition_id: Uuid,
+    pub group: String,
 }
 
 /// Ends a live lease that no client received: its partitions are claimable again at once.
@@ -109,7 +108,7 @@ pub async fn release(
                FROM partitions p JOIN queues q ON q.id = p.queue_id
               WHERE c.lease_id = $1 AND c.lease_expires_at > now()
                 AND p.id = c.partition_id AND p.tenant = $2
-             RETURNING q.id, q.name, p.id",
+             RETURNING q.name, c.consumer_group",
         )
         .await?;
     Ok(client
@@ -117,9 +116,8 @@ pub async fn release(
         .await?
         .iter()
         .map(|r| Released {
-            queue_id: r.get(0),
-            queue: r.get(1),
-            partition_id: r.get(2),
+            queue: r.get(0),
+            group: r.get(1),
         })
         .collect())
 }

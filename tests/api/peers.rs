@@ -20,6 +20,18 @@ async fn woken_by(b: &Broker, queue: &str, group: &str, push: impl std::future::
         .is_ok()
 }
 
+/// How many notification connections ("regent peers" sessions) the test's database has.
+async fn peer_sessions(db: &tokio_postgres::Client) -> i64 {
+    db.query_one(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'regent peers'
+            AND datname = current_database()",
+        &[],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
 /// Two brokers on one database, each having heard the other (a broker alone announces
 /// nothing).
 async fn two_in_view() -> (Broker, Broker) {
@@ -109,16 +121,7 @@ async fn a_nack_through_one_broker_wakes_that_group_on_another() {
 async fn wakeups_resume_after_the_notification_connection_is_killed() {
     let (a, b) = two_in_view().await;
     let db = a.db().await;
-    let peers_sessions = || async {
-        db.query_one(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'regent peers'
-                AND datname = current_database()",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get::<_, i64>(0)
-    };
+    let peers_sessions = || peer_sessions(&db);
     for _ in 0..100 {
         if peers_sessions().await == 2 {
             break;
@@ -160,16 +163,7 @@ async fn peer_wakeups_can_be_turned_off() {
     let off = crate::support::broker_with(|c| c.peer_wakeups = false).await;
     let on = Broker::attach(&off.db_url).await;
     let db = off.db().await;
-    let sessions = || async {
-        db.query_one(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'regent peers'
-                AND datname = current_database()",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get::<_, i64>(0)
-    };
+    let sessions = || peer_sessions(&db);
     for _ in 0..100 {
         if sessions().await > 0 {
             break;
