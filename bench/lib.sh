@@ -1,8 +1,10 @@
 # Shared by the bench scripts (sourced, not run): a release build, a work directory, and a
 # `regent dev` broker on a persistent private cluster (fsync and synchronous commit on).
 
+# BIN names another build to measure (bench/ab.sh); the load generator is always this tree's.
 cargo build --release --locked --quiet
-bin=target/release/regent
+gen=target/release/regent
+bin=${BIN:-$gen}
 pgbin=$(pg_config --bindir 2>/dev/null || true)
 pgbench=$(command -v pgbench || echo "$pgbin/pgbench")
 [ -x "$pgbench" ] || pgbench=$(ls /usr/lib/postgresql/*/bin/pgbench | sort -V | tail -1)

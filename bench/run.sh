@@ -106,7 +106,7 @@ for s in "${scenarios[@]}"; do
         # consumers parked on long-polls; beside it, pgbench's one-row INSERT commit latency
         # at the same rate (per-transaction log, percentiles computed here).
         if [ ! -f "$work/batch1.json" ]; then
-            "$bin" bench --url "http://127.0.0.1:$PORT" ${runs[batch1]} --duration "$DURATION" \
+            "$gen" bench --url "http://127.0.0.1:$PORT" ${runs[batch1]} --duration "$DURATION" \
                 --json --quiet >"$work/batch1.json"
         fi
         rate=$(python3 -c "import json; print(max(10, round(json.load(open('$work/batch1.json'))['push_rate'] / 10)))")
@@ -125,8 +125,13 @@ PY
     fi
     [ -n "$args" ] || { echo "unknown run: $s"; exit 2; }
     read -r b0 p0 <<<"$(cpu)"
-    "$bin" bench --url "http://127.0.0.1:$PORT" $args --duration "$DURATION" \
+    "$gen" bench --url "http://127.0.0.1:$PORT" $args --duration "$DURATION" \
         --pg-url "$PG" --json --quiet ${BENCH_ARGS:-} >"$work/$s.json"
+    # REPORTS (bench/ab.sh): keep each report and the baseline beside it.
+    if [ -n "${REPORTS:-}" ]; then
+        cp "$work/$s.json" "$REPORTS/$s.json"
+        echo "$baseline" >"$REPORTS/baseline"
+    fi
     read -r b1 p1 <<<"$(cpu)"
     python3 - "$work/$s.json" "$baseline" "$b0" "$b1" "$p0" "$p1" "$broker" "$s" <<'PY'
 import json, sys

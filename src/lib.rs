@@ -1,19 +1,22 @@
 //! Regent: a multi-tenant, partitioned message broker that keeps all its state in PostgreSQL
 //! and speaks Queen MQ's HTTP/JSON API.
 //!
-//! Layers, top to bottom: [`http`] (routes, JSON, status codes) over [`broker`] (the rules,
-//! pure) over [`store`] (SQL). Only `store` knows SQL; only `http` knows JSON.
+//! This crate assembles the others into one server ([`server`]: start-up and graceful
+//! shutdown, [`listener`]: the HTTPS listener) and re-exports them for the binary and the
+//! integration tests. The layers, top to bottom: [`http`] (routes, JSON, status codes) over
+//! [`service`] (use cases, transaction boundaries) over [`broker`] (the rules, pure) and
+//! [`store`] (SQL), with [`runtime`] (the in-memory state) beside `service`. ARCHITECTURE.md
+//! has the map; the crate graph enforces it.
 
-pub mod activity;
-pub mod bench;
-pub mod broker;
-pub mod cluster;
-pub mod config;
-pub mod deliveries;
-pub mod http;
-pub mod limits;
-pub mod peers;
+pub mod listener;
 pub mod server;
-pub mod store;
-pub mod tls;
-pub mod wakeup;
+
+pub use regent_bench as bench;
+pub use regent_broker as broker;
+pub use regent_cluster as cluster;
+pub use regent_config as config;
+pub use regent_http as http;
+pub use regent_runtime as runtime;
+pub use regent_service as service;
+pub use regent_store as store;
+pub use regent_tls as tls;

@@ -1,6 +1,6 @@
-//! Starting and stopping the broker: migrations, the pool, the HTTP listener, background
-//! jobs, and a graceful shutdown that answers parked long-polls at once instead of holding
-//! the process for their full timeout.
+//! Starting and stopping the broker: the service (migrations, pool, background tasks), the
+//! HTTP application, the listener, and a graceful shutdown that answers parked long-polls at
+//! once instead of holding the process for their full timeout.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -10,24 +10,22 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::broker::encryption::PayloadCipher;
-use crate::config::Config;
-use crate::http::{router, AppState};
-use crate::store::{purge, Store};
-use crate::wakeup::Wakeups;
+use regent_config::Config;
+use regent_http::{auth::Auth, router, AppState};
+use regent_service::Service;
+
+use crate::listener::TlsListener;
 
 /// A broker serving on a bound listener.
 pub struct RunningServer {
     pub addr: SocketAddr,
     /// True when the port speaks HTTPS (`TLS_CERT_FILE` and `TLS_KEY_FILE`).
     pub tls: bool,
-    pub state: Arc<AppState>,
+    pub service: Arc<Service>,
+    grace: Duration,
     shutdown: watch::Sender<bool>,
     cut_off: watch::Sender<bool>,
     serve: JoinHandle<std::io::Result<()>>,
-    purge: JoinHandle<()>,
-    peers: JoinHandle<()>,
-    stop_peers: watch::Sender<bool>,
 }
 
 /// Migrates the database, then serves on `listener` until [`RunningServer::shutdown`].
@@ -38,58 +36,19 @@ pub async fn start(
 ) -> anyhow::Result<RunningServer> {
     // Before the database: a broken certificate should not wait behind a migration.
     let tls = match config.tls_files()? {
-        Some((cert, key)) => Some(crate::tls::server_config(cert, key)?),
+        Some((cert, key)) => Some(regent_tls::server_config(cert, key)?),
         None => None,
     };
-    Store::migrate(database_url).await?;
-    let store = Store::connect(database_url, config.db_pool_size)?;
-    let cipher = config
-        .queen_encryption_key
-        .as_deref()
-        .map(PayloadCipher::from_hex)
-        .transpose()?;
-    let (shutdown, shutting_down) = watch::channel(false);
-    let (cut_off, grace_over) = watch::channel(false);
-    let auth = crate::http::auth::Auth::from_config(&config)?;
-    let limits = crate::limits::Limiter::new(config.tenant_limits()?);
+    let auth = Auth::from_config(&config)?;
+    let service = Service::start(&config, database_url).await?;
     if let Some(auth) = &auth {
-        auth.start().await;
+        auth.start(service.supervisor()).await;
     }
-    let state = Arc::new(AppState {
-        store: store.clone(),
-        wakeups: Wakeups::default(),
-        config: config.clone(),
-        cipher,
-        pushes: Default::default(),
-        acks: Default::default(),
-        cursor_sweeps: Default::default(),
-        ready: Default::default(),
-        deliveries: crate::deliveries::Deliveries::new(Duration::from_secs(
-            config.tx_index_retention_seconds,
-        )),
-        auth,
-        limits,
-        shutting_down: shutting_down.clone(),
-        grace_over,
-        handovers: Default::default(),
-        activity: Default::default(),
-        peers: Arc::new(crate::peers::Peers::new(config.peer_wakeups)),
-    });
-    // Stopped last, after the releases of the shutdown have been announced.
-    let (stop_peers, peers_stopped) = watch::channel(false);
-    let peers = {
-        let hints = state.clone();
-        tokio::spawn(state.peers.clone().run(
-            database_url.to_string(),
-            move |a| hints.hint(&a),
-            peers_stopped,
-        ))
-    };
-    state.pushes.start(state.clone()).await;
-    state.acks.start(state.clone()).await;
+    let (shutdown, stop) = watch::channel(false);
+    let (cut_off, grace_over) = watch::channel(false);
+    let grace = Duration::from_secs(config.shutdown_grace_seconds);
+    let app = router(AppState::new(service.clone(), config, auth, grace_over));
     let addr = listener.local_addr()?;
-    let app = router(state.clone());
-    let stop = shutting_down.clone();
     let serve = match tls.clone() {
         None => {
             let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| no_delay(tcp));
@@ -100,7 +59,7 @@ pub async fn start(
             })
         }
         Some(tls) => {
-            let listener = crate::tls::TlsListener::new(listener, tls, no_delay);
+            let listener = TlsListener::new(listener, tls, no_delay);
             tokio::spawn(async move {
                 axum::serve(listener, app)
                     .with_graceful_shutdown(stopped(stop))
@@ -108,23 +67,15 @@ pub async fn start(
             })
         }
     };
-    let purge = tokio::spawn(purge_loop(
-        store,
-        Duration::from_secs(config.tx_index_retention_seconds),
-        Duration::from_secs(config.purge_interval_seconds.max(1)),
-        shutting_down,
-    ));
     tracing::info!(%addr, tls = tls.is_some(), "regent listening");
     Ok(RunningServer {
         addr,
         tls: tls.is_some(),
-        state,
+        service,
+        grace,
         shutdown,
         cut_off,
         serve,
-        purge,
-        peers,
-        stop_peers,
     })
 }
 
@@ -135,13 +86,13 @@ impl RunningServer {
     /// pool.
     pub async fn shutdown(self) -> anyhow::Result<()> {
         let _ = self.shutdown.send(true);
-        let grace = Duration::from_secs(self.state.config.shutdown_grace_seconds);
+        self.service.stop_waiting();
         let mut serve = self.serve;
-        let served = match tokio::time::timeout(grace, &mut serve).await {
+        let served = match tokio::time::timeout(self.grace, &mut serve).await {
             Ok(done) => Some(done),
             Err(_) => {
                 tracing::warn!(
-                    grace_seconds = grace.as_secs(),
+                    grace_seconds = self.grace.as_secs(),
                     "grace period over: cutting off the requests still running"
                 );
                 let _ = self.cut_off.send(true);
@@ -156,18 +107,7 @@ impl RunningServer {
                 }
             }
         };
-        self.purge.abort();
-        // Still listening while requests finished: releases below announce to the others.
-        self.state.handovers.release_remaining(&self.state).await;
-        let _ = self.stop_peers.send(true);
-        let mut peers = self.peers;
-        if tokio::time::timeout(CUT_OFF_WAIT, &mut peers)
-            .await
-            .is_err()
-        {
-            peers.abort();
-        }
-        self.state.store.close();
+        self.service.finish().await;
         if let Some(done) = served {
             done??;
         }
@@ -188,26 +128,6 @@ fn no_delay(tcp: &tokio::net::TcpStream) {
 
 async fn stopped(mut stop: watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
-}
-
-/// The transaction index's purge clock.
-async fn purge_loop(
-    store: Store,
-    retention: Duration,
-    every: Duration,
-    mut stop: watch::Receiver<bool>,
-) {
-    loop {
-        tokio::select! {
-            _ = tokio::time::sleep(every) => {}
-            _ = stop.wait_for(|s| *s) => return,
-        }
-        match purge::purge_tx_index(&store, retention).await {
-            Ok(0) => {}
-            Ok(n) => tracing::debug!(purged = n, "transaction index purged"),
-            Err(e) => tracing::warn!(error = %e, "transaction index purge failed"),
-        }
-    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use regent::store::tx_hash::tx_hash;
+use regent::broker::tx_hash::tx_hash;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use uuid::Uuid;

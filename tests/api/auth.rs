@@ -2,7 +2,8 @@
 //! and 403 texts, and unknown paths staying 404.
 
 use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
-use regent::http::auth::{mint, Level, Minted, ROUTES};
+use regent::http::auth::{mint, Level, Minted};
+use regent::http::routes;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
@@ -138,10 +139,42 @@ fn the_route_table_gives_the_specs_levels() {
             Level::ReadWrite,
         ),
     ];
-    assert_eq!(ROUTES.len(), spec.len());
-    for (m, t, l) in &spec {
-        assert_eq!(regent::http::auth::level(m, t), Some(*l), "{m} {t}");
+    let table: Vec<(Method, &str, Level)> = routes()
+        .into_iter()
+        .map(|r| (r.method, r.path, r.level))
+        .collect();
+    assert_eq!(
+        table, spec,
+        "the route table is the spec's, in the spec's order"
+    );
+}
+
+/// What the router really serves: every route of the spec list answers (not the fallback's
+/// 404 or 405), and nothing else is served.
+#[tokio::test]
+async fn the_router_serves_exactly_the_route_table() {
+    let b = broker_with(|_| {}).await;
+    for r in routes() {
+        let path = path_of(r.path);
+        let (s, v) = call(&b, &r.method, &path, None).await;
+        assert_ne!(
+            s,
+            StatusCode::METHOD_NOT_ALLOWED,
+            "{} {path}: {v}",
+            r.method
+        );
+        assert_ne!(v, json!({"error": "Not found"}), "{} {path}: {s}", r.method);
     }
+    // A method the table does not give a path is refused, as is a path it does not name.
+    for (method, path) in [(Method::PUT, "/api/v1/push"), (Method::GET, "/api/v1/ack")] {
+        let (s, _) = call(&b, &method, path, None).await;
+        assert_eq!(s, StatusCode::METHOD_NOT_ALLOWED, "{method} {path}");
+    }
+    let (s, v) = call(&b, &Method::GET, "/api/v1/not-a-route", None).await;
+    assert_eq!(
+        (s, v),
+        (StatusCode::NOT_FOUND, json!({"error": "Not found"}))
+    );
 }
 
 #[tokio::test]
@@ -206,8 +239,9 @@ async fn every_route_with_every_kind_of_token() {
         ),
     ];
     let no_tenant = signed(json!({"role": "admin"}), Algorithm::HS256, SECRET);
-    for (method, template, need) in ROUTES {
-        let path = path_of(template);
+    for r in routes() {
+        let (method, need) = (&r.method, &r.level);
+        let path = path_of(r.path);
         for (name, token, text) in &refused {
             let (s, v) = call(&b, method, &path, token.as_deref()).await;
             if *need == Level::Public {
@@ -340,6 +374,65 @@ async fn producer_sub_is_the_tokens_subject_never_the_clients() {
         assert_eq!(s, StatusCode::OK, "{v}");
         assert_eq!(v["messages"][0]["producerSub"], want, "{partition}: {v}");
     }
+}
+
+/// A verified token's `sub` is copied into every message it pushes. One of 64 KiB once
+/// panicked the push flushers (the frame has a 16-bit length), and every later push answered
+/// 503 until a restart while `/health` said 200. It is refused with 401 now, at the edge, and
+/// the broker goes on pushing; the longest accepted `sub` is stored whole.
+#[tokio::test]
+async fn an_oversized_subject_is_refused_and_the_broker_keeps_pushing() {
+    let b = authed().await;
+    let push = |token: String, txid: &'static str| {
+        let body = json!({"items": [{"queue": "subs", "transactionId": txid, "payload": {}}]});
+        let b = &b;
+        async move {
+            let body = body.to_string();
+            b.request_as(Some(&token), Method::POST, "/api/v1/push", Some(&body))
+                .await
+        }
+    };
+    let huge = "s".repeat(64 * 1024);
+    for _ in 0..3 {
+        let (s, v) = push(tok("read-write", Some(&huge), Some(600)), "huge").await;
+        assert_eq!(s, StatusCode::UNAUTHORIZED, "{v}");
+        assert_eq!(
+            v,
+            json!({"error": "Token subject (sub) is 65536 bytes; at most 1024 are accepted"})
+        );
+    }
+    let longest = "l".repeat(regent::http::auth::MAX_SUB_BYTES);
+    let (s, v) = push(tok("read-write", Some(&longest), Some(600)), "longest").await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    assert_eq!(v[0]["status"], "queued", "{v}");
+    let (s, v) = push(tok("read-write", Some("after"), Some(600)), "after").await;
+    assert_eq!(
+        (s, &v[0]["status"]),
+        (StatusCode::CREATED, &json!("queued")),
+        "{v}"
+    );
+    let reader = tok("read-write", None, Some(600));
+    let (s, v) = call(
+        &b,
+        &Method::GET,
+        "/api/v1/pop/queue/subs?batch=10",
+        Some(&reader),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let subs: Vec<&str> = v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["producerSub"].as_str().unwrap())
+        .collect();
+    assert_eq!(subs, [longest.as_str(), "after"]);
+    let (s, v) = call(&b, &Method::GET, "/health", None).await;
+    assert_eq!(
+        (s, &v["status"]),
+        (StatusCode::OK, &json!("healthy")),
+        "{v}"
+    );
 }
 
 /// A configured issuer and audience are required, not only compared when present; time

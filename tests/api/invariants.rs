@@ -12,8 +12,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use regent::broker::tx_hash::tx_hash;
+use regent::store::append::{self, append_many, Appended, Dedup};
 use regent::store::frames;
-use regent::store::push::{append, NewMessage};
+use regent::store::Message;
 use regent::store::Store;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -310,22 +312,21 @@ async fn held_push_is_never_skipped_by_a_later_commit() {
     let store = Store::connect(&b.db_url, 2).unwrap();
     let mut client = store.client().await.unwrap();
     let tx = client.transaction().await.unwrap();
-    let held = append(
-        &tx,
-        pid,
-        &[NewMessage {
-            message_id: Uuid::now_v7(),
-            transaction_id: "held".into(),
-            payload: serde_json::value::to_raw_value(&json!({"tx": "held"})).unwrap(),
-            trace_id: None,
-            producer_sub: None,
-            encrypted: false,
-        }],
-    )
-    .await
-    .unwrap();
-    assert_eq!(held.len(), 1);
-    assert!(!held[0].duplicate);
+    let message = Message {
+        message_id: Uuid::now_v7(),
+        transaction_id: "held".into(),
+        payload: serde_json::value::to_raw_value(&json!({"tx": "held"})).unwrap(),
+        trace_id: None,
+        producer_sub: None,
+        encrypted: false,
+    };
+    let batch = append::Batch {
+        partition: pid,
+        hashes: vec![tx_hash(pid, "held")],
+        frames: vec![frames::encode(&message).unwrap()],
+    };
+    let held = append_many(&tx, &[batch], Dedup::Careful).await.unwrap();
+    assert_eq!(held, vec![vec![Appended::New]]);
 
     // A later push to the same partition: must wait for the sequencer row lock.
     let later = {

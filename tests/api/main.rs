@@ -11,6 +11,7 @@ mod consumer_groups;
 mod dev_command;
 mod invariants;
 mod jwks;
+mod layering;
 mod limits;
 mod metrics;
 mod peers;

@@ -5,11 +5,11 @@
 
 use std::time::Duration;
 
+use regent::broker::tx_hash::tx_hash;
 use regent::cluster::PrivateCluster;
 use regent::config::Config;
 use regent::server::{self, RunningServer};
 use regent::store::frames;
-use regent::store::tx_hash::tx_hash;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
@@ -137,7 +137,7 @@ impl Broker {
             .expect("read the log")
         {
             for f in frames::iter(r.get(0)) {
-                hashes.push(tx_hash(p, f.expect("frame decodes").transaction_id));
+                hashes.push(tx_hash(p, &f.expect("frame decodes").transaction_id));
             }
         }
         db.query_one(

@@ -1,0 +1,245 @@
+//! What a pop delivers of what it claimed. A claim leases each partition up to `batch`
+//! messages past its cursor; the pop's whole answer holds at most `batch` messages, shared by
+//! the partitions in claim order (least recently claimed first, so a hot partition cannot
+//! starve the others). Then each lease is made to match what it delivered: trimmed to its
+//! last delivered message, released when it delivered nothing, committed at once for an
+//! auto-acking pop.
+
+use chrono::{DateTime, Utc};
+
+/// A claimed partition as the claim left it.
+#[derive(Clone, Debug)]
+pub struct Claimed {
+    pub committed: i64,
+    /// The end of the range the claim leased.
+    pub lease_end: i64,
+    /// The end of the lease the claim replaced, if any.
+    pub old_end: Option<i64>,
+    pub last_claim: Option<DateTime<Utc>>,
+    /// The segments overlapping (committed, lease_end], in offset order: (first offset, last
+    /// offset, when appended).
+    pub segments: Vec<(i64, i64, DateTime<Utc>)>,
+}
+
+/// How a claimed partition's lease ends the pop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Finish {
+    pub committed: i64,
+    pub release: bool,
+    pub lease_end: i64,
+}
+
+/// One partition's share of the answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Share {
+    /// The last offset delivered (every offset after the cursor up to it is), if any.
+    pub upto: Option<i64>,
+    /// The cursor update the delivery needs; `None` when the lease holds exactly what was
+    /// delivered.
+    pub finish: Option<Finish>,
+}
+
+/// The order claims are served in: never claimed first, then least recently claimed.
+pub fn claim_order<T>(claims: &mut [T], key: impl Fn(&T) -> (Option<DateTime<Utc>>, uuid::Uuid)) {
+    claims.sort_by_key(|c| {
+        let (last, id) = key(c);
+        (last.is_some(), last, id)
+    });
+}
+
+/// The shares of `claims` (already in [`claim_order`]) under a budget of `batch` messages.
+/// Messages appended after `cutoff` (a queue's delayed processing) are not delivered yet.
+pub fn shares(
+    claims: &[Claimed],
+    batch: i64,
+    cutoff: Option<DateTime<Utc>>,
+    auto_ack: bool,
+) -> Vec<Share> {
+    let mut budget = batch.max(0);
+    claims
+        .iter()
+        .map(|c| {
+            let upto = upto(c, &mut budget, cutoff);
+            Share {
+                upto,
+                finish: finish(c, upto, auto_ack),
+            }
+        })
+        .collect()
+}
+
+/// The last offset of `c` that fits the budget, taking it from the budget.
+fn upto(c: &Claimed, budget: &mut i64, cutoff: Option<DateTime<Utc>>) -> Option<i64> {
+    let mut last = None;
+    for &(base, end, created_at) in &c.segments {
+        if *budget == 0 || cutoff.is_some_and(|cut| created_at > cut) {
+            break;
+        }
+        let first = base.max(c.committed + 1);
+        let stop = end.min(c.lease_end);
+        if first > stop {
+            continue;
+        }
+        let n = (stop - first + 1).min(*budget);
+        *budget -= n;
+        last = Some(first + n - 1);
+        if first + n - 1 < stop {
+            break;
+        }
+    }
+    last
+}
+
+fn finish(c: &Claimed, upto: Option<i64>, auto_ack: bool) -> Option<Finish> {
+    match upto {
+        None => Some(Finish {
+            committed: c.committed,
+            release: true,
+            lease_end: c.old_end.unwrap_or(c.committed),
+        }),
+        Some(l) if auto_ack => Some(Finish {
+            committed: l,
+            release: true,
+            lease_end: l,
+        }),
+        Some(l) if l < c.lease_end => Some(Finish {
+            committed: c.committed,
+            release: false,
+            lease_end: l,
+        }),
+        Some(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(secs: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_700_000_000 + secs, 0).unwrap()
+    }
+
+    fn claim(committed: i64, lease_end: i64, segments: &[(i64, i64, i64)]) -> Claimed {
+        Claimed {
+            committed,
+            lease_end,
+            old_end: None,
+            last_claim: None,
+            segments: segments.iter().map(|&(b, e, t)| (b, e, at(t))).collect(),
+        }
+    }
+
+    #[test]
+    fn the_budget_is_shared_in_claim_order() {
+        // Partition A leased 0..=9 over two segments, B leased 0..=4.
+        let a = claim(-1, 9, &[(0, 5, 0), (6, 12, 1)]);
+        let b = claim(-1, 4, &[(0, 4, 0)]);
+        let s = shares(&[a.clone(), b.clone()], 12, None, false);
+        assert_eq!(
+            s[0],
+            Share {
+                upto: Some(9),
+                finish: None
+            },
+            "A whole"
+        );
+        assert_eq!(
+            s[1],
+            Share {
+                upto: Some(1),
+                finish: Some(Finish {
+                    committed: -1,
+                    release: false,
+                    lease_end: 1
+                })
+            },
+            "B trimmed to the two messages left in the budget"
+        );
+        let s = shares(&[a, b], 10, None, false);
+        assert_eq!(s[1].upto, None, "nothing left for B");
+        assert_eq!(
+            s[1].finish,
+            Some(Finish {
+                committed: -1,
+                release: true,
+                lease_end: -1
+            }),
+            "an empty claim is released, its end put back"
+        );
+    }
+
+    #[test]
+    fn the_cursor_and_the_lease_bound_what_a_segment_gives() {
+        // The cursor is inside the first segment; the lease ends inside the second.
+        let c = claim(3, 7, &[(0, 5, 0), (6, 9, 0)]);
+        let s = shares(&[c], 100, None, false);
+        assert_eq!(
+            s[0],
+            Share {
+                upto: Some(7),
+                finish: None
+            }
+        );
+    }
+
+    #[test]
+    fn delayed_messages_wait_and_auto_acks_commit() {
+        let c = claim(-1, 9, &[(0, 4, 0), (5, 9, 10)]);
+        let s = shares(std::slice::from_ref(&c), 100, Some(at(5)), false);
+        assert_eq!(
+            s[0],
+            Share {
+                upto: Some(4),
+                finish: Some(Finish {
+                    committed: -1,
+                    release: false,
+                    lease_end: 4
+                })
+            },
+            "the second segment is too young"
+        );
+        let s = shares(&[c], 100, None, true);
+        assert_eq!(
+            s[0].finish,
+            Some(Finish {
+                committed: 9,
+                release: true,
+                lease_end: 9
+            }),
+            "auto-ack commits what it delivered"
+        );
+    }
+
+    #[test]
+    fn a_replaced_lease_gets_its_end_back_when_nothing_is_delivered() {
+        let mut c = claim(4, 9, &[(5, 9, 10)]);
+        c.old_end = Some(9);
+        let s = shares(&[c], 100, Some(at(0)), false);
+        assert_eq!(
+            s[0],
+            Share {
+                upto: None,
+                finish: Some(Finish {
+                    committed: 4,
+                    release: true,
+                    lease_end: 9
+                })
+            }
+        );
+    }
+
+    #[test]
+    fn never_claimed_partitions_come_first() {
+        let ids = [
+            uuid::Uuid::from_u128(1),
+            uuid::Uuid::from_u128(2),
+            uuid::Uuid::from_u128(3),
+        ];
+        let mut v = vec![(Some(at(5)), ids[0]), (None, ids[2]), (Some(at(1)), ids[1])];
+        claim_order(&mut v, |c| *c);
+        assert_eq!(
+            v,
+            vec![(None, ids[2]), (Some(at(1)), ids[1]), (Some(at(5)), ids[0])]
+        );
+    }
+}

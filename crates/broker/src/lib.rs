@@ -1,0 +1,14 @@
+//! The broker's rules, free of I/O: what a status means, what a set of acks does to a cursor,
+//! what a queue's options are when the client left them out. Everything here is unit-tested.
+
+pub mod ack_plan;
+pub mod delivery;
+pub mod encryption;
+pub mod group_state;
+pub mod limits;
+pub mod naming;
+pub mod options;
+pub mod push_plan;
+pub mod status;
+pub mod subscription;
+pub mod tx_hash;

@@ -1,0 +1,131 @@
+//! One error type for every answer the broker makes itself, mapped to a status code and
+//! Queen's `{"error": "..."}` envelope. Client mistakes are 4xx with the spec's text; a 503
+//! always says when to retry; a 500 of the broker's own fault carries a generic text and its
+//! detail goes to the log (with the request's id), never to the client.
+
+use std::time::Duration;
+
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+use regent_broker::limits::retry_after_secs;
+use regent_service::{Error, Refusal};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    BadRequest(String),
+    /// No usable token: the text says what was wrong with it.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// A verified token that may not do this.
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("Method not allowed")]
+    MethodNotAllowed,
+    #[error("request body too large")]
+    PayloadTooLarge,
+    /// Over a tenant limit: 429 with `Retry-After` and the proxy-style `code` the Python
+    /// client surfaces (`rate_limited`, `quota_exceeded`).
+    #[error("{text}")]
+    TooManyRequests {
+        text: String,
+        code: &'static str,
+        retry_after_secs: u64,
+    },
+    /// Nothing was done; retry after `retry_after`.
+    #[error("{text}")]
+    Unavailable { text: String, retry_after: Duration },
+    /// A 500 whose text the spec gives (authentication misconfigured, the key server down).
+    #[error("{0}")]
+    ServerError(String),
+    /// A fault of the broker's own: the detail is logged, the client reads a generic text.
+    #[error("Internal server error")]
+    Internal(String),
+}
+
+impl ApiError {
+    pub fn bad_request(msg: impl Into<String>) -> ApiError {
+        ApiError::BadRequest(msg.into())
+    }
+}
+
+/// How long a client over its stored-message cap is told to wait: room comes back only when
+/// one of its queues is deleted, so retrying sooner only spends its request rate.
+const STORED_RETRY_SECS: u64 = 60;
+
+impl From<Refusal> for ApiError {
+    fn from(r: Refusal) -> ApiError {
+        match r {
+            Refusal::Rate { wait } => ApiError::TooManyRequests {
+                text: "Rate limit exceeded".into(),
+                code: "rate_limited",
+                retry_after_secs: retry_after_secs(wait),
+            },
+            Refusal::Stored { cap, stored } => ApiError::TooManyRequests {
+                text: format!("Stored message limit reached: {stored} of {cap} messages"),
+                code: "quota_exceeded",
+                retry_after_secs: STORED_RETRY_SECS,
+            },
+            Refusal::Larger { cap, adding } => ApiError::bad_request(format!(
+                "A push of {adding} messages exceeds the stored message limit of {cap}"
+            )),
+        }
+    }
+}
+
+impl From<Error> for ApiError {
+    fn from(e: Error) -> ApiError {
+        match e {
+            Error::Invalid(text) => ApiError::BadRequest(text),
+            Error::NotFound(text) => ApiError::NotFound(text),
+            Error::Limited(r) => r.into(),
+            Error::Unavailable {
+                reason,
+                retry_after,
+            } => ApiError::Unavailable {
+                text: reason.into(),
+                retry_after,
+            },
+            Error::Internal(detail) => ApiError::Internal(detail),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = match &self {
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::ServerError(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Internal(detail) => {
+                tracing::error!(%detail, "internal error");
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+            ApiError::TooManyRequests {
+                text,
+                code,
+                retry_after_secs,
+            } => {
+                let body = json!({ "error": text, "code": code, "retryAfter": retry_after_secs });
+                let retry = [(header::RETRY_AFTER, retry_after_secs.to_string())];
+                return (StatusCode::TOO_MANY_REQUESTS, retry, Json(body)).into_response();
+            }
+            ApiError::Unavailable { text, retry_after } => {
+                let secs = retry_after_secs(*retry_after);
+                let retry = [(header::RETRY_AFTER, secs.to_string())];
+                let body = json!({ "error": text });
+                return (StatusCode::SERVICE_UNAVAILABLE, retry, Json(body)).into_response();
+            }
+        };
+        (status, Json(json!({ "error": self.to_string() }))).into_response()
+    }
+}

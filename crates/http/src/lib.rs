@@ -1,0 +1,97 @@
+//! Regent's HTTP surface: Queen's routes, JSON in and out, status codes. A handler parses
+//! the request, calls one use case of `regent-service`, and renders its outcome; nothing
+//! below this crate sees a JSON request or response shape, and nothing here sees SQL (the
+//! crate does not depend on `regent-store`, tokio-postgres or deadpool).
+
+mod ack;
+pub mod auth;
+mod body;
+mod configure;
+mod consumer_groups;
+mod cors;
+mod dlq;
+pub mod error;
+mod fallback;
+mod grace;
+mod handover;
+mod health;
+pub mod jwks;
+mod layers;
+mod lease;
+mod limits;
+mod metrics;
+mod params;
+mod path;
+mod pop;
+mod push;
+mod resources;
+pub mod routes;
+mod time;
+mod transaction;
+
+use std::sync::Arc;
+
+use axum::Router;
+use tokio::sync::watch;
+
+use regent_config::Config;
+use regent_service::Service;
+
+pub use routes::{routes, Level, Route};
+
+/// What every handler shares.
+pub struct AppState {
+    pub service: Arc<Service>,
+    /// Pop defaults, body limits, JWT settings.
+    pub config: Config,
+    /// JWT verification; `None` when authentication is off.
+    pub auth: Option<Arc<auth::Auth>>,
+    /// Flips to true when the shutdown grace period is over: requests still running are cut
+    /// off with a 503.
+    pub grace_over: watch::Receiver<bool>,
+    /// Every route's access level, from the route table.
+    routes: Vec<Route>,
+}
+
+impl AppState {
+    pub fn new(
+        service: Arc<Service>,
+        config: Config,
+        auth: Option<Arc<auth::Auth>>,
+        grace_over: watch::Receiver<bool>,
+    ) -> AppState {
+        AppState {
+            service,
+            config,
+            auth,
+            grace_over,
+            routes: Vec::new(),
+        }
+    }
+}
+
+pub type State = axum::extract::State<Arc<AppState>>;
+
+/// The whole HTTP application: the route table with its access checks, then the layers
+/// every request passes (request id and span, CORS, the shutdown cut-off, panic isolation,
+/// the body limit).
+pub fn router(mut state: AppState) -> Router {
+    let table = routes::table();
+    state.routes = table.routes;
+    let state = Arc::new(state);
+    let app = table
+        .router
+        // Route layers run last-added first: authorize decides the tenant, then its rate.
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            limits::admit,
+        ))
+        // Matched routes only: an unknown path is a 404 whatever the token says.
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::authorize,
+        ))
+        .fallback(fallback::not_found)
+        .method_not_allowed_fallback(fallback::method_not_allowed);
+    layers::around(app, &state).with_state(state)
+}

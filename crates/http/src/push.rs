@@ -1,0 +1,236 @@
+//! `POST /api/v1/push`, and the push items of `/api/v1/transaction`.
+
+use std::collections::HashMap;
+
+use axum::extract::State as AxState;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value;
+use uuid::Uuid;
+
+use regent_broker::naming::DEFAULT_PARTITION;
+use regent_service::push::{PushItem, Verdict};
+use regent_service::Message;
+
+use super::auth::Principal;
+use super::body::RawBody;
+use super::error::ApiError;
+use super::State;
+
+/// Names and transaction ids are index keys: PostgreSQL cannot store a NUL in text, and a
+/// btree entry must fit in a page, so both are refused here rather than by the database.
+pub(crate) const MAX_NAME_BYTES: usize = 512;
+
+pub(crate) fn name(field: &str, v: &str) -> Result<String, ApiError> {
+    if v.len() > MAX_NAME_BYTES {
+        return Err(ApiError::bad_request(format!(
+            "{field} must be at most {MAX_NAME_BYTES} bytes"
+        )));
+    }
+    if v.contains('\0') {
+        return Err(ApiError::bad_request(format!(
+            "{field} must not contain NUL"
+        )));
+    }
+    Ok(v.to_string())
+}
+
+/// Validates one item with Queen's texts. Only the small fields are parsed: the payload stays
+/// the JSON text the client sent, all the way into the log and back out on pop.
+/// `payload_keys` lists where the payload may sit (the transaction route also takes `data`).
+pub(crate) fn parse_item(
+    item: &RawValue,
+    payload_keys: &[&str],
+    who: &Principal,
+) -> Result<PushItem, ApiError> {
+    /// The fields a push item may carry, each still JSON text; anything else is ignored.
+    #[derive(Deserialize)]
+    struct Fields<'a> {
+        #[serde(borrow)]
+        queue: Option<&'a RawValue>,
+        #[serde(borrow)]
+        partition: Option<&'a RawValue>,
+        #[serde(borrow, rename = "transactionId")]
+        transaction_id: Option<&'a RawValue>,
+        #[serde(borrow, rename = "traceId")]
+        trace_id: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        payload: Present<'a>,
+        #[serde(borrow, default)]
+        data: Present<'a>,
+    }
+    let f: Fields<'_> = serde_json::from_str(item.get())
+        .map_err(|_| ApiError::bad_request("Queue must be a string"))?;
+    // A small field as a JSON value; `null` and absent are the same.
+    let field = |k: &str| -> Value {
+        let raw = match k {
+            "queue" => f.queue,
+            "partition" => f.partition,
+            "transactionId" => f.transaction_id,
+            _ => f.trace_id,
+        };
+        raw.and_then(|r| serde_json::from_str(r.get()).ok())
+            .unwrap_or(Value::Null)
+    };
+    let fields = |k: &str| match k {
+        "payload" => f.payload.0,
+        _ => f.data.0,
+    };
+    let queue = match field("queue") {
+        Value::String(q) if !q.is_empty() => name("Queue", &q)?,
+        Value::String(_) => return Err(ApiError::bad_request("Queue must be a non-empty string")),
+        _ => return Err(ApiError::bad_request("Queue must be a string")),
+    };
+    let partition = match field("partition") {
+        Value::Null => DEFAULT_PARTITION.to_string(),
+        Value::String(p) if p.is_empty() => DEFAULT_PARTITION.to_string(),
+        Value::String(p) => name("Partition", &p)?,
+        _ => return Err(ApiError::bad_request("Partition must be a string")),
+    };
+    let transaction_id = match field("transactionId") {
+        Value::Null => Uuid::now_v7().to_string(),
+        Value::String(t) if t.is_empty() => Uuid::now_v7().to_string(),
+        Value::String(t) => name("TransactionId", &t)?,
+        _ => return Err(ApiError::bad_request("TransactionId must be a string")),
+    };
+    let trace_id = match field("traceId") {
+        Value::Null => None,
+        Value::String(t) if t.is_empty() => None,
+        Value::String(t) => {
+            Some(Uuid::parse_str(&t).map_err(|_| ApiError::bad_request("TraceId must be a UUID"))?)
+        }
+        _ => return Err(ApiError::bad_request("TraceId must be a string")),
+    };
+    let payload = match payload_keys.iter().find_map(|k| fields(k)) {
+        Some(raw) => raw.to_owned(),
+        None => RawValue::from_string("{}".into()).expect("valid JSON"),
+    };
+    Ok(PushItem {
+        queue,
+        partition,
+        message: Message {
+            message_id: Uuid::now_v7(),
+            transaction_id,
+            trace_id,
+            // The verified token's `sub`, never the body's (a client's own `producerSub` is
+            // ignored).
+            producer_sub: who.sub.clone(),
+            encrypted: false,
+            payload,
+        },
+    })
+}
+
+/// A field that may be absent, where an explicit `null` is a value (a `null` payload is stored
+/// as `null`; only an absent one becomes `{}`), unlike `Option`, which folds the two.
+#[derive(Default)]
+struct Present<'a>(Option<&'a RawValue>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Present<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <&'a RawValue>::deserialize(d).map(|r| Present(Some(r)))
+    }
+}
+
+pub async fn push(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    body: RawBody,
+) -> Result<Response, ApiError> {
+    let raw = body.raw_json()?;
+    let items_required = || ApiError::bad_request("items array is required");
+    let top: HashMap<String, &RawValue> =
+        serde_json::from_str(raw.get()).map_err(|_| items_required())?;
+    let list: Vec<&RawValue> = top
+        .get("items")
+        .and_then(|r| serde_json::from_str(r.get()).ok())
+        .ok_or_else(items_required)?;
+    let items = list
+        .into_iter()
+        .map(|i| parse_item(i, &["payload"], &who))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (items, verdicts) = s.service.push(&who.tenant, items).await?;
+    let results: Vec<PushResult<'_>> = items
+        .iter()
+        .zip(&verdicts)
+        .enumerate()
+        .map(|(index, (item, v))| PushResult::of(index, item, v))
+        .collect();
+    let body = serde_json::to_string(&results).expect("push results serialise");
+    Ok((
+        StatusCode::CREATED,
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response())
+}
+
+/// One element of the push answer, with Queen's mixed key casing.
+#[derive(Serialize)]
+struct PushResult<'a> {
+    index: usize,
+    transaction_id: &'a str,
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message_id: Option<Uuid>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    partition_id: Option<Uuid>,
+    /// Present (possibly null) on queued items only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace_id: Option<Option<Uuid>>,
+    #[serde(rename = "queueName", skip_serializing_if = "Option::is_none")]
+    queue_name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    queue: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    partition: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+}
+
+impl<'a> PushResult<'a> {
+    fn of(index: usize, item: &'a PushItem, v: &'a Verdict) -> PushResult<'a> {
+        let mut r = PushResult {
+            index,
+            transaction_id: &item.message.transaction_id,
+            status: "queued",
+            message_id: None,
+            partition_id: None,
+            trace_id: None,
+            queue_name: None,
+            queue: None,
+            partition: None,
+            error: None,
+        };
+        match v {
+            Verdict::Queued {
+                message_id,
+                partition,
+            } => {
+                r.message_id = Some(*message_id);
+                r.partition_id = Some(*partition);
+                r.trace_id = Some(item.message.trace_id);
+                r.queue_name = Some(&item.queue);
+            }
+            Verdict::Duplicate {
+                message_id,
+                partition,
+            } => {
+                r.status = "duplicate";
+                r.message_id = Some(*message_id);
+                r.partition_id = Some(*partition);
+                r.queue_name = Some(&item.queue);
+            }
+            Verdict::Failed { error } => {
+                r.status = "failed";
+                r.queue = Some(&item.queue);
+                r.partition = Some(&item.partition);
+                r.error = Some(error);
+            }
+        }
+        r
+    }
+}

@@ -1,0 +1,178 @@
+//! The one route table: every route with its method, path, access level and handler. The
+//! router and the access policy are both built from it, so a route cannot exist without a
+//! level.
+//!
+//! Architecture Invariant: a route is served if and only if it is in this table, at the
+//! level the table gives (`tests/api/auth.rs` pins the levels to the spec and calls every
+//! route the router serves).
+
+use std::sync::Arc;
+
+use axum::handler::Handler;
+use axum::http::Method;
+use axum::routing::{on, MethodFilter};
+use axum::Router;
+
+use super::{
+    ack, configure, consumer_groups, dlq, health, lease, metrics, pop, push, resources,
+    transaction, AppState,
+};
+
+/// What a route requires. Each level includes the ones before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// No token, and no tenant: the route names nothing a tenant owns.
+    Public,
+    ReadOnly,
+    ReadWrite,
+    Admin,
+}
+
+/// A route as the access policy sees it: method, path template (as axum matches it), level.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Route {
+    pub method: Method,
+    pub path: &'static str,
+    pub level: Level,
+}
+
+/// The table being built: the router and the routes it serves.
+pub struct Table {
+    pub router: Router<Arc<AppState>>,
+    pub routes: Vec<Route>,
+}
+
+impl Table {
+    fn at<H, T>(mut self, method: Method, path: &'static str, level: Level, handler: H) -> Table
+    where
+        H: Handler<T, Arc<AppState>>,
+        T: 'static,
+    {
+        let filter = MethodFilter::try_from(method.clone()).expect("a method the router knows");
+        self.router = self.router.route(path, on(filter, handler));
+        self.routes.push(Route {
+            method,
+            path,
+            level,
+        });
+        self
+    }
+}
+
+/// Every route Regent serves.
+pub fn table() -> Table {
+    use Level::*;
+    use Method as M;
+    const GROUP: &str = "/api/v1/consumer-groups/{group}";
+    let t = Table {
+        router: Router::new(),
+        routes: Vec::new(),
+    };
+    t.at(M::GET, "/health", Public, health::health)
+        .at(M::GET, "/metrics", Public, metrics::json_snapshot)
+        .at(M::GET, "/metrics/prometheus", Public, metrics::prometheus)
+        .at(
+            M::POST,
+            "/api/v1/configure",
+            ReadWrite,
+            configure::configure,
+        )
+        .at(M::POST, "/api/v1/push", ReadWrite, push::push)
+        .at(
+            M::GET,
+            "/api/v1/pop/queue/{queue}",
+            ReadWrite,
+            pop::pop_queue,
+        )
+        .at(
+            M::GET,
+            "/api/v1/pop/queue/{queue}/partition/{partition}",
+            ReadWrite,
+            pop::pop_partition,
+        )
+        .at(M::GET, "/api/v1/pop", ReadWrite, pop::pop_scope)
+        .at(M::POST, "/api/v1/ack", ReadWrite, ack::ack_single)
+        .at(M::POST, "/api/v1/ack/batch", ReadWrite, ack::ack_batch)
+        .at(
+            M::POST,
+            "/api/v1/transaction",
+            ReadWrite,
+            transaction::transaction,
+        )
+        .at(
+            M::POST,
+            "/api/v1/lease/{lease_id}/extend",
+            ReadWrite,
+            lease::extend,
+        )
+        .at(M::GET, "/api/v1/dlq", ReadOnly, dlq::list)
+        .at(
+            M::GET,
+            "/api/v1/resources/queues",
+            ReadOnly,
+            resources::list_queues,
+        )
+        .at(
+            M::GET,
+            "/api/v1/resources/queues/{queue}",
+            ReadOnly,
+            resources::get_queue,
+        )
+        .at(
+            M::DELETE,
+            "/api/v1/resources/queues/{queue}",
+            Admin,
+            resources::delete_queue,
+        )
+        .at(
+            M::GET,
+            "/api/v1/resources/queues/{queue}/depth",
+            ReadOnly,
+            resources::queue_depth,
+        )
+        .at(
+            M::GET,
+            "/api/v1/consumer-groups",
+            ReadOnly,
+            consumer_groups::list,
+        )
+        .at(
+            M::GET,
+            "/api/v1/consumer-groups/lagging",
+            ReadOnly,
+            consumer_groups::lagging,
+        )
+        .at(M::GET, GROUP, ReadOnly, consumer_groups::detail)
+        .at(M::DELETE, GROUP, Admin, consumer_groups::delete)
+        .at(
+            M::DELETE,
+            "/api/v1/consumer-groups/{group}/queues/{queue}",
+            Admin,
+            consumer_groups::delete_for_queue,
+        )
+        .at(
+            M::POST,
+            "/api/v1/consumer-groups/{group}/queues/{queue}/seek",
+            ReadWrite,
+            consumer_groups::seek_queue,
+        )
+        .at(
+            M::POST,
+            "/api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek",
+            ReadWrite,
+            consumer_groups::seek_partition,
+        )
+}
+
+/// Every route Regent serves, without the handlers.
+pub fn routes() -> Vec<Route> {
+    table().routes
+}
+
+/// The level of a matched route; `None` for one the table does not name.
+pub fn level(routes: &[Route], method: &Method, template: &str) -> Option<Level> {
+    routes
+        .iter()
+        .find(|r| r.method == method && r.path == template)
+        .map(|r| r.level)
+}

@@ -1,0 +1,41 @@
+//! What a committed write tells parked pops, here or on another broker.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Announcement {
+    #[serde(rename = "t")]
+    pub tenant: String,
+    /// Queue name and how many of its partitions got messages.
+    #[serde(rename = "q")]
+    pub queues: Vec<(String, usize)>,
+    /// (queue id, partition id) of partitions created.
+    #[serde(rename = "c", default, skip_serializing_if = "Vec::is_empty")]
+    pub created: Vec<(Uuid, Uuid)>,
+    /// (queue id, partition id) of partitions appended to (or freed).
+    #[serde(rename = "p", default, skip_serializing_if = "Vec::is_empty")]
+    pub partitions: Vec<(Uuid, Uuid)>,
+    /// (queue, consumer group) left messages to read by an ack, a released lease or a seek:
+    /// only that group's pops have something new to claim.
+    #[serde(rename = "r", default, skip_serializing_if = "Vec::is_empty")]
+    pub reopened: Vec<(String, String)>,
+}
+
+impl Announcement {
+    /// One (queue, group) left something to read.
+    pub fn reopened(tenant: &str, reopened: Vec<(String, String)>) -> Announcement {
+        Announcement {
+            tenant: tenant.to_string(),
+            reopened,
+            ..Default::default()
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.queues.is_empty()
+            && self.created.is_empty()
+            && self.partitions.is_empty()
+            && self.reopened.is_empty()
+    }
+}

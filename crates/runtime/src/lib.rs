@@ -1,0 +1,112 @@
+//! What one broker holds in memory, in one room. Everything here is a hint or a counter:
+//! the database is the truth, so losing any of it (a restart, an eviction) costs latency or a
+//! recount, never a message. No I/O happens here; the service layer does it and tells this
+//! crate what happened.
+//!
+//! Architecture Invariant: every map keyed by something a client names (queues, consumer
+//! groups, tenants) is bounded. Entries live while they are in use or recent, and a map past
+//! its bound forgets first what is cheapest to rebuild. [`Runtime::sizes`] reports how many
+//! entries each holds (`/metrics/prometheus`).
+
+pub mod activity;
+pub mod announcement;
+pub mod deliveries;
+pub mod handovers;
+pub mod limiter;
+pub mod peers;
+pub mod ready;
+pub mod sweeps;
+pub mod wakeups;
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use regent_broker::limits::LimitTable;
+
+pub use activity::Op;
+pub use announcement::Announcement;
+
+/// What the runtime state is built from.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    /// The transaction index's window: remembered deliveries are used only inside it.
+    pub index_retention: Duration,
+    pub limits: LimitTable,
+    /// Whether announcements go to the other brokers at all (`PEER_WAKEUPS`).
+    pub peer_wakeups: bool,
+}
+
+/// One broker's in-memory state.
+pub struct Runtime {
+    /// Parked long-polls, by what would wake them.
+    pub wakeups: wakeups::Wakeups,
+    /// Partitions pushed to since each group last looked.
+    pub ready: ready::Ready,
+    /// When each group last gave itself cursors on every partition.
+    pub sweeps: sweeps::Sweeps,
+    /// What each live lease delivered, so its acks resolve without the index.
+    pub deliveries: deliveries::Deliveries,
+    /// Per-tenant request buckets and stored-message accounts.
+    pub limiter: limiter::Limiter,
+    /// Requests and messages since start.
+    pub activity: activity::Activity,
+    /// This broker's identity among its peers, and its outbox.
+    pub peers: peers::Peers,
+    /// Pop answers whose lease is not yet handed to a connection.
+    pub handovers: handovers::Handovers,
+}
+
+impl Runtime {
+    pub fn new(s: Settings) -> Runtime {
+        Runtime {
+            wakeups: Default::default(),
+            ready: Default::default(),
+            sweeps: Default::default(),
+            deliveries: deliveries::Deliveries::new(s.index_retention),
+            limiter: limiter::Limiter::new(s.limits),
+            activity: Default::default(),
+            peers: peers::Peers::new(s.peer_wakeups),
+            handovers: Default::default(),
+        }
+    }
+
+    /// Applies an announcement, this broker's or another's: sweeps learn new partitions, ready
+    /// lists the written ones, parked pops wake (as many per consumer group as partitions were
+    /// written, and one of each group an ack left something to claim).
+    pub fn hint(&self, a: &Announcement) {
+        for &(q, p) in &a.created {
+            self.sweeps.created(q, p);
+        }
+        for &(q, p) in &a.partitions {
+            self.ready.pushed(q, p);
+        }
+        for (q, partitions) in &a.queues {
+            self.wakeups.notify(&a.tenant, q, *partitions);
+        }
+        for (q, group) in &a.reopened {
+            self.wakeups.reopened(&a.tenant, q, group);
+        }
+    }
+
+    /// How many entries each map holds now, by name.
+    pub fn sizes(&self) -> Vec<(&'static str, usize)> {
+        vec![
+            ("wakeups", self.wakeups.len()),
+            ("ready_queues", self.ready.queues()),
+            ("ready_groups", self.ready.groups()),
+            ("ready_entries", self.ready.entries()),
+            ("sweep_looks", self.sweeps.looks()),
+            ("sweep_created", self.sweeps.created_len()),
+            ("deliveries", self.deliveries.len()),
+            ("limiter_tenants", self.limiter.tenants()),
+            ("peer_outbox", self.peers.outbox_len()),
+            ("handovers", self.handovers.pending()),
+        ]
+    }
+}
+
+/// A mutex whose holder panicked is still usable: everything behind these locks is a hint or
+/// a counter, so one request's panic must not turn every later use into another panic.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -1,0 +1,233 @@
+//! Which partitions received messages, per queue, in push order, with each consumer group's
+//! place in that list: a pop claims from the partitions pushed to since its group last looked
+//! before walking every cursor of the group, which at 10,000 partitions means walking
+//! thousands with nothing to read. Only this broker's pushes and its peers' notes are listed;
+//! the walk finds the rest (and leftovers of a partition with more than one batch), so a lost
+//! hint costs time, never a message.
+//!
+//! Bounded three ways: lists exist only for queues this broker pops from (at most
+//! [`MAX_QUEUES`], the one looked at least recently goes first), each list remembers at most
+//! [`MAX_GROUPS`] groups' places (likewise), and all lists together hold at most
+//! [`MAX_ENTRIES`] entries, each list an equal share (at least [`MIN_KEPT`]). A forgotten
+//! group starts again at the end of its list; forgotten entries are found by the walk.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+
+use uuid::Uuid;
+
+use crate::lock;
+
+/// Lists kept at most.
+pub const MAX_QUEUES: usize = 1024;
+/// Groups' places kept per list at most.
+pub const MAX_GROUPS: usize = 1024;
+/// Entries over every list at most (24 bytes each).
+pub const MAX_ENTRIES: usize = 1 << 20;
+/// Entries one list keeps at most, and at least when lists share [`MAX_ENTRIES`].
+const MAX_KEPT: usize = 16_384;
+const MIN_KEPT: usize = 256;
+
+#[derive(Default)]
+pub struct Ready {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    lists: HashMap<Uuid, ReadyList>,
+    /// A logical clock: one tick per take, so "least recently" never ties.
+    tick: u64,
+}
+
+struct ReadyList {
+    /// (sequence number, partition), oldest first.
+    pushed: VecDeque<(u64, Uuid)>,
+    next: u64,
+    /// Per group: the sequence number of the first entry it has not taken, and when it took.
+    taken: HashMap<String, (u64, u64)>,
+    looked: u64,
+}
+
+impl ReadyList {
+    fn new(now: u64) -> ReadyList {
+        ReadyList {
+            pushed: VecDeque::new(),
+            next: 0,
+            taken: HashMap::new(),
+            looked: now,
+        }
+    }
+
+    fn trim(&mut self, keep: usize) {
+        while self.pushed.len() > keep {
+            self.pushed.pop_front();
+        }
+    }
+}
+
+/// How many entries each list may keep when `lists` share the budget.
+fn share(lists: usize) -> usize {
+    (MAX_ENTRIES / lists.max(1)).clamp(MIN_KEPT, MAX_KEPT)
+}
+
+impl Ready {
+    /// Records a committed push to `partition` of `queue`, here or on another broker. Only
+    /// for queues this broker pops from: a group starts at the end of the list, so entries
+    /// written before any pop would never be read, and with every broker hearing every push,
+    /// a list per queue pushed to anywhere would cost each broker memory for queues it does
+    /// not serve.
+    pub fn pushed(&self, queue: Uuid, partition: Uuid) {
+        let mut inner = lock(&self.inner);
+        let keep = share(inner.lists.len());
+        let Some(list) = inner.lists.get_mut(&queue) else {
+            return;
+        };
+        list.pushed.push_back((list.next, partition));
+        list.next += 1;
+        list.trim(keep);
+    }
+
+    /// Up to `max` distinct partitions pushed to since `group` last took, oldest first; they
+    /// count as taken. A group's first call takes nothing (it starts at the end of the list).
+    pub fn take(&self, queue: Uuid, group: &str, max: usize) -> Vec<Uuid> {
+        let mut inner = lock(&self.inner);
+        inner.tick += 1;
+        let now = inner.tick;
+        if !inner.lists.contains_key(&queue) {
+            make_room(&mut inner.lists);
+            inner.lists.insert(queue, ReadyList::new(now));
+        }
+        let list = inner.lists.get_mut(&queue).expect("inserted above");
+        list.looked = now;
+        let end = list.next;
+        let from = match list.taken.get(group) {
+            Some(&(seq, _)) => seq,
+            None => {
+                if list.taken.len() >= MAX_GROUPS {
+                    forget_stalest_half(&mut list.taken);
+                }
+                end
+            }
+        };
+        let mut out: Vec<Uuid> = Vec::new();
+        let mut upto = from;
+        // Sequence numbers are consecutive, so the group's place is an index, not a search.
+        let first = list.pushed.front().map_or(end, |&(seq, _)| seq);
+        let start = (from.saturating_sub(first) as usize).min(list.pushed.len());
+        for &(seq, p) in list.pushed.range(start..) {
+            if out.len() >= max && !out.contains(&p) {
+                break;
+            }
+            if !out.contains(&p) {
+                out.push(p);
+            }
+            upto = seq + 1;
+        }
+        list.taken.insert(group.to_string(), (upto.max(from), now));
+        out
+    }
+
+    /// Lists held.
+    pub fn queues(&self) -> usize {
+        lock(&self.inner).lists.len()
+    }
+
+    /// Groups' places held, over every list.
+    pub fn groups(&self) -> usize {
+        lock(&self.inner)
+            .lists
+            .values()
+            .map(|l| l.taken.len())
+            .sum()
+    }
+
+    /// Entries held, over every list.
+    pub fn entries(&self) -> usize {
+        lock(&self.inner)
+            .lists
+            .values()
+            .map(|l| l.pushed.len())
+            .sum()
+    }
+}
+
+/// Before a new list: the least recently looked-at list goes if the map is full, and the
+/// others shrink to their new share.
+fn make_room(map: &mut HashMap<Uuid, ReadyList>) {
+    if map.len() >= MAX_QUEUES {
+        if let Some(stalest) = map.iter().min_by_key(|(_, l)| l.looked).map(|(q, _)| *q) {
+            map.remove(&stalest);
+        }
+    }
+    let keep = share(map.len() + 1);
+    for list in map.values_mut() {
+        list.trim(keep);
+    }
+}
+
+/// Forgets the half of the groups that took least recently: one pass per half-full of new
+/// names, not one per name.
+fn forget_stalest_half(taken: &mut HashMap<String, (u64, u64)>) {
+    let mut stamps: Vec<u64> = taken.values().map(|&(_, at)| at).collect();
+    let mid = stamps.len() / 2;
+    let (_, &mut median, _) = stamps.select_nth_unstable(mid);
+    taken.retain(|_, &mut (_, at)| at > median);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ready_hands_each_group_the_partitions_pushed_since_it_last_took() {
+        let r = Ready::default();
+        let q = Uuid::now_v7();
+        let (a, b, c) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+        r.pushed(q, Uuid::now_v7());
+        assert!(r.take(q, "g", 4).is_empty(), "a group starts at the end");
+        assert!(r.take(q, "h", 4).is_empty());
+        for p in [a, b, a, c] {
+            r.pushed(q, p);
+        }
+        assert_eq!(r.take(q, "g", 1), vec![a]);
+        assert_eq!(r.take(q, "g", 2), vec![b, a]);
+        assert_eq!(r.take(q, "g", 4), vec![c]);
+        assert!(r.take(q, "g", 4).is_empty());
+        // Another group has its own place in the list.
+        assert_eq!(r.take(q, "h", 8), vec![a, b, c]);
+    }
+
+    #[test]
+    fn a_million_group_names_and_queues_stay_within_bounds() {
+        let r = Ready::default();
+        let hot = Uuid::now_v7();
+        for i in 0..1_000_000u32 {
+            r.take(hot, &format!("group-{i}"), 1);
+            r.pushed(hot, Uuid::now_v7());
+            if i % 100 == 0 {
+                r.take(Uuid::now_v7(), "g", 1);
+            }
+        }
+        assert!(r.queues() <= MAX_QUEUES, "{}", r.queues());
+        assert!(r.groups() <= MAX_QUEUES * MAX_GROUPS);
+        let on_hot = lock(&r.inner).lists[&hot].taken.len();
+        assert!(on_hot <= MAX_GROUPS, "{on_hot}");
+        assert!(r.entries() <= MAX_ENTRIES, "{}", r.entries());
+    }
+
+    #[test]
+    fn a_forgotten_group_starts_again_at_the_end() {
+        let r = Ready::default();
+        let q = Uuid::now_v7();
+        r.take(q, "old", 1);
+        for i in 0..MAX_GROUPS {
+            r.take(q, &format!("g{i}"), 1);
+        }
+        let p = Uuid::now_v7();
+        r.pushed(q, p);
+        assert!(r.take(q, "old", 1).is_empty(), "its place was forgotten");
+        let last = format!("g{}", MAX_GROUPS - 1);
+        assert_eq!(r.take(q, &last, 1), vec![p], "recent groups keep theirs");
+    }
+}

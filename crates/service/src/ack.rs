@@ -1,0 +1,398 @@
+//! Ack: acknowledgement as an offset commit, exactly as the seed contract says. Items are
+//! grouped by (partition, lease); each group resolves its transaction ids to offsets (from
+//! what this broker delivered under the lease, else through the transaction index), locks
+//! its cursor, checks the lease on the locked row, and commits what `regent_broker::ack_plan`
+//! decides. Concurrent requests' groups share one transaction; a group whose partition id is
+//! not a UUID, and every group of a fused transaction that fails, is re-run on its own, so
+//! one group's failure never changes another's outcome (the seed's isolation rule).
+
+use std::collections::HashMap;
+
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+use regent_broker::ack_plan::{
+    self, AckItem, AckPlan, CursorView, ItemOutcome, Policy, CONSUMER_NOT_FOUND, FLUSH_FAILED,
+    INVALID_LEASE, NOT_OWNED, POOL,
+};
+use regent_broker::options::QueueOptions;
+use regent_broker::status::AckStatus;
+use regent_broker::tx_hash::tx_hash;
+use regent_runtime::{Announcement, Op};
+use regent_store::cursor::{self, Locked};
+use regent_store::dead_letters::{self, Letter};
+use regent_store::{retrying, StoreError, Transaction};
+
+use crate::fusion::Fusable;
+use crate::{Error, Service};
+
+/// One ack as sent, with the contract's defaults applied for absent fields.
+#[derive(Clone, Debug)]
+pub struct SentAck {
+    pub transaction_id: String,
+    /// As the client sent it: a malformed id fails in the database with its own message.
+    pub partition_id: String,
+    pub lease_id: Option<String>,
+    pub status: AckStatus,
+    pub error: Option<String>,
+}
+
+/// Acks sharing one partition, consumer group and lease (or no lease).
+#[derive(Clone, Debug)]
+pub(crate) struct AckGroup {
+    pub partition_id: String,
+    pub group: String,
+    pub lease_id: Option<String>,
+    pub items: Vec<SentAck>,
+    /// The items' offsets, when this broker delivered them under the lease: the transaction
+    /// index is then not consulted.
+    pub known: Option<Vec<i64>>,
+}
+
+/// How an ack whose `leaseId` is not the live lease is treated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LeaseCheck {
+    /// The ack routes: refused with `invalid or expired lease` (the seed).
+    Strict,
+    /// Transactions: a replay of already-completed acks is a no-op (see `ack_plan::replay`).
+    AllowReplay,
+}
+
+/// A group's plan as carried out, and what it left for the group's other consumers.
+#[derive(Debug)]
+pub(crate) struct Acked {
+    pub plan: AckPlan,
+    /// The queue's name when the ack ended the group's lease with messages still to read on
+    /// the partition (a nack to retry, or a batch acked in part): once committed, the
+    /// group's parked pops can claim them at once instead of at their next recheck.
+    pub reopened: Option<String>,
+}
+
+impl From<AckPlan> for Acked {
+    fn from(plan: AckPlan) -> Acked {
+        Acked {
+            plan,
+            reopened: None,
+        }
+    }
+}
+
+impl Service {
+    /// Acks for consumer group `group`; one outcome per ack, in request order.
+    pub async fn ack(
+        &self,
+        tenant: &str,
+        acks: Vec<SentAck>,
+        group: &str,
+    ) -> Result<Vec<ItemOutcome>, Error> {
+        self.runtime.activity.request(Op::Ack);
+        let n = acks.len();
+        let (mut groups, positions): (Vec<AckGroup>, Vec<Vec<usize>>) =
+            group_acks(acks, group).into_iter().unzip();
+        self.know_offsets(&mut groups);
+        let leases: Vec<Option<String>> = groups.iter().map(|g| g.lease_id.clone()).collect();
+        let plans = self
+            .acks
+            .submit(|reply| AckJob {
+                tenant: tenant.to_string(),
+                groups,
+                reply,
+            })
+            .await?;
+        self.forget_ended(&leases, &plans);
+        let mut out = vec![ItemOutcome::default(); n];
+        for (idx, plan) in positions.iter().zip(plans) {
+            for (&pos, outcome) in idx.iter().zip(plan.items) {
+                out[pos] = outcome;
+            }
+        }
+        let acknowledged = out.iter().filter(|o| o.success).count();
+        self.runtime.activity.carried(Op::Ack, acknowledged);
+        Ok(out)
+    }
+
+    /// Fills in the offsets this broker delivered under each group's lease, where it knows
+    /// them.
+    pub(crate) fn know_offsets<'a>(&self, groups: impl IntoIterator<Item = &'a mut AckGroup>) {
+        for g in groups {
+            if let Some(lease) = &g.lease_id {
+                g.known = self.runtime.deliveries.resolve(
+                    lease,
+                    &g.partition_id,
+                    g.items.iter().map(|i| i.transaction_id.as_str()),
+                );
+            }
+        }
+    }
+
+    /// Forgets the deliveries of leases the acks ended.
+    pub(crate) fn forget_ended(&self, leases: &[Option<String>], plans: &[AckPlan]) {
+        for (lease, plan) in leases.iter().zip(plans) {
+            if let Some(lease) = lease {
+                if plan.items.iter().any(|o| o.lease_released) {
+                    self.runtime.deliveries.forget(lease);
+                }
+            }
+        }
+    }
+}
+
+/// Groups acks by (partitionId, leaseId) in first-appearance order; returns the groups and,
+/// per group, the request positions of its items.
+pub(crate) fn group_acks(acks: Vec<SentAck>, group: &str) -> Vec<(AckGroup, Vec<usize>)> {
+    let mut groups: Vec<(AckGroup, Vec<usize>)> = Vec::new();
+    for (i, a) in acks.into_iter().enumerate() {
+        match groups
+            .iter_mut()
+            .find(|(g, _)| g.partition_id == a.partition_id && g.lease_id == a.lease_id)
+        {
+            Some((g, idx)) => {
+                g.items.push(a);
+                idx.push(i);
+            }
+            None => groups.push((
+                AckGroup {
+                    partition_id: a.partition_id.clone(),
+                    group: group.to_string(),
+                    lease_id: a.lease_id.clone(),
+                    items: vec![a],
+                    known: None,
+                },
+                vec![i],
+            )),
+        }
+    }
+    groups
+}
+
+/// (request, group of the request).
+type Slot = (usize, usize);
+
+pub(crate) struct AckJob {
+    tenant: String,
+    groups: Vec<AckGroup>,
+    reply: oneshot::Sender<Vec<AckPlan>>,
+}
+
+impl Fusable for AckJob {
+    fn tenant(&self) -> &str {
+        &self.tenant
+    }
+
+    fn weight(&self) -> usize {
+        self.groups.iter().map(|g| g.items.len()).sum()
+    }
+
+    /// Every group of every request in one transaction, in the global lock order. A group
+    /// whose partition id is not a UUID fails in the database by design (its own error
+    /// message is the answer), so it runs on its own, as does every group when the fused
+    /// transaction fails.
+    async fn flush(s: &Service, tenant: &str, jobs: Vec<AckJob>) {
+        let (mut fused, mut alone): (Vec<Slot>, Vec<Slot>) = jobs
+            .iter()
+            .enumerate()
+            .flat_map(|(j, job)| (0..job.groups.len()).map(move |g| (j, g)))
+            .partition(|&(j, g)| Uuid::parse_str(&jobs[j].groups[g].partition_id).is_ok());
+        let group = |&(j, g): &Slot| &jobs[j].groups[g];
+        fused.sort_by_key(|slot| {
+            let g = group(slot);
+            (Uuid::parse_str(&g.partition_id).ok(), g.group.clone())
+        });
+        let mut done: HashMap<Slot, Acked> = HashMap::new();
+        let in_order: Vec<&AckGroup> = fused.iter().map(group).collect();
+        match run_groups(s, tenant, &in_order).await {
+            Ok(acked) => done.extend(fused.iter().copied().zip(acked)),
+            Err(_) => alone.extend(fused),
+        }
+        let singles =
+            futures::future::join_all(alone.iter().map(|slot| run_group(s, tenant, group(slot))))
+                .await;
+        done.extend(alone.into_iter().zip(singles));
+        // Committed: announced before any answer, as a push is.
+        let reopened: Vec<(String, String)> = done
+            .iter()
+            .filter_map(|(slot, a)| Some((a.reopened.clone()?, group(slot).group.clone())))
+            .collect();
+        s.announce(&Announcement::reopened(tenant, reopened));
+        for (j, job) in jobs.into_iter().enumerate() {
+            let mine = (0..job.groups.len())
+                .map(|g| done.remove(&(j, g)).expect("every group has a plan").plan)
+                .collect();
+            let _ = job.reply.send(mine);
+        }
+    }
+}
+
+/// Runs one group in its own transaction and maps every failure to the contract's per-item
+/// texts: no connection -> `pool`; a statement failing -> the database's own message (a
+/// malformed `partitionId` lands here); the commit failing -> `ack flush failed; ...`.
+async fn run_group(s: &Service, tenant: &str, group: &AckGroup) -> Acked {
+    let n = group.items.len();
+    match committed(s, tenant, std::slice::from_ref(&group)).await {
+        Ok(Ok(mut acked)) => acked.pop().expect("one group"),
+        Ok(Err(_)) => AckPlan::refuse_all(n, FLUSH_FAILED).into(),
+        Err(StoreError::Pool(_)) => AckPlan::refuse_all(n, POOL).into(),
+        Err(e) => AckPlan::refuse_all(n, &e.to_string()).into(),
+    }
+}
+
+/// Runs several groups in one transaction, in the order given (which must be the global lock
+/// order: by partition, then group), so many acks share one commit. A statement failing is
+/// returned as the error, for the caller to fall back to [`run_group`] per group.
+async fn run_groups(
+    s: &Service,
+    tenant: &str,
+    groups: &[&AckGroup],
+) -> Result<Vec<Acked>, StoreError> {
+    let refuse = |error: &str| {
+        groups
+            .iter()
+            .map(|g| AckPlan::refuse_all(g.items.len(), error).into())
+            .collect()
+    };
+    match committed(s, tenant, groups).await {
+        Ok(Ok(acked)) => Ok(acked),
+        Ok(Err(_)) => Ok(refuse(FLUSH_FAILED)),
+        Err(StoreError::Pool(_)) => Ok(refuse(POOL)),
+        Err(e) => Err(e),
+    }
+}
+
+/// The groups in one transaction, retried while the failure is safe to retry. A failed
+/// commit is not retried: it is answered as the contract says (the lease expires and
+/// redelivers), so it comes back as the inner error.
+async fn committed(
+    s: &Service,
+    tenant: &str,
+    groups: &[&AckGroup],
+) -> Result<Result<Vec<Acked>, StoreError>, StoreError> {
+    retrying(|| async {
+        let mut client = s.store.client().await?;
+        let tx = client.transaction().await?;
+        let mut acked = Vec::with_capacity(groups.len());
+        for g in groups {
+            acked.push(ack_group(&tx, tenant, g, LeaseCheck::Strict).await?);
+        }
+        Ok(match tx.commit().await {
+            Ok(()) => Ok(acked),
+            Err(e) => {
+                tracing::warn!(error = %e, "ack commit failed");
+                Err(e.into())
+            }
+        })
+    })
+    .await
+}
+
+/// Resolves and commits one group inside the caller's transaction and returns the plan that
+/// was carried out (its `items` align with `group.items`).
+pub(crate) async fn ack_group(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    group: &AckGroup,
+    check: LeaseCheck,
+) -> Result<Acked, StoreError> {
+    let n = group.items.len();
+    // A partition id only PostgreSQL can parse (or none at all) is keyed with the nil id here
+    // and resolved again below, once the row names the partition.
+    let sent_partition = Uuid::parse_str(&group.partition_id).ok();
+    let keyed = match &group.known {
+        Some(_) => Vec::new(),
+        None => hashes(group, sent_partition.unwrap_or(Uuid::nil())),
+    };
+    let Some(c) = cursor::lock(tx, tenant, &group.partition_id, &group.group, &keyed).await? else {
+        let error = match cursor::owner(tx, &group.partition_id).await? {
+            Some(t) if t != tenant => NOT_OWNED,
+            _ => CONSUMER_NOT_FOUND,
+        };
+        return Ok(AckPlan::refuse_all(n, error).into());
+    };
+    let lease_ok = match &group.lease_id {
+        Some(sent) => c.live && c.lease_id.is_some() && Uuid::parse_str(sent).ok() == c.lease_id,
+        None => true,
+    };
+    if !lease_ok && check == LeaseCheck::Strict {
+        return Ok(AckPlan::refuse_all(n, INVALID_LEASE).into());
+    }
+    let offsets = match &group.known {
+        Some(known) => known.iter().copied().map(Some).collect(),
+        None if sent_partition != Some(c.partition_id) => {
+            cursor::resolve(tx, &hashes(group, c.partition_id)).await?
+        }
+        None => c.offsets.clone(),
+    };
+    let items: Vec<AckItem> = group
+        .items
+        .iter()
+        .zip(offsets)
+        .map(|(i, offset)| AckItem {
+            status: i.status,
+            offset,
+            error: i.error.clone(),
+        })
+        .collect();
+    if !lease_ok {
+        return Ok(ack_plan::replay(c.committed, &items)
+            .unwrap_or_else(|| AckPlan::refuse_all(n, INVALID_LEASE))
+            .into());
+    }
+    carry_out(tx, tenant, group, &c, &items).await
+}
+
+/// The items' transaction index keys in `partition`.
+fn hashes(group: &AckGroup, partition: Uuid) -> Vec<Uuid> {
+    group
+        .items
+        .iter()
+        .map(|i| tx_hash(partition, &i.transaction_id))
+        .collect()
+}
+
+/// Plans the acks against the locked cursor and writes what the plan says: the cursor, and
+/// the dead letter when one is due.
+async fn carry_out(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    group: &AckGroup,
+    c: &Locked,
+    items: &[AckItem],
+) -> Result<Acked, StoreError> {
+    let options = QueueOptions::from_stored(&c.options);
+    let view = CursorView {
+        committed: c.committed,
+        live_lease_end: if c.live { c.lease_end } else { None },
+        last_lease_end: c.lease_end,
+        retry_count: c.retry_count,
+    };
+    let policy = Policy {
+        retry_limit: options.retry_limit(),
+        dead_letter: options.dead_letter_enabled(),
+    };
+    let plan = ack_plan::plan(&view, &policy, group.lease_id.is_some(), items);
+    if !plan.changed {
+        return Ok(plan.into());
+    }
+    cursor::write(
+        tx,
+        c.partition_id,
+        &group.group,
+        plan.committed,
+        plan.retry_count,
+        plan.release_lease,
+    )
+    .await?;
+    if let Some(dl) = &plan.dead_letter {
+        let letter = Letter {
+            tenant,
+            queue_id: c.queue_id,
+            partition_id: c.partition_id,
+            group: &group.group,
+            offset: dl.offset,
+            reason: &dl.reason,
+            retry_count: c.retry_count,
+        };
+        dead_letters::file(tx, &letter).await?;
+    }
+    let reopened = plan.reopens(c.next_offset).then(|| c.queue.clone());
+    Ok(Acked { plan, reopened })
+}

@@ -1,0 +1,68 @@
+//! What a use case answers when it cannot do what was asked. The HTTP layer maps each kind to
+//! a status code; internal details travel only as far as the log.
+
+use std::time::Duration;
+
+use regent_runtime::limiter::Refusal;
+use regent_store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The request cannot be carried out as sent: the text says why, for the client.
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    NotFound(String),
+    /// Over a tenant limit.
+    #[error("{0:?}")]
+    Limited(Refusal),
+    /// Nothing was done and the client may try again after `retry_after`: the database is
+    /// unreachable or overloaded, or the broker is going away.
+    #[error("{reason}")]
+    Unavailable {
+        reason: &'static str,
+        retry_after: Duration,
+    },
+    /// A fault of the broker's own. The detail is for the log, never for the client.
+    #[error("{0}")]
+    Internal(String),
+}
+
+/// How long a client is told to wait when the database is not answering: about the time a
+/// restarted primary or a failover takes to accept connections again.
+pub const DATABASE_RETRY: Duration = Duration::from_secs(1);
+
+impl Error {
+    pub fn invalid(text: impl Into<String>) -> Error {
+        Error::Invalid(text.into())
+    }
+
+    pub fn shutting_down() -> Error {
+        Error::Unavailable {
+            reason: "Server is shutting down",
+            retry_after: DATABASE_RETRY,
+        }
+    }
+}
+
+impl From<StoreError> for Error {
+    fn from(e: StoreError) -> Error {
+        if e.is_client_error() {
+            Error::Invalid(e.to_string())
+        } else if e.is_unavailable() {
+            tracing::warn!(error = %e, "database unavailable");
+            Error::Unavailable {
+                reason: "Database unavailable",
+                retry_after: DATABASE_RETRY,
+            }
+        } else {
+            Error::Internal(e.to_string())
+        }
+    }
+}
+
+impl From<Refusal> for Error {
+    fn from(r: Refusal) -> Error {
+        Error::Limited(r)
+    }
+}

@@ -1,0 +1,172 @@
+//! Regent's use cases, one module each: push (request fusion included), pop (the long-poll
+//! loop, the claim, the lease's handover), ack, transaction, lease, announcements to this
+//! broker's wakeups and to the other brokers, and the inspection and administration of
+//! queues, consumer groups and dead letters.
+//!
+//! A use case takes parsed, typed input and returns a typed outcome. It owns its transaction
+//! boundary: it begins the transaction, calls `regent-store` for SQL and `regent-broker` for
+//! the rules, commits, and only then tells anyone (announcements happen after commit). It
+//! knows no HTTP and no JSON shapes.
+//!
+//! Architecture Invariant: nothing is acknowledged before its commit. Every function here
+//! that writes returns only after the transaction holding the write has committed (or with
+//! an error, having written nothing).
+
+pub mod ack;
+mod announce;
+pub mod dead_letters;
+pub mod error;
+mod fusion;
+pub mod groups;
+mod handover;
+pub mod health;
+pub mod lease;
+mod limits;
+pub mod pop;
+mod purge;
+pub mod push;
+pub mod queues;
+mod supervise;
+pub mod transaction;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use regent_broker::encryption::PayloadCipher;
+use regent_config::Config;
+use regent_runtime::Runtime;
+use regent_store::Store;
+
+pub use error::Error;
+pub use handover::Handover;
+pub use regent_runtime::activity::{Activity, Op, ProcessUse};
+pub use regent_runtime::limiter::Refusal;
+pub use regent_runtime::wakeups::Waiter;
+pub use regent_store::{Message, StoredMessage};
+pub use supervise::Supervisor;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// One broker's use cases and everything they share.
+pub struct Service {
+    store: Store,
+    runtime: Runtime,
+    cipher: Option<PayloadCipher>,
+    index_retention: Duration,
+    purge_interval: Duration,
+    database_url: String,
+    /// Where push requests go to be fused into shared transactions.
+    pushes: fusion::Batcher<push::PushJob>,
+    /// Where ack requests go to be fused into shared transactions.
+    acks: fusion::Batcher<ack::AckJob>,
+    /// Flips to true when the broker starts shutting down: parked long-polls answer at once.
+    stopping: watch::Sender<bool>,
+    /// Flips to true last, once the shutdown's own releases are announced: the peer link
+    /// sends what is left and closes.
+    peers_stop: watch::Sender<bool>,
+    supervisor: Supervisor,
+    /// The purge clock and the peer link, stopped at shutdown.
+    background: std::sync::Mutex<Vec<(&'static str, JoinHandle<()>)>>,
+}
+
+impl Service {
+    /// Migrates the database, opens the pool and starts the background tasks (flushers, the
+    /// purge clock, the peer link).
+    pub async fn start(config: &Config, database_url: &str) -> anyhow::Result<Arc<Service>> {
+        let cipher = config
+            .queen_encryption_key
+            .as_deref()
+            .map(PayloadCipher::from_hex)
+            .transpose()?;
+        let limits = config.tenant_limits()?;
+        Store::migrate(database_url).await?;
+        let store = Store::connect(database_url, config.db_pool_size)?;
+        let index_retention = Duration::from_secs(config.tx_index_retention_seconds);
+        let runtime = Runtime::new(regent_runtime::Settings {
+            index_retention,
+            limits,
+            peer_wakeups: config.peer_wakeups,
+        });
+        let service = Arc::new(Service {
+            store,
+            runtime,
+            cipher,
+            index_retention,
+            purge_interval: Duration::from_secs(config.purge_interval_seconds.max(1)),
+            database_url: database_url.to_string(),
+            pushes: Default::default(),
+            acks: Default::default(),
+            stopping: watch::Sender::new(false),
+            peers_stop: watch::Sender::new(false),
+            supervisor: Supervisor::default(),
+            background: Default::default(),
+        });
+        service.pushes.start(&service, "push flusher");
+        service.acks.start(&service, "ack flusher");
+        service.start_background();
+        Ok(service)
+    }
+
+    fn start_background(self: &Arc<Self>) {
+        let s = self.clone();
+        let purge = self
+            .supervisor
+            .spawn("purge", move || purge::run(s.clone()));
+        let s = self.clone();
+        let peers = self
+            .supervisor
+            .spawn("peer link", move || announce::peer_link(s.clone()));
+        let mut background = self.background.lock().expect("start-up");
+        background.push(("purge", purge));
+        background.push(("peer link", peers));
+    }
+
+    /// The in-memory state of this broker (wakeups, ready lists, counters...).
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// Where background tasks of other layers run, supervised (the JWKS refresh).
+    pub fn supervisor(&self) -> &Supervisor {
+        &self.supervisor
+    }
+
+    /// Whether payloads of encrypted queues can be sealed and opened.
+    pub fn can_encrypt(&self) -> bool {
+        self.cipher.is_some()
+    }
+
+    /// Shutdown, first step: parked long-polls answer their empty shape now, and new ones
+    /// answer at once.
+    pub fn stop_waiting(&self) {
+        self.stopping.send_replace(true);
+    }
+
+    /// Shutdown, last step, once no request is running: the purge clock stops, every lease
+    /// whose answer was not delivered is released (and announced), the peer link sends what
+    /// is left and closes, and the pool closes.
+    pub async fn finish(self: &Arc<Self>) {
+        let tasks = std::mem::take(&mut *self.background.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut peer_link = None;
+        for (name, task) in tasks {
+            match name {
+                "peer link" => peer_link = Some(task),
+                _ => task.abort(),
+            }
+        }
+        handover::release_remaining(self).await;
+        self.peers_stop.send_replace(true);
+        if let Some(mut task) = peer_link {
+            if tokio::time::timeout(Duration::from_secs(1), &mut task)
+                .await
+                .is_err()
+            {
+                task.abort();
+            }
+        }
+        self.store.close();
+    }
+}

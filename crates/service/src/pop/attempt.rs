@@ -1,0 +1,348 @@
+//! One pop attempt: find the target's queues, then one transaction that claims and reads
+//! over them, delivers within the batch, and trims or releases the leases to match.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use uuid::Uuid;
+
+use regent_broker::delivery;
+use regent_broker::naming::QUEUE_MODE;
+use regent_broker::options::QueueOptions;
+use regent_broker::subscription::StartPoint;
+use regent_runtime::deliveries::Delivered;
+use regent_runtime::sweeps::Due;
+use regent_runtime::Op;
+use regent_store::claim::{self, Claim, ClaimedPartition, EmptyReason, Finish, Start, Sweep};
+use regent_store::queues::{self, QueueRow};
+use regent_store::{frames, in_transaction, StoreError, StoredMessage, Transaction};
+
+use super::{DeliveredPartition, Delivery, PopRequest, Popped, Target};
+use crate::{Error, Handover, Service};
+
+/// A queue of the target, with its options read once.
+struct Queue {
+    row: QueueRow,
+    options: QueueOptions,
+}
+
+/// What the claim transaction took from one queue's partition.
+struct Taken {
+    queue: usize,
+    partition_id: Uuid,
+    partition: String,
+    messages: Vec<StoredMessage>,
+}
+
+impl Service {
+    pub(super) async fn attempt(
+        self: &Arc<Self>,
+        tenant: &str,
+        req: &PopRequest,
+    ) -> Result<Popped, Error> {
+        let queues = self.target_queues(tenant, &req.target).await?;
+        let partition = req.target.partition_name();
+        if queues.is_empty() {
+            return Ok(Popped::Nothing(match partition {
+                Some(_) => "partition_not_found",
+                None => "no_available_partition",
+            }));
+        }
+        let lease_id = Uuid::now_v7();
+        // Before the claim: if this request is dropped from here on, what it claimed is
+        // released.
+        let handover = (!req.auto_ack).then(|| Handover::open(self, lease_id, tenant));
+        let (taken, reason) = in_transaction!(self.store, |tx| {
+            let taken = self.claim_all(tx, &queues, req, lease_id).await?;
+            let reason = match partition {
+                Some(name) if taken.is_empty() => {
+                    let q = &queues[0];
+                    let window = q.options.window_buffer_seconds();
+                    Some(claim::diagnose_empty(tx, q.row.id, name, &req.group, window).await?)
+                }
+                _ => None,
+            };
+            Ok((taken, reason))
+        })?;
+        if taken.is_empty() {
+            if let Some(h) = handover {
+                h.claimed_nothing();
+            }
+            return Ok(empty(reason));
+        }
+        self.runtime
+            .activity
+            .carried(Op::Pop, taken.iter().map(|t| t.messages.len()).sum());
+        let lease = (!req.auto_ack).then_some(lease_id);
+        if let Some(lease) = lease {
+            self.remember(lease, &queues, &taken);
+        }
+        Ok(Popped::Delivered(Delivery {
+            lease_id: lease,
+            partitions: self.opened(&queues, taken),
+            handover,
+        }))
+    }
+
+    /// The queues a pop may claim from. The lookup's connection goes back to the pool before
+    /// the claim takes another: holding both would let as many concurrent pops as the pool has
+    /// connections wait on each other forever.
+    async fn target_queues(&self, tenant: &str, target: &Target) -> Result<Vec<Queue>, Error> {
+        let client = self.store.client().await?;
+        let rows = match target {
+            Target::Queue(q) | Target::Partition(q, _) => queues::find(&client, tenant, q)
+                .await?
+                .into_iter()
+                .collect(),
+            Target::Scope { namespace, task } => {
+                queues::find_scoped(&client, tenant, namespace.as_deref(), task.as_deref()).await?
+            }
+        };
+        Ok(rows
+            .into_iter()
+            .map(|row| Queue {
+                options: QueueOptions::from_stored(&row.options),
+                row,
+            })
+            .collect())
+    }
+
+    /// Claims over the queues in order until the batch or the partition count is used up.
+    async fn claim_all(
+        &self,
+        tx: &Transaction<'_>,
+        queues: &[Queue],
+        req: &PopRequest,
+        lease_id: Uuid,
+    ) -> Result<Vec<Taken>, StoreError> {
+        let mut taken = Vec::new();
+        let (mut batch, mut partitions) = (req.batch, req.partitions);
+        for (i, q) in queues.iter().enumerate() {
+            if batch == 0 || partitions == 0 {
+                break;
+            }
+            for t in self
+                .claim_queue(tx, q, req, lease_id, batch, partitions)
+                .await?
+            {
+                batch -= t.messages.len() as i64;
+                partitions -= 1;
+                taken.push(Taken { queue: i, ..t });
+            }
+        }
+        Ok(taken)
+    }
+
+    /// One queue: sweep when due, claim (hinted partitions first), deliver, finish.
+    async fn claim_queue(
+        &self,
+        tx: &Transaction<'_>,
+        q: &Queue,
+        req: &PopRequest,
+        lease_id: Uuid,
+        batch: i64,
+        partitions: i64,
+    ) -> Result<Vec<Taken>, StoreError> {
+        let partition = req.target.partition_name();
+        let (sweep, hint) = self.plan_claim(q, req, partitions);
+        if let Some(which) = sweep.as_ref().map(sweep_of) {
+            claim::sweep(tx, q.row.id, &req.group, partition, start(req), which).await?;
+        }
+        let c = Claim {
+            queue_id: q.row.id,
+            lease_id,
+            partition,
+            group: &req.group,
+            max_partitions: partitions,
+            batch,
+            lease_seconds: q.options.lease_seconds(),
+            window_buffer_seconds: q.options.window_buffer_seconds(),
+            hint: &hint,
+        };
+        let mut claimed = claim::claim(tx, &c).await?;
+        let delayed = q.options.delayed_processing_seconds();
+        let cutoff = (delayed > 0).then(|| claimed.db_now - chrono::Duration::seconds(delayed));
+        delivery::claim_order(&mut claimed.partitions, |p| (p.last_claim, p.id));
+        let views: Vec<delivery::Claimed> = claimed.partitions.iter().map(view).collect();
+        let shares = delivery::shares(&views, batch, cutoff, req.auto_ack);
+        let finishes: Vec<Finish> = claimed
+            .partitions
+            .iter()
+            .zip(&shares)
+            .filter_map(|(p, s)| s.finish.map(|f| finish(p.id, f)))
+            .collect();
+        claim::finish(tx, &req.group, &finishes).await?;
+        claimed
+            .partitions
+            .into_iter()
+            .zip(shares)
+            .filter_map(|(p, s)| s.upto.map(|upto| read(p, upto)))
+            .collect()
+    }
+
+    /// Whether to sweep first, and which partitions to try before walking every cursor: once
+    /// a second per group (with the full sweep) the claim walks in claim order regardless of
+    /// the ready list, so a partition whose hint was lost (its lease expired, another broker
+    /// pushed) is served within the interval.
+    fn plan_claim(&self, q: &Queue, req: &PopRequest, partitions: i64) -> (Option<Due>, Vec<Uuid>) {
+        let partition = req.target.partition_name();
+        // A partition route sweeps only its own partition, so it keeps its own clock: it must
+        // not stand in for the queue-wide sweep of the same group.
+        let sweep_key = match partition {
+            Some(p) => format!("{}\u{0}{p}", req.group),
+            None => req.group.clone(),
+        };
+        let due = self.runtime.sweeps.due(q.row.id, &sweep_key);
+        let hint = match (partition, &due) {
+            (Some(_), _) | (None, Due::All) => Vec::new(),
+            (None, _) => self
+                .runtime
+                .ready
+                .take(q.row.id, &req.group, partitions as usize),
+        };
+        ((due != Due::No).then_some(due), hint)
+    }
+
+    /// Records what the lease delivered, so its acks resolve without the transaction index.
+    fn remember(&self, lease_id: Uuid, queues: &[Queue], taken: &[Taken]) {
+        let lasts = taken
+            .iter()
+            .map(|t| queues[t.queue].options.lease_seconds())
+            .max()
+            .unwrap_or_default();
+        self.runtime.deliveries.record(
+            lease_id,
+            Duration::from_secs(lasts.max(0) as u64),
+            taken.iter().flat_map(|t| {
+                t.messages.iter().map(|m| Delivered {
+                    partition: t.partition_id,
+                    transaction_id: &m.message.transaction_id,
+                    offset: m.offset,
+                    created_at: m.created_at,
+                })
+            }),
+        );
+    }
+
+    /// The delivered partitions, encrypted payloads opened. One that cannot be opened (the
+    /// key changed) is delivered as its envelope, with a warning.
+    fn opened(&self, queues: &[Queue], taken: Vec<Taken>) -> Vec<DeliveredPartition> {
+        taken
+            .into_iter()
+            .map(|t| {
+                let queue = queues[t.queue].row.name.clone();
+                let messages = t
+                    .messages
+                    .into_iter()
+                    .map(|m| self.open(&queue, m))
+                    .collect();
+                DeliveredPartition {
+                    queue,
+                    partition_id: t.partition_id,
+                    partition: t.partition,
+                    messages,
+                }
+            })
+            .collect()
+    }
+
+    fn open(&self, queue: &str, mut m: StoredMessage) -> StoredMessage {
+        if !m.message.encrypted {
+            return m;
+        }
+        match self.cipher.as_ref().map(|c| c.decrypt(&m.message.payload)) {
+            Some(Ok(plain)) => {
+                m.message.payload = plain;
+                m.message.encrypted = false;
+            }
+            _ => tracing::warn!(%queue, "cannot decrypt payload; delivering the envelope"),
+        }
+        m
+    }
+}
+
+/// The store's form of a due sweep (never `Due::No`).
+fn sweep_of(due: &Due) -> Sweep<'_> {
+    match due {
+        Due::Only(ids) => Sweep::Only(ids),
+        _ => Sweep::All,
+    }
+}
+
+/// Where new cursors of the request's group start.
+fn start(req: &PopRequest) -> Start {
+    if req.group == QUEUE_MODE {
+        return Start::QueueMode;
+    }
+    Start::Named(match req.start {
+        StartPoint::Beginning => None,
+        StartPoint::After(t) => Some(t),
+    })
+}
+
+fn view(p: &ClaimedPartition) -> delivery::Claimed {
+    delivery::Claimed {
+        committed: p.committed,
+        lease_end: p.lease_end,
+        old_end: p.old_end,
+        last_claim: p.last_claim,
+        segments: p
+            .segments
+            .iter()
+            .map(|s| (s.base_offset, s.end_offset, s.created_at))
+            .collect(),
+    }
+}
+
+fn finish(partition: Uuid, f: delivery::Finish) -> Finish {
+    Finish {
+        partition,
+        committed: f.committed,
+        release: f.release,
+        lease_end: f.lease_end,
+    }
+}
+
+/// The messages of a claimed partition after its cursor, up to `upto`.
+fn read(p: ClaimedPartition, upto: i64) -> Result<Taken, StoreError> {
+    let mut messages = Vec::with_capacity((upto - p.committed).max(0) as usize);
+    'segments: for s in &p.segments {
+        for (k, frame) in frames::split(s.frames()).enumerate() {
+            let offset = s.base_offset + k as i64;
+            if offset <= p.committed {
+                continue;
+            }
+            if offset > upto {
+                break 'segments;
+            }
+            messages.push(StoredMessage {
+                offset,
+                created_at: s.created_at,
+                message: frames::decode(frame?)?,
+            });
+        }
+    }
+    Ok(Taken {
+        queue: 0,
+        partition_id: p.id,
+        partition: p.name,
+        messages,
+    })
+}
+
+/// The empty answer for why nothing was claimed.
+fn empty(reason: Option<EmptyReason>) -> Popped {
+    match reason {
+        None => Popped::Nothing("no_available_partition"),
+        Some(EmptyReason::PartitionNotFound) => Popped::Nothing("partition_not_found"),
+        Some(EmptyReason::LeaseHeld) => Popped::Nothing("lease_held"),
+        Some(EmptyReason::WindowBufferActive { partition_id }) => Popped::Empty {
+            partition_id: Some(partition_id),
+            window_buffer: true,
+        },
+        Some(EmptyReason::NothingReadable) => Popped::Empty {
+            partition_id: None,
+            window_buffer: false,
+        },
+    }
+}

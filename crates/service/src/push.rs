@@ -1,0 +1,414 @@
+//! Push: validated items appended to their partitions' logs, deduplicated by transaction id,
+//! in transactions fused across concurrent requests. The transaction route shares
+//! [`prepare`] and [`append`].
+//!
+//! A request refused at any step leaves nothing behind, not even the queue it would have
+//! created: partitions are created inside the same transaction, at the head of the global
+//! lock order.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+use regent_broker::naming::derive_namespace_task;
+use regent_broker::options::QueueOptions;
+use regent_broker::push_plan::repeats;
+use regent_broker::tx_hash::tx_hash;
+use regent_runtime::{Announcement, Op};
+use regent_store::append::{append_many, Appended, Batch, Dedup};
+use regent_store::partitions::{self, NewPartition, PartitionKey, PartitionRef};
+use regent_store::{frames, in_transaction, Message, StoreError, Transaction};
+
+use crate::fusion::Fusable;
+use crate::{Error, Service};
+
+/// One pushed item: where it goes, and the message.
+#[derive(Clone, Debug)]
+pub struct PushItem {
+    pub queue: String,
+    pub partition: String,
+    pub message: Message,
+}
+
+/// What became of one pushed item.
+#[derive(Clone, Debug)]
+pub enum Verdict {
+    Queued {
+        message_id: Uuid,
+        partition: Uuid,
+    },
+    /// Its transaction id was already in the partition (or earlier in the request).
+    Duplicate {
+        message_id: Uuid,
+        partition: Uuid,
+    },
+    Failed {
+        error: String,
+    },
+}
+
+/// How many new messages a push wrote.
+pub fn queued(verdicts: &[Verdict]) -> i64 {
+    verdicts
+        .iter()
+        .filter(|v| matches!(v, Verdict::Queued { .. }))
+        .count() as i64
+}
+
+impl Service {
+    /// Appends `items` and answers with one verdict per item, after commit. The items come
+    /// back with the verdicts: the caller renders its answer from them.
+    pub async fn push(
+        &self,
+        tenant: &Arc<str>,
+        items: Vec<PushItem>,
+    ) -> Result<(Vec<PushItem>, Vec<Verdict>), Error> {
+        self.runtime.activity.request(Op::Push);
+        if items.is_empty() {
+            return Ok((items, Vec::new()));
+        }
+        // Room under the tenant's cap is held before anything is written, so a refusal is
+        // whole.
+        let room = self.reserve(tenant, items.len() as i64).await?;
+        let (items, verdicts) = self
+            .pushes
+            .submit(|reply| PushJob {
+                tenant: tenant.to_string(),
+                items,
+                reply,
+            })
+            .await?;
+        let verdicts = verdicts?;
+        room.committed(queued(&verdicts));
+        self.runtime
+            .activity
+            .carried(Op::Push, queued(&verdicts) as usize);
+        Ok((items, verdicts))
+    }
+}
+
+/// The request's items come back with the answer.
+type PushReply = oneshot::Sender<(Vec<PushItem>, Result<Vec<Verdict>, Error>)>;
+
+pub(crate) struct PushJob {
+    tenant: String,
+    items: Vec<PushItem>,
+    reply: PushReply,
+}
+
+impl Fusable for PushJob {
+    fn tenant(&self) -> &str {
+        &self.tenant
+    }
+
+    fn weight(&self) -> usize {
+        self.items.len()
+    }
+
+    async fn flush(s: &Service, tenant: &str, jobs: Vec<PushJob>) {
+        let lens: Vec<usize> = jobs.iter().map(|j| j.items.len()).collect();
+        let mut all = Vec::with_capacity(lens.iter().sum());
+        let mut replies = Vec::with_capacity(jobs.len());
+        for j in jobs {
+            all.extend(j.items);
+            replies.push(j.reply);
+        }
+        let result = push_transaction(s, tenant, &all).await;
+        // Hand every request its own items back, with its verdicts or the error.
+        let mut all = all.into_iter();
+        let mut answer = |len: usize, reply: PushReply, r| {
+            let mine: Vec<PushItem> = all.by_ref().take(len).collect();
+            let _ = reply.send((mine, r));
+        };
+        match result {
+            Ok(verdicts) => {
+                let mut verdicts = verdicts.into_iter();
+                for (len, reply) in lens.into_iter().zip(replies) {
+                    answer(len, reply, Ok(verdicts.by_ref().take(len).collect()));
+                }
+            }
+            Err(e) if replies.len() == 1 => {
+                let reply = replies.into_iter().next().expect("one");
+                answer(lens[0], reply, Err(e));
+            }
+            // Someone's data broke the fused transaction: each request on its own.
+            Err(_) => {
+                for (len, reply) in lens.into_iter().zip(replies) {
+                    let items: Vec<PushItem> = all.by_ref().take(len).collect();
+                    let r = push_transaction(s, tenant, &items).await;
+                    let _ = reply.send((items, r));
+                }
+            }
+        }
+    }
+}
+
+/// One transaction: resolve (create) partitions, append, commit; then announce. Optimistic
+/// first (no duplicate lookup); a duplicate voids that transaction, and it runs again
+/// carefully.
+async fn push_transaction(
+    s: &Service,
+    tenant: &str,
+    items: &[PushItem],
+) -> Result<Vec<Verdict>, Error> {
+    let attempt = |dedup| async move {
+        in_transaction!(s.store, |tx| {
+            let prepared = prepare(tx, s, tenant, items).await?;
+            let verdicts = append(tx, &prepared, dedup).await?;
+            Ok((prepared.written(tenant), verdicts))
+        })
+    };
+    let (written, verdicts) = match attempt(Dedup::Optimistic).await {
+        Err(e) if e.is_duplicate() => attempt(Dedup::Careful).await?,
+        r => r?,
+    };
+    s.announce(&written);
+    Ok(verdicts)
+}
+
+/// Items resolved to partitions, encrypted where their queue asks, deduplicated within the
+/// request, framed, and grouped by partition in lock order.
+pub(crate) struct Prepared {
+    /// Per partition, in id order: what to append.
+    batches: Vec<Batch>,
+    /// Per batch, per message: its request position and its id.
+    slots: Vec<Vec<(usize, Uuid)>>,
+    /// Items that repeat an earlier item of the same request: (item, earlier item).
+    repeats: Vec<(usize, usize)>,
+    failed: Vec<(usize, String)>,
+    /// The queues written to, with how many partitions of each (how many pops to wake).
+    queues: Vec<(String, usize)>,
+    /// (queue id, partition id) of the partitions created (their consumers should sweep).
+    created: Vec<(Uuid, Uuid)>,
+    /// (queue id, partition id) of every partition with messages to append.
+    partitions: Vec<(Uuid, Uuid)>,
+    len: usize,
+}
+
+impl Prepared {
+    /// What to announce once the transaction has committed.
+    pub(crate) fn written(&self, tenant: &str) -> Announcement {
+        Announcement {
+            tenant: tenant.to_string(),
+            queues: self.queues.clone(),
+            created: self.created.clone(),
+            partitions: self.partitions.clone(),
+            reopened: Vec::new(),
+        }
+    }
+}
+
+/// A partition found or created, with whether its queue encrypts.
+struct Target {
+    part: PartitionRef,
+    encrypted: bool,
+}
+
+/// Maps the items' (queue, partition) names to partitions inside the caller's transaction,
+/// creating missing queues (defaults, derived namespace and task) and partitions first,
+/// sorted by name: creation is the first step of the global lock order. Returns the
+/// partitions by name and the (queue id, partition id) of those it created.
+async fn resolve(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    keys: &[PartitionKey],
+) -> Result<(HashMap<PartitionKey, Target>, Vec<(Uuid, Uuid)>), StoreError> {
+    // A fused flush names the same few partitions once per item: look each up once.
+    let mut unique: Vec<&PartitionKey> = keys.iter().collect();
+    unique.sort();
+    unique.dedup();
+    let mut found = partitions::lookup(tx, tenant, &unique).await?;
+    let mut created = Vec::new();
+    let missing: Vec<&PartitionKey> = unique
+        .iter()
+        .copied()
+        .filter(|k| !found.contains_key(*k))
+        .collect();
+    if !missing.is_empty() {
+        let names: Vec<(String, String)> = missing
+            .iter()
+            .map(|(q, _)| derive_namespace_task(q))
+            .collect();
+        let new: Vec<NewPartition<'_>> = missing
+            .iter()
+            .zip(&names)
+            .map(|((q, p), (namespace, task))| NewPartition {
+                queue: q,
+                partition: p,
+                namespace,
+                task,
+            })
+            .collect();
+        created = partitions::create(tx, tenant, &new).await?;
+        found = partitions::lookup(tx, tenant, &unique).await?;
+    }
+    let targets = found
+        .into_iter()
+        .map(|(k, part)| {
+            let encrypted = QueueOptions::from_stored(&part.options).encrypted();
+            (k, Target { part, encrypted })
+        })
+        .collect();
+    Ok((targets, created))
+}
+
+/// Resolves the items to partitions (creating missing ones) inside the caller's transaction,
+/// then frames the messages.
+pub(crate) async fn prepare(
+    tx: &Transaction<'_>,
+    s: &Service,
+    tenant: &str,
+    items: &[PushItem],
+) -> Result<Prepared, StoreError> {
+    let keys: Vec<PartitionKey> = items
+        .iter()
+        .map(|i| (i.queue.clone(), i.partition.clone()))
+        .collect();
+    let (targets, created) = resolve(tx, tenant, &keys).await?;
+    let targets: Vec<&Target> = keys
+        .iter()
+        .map(|k| targets.get(k).expect("resolve returns every key"))
+        .collect();
+    let dedup_keys: Vec<(Uuid, &str)> = items
+        .iter()
+        .zip(&targets)
+        .map(|(i, t)| (t.part.id, i.message.transaction_id.as_str()))
+        .collect();
+    let mut p = Prepared::new(items.len(), created);
+    let mut groups = BTreeMap::new();
+    for (idx, (item, rep)) in items.iter().zip(repeats(&dedup_keys)).enumerate() {
+        if let Some(first) = rep {
+            p.repeats.push((idx, first));
+            continue;
+        }
+        let t = targets[idx];
+        match frame(s, item, t.encrypted) {
+            Ok(frame) => p.add(&mut groups, idx, item, &t.part, frame),
+            Err(error) => p.failed.push((idx, error)),
+        }
+    }
+    (p.slots, p.batches) = groups.into_values().unzip();
+    Ok(p)
+}
+
+/// Per partition while items are added: each message's request position and id, and the
+/// batch to append.
+type Groups = BTreeMap<Uuid, (Vec<(usize, Uuid)>, Batch)>;
+
+impl Prepared {
+    fn new(len: usize, created: Vec<(Uuid, Uuid)>) -> Prepared {
+        Prepared {
+            batches: Vec::new(),
+            slots: Vec::new(),
+            repeats: Vec::new(),
+            failed: Vec::new(),
+            queues: Vec::new(),
+            created,
+            partitions: Vec::new(),
+            len,
+        }
+    }
+
+    /// Adds item `idx`, framed, to its partition's batch.
+    fn add(
+        &mut self,
+        groups: &mut Groups,
+        idx: usize,
+        item: &PushItem,
+        part: &PartitionRef,
+        frame: Vec<u8>,
+    ) {
+        if !groups.contains_key(&part.id) {
+            self.partitions.push((part.queue_id, part.id));
+            match self.queues.iter_mut().find(|(q, _)| *q == part.queue) {
+                Some((_, n)) => *n += 1,
+                None => self.queues.push((part.queue.clone(), 1)),
+            }
+        }
+        let (slots, batch) = groups.entry(part.id).or_insert_with(|| {
+            let batch = Batch {
+                partition: part.id,
+                hashes: Vec::new(),
+                frames: Vec::new(),
+            };
+            (Vec::new(), batch)
+        });
+        slots.push((idx, item.message.message_id));
+        batch
+            .hashes
+            .push(tx_hash(part.id, &item.message.transaction_id));
+        batch.frames.push(frame);
+    }
+}
+
+/// The item's frame: its message as sent, or sealed when its queue encrypts.
+fn frame(s: &Service, item: &PushItem, encrypted: bool) -> Result<Vec<u8>, String> {
+    let m = &item.message;
+    let framed = match (encrypted, &s.cipher) {
+        (false, _) => frames::encode(m),
+        (true, Some(c)) => frames::encode(&Message {
+            payload: c.encrypt(&m.payload),
+            encrypted: true,
+            ..m.clone()
+        }),
+        (true, None) => {
+            return Err(
+                "queue requires encryption but the broker has no QUEEN_ENCRYPTION_KEY".into(),
+            )
+        }
+    };
+    framed.map_err(|e| e.to_string())
+}
+
+/// Appends every batch inside the caller's transaction, partitions in id order (the global
+/// lock order). Returns one verdict per item.
+pub(crate) async fn append(
+    tx: &Transaction<'_>,
+    p: &Prepared,
+    dedup: Dedup,
+) -> Result<Vec<Verdict>, StoreError> {
+    let appended = append_many(tx, &p.batches, dedup).await?;
+    let mut out: Vec<Option<Verdict>> = vec![None; p.len];
+    for ((slots, batch), verdicts) in p.slots.iter().zip(&p.batches).zip(appended) {
+        for (&(idx, new_id), v) in slots.iter().zip(verdicts) {
+            let partition = batch.partition;
+            out[idx] = Some(match v {
+                Appended::New => Verdict::Queued {
+                    message_id: new_id,
+                    partition,
+                },
+                Appended::Duplicate(message_id) => Verdict::Duplicate {
+                    message_id,
+                    partition,
+                },
+            });
+        }
+    }
+    for (idx, error) in &p.failed {
+        out[*idx] = Some(Verdict::Failed {
+            error: error.clone(),
+        });
+    }
+    for &(idx, first) in &p.repeats {
+        out[idx] = Some(match out[first].clone() {
+            Some(Verdict::Queued {
+                message_id,
+                partition,
+            })
+            | Some(Verdict::Duplicate {
+                message_id,
+                partition,
+            }) => Verdict::Duplicate {
+                message_id,
+                partition,
+            },
+            other => other.expect("an earlier item has a verdict"),
+        });
+    }
+    Ok(out
+        .into_iter()
+        .map(|v| v.expect("every item has a verdict"))
+        .collect())
+}

@@ -1,0 +1,101 @@
+//! Queues: configured, listed, inspected, deleted.
+
+use regent_broker::naming::DEFAULT_PARTITION;
+use regent_broker::options::QueueOptions;
+use regent_store::in_transaction;
+use regent_store::partitions;
+use regent_store::queues;
+pub use regent_store::queues::{PartitionStats, QueueRow, QueueSummary};
+use uuid::Uuid;
+
+use crate::{Error, Service};
+
+/// A queue's configuration as sent.
+pub struct Configure<'a> {
+    pub name: &'a str,
+    pub namespace: &'a str,
+    pub task: &'a str,
+    pub options: &'a QueueOptions,
+}
+
+/// A queue as configured, with its options read.
+pub struct Queue {
+    pub row: QueueRow,
+    pub options: QueueOptions,
+}
+
+impl From<QueueRow> for Queue {
+    fn from(row: QueueRow) -> Queue {
+        Queue {
+            options: QueueOptions::from_stored(&row.options),
+            row,
+        }
+    }
+}
+
+impl Service {
+    /// Creates the queue or replaces its whole configuration (not a patch), and makes sure
+    /// its `Default` partition exists. Returns the queue and that partition's id.
+    pub async fn configure(&self, tenant: &str, c: &Configure<'_>) -> Result<(Queue, Uuid), Error> {
+        if c.options.encrypted() && self.cipher.is_none() {
+            return Err(Error::invalid(
+                "encryptionEnabled requires the broker to have QUEEN_ENCRYPTION_KEY (64 hex characters)",
+            ));
+        }
+        let stored = c.options.to_stored();
+        let (row, partition) = in_transaction!(self.store, |tx| {
+            let row = queues::upsert(tx, tenant, c.name, c.namespace, c.task, &stored).await?;
+            let pid = partitions::ensure(tx, tenant, row.id, DEFAULT_PARTITION).await?;
+            Ok((row, pid))
+        })?;
+        Ok((row.into(), partition))
+    }
+
+    /// The tenant's queues, newest first, whose name contains `search`.
+    pub async fn list_queues(
+        &self,
+        tenant: &str,
+        search: Option<&str>,
+        limit: i64,
+        offset: i64,
+    ) -> Result<Vec<QueueSummary>, Error> {
+        let client = self.store.client().await?;
+        Ok(queues::list(&client, tenant, search, limit, offset).await?)
+    }
+
+    /// The queue and each partition's counts; `None` for a queue the tenant does not have.
+    pub async fn queue_detail(
+        &self,
+        tenant: &str,
+        name: &str,
+    ) -> Result<Option<(QueueRow, Vec<PartitionStats>)>, Error> {
+        let client = self.store.client().await?;
+        let Some(q) = queues::find(&client, tenant, name).await? else {
+            return Ok(None);
+        };
+        let stats = queues::partition_stats(&client, tenant, q.id).await?;
+        Ok(Some((q, stats)))
+    }
+
+    /// Messages pending for `group` (or behind the furthest-behind cursors) per partition
+    /// that has any, most first; `None` for a queue the tenant does not have.
+    pub async fn queue_depth(
+        &self,
+        tenant: &str,
+        name: &str,
+        group: Option<&str>,
+    ) -> Result<Option<Vec<(String, i64)>>, Error> {
+        let client = self.store.client().await?;
+        let Some(q) = queues::find(&client, tenant, name).await? else {
+            return Ok(None);
+        };
+        Ok(Some(queues::depth(&client, q.id, group).await?))
+    }
+
+    /// Deletes a queue with everything that hangs off it; whether it existed.
+    pub async fn delete_queue(&self, tenant: &str, name: &str) -> Result<bool, Error> {
+        Ok(in_transaction!(self.store, |tx| {
+            queues::delete(tx, tenant, name).await
+        })?)
+    }
+}

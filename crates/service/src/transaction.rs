@@ -1,0 +1,230 @@
+//! The transaction route's use case: acks and pushes in ONE PostgreSQL transaction, so a
+//! pipeline stage hands work forward with no window in which the ack landed and the push did
+//! not. Any refused ack rolls the bundle back; a retried bundle is harmless (push dedup, ack
+//! noop). Not fused with other requests.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use regent_broker::ack_plan::{ItemOutcome, INVALID_LEASE};
+use regent_runtime::{Announcement, Op};
+use regent_store::append::Dedup;
+use regent_store::lease::all_live;
+use regent_store::{commit_if, StoreError, Transaction};
+
+use crate::ack::{ack_group, group_acks, AckGroup, LeaseCheck, SentAck};
+use crate::push::{append, prepare, queued, PushItem, Verdict};
+use crate::{Error, Service};
+
+/// One operation of a bundle.
+pub enum BundleOp {
+    /// An ack, for the consumer group named.
+    Ack {
+        ack: SentAck,
+        group: String,
+    },
+    Push(PushItem),
+}
+
+pub struct Bundle {
+    /// In request order; a push operation with several items is one entry per item.
+    pub ops: Vec<BundleOp>,
+    /// Leases that must be live for the bundle to commit.
+    pub required_leases: Vec<String>,
+}
+
+/// What became of a bundle.
+pub enum BundleOutcome {
+    /// Committed: one outcome per operation, in request order.
+    Committed(Vec<OpOutcome>),
+    /// Rolled back, and why.
+    Refused(String),
+}
+
+pub enum OpOutcome {
+    Ack {
+        transaction_id: String,
+        outcome: ItemOutcome,
+    },
+    Push {
+        item: PushItem,
+        verdict: Verdict,
+    },
+}
+
+/// The bundle's operations sorted out: acks grouped in the global lock order, pushes with
+/// their request positions.
+struct Sorted {
+    /// Each group with the request positions of its items.
+    groups: Vec<(AckGroup, Vec<usize>)>,
+    /// Every ack, by request position: its transaction id.
+    ack_ids: BTreeMap<usize, String>,
+    pushes: Vec<(usize, PushItem)>,
+    required: Vec<String>,
+}
+
+/// What the bundle's transaction did.
+struct Done {
+    acks: Vec<(usize, ItemOutcome)>,
+    verdicts: Vec<Verdict>,
+    written: Announcement,
+}
+
+impl Service {
+    pub async fn transaction(
+        &self,
+        tenant: &Arc<str>,
+        bundle: Bundle,
+    ) -> Result<BundleOutcome, Error> {
+        self.runtime.activity.request(Op::Transaction);
+        let total = bundle.ops.len();
+        let mut sorted = sort(bundle);
+        self.know_offsets(sorted.groups.iter_mut().map(|(g, _)| g));
+        let items: Vec<PushItem> = sorted.pushes.iter().map(|(_, p)| p.clone()).collect();
+        let room = self.reserve(tenant, items.len() as i64).await?;
+        let done = match self.run_bundle(tenant, &sorted, &items).await? {
+            Ok(done) => done,
+            Err(why) => {
+                room.released();
+                return Ok(BundleOutcome::Refused(why));
+            }
+        };
+        let n = queued(&done.verdicts);
+        room.committed(n);
+        self.runtime.activity.carried(Op::Transaction, n as usize);
+        self.announce(&done.written);
+        Ok(BundleOutcome::Committed(outcomes(total, &mut sorted, done)))
+    }
+
+    /// The bundle's one transaction: partitions first, the leases checked before the acks
+    /// run (they may end these very leases), acks in lock order, then the pushes. `Ok(Err)`
+    /// is a business refusal: rolled back, answered 200 with `success: false`.
+    async fn run_bundle(
+        &self,
+        tenant: &str,
+        sorted: &Sorted,
+        items: &[PushItem],
+    ) -> Result<Result<Done, String>, Error> {
+        Ok(commit_if!(self.store, |tx| {
+            // Partition creation first: the head of the global lock order.
+            let prepared = prepare(tx, self, tenant, items).await?;
+            // A bundle whose leases are gone is still accepted when every ack in it replays
+            // an ack already committed, so re-sending a committed bundle after a lost answer
+            // is harmless.
+            let leases_live = all_live(tx, tenant, &sorted.required).await?;
+            let invalid = || format!("ACK operation failed: {INVALID_LEASE}");
+            if !leases_live && sorted.groups.is_empty() {
+                return Ok(Err(invalid()));
+            }
+            let (acks, reopened) = match run_acks(tx, tenant, &sorted.groups).await? {
+                Ok(done) => done,
+                Err(why) => return Ok(Err(why)),
+            };
+            if !leases_live && !acks.iter().all(|(_, o)| o.noop) {
+                return Ok(Err(invalid()));
+            }
+            // Careful: an optimistic duplicate would void the acks' work along with the pushes.
+            let verdicts = append(tx, &prepared, Dedup::Careful).await?;
+            if let Some(Verdict::Failed { error }) = verdicts
+                .iter()
+                .find(|v| matches!(v, Verdict::Failed { .. }))
+            {
+                return Ok(Err(format!("PUSH operation failed: {error}")));
+            }
+            let mut written = prepared.written(tenant);
+            written.reopened = reopened;
+            Ok(Ok(Done {
+                acks,
+                verdicts,
+                written,
+            }))
+        })?)
+    }
+}
+
+type AcksDone = (Vec<(usize, ItemOutcome)>, Vec<(String, String)>);
+
+/// Every ack group inside the bundle's transaction; `Ok(Err)` when one is refused.
+async fn run_acks(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    groups: &[(AckGroup, Vec<usize>)],
+) -> Result<Result<AcksDone, String>, StoreError> {
+    let mut out = Vec::new();
+    let mut reopened = Vec::new();
+    for (group, idx) in groups {
+        let acked = match ack_group(tx, tenant, group, LeaseCheck::AllowReplay).await {
+            Ok(a) => a,
+            Err(e) if e.is_client_error() => return Ok(Err(format!("ACK operation failed: {e}"))),
+            Err(e) => return Err(e),
+        };
+        reopened.extend(acked.reopened.map(|q| (q, group.group.clone())));
+        for (&pos, o) in idx.iter().zip(acked.plan.items) {
+            if !o.success {
+                let why = o.error.clone().unwrap_or_default();
+                return Ok(Err(format!("ACK operation failed: {why}")));
+            }
+            out.push((pos, o));
+        }
+    }
+    Ok(Ok((out, reopened)))
+}
+
+/// Sorts a bundle's operations: an ack without its own `leaseId` borrows the bundle's single
+/// required lease; acks are grouped per consumer group, then by (partition, lease), and the
+/// groups sorted by (partition, group): the global lock order.
+fn sort(bundle: Bundle) -> Sorted {
+    let mut required = bundle.required_leases;
+    required.sort();
+    required.dedup();
+    let mut by_group: BTreeMap<String, Vec<(usize, SentAck)>> = BTreeMap::new();
+    let mut pushes = Vec::new();
+    let mut ack_ids = BTreeMap::new();
+    for (i, op) in bundle.ops.into_iter().enumerate() {
+        match op {
+            BundleOp::Ack { mut ack, group } => {
+                if ack.lease_id.is_none() && required.len() == 1 {
+                    ack.lease_id = Some(required[0].clone());
+                }
+                ack_ids.insert(i, ack.transaction_id.clone());
+                by_group.entry(group).or_default().push((i, ack));
+            }
+            BundleOp::Push(p) => pushes.push((i, p)),
+        }
+    }
+    let mut groups: Vec<(AckGroup, Vec<usize>)> = Vec::new();
+    for (g, list) in by_group {
+        let (positions, acks): (Vec<usize>, Vec<SentAck>) = list.into_iter().unzip();
+        for (group, idx) in group_acks(acks, &g) {
+            groups.push((group, idx.iter().map(|&k| positions[k]).collect()));
+        }
+    }
+    groups.sort_by(|a, b| (&a.0.partition_id, &a.0.group).cmp(&(&b.0.partition_id, &b.0.group)));
+    Sorted {
+        groups,
+        ack_ids,
+        pushes,
+        required,
+    }
+}
+
+/// One outcome per operation, in request order.
+fn outcomes(total: usize, sorted: &mut Sorted, done: Done) -> Vec<OpOutcome> {
+    let mut out: Vec<Option<OpOutcome>> = (0..total).map(|_| None).collect();
+    for (pos, outcome) in done.acks {
+        let transaction_id = sorted.ack_ids.remove(&pos).unwrap_or_default();
+        out[pos] = Some(OpOutcome::Ack {
+            transaction_id,
+            outcome,
+        });
+    }
+    for ((pos, item), verdict) in std::mem::take(&mut sorted.pushes)
+        .into_iter()
+        .zip(done.verdicts)
+    {
+        out[pos] = Some(OpOutcome::Push { item, verdict });
+    }
+    out.into_iter()
+        .map(|o| o.expect("every operation has an outcome"))
+        .collect()
+}

@@ -1,0 +1,107 @@
+//! Appending to a partition's log.
+
+use deadpool_postgres::Transaction;
+use uuid::Uuid;
+
+use crate::frames;
+use crate::StoreError;
+
+/// One partition's share of an append: its messages' index hashes and frames, in order,
+/// free of duplicates among themselves.
+pub struct Batch {
+    pub partition: Uuid,
+    /// Each message's transaction index key (`regent_broker::tx_hash`).
+    pub hashes: Vec<Uuid>,
+    /// Each message's frame (`frames::encode`).
+    pub frames: Vec<Vec<u8>>,
+}
+
+/// What became of one message of a batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Appended {
+    New,
+    /// Its transaction id was already in the partition: the id of the message stored there.
+    Duplicate(Uuid),
+}
+
+/// How an append finds duplicates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dedup {
+    /// Look every transaction id up first and append without the duplicates.
+    Careful,
+    /// Skip the lookup: a duplicate fails the append with a unique violation
+    /// ([`StoreError::is_duplicate`]) and the caller re-runs the whole transaction carefully.
+    /// Duplicates are rare, and the lookup is about a third of an append's cost.
+    Optimistic,
+}
+
+const APPEND: &str = "SELECT item, stored_offset FROM regent_append($1, $2, $3, $4)";
+
+/// For each offset, the segment holding it: where a duplicate's stored message id is read.
+const SEGMENTS_OF: &str = "SELECT s.base_offset, s.frames
+       FROM unnest($2::bigint[]) WITH ORDINALITY AS o(at, ord)
+      CROSS JOIN LATERAL (SELECT base_offset, frames FROM segments
+                           WHERE partition_id = $1 AND end_offset >= o.at
+                           ORDER BY end_offset LIMIT 1) s
+      ORDER BY o.ord";
+
+/// Appends batches to several partitions inside the caller's transaction, each batch as one
+/// segment. The calls are pipelined on the connection in the order given, which must be
+/// partition-id order (the global lock order); each partition's sequencer row stays locked
+/// until the transaction ends, which is what makes offsets visible in commit order. Returns
+/// one verdict per message, batch by batch.
+pub async fn append_many(
+    tx: &Transaction<'_>,
+    batches: &[Batch],
+    dedup: Dedup,
+) -> Result<Vec<Vec<Appended>>, StoreError> {
+    let careful = dedup == Dedup::Careful;
+    let st = tx.prepare_cached(APPEND).await?;
+    let calls = batches.iter().map(|b| {
+        let st = &st;
+        async move {
+            let rows = tx
+                .query(st, &[&b.partition, &b.hashes, &b.frames, &careful])
+                .await?;
+            let mut out = vec![Appended::New; b.frames.len()];
+            if rows.is_empty() {
+                return Ok(out);
+            }
+            // Only items that were not appended come back (1-based), with the offset already
+            // holding their transaction id; the verdict names the message stored there.
+            let items: Vec<usize> = rows
+                .iter()
+                .map(|r| r.get::<_, i32>("item") as usize - 1)
+                .collect();
+            let offsets: Vec<i64> = rows.iter().map(|r| r.get("stored_offset")).collect();
+            let ids = stored_ids(tx, b.partition, &offsets).await?;
+            for (item, id) in items.into_iter().zip(ids) {
+                out[item] = Appended::Duplicate(id);
+            }
+            Ok::<_, StoreError>(out)
+        }
+    });
+    futures::future::try_join_all(calls).await
+}
+
+/// The ids of the messages stored at `offsets` of a partition, in the same order.
+async fn stored_ids(
+    tx: &Transaction<'_>,
+    partition: Uuid,
+    offsets: &[i64],
+) -> Result<Vec<Uuid>, StoreError> {
+    let st = tx.prepare_cached(SEGMENTS_OF).await?;
+    let rows = tx.query(&st, &[&partition, &offsets]).await?;
+    if rows.len() != offsets.len() {
+        return Err(StoreError::Corrupt);
+    }
+    rows.iter()
+        .zip(offsets)
+        .map(|(r, at)| {
+            let base: i64 = r.get("base_offset");
+            let segment: &[u8] = r.get("frames");
+            let frame = frames::raw_at(segment, (at - base) as usize)?;
+            Ok(frames::message_id(frame)?)
+        })
+        .collect()
+}

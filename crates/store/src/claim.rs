@@ -1,0 +1,375 @@
+//! Claiming partitions for a consumer group and reading their messages.
+//!
+//! A claim is a compare-and-set on the group's cursor rows under `FOR UPDATE SKIP LOCKED`:
+//! a pop never waits on a lock, it moves on to the next partition. What to deliver of what
+//! was claimed is the caller's decision (`regent_broker::delivery`); [`finish`] then trims or
+//! releases the leases to match.
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::Transaction;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Row;
+use uuid::Uuid;
+
+use crate::StoreError;
+
+/// One claim: up to `max_partitions` of the group's partitions of a queue, leased under
+/// `lease_id` (one lease id per pop request, shared by every partition it claims, so one
+/// extend call renews them all), each up to `batch` messages past its cursor.
+#[derive(Clone, Copy)]
+pub struct Claim<'a> {
+    pub queue_id: Uuid,
+    pub lease_id: Uuid,
+    /// `Some` on the partition route: only this partition (by name).
+    pub partition: Option<&'a str>,
+    pub group: &'a str,
+    pub max_partitions: i64,
+    pub batch: i64,
+    pub lease_seconds: i64,
+    /// Partitions pushed to less than this long ago are not claimed.
+    pub window_buffer_seconds: i64,
+    /// Partitions that probably have messages for the group, tried before the walk over all
+    /// of its cursors. A hint only: the walk still runs when these yield nothing.
+    pub hint: &'a [Uuid],
+}
+
+/// Where the cursors a sweep creates start.
+#[derive(Clone, Copy, Debug)]
+pub enum Start {
+    /// Plain queue consumption: at the beginning.
+    QueueMode,
+    /// A named group: after the messages appended at or before this instant (`None`: at the
+    /// beginning), unless the group's first join already stored its choice, which then wins.
+    Named(Option<DateTime<Utc>>),
+}
+
+/// Which partitions a sweep gives the group cursors on.
+#[derive(Clone, Copy, Debug)]
+pub enum Sweep<'a> {
+    /// Every partition of the queue (an anti-join over them all).
+    All,
+    /// Only these (partitions just created): primary-key lookups.
+    Only(&'a [Uuid]),
+}
+
+/// A claimed partition and the segments overlapping its leased range (committed, lease_end],
+/// in offset order.
+pub struct ClaimedPartition {
+    pub id: Uuid,
+    pub name: String,
+    pub committed: i64,
+    pub lease_end: i64,
+    /// The range end of the lease this claim replaced, if any.
+    pub old_end: Option<i64>,
+    /// When it was last claimed before: claims are served least recently claimed first.
+    pub last_claim: Option<DateTime<Utc>>,
+    pub segments: Vec<Segment>,
+}
+
+/// One segment of the log, its frames still in the row they came in.
+pub struct Segment {
+    pub base_offset: i64,
+    pub end_offset: i64,
+    pub created_at: DateTime<Utc>,
+    row: Row,
+}
+
+impl Segment {
+    /// Its frames (`crate::frames`), offsets `base_offset..=end_offset`.
+    pub fn frames(&self) -> &[u8] {
+        self.row.get("frames")
+    }
+}
+
+/// What a claim took, read in the same statement.
+pub struct Claimed {
+    /// The database's clock at the claim, for delays measured against segment times.
+    pub db_now: DateTime<Utc>,
+    pub partitions: Vec<ClaimedPartition>,
+}
+
+/// How one claimed partition's lease ends the claim: its cursor, whether the lease is released
+/// and the end of what it holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Finish {
+    pub partition: Uuid,
+    pub committed: i64,
+    pub release: bool,
+    pub lease_end: i64,
+}
+
+/// Why a partition-route pop found nothing.
+#[derive(Debug, PartialEq, Eq)]
+pub enum EmptyReason {
+    PartitionNotFound,
+    LeaseHeld,
+    WindowBufferActive { partition_id: Uuid },
+    NothingReadable,
+}
+
+macro_rules! ensure_queue_mode {
+    ($partitions:literal) => {
+        concat!(
+            "INSERT INTO cursors (partition_id, consumer_group, committed, queue_id)
+     SELECT p.id, $2, -1, p.queue_id FROM partitions p
+      WHERE p.queue_id = $1 AND ($3::text IS NULL OR p.name = $3)",
+            $partitions,
+            "
+        AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.consumer_group = $2)
+     ON CONFLICT DO NOTHING"
+        )
+    };
+}
+const ENSURE_QUEUE_MODE: &str = ensure_queue_mode!("");
+const ENSURE_QUEUE_MODE_ONLY: &str = ensure_queue_mode!(" AND p.id = ANY ($4::uuid[])");
+
+/// A named group's start point is stored once per (queue, group) and then always wins; a
+/// cursor created later for a new partition starts after the last segment appended at or
+/// before that instant.
+macro_rules! ensure_named {
+    ($partitions:literal) => {
+        concat!(
+            "WITH sub AS (
+       INSERT INTO subscriptions (queue_id, consumer_group, start_after) VALUES ($1, $2, $4)
+       ON CONFLICT (queue_id, consumer_group) DO NOTHING RETURNING start_after),
+     s AS (SELECT start_after FROM sub
+           UNION ALL SELECT start_after FROM subscriptions WHERE queue_id = $1 AND consumer_group = $2
+           LIMIT 1)
+     INSERT INTO cursors (partition_id, consumer_group, committed, queue_id)
+     SELECT p.id, $2,
+            CASE WHEN (SELECT start_after FROM s) IS NULL THEN -1
+                 ELSE ",
+            last_offset_at!("p.id", "(SELECT start_after FROM s)"),
+            " END,
+            p.queue_id
+       FROM partitions p
+      WHERE p.queue_id = $1 AND ($3::text IS NULL OR p.name = $3)",
+            $partitions,
+            "
+        AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.consumer_group = $2)
+     ON CONFLICT DO NOTHING"
+        )
+    };
+}
+const ENSURE_NAMED: &str = ensure_named!("");
+const ENSURE_NAMED_ONLY: &str = ensure_named!(" AND p.id = ANY ($5::uuid[])");
+
+/// Claims and reads in one statement. Least recently claimed partitions first, so a hot
+/// partition cannot starve the others. Each claimed partition comes back once per segment
+/// overlapping its leased range (committed, lease_end]: the segments ending inside the range
+/// plus the first one ending after it, both bounded index scans however long the backlog
+/// behind the range is.
+/// Claims up to `$5` partitions for the group under lease `$6` and reads their segments, in
+/// one statement. `$candidates` narrows the cursors considered (see the two forms below).
+macro_rules! claim_and_read {
+    ($candidates:literal) => {
+        concat!(
+            "WITH cand AS (
+       SELECT c.partition_id, c.committed, c.lease_end AS old_end, c.lease_expires_at AS last_claim,
+              p.next_offset, p.name
+         FROM cursors c JOIN partitions p ON p.id = c.partition_id
+        WHERE c.queue_id = $1 AND c.consumer_group = $2 AND ($3::text IS NULL OR p.name = $3)",
+            $candidates,
+            "
+          AND c.committed < p.next_offset - 1
+          AND (c.lease_id IS NULL OR c.lease_expires_at <= now())
+          AND ($4::float8 = 0 OR p.last_push_at <= now() - make_interval(secs => $4::float8))
+        ORDER BY c.lease_expires_at NULLS FIRST, c.partition_id
+        LIMIT $5
+        FOR UPDATE OF c SKIP LOCKED),
+     claimed AS (
+       UPDATE cursors c
+          SET lease_id = $6, lease_expires_at = now() + make_interval(secs => $7::float8),
+              lease_end = least(cand.next_offset - 1, cand.committed + $8)
+         FROM cand
+        WHERE c.partition_id = cand.partition_id AND c.consumer_group = $2
+       RETURNING c.partition_id, cand.name, cand.committed, c.lease_end, cand.old_end,
+                 cand.last_claim)
+     SELECT cl.partition_id, cl.name, cl.committed, cl.lease_end, cl.old_end, cl.last_claim,
+            now() AS db_now, s.base_offset, s.end_offset, s.created_at, s.frames
+       FROM claimed cl
+       LEFT JOIN LATERAL (
+         (SELECT base_offset, end_offset, created_at, frames FROM segments
+           WHERE partition_id = cl.partition_id AND end_offset > cl.committed
+             AND end_offset <= cl.lease_end)
+         UNION ALL
+         (SELECT base_offset, end_offset, created_at, frames FROM segments
+           WHERE partition_id = cl.partition_id AND end_offset > cl.lease_end
+           ORDER BY end_offset LIMIT 1)) s ON s.base_offset <= cl.lease_end
+      ORDER BY cl.partition_id, s.end_offset"
+        )
+    };
+}
+
+/// Walks the group's cursors in claim order (least recently claimed first).
+const CLAIM_AND_READ: &str = claim_and_read!("");
+
+/// Only the hinted partitions (`$9`, partitions pushed to since the group last looked): primary
+/// key lookups instead of a walk past every partition with nothing to read.
+const CLAIM_HINTED: &str = claim_and_read!(" AND c.partition_id = ANY ($9::uuid[])");
+
+const FINISH: &str = "UPDATE cursors c
+        SET committed = u.committed,
+            lease_id = CASE WHEN u.release THEN NULL ELSE c.lease_id END,
+            lease_end = u.lease_end
+       FROM unnest($1::uuid[], $2::bigint[], $3::bool[], $4::bigint[]) AS u(pid, committed, release, lease_end)
+      WHERE c.partition_id = u.pid AND c.consumer_group = $5";
+
+type Params<'a> = Vec<&'a (dyn ToSql + Sync)>;
+
+/// Gives the group a cursor on the partitions of the queue (or the one named) it has none on
+/// yet. Returns how many it created.
+pub async fn sweep(
+    tx: &Transaction<'_>,
+    queue_id: Uuid,
+    group: &str,
+    partition: Option<&str>,
+    start: Start,
+    which: Sweep<'_>,
+) -> Result<u64, StoreError> {
+    let only = match which {
+        Sweep::Only(ids) => Some(ids),
+        Sweep::All => None,
+    };
+    let start_after = match start {
+        Start::QueueMode => None,
+        Start::Named(at) => Some(at),
+    };
+    let mut params: Params<'_> = vec![&queue_id, &group, &partition];
+    if let Some(at) = &start_after {
+        params.push(at);
+    }
+    if let Some(ids) = &only {
+        params.push(ids);
+    }
+    let sql = match (start_after.is_some(), only.is_some()) {
+        (false, false) => ENSURE_QUEUE_MODE,
+        (false, true) => ENSURE_QUEUE_MODE_ONLY,
+        (true, false) => ENSURE_NAMED,
+        (true, true) => ENSURE_NAMED_ONLY,
+    };
+    let st = tx.prepare_cached(sql).await?;
+    Ok(tx.execute(&st, &params).await?)
+}
+
+/// Claims and reads in one statement: the hinted partitions first (when there are hints and
+/// they yield anything), else the group's cursors in claim order.
+pub async fn claim(tx: &Transaction<'_>, c: &Claim<'_>) -> Result<Claimed, StoreError> {
+    let window = c.window_buffer_seconds as f64;
+    let lease = c.lease_seconds as f64;
+    let params: Params<'_> = vec![
+        &c.queue_id,
+        &c.group,
+        &c.partition,
+        &window,
+        &c.max_partitions,
+        &c.lease_id,
+        &lease,
+        &c.batch,
+    ];
+    let mut rows = Vec::new();
+    if !c.hint.is_empty() {
+        let st = tx.prepare_cached(CLAIM_HINTED).await?;
+        let mut hinted = params.clone();
+        hinted.push(&c.hint);
+        rows = tx.query(&st, &hinted).await?;
+    }
+    if rows.is_empty() {
+        let st = tx.prepare_cached(CLAIM_AND_READ).await?;
+        rows = tx.query(&st, &params).await?;
+    }
+    Ok(claimed(rows))
+}
+
+/// Rows come one per (partition, overlapping segment), by partition then offset; a claimed
+/// partition without a segment in range comes once with a NULL segment.
+fn claimed(rows: Vec<Row>) -> Claimed {
+    let db_now = rows
+        .first()
+        .map(|r| r.get("db_now"))
+        .unwrap_or(DateTime::<Utc>::MIN_UTC);
+    let mut partitions: Vec<ClaimedPartition> = Vec::new();
+    for row in rows {
+        let id: Uuid = row.get("partition_id");
+        if partitions.last().is_none_or(|p| p.id != id) {
+            partitions.push(ClaimedPartition {
+                id,
+                name: row.get("name"),
+                committed: row.get("committed"),
+                lease_end: row.get("lease_end"),
+                old_end: row.get("old_end"),
+                last_claim: row.get("last_claim"),
+                segments: Vec::new(),
+            });
+        }
+        let Some(base_offset) = row.get::<_, Option<i64>>("base_offset") else {
+            continue;
+        };
+        let segment = Segment {
+            base_offset,
+            end_offset: row.get("end_offset"),
+            created_at: row.get("created_at"),
+            row,
+        };
+        partitions
+            .last_mut()
+            .expect("pushed above")
+            .segments
+            .push(segment);
+    }
+    Claimed { db_now, partitions }
+}
+
+/// Ends the claim as decided: trims leases to what was delivered, releases empty ones, and
+/// commits auto-acked deliveries. One statement for every partition of the claim.
+pub async fn finish(
+    tx: &Transaction<'_>,
+    group: &str,
+    finishes: &[Finish],
+) -> Result<(), StoreError> {
+    if finishes.is_empty() {
+        return Ok(());
+    }
+    let pids: Vec<Uuid> = finishes.iter().map(|f| f.partition).collect();
+    let committed: Vec<i64> = finishes.iter().map(|f| f.committed).collect();
+    let release: Vec<bool> = finishes.iter().map(|f| f.release).collect();
+    let end: Vec<i64> = finishes.iter().map(|f| f.lease_end).collect();
+    let st = tx.prepare_cached(FINISH).await?;
+    tx.execute(&st, &[&pids, &committed, &release, &end, &group])
+        .await?;
+    Ok(())
+}
+
+/// Explains an empty partition-route pop, so the answer can carry Queen's error shapes.
+pub async fn diagnose_empty(
+    tx: &Transaction<'_>,
+    queue_id: Uuid,
+    partition: &str,
+    group: &str,
+    window_buffer_seconds: i64,
+) -> Result<EmptyReason, StoreError> {
+    let st = tx
+        .prepare_cached(
+            "SELECT p.id,
+                    coalesce(c.lease_id IS NOT NULL AND c.lease_expires_at > now(), false) AS leased,
+                    coalesce($4::float8 > 0
+                             AND p.last_push_at > now() - make_interval(secs => $4::float8),
+                             false) AS buffering
+               FROM partitions p
+               LEFT JOIN cursors c ON c.partition_id = p.id AND c.consumer_group = $3
+              WHERE p.queue_id = $1 AND p.name = $2",
+        )
+        .await?;
+    let window = window_buffer_seconds as f64;
+    let row = tx
+        .query_opt(&st, &[&queue_id, &partition, &group, &window])
+        .await?;
+    Ok(match row {
+        None => EmptyReason::PartitionNotFound,
+        Some(r) if r.get::<_, bool>("leased") => EmptyReason::LeaseHeld,
+        Some(r) if r.get::<_, bool>("buffering") => EmptyReason::WindowBufferActive {
+            partition_id: r.get("id"),
+        },
+        Some(_) => EmptyReason::NothingReadable,
+    })
+}

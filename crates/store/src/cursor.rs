@@ -1,0 +1,154 @@
+//! A consumer group's cursor on a partition, as acks see it: locked, read with the offsets
+//! of the transaction ids being acked, and written back.
+//!
+//! The cursor row is locked first and the caller checks the lease on that locked row in the
+//! same transaction that moves it: the lease is a fencing token, never a separate pre-check.
+
+use deadpool_postgres::Transaction;
+use serde_json::Value;
+use tokio_postgres::Row;
+use uuid::Uuid;
+
+use crate::StoreError;
+
+/// The offsets of the transaction ids whose index hashes are in `$hashes` (a `uuid[]`), in
+/// the same order, NULL where one resolves nowhere, as an SQL array expression.
+macro_rules! offsets_of {
+    ($hashes:literal) => {
+        concat!(
+            "ARRAY(SELECT x.\"offset\"
+                     FROM unnest(",
+            $hashes,
+            "::uuid[]) WITH ORDINALITY AS w(hash, ord)
+                     LEFT JOIN tx_index x ON x.hash = w.hash
+                    ORDER BY w.ord)"
+        )
+    };
+}
+
+/// Locks the cursor row and resolves the transaction ids (`$4`, their index hashes) in one
+/// round trip; the queue's name and the partition's end say whether an ended lease leaves
+/// the group something to claim.
+const LOCK_AND_RESOLVE: &str = concat!(
+    "SELECT c.committed, c.lease_id,
+            (c.lease_id IS NOT NULL AND c.lease_expires_at > now()) AS live, c.lease_end,
+            c.retry_count, q.options, q.id AS queue_id, q.name AS queue, p.id AS partition_id,
+            p.next_offset, ",
+    offsets_of!("$4"),
+    " AS offsets
+       FROM cursors c
+       JOIN partitions p ON p.id = c.partition_id
+       JOIN queues q ON q.id = p.queue_id
+      WHERE c.partition_id = $1::text::uuid AND c.consumer_group = $2 AND p.tenant = $3
+        FOR UPDATE OF c"
+);
+
+/// The resolution of [`LOCK_AND_RESOLVE`] on its own.
+const RESOLVE: &str = concat!("SELECT ", offsets_of!("$1"), " AS offsets");
+
+const WRITE: &str = "UPDATE cursors
+        SET committed = $3, retry_count = $4,
+            lease_id = CASE WHEN $5 THEN NULL ELSE lease_id END
+      WHERE partition_id = $1 AND consumer_group = $2";
+
+/// A locked cursor row and what the ack needs around it.
+#[derive(Debug)]
+pub struct Locked {
+    /// Every offset <= committed is done; -1 = nothing consumed.
+    pub committed: i64,
+    pub lease_id: Option<Uuid>,
+    /// Whether `lease_id` is live (unexpired, not released).
+    pub live: bool,
+    /// The end of the latest lease's range, live or not.
+    pub lease_end: Option<i64>,
+    pub retry_count: i32,
+    /// The queue's options as stored.
+    pub options: Value,
+    pub queue_id: Uuid,
+    pub queue: String,
+    pub partition_id: Uuid,
+    pub next_offset: i64,
+    /// The offsets of the hashes asked about, in order; `None` where one resolves nowhere.
+    pub offsets: Vec<Option<i64>>,
+}
+
+impl From<&Row> for Locked {
+    fn from(r: &Row) -> Locked {
+        Locked {
+            committed: r.get("committed"),
+            lease_id: r.get("lease_id"),
+            live: r.get("live"),
+            lease_end: r.get("lease_end"),
+            retry_count: r.get("retry_count"),
+            options: r.get("options"),
+            queue_id: r.get("queue_id"),
+            queue: r.get("queue"),
+            partition_id: r.get("partition_id"),
+            next_offset: r.get("next_offset"),
+            offsets: r.get("offsets"),
+        }
+    }
+}
+
+/// Locks the group's cursor on the tenant's partition and resolves `hashes` with it.
+/// `partition_id` is the text the client sent: one PostgreSQL cannot read as a uuid fails
+/// here with its own message, which the ack contract reports as it is. `None` when the
+/// tenant's partition has no cursor of the group.
+pub async fn lock(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    partition_id: &str,
+    group: &str,
+    hashes: &[Uuid],
+) -> Result<Option<Locked>, StoreError> {
+    let st = tx.prepare_cached(LOCK_AND_RESOLVE).await?;
+    Ok(tx
+        .query_opt(&st, &[&partition_id, &group, &tenant, &hashes])
+        .await?
+        .as_ref()
+        .map(Locked::from))
+}
+
+/// The offsets of `hashes` in the index, in order.
+pub async fn resolve(
+    tx: &Transaction<'_>,
+    hashes: &[Uuid],
+) -> Result<Vec<Option<i64>>, StoreError> {
+    let st = tx.prepare_cached(RESOLVE).await?;
+    Ok(tx.query_one(&st, &[&hashes]).await?.get("offsets"))
+}
+
+/// The tenant a partition belongs to (its id as the client sent it), if it exists.
+pub async fn owner(tx: &Transaction<'_>, partition_id: &str) -> Result<Option<String>, StoreError> {
+    let st = tx
+        .prepare_cached("SELECT tenant FROM partitions WHERE id = $1::text::uuid")
+        .await?;
+    Ok(tx
+        .query_opt(&st, &[&partition_id])
+        .await?
+        .map(|r| r.get("tenant")))
+}
+
+/// Writes a locked cursor back.
+pub async fn write(
+    tx: &Transaction<'_>,
+    partition_id: Uuid,
+    group: &str,
+    committed: i64,
+    retry_count: i32,
+    release_lease: bool,
+) -> Result<(), StoreError> {
+    let st = tx.prepare_cached(WRITE).await?;
+    tx.execute(
+        &st,
+        &[
+            &partition_id,
+            &group,
+            &committed,
+            &retry_count,
+            &release_lease,
+        ],
+    )
+    .await?;
+    Ok(())
+}

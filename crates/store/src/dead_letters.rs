@@ -1,0 +1,150 @@
+//! Dead letters: snapshots of the frames of messages a group gave up on, with the reason, so
+//! they outlive the log.
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::{Client, Transaction};
+use tokio_postgres::Row;
+use uuid::Uuid;
+
+use crate::message::StoredMessage;
+use crate::{frames, StoreError};
+
+/// A message to dead-letter: where it is and why.
+pub struct Letter<'a> {
+    pub tenant: &'a str,
+    pub queue_id: Uuid,
+    pub partition_id: Uuid,
+    pub group: &'a str,
+    pub offset: i64,
+    pub reason: &'a str,
+    pub retry_count: i32,
+}
+
+/// Files the message at `letter.offset` as a dead letter: its frame's bytes, copied from the
+/// log.
+pub async fn file(tx: &Transaction<'_>, letter: &Letter<'_>) -> Result<(), StoreError> {
+    let st = tx
+        .prepare_cached(
+            "SELECT base_offset, created_at, frames FROM segments
+              WHERE partition_id = $1 AND end_offset >= $2 ORDER BY end_offset LIMIT 1",
+        )
+        .await?;
+    let seg = tx
+        .query_one(&st, &[&letter.partition_id, &letter.offset])
+        .await?;
+    let base: i64 = seg.get("base_offset");
+    let created_at: DateTime<Utc> = seg.get("created_at");
+    let raw = frames::raw_at(seg.get("frames"), (letter.offset - base) as usize)?;
+    let m = frames::decode(raw)?;
+    let st = tx
+        .prepare_cached(
+            "INSERT INTO dead_letters
+                 (tenant, queue_id, partition_id, consumer_group, \"offset\", message_id,
+                  transaction_id, frame, created_at, error, retry_count)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+        )
+        .await?;
+    tx.execute(
+        &st,
+        &[
+            &letter.tenant,
+            &letter.queue_id,
+            &letter.partition_id,
+            &letter.group,
+            &letter.offset,
+            &m.message_id,
+            &m.transaction_id,
+            &raw,
+            &created_at,
+            &letter.reason,
+            &letter.retry_count,
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+#[derive(Debug, Default)]
+pub struct Filter<'a> {
+    pub queue: Option<&'a str>,
+    pub group: Option<&'a str>,
+    pub partition: Option<&'a str>,
+    pub from: Option<DateTime<Utc>>,
+    pub to: Option<DateTime<Utc>>,
+    pub limit: i64,
+    pub offset: i64,
+}
+
+#[derive(Debug)]
+pub struct DeadLetter {
+    pub partition_id: Uuid,
+    pub queue: String,
+    pub partition: String,
+    pub group: String,
+    pub error: String,
+    pub retry_count: i32,
+    pub message: StoredMessage,
+    pub failed_at: DateTime<Utc>,
+}
+
+impl TryFrom<&Row> for DeadLetter {
+    type Error = StoreError;
+
+    fn try_from(r: &Row) -> Result<DeadLetter, StoreError> {
+        Ok(DeadLetter {
+            partition_id: r.get("partition_id"),
+            queue: r.get("queue"),
+            partition: r.get("partition"),
+            group: r.get("consumer_group"),
+            error: r.get("error"),
+            retry_count: r.get("retry_count"),
+            message: StoredMessage {
+                offset: r.get("offset"),
+                created_at: r.get("created_at"),
+                message: frames::decode(r.get("frame"))?,
+            },
+            failed_at: r.get("failed_at"),
+        })
+    }
+}
+
+const WHERE: &str = "FROM dead_letters d
+       JOIN queues q ON q.id = d.queue_id
+       JOIN partitions p ON p.id = d.partition_id
+      WHERE d.tenant = $1
+        AND ($2::text IS NULL OR q.name = $2)
+        AND ($3::text IS NULL OR d.consumer_group = $3)
+        AND ($4::text IS NULL OR p.name = $4)
+        AND ($5::timestamptz IS NULL OR d.failed_at >= $5)
+        AND ($6::timestamptz IS NULL OR d.failed_at <= $6)";
+
+/// A page of dead letters, newest failure first, and the number of all that match.
+pub async fn list(
+    client: &Client,
+    tenant: &str,
+    f: &Filter<'_>,
+) -> Result<(Vec<DeadLetter>, i64), StoreError> {
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] =
+        [&tenant, &f.queue, &f.group, &f.partition, &f.from, &f.to];
+    let count_sql = format!("SELECT count(*) AS total {WHERE}");
+    let st = client.prepare_cached(&count_sql).await?;
+    let total: i64 = client.query_one(&st, &params).await?.get("total");
+
+    let sql = format!(
+        "SELECT d.partition_id, q.name AS queue, p.name AS partition, d.consumer_group,
+                d.error, d.retry_count, d.\"offset\", d.frame, d.created_at, d.failed_at
+           {WHERE}
+          ORDER BY d.failed_at DESC, d.id DESC
+          LIMIT $7 OFFSET $8"
+    );
+    let st = client.prepare_cached(&sql).await?;
+    let mut all = params.to_vec();
+    all.push(&f.limit);
+    all.push(&f.offset);
+    let rows = client.query(&st, &all).await?;
+    let letters = rows
+        .iter()
+        .map(DeadLetter::try_from)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((letters, total))
+}

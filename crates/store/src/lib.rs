@@ -1,0 +1,153 @@
+//! Regent's only SQL. Every statement is prepared and cached per connection; functions that
+//! make up a transaction take a `&Transaction`, so the service layer decides where each
+//! transaction begins and ends and composes them (push fusion, the transaction route).
+//!
+//! Architecture Invariant: this crate applies no broker rule. It reads and writes what it is
+//! told to; what a status means, what an ack does to a cursor, where a group starts, is the
+//! caller's (the service layer, with `regent-broker`). The crate graph enforces it: this
+//! crate does not depend on `regent-broker`.
+
+/// The offset of the last message of partition `$partition` appended at or before the instant
+/// `$at` (both SQL expressions), -1 if none: where a group starting after that instant
+/// stands. Segments are appended whole, so a segment's time is each of its messages' time.
+macro_rules! last_offset_at {
+    ($partition:literal, $at:literal) => {
+        concat!(
+            "coalesce((SELECT max(g.end_offset) FROM segments g WHERE g.partition_id = ",
+            $partition,
+            " AND g.created_at <= ",
+            $at,
+            "), -1)"
+        )
+    };
+}
+
+pub mod append;
+pub mod claim;
+pub mod cursor;
+pub mod dead_letters;
+pub mod error;
+pub mod frames;
+pub mod groups;
+pub mod lease;
+pub mod message;
+pub mod notify;
+pub mod partitions;
+pub mod purge;
+pub mod queues;
+mod retry;
+pub mod seek;
+pub mod tls;
+
+pub use deadpool_postgres::{Client, Transaction};
+pub use error::StoreError;
+pub use message::{Message, StoredMessage};
+pub use retry::{retrying, ATTEMPTS};
+
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use tokio_postgres::NoTls;
+
+mod embedded {
+    refinery::embed_migrations!("migrations");
+}
+
+const POOL_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Serialises concurrent migrations when several brokers start at once.
+const MIGRATION_LOCK: i64 = 0x5245_4745_4e54; // "REGENT"
+
+/// A snapshot of the connection pool, for `/metrics`.
+pub struct PoolStatus {
+    pub max: usize,
+    pub open: usize,
+    pub idle: usize,
+    pub waiting: usize,
+}
+
+/// The connection pool plus everything the store needs to run statements.
+#[derive(Clone)]
+pub struct Store {
+    pool: Pool,
+}
+
+impl Store {
+    pub fn connect(url: &str, pool_size: usize) -> anyhow::Result<Store> {
+        let target = tls::target(url)?;
+        if target.unverified {
+            tracing::warn!(
+                "PostgreSQL connections are encrypted but the server's certificate is not \
+                 checked (sslmode=require without sslrootcert)"
+            );
+        }
+        let manager = ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        let mgr = match target.tls {
+            Some(tls) => Manager::from_config(target.config, tls, manager),
+            None => Manager::from_config(target.config, NoTls, manager),
+        };
+        // A bounded wait: an exhausted pool answers `pool` / 503 instead of hanging a request.
+        let pool = Pool::builder(mgr)
+            .max_size(pool_size.max(2))
+            .wait_timeout(Some(POOL_WAIT))
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .build()?;
+        Ok(Store { pool })
+    }
+
+    /// The pool now: (most connections, open, idle, requests waiting for one).
+    pub fn pool_status(&self) -> PoolStatus {
+        let s = self.pool.status();
+        PoolStatus {
+            max: s.max_size,
+            open: s.size,
+            idle: s.available,
+            waiting: s.waiting,
+        }
+    }
+
+    /// No new connections; those in use close when they come back.
+    pub fn close(&self) {
+        self.pool.close();
+    }
+
+    pub async fn client(&self) -> Result<Object, StoreError> {
+        Ok(self.pool.get().await?)
+    }
+
+    /// Runs the SQL files of `migrations/` that this database has not seen, under an
+    /// advisory lock so brokers starting together do not race.
+    pub async fn migrate(url: &str) -> anyhow::Result<()> {
+        let target = tls::target(url)?;
+        let (mut client, handle) = match target.tls {
+            Some(tls) => {
+                let (client, conn) = target.config.connect(tls).await?;
+                (client, tokio::spawn(conn))
+            }
+            None => {
+                let (client, conn) = target.config.connect(NoTls).await?;
+                (client, tokio::spawn(conn))
+            }
+        };
+        client
+            .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
+            .await?;
+        let report = embedded::migrations::runner().run_async(&mut client).await;
+        client
+            .execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK])
+            .await?;
+        drop(client);
+        let _ = handle.await;
+        for m in report?.applied_migrations() {
+            tracing::info!(migration = %m, "applied");
+        }
+        Ok(())
+    }
+
+    /// Checks that the database answers.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        let c = self.client().await?;
+        c.simple_query("SELECT 1").await?;
+        Ok(())
+    }
+}

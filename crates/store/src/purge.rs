@@ -1,0 +1,28 @@
+//! The transaction index's own clock: entries older than the window are purged, after which
+//! their transaction ids neither deduplicate pushes nor resolve acks.
+
+use std::time::Duration;
+
+use crate::{Store, StoreError};
+
+/// Deletes index entries older than `retention`, in bounded slices so one purge never holds a
+/// long transaction. Returns how many were removed.
+pub async fn purge_tx_index(store: &Store, retention: Duration) -> Result<u64, StoreError> {
+    let client = store.client().await?;
+    let st = client
+        .prepare_cached(
+            "DELETE FROM tx_index WHERE ctid = ANY (ARRAY(
+                SELECT ctid FROM tx_index
+                 WHERE created_at < now() - make_interval(secs => $1::float8) LIMIT 10000))",
+        )
+        .await?;
+    let secs = retention.as_secs_f64();
+    let mut total = 0;
+    loop {
+        let n = client.execute(&st, &[&secs]).await?;
+        total += n;
+        if n < 10_000 {
+            return Ok(total);
+        }
+    }
+}

@@ -1,0 +1,305 @@
+//! Queues: configured, found by name or by namespace and task, listed with their counts,
+//! inspected partition by partition, deleted with everything that hangs off them.
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::{Client, Transaction};
+use serde_json::Value;
+use tokio_postgres::Row;
+use uuid::Uuid;
+
+use crate::StoreError;
+
+#[derive(Clone, Debug)]
+pub struct QueueRow {
+    pub id: Uuid,
+    pub name: String,
+    pub namespace: String,
+    pub task: String,
+    /// The options as stored: only what the client set.
+    pub options: Value,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<&Row> for QueueRow {
+    fn from(r: &Row) -> QueueRow {
+        QueueRow {
+            id: r.get("id"),
+            name: r.get("name"),
+            namespace: r.get("namespace"),
+            task: r.get("task"),
+            options: r.get("options"),
+            created_at: r.get("created_at"),
+        }
+    }
+}
+
+const QUEUE_COLUMNS: &str = "q.id, q.name, q.namespace, q.task, q.options, q.created_at";
+
+/// Creates the queue or replaces its whole configuration (not a patch).
+pub async fn upsert(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    name: &str,
+    namespace: &str,
+    task: &str,
+    options: &Value,
+) -> Result<QueueRow, StoreError> {
+    let sql = format!(
+        "INSERT INTO queues AS q (id, tenant, name, namespace, task, options)
+         VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (tenant, name) DO UPDATE
+           SET namespace = EXCLUDED.namespace, task = EXCLUDED.task, options = EXCLUDED.options
+         RETURNING {QUEUE_COLUMNS}"
+    );
+    let st = tx.prepare_cached(&sql).await?;
+    let row = tx
+        .query_one(
+            &st,
+            &[&Uuid::now_v7(), &tenant, &name, &namespace, &task, options],
+        )
+        .await?;
+    Ok(QueueRow::from(&row))
+}
+
+pub async fn find(
+    client: &Client,
+    tenant: &str,
+    name: &str,
+) -> Result<Option<QueueRow>, StoreError> {
+    let sql = format!("SELECT {QUEUE_COLUMNS} FROM queues q WHERE q.tenant = $1 AND q.name = $2");
+    let st = client.prepare_cached(&sql).await?;
+    Ok(client
+        .query_opt(&st, &[&tenant, &name])
+        .await?
+        .as_ref()
+        .map(QueueRow::from))
+}
+
+/// The queues of a namespace and/or task, highest `priority` first.
+pub async fn find_scoped(
+    client: &Client,
+    tenant: &str,
+    namespace: Option<&str>,
+    task: Option<&str>,
+) -> Result<Vec<QueueRow>, StoreError> {
+    let sql = format!(
+        "SELECT {QUEUE_COLUMNS} FROM queues q
+          WHERE q.tenant = $1 AND ($2::text IS NULL OR q.namespace = $2)
+            AND ($3::text IS NULL OR q.task = $3)
+          ORDER BY coalesce((q.options ->> 'priority')::bigint, 0) DESC, q.name"
+    );
+    let st = client.prepare_cached(&sql).await?;
+    Ok(client
+        .query(&st, &[&tenant, &namespace, &task])
+        .await?
+        .iter()
+        .map(QueueRow::from)
+        .collect())
+}
+
+/// One row of the queue listing.
+#[derive(Clone, Debug)]
+pub struct QueueSummary {
+    pub queue: QueueRow,
+    pub partitions: i64,
+    pub total: i64,
+    pub pending: i64,
+    pub processing: i64,
+}
+
+/// Queues of a tenant, newest first. `pending` counts messages after the queue-mode cursor
+/// (or after the furthest-behind named group when only named groups read the queue).
+pub async fn list(
+    client: &Client,
+    tenant: &str,
+    search: Option<&str>,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<QueueSummary>, StoreError> {
+    let sql = format!(
+        "SELECT {QUEUE_COLUMNS},
+                (SELECT count(*) FROM partitions p WHERE p.queue_id = q.id) AS partitions,
+                (SELECT coalesce(sum(p.next_offset), 0)::bigint
+                   FROM partitions p WHERE p.queue_id = q.id) AS total,
+                (SELECT coalesce(sum(p.next_offset - 1 - coalesce(
+                          (SELECT min(c.committed) FROM cursors c WHERE c.partition_id = p.id), -1)), 0)::bigint
+                   FROM partitions p WHERE p.queue_id = q.id) AS pending,
+                (SELECT count(*) FROM partitions p JOIN cursors c ON c.partition_id = p.id
+                  WHERE p.queue_id = q.id AND c.lease_id IS NOT NULL
+                    AND c.lease_expires_at > now()) AS processing
+           FROM queues q
+          WHERE q.tenant = $1 AND ($2::text IS NULL OR strpos(q.name, $2) > 0)
+          ORDER BY q.created_at DESC, q.name
+          LIMIT $3 OFFSET $4"
+    );
+    let st = client.prepare_cached(&sql).await?;
+    let rows = client
+        .query(&st, &[&tenant, &search, &limit, &offset])
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| QueueSummary {
+            queue: QueueRow::from(r),
+            partitions: r.get("partitions"),
+            total: r.get("total"),
+            pending: r.get("pending"),
+            processing: r.get("processing"),
+        })
+        .collect())
+}
+
+/// One partition's counts for the queue detail, each the largest over consumer groups.
+#[derive(Debug)]
+pub struct PartitionStats {
+    pub id: Uuid,
+    pub name: String,
+    pub created_at: DateTime<Utc>,
+    /// Messages in the log.
+    pub total: i64,
+    /// After the furthest-behind cursor (leased ones included), as [`list`] counts.
+    pub pending: i64,
+    /// Under a live lease.
+    pub processing: i64,
+    /// Up to the furthest-ahead cursor.
+    pub completed: i64,
+    /// 1 while a group's next message has been nacked and waits for its retry.
+    pub failed: i64,
+    pub dead_letters: i64,
+    pub oldest: Option<DateTime<Utc>>,
+    pub newest: Option<DateTime<Utc>>,
+}
+
+impl From<&Row> for PartitionStats {
+    fn from(r: &Row) -> PartitionStats {
+        PartitionStats {
+            id: r.get("id"),
+            name: r.get("name"),
+            created_at: r.get("created_at"),
+            total: r.get("total"),
+            pending: r.get("pending"),
+            processing: r.get("processing"),
+            completed: r.get("completed"),
+            failed: r.get("failed"),
+            dead_letters: r.get("dead_letters"),
+            oldest: r.get("oldest"),
+            newest: r.get("newest"),
+        }
+    }
+}
+
+/// Each partition of a queue with its counts (`GET /resources/queues/:queue`). Oldest and
+/// newest message times are the first and last segments' (index probes, not scans).
+pub async fn partition_stats(
+    client: &Client,
+    tenant: &str,
+    queue_id: Uuid,
+) -> Result<Vec<PartitionStats>, StoreError> {
+    let st = client
+        .prepare_cached(
+            "WITH d AS (SELECT partition_id, count(*) AS n FROM dead_letters
+                         WHERE tenant = $2 AND queue_id = $1 GROUP BY partition_id)
+             SELECT p.id, p.name, p.created_at, p.next_offset AS total,
+                    p.next_offset - 1 - coalesce(min(c.committed), -1) AS pending,
+                    coalesce(max(c.lease_end - c.committed)
+                             FILTER (WHERE c.lease_id IS NOT NULL AND c.lease_expires_at > now()),
+                             0) AS processing,
+                    coalesce(max(c.committed), -1) + 1 AS completed,
+                    (CASE WHEN bool_or(c.retry_count > 0) THEN 1 ELSE 0 END)::bigint AS failed,
+                    coalesce(max(d.n), 0) AS dead_letters,
+                    (SELECT g.created_at FROM segments g WHERE g.partition_id = p.id
+                      ORDER BY g.end_offset LIMIT 1) AS oldest,
+                    (SELECT g.created_at FROM segments g WHERE g.partition_id = p.id
+                      ORDER BY g.end_offset DESC LIMIT 1) AS newest
+               FROM partitions p
+               LEFT JOIN cursors c ON c.partition_id = p.id
+               LEFT JOIN d ON d.partition_id = p.id
+              WHERE p.queue_id = $1
+              GROUP BY p.id
+              ORDER BY p.name",
+        )
+        .await?;
+    let rows = client.query(&st, &[&queue_id, &tenant]).await?;
+    Ok(rows.iter().map(PartitionStats::from).collect())
+}
+
+/// Messages after the cursor of `group` on each partition of a queue that has any, most
+/// first. A partition the group has no cursor on yet counts from where its first pop would
+/// start it (the group's stored start point, or the beginning). Without a group, each
+/// partition counts from its furthest-behind cursor, as [`list`] does. Watermark arithmetic
+/// only: the log is not read.
+pub async fn depth(
+    client: &Client,
+    queue_id: Uuid,
+    group: Option<&str>,
+) -> Result<Vec<(String, i64)>, StoreError> {
+    let st = client
+        .prepare_cached(concat!(
+            "SELECT name, pending FROM (
+               SELECT p.name, p.next_offset - 1 - CASE
+                        WHEN $2::text IS NULL THEN
+                          coalesce((SELECT min(c.committed) FROM cursors c
+                                     WHERE c.partition_id = p.id), -1)
+                        ELSE coalesce(
+                          (SELECT c.committed FROM cursors c
+                            WHERE c.partition_id = p.id AND c.consumer_group = $2),
+                          (SELECT ",
+            last_offset_at!("p.id", "s.start_after"),
+            " FROM subscriptions s
+                            WHERE s.queue_id = $1 AND s.consumer_group = $2),
+                          -1)
+                      END AS pending
+                 FROM partitions p WHERE p.queue_id = $1) d
+              WHERE pending > 0
+              ORDER BY pending DESC, name"
+        ))
+        .await?;
+    let rows = client.query(&st, &[&queue_id, &group]).await?;
+    Ok(rows
+        .iter()
+        .map(|r| (r.get("name"), r.get("pending")))
+        .collect())
+}
+
+/// Deletes a queue with everything that hangs off it: partitions, the log, cursors,
+/// subscriptions and dead letters. Returns whether it existed.
+pub async fn delete(tx: &Transaction<'_>, tenant: &str, name: &str) -> Result<bool, StoreError> {
+    let st = tx
+        .prepare_cached("DELETE FROM queues WHERE tenant = $1 AND name = $2 RETURNING id")
+        .await?;
+    let Some(row) = tx.query_opt(&st, &[&tenant, &name]).await? else {
+        return Ok(false);
+    };
+    let qid: Uuid = row.get("id");
+    // Wait for in-flight appends first, so the deletes below (a fresh snapshot) see every
+    // segment those appends commit.
+    let lock = tx
+        .prepare_cached("SELECT id FROM partitions WHERE queue_id = $1 FOR UPDATE")
+        .await?;
+    tx.query(&lock, &[&qid]).await?;
+    // The transaction index is left to its purge clock: its rows hold only hashes keyed by
+    // partition ids, which are never reused, and it has no partition index to delete by.
+    let st = tx
+        .prepare_cached(
+            "WITH p AS (DELETE FROM partitions WHERE queue_id = $1 RETURNING id),
+                  s AS (DELETE FROM segments WHERE partition_id IN (SELECT id FROM p)),
+                  c AS (DELETE FROM cursors WHERE partition_id IN (SELECT id FROM p)),
+                  d AS (DELETE FROM dead_letters WHERE queue_id = $1)
+             DELETE FROM subscriptions WHERE queue_id = $1",
+        )
+        .await?;
+    tx.execute(&st, &[&qid]).await?;
+    Ok(true)
+}
+
+/// How many messages a tenant holds in the log: every offset handed out in its queues. (The
+/// log keeps what it is given until its queue is deleted.)
+pub async fn stored_messages(client: &Client, tenant: &str) -> Result<i64, StoreError> {
+    let st = client
+        .prepare_cached(
+            "SELECT coalesce(sum(p.next_offset), 0)::bigint AS stored
+               FROM queues q JOIN partitions p ON p.queue_id = q.id
+              WHERE q.tenant = $1",
+        )
+        .await?;
+    Ok(client.query_one(&st, &[&tenant]).await?.get("stored"))
+}
