@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-: "${BASELINE:?BASELINE must name the other build's regent binary}"
+: "${BASELINE:?BASELINE must name the regent binary to compare with}"
 ROUNDS=${ROUNDS:-3}
 runs=("$@")
 [ ${#runs[@]} -gt 0 ] || runs=(push end-to-end)
@@ -55,3 +55,4 @@ for run in runs:
             cells = " ".join(f"{x:.2f}" for x in ratios)
             print(f"{run:>12} {name:<12} {cells}   median {statistics.median(ratios):.2f}")
 PY
+
