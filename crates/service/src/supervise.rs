@@ -37,8 +37,9 @@ impl Supervisor {
             let mut pause = FIRST_PAUSE;
             loop {
                 let started = Instant::now();
-                let run = tokio::spawn(make());
-                let ended = run.await;
+                // Aborting the supervisor (at shutdown) aborts the task it watches too.
+                let mut run = AbortOnDrop(tokio::spawn(make()));
+                let ended = (&mut run.0).await;
                 let Err(e) = ended else { return };
                 if !e.is_panic() {
                     return;
@@ -62,6 +63,15 @@ impl Supervisor {
             .filter(|(_, n)| **n > 0)
             .map(|(name, _)| *name)
             .collect()
+    }
+}
+
+/// A task handle that aborts its task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -125,5 +135,23 @@ mod tests {
             2,
             "a task that returns stays ended"
         );
+    }
+
+    #[tokio::test]
+    async fn aborting_the_supervisor_stops_its_task() {
+        let s = Supervisor::default();
+        let (alive, mut seen) = tokio::sync::mpsc::channel::<()>(1);
+        let handle = s.spawn("forever", move || {
+            let alive = alive.clone();
+            async move {
+                let _alive = alive;
+                std::future::pending::<()>().await
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(seen.try_recv().is_err() && !seen.is_closed(), "running");
+        handle.abort();
+        let gone = tokio::time::timeout(Duration::from_secs(1), seen.recv()).await;
+        assert_eq!(gone, Ok(None), "the task was dropped with its supervisor");
     }
 }
