@@ -9,6 +9,7 @@
 //! has the map; the crate graph enforces it.
 
 pub mod listener;
+pub mod logging;
 pub mod server;
 
 pub use regent_bench as bench;

@@ -61,14 +61,7 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    // Logs go to stderr; stdout carries only what a user or script reads (the URL).
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "regent=info".into()),
-        )
-        .init();
+    regent::logging::init();
     let cli = Cli::parse();
     let mut config = Config::from_env().context("reading configuration from the environment")?;
     match cli.command {

@@ -1,7 +1,6 @@
-//! What every request passes through, outermost first: a request id (the client's
-//! `x-request-id`, else a new UUID) and a span carrying it, so every log line of the request
-//! names it, and the id echoed on the answer; Queen's CORS headers; the shutdown cut-off;
-//! panic isolation; the body limit.
+//! What every request passes through, outermost first: its id (`request_id`: the client's
+//! `x-request-id`, else a new UUID, named on every log line of the request and echoed on the
+//! answer); Queen's CORS headers; the shutdown cut-off; panic isolation; the body limit.
 //!
 //! CORS stays hand-written (`cors.rs`): Queen sends its headers on every answer and answers
 //! every `OPTIONS` with 204, which tower-http's `CorsLayer` (preflight-only headers, 200)
@@ -11,15 +10,12 @@ use std::any::Any;
 use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
-use axum::http::Request;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::trace::TraceLayer;
 
 use super::error::ApiError;
-use super::{cors, grace, AppState};
+use super::{cors, grace, request_id, AppState};
 
 pub fn around(app: Router<Arc<AppState>>, state: &Arc<AppState>) -> Router<Arc<AppState>> {
     app.layer(DefaultBodyLimit::max(state.config.max_body_bytes))
@@ -29,19 +25,7 @@ pub fn around(app: Router<Arc<AppState>>, state: &Arc<AppState>) -> Router<Arc<A
             grace::bounded,
         ))
         .layer(axum::middleware::from_fn(cors::cors))
-        .layer(PropagateRequestIdLayer::x_request_id())
-        .layer(TraceLayer::new_for_http().make_span_with(span))
-        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
-}
-
-/// The span of one request: its id, method and path.
-fn span<B>(req: &Request<B>) -> tracing::Span {
-    let id = req
-        .headers()
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    tracing::info_span!("request", id, method = %req.method(), path = req.uri().path())
+        .layer(axum::middleware::from_fn(request_id::request_id))
 }
 
 /// A handler that panicked answers its own request with 500; the broker serves on.
@@ -57,7 +41,7 @@ fn panicked(panic: Box<dyn Any + Send + 'static>) -> Response {
 #[cfg(test)]
 mod tests {
     use axum::body::Body;
-    use axum::http::StatusCode;
+    use axum::http::{Request, StatusCode};
     use axum::routing::get;
     use tower::ServiceExt;
 

@@ -24,6 +24,7 @@ mod params;
 mod path;
 mod pop;
 mod push;
+pub mod request_id;
 mod resources;
 pub mod routes;
 mod time;

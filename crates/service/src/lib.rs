@@ -50,6 +50,12 @@ pub use supervise::Supervisor;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// The supervised tasks that `finish` stops.
+struct Background {
+    purge: JoinHandle<()>,
+    peer_link: JoinHandle<()>,
+}
+
 /// One broker's use cases and everything they share.
 pub struct Service {
     store: Store,
@@ -69,7 +75,7 @@ pub struct Service {
     peers_stop: watch::Sender<bool>,
     supervisor: Supervisor,
     /// The purge clock and the peer link, stopped at shutdown.
-    background: std::sync::Mutex<Vec<(&'static str, JoinHandle<()>)>>,
+    background: std::sync::Mutex<Option<Background>>,
 }
 
 impl Service {
@@ -119,9 +125,10 @@ impl Service {
         let peers = self
             .supervisor
             .spawn("peer link", move || announce::peer_link(s.clone()));
-        let mut background = self.background.lock().expect("start-up");
-        background.push(("purge", purge));
-        background.push(("peer link", peers));
+        *self.background.lock().expect("start-up") = Some(Background {
+            purge,
+            peer_link: peers,
+        });
     }
 
     /// The in-memory state of this broker (wakeups, ready lists, counters...).
@@ -149,22 +156,18 @@ impl Service {
     /// whose answer was not delivered is released (and announced), the peer link sends what
     /// is left and closes, and the pool closes.
     pub async fn finish(self: &Arc<Self>) {
-        let tasks = std::mem::take(&mut *self.background.lock().unwrap_or_else(|p| p.into_inner()));
-        let mut peer_link = None;
-        for (name, task) in tasks {
-            match name {
-                "peer link" => peer_link = Some(task),
-                _ => task.abort(),
-            }
+        let taken = self.background.lock().map(|mut b| b.take()).ok().flatten();
+        if let Some(b) = &taken {
+            b.purge.abort();
         }
         handover::release_remaining(self).await;
         self.peers_stop.send_replace(true);
-        if let Some(mut task) = peer_link {
-            if tokio::time::timeout(Duration::from_secs(1), &mut task)
+        if let Some(Background { mut peer_link, .. }) = taken {
+            if tokio::time::timeout(Duration::from_secs(1), &mut peer_link)
                 .await
                 .is_err()
             {
-                task.abort();
+                peer_link.abort();
             }
         }
         self.store.close();
