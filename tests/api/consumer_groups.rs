@@ -56,7 +56,7 @@ async fn seek_to_the_end_skips_and_back_to_an_instant_replays() {
 
     // Back to the instant between the pushes: consumption resumes after a1, and a parked pop
     // of the group is told at once.
-    let state = b.server.as_ref().unwrap().service.runtime();
+    let state = b.runtime();
     let notify = state.wakeups.for_group("default", "sq", "g");
     let woken = notify.notified();
     tokio::pin!(woken);

@@ -9,7 +9,7 @@ use crate::support::{broker, Broker};
 
 /// Waits until `b`'s notifier for (queue, group) fires, after `push` runs.
 async fn woken_by(b: &Broker, queue: &str, group: &str, push: impl std::future::Future) -> bool {
-    let state = b.server.as_ref().unwrap().service.runtime();
+    let state = b.runtime();
     let notify = state.wakeups.for_group("default", queue, group);
     let woken = notify.notified();
     tokio::pin!(woken);
@@ -38,15 +38,7 @@ async fn two_in_view() -> (Broker, Broker) {
     let a = broker().await;
     let b = Broker::attach(&a.db_url).await;
     for _ in 0..200 {
-        if [&a, &b].iter().all(|x| {
-            x.server
-                .as_ref()
-                .unwrap()
-                .service
-                .runtime()
-                .peers
-                .others_in_view()
-        }) {
+        if [&a, &b].iter().all(|x| x.runtime().peers.others_in_view()) {
             return (a, b);
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -182,15 +174,7 @@ async fn peer_wakeups_can_be_turned_off() {
         1,
         "only the broker with peer wakeups listens"
     );
-    let in_view = |b: &Broker| {
-        b.server
-            .as_ref()
-            .unwrap()
-            .service
-            .runtime()
-            .peers
-            .others_in_view()
-    };
+    let in_view = |b: &Broker| b.runtime().peers.others_in_view();
     assert!(!in_view(&on), "the other broker said no hello");
     assert!(!in_view(&off));
     off.push("q", "p", &["m"]).await;

@@ -677,7 +677,7 @@ async fn a_nack_wakes_a_parked_consumer_of_its_group_at_once() {
     assert_eq!(Broker::txids(&first), ["m1", "m2"]);
     let lease = first["leaseId"].as_str().unwrap().to_string();
 
-    let state = b.server.as_ref().unwrap().service.runtime();
+    let state = b.runtime();
     let (g, h) = (
         state.wakeups.for_group("default", "q", "g"),
         state.wakeups.for_group("default", "q", "h"),

@@ -327,6 +327,11 @@ impl Broker {
 }
 
 impl Broker {
+    /// This broker's in-memory state (wakeups, peers, ...), for tests that watch it.
+    pub fn runtime(&self) -> &regent::runtime::Runtime {
+        self.server.as_ref().expect("running").service.runtime()
+    }
+
     /// Another broker on the database at `db_url`, with its own pool and its own in-memory
     /// state (wakeups, ready lists, sweeps, remembered deliveries), as a second `regent serve`
     /// process would have; `tune` adjusts its configuration.

@@ -8,17 +8,15 @@ pub mod auth;
 mod body;
 mod configure;
 mod consumer_groups;
-mod cors;
 mod dlq;
+mod edge;
 pub mod error;
 mod fallback;
-mod grace;
 mod handover;
 mod health;
 pub mod jwks;
 mod layers;
 mod lease;
-mod limits;
 mod metrics;
 mod params;
 mod path;
@@ -73,20 +71,14 @@ impl AppState {
 
 pub type State = axum::extract::State<Arc<AppState>>;
 
-/// The whole HTTP application: the route table with its access checks, then the layers
-/// every request passes (request id and span, CORS, the shutdown cut-off, panic isolation,
-/// the body limit).
+/// The whole HTTP application: the route table with its access check, then what every
+/// request passes (its id, CORS, the shutdown cut-off, panic isolation, the body limit).
 pub fn router(mut state: AppState) -> Router {
     let table = routes::table();
     state.routes = table.routes;
     let state = Arc::new(state);
     let app = table
         .router
-        // Route layers run last-added first: authorize decides the tenant, then its rate.
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            limits::admit,
-        ))
         // Matched routes only: an unknown path is a 404 whatever the token says.
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),

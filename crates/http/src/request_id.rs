@@ -2,13 +2,13 @@
 //! echoed on the answer, and held in a task-local for as long as the request's handler runs,
 //! so the log formatter (`src/logging.rs`) can name it on every line written meanwhile.
 //!
-//! A task-local rather than a tracing span per request: a span costs the fmt subscriber about
-//! 10 µs of CPU for every request, logged or not (measured on batch-1 pushes, BENCHMARKS.md);
-//! the task-local costs nothing until a line is written.
+//! A task-local rather than a tracing span per request: a span costs the fmt subscriber CPU
+//! on every request, logged or not; the task-local costs nothing until a line is written.
+
+use std::future::Future;
 
 use axum::extract::Request;
 use axum::http::HeaderValue;
-use axum::middleware::Next;
 use axum::response::Response;
 
 const HEADER: &str = "x-request-id";
@@ -17,8 +17,12 @@ tokio::task_local! {
     static REQUEST_ID: HeaderValue;
 }
 
-/// Middleware: the id decided, held while the request runs, and echoed on the answer.
-pub async fn request_id(mut req: Request, next: Next) -> Response {
+/// Runs `handle` on the request with its id held, and puts the id on the answer.
+pub async fn within<F, Fut>(mut req: Request, handle: F) -> Response
+where
+    F: FnOnce(Request) -> Fut,
+    Fut: Future<Output = Response>,
+{
     let id = match req.headers().get(HEADER) {
         Some(id) => id.clone(),
         None => {
@@ -28,7 +32,7 @@ pub async fn request_id(mut req: Request, next: Next) -> Response {
             id
         }
     };
-    let mut res = REQUEST_ID.scope(id.clone(), next.run(req)).await;
+    let mut res = REQUEST_ID.scope(id.clone(), handle(req)).await;
     res.headers_mut().insert(HEADER, id);
     res
 }
@@ -41,7 +45,7 @@ pub fn with_current<R>(f: impl FnOnce(Option<&str>) -> R) -> R {
 }
 
 /// Runs `fut` as the request `id` would (for tests of what reads it).
-pub async fn scope<F: std::future::Future>(id: &str, fut: F) -> F::Output {
+pub async fn scope<F: Future>(id: &str, fut: F) -> F::Output {
     let id = HeaderValue::from_str(id).expect("a header value");
     REQUEST_ID.scope(id, fut).await
 }

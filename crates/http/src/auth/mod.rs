@@ -1,7 +1,7 @@
 //! Who may call what, and for which tenant: the access check every matched route passes
-//! (levels come from the route table, `crate::routes`), JWT verification with Queen's
-//! variables, claims and error texts (spec appendix B, `verify`), and development tokens
-//! (`mint`).
+//! (levels come from the route table, `crate::routes`; then the tenant's request rate), JWT
+//! verification with Queen's variables, claims and error texts (spec appendix B, `verify`),
+//! and development tokens (`mint`).
 //!
 //! A verified token acts for the tenant in its tenant claim (`JWT_TENANT_CLAIM`), else
 //! `JWT_DEFAULT_TENANT`, else it is refused.
@@ -59,14 +59,15 @@ fn token(req: &Request) -> Option<&str> {
 }
 
 /// Route middleware: runs for matched routes only, so an unknown path is a 404 whatever the
-/// token says.
+/// token says. A request that may proceed takes one token of its tenant's rate (public routes
+/// act for no tenant and are not counted).
 pub async fn authorize(State(s): State<Arc<AppState>>, mut req: Request, next: Next) -> Response {
     let need = req
         .extensions()
         .get::<MatchedPath>()
         .and_then(|m| level(&s.routes, req.method(), m.as_str()));
     // A public route acts for no tenant: it carries no Principal, which also keeps it out of
-    // the tenant's request rate (`limits::admit`).
+    // the tenant's request rate (below).
     if need == Some(Level::Public) {
         return next.run(req).await;
     }
@@ -74,7 +75,15 @@ pub async fn authorize(State(s): State<Arc<AppState>>, mut req: Request, next: N
     // reference to the request.
     let path = req.uri().path().to_string();
     let raw = token(&req).map(str::to_string);
-    match principal(&s, &path, raw.as_deref(), need).await {
+    let admitted = match principal(&s, &path, raw.as_deref(), need).await {
+        Ok(who) => s
+            .service
+            .admit(&who.tenant)
+            .map(|()| who)
+            .map_err(ApiError::from),
+        Err(e) => Err(e),
+    };
+    match admitted {
         Ok(who) => {
             req.extensions_mut().insert(who);
             next.run(req).await
