@@ -154,13 +154,12 @@ macro_rules! ensure_named {
 const ENSURE_NAMED: &str = ensure_named!("");
 const ENSURE_NAMED_ONLY: &str = ensure_named!(" AND p.id = ANY ($5::uuid[])");
 
-/// Claims and reads in one statement. Least recently claimed partitions first, so a hot
-/// partition cannot starve the others. Each claimed partition comes back once per segment
-/// overlapping its leased range (committed, lease_end]: the segments ending inside the range
-/// plus the first one ending after it, both bounded index scans however long the backlog
-/// behind the range is.
 /// Claims up to `$5` partitions for the group under lease `$6` and reads their segments, in
-/// one statement. `$candidates` narrows the cursors considered (see the two forms below).
+/// one statement. Least recently claimed partitions first, so a hot partition cannot starve
+/// the others. Each claimed partition comes back once per segment overlapping its leased
+/// range (committed, lease_end]: the segments ending inside the range plus the first one
+/// ending after it, both bounded index scans however long the backlog behind the range is.
+/// `$candidates` narrows the cursors considered (see the two forms below).
 macro_rules! claim_and_read {
     ($candidates:literal) => {
         concat!(
