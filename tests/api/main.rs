@@ -17,6 +17,7 @@ mod metrics;
 mod peers;
 mod push_pop;
 mod python_client;
+mod queen_compat;
 mod shutdown;
 mod smoke;
 mod tenants;

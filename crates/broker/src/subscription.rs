@@ -14,9 +14,11 @@ pub enum StartPoint {
 #[derive(Debug, PartialEq, Eq)]
 pub struct BadSubscription(pub String);
 
-/// `subscriptionFrom` wins over `subscriptionMode`; `now`, `new` and `new-only` start at the
-/// current instant; an empty or `all` mode starts at the beginning. An unparsable value is
-/// refused rather than silently read as "all": the client passes user input through.
+/// `subscriptionFrom` wins over `subscriptionMode`. Of the modes, `new` (Queen 0.15's one
+/// word) and Regent's aliases `new-only` and `now` start at the current instant; every other
+/// mode starts at the beginning, as in 0.15: the clients send `from_beginning`, which 0.15
+/// never names. An unparsable `subscriptionFrom` is refused rather than silently read as
+/// "all" (0.15's reading): it is a timestamp the client passes through from its user.
 pub fn start_point(
     mode: Option<&str>,
     from: Option<&str>,
@@ -35,11 +37,8 @@ pub fn start_point(
             });
     }
     match mode.unwrap_or("") {
-        "" | "all" => Ok(StartPoint::Beginning),
         "new" | "new-only" | "now" => Ok(StartPoint::After(now)),
-        other => Err(BadSubscription(format!(
-            "subscriptionMode must be one of all, new, new-only, now; got '{other}'"
-        ))),
+        _ => Ok(StartPoint::Beginning),
     }
 }
 
@@ -71,6 +70,12 @@ mod tests {
             ))
         );
         assert!(start_point(None, Some("yesterday"), now).is_err());
-        assert!(start_point(Some("latest"), None, now).is_err());
+        for mode in ["from_beginning", "latest", "NEW", ""] {
+            assert_eq!(
+                start_point(Some(mode), None, now),
+                Ok(StartPoint::Beginning),
+                "{mode}"
+            );
+        }
     }
 }

@@ -18,8 +18,9 @@ pub async fn configure(
     body: RawBody,
 ) -> Result<Json<Value>, ApiError> {
     let v = body.json()?;
+    // An empty name is a name, as in Queen 0.15 (a push may name it too).
     let queue = match v.get("queue") {
-        Some(Value::String(q)) if !q.is_empty() => super::push::name("queue", q)?,
+        Some(Value::String(q)) => super::push::name("queue", q)?,
         _ => return Err(ApiError::bad_request("queue is required")),
     };
     let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();

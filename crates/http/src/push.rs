@@ -80,8 +80,8 @@ pub(crate) fn parse_item(
         _ => f.data.0,
     };
     let queue = match field("queue") {
-        Value::String(q) if !q.is_empty() => name("Queue", &q)?,
-        Value::String(_) => return Err(ApiError::bad_request("Queue must be a non-empty string")),
+        // An empty name is a name, as in Queen 0.15 (`configure` takes it too).
+        Value::String(q) => name("Queue", &q)?,
         _ => return Err(ApiError::bad_request("Queue must be a string")),
     };
     let partition = match field("partition") {
