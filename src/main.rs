@@ -6,6 +6,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tokio::net::TcpListener;
 
+use regent::cluster::key::Origin;
 use regent::cluster::PrivateCluster;
 use regent::config::Config;
 use regent::server;
@@ -112,11 +113,37 @@ async fn main() -> anyhow::Result<()> {
             }
             let cluster = PrivateCluster::start(data_dir).await?;
             tracing::info!(url = %cluster.url(), "private PostgreSQL started");
-            let result = run(config, &cluster.url()).await;
+            let result = match dev_key(&mut config, &cluster) {
+                Ok(()) => run(config, &cluster.url()).await,
+                Err(e) => Err(e),
+            };
             cluster.stop().await?;
             result
         }
     }
+}
+
+/// Without QUEEN_ENCRYPTION_KEY, `regent dev` uses the key kept with its cluster (made at
+/// the first start), so the quick start can make encrypted queues; it says which.
+fn dev_key(config: &mut Config, cluster: &PrivateCluster) -> anyhow::Result<()> {
+    if config.queen_encryption_key.is_some() {
+        return Ok(());
+    }
+    let key = cluster.encryption_key()?;
+    let path = key.path.display();
+    match (cluster.is_temporary(), key.origin) {
+        (true, _) => tracing::info!(
+            "QUEEN_ENCRYPTION_KEY unset: encrypting with a temporary key, removed with the cluster"
+        ),
+        (false, Origin::Created) => tracing::info!(
+            %path, "QUEEN_ENCRYPTION_KEY unset: created an encryption key for this data directory (mode 0600); keep it with the data"
+        ),
+        (false, Origin::Found) => tracing::info!(
+            %path, "QUEEN_ENCRYPTION_KEY unset: encrypting with the key kept in the data directory"
+        ),
+    }
+    config.queen_encryption_key = Some(key.hex);
+    Ok(())
 }
 
 async fn run(config: Config, url: &str) -> anyhow::Result<()> {

@@ -1,60 +1,158 @@
 //! `regent dev`, the quick start's first command, as a user runs it: a private PostgreSQL,
 //! a serving broker, and a clean stop on SIGTERM that takes the private PostgreSQL with it.
+//! Encrypted queues work out of the box: with no key configured, dev keeps one with its data.
 
+use std::os::unix::fs::PermissionsExt;
 use std::process::Stdio;
 use std::time::Duration;
 
+use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Command;
+use tokio::process::{Child, Command};
 
-#[tokio::test]
-async fn dev_serves_with_a_private_postgres_and_stops_cleanly() {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let mut child = Command::new(env!("CARGO_BIN_EXE_regent"))
-        .args(["dev", "--port", &port.to_string()])
-        .env_remove("DATABASE_URL")
-        .env_remove("PG_HOST")
-        .env_remove("PG_DB")
-        .env("HOST", "127.0.0.1")
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("regent dev starts");
+const PG_URL_PREFIX: &str = "postgres://postgres@127.0.0.1:";
 
-    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
-    let (serving, pg_port) = tokio::time::timeout(Duration::from_secs(60), async {
-        let mut pg_port = None;
-        loop {
-            tokio::select! {
-                Ok(Some(line)) = err.next_line() => {
-                    if let Some(i) = line.find("postgres://postgres@127.0.0.1:") {
-                        let rest = &line[i + "postgres://postgres@127.0.0.1:".len()..];
-                        pg_port = rest.split('/').next().and_then(|p| p.parse::<u16>().ok());
-                    }
-                }
-                Ok(Some(line)) = out.next_line() => {
-                    if line.contains("Regent is serving on") {
-                        return (line, pg_port);
+/// A running `regent dev`, its start-up lines (stderr) read up to "Regent is serving".
+pub(crate) struct Dev {
+    child: Child,
+    pub(crate) base: String,
+    pg_url: String,
+    startup: Vec<String>,
+}
+
+impl Dev {
+    pub(crate) async fn start(extra: &[&str]) -> Dev {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let mut child = Command::new(env!("CARGO_BIN_EXE_regent"))
+            .args(["dev", "--port", &port.to_string()])
+            .args(extra)
+            .env_remove("DATABASE_URL")
+            .env_remove("PG_HOST")
+            .env_remove("PG_DB")
+            .env_remove("QUEEN_ENCRYPTION_KEY")
+            .env("HOST", "127.0.0.1")
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("regent dev starts");
+        let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
+        let (serving, startup) = tokio::time::timeout(Duration::from_secs(60), async {
+            let mut startup = Vec::new();
+            loop {
+                tokio::select! {
+                    Ok(Some(line)) = err.next_line() => startup.push(line),
+                    Ok(Some(line)) = out.next_line() => {
+                        if line.contains("Regent is serving on") {
+                            return (line, startup);
+                        }
                     }
                 }
             }
+        })
+        .await
+        .expect("regent dev prints its URL within 60 s");
+        assert!(serving.contains(&format!(":{port}")), "{serving}");
+        // Later log lines must not fill the pipe and block the broker.
+        tokio::spawn(async move { while let Ok(Some(_)) = err.next_line().await {} });
+        let pg_url = startup
+            .iter()
+            .find_map(|l| {
+                let i = l.find(PG_URL_PREFIX)?;
+                Some(
+                    l[i..]
+                        .split_whitespace()
+                        .next()?
+                        .trim_matches('"')
+                        .to_string(),
+                )
+            })
+            .expect("the private PostgreSQL URL is logged");
+        Dev {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+            pg_url,
+            startup,
         }
-    })
-    .await
-    .expect("regent dev prints its URL within 60 s");
-    assert!(serving.contains(&format!(":{port}")), "{serving}");
-    let pg_port = pg_port.expect("the private PostgreSQL URL is logged");
+    }
 
+    fn said(&self, text: &str) -> bool {
+        self.startup.iter().any(|l| l.contains(text))
+    }
+
+    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let r = reqwest::Client::new()
+            .post(format!("{}{path}", self.base))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn pop(&self, queue: &str) -> Value {
+        let url = format!("{}/api/v1/pop/queue/{queue}?wait=false", self.base);
+        reqwest::get(url).await.unwrap().json().await.unwrap()
+    }
+
+    /// SIGTERM, then the exit status within 20 s.
+    pub(crate) async fn stop(mut self) {
+        let pid = self.child.id().unwrap() as i32;
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        let status = tokio::time::timeout(Duration::from_secs(20), self.child.wait())
+            .await
+            .expect("regent dev exits within 20 s of SIGTERM")
+            .unwrap();
+        assert!(status.success(), "{status:?}");
+    }
+}
+
+fn pg_port(url: &str) -> u16 {
+    url[PG_URL_PREFIX.len()..]
+        .split('/')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("a port in the PostgreSQL URL")
+}
+
+/// Configures an encrypted queue and pushes one message to it.
+async fn push_encrypted(dev: &Dev, queue: &str, secret: &str) {
+    let body = json!({"queue": queue, "options": {"encryptionEnabled": true}});
+    let (s, v) = dev.post("/api/v1/configure", body).await;
+    assert_eq!(s, 200, "configure encryptionEnabled under regent dev: {v}");
+    let item = json!({"queue": queue, "transactionId": "t1", "payload": {"secret": secret}});
+    let (s, v) = dev.post("/api/v1/push", json!({"items": [item]})).await;
+    assert_eq!(s, 201, "{v}");
+}
+
+/// Whether any stored segment holds these bytes as they are.
+async fn stored_in_clear(pg_url: &str, text: &str) -> bool {
+    let (db, conn) = tokio_postgres::connect(pg_url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let row = db
+        .query_one(
+            "SELECT count(*) AS n FROM segments WHERE position($1::bytea IN frames) > 0",
+            &[&text.as_bytes()],
+        )
+        .await
+        .unwrap();
+    row.get::<_, i64>("n") > 0
+}
+
+#[tokio::test]
+async fn dev_serves_with_a_private_postgres_and_stops_cleanly() {
+    let dev = Dev::start(&[]).await;
+    let pg_port = pg_port(&dev.pg_url);
     let http = reqwest::Client::new();
-    let base = format!("http://127.0.0.1:{port}");
-    let health: serde_json::Value = http
-        .get(format!("{base}/health"))
+    let health: Value = http
+        .get(format!("{}/health", dev.base))
         .send()
         .await
         .unwrap()
@@ -63,28 +161,38 @@ async fn dev_serves_with_a_private_postgres_and_stops_cleanly() {
         .unwrap();
     assert_eq!(health["status"], "healthy");
     let pushed = http
-        .post(format!("{base}/api/v1/push"))
+        .post(format!("{}/api/v1/push", dev.base))
         .body(r#"{"items":[{"queue":"q","payload":1}]}"#)
         .send()
         .await
         .unwrap();
     assert_eq!(pushed.status(), 201);
 
+    // The quick start can make an encrypted queue: a temporary cluster, a temporary key.
+    assert!(
+        dev.said("encrypting with a temporary key"),
+        "{:#?}",
+        dev.startup
+    );
+    push_encrypted(&dev, "sealed", "quick-start-secret").await;
+    let v = dev.pop("sealed").await;
+    assert_eq!(
+        v["messages"][0]["data"]["secret"], "quick-start-secret",
+        "{v}"
+    );
+    assert!(!stored_in_clear(&dev.pg_url, "quick-start-secret").await);
+
     // A parked long-poll must not hold the shutdown for its whole timeout.
     let parked = tokio::spawn({
-        let http = http.clone();
-        let url = format!("{base}/api/v1/pop/queue/empty?wait=true&timeout=30000");
+        let url = format!(
+            "{}/api/v1/pop/queue/empty?wait=true&timeout=30000",
+            dev.base
+        );
         async move { http.get(url).send().await.map(|r| r.status()) }
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
 
-    let pid = child.id().unwrap() as i32;
-    unsafe { libc::kill(pid, libc::SIGTERM) };
-    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
-        .await
-        .expect("regent dev exits within 20 s of SIGTERM")
-        .unwrap();
-    assert!(status.success(), "{status:?}");
+    dev.stop().await;
     let parked = tokio::time::timeout(Duration::from_secs(5), parked)
         .await
         .expect("the parked long-poll was answered")
@@ -96,4 +204,39 @@ async fn dev_serves_with_a_private_postgres_and_stops_cleanly() {
             .is_err(),
         "the private PostgreSQL is stopped with regent dev"
     );
+}
+
+/// A persistent cluster keeps its key beside its data (mode 0600), and the next start
+/// opens what the first one sealed.
+#[tokio::test]
+async fn dev_keeps_its_encryption_key_with_a_persistent_cluster() {
+    let dir = std::env::temp_dir().join(format!("regent-dev-key-{}", uuid::Uuid::now_v7()));
+    let arg = dir.to_str().unwrap().to_string();
+    let first = Dev::start(&["--data-dir", &arg]).await;
+    assert!(
+        first.said("created an encryption key"),
+        "{:#?}",
+        first.startup
+    );
+    push_encrypted(&first, "vault", "kept-secret").await;
+    assert!(!stored_in_clear(&first.pg_url, "kept-secret").await);
+    first.stop().await;
+
+    let key = dir.join(regent::cluster::key::KEY_FILE);
+    let mode = std::fs::metadata(&key)
+        .expect("the key file")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "{}", key.display());
+
+    let second = Dev::start(&["--data-dir", &arg]).await;
+    assert!(
+        second.said("the key kept in the data directory"),
+        "{:#?}",
+        second.startup
+    );
+    let v = second.pop("vault").await;
+    assert_eq!(v["messages"][0]["data"]["secret"], "kept-secret", "{v}");
+    second.stop().await;
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -1,6 +1,8 @@
 //! Compatibility with the official Python client: `queen-mq==1.3.0` drives a real broker
 //! through `tests/python/client_flow.py` (create, push + dedup, consume with auto-ack, manual
-//! ack/nack, lease renewal, transaction, dead-letter queue, delete).
+//! ack/nack, lease renewal, transaction, dead-letter queue, a `from_beginning` subscription, an
+//! encrypted queue, delete). The plain flow runs against `regent dev` as the quick start
+//! starts it, so the encrypted queue is made with the key dev keeps for itself.
 //!
 //! The interpreter is `$REGENT_PYTHON`, else `<crate>/.venv/bin/python`; `scripts/test` creates
 //! that virtualenv and installs the client. A missing interpreter or client is a failure, never
@@ -13,10 +15,14 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
-use crate::support::{broker, broker_with};
+use crate::dev_command::Dev;
+use crate::support::broker_with;
 
 const CLIENT_VERSION: &str = "1.3.0";
 const SCRIPT_TIMEOUT: Duration = Duration::from_secs(120);
+/// The encryption key of the flows that run against the test harness's brokers.
+pub(crate) const FLOW_KEY: &str =
+    "8f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0";
 
 fn python() -> PathBuf {
     match std::env::var_os("REGENT_PYTHON") {
@@ -60,8 +66,9 @@ async fn check_client(python: &PathBuf) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_1_3_0_full_flow() {
-    let b = broker().await;
-    run_flow(&b.url, None).await;
+    let dev = Dev::start(&[]).await;
+    run_flow(&dev.base, None).await;
+    dev.stop().await;
 }
 
 /// The same flow with authentication on: the client sends its token as a bearer. The token
@@ -71,6 +78,7 @@ async fn python_client_1_3_0_with_authentication() {
     let b = broker_with(|c| {
         c.jwt_enabled = "true".into();
         c.jwt_secret = Some("python-secret".into());
+        c.queen_encryption_key = Some(FLOW_KEY.into());
     })
     .await;
     let claims = regent::http::auth::Minted {

@@ -119,6 +119,8 @@ async fn https_broker(pki: &Pki) -> Broker {
     config.db_pool_size = 4;
     config.tls_cert_file = Some(pki.chain());
     config.tls_key_file = Some(pki.key());
+    // The Python client flow makes an encrypted queue.
+    config.queen_encryption_key = Some(crate::python_client::FLOW_KEY.into());
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let srv = server::start(config, &db_url, listener)
         .await

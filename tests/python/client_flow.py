@@ -350,8 +350,39 @@ async def step_dlq(client: Queen) -> None:
     step(f"dlq: retries exhausted via consume + ack(msg, 'dlq'); dlq().get() total={total}, both entries present")
 
 
+async def step_subscription(client: Queen) -> None:
+    q = qname("subs")
+    res = await client.queue(q).push([{"data": {"old": i}, "transactionId": tx(f"old{i}")} for i in (1, 2)])
+    assert all(r.get("status") == "queued" for r in res), f"push to {q!r}: {res!r}"
+    # What the client's documentation shows: from_beginning reads the history (0.15 reads every
+    # mode but "new" that way); "new" skips it.
+    early = await (
+        client.queue(q).group(f"{RUN}-early").subscription_mode("from_beginning").wait(False).batch(10).pop()
+    )
+    got = sorted(m["transactionId"] for m in early)
+    assert got == [tx("old1"), tx("old2")], (
+        f"subscription_mode('from_beginning') should start at the first message, got {early!r} "
+        "(an empty list can also mean the client swallowed a pop error; see 'Pop failed' above)"
+    )
+    late = await client.queue(q).group(f"{RUN}-late").subscription_mode("new").wait(False).batch(10).pop()
+    assert late == [], f"subscription_mode('new') should skip the history: {late!r}"
+    step("subscription: from_beginning group read the 2 earlier messages, a 'new' group none")
+
+
+async def step_encryption(client: Queen) -> None:
+    q = qname("sealed")
+    await create_queue(client, q, {"encryption_enabled": True, "lease_time": 30})
+    res = await client.queue(q).push([{"data": {"card": "4111-1111"}, "transactionId": tx("sealed")}])
+    assert res[0].get("status") == "queued", f"push to encrypted {q!r}: {res!r}"
+    m = await pop_one(client, q, "encryption")
+    assert m["data"] == {"card": "4111-1111"}, f"an encrypted queue pops what was pushed: {m!r}"
+    r = await client.ack(m, True)
+    assert r.get("success") is True, f"ack on encrypted queue: {r!r}"
+    step("encryption: queue created with encryption_enabled, payload pushed and popped back intact")
+
+
 async def step_delete(client: Queen) -> None:
-    roles = ("main", "manual", "txsrc", "txdst", "dlq")
+    roles = ("main", "manual", "txsrc", "txdst", "dlq", "subs", "sealed")
     for role in roles:
         res = await client.queue(qname(role)).delete()
         assert not (isinstance(res, dict) and res.get("error")), f"delete {qname(role)!r}: {res!r}"
@@ -383,6 +414,8 @@ STEPS = [
     ("renew", step_renew),
     ("transaction", step_transaction),
     ("dlq", step_dlq),
+    ("subscription", step_subscription),
+    ("encryption", step_encryption),
     ("delete", step_delete),
     ("metrics", step_metrics),
 ]

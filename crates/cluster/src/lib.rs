@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 
+pub mod key;
+
 /// Start-up includes crash recovery of a persistent directory, which can take a while.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 const READY_POLL: Duration = Duration::from_millis(50);
@@ -100,6 +102,16 @@ impl PrivateCluster {
 
     pub fn data_dir(&self) -> &Path {
         &self.data_dir
+    }
+
+    /// Whether `stop()` removes the directory (and so the key kept in it).
+    pub fn is_temporary(&self) -> bool {
+        self.temp_root.is_some()
+    }
+
+    /// The encryption key kept with this cluster's data, made at the first call.
+    pub fn encryption_key(&self) -> Result<key::DevKey> {
+        key::dev_key(&self.data_dir)
     }
 
     /// Fast shutdown (SIGINT to the postmaster: disconnect clients, checkpoint, exit), waited for
