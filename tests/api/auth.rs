@@ -138,6 +138,18 @@ fn the_route_table_gives_the_specs_levels() {
             "/api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek",
             Level::ReadWrite,
         ),
+        (Method::POST, "/api/v1/traces", Level::ReadWrite),
+        (Method::GET, "/api/v1/traces/names", Level::ReadOnly),
+        (
+            Method::GET,
+            "/api/v1/traces/by-name/{name}",
+            Level::ReadOnly,
+        ),
+        (
+            Method::GET,
+            "/api/v1/traces/{partition_id}/{transaction_id}",
+            Level::ReadOnly,
+        ),
     ];
     let table: Vec<(Method, &str, Level)> = routes()
         .into_iter()

@@ -22,4 +22,5 @@ mod shutdown;
 mod smoke;
 mod tenants;
 mod tls;
+mod traces;
 mod transaction_api;

@@ -109,7 +109,7 @@ fn txids(pop: &Value) -> Vec<&str> {
 }
 
 /// Every stored row of one tenant, as text: queues, partitions, log segments, cursors (with
-/// their leases), subscriptions and dead letters.
+/// their leases), subscriptions, dead letters and traces.
 async fn snapshot(b: &Broker, tenant: &str) -> String {
     let db = b.db().await;
     let row = db
@@ -131,7 +131,10 @@ async fn snapshot(b: &Broker, tenant: &str) -> String {
                   FROM subscriptions s JOIN queues q ON q.id = s.queue_id WHERE q.tenant = $1),
                (SELECT string_agg(concat_ws(',', id, partition_id, consumer_group, \"offset\", transaction_id,
                                             md5(frame), error, retry_count), ';' ORDER BY id)
-                  FROM dead_letters WHERE tenant = $1))",
+                  FROM dead_letters WHERE tenant = $1),
+               (SELECT string_agg(concat_ws(',', id, partition_id, transaction_id, \"offset\", event_type,
+                                            data::text, consumer_group, trace_names::text), ';' ORDER BY id)
+                  FROM traces WHERE tenant = $1))",
             &[&tenant],
         )
         .await
@@ -232,6 +235,10 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
         )
         .await;
     assert_eq!((s, &v[0]["dlq"]), (StatusCode::OK, &json!(true)), "{v}");
+    let trace = json!({"transactionId": "a1", "partitionId": p1, "data": {"step": "seen"},
+                       "traceNames": "order-flow"});
+    let (s, v) = a.post("/api/v1/traces", trace.clone()).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
     let before = snapshot(&b, "acme").await;
 
     // Tenant B, with an admin token, tries every route against A's names and ids.
@@ -297,6 +304,23 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
     ] {
         let v = z.pop(path).await;
         assert!(txids(&v).is_empty(), "{path}: {v}");
+    }
+    // A's message cannot be traced by B, and B reads no trace of A's.
+    let (s, v) = z.post("/api/v1/traces", trace).await;
+    assert_eq!(
+        (s, v),
+        (
+            StatusCode::NOT_FOUND,
+            json!({"success": false, "error": "Message not found"})
+        )
+    );
+    for (path, key) in [
+        (format!("/api/v1/traces/{p1}/a1"), "traces"),
+        ("/api/v1/traces/by-name/order-flow".into(), "traces"),
+        ("/api/v1/traces/names".into(), "trace_names"),
+    ] {
+        let (s, v) = z.get(&path).await;
+        assert_eq!((s, &v[key]), (StatusCode::OK, &json!([])), "{path}: {v}");
     }
     // Acks naming A's partition, with and without A's lease, in A's group and queue mode.
     for (group, lease_id) in [
@@ -429,6 +453,8 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
         .pop("/api/v1/pop/queue/orders/partition/p1?wait=false&consumerGroup=workers")
         .await;
     assert_eq!(txids(&next), vec!["a2"], "{next}");
+    let (s, v) = a.get("/api/v1/traces/by-name/order-flow").await;
+    assert_eq!((s, &v["total"]), (StatusCode::OK, &json!(1)), "{v}");
 }
 
 #[tokio::test]

@@ -381,8 +381,35 @@ async def step_encryption(client: Queen) -> None:
     step("encryption: queue created with encryption_enabled, payload pushed and popped back intact")
 
 
+async def step_trace(client: Queen) -> None:
+    q = qname("traced")
+    name = f"{RUN}-flow"
+    res = await client.queue(q).push([{"data": {"order": 7}, "transactionId": tx("traced")}])
+    assert res[0].get("status") == "queued", f"push to {q!r}: {res!r}"
+    results = []
+    seen = []
+
+    async def handler(msg):
+        seen.append(msg)
+        results.append(await msg["trace"]({"data": {"stage": "billed"}, "traceName": name, "eventType": "processing"}))
+
+    await client.queue(q).group(f"{RUN}-tracer").each().limit(1).timeout_millis(1000).idle_millis(10000).consume(handler)
+    assert len(results) == 1 and results[0].get("success") is True and results[0].get("traceId"), (
+        f"message.trace() in a consume loop: {results!r}"
+    )
+    m = seen[0]
+    mine = await client.admin.get_traces_for_message(m["partitionId"], m["transactionId"])
+    got = [(t["event_type"], t["data"], t["consumer_group"], t["trace_names"]) for t in mine["traces"]]
+    assert got == [("processing", {"stage": "billed"}, f"{RUN}-tracer", [name])], f"get_traces_for_message: {mine!r}"
+    named = await client.admin.get_traces_by_name(name)
+    assert named["total"] == 1 and named["traces"][0]["message_payload"] == {"order": 7}, f"get_traces_by_name: {named!r}"
+    names = await client.admin.get_trace_names()
+    assert name in [n["trace_name"] for n in names["trace_names"]], f"get_trace_names: {names!r}"
+    step("trace: message.trace() from a consume handler recorded; admin reads it per message, by name and in the names")
+
+
 async def step_delete(client: Queen) -> None:
-    roles = ("main", "manual", "txsrc", "txdst", "dlq", "subs", "sealed")
+    roles = ("main", "manual", "txsrc", "txdst", "dlq", "subs", "sealed", "traced")
     for role in roles:
         res = await client.queue(qname(role)).delete()
         assert not (isinstance(res, dict) and res.get("error")), f"delete {qname(role)!r}: {res!r}"
@@ -416,6 +443,7 @@ STEPS = [
     ("dlq", step_dlq),
     ("subscription", step_subscription),
     ("encryption", step_encryption),
+    ("trace", step_trace),
     ("delete", step_delete),
     ("metrics", step_metrics),
 ]

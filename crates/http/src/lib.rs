@@ -26,6 +26,7 @@ pub mod request_id;
 mod resources;
 pub mod routes;
 mod time;
+mod traces;
 mod transaction;
 
 use std::sync::Arc;

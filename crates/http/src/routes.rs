@@ -14,7 +14,7 @@ use axum::routing::{on, MethodFilter};
 use axum::Router;
 
 use super::{
-    ack, configure, consumer_groups, dlq, health, lease, metrics, pop, push, resources,
+    ack, configure, consumer_groups, dlq, health, lease, metrics, pop, push, resources, traces,
     transaction, AppState,
 };
 
@@ -161,6 +161,20 @@ pub fn table() -> Table {
             "/api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek",
             ReadWrite,
             consumer_groups::seek_partition,
+        )
+        .at(M::POST, "/api/v1/traces", ReadWrite, traces::record)
+        .at(M::GET, "/api/v1/traces/names", ReadOnly, traces::names_list)
+        .at(
+            M::GET,
+            "/api/v1/traces/by-name/{name}",
+            ReadOnly,
+            traces::by_name,
+        )
+        .at(
+            M::GET,
+            "/api/v1/traces/{partition_id}/{transaction_id}",
+            ReadOnly,
+            traces::of_message,
         )
 }
 

@@ -15,13 +15,7 @@ impl Service {
         let (mut letters, total) =
             regent_store::dead_letters::list(&client, tenant, filter).await?;
         for d in &mut letters {
-            let m = &mut d.message.message;
-            if let (true, Some(c)) = (m.encrypted, &self.cipher) {
-                if let Ok(plain) = c.decrypt(&m.payload) {
-                    m.payload = plain;
-                    m.encrypted = false;
-                }
-            }
+            self.open(&d.queue, &mut d.message.message);
         }
         Ok((letters, total))
     }

@@ -22,11 +22,13 @@ mod handover;
 pub mod health;
 pub mod lease;
 mod limits;
+mod payloads;
 pub mod pop;
 mod purge;
 pub mod push;
 pub mod queues;
 mod supervise;
+pub mod traces;
 pub mod transaction;
 
 use std::sync::Arc;

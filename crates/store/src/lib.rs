@@ -38,6 +38,7 @@ pub mod queues;
 mod retry;
 pub mod seek;
 pub mod tls;
+pub mod traces;
 
 pub use deadpool_postgres::{Client, Transaction};
 pub use error::StoreError;

@@ -234,7 +234,10 @@ impl Service {
                 let messages = t
                     .messages
                     .into_iter()
-                    .map(|m| self.open(&queue, m))
+                    .map(|mut m| {
+                        self.open(&queue, &mut m.message);
+                        m
+                    })
                     .collect();
                 DeliveredPartition {
                     queue,
@@ -244,20 +247,6 @@ impl Service {
                 }
             })
             .collect()
-    }
-
-    fn open(&self, queue: &str, mut m: StoredMessage) -> StoredMessage {
-        if !m.message.encrypted {
-            return m;
-        }
-        match self.cipher.as_ref().map(|c| c.decrypt(&m.message.payload)) {
-            Some(Ok(plain)) => {
-                m.message.payload = plain;
-                m.message.encrypted = false;
-            }
-            _ => tracing::warn!(%queue, "cannot decrypt payload; delivering the envelope"),
-        }
-        m
     }
 }
 

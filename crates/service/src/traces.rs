@@ -1,0 +1,88 @@
+//! Trace events: recorded against a message the tenant's log holds, read back per message,
+//! per trace name, and as the list of names (spec §12).
+
+use serde_json::Value;
+use uuid::Uuid;
+
+use regent_broker::tx_hash::tx_hash;
+use regent_store::traces::{self as store, NewTrace};
+pub use regent_store::traces::{NamedTrace, Trace, TraceName};
+
+use crate::{Error, Service};
+
+/// A trace as the client sends it, parsed.
+pub struct TraceEvent<'a> {
+    pub partition_id: Uuid,
+    pub transaction_id: &'a str,
+    pub event_type: &'a str,
+    pub data: &'a Value,
+    pub consumer_group: &'a str,
+    pub worker_id: Option<&'a str>,
+    pub names: &'a [String],
+}
+
+/// A page: how many to skip, how many to give.
+#[derive(Clone, Copy)]
+pub struct Page {
+    pub limit: i64,
+    pub offset: i64,
+}
+
+impl Service {
+    /// The new trace's id, or `NotFound` when the tenant's partition does not hold the message.
+    pub async fn record_trace(&self, tenant: &str, e: &TraceEvent<'_>) -> Result<Uuid, Error> {
+        let client = self.store.client().await?;
+        let t = NewTrace {
+            id: Uuid::now_v7(),
+            tenant,
+            partition_id: e.partition_id,
+            hash: tx_hash(e.partition_id, e.transaction_id),
+            transaction_id: e.transaction_id,
+            event_type: e.event_type,
+            data: e.data,
+            consumer_group: e.consumer_group,
+            worker_id: e.worker_id,
+            names: e.names,
+        };
+        store::record(&client, &t)
+            .await?
+            .ok_or_else(|| Error::NotFound("Message not found".into()))
+    }
+
+    pub async fn traces_of_message(
+        &self,
+        tenant: &str,
+        partition_id: Uuid,
+        transaction_id: &str,
+    ) -> Result<Vec<Trace>, Error> {
+        let client = self.store.client().await?;
+        Ok(store::of_message(&client, tenant, partition_id, transaction_id).await?)
+    }
+
+    /// Traces carrying `name`, with their messages' payloads opened.
+    pub async fn traces_by_name(
+        &self,
+        tenant: &str,
+        name: &str,
+        page: Page,
+    ) -> Result<(Vec<NamedTrace>, i64), Error> {
+        let client = self.store.client().await?;
+        let (mut traces, total) =
+            store::by_name(&client, tenant, name, page.limit, page.offset).await?;
+        for t in &mut traces {
+            if let Some(m) = t.message.as_mut() {
+                self.open(&t.queue, m);
+            }
+        }
+        Ok((traces, total))
+    }
+
+    pub async fn trace_names(
+        &self,
+        tenant: &str,
+        page: Page,
+    ) -> Result<(Vec<TraceName>, i64), Error> {
+        let client = self.store.client().await?;
+        Ok(store::names(&client, tenant, page.limit, page.offset).await?)
+    }
+}

@@ -1,0 +1,235 @@
+//! Trace events attached to messages (spec §12). A trace names its message as the client
+//! does, by partition and transaction id; the id is resolved through the transaction index
+//! when the trace is recorded, and only to a message the log still holds.
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::Client;
+use serde_json::Value;
+use tokio_postgres::Row;
+use uuid::Uuid;
+
+use crate::message::Message;
+use crate::{frames, StoreError};
+
+/// A trace to record. `hash` is the transaction index's hash of (partition, transaction id).
+pub struct NewTrace<'a> {
+    pub id: Uuid,
+    pub tenant: &'a str,
+    pub partition_id: Uuid,
+    pub hash: Uuid,
+    pub transaction_id: &'a str,
+    pub event_type: &'a str,
+    pub data: &'a Value,
+    pub consumer_group: &'a str,
+    pub worker_id: Option<&'a str>,
+    pub names: &'a [String],
+}
+
+/// The trace rows' own fields, as every read route answers them.
+#[derive(Debug)]
+pub struct Trace {
+    pub id: Uuid,
+    pub partition_id: Uuid,
+    pub transaction_id: String,
+    pub event_type: String,
+    pub data: Value,
+    pub consumer_group: String,
+    pub worker_id: Option<String>,
+    pub names: Vec<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<&Row> for Trace {
+    fn from(r: &Row) -> Trace {
+        Trace {
+            id: r.get("id"),
+            partition_id: r.get("partition_id"),
+            transaction_id: r.get("transaction_id"),
+            event_type: r.get("event_type"),
+            data: r.get("data"),
+            consumer_group: r.get("consumer_group"),
+            worker_id: r.get("worker_id"),
+            names: r.get("trace_names"),
+            created_at: r.get("created_at"),
+        }
+    }
+}
+
+/// A trace with where its message is and the message itself, while the log holds it.
+#[derive(Debug)]
+pub struct NamedTrace {
+    pub trace: Trace,
+    pub queue: String,
+    pub partition: String,
+    pub message: Option<Message>,
+}
+
+#[derive(Debug)]
+pub struct TraceName {
+    pub name: String,
+    pub traces: i64,
+    pub messages: i64,
+    pub last_seen: DateTime<Utc>,
+}
+
+/// Records the trace if the tenant's partition holds the message; `None` when it does not.
+pub async fn record(client: &Client, t: &NewTrace<'_>) -> Result<Option<Uuid>, StoreError> {
+    let st = client
+        .prepare_cached(
+            "INSERT INTO traces (id, tenant, queue_id, partition_id, transaction_id, \"offset\",
+                                 event_type, data, consumer_group, worker_id, trace_names)
+             SELECT $1, p.tenant, p.queue_id, p.id, $5, x.\"offset\", $6, $7, $8, $9, $10
+               FROM partitions p JOIN tx_index x ON x.hash = $4
+              WHERE p.id = $2 AND p.tenant = $3
+                AND (SELECT s.base_offset <= x.\"offset\" FROM segments s
+                      WHERE s.partition_id = p.id AND s.end_offset >= x.\"offset\"
+                      ORDER BY s.end_offset LIMIT 1)
+             RETURNING id",
+        )
+        .await?;
+    let row = client
+        .query_opt(
+            &st,
+            &[
+                &t.id,
+                &t.partition_id,
+                &t.tenant,
+                &t.hash,
+                &t.transaction_id,
+                &t.event_type,
+                &t.data,
+                &t.consumer_group,
+                &t.worker_id,
+                &t.names,
+            ],
+        )
+        .await?;
+    Ok(row.map(|r| r.get("id")))
+}
+
+/// The traces of one message, oldest first.
+pub async fn of_message(
+    client: &Client,
+    tenant: &str,
+    partition_id: Uuid,
+    transaction_id: &str,
+) -> Result<Vec<Trace>, StoreError> {
+    let st = client
+        .prepare_cached(
+            "SELECT id, partition_id, transaction_id, event_type, data, consumer_group,
+                    worker_id, trace_names, created_at
+               FROM traces
+              WHERE partition_id = $1 AND transaction_id = $2 AND tenant = $3
+              ORDER BY created_at, id",
+        )
+        .await?;
+    let rows = client
+        .query(&st, &[&partition_id, &transaction_id, &tenant])
+        .await?;
+    Ok(rows.iter().map(Trace::from).collect())
+}
+
+/// A page of the tenant's traces carrying `name`, newest first, and how many there are.
+pub async fn by_name(
+    client: &Client,
+    tenant: &str,
+    name: &str,
+    limit: i64,
+    offset: i64,
+) -> Result<(Vec<NamedTrace>, i64), StoreError> {
+    let names = [name];
+    let st = client
+        .prepare_cached(
+            "SELECT count(*) AS total FROM traces WHERE tenant = $1 AND trace_names @> $2",
+        )
+        .await?;
+    let total: i64 = client
+        .query_one(&st, &[&tenant, &&names[..]])
+        .await?
+        .get("total");
+    // The message's frame is cut out of its segment here, in SQL, so a page does not carry
+    // whole segments across the wire; a segment the log no longer holds gives NULL.
+    let st = client
+        .prepare_cached(
+            "SELECT t.id, t.partition_id, t.transaction_id, t.event_type, t.data,
+                    t.consumer_group, t.worker_id, t.trace_names, t.created_at,
+                    q.name AS queue, p.name AS partition, s.base_offset, s.frames,
+                    t.\"offset\"
+               FROM traces t
+               JOIN partitions p ON p.id = t.partition_id
+               JOIN queues q ON q.id = t.queue_id
+               LEFT JOIN LATERAL (
+                    SELECT base_offset, frames FROM segments
+                     WHERE partition_id = t.partition_id AND end_offset >= t.\"offset\"
+                     ORDER BY end_offset LIMIT 1) s ON s.base_offset <= t.\"offset\"
+              WHERE t.tenant = $1 AND t.trace_names @> $2
+              ORDER BY t.created_at DESC, t.id DESC
+              LIMIT $3 OFFSET $4",
+        )
+        .await?;
+    let rows = client
+        .query(&st, &[&tenant, &&names[..], &limit, &offset])
+        .await?;
+    let traces = rows
+        .iter()
+        .map(named)
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    Ok((traces, total))
+}
+
+fn named(r: &Row) -> Result<NamedTrace, StoreError> {
+    let segment: Option<&[u8]> = r.get("frames");
+    let message = match segment {
+        Some(seg) => {
+            let base: i64 = r.get("base_offset");
+            let at: i64 = r.get("offset");
+            Some(frames::decode(frames::raw_at(seg, (at - base) as usize)?)?)
+        }
+        None => None,
+    };
+    Ok(NamedTrace {
+        trace: Trace::from(r),
+        queue: r.get("queue"),
+        partition: r.get("partition"),
+        message,
+    })
+}
+
+/// A page of the tenant's trace names, most recently seen first, and how many there are.
+pub async fn names(
+    client: &Client,
+    tenant: &str,
+    limit: i64,
+    offset: i64,
+) -> Result<(Vec<TraceName>, i64), StoreError> {
+    let st = client
+        .prepare_cached(
+            "SELECT count(DISTINCT n) AS total FROM traces, unnest(trace_names) AS n
+              WHERE tenant = $1",
+        )
+        .await?;
+    let total: i64 = client.query_one(&st, &[&tenant]).await?.get("total");
+    let st = client
+        .prepare_cached(
+            "SELECT n AS name, count(*) AS traces,
+                    count(DISTINCT (partition_id, transaction_id)) AS messages,
+                    max(created_at) AS last_seen
+               FROM traces, unnest(trace_names) AS n
+              WHERE tenant = $1
+              GROUP BY n
+              ORDER BY last_seen DESC, n
+              LIMIT $2 OFFSET $3",
+        )
+        .await?;
+    let rows = client.query(&st, &[&tenant, &limit, &offset]).await?;
+    let names = rows
+        .iter()
+        .map(|r| TraceName {
+            name: r.get("name"),
+            traces: r.get("traces"),
+            messages: r.get("messages"),
+            last_seen: r.get("last_seen"),
+        })
+        .collect();
+    Ok((names, total))
+}
