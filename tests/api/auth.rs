@@ -124,6 +124,11 @@ fn the_route_table_gives_the_specs_levels() {
             Level::Admin,
         ),
         (
+            Method::POST,
+            "/api/v1/consumer-groups/{group}/subscription",
+            Level::ReadWrite,
+        ),
+        (
             Method::DELETE,
             "/api/v1/consumer-groups/{group}/queues/{queue}",
             Level::Admin,
@@ -138,6 +143,7 @@ fn the_route_table_gives_the_specs_levels() {
             "/api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek",
             Level::ReadWrite,
         ),
+        (Method::POST, "/api/v1/stats/refresh", Level::Admin),
         (Method::POST, "/api/v1/traces", Level::ReadWrite),
         (Method::GET, "/api/v1/traces/names", Level::ReadOnly),
         (

@@ -473,3 +473,81 @@ async fn a_groups_cursors_and_the_lagging_list() {
         )
     );
 }
+
+/// `POST /consumer-groups/:group/subscription` moves the group's start instant on every
+/// queue it has joined: partitions it meets later start after that instant, and the cursors
+/// it already has stay put.
+#[tokio::test]
+async fn a_new_subscription_timestamp_places_the_partitions_the_group_meets_later() {
+    let b = broker().await;
+    b.push("subs", "first", &["f-1"]).await;
+    b.push("other", "Default", &["x-1"]).await;
+    // The group joins both queues from the beginning, and consumes `subs` so far.
+    b.pop("other", "consumerGroup=g&batch=10").await;
+    let v = b.pop("subs", "consumerGroup=g&batch=10").await;
+    assert_eq!(Broker::txids(&v), vec!["f-1"], "{v}");
+    let item = json!({"transactionId": "f-1", "partitionId": v["messages"][0]["partitionId"],
+                      "leaseId": v["leaseId"], "status": "completed"});
+    assert_eq!(
+        b.ack_batch(Some("g"), json!([item])).await[0]["success"],
+        true
+    );
+    // Before the new instant: a message on the partition the group has a cursor on, and a
+    // partition created after the join.
+    b.push("subs", "first", &["f-2"]).await;
+    // A partition created after the join, with a message before the new instant.
+    b.push("subs", "second", &["s-early"]).await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let at = chrono::Utc::now().to_rfc3339();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let (s, v) = b
+        .post(
+            "/api/v1/consumer-groups/g/subscription",
+            json!({"subscriptionTimestamp": at}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        v,
+        json!({"success": true, "consumerGroup": "g", "newTimestamp": at, "rowsUpdated": 2})
+    );
+    b.push("subs", "second", &["s-late"]).await;
+
+    let v = b.pop("subs", "consumerGroup=g&batch=10&partitions=5").await;
+    let mut got = Broker::txids(&v);
+    got.sort();
+    assert_eq!(got, vec!["f-2", "s-late"], "{v}");
+
+    let (_, v) = b
+        .post(
+            "/api/v1/consumer-groups/nobody/subscription",
+            json!({"subscriptionTimestamp": at}),
+        )
+        .await;
+    assert_eq!(v["rowsUpdated"], 0, "{v}");
+    for (body, text) in [
+        (json!({}), "Missing subscriptionTimestamp in request body"),
+        (
+            json!({"subscriptionTimestamp": null}),
+            "Missing subscriptionTimestamp in request body",
+        ),
+        (
+            json!({"subscriptionTimestamp": "soon"}),
+            "subscriptionTimestamp must be an ISO-8601 timestamp, got 'soon'",
+        ),
+        (
+            json!({"subscriptionTimestamp": 5}),
+            "subscriptionTimestamp must be an ISO-8601 timestamp, got 5",
+        ),
+    ] {
+        let (s, v) = b.post("/api/v1/consumer-groups/g/subscription", body).await;
+        assert_eq!((s, &v["error"]), (StatusCode::BAD_REQUEST, &json!(text)));
+    }
+}
+
+#[tokio::test]
+async fn a_stats_refresh_succeeds_with_nothing_to_do() {
+    let b = broker().await;
+    let (s, v) = b.post_raw("/api/v1/stats/refresh", "").await;
+    assert_eq!((s, v), (StatusCode::OK, json!({"success": true})));
+}

@@ -305,6 +305,14 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
         let v = z.pop(path).await;
         assert!(txids(&v).is_empty(), "{path}: {v}");
     }
+    // B moving "workers"' start instant moves no group of A's.
+    let (s, v) = z
+        .post(
+            "/api/v1/consumer-groups/workers/subscription",
+            json!({"subscriptionTimestamp": "2030-01-01T00:00:00Z"}),
+        )
+        .await;
+    assert_eq!((s, &v["rowsUpdated"]), (StatusCode::OK, &json!(0)), "{v}");
     // A's message cannot be traced by B, and B reads no trace of A's.
     let (s, v) = z.post("/api/v1/traces", trace).await;
     assert_eq!(

@@ -117,21 +117,46 @@ fn seek_to(v: &Value) -> Result<SeekTo, ApiError> {
     if v.get("toEnd") == Some(&Value::Bool(true)) {
         return Ok(SeekTo::End);
     }
-    match v.get("timestamp") {
-        None | Some(Value::Null) => Err(ApiError::bad_request(
-            "Must specify either 'toEnd': true or 'timestamp'",
-        )),
+    instant(v, "timestamp")?
+        .map(SeekTo::At)
+        .ok_or_else(|| ApiError::bad_request("Must specify either 'toEnd': true or 'timestamp'"))
+}
+
+/// The ISO-8601 instant in field `key`; `None` when it is absent or null.
+fn instant(v: &Value, key: &str) -> Result<Option<DateTime<Utc>>, ApiError> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(None),
         Some(Value::String(t)) => DateTime::parse_from_rfc3339(t)
-            .map(|t| SeekTo::At(t.with_timezone(&Utc)))
+            .map(|t| Some(t.with_timezone(&Utc)))
             .map_err(|_| {
-                ApiError::bad_request(format!(
-                    "timestamp must be an ISO-8601 timestamp, got '{t}'"
-                ))
+                ApiError::bad_request(format!("{key} must be an ISO-8601 timestamp, got '{t}'"))
             }),
         Some(other) => Err(ApiError::bad_request(format!(
-            "timestamp must be an ISO-8601 timestamp, got {other}"
+            "{key} must be an ISO-8601 timestamp, got {other}"
         ))),
     }
+}
+
+/// `POST /api/v1/consumer-groups/:group/subscription`: the group's start instant on every
+/// queue it has joined, for the partitions it meets from now on (its cursors stay; seek
+/// moves those).
+pub async fn resubscribe(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    PathParams(group): PathParams<String>,
+    body: RawBody,
+) -> Result<Json<Value>, ApiError> {
+    let v = body.json_or_empty_object()?;
+    let Some(at) = instant(&v, "subscriptionTimestamp")? else {
+        return Err(ApiError::bad_request(
+            "Missing subscriptionTimestamp in request body",
+        ));
+    };
+    let updated = s.service.resubscribe(&who.tenant, &group, at).await?;
+    Ok(Json(json!({
+        "success": true, "consumerGroup": group,
+        "newTimestamp": v["subscriptionTimestamp"], "rowsUpdated": updated,
+    })))
 }
 
 /// `POST /api/v1/consumer-groups/:group/queues/:queue/seek`: every partition of the queue the

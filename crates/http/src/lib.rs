@@ -25,6 +25,7 @@ mod push;
 pub mod request_id;
 mod resources;
 pub mod routes;
+mod stats;
 mod time;
 mod traces;
 mod transaction;

@@ -14,8 +14,8 @@ use axum::routing::{on, MethodFilter};
 use axum::Router;
 
 use super::{
-    ack, configure, consumer_groups, dlq, health, lease, metrics, pop, push, resources, traces,
-    transaction, AppState,
+    ack, configure, consumer_groups, dlq, health, lease, metrics, pop, push, resources, stats,
+    traces, transaction, AppState,
 };
 
 /// What a route requires. Each level includes the ones before it.
@@ -145,6 +145,12 @@ pub fn table() -> Table {
         .at(M::GET, GROUP, ReadOnly, consumer_groups::detail)
         .at(M::DELETE, GROUP, Admin, consumer_groups::delete)
         .at(
+            M::POST,
+            "/api/v1/consumer-groups/{group}/subscription",
+            ReadWrite,
+            consumer_groups::resubscribe,
+        )
+        .at(
             M::DELETE,
             "/api/v1/consumer-groups/{group}/queues/{queue}",
             Admin,
@@ -162,6 +168,7 @@ pub fn table() -> Table {
             ReadWrite,
             consumer_groups::seek_partition,
         )
+        .at(M::POST, "/api/v1/stats/refresh", Admin, stats::refresh)
         .at(M::POST, "/api/v1/traces", ReadWrite, traces::record)
         .at(M::GET, "/api/v1/traces/names", ReadOnly, traces::names_list)
         .at(

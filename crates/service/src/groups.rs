@@ -72,4 +72,16 @@ impl Service {
         }
         Ok(deleted)
     }
+
+    /// Moves the tenant's `group`'s start instant on every queue it has joined (see
+    /// `regent_store::groups::resubscribe`); the number of queues changed.
+    pub async fn resubscribe(
+        &self,
+        tenant: &str,
+        group: &str,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> Result<u64, Error> {
+        let client = self.store.client().await?;
+        Ok(groups::resubscribe(&client, tenant, group, at).await?)
+    }
 }

@@ -138,3 +138,22 @@ pub async fn partition_lags(
         })
         .collect())
 }
+
+/// Sets the stored start instant of the tenant's named `group` on every queue it has joined;
+/// the number of queues changed. Cursors the group already has stay where they are: the
+/// instant places only the cursors of partitions it meets from now on.
+pub async fn resubscribe(
+    client: &Client,
+    tenant: &str,
+    group: &str,
+    at: DateTime<Utc>,
+) -> Result<u64, StoreError> {
+    let st = client
+        .prepare_cached(
+            "UPDATE subscriptions s SET start_after = $3
+               FROM queues q
+              WHERE q.id = s.queue_id AND q.tenant = $1 AND s.consumer_group = $2",
+        )
+        .await?;
+    Ok(client.execute(&st, &[&tenant, &group, &at]).await?)
+}
