@@ -144,6 +144,11 @@ fn the_route_table_gives_the_specs_levels() {
             Level::ReadWrite,
         ),
         (Method::POST, "/api/v1/stats/refresh", Level::Admin),
+        (Method::GET, "/api/v1/system/maintenance", Level::Admin),
+        (Method::POST, "/api/v1/system/maintenance", Level::Admin),
+        (Method::GET, "/api/v1/system/maintenance/pop", Level::Admin),
+        (Method::POST, "/api/v1/system/maintenance/pop", Level::Admin),
+        (Method::GET, "/api/v1/system/shared-state", Level::Admin),
         (Method::POST, "/api/v1/traces", Level::ReadWrite),
         (Method::GET, "/api/v1/traces/names", Level::ReadOnly),
         (

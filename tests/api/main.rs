@@ -13,6 +13,7 @@ mod invariants;
 mod jwks;
 mod layering;
 mod limits;
+mod maintenance;
 mod metrics;
 mod peers;
 mod push_pop;

@@ -408,8 +408,41 @@ async def step_trace(client: Queen) -> None:
     step("trace: message.trace() from a consume handler recorded; admin reads it per message, by name and in the names")
 
 
+async def step_maintenance(client: Queen) -> None:
+    q = qname("held")
+    r = await client.admin.set_pop_maintenance_mode(True)
+    assert r.get("popMaintenanceMode") is True, f"set_pop_maintenance_mode(True): {r!r}"
+    assert (await client.admin.get_pop_maintenance_mode()).get("popMaintenanceMode") is True
+    res = await client.queue(q).push([{"data": {"k": 1}, "transactionId": tx("held1")}])
+    assert res[0].get("status") == "queued", f"push under pop maintenance: {res!r}"
+    paused = await pop_now(client, q)
+    assert paused == [], f"a pop under pop maintenance delivers nothing: {paused!r}"
+    r = await client.admin.set_pop_maintenance_mode(False)
+    assert r.get("popMaintenanceMode") is False, f"set_pop_maintenance_mode(False): {r!r}"
+
+    r = await client.admin.set_maintenance_mode(True)
+    assert r.get("maintenanceMode") is True, f"set_maintenance_mode(True): {r!r}"
+    res = await client.queue(q).push([{"data": {"k": 2}, "transactionId": tx("held2")}])
+    assert res[0].get("status") == "buffered", f"push under push maintenance: {res!r}"
+    m = await client.admin.get_maintenance_mode()
+    assert m.get("maintenanceMode") is True and m.get("bufferedMessages") == 1, f"get_maintenance_mode(): {m!r}"
+    first = await pop_one(client, q, "maintenance: the message pushed before")
+    assert first["transactionId"] == tx("held1"), f"only the earlier message is visible: {first!r}"
+    assert (await client.ack(first, True)).get("success") is True
+    r = await client.admin.set_maintenance_mode(False)
+    assert r.get("maintenanceMode") is False, f"set_maintenance_mode(False): {r!r}"
+    for _ in range(100):
+        if (await client.admin.get_maintenance_mode()).get("bufferedMessages") == 0:
+            break
+        await asyncio.sleep(0.05)
+    held = await pop_one(client, q, "maintenance: the buffered message, appended")
+    assert held["transactionId"] == tx("held2") and held["data"] == {"k": 2}, f"{held!r}"
+    assert (await client.ack(held, True)).get("success") is True
+    step("maintenance: pop maintenance paused pops; push maintenance buffered a push, appended when switched off")
+
+
 async def step_delete(client: Queen) -> None:
-    roles = ("main", "manual", "txsrc", "txdst", "dlq", "subs", "sealed", "traced")
+    roles = ("main", "manual", "txsrc", "txdst", "dlq", "subs", "sealed", "traced", "held")
     for role in roles:
         res = await client.queue(qname(role)).delete()
         assert not (isinstance(res, dict) and res.get("error")), f"delete {qname(role)!r}: {res!r}"
@@ -444,6 +477,7 @@ STEPS = [
     ("subscription", step_subscription),
     ("encryption", step_encryption),
     ("trace", step_trace),
+    ("maintenance", step_maintenance),
     ("delete", step_delete),
     ("metrics", step_metrics),
 ]

@@ -17,6 +17,7 @@ mod health;
 pub mod jwks;
 mod layers;
 mod lease;
+mod maintenance;
 mod metrics;
 mod params;
 mod path;

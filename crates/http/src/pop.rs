@@ -141,6 +141,11 @@ fn answer(popped: Popped, req: &PopRequest, echo: &Echo) -> Response {
             body
         }
         Popped::TimedOut => empty(Value::Null, Value::Null),
+        Popped::Paused => {
+            let mut body = empty(Value::Null, Value::Null);
+            body["paused"] = json!(true);
+            body
+        }
     };
     Json(with_autopilot(body, echo)).into_response()
 }

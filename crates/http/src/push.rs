@@ -189,6 +189,9 @@ struct PushResult<'a> {
     partition: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a str>,
+    /// Buffered items carry Queen's camelCase key as well.
+    #[serde(rename = "transactionId", skip_serializing_if = "Option::is_none")]
+    transaction_id_camel: Option<&'a str>,
 }
 
 impl<'a> PushResult<'a> {
@@ -204,6 +207,7 @@ impl<'a> PushResult<'a> {
             queue: None,
             partition: None,
             error: None,
+            transaction_id_camel: None,
         };
         match v {
             Verdict::Queued {
@@ -214,6 +218,17 @@ impl<'a> PushResult<'a> {
                 r.partition_id = Some(*partition);
                 r.trace_id = Some(item.message.trace_id);
                 r.queue_name = Some(&item.queue);
+            }
+            Verdict::Buffered {
+                message_id,
+                partition,
+            } => {
+                r.status = "buffered";
+                r.message_id = Some(*message_id);
+                r.partition_id = Some(*partition);
+                r.queue = Some(&item.queue);
+                r.partition = Some(&item.partition);
+                r.transaction_id_camel = Some(&item.message.transaction_id);
             }
             Verdict::Duplicate {
                 message_id,

@@ -14,8 +14,8 @@ use axum::routing::{on, MethodFilter};
 use axum::Router;
 
 use super::{
-    ack, configure, consumer_groups, dlq, health, lease, metrics, pop, push, resources, stats,
-    traces, transaction, AppState,
+    ack, configure, consumer_groups, dlq, health, lease, maintenance, metrics, pop, push,
+    resources, stats, traces, transaction, AppState,
 };
 
 /// What a route requires. Each level includes the ones before it.
@@ -64,6 +64,8 @@ pub fn table() -> Table {
     use Level::*;
     use Method as M;
     const GROUP: &str = "/api/v1/consumer-groups/{group}";
+    const MAINTENANCE: &str = "/api/v1/system/maintenance";
+    const POP_MAINTENANCE: &str = "/api/v1/system/maintenance/pop";
     let t = Table {
         router: Router::new(),
         routes: Vec::new(),
@@ -169,6 +171,16 @@ pub fn table() -> Table {
             consumer_groups::seek_partition,
         )
         .at(M::POST, "/api/v1/stats/refresh", Admin, stats::refresh)
+        .at(M::GET, MAINTENANCE, Admin, maintenance::get_push)
+        .at(M::POST, MAINTENANCE, Admin, maintenance::set_push)
+        .at(M::GET, POP_MAINTENANCE, Admin, maintenance::get_pop)
+        .at(M::POST, POP_MAINTENANCE, Admin, maintenance::set_pop)
+        .at(
+            M::GET,
+            "/api/v1/system/shared-state",
+            Admin,
+            maintenance::shared_state,
+        )
         .at(M::POST, "/api/v1/traces", ReadWrite, traces::record)
         .at(M::GET, "/api/v1/traces/names", ReadOnly, traces::names_list)
         .at(

@@ -122,12 +122,17 @@ fn result(index: usize, o: &OpOutcome) -> Value {
                     message_id,
                     partition,
                 }
+                | Verdict::Buffered {
+                    message_id,
+                    partition,
+                }
                 | Verdict::Duplicate {
                     message_id,
                     partition,
                 } => {
                     let status = match verdict {
                         Verdict::Queued { .. } => "queued",
+                        Verdict::Buffered { .. } => "buffered",
                         _ => "duplicate",
                     };
                     json!({

@@ -16,6 +16,7 @@ pub mod limiter;
 pub mod peers;
 pub mod ready;
 pub mod sweeps;
+pub mod switches;
 pub mod wakeups;
 
 use std::sync::{Mutex, MutexGuard};
@@ -54,6 +55,8 @@ pub struct Runtime {
     pub peers: peers::Peers,
     /// Pop answers whose lease is not yet handed to a connection.
     pub handovers: handovers::Handovers,
+    /// The maintenance switches, per tenant, as last read.
+    pub switches: switches::Switches,
 }
 
 impl Runtime {
@@ -67,6 +70,7 @@ impl Runtime {
             activity: Default::default(),
             peers: peers::Peers::new(s.peer_wakeups),
             handovers: Default::default(),
+            switches: Default::default(),
         }
     }
 
@@ -101,6 +105,7 @@ impl Runtime {
             ("limiter_tenants", self.limiter.tenants()),
             ("peer_outbox", self.peers.outbox_len()),
             ("handovers", self.handovers.pending()),
+            ("maintenance_tenants", self.switches.len()),
         ]
     }
 }

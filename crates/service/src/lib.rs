@@ -22,6 +22,7 @@ mod handover;
 pub mod health;
 pub mod lease;
 mod limits;
+pub mod maintenance;
 mod payloads;
 pub mod pop;
 mod purge;
@@ -56,6 +57,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 struct Background {
     purge: JoinHandle<()>,
     peer_link: JoinHandle<()>,
+    switches: JoinHandle<()>,
 }
 
 /// One broker's use cases and everything they share.
@@ -127,9 +129,14 @@ impl Service {
         let peers = self
             .supervisor
             .spawn("peer link", move || announce::peer_link(s.clone()));
+        let s = self.clone();
+        let switches = self
+            .supervisor
+            .spawn("maintenance", move || maintenance::run(s.clone()));
         *self.background.lock().expect("start-up") = Some(Background {
             purge,
             peer_link: peers,
+            switches,
         });
     }
 
@@ -161,6 +168,7 @@ impl Service {
         let taken = self.background.lock().map(|mut b| b.take()).ok().flatten();
         if let Some(b) = &taken {
             b.purge.abort();
+            b.switches.abort();
         }
         handover::release_remaining(self).await;
         self.peers_stop.send_replace(true);

@@ -18,6 +18,7 @@ use regent_broker::push_plan::repeats;
 use regent_broker::tx_hash::tx_hash;
 use regent_runtime::{Announcement, Op};
 use regent_store::append::{append_many, Appended, Batch, Dedup};
+use regent_store::maintenance;
 use regent_store::partitions::{self, NewPartition, PartitionKey, PartitionRef};
 use regent_store::{frames, in_transaction, Message, StoreError, Transaction};
 
@@ -39,6 +40,11 @@ pub enum Verdict {
         message_id: Uuid,
         partition: Uuid,
     },
+    /// Held in the buffer while push maintenance is on; appended when it ends.
+    Buffered {
+        message_id: Uuid,
+        partition: Uuid,
+    },
     /// Its transaction id was already in the partition (or earlier in the request).
     Duplicate {
         message_id: Uuid,
@@ -49,11 +55,11 @@ pub enum Verdict {
     },
 }
 
-/// How many new messages a push wrote.
+/// How many new messages a push wrote (buffered ones count: they will be appended).
 pub fn queued(verdicts: &[Verdict]) -> i64 {
     verdicts
         .iter()
-        .filter(|v| matches!(v, Verdict::Queued { .. }))
+        .filter(|v| matches!(v, Verdict::Queued { .. } | Verdict::Buffered { .. }))
         .count() as i64
 }
 
@@ -153,6 +159,13 @@ async fn push_transaction(
     tenant: &str,
     items: &[PushItem],
 ) -> Result<Vec<Verdict>, Error> {
+    if s.runtime.switches.buffering(tenant) {
+        return in_transaction!(s.store, |tx| {
+            let prepared = prepare(tx, s, tenant, items).await?;
+            hold(tx, tenant, &prepared).await
+        })
+        .map_err(Error::from);
+    }
     let attempt = |dedup| async move {
         in_transaction!(s.store, |tx| {
             let prepared = prepare(tx, s, tenant, items).await?;
@@ -370,15 +383,43 @@ pub(crate) async fn append(
     dedup: Dedup,
 ) -> Result<Vec<Verdict>, StoreError> {
     let appended = append_many(tx, &p.batches, dedup).await?;
+    Ok(verdicts(p, appended, |message_id, partition| {
+        Verdict::Queued {
+            message_id,
+            partition,
+        }
+    }))
+}
+
+/// Holds every batch in the push buffer instead (push maintenance), deduplicated as an
+/// append is. Returns one verdict per item.
+pub(crate) async fn hold(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    p: &Prepared,
+) -> Result<Vec<Verdict>, StoreError> {
+    let held = maintenance::hold(tx, tenant, &p.batches).await?;
+    Ok(verdicts(p, held, |message_id, partition| {
+        Verdict::Buffered {
+            message_id,
+            partition,
+        }
+    }))
+}
+
+/// One verdict per item from what became of each batch's messages; `new` names a message
+/// taken.
+fn verdicts(
+    p: &Prepared,
+    outcomes: Vec<Vec<Appended>>,
+    new: impl Fn(Uuid, Uuid) -> Verdict,
+) -> Vec<Verdict> {
     let mut out: Vec<Option<Verdict>> = vec![None; p.len];
-    for ((slots, batch), verdicts) in p.slots.iter().zip(&p.batches).zip(appended) {
-        for (&(idx, new_id), v) in slots.iter().zip(verdicts) {
+    for ((slots, batch), outcome) in p.slots.iter().zip(&p.batches).zip(outcomes) {
+        for (&(idx, new_id), v) in slots.iter().zip(outcome) {
             let partition = batch.partition;
             out[idx] = Some(match v {
-                Appended::New => Verdict::Queued {
-                    message_id: new_id,
-                    partition,
-                },
+                Appended::New => new(new_id, partition),
                 Appended::Duplicate(message_id) => Verdict::Duplicate {
                     message_id,
                     partition,
@@ -393,22 +434,27 @@ pub(crate) async fn append(
     }
     for &(idx, first) in &p.repeats {
         out[idx] = Some(match out[first].clone() {
-            Some(Verdict::Queued {
-                message_id,
-                partition,
-            })
-            | Some(Verdict::Duplicate {
-                message_id,
-                partition,
-            }) => Verdict::Duplicate {
+            Some(
+                Verdict::Queued {
+                    message_id,
+                    partition,
+                }
+                | Verdict::Buffered {
+                    message_id,
+                    partition,
+                }
+                | Verdict::Duplicate {
+                    message_id,
+                    partition,
+                },
+            ) => Verdict::Duplicate {
                 message_id,
                 partition,
             },
             other => other.expect("an earlier item has a verdict"),
         });
     }
-    Ok(out
-        .into_iter()
+    out.into_iter()
         .map(|v| v.expect("every item has a verdict"))
-        .collect())
+        .collect()
 }

@@ -13,7 +13,7 @@ use regent_store::lease::all_live;
 use regent_store::{commit_if, StoreError, Transaction};
 
 use crate::ack::{ack_group, group_acks, AckGroup, LeaseCheck, SentAck};
-use crate::push::{append, prepare, queued, PushItem, Verdict};
+use crate::push::{append, hold, prepare, queued, PushItem, Verdict};
 use crate::{Error, Service};
 
 /// One operation of a bundle.
@@ -124,7 +124,12 @@ impl Service {
                 return Ok(Err(invalid()));
             }
             // Careful: an optimistic duplicate would void the acks' work along with the pushes.
-            let verdicts = append(tx, &prepared, Dedup::Careful).await?;
+            // Under push maintenance the pushes wait in the buffer, in this same transaction.
+            let verdicts = if self.runtime.switches.buffering(tenant) {
+                hold(tx, tenant, &prepared).await?
+            } else {
+                append(tx, &prepared, Dedup::Careful).await?
+            };
             if let Some(Verdict::Failed { error }) = verdicts
                 .iter()
                 .find(|v| matches!(v, Verdict::Failed { .. }))

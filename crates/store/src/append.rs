@@ -85,7 +85,7 @@ pub async fn append_many(
 }
 
 /// The ids of the messages stored at `offsets` of a partition, in the same order.
-async fn stored_ids(
+pub(crate) async fn stored_ids(
     tx: &Transaction<'_>,
     partition: Uuid,
     offsets: &[i64],

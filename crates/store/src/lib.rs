@@ -30,6 +30,7 @@ pub mod error;
 pub mod frames;
 pub mod groups;
 pub mod lease;
+pub mod maintenance;
 pub mod message;
 pub mod notify;
 pub mod partitions;

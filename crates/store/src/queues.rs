@@ -261,7 +261,7 @@ pub async fn depth(
 }
 
 /// Deletes a queue with everything that hangs off it: partitions, the log, cursors,
-/// subscriptions, dead letters and traces. Returns whether it existed.
+/// subscriptions, dead letters, traces and buffered pushes. Returns whether it existed.
 pub async fn delete(tx: &Transaction<'_>, tenant: &str, name: &str) -> Result<bool, StoreError> {
     let st = tx
         .prepare_cached("DELETE FROM queues WHERE tenant = $1 AND name = $2 RETURNING id")
@@ -284,7 +284,8 @@ pub async fn delete(tx: &Transaction<'_>, tenant: &str, name: &str) -> Result<bo
                   s AS (DELETE FROM segments WHERE partition_id IN (SELECT id FROM p)),
                   c AS (DELETE FROM cursors WHERE partition_id IN (SELECT id FROM p)),
                   d AS (DELETE FROM dead_letters WHERE queue_id = $1),
-                  t AS (DELETE FROM traces WHERE queue_id = $1)
+                  t AS (DELETE FROM traces WHERE queue_id = $1),
+                  b AS (DELETE FROM push_buffer WHERE partition_id IN (SELECT id FROM p))
              DELETE FROM subscriptions WHERE queue_id = $1",
         )
         .await?;

@@ -81,6 +81,8 @@ pub enum Popped {
     },
     /// The long-poll ended empty: its deadline passed, or the broker is shutting down.
     TimedOut,
+    /// Pop maintenance is on for the tenant: nothing is claimed.
+    Paused,
 }
 
 /// Messages delivered under one lease.
@@ -121,6 +123,9 @@ impl Service {
             tokio::pin!(notified);
             notified.as_mut().enable();
 
+            if self.runtime.switches.pop_paused(tenant) {
+                return Ok(Popped::Paused);
+            }
             match self.attempt(tenant, req).await? {
                 found @ Popped::Delivered(_) => return Ok(found),
                 found if !req.wait => return Ok(found),

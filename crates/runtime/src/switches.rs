@@ -1,0 +1,112 @@
+//! The maintenance switches as this broker last read them (spec §15), per tenant, so the
+//! push and pop paths decide without a query. Replaced whole by each poll of the database
+//! (`regent_service::maintenance`), and set at once on the broker that flips one.
+//!
+//! Bounded by the database, not by clients: only tenants with a switch on, or pushes in the
+//! buffer, have an entry, and only an admin of that tenant can put one there.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::RwLock;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Switch {
+    /// Push maintenance: pushes wait in the buffer.
+    pub push: bool,
+    /// Pop maintenance: pops answer `paused` at once.
+    pub pop: bool,
+    /// Pushes wait in the buffer; until it is drained, new ones queue behind them.
+    pub buffered: bool,
+}
+
+#[derive(Default)]
+pub struct Switches {
+    /// Whether any tenant has an entry: the hot paths' only cost when none has.
+    any: AtomicBool,
+    by_tenant: RwLock<HashMap<String, Switch>>,
+}
+
+impl Switches {
+    fn get(&self, tenant: &str) -> Switch {
+        if !self.any.load(Ordering::Relaxed) {
+            return Switch::default();
+        }
+        let map = self.by_tenant.read().unwrap_or_else(|p| p.into_inner());
+        map.get(tenant).copied().unwrap_or_default()
+    }
+
+    /// Whether the tenant's pushes go to the buffer: maintenance is on, or earlier pushes
+    /// still wait there (so that arrival order holds).
+    pub fn buffering(&self, tenant: &str) -> bool {
+        let s = self.get(tenant);
+        s.push || s.buffered
+    }
+
+    pub fn pop_paused(&self, tenant: &str) -> bool {
+        self.get(tenant).pop
+    }
+
+    /// Everything as read from the database.
+    pub fn replace(&self, all: impl IntoIterator<Item = (String, Switch)>) {
+        let map: HashMap<String, Switch> = all.into_iter().collect();
+        let mut held = self.by_tenant.write().unwrap_or_else(|p| p.into_inner());
+        self.any.store(!map.is_empty(), Ordering::Relaxed);
+        *held = map;
+    }
+
+    /// One tenant's switches, as just written by this broker.
+    pub fn set(&self, tenant: &str, s: Switch) {
+        let mut held = self.by_tenant.write().unwrap_or_else(|p| p.into_inner());
+        if s == Switch::default() {
+            held.remove(tenant);
+        } else {
+            held.insert(tenant.to_string(), s);
+        }
+        self.any.store(!held.is_empty(), Ordering::Relaxed);
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_tenant.read().map(|m| m.len()).unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tenant_buffers_while_maintenance_is_on_or_its_buffer_is_not_empty() {
+        let s = Switches::default();
+        assert!(!s.buffering("a") && !s.pop_paused("a"));
+        s.set(
+            "a",
+            Switch {
+                push: true,
+                ..Switch::default()
+            },
+        );
+        assert!(s.buffering("a") && !s.buffering("b"));
+        s.replace([(
+            "a".to_string(),
+            Switch {
+                buffered: true,
+                ..Switch::default()
+            },
+        )]);
+        assert!(s.buffering("a"), "maintenance off, buffer not drained yet");
+        s.replace([(
+            "b".to_string(),
+            Switch {
+                pop: true,
+                ..Switch::default()
+            },
+        )]);
+        assert!(!s.buffering("a") && s.pop_paused("b") && !s.buffering("b"));
+        s.set("b", Switch::default());
+        assert!(s.is_empty() && !s.pop_paused("b"));
+    }
+}

@@ -1,0 +1,235 @@
+//! Maintenance switches and the push buffer (spec §15): the switches per tenant, the
+//! buffered pushes, and the drain that appends them when push maintenance ends.
+
+use std::collections::BTreeMap;
+
+use deadpool_postgres::{Client, Transaction};
+use uuid::Uuid;
+
+use crate::append::{append_many, stored_ids, Appended, Batch, Dedup};
+use crate::{frames, StoreError};
+
+/// A tenant's switches, and whether pushes of it wait in the buffer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Switches {
+    pub push: bool,
+    pub pop: bool,
+    pub buffered: bool,
+}
+
+/// Sets the tenant's push switch, its pop switch, or both; answers them as stored.
+pub async fn set(
+    client: &Client,
+    tenant: &str,
+    push: Option<bool>,
+    pop: Option<bool>,
+) -> Result<Switches, StoreError> {
+    let st = client
+        .prepare_cached(
+            "INSERT INTO maintenance AS m (tenant, push, pop)
+             VALUES ($1, coalesce($2, false), coalesce($3, false))
+             ON CONFLICT (tenant) DO UPDATE
+                SET push = coalesce($2, m.push), pop = coalesce($3, m.pop), changed_at = now()
+             RETURNING push, pop",
+        )
+        .await?;
+    let r = client.query_one(&st, &[&tenant, &push, &pop]).await?;
+    Ok(Switches {
+        push: r.get("push"),
+        pop: r.get("pop"),
+        buffered: false,
+    })
+}
+
+/// The tenant's switches and how many of its pushes wait in the buffer.
+pub async fn get(client: &Client, tenant: &str) -> Result<(Switches, i64), StoreError> {
+    let st = client
+        .prepare_cached(
+            "SELECT coalesce(m.push, false) AS push, coalesce(m.pop, false) AS pop,
+                    (SELECT count(*) FROM push_buffer WHERE tenant = $1) AS buffered
+               FROM (SELECT 1) one LEFT JOIN maintenance m ON m.tenant = $1",
+        )
+        .await?;
+    let r = client.query_one(&st, &[&tenant]).await?;
+    let waiting: i64 = r.get("buffered");
+    let switches = Switches {
+        push: r.get("push"),
+        pop: r.get("pop"),
+        buffered: waiting > 0,
+    };
+    Ok((switches, waiting))
+}
+
+/// Every tenant with a switch on or pushes in the buffer.
+pub async fn poll(client: &Client) -> Result<Vec<(String, Switches)>, StoreError> {
+    let st = client
+        .prepare_cached(
+            "SELECT tenant, bool_or(push) AS push, bool_or(pop) AS pop,
+                    bool_or(buffered) AS buffered
+               FROM (SELECT tenant, push, pop, false AS buffered FROM maintenance
+                      WHERE push OR pop
+                     UNION ALL
+                     SELECT DISTINCT tenant, false, false, true FROM push_buffer) s
+              GROUP BY tenant",
+        )
+        .await?;
+    Ok(client
+        .query(&st, &[])
+        .await?
+        .iter()
+        .map(|r| {
+            let s = Switches {
+                push: r.get("push"),
+                pop: r.get("pop"),
+                buffered: r.get("buffered"),
+            };
+            (r.get("tenant"), s)
+        })
+        .collect())
+}
+
+/// Holds the batches' messages in the buffer inside the caller's transaction, deduplicated
+/// as an append is: per message, `New` when it was taken, `Duplicate` with the id of the
+/// message that has its transaction id, in the log or already in the buffer.
+pub async fn hold(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    batches: &[Batch],
+) -> Result<Vec<Vec<Appended>>, StoreError> {
+    let mut out = Vec::with_capacity(batches.len());
+    for b in batches {
+        let mut verdicts = vec![Appended::New; b.hashes.len()];
+        let logged = logged(tx, b).await?;
+        let fresh: Vec<usize> = (0..b.hashes.len())
+            .filter(|i| !logged.iter().any(|(at, _)| at == i))
+            .collect();
+        for (i, id) in logged {
+            verdicts[i] = Appended::Duplicate(id);
+        }
+        let held = insert(tx, tenant, b, &fresh).await?;
+        for i in fresh.into_iter().filter(|i| !held.contains(&b.hashes[*i])) {
+            verdicts[i] = Appended::Duplicate(buffered_id(tx, b.hashes[i]).await?);
+        }
+        out.push(verdicts);
+    }
+    Ok(out)
+}
+
+/// The batch's messages whose transaction ids are in the log: (position, stored id).
+async fn logged(tx: &Transaction<'_>, b: &Batch) -> Result<Vec<(usize, Uuid)>, StoreError> {
+    let st = tx
+        .prepare_cached(
+            "SELECT w.ord, x.\"offset\"
+               FROM unnest($1::uuid[]) WITH ORDINALITY AS w(hash, ord)
+               JOIN tx_index x ON x.hash = w.hash
+              ORDER BY w.ord",
+        )
+        .await?;
+    let rows = tx.query(&st, &[&b.hashes]).await?;
+    let at: Vec<usize> = rows
+        .iter()
+        .map(|r| r.get::<_, i64>("ord") as usize - 1)
+        .collect();
+    let offsets: Vec<i64> = rows.iter().map(|r| r.get("offset")).collect();
+    let ids = stored_ids(tx, b.partition, &offsets).await?;
+    Ok(at.into_iter().zip(ids).collect())
+}
+
+/// Buffers the messages at `which`, in that order; the hashes taken (a hash already
+/// buffered is not).
+async fn insert(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    b: &Batch,
+    which: &[usize],
+) -> Result<Vec<Uuid>, StoreError> {
+    let hashes: Vec<Uuid> = which.iter().map(|&i| b.hashes[i]).collect();
+    let frames: Vec<&[u8]> = which.iter().map(|&i| b.frames[i].as_slice()).collect();
+    let st = tx
+        .prepare_cached(
+            "INSERT INTO push_buffer (tenant, partition_id, hash, frame)
+             SELECT $1, $2, m.hash, m.frame
+               FROM unnest($3::uuid[], $4::bytea[]) WITH ORDINALITY AS m(hash, frame, ord)
+              ORDER BY m.ord
+             ON CONFLICT (hash) DO NOTHING
+             RETURNING hash",
+        )
+        .await?;
+    let rows = tx
+        .query(&st, &[&tenant, &b.partition, &hashes, &frames])
+        .await?;
+    Ok(rows.iter().map(|r| r.get("hash")).collect())
+}
+
+/// The id of the buffered message with this hash.
+async fn buffered_id(tx: &Transaction<'_>, hash: Uuid) -> Result<Uuid, StoreError> {
+    let st = tx
+        .prepare_cached("SELECT frame FROM push_buffer WHERE hash = $1")
+        .await?;
+    let row = tx.query_one(&st, &[&hash]).await?;
+    Ok(frames::message_id(row.get("frame"))?)
+}
+
+/// What one drain transaction did.
+#[derive(Debug)]
+pub enum Drain {
+    /// Nothing of the tenant is buffered.
+    Empty,
+    /// Another broker is draining the tenant now.
+    Busy,
+    /// Appended to these partitions: (queue id, queue name, partition id).
+    Appended(Vec<(Uuid, String, Uuid)>),
+}
+
+/// Appends up to `limit` of the tenant's oldest buffered messages to their partitions, in
+/// arrival order, and removes them from the buffer, in the caller's transaction: a message
+/// is appended exactly once however many brokers drain.
+pub async fn drain(tx: &Transaction<'_>, tenant: &str, limit: i64) -> Result<Drain, StoreError> {
+    let lock = tx
+        .prepare_cached("SELECT pg_try_advisory_xact_lock(hashtext('regent-drain:' || $1)) AS got")
+        .await?;
+    if !tx.query_one(&lock, &[&tenant]).await?.get::<_, bool>("got") {
+        return Ok(Drain::Busy);
+    }
+    let st = tx
+        .prepare_cached(
+            "DELETE FROM push_buffer WHERE seq IN (
+                SELECT seq FROM push_buffer WHERE tenant = $1 ORDER BY seq LIMIT $2)
+             RETURNING seq, partition_id, hash, frame",
+        )
+        .await?;
+    let mut rows = tx.query(&st, &[&tenant, &limit]).await?;
+    if rows.is_empty() {
+        return Ok(Drain::Empty);
+    }
+    rows.sort_by_key(|r| r.get::<_, i64>("seq"));
+    let mut by_partition: BTreeMap<Uuid, Batch> = BTreeMap::new();
+    for r in &rows {
+        let partition: Uuid = r.get("partition_id");
+        let b = by_partition.entry(partition).or_insert_with(|| Batch {
+            partition,
+            hashes: Vec::new(),
+            frames: Vec::new(),
+        });
+        b.hashes.push(r.get("hash"));
+        b.frames.push(r.get("frame"));
+    }
+    let batches: Vec<Batch> = by_partition.into_values().collect();
+    // Careful: a push made directly since (another broker not yet seeing the switch) may
+    // have taken a transaction id first.
+    append_many(tx, &batches, Dedup::Careful).await?;
+    let ids: Vec<Uuid> = batches.iter().map(|b| b.partition).collect();
+    let st = tx
+        .prepare_cached(
+            "SELECT p.queue_id, q.name AS queue, p.id
+               FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE p.id = ANY($1)",
+        )
+        .await?;
+    Ok(Drain::Appended(
+        tx.query(&st, &[&ids])
+            .await?
+            .iter()
+            .map(|r| (r.get("queue_id"), r.get("queue"), r.get("id")))
+            .collect(),
+    ))
+}
