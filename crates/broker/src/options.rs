@@ -108,11 +108,52 @@ impl QueueOptions {
     pub fn priority(&self) -> i64 {
         self.priority.unwrap_or(0)
     }
+
+    /// How long messages are kept: (any message, a message every group has passed), in
+    /// seconds, each `None` when it is kept forever. Queen reads both only with
+    /// `retentionEnabled`; with `implicit` (the broker's `IMPLICIT_RETENTION`, for clients
+    /// that never send the switch, like the Python one) a positive number is enough unless
+    /// the switch was sent false.
+    pub fn retention(&self, implicit: bool) -> (Option<i64>, Option<i64>) {
+        let on = match self.retention_enabled {
+            Some(flag) => flag,
+            None => implicit,
+        };
+        let positive = |v: Option<i64>| v.filter(|s| on && *s > 0);
+        (
+            positive(self.retention_seconds),
+            positive(self.completed_retention_seconds),
+        )
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retention_needs_its_switch_unless_the_broker_reads_seconds_alone() {
+        let o = |enabled, all, passed| QueueOptions {
+            retention_enabled: enabled,
+            retention_seconds: all,
+            completed_retention_seconds: passed,
+            ..QueueOptions::default()
+        };
+        assert_eq!(o(None, Some(60), Some(5)).retention(false), (None, None));
+        assert_eq!(
+            o(Some(true), Some(60), Some(5)).retention(false),
+            (Some(60), Some(5))
+        );
+        assert_eq!(o(None, Some(60), None).retention(true), (Some(60), None));
+        assert_eq!(
+            o(Some(false), Some(60), Some(5)).retention(true),
+            (None, None)
+        );
+        assert_eq!(
+            o(Some(true), Some(0), Some(-1)).retention(false),
+            (None, None)
+        );
+    }
 
     #[test]
     fn dead_lettering_is_off_only_when_both_flags_are_false() {

@@ -26,6 +26,12 @@ fn default_tx_index_retention() -> u64 {
 fn default_purge_interval() -> u64 {
     60
 }
+fn default_retention_interval() -> u64 {
+    300_000
+}
+fn default_retention_batch() -> i64 {
+    1000
+}
 fn default_true() -> bool {
     true
 }
@@ -108,6 +114,17 @@ pub struct Config {
     pub tx_index_retention_seconds: u64,
     #[serde(default = "default_purge_interval")]
     pub purge_interval_seconds: u64,
+    /// Queen's `RETENTION_INTERVAL`: milliseconds between retention passes.
+    #[serde(default = "default_retention_interval")]
+    pub retention_interval: u64,
+    /// Segments a retention transaction deletes at most, so that a purge of millions never
+    /// holds its locks for long.
+    #[serde(default = "default_retention_batch")]
+    pub retention_batch_segments: i64,
+    /// Treat `retentionSeconds > 0` / `completedRetentionSeconds > 0` as enabling retention
+    /// when a queue never sent `retentionEnabled` (the Python client never does).
+    #[serde(default)]
+    pub implicit_retention: bool,
     /// Wake long-polls on the other brokers of the database after a push (one extra
     /// connection per broker; see `peers`). Off: a push through another broker is found at
     /// the parked pop's next timer recheck.

@@ -28,6 +28,7 @@ pub mod pop;
 mod purge;
 pub mod push;
 pub mod queues;
+mod retention;
 mod supervise;
 pub mod traces;
 pub mod transaction;
@@ -58,6 +59,7 @@ struct Background {
     purge: JoinHandle<()>,
     peer_link: JoinHandle<()>,
     switches: JoinHandle<()>,
+    retention: JoinHandle<()>,
 }
 
 /// One broker's use cases and everything they share.
@@ -67,6 +69,9 @@ pub struct Service {
     cipher: Option<PayloadCipher>,
     index_retention: Duration,
     purge_interval: Duration,
+    retention_interval: Duration,
+    retention_batch: i64,
+    implicit_retention: bool,
     database_url: String,
     /// Where push requests go to be fused into shared transactions.
     pushes: fusion::Batcher<push::PushJob>,
@@ -106,6 +111,9 @@ impl Service {
             cipher,
             index_retention,
             purge_interval: Duration::from_secs(config.purge_interval_seconds.max(1)),
+            retention_interval: retention::interval(config.retention_interval),
+            retention_batch: config.retention_batch_segments.max(1),
+            implicit_retention: config.implicit_retention,
             database_url: database_url.to_string(),
             pushes: Default::default(),
             acks: Default::default(),
@@ -133,10 +141,15 @@ impl Service {
         let switches = self
             .supervisor
             .spawn("maintenance", move || maintenance::run(s.clone()));
+        let s = self.clone();
+        let retention = self
+            .supervisor
+            .spawn("retention", move || retention::run(s.clone()));
         *self.background.lock().expect("start-up") = Some(Background {
             purge,
             peer_link: peers,
             switches,
+            retention,
         });
     }
 
@@ -169,6 +182,7 @@ impl Service {
         if let Some(b) = &taken {
             b.purge.abort();
             b.switches.abort();
+            b.retention.abort();
         }
         handover::release_remaining(self).await;
         self.peers_stop.send_replace(true);

@@ -111,7 +111,7 @@ macro_rules! ensure_queue_mode {
     ($partitions:literal) => {
         concat!(
             "INSERT INTO cursors (partition_id, consumer_group, committed, queue_id)
-     SELECT p.id, $2, -1, p.queue_id FROM partitions p
+     SELECT p.id, $2, p.first_offset - 1, p.queue_id FROM partitions p
       WHERE p.queue_id = $1 AND ($3::text IS NULL OR p.name = $3)",
             $partitions,
             "
@@ -137,7 +137,7 @@ macro_rules! ensure_named {
            LIMIT 1)
      INSERT INTO cursors (partition_id, consumer_group, committed, queue_id)
      SELECT p.id, $2,
-            CASE WHEN (SELECT start_after FROM s) IS NULL THEN -1
+            CASE WHEN (SELECT start_after FROM s) IS NULL THEN p.first_offset - 1
                  ELSE ",
             last_offset_at!("p.id", "(SELECT start_after FROM s)"),
             " END,

@@ -8,16 +8,19 @@
 //! crate does not depend on `regent-broker`.
 
 /// The offset of the last message of partition `$partition` appended at or before the instant
-/// `$at` (both SQL expressions), -1 if none: where a group starting after that instant
+/// `$at` (both SQL expressions), or the offset before the first the log still holds if that
+/// is later (retention deleted the ones before): where a group starting after that instant
 /// stands. Segments are appended whole, so a segment's time is each of its messages' time.
 macro_rules! last_offset_at {
     ($partition:literal, $at:literal) => {
         concat!(
-            "coalesce((SELECT max(g.end_offset) FROM segments g WHERE g.partition_id = ",
+            "greatest(coalesce((SELECT max(g.end_offset) FROM segments g WHERE g.partition_id = ",
             $partition,
             " AND g.created_at <= ",
             $at,
-            "), -1)"
+            "), -1), (SELECT f.first_offset - 1 FROM partitions f WHERE f.id = ",
+            $partition,
+            "))"
         )
     };
 }
@@ -36,6 +39,7 @@ pub mod notify;
 pub mod partitions;
 pub mod purge;
 pub mod queues;
+pub mod retention;
 mod retry;
 pub mod seek;
 pub mod tls;

@@ -119,10 +119,11 @@ pub async fn list(
     let sql = format!(
         "SELECT {QUEUE_COLUMNS},
                 (SELECT count(*) FROM partitions p WHERE p.queue_id = q.id) AS partitions,
-                (SELECT coalesce(sum(p.next_offset), 0)::bigint
+                (SELECT coalesce(sum(p.next_offset - p.first_offset), 0)::bigint
                    FROM partitions p WHERE p.queue_id = q.id) AS total,
                 (SELECT coalesce(sum(p.next_offset - 1 - coalesce(
-                          (SELECT min(c.committed) FROM cursors c WHERE c.partition_id = p.id), -1)), 0)::bigint
+                          (SELECT min(c.committed) FROM cursors c WHERE c.partition_id = p.id),
+                          p.first_offset - 1)), 0)::bigint
                    FROM partitions p WHERE p.queue_id = q.id) AS pending,
                 (SELECT count(*) FROM partitions p JOIN cursors c ON c.partition_id = p.id
                   WHERE p.queue_id = q.id AND c.lease_id IS NOT NULL
@@ -198,8 +199,8 @@ pub async fn partition_stats(
         .prepare_cached(
             "WITH d AS (SELECT partition_id, count(*) AS n FROM dead_letters
                          WHERE tenant = $2 AND queue_id = $1 GROUP BY partition_id)
-             SELECT p.id, p.name, p.created_at, p.next_offset AS total,
-                    p.next_offset - 1 - coalesce(min(c.committed), -1) AS pending,
+             SELECT p.id, p.name, p.created_at, p.next_offset - p.first_offset AS total,
+                    p.next_offset - 1 - coalesce(min(c.committed), p.first_offset - 1) AS pending,
                     coalesce(max(c.lease_end - c.committed)
                              FILTER (WHERE c.lease_id IS NOT NULL AND c.lease_expires_at > now()),
                              0) AS processing,
@@ -238,7 +239,7 @@ pub async fn depth(
                SELECT p.name, p.next_offset - 1 - CASE
                         WHEN $2::text IS NULL THEN
                           coalesce((SELECT min(c.committed) FROM cursors c
-                                     WHERE c.partition_id = p.id), -1)
+                                     WHERE c.partition_id = p.id), p.first_offset - 1)
                         ELSE coalesce(
                           (SELECT c.committed FROM cursors c
                             WHERE c.partition_id = p.id AND c.consumer_group = $2),
@@ -246,7 +247,7 @@ pub async fn depth(
             last_offset_at!("p.id", "s.start_after"),
             " FROM subscriptions s
                             WHERE s.queue_id = $1 AND s.consumer_group = $2),
-                          -1)
+                          p.first_offset - 1)
                       END AS pending
                  FROM partitions p WHERE p.queue_id = $1) d
               WHERE pending > 0
@@ -293,12 +294,12 @@ pub async fn delete(tx: &Transaction<'_>, tenant: &str, name: &str) -> Result<bo
     Ok(true)
 }
 
-/// How many messages a tenant holds in the log: every offset handed out in its queues. (The
-/// log keeps what it is given until its queue is deleted.)
+/// How many messages a tenant holds in the log: every offset its queues' logs still hold
+/// (retention gives room back).
 pub async fn stored_messages(client: &Client, tenant: &str) -> Result<i64, StoreError> {
     let st = client
         .prepare_cached(
-            "SELECT coalesce(sum(p.next_offset), 0)::bigint AS stored
+            "SELECT coalesce(sum(p.next_offset - p.first_offset), 0)::bigint AS stored
                FROM queues q JOIN partitions p ON p.queue_id = q.id
               WHERE q.tenant = $1",
         )

@@ -1,0 +1,151 @@
+//! Retention: whole segments deleted from the front of a partition's log once due, by age
+//! alone (`retentionSeconds`) or by age once every consumer group of the queue has passed
+//! them (`completedRetentionSeconds`). Segments are never rewritten: a segment goes when its
+//! newest message is due. The partition's `first_offset` moves past them, cursors below it
+//! move up to it (a lease entirely over deleted messages is released), and their traces go.
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::{Client, Transaction};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::StoreError;
+
+/// A queue whose options mention retention.
+pub struct RetainedQueue {
+    pub id: Uuid,
+    pub options: Value,
+}
+
+/// Which segments of a queue are due: appended before `all_before`, or appended before
+/// `passed_before` and passed by every group.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Cutoffs {
+    pub all_before: Option<DateTime<Utc>>,
+    pub passed_before: Option<DateTime<Utc>>,
+}
+
+/// What one pass over a queue deleted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Expired {
+    pub segments: i64,
+    pub messages: i64,
+}
+
+pub async fn queues(client: &Client) -> Result<Vec<RetainedQueue>, StoreError> {
+    let st = client
+        .prepare_cached(
+            "SELECT id, options FROM queues
+              WHERE options ?| array['retentionSeconds', 'completedRetentionSeconds']",
+        )
+        .await?;
+    Ok(client
+        .query(&st, &[])
+        .await?
+        .iter()
+        .map(|r| RetainedQueue {
+            id: r.get("id"),
+            options: r.get("options"),
+        })
+        .collect())
+}
+
+/// Per partition of the queue, how far every group has passed: the lowest cursor, or -1
+/// while a group of the queue has no cursor there yet (it may start from the beginning) or
+/// no group has one at all (nothing has been consumed).
+const PASSED: &str = "CASE WHEN EXISTS (
+            SELECT 1 FROM subscriptions s WHERE s.queue_id = p.queue_id
+               AND NOT EXISTS (SELECT 1 FROM cursors c
+                                WHERE c.partition_id = p.id AND c.consumer_group = s.consumer_group))
+          THEN -1
+          ELSE coalesce((SELECT min(c.committed) FROM cursors c WHERE c.partition_id = p.id), -1)
+        END";
+
+/// Deletes up to `limit` due segments of the queue, a prefix of each partition's log, and
+/// moves what hangs off them, in the caller's transaction. Each partition's log is read in
+/// offset order up to its first segment not due, through the primary key: a partition with
+/// nothing due costs one index probe.
+pub async fn expire(
+    tx: &Transaction<'_>,
+    queue_id: Uuid,
+    cut: Cutoffs,
+    limit: i64,
+) -> Result<Expired, StoreError> {
+    let sql = format!(
+        "WITH parts AS (
+           SELECT p.id, p.next_offset, {PASSED} AS passed FROM partitions p WHERE p.queue_id = $1),
+         keep AS (
+           SELECT parts.id, coalesce((
+               SELECT s.base_offset FROM segments s
+                WHERE s.partition_id = parts.id
+                  AND NOT (($2::timestamptz IS NOT NULL AND s.created_at < $2)
+                           OR ($3::timestamptz IS NOT NULL AND s.created_at < $3
+                               AND s.end_offset <= parts.passed))
+                ORDER BY s.end_offset LIMIT 1),
+               parts.next_offset) AS keep_from
+             FROM parts),
+         doomed AS (
+           SELECT s.partition_id, s.end_offset FROM keep
+             JOIN segments s ON s.partition_id = keep.id AND s.end_offset < keep.keep_from
+            ORDER BY s.partition_id, s.end_offset LIMIT $4),
+         gone AS (
+           DELETE FROM segments s USING doomed d
+            WHERE s.partition_id = d.partition_id AND s.end_offset = d.end_offset
+           RETURNING s.partition_id, s.base_offset, s.end_offset)
+         SELECT partition_id, max(end_offset) + 1 AS first_kept,
+                count(*) AS segments, sum(end_offset - base_offset + 1)::bigint AS messages
+           FROM gone GROUP BY partition_id ORDER BY partition_id"
+    );
+    let st = tx.prepare_cached(&sql).await?;
+    let rows = tx
+        .query(
+            &st,
+            &[&queue_id, &cut.all_before, &cut.passed_before, &limit],
+        )
+        .await?;
+    if rows.is_empty() {
+        return Ok(Expired::default());
+    }
+    let partitions: Vec<Uuid> = rows.iter().map(|r| r.get("partition_id")).collect();
+    let first_kept: Vec<i64> = rows.iter().map(|r| r.get("first_kept")).collect();
+    move_past(tx, &partitions, &first_kept).await?;
+    Ok(Expired {
+        segments: rows.iter().map(|r| r.get::<_, i64>("segments")).sum(),
+        messages: rows.iter().map(|r| r.get::<_, i64>("messages")).sum(),
+    })
+}
+
+/// Moves the partitions' first offsets, the cursors below them (locked in the global order
+/// first: partition, then group) and drops the traces of the deleted messages.
+async fn move_past(
+    tx: &Transaction<'_>,
+    partitions: &[Uuid],
+    first_kept: &[i64],
+) -> Result<(), StoreError> {
+    let st = tx
+        .prepare_cached(
+            "SELECT 1 FROM cursors c
+               JOIN unnest($1::uuid[], $2::bigint[]) AS u(pid, first_kept) ON c.partition_id = u.pid
+              WHERE c.committed < u.first_kept - 1
+              ORDER BY c.partition_id, c.consumer_group
+                FOR UPDATE OF c",
+        )
+        .await?;
+    tx.query(&st, &[&partitions, &first_kept]).await?;
+    let st = tx
+        .prepare_cached(
+            "WITH u AS (SELECT * FROM unnest($1::uuid[], $2::bigint[]) AS u(pid, first_kept)),
+                  c AS (UPDATE cursors c
+                           SET committed = u.first_kept - 1,
+                               lease_id = CASE WHEN c.lease_end IS NULL OR c.lease_end < u.first_kept
+                                               THEN NULL ELSE c.lease_id END
+                          FROM u WHERE c.partition_id = u.pid AND c.committed < u.first_kept - 1),
+                  t AS (DELETE FROM traces t USING u
+                         WHERE t.partition_id = u.pid AND t.\"offset\" < u.first_kept)
+             UPDATE partitions p SET first_offset = greatest(p.first_offset, u.first_kept)
+               FROM u WHERE p.id = u.pid",
+        )
+        .await?;
+    tx.execute(&st, &[&partitions, &first_kept]).await?;
+    Ok(())
+}

@@ -1,0 +1,160 @@
+//! Retention through HTTP (issue 12): whole segments deleted once due, by age alone or by age
+//! once every group has passed them; cursors below the first kept message continue from it;
+//! counts and depth count only what is kept; traces follow their messages.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::support::{broker_with, Broker};
+
+async fn retaining(implicit: bool) -> Broker {
+    broker_with(|c| {
+        c.retention_interval = 50;
+        c.implicit_retention = implicit;
+    })
+    .await
+}
+
+/// Waits until `pred` holds on the queue's depth answer, or panics after 5 s.
+async fn until_depth(b: &Broker, queue: &str, depth: i64) {
+    for _ in 0..250 {
+        let (_, v) = b
+            .get(&format!("/api/v1/resources/queues/{queue}/depth"))
+            .await;
+        if v["pending"] == depth {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (_, v) = b
+        .get(&format!("/api/v1/resources/queues/{queue}/depth"))
+        .await;
+    panic!("depth of {queue} never reached {depth}: {v}");
+}
+
+async fn partition_of(b: &Broker, queue: &str) -> Value {
+    let v = b.pop(queue, "consumerGroup=probe&autoAck=true").await;
+    v["messages"][0]["partitionId"].clone()
+}
+
+#[tokio::test]
+async fn messages_older_than_retention_seconds_are_deleted_consumed_or_not() {
+    let b = retaining(false).await;
+    b.configure(
+        "logs",
+        json!({"retentionEnabled": true, "retentionSeconds": 1}),
+    )
+    .await;
+    b.push("logs", "Default", &["old-1", "old-2"]).await;
+    let pid = partition_of(&b, "logs").await;
+    let trace =
+        json!({"transactionId": "old-1", "partitionId": pid, "data": {}, "traceNames": "t"});
+    assert_eq!(b.post("/api/v1/traces", trace).await.0, StatusCode::CREATED);
+    // A group holding a lease over the old messages.
+    let held = b.pop("logs", "consumerGroup=slow&batch=10").await;
+    assert_eq!(Broker::txids(&held).len(), 2, "{held}");
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    b.push("logs", "Default", &["new-1"]).await;
+    until_depth(&b, "logs", 1).await;
+
+    for group in ["slow", "fresh"] {
+        let v = b
+            .pop("logs", &format!("consumerGroup={group}&batch=10"))
+            .await;
+        assert_eq!(Broker::txids(&v), vec!["new-1"], "{group}: {v}");
+    }
+    let v = b.pop("logs", "batch=10").await;
+    assert_eq!(Broker::txids(&v), vec!["new-1"], "queue mode: {v}");
+    // The slow group's lease over deleted messages is gone: its ack changes nothing.
+    let item = json!({"transactionId": "old-1", "partitionId": pid, "leaseId": held["leaseId"], "status": "completed"});
+    let r = b.ack_batch(Some("slow"), json!([item])).await;
+    assert_eq!(r[0]["success"], false, "{r:?}");
+    // Without a lease, an ack of a deleted message is an ack behind the cursor: accepted,
+    // and nothing moves.
+    let item = json!({"transactionId": "old-2", "partitionId": pid, "status": "completed"});
+    let r = b.ack_batch(Some("fresh"), json!([item])).await;
+    assert_eq!(r[0]["success"], true, "{r:?}");
+    let v = b.pop("logs", "consumerGroup=late&batch=10").await;
+    assert_eq!(Broker::txids(&v), vec!["new-1"], "{v}");
+    let (_, v) = b
+        .get(&format!("/api/v1/traces/{}/old-1", pid.as_str().unwrap()))
+        .await;
+    assert_eq!(v["traces"], json!([]), "traces follow their message: {v}");
+    let (_, v) = b.get("/api/v1/resources/queues/logs").await;
+    assert_eq!(v["totals"]["total"], 1, "{v}");
+}
+
+#[tokio::test]
+async fn completed_retention_waits_for_every_group() {
+    let b = retaining(false).await;
+    b.configure(
+        "jobs",
+        json!({"retentionEnabled": true, "completedRetentionSeconds": 1}),
+    )
+    .await;
+    b.push("jobs", "Default", &["j1"]).await;
+    let ack = |group: &'static str, v: Value| {
+        let item = json!({"transactionId": "j1", "partitionId": v["messages"][0]["partitionId"],
+                          "leaseId": v["leaseId"], "status": "completed"});
+        (group, item)
+    };
+    let (g, item) = ack("a", b.pop("jobs", "consumerGroup=a").await);
+    assert_eq!(
+        b.ack_batch(Some(g), json!([item])).await[0]["success"],
+        true
+    );
+    let (_, item) = ack("", b.pop("jobs", "").await);
+    assert_eq!(b.ack_batch(None, json!([item])).await[0]["success"], true);
+    // Group b joins the queue without reading j1 yet.
+    let (s, _) = b
+        .get("/api/v1/pop/queue/jobs/partition/nowhere?wait=false&consumerGroup=b")
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    // b has not passed j1: it stays, and b reads it.
+    let v = b.pop("jobs", "consumerGroup=b").await;
+    assert_eq!(Broker::txids(&v), vec!["j1"], "{v}");
+    let (g, item) = ack("b", v);
+    assert_eq!(
+        b.ack_batch(Some(g), json!([item])).await[0]["success"],
+        true
+    );
+    for _ in 0..250 {
+        let (_, v) = b.get("/api/v1/resources/queues/jobs").await;
+        if v["totals"]["total"] == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("j1 was never deleted once every group had passed it");
+}
+
+#[tokio::test]
+async fn the_retention_switch_is_needed_unless_the_broker_reads_seconds_alone() {
+    for implicit in [false, true] {
+        let b = retaining(implicit).await;
+        // What the Python client sends: the seconds, never the switch.
+        b.configure("py", json!({"retentionSeconds": 1})).await;
+        b.configure(
+            "off",
+            json!({"retentionSeconds": 1, "retentionEnabled": false}),
+        )
+        .await;
+        b.push("py", "Default", &["m"]).await;
+        b.push("off", "Default", &["m"]).await;
+        tokio::time::sleep(Duration::from_millis(1300)).await;
+        if implicit {
+            until_depth(&b, "py", 0).await;
+        } else {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            assert_eq!(Broker::txids(&b.pop("py", "").await), vec!["m"]);
+        }
+        assert_eq!(
+            Broker::txids(&b.pop("off", "").await),
+            vec!["m"],
+            "implicit {implicit}"
+        );
+    }
+}
