@@ -37,13 +37,17 @@ pub enum Dedup {
 
 const APPEND: &str = "SELECT item, stored_offset FROM regent_append($1, $2, $3, $4)";
 
-/// For each offset, the segment holding it: where a duplicate's stored message id is read.
-const SEGMENTS_OF: &str = "SELECT s.base_offset, s.frames
-       FROM unnest($2::bigint[]) WITH ORDINALITY AS o(at, ord)
-      CROSS JOIN LATERAL (SELECT base_offset, frames FROM segments
-                           WHERE partition_id = $1 AND end_offset >= o.at
-                           ORDER BY end_offset LIMIT 1) s
-      ORDER BY o.ord";
+/// The segments holding the offsets `$2` of partition `$1`, each once, in offset order:
+/// where duplicates' stored message ids are read. (One row per offset would send a segment
+/// once per duplicate in it: a resent batch of 1,000 would carry its segment 1,000 times.)
+const SEGMENTS_OF: &str = "WITH e AS (
+         SELECT DISTINCT s.end_offset FROM unnest($2::bigint[]) AS o(at)
+          CROSS JOIN LATERAL (SELECT end_offset FROM segments
+                               WHERE partition_id = $1 AND end_offset >= o.at
+                               ORDER BY end_offset LIMIT 1) s)
+     SELECT g.base_offset, g.end_offset, g.frames
+       FROM e JOIN segments g ON g.partition_id = $1 AND g.end_offset = e.end_offset
+      ORDER BY g.end_offset";
 
 /// Appends batches to several partitions inside the caller's transaction, each batch as one
 /// segment. The calls are pipelined on the connection in the order given, which must be
@@ -90,17 +94,24 @@ pub(crate) async fn stored_ids(
     partition: Uuid,
     offsets: &[i64],
 ) -> Result<Vec<Uuid>, StoreError> {
+    if offsets.is_empty() {
+        return Ok(Vec::new());
+    }
     let st = tx.prepare_cached(SEGMENTS_OF).await?;
     let rows = tx.query(&st, &[&partition, &offsets]).await?;
-    if rows.len() != offsets.len() {
-        return Err(StoreError::Corrupt);
-    }
-    rows.iter()
-        .zip(offsets)
-        .map(|(r, at)| {
+    let ends: Vec<i64> = rows.iter().map(|r| r.get("end_offset")).collect();
+    offsets
+        .iter()
+        .map(|&at| {
+            // The first segment ending at or after the offset holds it.
+            let r = rows
+                .get(ends.partition_point(|&end| end < at))
+                .ok_or(StoreError::Corrupt)?;
             let base: i64 = r.get("base_offset");
-            let segment: &[u8] = r.get("frames");
-            let frame = frames::raw_at(segment, (at - base) as usize)?;
+            if at < base {
+                return Err(StoreError::Corrupt);
+            }
+            let frame = frames::raw_at(r.get("frames"), (at - base) as usize)?;
             Ok(frames::message_id(frame)?)
         })
         .collect()
