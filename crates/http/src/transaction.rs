@@ -117,34 +117,25 @@ fn result(index: usize, o: &OpOutcome) -> Value {
         }),
         OpOutcome::Push { item, verdict } => {
             let txid = &item.message.transaction_id;
+            let status = match verdict {
+                Verdict::Queued { .. } => "queued",
+                Verdict::Buffered { .. } => "buffered",
+                Verdict::Duplicate { .. } => "duplicate",
+                Verdict::Failed { .. } => "failed",
+            };
             match verdict {
-                Verdict::Queued {
-                    message_id,
-                    partition,
-                }
-                | Verdict::Buffered {
-                    message_id,
-                    partition,
-                }
-                | Verdict::Duplicate {
-                    message_id,
-                    partition,
-                } => {
-                    let status = match verdict {
-                        Verdict::Queued { .. } => "queued",
-                        Verdict::Buffered { .. } => "buffered",
-                        _ => "duplicate",
-                    };
+                Verdict::Failed { error } => json!({
+                    "index": index, "type": "push", "success": false, "transactionId": txid,
+                    "error": error, "queueName": item.queue,
+                }),
+                stored => {
+                    let (message_id, partition) = stored.stored().unwrap_or_default();
                     json!({
                         "index": index, "type": "push", "success": true, "transactionId": txid,
                         "messageId": message_id, "partitionId": partition,
                         "queueName": item.queue, "status": status,
                     })
                 }
-                Verdict::Failed { error } => json!({
-                    "index": index, "type": "push", "success": false, "transactionId": txid,
-                    "error": error, "queueName": item.queue,
-                }),
             }
         }
     }

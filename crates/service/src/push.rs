@@ -55,6 +55,27 @@ pub enum Verdict {
     },
 }
 
+impl Verdict {
+    /// The message id and partition of an item that was stored (or is, or will be).
+    pub fn stored(&self) -> Option<(Uuid, Uuid)> {
+        match self {
+            Verdict::Queued {
+                message_id,
+                partition,
+            }
+            | Verdict::Buffered {
+                message_id,
+                partition,
+            }
+            | Verdict::Duplicate {
+                message_id,
+                partition,
+            } => Some((*message_id, *partition)),
+            Verdict::Failed { .. } => None,
+        }
+    }
+}
+
 /// How many new messages a push wrote (buffered ones count: they will be appended).
 pub fn queued(verdicts: &[Verdict]) -> i64 {
     verdicts
@@ -433,25 +454,13 @@ fn verdicts(
         });
     }
     for &(idx, first) in &p.repeats {
-        out[idx] = Some(match out[first].clone() {
-            Some(
-                Verdict::Queued {
-                    message_id,
-                    partition,
-                }
-                | Verdict::Buffered {
-                    message_id,
-                    partition,
-                }
-                | Verdict::Duplicate {
-                    message_id,
-                    partition,
-                },
-            ) => Verdict::Duplicate {
+        let earlier = out[first].clone().expect("an earlier item has a verdict");
+        out[idx] = Some(match earlier.stored() {
+            Some((message_id, partition)) => Verdict::Duplicate {
                 message_id,
                 partition,
             },
-            other => other.expect("an earlier item has a verdict"),
+            None => earlier,
         });
     }
     out.into_iter()
