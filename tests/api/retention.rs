@@ -158,3 +158,23 @@ async fn the_retention_switch_is_needed_unless_the_broker_reads_seconds_alone() 
         );
     }
 }
+
+/// `maxWaitTimeSeconds` evicts (deletes, as Queen 0.15 does) messages older than that, with
+/// or without `retentionEnabled`, on the retention clock.
+#[tokio::test]
+async fn max_wait_time_evicts_old_messages_without_the_retention_switch() {
+    let b = retaining(false).await;
+    b.configure("waits", json!({"maxWaitTimeSeconds": 1})).await;
+    b.push("waits", "Default", &["stale"]).await;
+    b.pop("waits", "consumerGroup=g&batch=0&autoAck=true").await;
+    b.push("waits", "Default", &["stale-2"]).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    b.push("waits", "Default", &["fresh"]).await;
+    until_depth(&b, "waits", 1).await;
+    for group in ["g", "new"] {
+        let v = b
+            .pop("waits", &format!("consumerGroup={group}&batch=10"))
+            .await;
+        assert_eq!(Broker::txids(&v), vec!["fresh"], "{group}: {v}");
+    }
+}

@@ -110,19 +110,27 @@ impl QueueOptions {
     }
 
     /// How long messages are kept: (any message, a message every group has passed), in
-    /// seconds, each `None` when it is kept forever. Queen reads both only with
-    /// `retentionEnabled`; with `implicit` (the broker's `IMPLICIT_RETENTION`, for clients
-    /// that never send the switch, like the Python one) a positive number is enough unless
-    /// the switch was sent false.
+    /// seconds, each `None` when it is kept forever. Queen reads `retentionSeconds` and
+    /// `completedRetentionSeconds` only with `retentionEnabled`; with `implicit` (the broker's
+    /// `IMPLICIT_RETENTION`, for clients that never send the switch, like the Python one) a
+    /// positive number is enough unless the switch was sent false. `maxWaitTimeSeconds`
+    /// evicts whatever the switch says, as Queen's eviction does: the shorter of it and
+    /// `retentionSeconds` bounds every message's age.
     pub fn retention(&self, implicit: bool) -> (Option<i64>, Option<i64>) {
         let on = match self.retention_enabled {
             Some(flag) => flag,
             None => implicit,
         };
-        let positive = |v: Option<i64>| v.filter(|s| on && *s > 0);
+        let positive = |v: Option<i64>| v.filter(|s| *s > 0);
+        let retained = positive(self.retention_seconds).filter(|_| on);
+        let evicted = positive(self.max_wait_time_seconds);
+        let any = match (retained, evicted) {
+            (Some(r), Some(e)) => Some(r.min(e)),
+            (r, e) => r.or(e),
+        };
         (
-            positive(self.retention_seconds),
-            positive(self.completed_retention_seconds),
+            any,
+            positive(self.completed_retention_seconds).filter(|_| on),
         )
     }
 }
@@ -152,6 +160,26 @@ mod tests {
         assert_eq!(
             o(Some(true), Some(0), Some(-1)).retention(false),
             (None, None)
+        );
+        let evicting = |enabled, all, wait| QueueOptions {
+            max_wait_time_seconds: wait,
+            ..o(enabled, all, None)
+        };
+        assert_eq!(
+            evicting(None, None, Some(2)).retention(false),
+            (Some(2), None)
+        );
+        assert_eq!(
+            evicting(Some(false), Some(60), Some(2)).retention(true),
+            (Some(2), None)
+        );
+        assert_eq!(
+            evicting(Some(true), Some(60), Some(90)).retention(false),
+            (Some(60), None)
+        );
+        assert_eq!(
+            evicting(Some(true), Some(60), Some(0)).retention(false),
+            (Some(60), None)
         );
     }
 

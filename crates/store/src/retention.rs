@@ -36,7 +36,8 @@ pub async fn queues(client: &Client) -> Result<Vec<RetainedQueue>, StoreError> {
     let st = client
         .prepare_cached(
             "SELECT id, options FROM queues
-              WHERE options ?| array['retentionSeconds', 'completedRetentionSeconds']",
+              WHERE options ?| array['retentionSeconds', 'completedRetentionSeconds',
+                                     'maxWaitTimeSeconds']",
         )
         .await?;
     Ok(client
