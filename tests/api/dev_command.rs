@@ -22,6 +22,11 @@ pub(crate) struct Dev {
 
 impl Dev {
     pub(crate) async fn start(extra: &[&str]) -> Dev {
+        Dev::start_with(extra, &[]).await
+    }
+
+    /// [`Dev::start`] with extra environment.
+    pub(crate) async fn start_with(extra: &[&str], env: &[(&str, &str)]) -> Dev {
         let port = {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             l.local_addr().unwrap().port()
@@ -35,6 +40,7 @@ impl Dev {
             .env_remove("QUEEN_ENCRYPTION_KEY")
             .env("HOST", "127.0.0.1")
             .env("NO_COLOR", "1")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)

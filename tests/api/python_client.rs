@@ -1,7 +1,7 @@
 //! Compatibility with the official Python client: `queen-mq==1.3.0` drives a real broker
 //! through `tests/python/client_flow.py` (create, push + dedup, consume with auto-ack, manual
 //! ack/nack, lease renewal, transaction, dead-letter queue, a `from_beginning` subscription, an
-//! encrypted queue, delete). The plain flow runs against `regent dev` as the quick start
+//! encrypted queue, a trace, both maintenance switches, a queue whose messages expire, delete). The plain flow runs against `regent dev` as the quick start
 //! starts it, so the encrypted queue is made with the key dev keeps for itself.
 //!
 //! The interpreter is `$REGENT_PYTHON`, else `<crate>/.venv/bin/python`; `scripts/test` creates
@@ -20,6 +20,12 @@ use crate::support::broker_with;
 
 const CLIENT_VERSION: &str = "1.3.0";
 const SCRIPT_TIMEOUT: Duration = Duration::from_secs(120);
+/// A short retention clock, and the seconds alone enabling retention.
+const RETENTION: &[(&str, &str)] = &[
+    ("RETENTION_INTERVAL", "200"),
+    ("IMPLICIT_RETENTION", "true"),
+];
+
 /// The encryption key of the flows that run against the test harness's brokers.
 pub(crate) const FLOW_KEY: &str =
     "8f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0";
@@ -66,7 +72,9 @@ async fn check_client(python: &PathBuf) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_1_3_0_full_flow() {
-    let dev = Dev::start(&[]).await;
+    // The flow's expiring queue is configured as the Python client configures one: with
+    // retentionSeconds and no retentionEnabled.
+    let dev = Dev::start_with(&[], RETENTION).await;
     run_flow(&dev.base, None).await;
     dev.stop().await;
 }
@@ -79,6 +87,8 @@ async fn python_client_1_3_0_with_authentication() {
         c.jwt_enabled = "true".into();
         c.jwt_secret = Some("python-secret".into());
         c.queen_encryption_key = Some(FLOW_KEY.into());
+        c.retention_interval = 200;
+        c.implicit_retention = true;
     })
     .await;
     let claims = regent::http::auth::Minted {

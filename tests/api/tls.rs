@@ -119,8 +119,10 @@ async fn https_broker(pki: &Pki) -> Broker {
     config.db_pool_size = 4;
     config.tls_cert_file = Some(pki.chain());
     config.tls_key_file = Some(pki.key());
-    // The Python client flow makes an encrypted queue.
+    // The Python client flow makes an encrypted queue and one whose messages expire.
     config.queen_encryption_key = Some(crate::python_client::FLOW_KEY.into());
+    config.retention_interval = 200;
+    config.implicit_retention = true;
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let srv = server::start(config, &db_url, listener)
         .await

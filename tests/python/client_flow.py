@@ -441,8 +441,31 @@ async def step_maintenance(client: Queen) -> None:
     step("maintenance: pop maintenance paused pops; push maintenance buffered a push, appended when switched off")
 
 
+async def step_expiry(client: Queen) -> None:
+    # As the client configures retention: retention_seconds, never retentionEnabled (the
+    # harness runs the broker with IMPLICIT_RETENTION and a short retention clock).
+    q = qname("expiring")
+    await create_queue(client, q, {"retention_seconds": 1})
+    res = await client.queue(q).push([{"data": {"old": True}, "transactionId": tx("expired")}])
+    assert res[0].get("status") == "queued", f"push to {q!r}: {res!r}"
+    await asyncio.sleep(1.3)
+    res = await client.queue(q).push([{"data": {"old": False}, "transactionId": tx("kept")}])
+    assert res[0].get("status") == "queued", f"push to {q!r}: {res!r}"
+    for _ in range(100):
+        depth = await client.admin.get_queue_depth(q)
+        if depth.get("pending") == 1:
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError(f"the expired message was never deleted: {depth!r}")
+    m = await pop_one(client, q, "expiry")
+    assert m["transactionId"] == tx("kept"), f"only the message within retention is left: {m!r}"
+    assert (await client.ack(m, True)).get("success") is True
+    step("expiry: a queue made with retention_seconds=1 lost its old message; the new one was delivered")
+
+
 async def step_delete(client: Queen) -> None:
-    roles = ("main", "manual", "txsrc", "txdst", "dlq", "subs", "sealed", "traced", "held")
+    roles = ("main", "manual", "txsrc", "txdst", "dlq", "subs", "sealed", "traced", "held", "expiring")
     for role in roles:
         res = await client.queue(qname(role)).delete()
         assert not (isinstance(res, dict) and res.get("error")), f"delete {qname(role)!r}: {res!r}"
@@ -478,6 +501,7 @@ STEPS = [
     ("encryption", step_encryption),
     ("trace", step_trace),
     ("maintenance", step_maintenance),
+    ("expiry", step_expiry),
     ("delete", step_delete),
     ("metrics", step_metrics),
 ]
