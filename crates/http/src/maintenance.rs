@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
-use super::State;
+use super::{AppState, State};
 use regent_service::maintenance::{Status, POLL};
 
 /// `{"enabled": <bool>}`, with the spec's text for anything else.
@@ -50,16 +50,19 @@ pub async fn get_push(
     })))
 }
 
+/// Sets the tenant's push switch (`push`) or pop switch from the body.
+async fn flip(s: &AppState, tenant: &str, body: RawBody, push: bool) -> Result<Status, ApiError> {
+    let on = Some(enabled(body)?);
+    let (push, pop) = if push { (on, None) } else { (None, on) };
+    Ok(s.service.set_maintenance(tenant, push, pop).await?)
+}
+
 pub async fn set_push(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     body: RawBody,
 ) -> Result<Json<Value>, ApiError> {
-    let on = enabled(body)?;
-    let st = s
-        .service
-        .set_maintenance(&who.tenant, Some(on), None)
-        .await?;
+    let st = flip(&s, &who.tenant, body, true).await?;
     Ok(Json(json!({
         "maintenanceMode": st.push, "bufferedMessages": st.buffered,
         "bufferHealthy": true, "message": push_text(&st),
@@ -81,11 +84,7 @@ pub async fn set_pop(
     Extension(who): Extension<Principal>,
     body: RawBody,
 ) -> Result<Json<Value>, ApiError> {
-    let on = enabled(body)?;
-    let st = s
-        .service
-        .set_maintenance(&who.tenant, None, Some(on))
-        .await?;
+    let st = flip(&s, &who.tenant, body, false).await?;
     Ok(Json(
         json!({"popMaintenanceMode": st.pop, "message": pop_text(&st)}),
     ))

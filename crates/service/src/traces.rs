@@ -1,25 +1,13 @@
 //! Trace events: recorded against a message the tenant's log holds, read back per message,
 //! per trace name, and as the list of names (spec §12).
 
-use serde_json::Value;
 use uuid::Uuid;
 
 use regent_broker::tx_hash::tx_hash;
 use regent_store::traces::{self as store, NewTrace};
-pub use regent_store::traces::{NamedTrace, Trace, TraceName};
+pub use regent_store::traces::{NamedTrace, Trace, TraceEvent, TraceName};
 
 use crate::{Error, Service};
-
-/// A trace as the client sends it, parsed.
-pub struct TraceEvent<'a> {
-    pub partition_id: Uuid,
-    pub transaction_id: &'a str,
-    pub event_type: &'a str,
-    pub data: &'a Value,
-    pub consumer_group: &'a str,
-    pub worker_id: Option<&'a str>,
-    pub names: &'a [String],
-}
 
 /// A page: how many to skip, how many to give.
 #[derive(Clone, Copy)]
@@ -35,14 +23,8 @@ impl Service {
         let t = NewTrace {
             id: Uuid::now_v7(),
             tenant,
-            partition_id: e.partition_id,
             hash: tx_hash(e.partition_id, e.transaction_id),
-            transaction_id: e.transaction_id,
-            event_type: e.event_type,
-            data: e.data,
-            consumer_group: e.consumer_group,
-            worker_id: e.worker_id,
-            names: e.names,
+            event: e,
         };
         store::record(&client, &t)
             .await?

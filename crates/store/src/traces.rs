@@ -11,18 +11,23 @@ use uuid::Uuid;
 use crate::message::Message;
 use crate::{frames, StoreError};
 
-/// A trace to record. `hash` is the transaction index's hash of (partition, transaction id).
-pub struct NewTrace<'a> {
-    pub id: Uuid,
-    pub tenant: &'a str,
+/// A trace event as the client sends it, parsed.
+pub struct TraceEvent<'a> {
     pub partition_id: Uuid,
-    pub hash: Uuid,
     pub transaction_id: &'a str,
     pub event_type: &'a str,
     pub data: &'a Value,
     pub consumer_group: &'a str,
     pub worker_id: Option<&'a str>,
     pub names: &'a [String],
+}
+
+/// A trace to record. `hash` is the transaction index's hash of (partition, transaction id).
+pub struct NewTrace<'a> {
+    pub id: Uuid,
+    pub tenant: &'a str,
+    pub hash: Uuid,
+    pub event: &'a TraceEvent<'a>,
 }
 
 /// The trace rows' own fields, as every read route answers them.
@@ -87,20 +92,21 @@ pub async fn record(client: &Client, t: &NewTrace<'_>) -> Result<Option<Uuid>, S
              RETURNING id",
         )
         .await?;
+    let e = t.event;
     let row = client
         .query_opt(
             &st,
             &[
                 &t.id,
-                &t.partition_id,
+                &e.partition_id,
                 &t.tenant,
                 &t.hash,
-                &t.transaction_id,
-                &t.event_type,
-                &t.data,
-                &t.consumer_group,
-                &t.worker_id,
-                &t.names,
+                &e.transaction_id,
+                &e.event_type,
+                &e.data,
+                &e.consumer_group,
+                &e.worker_id,
+                &e.names,
             ],
         )
         .await?;
