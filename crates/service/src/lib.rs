@@ -83,13 +83,13 @@ pub struct Service {
     /// sends what is left and closes.
     peers_stop: watch::Sender<bool>,
     supervisor: Supervisor,
-    /// The purge clock and the peer link, stopped at shutdown.
+    /// The background clocks and the peer link, stopped at shutdown.
     background: std::sync::Mutex<Option<Background>>,
 }
 
 impl Service {
     /// Migrates the database, opens the pool and starts the background tasks (flushers, the
-    /// purge clock, the peer link).
+    /// purge and retention clocks, the maintenance poll, the peer link).
     pub async fn start(config: &Config, database_url: &str) -> anyhow::Result<Arc<Service>> {
         let cipher = config
             .queen_encryption_key

@@ -107,8 +107,12 @@ pub async fn hold(
             verdicts[i] = Appended::Duplicate(id);
         }
         let held = insert(tx, tenant, b, &fresh).await?;
-        for i in fresh.into_iter().filter(|i| !held.contains(&b.hashes[*i])) {
-            verdicts[i] = Appended::Duplicate(buffered_id(tx, b.hashes[i]).await?);
+        let taken: Vec<usize> = fresh
+            .into_iter()
+            .filter(|i| !held.contains(&b.hashes[*i]))
+            .collect();
+        for i in taken {
+            verdicts[i] = Appended::Duplicate(duplicate_id(tx, b, i).await?);
         }
         out.push(verdicts);
     }
@@ -161,13 +165,24 @@ async fn insert(
     Ok(rows.iter().map(|r| r.get("hash")).collect())
 }
 
-/// The id of the buffered message with this hash.
-async fn buffered_id(tx: &Transaction<'_>, hash: Uuid) -> Result<Uuid, StoreError> {
+/// The id of the message already holding the transaction id of the batch's message `i`: in
+/// the buffer, or, when a drain appended it between our insert and this read, in the log.
+async fn duplicate_id(tx: &Transaction<'_>, b: &Batch, i: usize) -> Result<Uuid, StoreError> {
     let st = tx
         .prepare_cached("SELECT frame FROM push_buffer WHERE hash = $1")
         .await?;
-    let row = tx.query_one(&st, &[&hash]).await?;
-    Ok(frames::message_id(row.get("frame"))?)
+    if let Some(row) = tx.query_opt(&st, &[&b.hashes[i]]).await? {
+        return Ok(frames::message_id(row.get("frame"))?);
+    }
+    let one = Batch {
+        partition: b.partition,
+        hashes: vec![b.hashes[i]],
+        frames: Vec::new(),
+    };
+    match logged(tx, &one).await?.first() {
+        Some((_, id)) => Ok(*id),
+        None => Err(StoreError::Corrupt),
+    }
 }
 
 /// What one drain transaction did.
