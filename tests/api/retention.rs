@@ -178,3 +178,75 @@ async fn max_wait_time_evicts_old_messages_without_the_retention_switch() {
         assert_eq!(Broker::txids(&v), vec!["fresh"], "{group}: {v}");
     }
 }
+
+/// Files a dead letter of `txid` for group `g` through a `dlq` ack.
+async fn dead_letter(b: &Broker, queue: &str, txid: &str) {
+    b.push(queue, "Default", &[txid]).await;
+    let v = b.pop(queue, "consumerGroup=g").await;
+    assert_eq!(Broker::txids(&v), vec![txid], "{v}");
+    let item = json!({"transactionId": txid, "partitionId": v["messages"][0]["partitionId"],
+                      "leaseId": v["leaseId"], "status": "dlq", "error": "poison"});
+    let r = b.ack_batch(Some("g"), json!([item])).await;
+    assert_eq!(r[0]["dlq"], true, "{r:?}");
+}
+
+async fn dead_letter_ids(b: &Broker, queue: &str) -> Vec<String> {
+    let (s, v) = b.get(&format!("/api/v1/dlq?queue={queue}")).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let rows = v["messages"].as_array().expect("dlq messages");
+    rows.iter()
+        .map(|r| r["transactionId"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Makes every dead letter of `txid` look filed `hours` ago.
+async fn backdate_dead_letter(b: &Broker, txid: &str, hours: i32) {
+    let n = b
+        .db()
+        .await
+        .execute(
+            "UPDATE dead_letters SET failed_at = now() - make_interval(hours => $2)
+              WHERE transaction_id = $1",
+            &[&txid, &hours],
+        )
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
+}
+
+#[tokio::test]
+async fn dead_letters_older_than_the_broker_wide_retention_are_deleted() {
+    let b = broker_with(|c| {
+        c.retention_interval = 50;
+        c.dead_letter_retention_seconds = 3600;
+    })
+    .await;
+    dead_letter(&b, "work", "stale").await;
+    dead_letter(&b, "work", "recent").await;
+    backdate_dead_letter(&b, "stale", 2).await;
+    for _ in 0..250 {
+        if dead_letter_ids(&b, "work").await.len() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(dead_letter_ids(&b, "work").await, vec!["recent"]);
+}
+
+#[tokio::test]
+async fn dead_letters_are_kept_by_default_however_old() {
+    let b = retaining(false).await;
+    dead_letter(&b, "work", "ancient").await;
+    backdate_dead_letter(&b, "ancient", 24 * 365 * 50).await;
+    // A queue whose messages expire shows that passes have run meanwhile.
+    b.configure(
+        "logs",
+        json!({"retentionEnabled": true, "retentionSeconds": 1}),
+    )
+    .await;
+    b.push("logs", "Default", &["l1"]).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    until_depth(&b, "logs", 0).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(dead_letter_ids(&b, "work").await, vec!["ancient"]);
+}

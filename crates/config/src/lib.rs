@@ -125,6 +125,10 @@ pub struct Config {
     /// when a queue never sent `retentionEnabled` (the Python client never does).
     #[serde(default)]
     pub implicit_retention: bool,
+    /// Seconds a dead letter is kept after it was filed; 0 keeps it until it is deleted,
+    /// requeued or its queue goes. Applied on the retention clock.
+    #[serde(default)]
+    pub dead_letter_retention_seconds: u64,
     /// Wake long-polls on the other brokers of the database after a push (one extra
     /// connection per broker; see `peers`). Off: a push through another broker is found at
     /// the parked pop's next timer recheck.

@@ -72,6 +72,7 @@ pub struct Service {
     retention_interval: Duration,
     retention_batch: i64,
     implicit_retention: bool,
+    dead_letter_retention: Option<chrono::Duration>,
     database_url: String,
     /// Where push requests go to be fused into shared transactions.
     pushes: fusion::Batcher<push::PushJob>,
@@ -114,6 +115,9 @@ impl Service {
             retention_interval: retention::interval(config.retention_interval),
             retention_batch: config.retention_batch_segments.max(1),
             implicit_retention: config.implicit_retention,
+            dead_letter_retention: retention::dead_letter_keep(
+                config.dead_letter_retention_seconds,
+            ),
             database_url: database_url.to_string(),
             pushes: Default::default(),
             acks: Default::default(),

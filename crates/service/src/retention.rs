@@ -1,21 +1,39 @@
 //! The retention clock (Queen's `RETENTION_INTERVAL`): every pass reads the queues whose
 //! options mention retention, applies the rule (`QueueOptions::retention`) and deletes their
 //! due segments in short transactions of at most `RETENTION_BATCH_SEGMENTS` each
-//! (`regent_store::retention`).
+//! (`regent_store::retention`). The same pass deletes dead letters older than the broker-wide
+//! `DEAD_LETTER_RETENTION_SECONDS`, when that is set.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
 use regent_broker::options::QueueOptions;
-use regent_store::in_transaction;
 use regent_store::retention::{self, Cutoffs, Expired};
+use regent_store::{dead_letters, in_transaction};
 
 use crate::{Error, Service};
 
+/// Dead letters one transaction deletes at most.
+const DEAD_LETTER_BATCH: i64 = 10_000;
+
+/// What one retention pass deleted.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Pass {
+    pub expired: Expired,
+    pub dead_letters: i64,
+}
+
 impl Service {
-    /// One pass over every queue; what it deleted.
-    pub async fn retention_pass(&self) -> Result<Expired, Error> {
+    /// One pass over every queue, then the dead letters; what it deleted.
+    pub async fn retention_pass(&self) -> Result<Pass, Error> {
+        Ok(Pass {
+            expired: self.expire_messages().await?,
+            dead_letters: self.expire_dead_letters().await?,
+        })
+    }
+
+    async fn expire_messages(&self) -> Result<Expired, Error> {
         let queues = {
             let client = self.store.client().await?;
             retention::queues(&client).await?
@@ -47,21 +65,46 @@ impl Service {
         }
         Ok(total)
     }
+
+    async fn expire_dead_letters(&self) -> Result<i64, Error> {
+        let Some(keep) = self.dead_letter_retention else {
+            return Ok(0);
+        };
+        let before = Utc::now() - keep;
+        let mut total = 0;
+        loop {
+            let done = in_transaction!(self.store, |tx| {
+                dead_letters::expire(tx, before, DEAD_LETTER_BATCH).await
+            })?;
+            total += done;
+            if done < DEAD_LETTER_BATCH {
+                return Ok(total);
+            }
+        }
+    }
 }
 
 pub(crate) async fn run(s: Arc<Service>) {
     loop {
         tokio::time::sleep(s.retention_interval).await;
         match s.retention_pass().await {
-            Ok(e) if e.segments == 0 => {}
-            Ok(e) => tracing::info!(
-                segments = e.segments,
-                messages = e.messages,
+            Ok(p) if p.expired.segments == 0 && p.dead_letters == 0 => {}
+            Ok(p) => tracing::info!(
+                segments = p.expired.segments,
+                messages = p.expired.messages,
+                dead_letters = p.dead_letters,
                 "retention deleted expired messages"
             ),
             Err(e) => tracing::warn!(error = %e, "retention pass failed"),
         }
     }
+}
+
+/// The dead-letter retention as configured in seconds; 0 is none (keep them all). Capped at a
+/// thousand years, so that `now - keep` is always a valid time.
+pub(crate) fn dead_letter_keep(secs: u64) -> Option<chrono::Duration> {
+    const CAP: u64 = 1000 * 366 * 86_400;
+    (secs > 0).then(|| chrono::Duration::seconds(secs.min(CAP) as i64))
 }
 
 /// The interval as configured in milliseconds; at least 10 ms.

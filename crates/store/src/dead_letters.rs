@@ -148,3 +148,19 @@ pub async fn list(
         .collect::<Result<Vec<_>, _>>()?;
     Ok((letters, total))
 }
+
+/// Deletes up to `limit` dead letters filed before `before`, oldest first, in the caller's
+/// transaction; how many went.
+pub async fn expire(
+    tx: &Transaction<'_>,
+    before: DateTime<Utc>,
+    limit: i64,
+) -> Result<i64, StoreError> {
+    let st = tx
+        .prepare_cached(
+            "DELETE FROM dead_letters WHERE id IN (
+                 SELECT id FROM dead_letters WHERE failed_at < $1 ORDER BY failed_at LIMIT $2)",
+        )
+        .await?;
+    Ok(tx.execute(&st, &[&before, &limit]).await? as i64)
+}
