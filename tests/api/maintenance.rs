@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
+use crate::push_pop::woken_now;
 use crate::support::{broker, Broker};
 
 const PUSH: &str = "/api/v1/system/maintenance";
@@ -235,4 +236,85 @@ async fn a_transaction_under_push_maintenance_acks_and_buffers_in_one_commit() {
         Broker::txids(&b.pop("dst", "consumerGroup=late").await) == ["d1"]
     })
     .await;
+}
+
+/// Pop maintenance wakes the pops parked on every broker of the database, so they answer
+/// `paused` now, not at their next recheck: at once on the broker that flips it, at its next
+/// poll on the others. The notifiers watched here fire only for pushes, acks and this.
+#[tokio::test]
+async fn pop_maintenance_wakes_parked_pops_on_every_broker() {
+    let a = broker().await;
+    let b = Broker::attach(&a.db_url).await;
+    let (on_a, on_b) = (a.runtime(), b.runtime());
+    let waiters = [
+        on_a.wakeups.for_group("default", "q", "g"),
+        on_a.wakeups.for_tenant("default"),
+        on_a.wakeups.for_group("other", "q", "g"),
+    ];
+    let remote = on_b.wakeups.for_group("default", "q", "");
+    let mut local: Vec<_> = waiters[..2]
+        .iter()
+        .map(|w| Box::pin(w.notified()))
+        .collect();
+    let mut foreign = vec![Box::pin(waiters[2].notified())];
+    let mut far = vec![Box::pin(remote.notified())];
+    for n in local.iter_mut().chain(&mut foreign).chain(&mut far) {
+        n.as_mut().enable();
+    }
+    // A real parked pop on b, which must answer `paused` rather than wait out its timeout.
+    let parked = {
+        let b = Broker::attach(&a.db_url).await;
+        tokio::spawn(async move {
+            b.get("/api/v1/pop/queue/q?wait=true&timeout=30000&consumerGroup=g")
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    switch(&a, POP, true).await;
+    assert_eq!(woken_now(&mut local), 2, "this tenant's parked pops on a");
+    assert_eq!(woken_now(&mut foreign), 0, "another tenant's");
+    eventually(Duration::from_secs(1), "b's parked pop is woken", || {
+        let n = woken_now(&mut far);
+        async move { n == 1 }
+    })
+    .await;
+    let (s, v) = tokio::time::timeout(Duration::from_secs(5), parked)
+        .await
+        .expect("the parked pop answers")
+        .unwrap();
+    assert_eq!((s, &v["paused"]), (StatusCode::OK, &json!(true)), "{v}");
+}
+
+/// A broker that has not yet seen push maintenance end (its poll is up to 250 ms behind)
+/// asks the database before buffering: a producer pushing through it and then through the
+/// broker that ended maintenance gets its messages in the order it sent them.
+#[tokio::test]
+async fn a_broker_behind_on_the_switch_does_not_buffer_after_maintenance_ended() {
+    let a = broker().await;
+    let b = Broker::attach(&a.db_url).await;
+    let behind = b.runtime();
+    // b must still be behind when the push reaches it; should its poll land in between,
+    // which is rare, the test starts over.
+    for attempt in 1.. {
+        assert!(attempt <= 5, "b was never behind on the switch");
+        switch(&a, PUSH, true).await;
+        eventually(Duration::from_secs(1), "b sees push maintenance", || {
+            let on = behind.switches.buffering("default");
+            async move { on }
+        })
+        .await;
+        switch(&a, PUSH, false).await;
+        if behind.switches.buffering("default") {
+            break;
+        }
+    }
+    assert_eq!(push(&b, "ordered", "Default", &["first"]).await, ["queued"]);
+    assert_eq!(
+        push(&a, "ordered", "Default", &["second"]).await,
+        ["queued"]
+    );
+    let v = a.pop("ordered", "batch=10").await;
+    assert_eq!(Broker::txids(&v), vec!["first", "second"], "{v}");
+    let (_, v) = a.get(PUSH).await;
+    assert_eq!(v["bufferedMessages"], 0, "{v}");
 }

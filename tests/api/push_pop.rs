@@ -649,7 +649,9 @@ async fn a_consumer_that_hangs_up_on_a_long_poll_takes_no_message_with_it() {
 }
 
 /// How many of `waiters` have been woken; each is polled once, without waiting.
-fn woken_now(waiters: &mut [std::pin::Pin<Box<tokio::sync::futures::Notified<'_>>>]) -> usize {
+pub(crate) fn woken_now(
+    waiters: &mut [std::pin::Pin<Box<tokio::sync::futures::Notified<'_>>>],
+) -> usize {
     use futures::FutureExt;
     let mut n = 0;
     for w in waiters {

@@ -46,23 +46,32 @@ impl Switches {
         self.get(tenant).pop
     }
 
-    /// Everything as read from the database.
-    pub fn replace(&self, all: impl IntoIterator<Item = (String, Switch)>) {
+    /// Everything as read from the database; the tenants whose pops it pauses (their parked
+    /// pops are to be woken, to answer `paused` now rather than at their next recheck).
+    pub fn replace(&self, all: impl IntoIterator<Item = (String, Switch)>) -> Vec<String> {
         let map: HashMap<String, Switch> = all.into_iter().collect();
         let mut held = self.by_tenant.write().unwrap_or_else(|p| p.into_inner());
+        let paused = map
+            .iter()
+            .filter(|(t, s)| s.pop && !held.get(*t).is_some_and(|h| h.pop))
+            .map(|(t, _)| t.clone())
+            .collect();
         self.any.store(!map.is_empty(), Ordering::Relaxed);
         *held = map;
+        paused
     }
 
-    /// One tenant's switches, as just written by this broker.
-    pub fn set(&self, tenant: &str, s: Switch) {
+    /// One tenant's switches, as just written by this broker; whether that paused its pops.
+    pub fn set(&self, tenant: &str, s: Switch) -> bool {
         let mut held = self.by_tenant.write().unwrap_or_else(|p| p.into_inner());
+        let was = held.get(tenant).is_some_and(|h| h.pop);
         if s == Switch::default() {
             held.remove(tenant);
         } else {
             held.insert(tenant.to_string(), s);
         }
         self.any.store(!held.is_empty(), Ordering::Relaxed);
+        s.pop && !was
     }
 
     pub fn len(&self) -> usize {
@@ -98,7 +107,7 @@ mod tests {
             },
         )]);
         assert!(s.buffering("a"), "maintenance off, buffer not drained yet");
-        s.replace([(
+        let paused = s.replace([(
             "b".to_string(),
             Switch {
                 pop: true,
@@ -106,7 +115,17 @@ mod tests {
             },
         )]);
         assert!(!s.buffering("a") && s.pop_paused("b") && !s.buffering("b"));
-        s.set("b", Switch::default());
+        assert_eq!(paused, ["b"], "b's pops are paused by this read");
+        let pop = Switch {
+            pop: true,
+            ..Switch::default()
+        };
+        assert!(
+            s.replace([("b".to_string(), pop)]).is_empty(),
+            "still paused"
+        );
+        assert!(!s.set("b", pop), "already paused");
+        assert!(!s.set("b", Switch::default()));
         assert!(s.is_empty() && !s.pop_paused("b"));
     }
 }

@@ -140,6 +140,25 @@ impl Wakeups {
         }
     }
 
+    /// After the tenant's pops were paused (spec §15): every parked pop of the tenant wakes,
+    /// to answer `paused` at once.
+    pub fn paused(&self, tenant: &str) {
+        let map = lock(&self.queues);
+        for groups in map
+            .iter()
+            .filter(|((t, _), _)| t == tenant)
+            .map(|(_, groups)| groups)
+        {
+            for n in groups.values() {
+                n.notify_waiters();
+            }
+        }
+        drop(map);
+        if let Some(n) = lock(&self.tenants).get(tenant) {
+            n.notify_waiters();
+        }
+    }
+
     /// Notifiers in the map: one per (tenant, queue, group) and per tenant with a pop in
     /// flight.
     pub fn len(&self) -> usize {
@@ -208,6 +227,28 @@ mod tests {
         w.reopened("t", "elsewhere", "a");
         assert_eq!(woken(&mut in_a).await, 1);
         assert_eq!(woken(&mut in_b).await, 0);
+    }
+
+    #[tokio::test]
+    async fn pausing_a_tenant_wakes_all_its_parked_pops_and_no_one_else() {
+        let w = Wakeups::default();
+        let (a, b, all) = (
+            w.for_group("t", "q", "a"),
+            w.for_group("t", "r", ""),
+            w.for_tenant("t"),
+        );
+        let other = (w.for_group("u", "q", "a"), w.for_tenant("u"));
+        let mut mine: Vec<_> = (0..3)
+            .map(|_| Box::pin(a.notified()))
+            .chain([Box::pin(b.notified()), Box::pin(all.notified())])
+            .collect();
+        let mut theirs = vec![Box::pin(other.0.notified()), Box::pin(other.1.notified())];
+        for n in mine.iter_mut().chain(theirs.iter_mut()) {
+            n.as_mut().enable();
+        }
+        w.paused("t");
+        assert_eq!(woken(&mut mine).await, 5);
+        assert_eq!(woken(&mut theirs).await, 0);
     }
 
     #[test]

@@ -51,7 +51,9 @@ impl Service {
         let client = self.store.client().await?;
         maintenance::set(&client, tenant, push, pop).await?;
         let (switches, buffered) = maintenance::get(&client, tenant).await?;
-        self.runtime.switches.set(tenant, switch(switches));
+        if self.runtime.switches.set(tenant, switch(switches)) {
+            self.runtime.wakeups.paused(tenant);
+        }
         Ok(Status {
             push: switches.push,
             pop: switches.pop,
@@ -99,15 +101,17 @@ impl Service {
             let client = self.store.client().await?;
             maintenance::poll(&client).await?
         };
-        self.runtime
+        let paused = self
+            .runtime
             .switches
             .replace(all.iter().map(|(t, s)| (t.clone(), switch(*s))));
+        for tenant in paused {
+            self.runtime.wakeups.paused(&tenant);
+        }
         for (tenant, s) in all.iter().filter(|(_, s)| s.buffered && !s.push) {
             loop {
                 match self.drain_once(tenant).await? {
                     Drain::Appended(_) => continue,
-                    // Another broker drains it; the next poll looks again.
-                    Drain::Busy => break,
                     // Drained by this broker: its pushes go straight to the log again.
                     Drain::Empty => {
                         let now = Switches {
@@ -124,10 +128,21 @@ impl Service {
     }
 }
 
+/// Polls for ever. A failing poll is logged when it starts failing and when it recovers, not
+/// four times a second while the database is away.
 pub(crate) async fn run(s: Arc<Service>) {
+    let mut failing = false;
     loop {
-        if let Err(e) = s.poll_switches().await {
-            tracing::warn!(error = %e, "reading the maintenance switches failed");
+        match s.poll_switches().await {
+            Err(e) if !failing => {
+                failing = true;
+                tracing::warn!(error = %e, retry_in = ?POLL, "reading the maintenance switches failed");
+            }
+            Ok(()) if failing => {
+                failing = false;
+                tracing::info!("reading the maintenance switches again");
+            }
+            _ => {}
         }
         tokio::time::sleep(POLL).await;
     }

@@ -181,11 +181,20 @@ async fn push_transaction(
     items: &[PushItem],
 ) -> Result<Vec<Verdict>, Error> {
     if s.runtime.switches.buffering(tenant) {
-        return in_transaction!(s.store, |tx| {
+        let (verdicts, written) = in_transaction!(s.store, |tx| {
+            let buffering = maintenance::still_buffering(tx, tenant).await?;
             let prepared = prepare(tx, s, tenant, items).await?;
-            hold(tx, tenant, &prepared).await
-        })
-        .map_err(Error::from);
+            if buffering {
+                return Ok((hold(tx, tenant, &prepared).await?, None));
+            }
+            // Maintenance ended and its buffer drained before this broker's poll saw it.
+            let verdicts = append(tx, &prepared, Dedup::Careful).await?;
+            Ok((verdicts, Some(prepared.written(tenant))))
+        })?;
+        if let Some(written) = written {
+            s.announce(&written);
+        }
+        return Ok(verdicts);
     }
     let attempt = |dedup| async move {
         in_transaction!(s.store, |tx| {

@@ -10,6 +10,7 @@ use regent_broker::ack_plan::{ItemOutcome, INVALID_LEASE};
 use regent_runtime::{Announcement, Op};
 use regent_store::append::Dedup;
 use regent_store::lease::all_live;
+use regent_store::maintenance;
 use regent_store::{commit_if, StoreError, Transaction};
 
 use crate::ack::{ack_group, group_acks, AckGroup, LeaseCheck, SentAck};
@@ -106,7 +107,9 @@ impl Service {
         items: &[PushItem],
     ) -> Result<Result<Done, String>, Error> {
         Ok(commit_if!(self.store, |tx| {
-            // Partition creation first: the head of the global lock order.
+            // The drain lock (shared) first, then partition creation: the global lock order.
+            let buffering = self.runtime.switches.buffering(tenant)
+                && maintenance::still_buffering(tx, tenant).await?;
             let prepared = prepare(tx, self, tenant, items).await?;
             // A bundle whose leases are gone is still accepted when every ack in it replays
             // an ack already committed, so re-sending a committed bundle after a lost answer
@@ -125,7 +128,7 @@ impl Service {
             }
             // Careful: an optimistic duplicate would void the acks' work along with the pushes.
             // Under push maintenance the pushes wait in the buffer, in this same transaction.
-            let verdicts = if self.runtime.switches.buffering(tenant) {
+            let verdicts = if buffering {
                 hold(tx, tenant, &prepared).await?
             } else {
                 append(tx, &prepared, Dedup::Careful).await?

@@ -185,27 +185,45 @@ async fn duplicate_id(tx: &Transaction<'_>, b: &Batch, i: usize) -> Result<Uuid,
     }
 }
 
+/// Whether the tenant's pushes still go to the buffer, asked of the database by a broker
+/// whose last poll said so, first in its push transaction: push maintenance is on, or
+/// pushes wait to be drained. Takes the drain lock shared, so that no drain can find the
+/// buffer empty while this transaction may still add to it: a broker whose poll is behind
+/// the switch never buffers a push after one that went straight to the log.
+pub async fn still_buffering(tx: &Transaction<'_>, tenant: &str) -> Result<bool, StoreError> {
+    let lock = tx
+        .prepare_cached("SELECT pg_advisory_xact_lock_shared(hashtext('regent-drain:' || $1))")
+        .await?;
+    tx.query_one(&lock, &[&tenant]).await?;
+    let st = tx
+        .prepare_cached(
+            "SELECT coalesce((SELECT push FROM maintenance WHERE tenant = $1), false)
+                    OR EXISTS (SELECT 1 FROM push_buffer WHERE tenant = $1) AS buffering",
+        )
+        .await?;
+    Ok(tx.query_one(&st, &[&tenant]).await?.get("buffering"))
+}
+
 /// What one drain transaction did.
 #[derive(Debug)]
 pub enum Drain {
     /// Nothing of the tenant is buffered.
     Empty,
-    /// Another broker is draining the tenant now.
-    Busy,
     /// Appended to these partitions: (queue id, queue name, partition id).
     Appended(Vec<(Uuid, String, Uuid)>),
 }
 
 /// Appends up to `limit` of the tenant's oldest buffered messages to their partitions, in
 /// arrival order, and removes them from the buffer, in the caller's transaction: a message
-/// is appended exactly once however many brokers drain.
+/// is appended exactly once however many brokers drain. The drain lock is taken exclusive
+/// and waited for (pushes into the buffer hold it shared; PostgreSQL queues new shared
+/// requests behind a waiting exclusive one, so a steady stream of them cannot starve the
+/// drain); brokers draining at once take turns, each batch the oldest left.
 pub async fn drain(tx: &Transaction<'_>, tenant: &str, limit: i64) -> Result<Drain, StoreError> {
     let lock = tx
-        .prepare_cached("SELECT pg_try_advisory_xact_lock(hashtext('regent-drain:' || $1)) AS got")
+        .prepare_cached("SELECT pg_advisory_xact_lock(hashtext('regent-drain:' || $1))")
         .await?;
-    if !tx.query_one(&lock, &[&tenant]).await?.get::<_, bool>("got") {
-        return Ok(Drain::Busy);
-    }
+    tx.query_one(&lock, &[&tenant]).await?;
     let st = tx
         .prepare_cached(
             "DELETE FROM push_buffer WHERE seq IN (
