@@ -91,6 +91,7 @@ fn the_route_table_gives_the_specs_levels() {
             Level::ReadWrite,
         ),
         (Method::GET, "/api/v1/dlq", Level::ReadOnly),
+        (Method::GET, "/api/v1/resources/overview", Level::ReadOnly),
         (Method::GET, "/api/v1/resources/queues", Level::ReadOnly),
         (
             Method::GET,
@@ -102,11 +103,15 @@ fn the_route_table_gives_the_specs_levels() {
             "/api/v1/resources/queues/{queue}",
             Level::Admin,
         ),
+        (Method::GET, "/api/v1/resources/namespaces", Level::ReadOnly),
+        (Method::GET, "/api/v1/resources/tasks", Level::ReadOnly),
         (
             Method::GET,
             "/api/v1/resources/queues/{queue}/depth",
             Level::ReadOnly,
         ),
+        (Method::GET, "/api/v1/resources/partitions", Level::ReadOnly),
+        (Method::DELETE, "/api/v1/queues/{queue}/clear", Level::Admin),
         (Method::GET, "/api/v1/consumer-groups", Level::ReadOnly),
         (
             Method::GET,

@@ -19,6 +19,7 @@ mod peers;
 mod push_pop;
 mod python_client;
 mod queen_compat;
+mod resources;
 mod retention;
 mod shutdown;
 mod smoke;

@@ -84,6 +84,17 @@ async fn messages_older_than_retention_seconds_are_deleted_consumed_or_not() {
     assert_eq!(v["traces"], json!([]), "traces follow their message: {v}");
     let (_, v) = b.get("/api/v1/resources/queues/logs").await;
     assert_eq!(v["totals"]["total"], 1, "{v}");
+    // A retried push of a deleted message is still a duplicate (the index keeps its own
+    // clock); the message it duplicates is gone, so it has no id.
+    let item =
+        json!({"queue": "logs", "partition": "Default", "transactionId": "old-1", "payload": {}});
+    let (s, again) = b.post("/api/v1/push", json!({ "items": [item] })).await;
+    assert_eq!(s, StatusCode::CREATED, "{again}");
+    assert_eq!(
+        (&again[0]["status"], &again[0]["message_id"]),
+        (&json!("duplicate"), &Value::Null),
+        "{again}"
+    );
 }
 
 #[tokio::test]

@@ -332,6 +332,13 @@ impl Broker {
         self.server.as_ref().expect("running").service.runtime()
     }
 
+    /// Writes what this broker counted to the queue series now, rather than at its next
+    /// flush (every 5 s).
+    pub async fn flush_series(&self) {
+        let s = &self.server.as_ref().expect("running").service;
+        s.flush_series().await.expect("series written");
+    }
+
     /// Another broker on the database at `db_url`, with its own pool and its own in-memory
     /// state (wakeups, ready lists, sweeps, remembered deliveries), as a second `regent serve`
     /// process would have; `tune` adjusts its configuration.

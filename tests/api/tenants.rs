@@ -285,6 +285,42 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
             "{path}: {v}"
         );
     }
+    // The tenant-wide figures of B count nothing of A's (A's pushes in the series
+    // included), and B cannot clear A's queue.
+    b.flush_series().await;
+    let (s, v) = z.get("/api/v1/resources/overview").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        (
+            &v["queues"],
+            &v["partitions"],
+            &v["messages"]["total"],
+            &v["messages"]["deadLetter"]
+        ),
+        (&json!(0), &json!(0), &json!(0), &json!(0)),
+        "{v}"
+    );
+    assert_eq!(v["throughput"]["ingestedPerSecond"], json!(0.0), "{v}");
+    for (path, key) in [
+        ("/api/v1/resources/namespaces", "namespaces"),
+        ("/api/v1/resources/tasks", "tasks"),
+        ("/api/v1/resources/partitions", "partitions"),
+        ("/api/v1/resources/partitions?queue=orders", "partitions"),
+    ] {
+        let (s, v) = z.get(path).await;
+        assert_eq!((s, &v[key]), (StatusCode::OK, &json!([])), "{path}: {v}");
+    }
+    for path in [
+        "/api/v1/queues/orders/clear",
+        "/api/v1/queues/orders/clear?partition=p1",
+    ] {
+        let (s, v) = z.delete(path).await;
+        assert_eq!(
+            (s, v),
+            (StatusCode::NOT_FOUND, json!({"error": "Queue not found"})),
+            "{path}"
+        );
+    }
     for path in ["/api/v1/dlq", "/api/v1/dlq?queue=orders"] {
         let (s, v) = z.get(path).await;
         assert_eq!(s, StatusCode::OK, "{v}");

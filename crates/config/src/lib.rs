@@ -32,6 +32,9 @@ fn default_retention_interval() -> u64 {
 fn default_retention_batch() -> i64 {
     1000
 }
+fn default_series_retention() -> u64 {
+    7
+}
 fn default_true() -> bool {
     true
 }
@@ -129,6 +132,9 @@ pub struct Config {
     /// requeued or its queue goes. Applied on the retention clock.
     #[serde(default)]
     pub dead_letter_retention_seconds: u64,
+    /// Days the per-minute queue series is kept (the status and analytics routes read it).
+    #[serde(default = "default_series_retention")]
+    pub series_retention_days: u64,
     /// Wake long-polls on the other brokers of the database after a push (one extra
     /// connection per broker; see `peers`). Off: a push through another broker is found at
     /// the parked pop's next timer recheck.

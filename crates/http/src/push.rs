@@ -235,7 +235,7 @@ impl<'a> PushResult<'a> {
                 partition,
             } => {
                 r.status = "duplicate";
-                r.message_id = Some(*message_id);
+                r.message_id = *message_id;
                 r.partition_id = Some(*partition);
                 r.queue_name = Some(&item.queue);
             }

@@ -11,7 +11,8 @@ use super::error::ApiError;
 use super::params::Params;
 use super::time::millis;
 use super::State;
-use regent_service::queues::PartitionStats;
+use regent_service::overview::{Label, Messages, Spread};
+use regent_service::queues::{Cleared, PartitionStats};
 
 pub async fn list_queues(
     AxState(s): State,
@@ -114,4 +115,121 @@ pub async fn delete_queue(
     Ok(Json(
         json!({ "deleted": true, "queue": queue, "existed": existed }),
     ))
+}
+
+fn messages(m: &Messages) -> Value {
+    json!({
+        "total": m.total, "pending": m.pending, "processing": m.processing,
+        "completed": m.completed, "failed": m.failed,
+    })
+}
+
+fn spread(s: &Spread) -> Value {
+    json!({ "avg": s.avg, "median": s.median, "min": s.min, "max": s.max })
+}
+
+/// `Admin.get_overview`: the tenant's queues, partitions and messages at a glance. Regent
+/// counts when asked, so `statsAge` is 0; throughput is the last 5 minutes of the series.
+pub async fn overview(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+) -> Result<Json<Value>, ApiError> {
+    let (o, t) = s.service.overview(&who.tenant).await?;
+    let mut counts = messages(&o.messages);
+    counts["deadLetter"] = json!(o.dead_letters);
+    Ok(Json(json!({
+        "queues": o.queues, "partitions": o.partitions,
+        "namespaces": o.namespaces, "tasks": o.tasks,
+        "messages": counts,
+        "lag": { "time": spread(&o.time_lag), "offset": spread(&o.offset_lag) },
+        "throughput": { "ingestedPerSecond": t.ingested, "processedPerSecond": t.processed },
+        "timestamp": millis(chrono::Utc::now()), "statsAge": 0,
+    })))
+}
+
+async fn rollup(s: &super::AppState, tenant: &str, by: Label) -> Result<Vec<Value>, ApiError> {
+    let key = match by {
+        Label::Namespace => "namespace",
+        Label::Task => "task",
+    };
+    Ok(s.service
+        .rollup(tenant, by)
+        .await?
+        .iter()
+        .map(|r| {
+            json!({
+                key: r.name, "queues": r.queues, "partitions": r.partitions,
+                "messages": { "total": r.messages.total, "pending": r.messages.pending },
+            })
+        })
+        .collect())
+}
+
+pub async fn namespaces(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+) -> Result<Json<Value>, ApiError> {
+    let listed = rollup(&s, &who.tenant, Label::Namespace).await?;
+    Ok(Json(json!({ "namespaces": listed })))
+}
+
+pub async fn tasks(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+) -> Result<Json<Value>, ApiError> {
+    let listed = rollup(&s, &who.tenant, Label::Task).await?;
+    Ok(Json(json!({ "tasks": listed })))
+}
+
+/// `Admin.get_partitions`: a page of partitions (`?queue=`, `limit` 100 by default, at most
+/// 1,000, `offset`), by queue then partition name, with `total`.
+pub async fn partitions(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    p: Params,
+) -> Result<Json<Value>, ApiError> {
+    let limit = p.int("limit").unwrap_or(100).clamp(1, 1000);
+    let offset = p.int("offset").unwrap_or(0).max(0);
+    let queue = p.str("queue").filter(|q| !q.is_empty());
+    let (page, total) = s
+        .service
+        .partitions(&who.tenant, queue, limit, offset)
+        .await?;
+    let listed: Vec<Value> = page
+        .iter()
+        .map(|p| {
+            json!({
+                "id": p.id, "name": p.name, "queue": p.queue,
+                "createdAt": millis(p.created_at), "lastActivity": p.last_push_at.map(millis),
+                "messages": messages(&p.messages),
+            })
+        })
+        .collect();
+    Ok(Json(json!({
+        "partitions": listed, "total": total,
+        "pagination": { "limit": limit, "offset": offset },
+    })))
+}
+
+/// `Admin.clear_queue`: every message of the queue (or of `?partition=`) deleted, its
+/// cursors moved to the end with their leases released. Dead letters and the transaction
+/// index stay (README, "Clearing a queue").
+pub async fn clear_queue(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    PathParams(queue): PathParams<String>,
+    p: Params,
+) -> Result<Json<Value>, ApiError> {
+    let partition = p.str("partition").filter(|p| !p.is_empty());
+    match s
+        .service
+        .clear_queue(&who.tenant, &queue, partition)
+        .await?
+    {
+        Cleared::NoQueue => Err(ApiError::NotFound("Queue not found".into())),
+        Cleared::NoPartition => Err(ApiError::NotFound("Partition not found".into())),
+        Cleared::Deleted(n) => Ok(Json(json!({
+            "success": true, "queue": queue, "partition": partition, "deleted": n,
+        }))),
+    }
 }

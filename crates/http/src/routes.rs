@@ -110,6 +110,12 @@ pub fn table() -> Table {
         .at(M::GET, "/api/v1/dlq", ReadOnly, dlq::list)
         .at(
             M::GET,
+            "/api/v1/resources/overview",
+            ReadOnly,
+            resources::overview,
+        )
+        .at(
+            M::GET,
             "/api/v1/resources/queues",
             ReadOnly,
             resources::list_queues,
@@ -128,9 +134,33 @@ pub fn table() -> Table {
         )
         .at(
             M::GET,
+            "/api/v1/resources/namespaces",
+            ReadOnly,
+            resources::namespaces,
+        )
+        .at(
+            M::GET,
+            "/api/v1/resources/tasks",
+            ReadOnly,
+            resources::tasks,
+        )
+        .at(
+            M::GET,
             "/api/v1/resources/queues/{queue}/depth",
             ReadOnly,
             resources::queue_depth,
+        )
+        .at(
+            M::GET,
+            "/api/v1/resources/partitions",
+            ReadOnly,
+            resources::partitions,
+        )
+        .at(
+            M::DELETE,
+            "/api/v1/queues/{queue}/clear",
+            Admin,
+            resources::clear_queue,
         )
         .at(
             M::GET,

@@ -17,6 +17,7 @@ pub mod peers;
 pub mod ready;
 pub mod sweeps;
 pub mod switches;
+pub mod tallies;
 pub mod wakeups;
 
 use std::sync::{Mutex, MutexGuard};
@@ -57,6 +58,8 @@ pub struct Runtime {
     pub handovers: handovers::Handovers,
     /// The maintenance switches, per tenant, as last read.
     pub switches: switches::Switches,
+    /// What happened to each queue's messages since the series was last written.
+    pub tallies: tallies::Tallies,
 }
 
 impl Runtime {
@@ -71,6 +74,7 @@ impl Runtime {
             peers: peers::Peers::new(s.peer_wakeups),
             handovers: Default::default(),
             switches: Default::default(),
+            tallies: Default::default(),
         }
     }
 
@@ -106,6 +110,7 @@ impl Runtime {
             ("peer_outbox", self.peers.outbox_len()),
             ("handovers", self.handovers.pending()),
             ("maintenance_tenants", self.switches.len()),
+            ("series_queues", self.tallies.len()),
         ]
     }
 }

@@ -18,6 +18,7 @@ use regent_broker::ack_plan::{
 use regent_broker::options::QueueOptions;
 use regent_broker::status::AckStatus;
 use regent_broker::tx_hash::tx_hash;
+use regent_runtime::tallies::Tally;
 use regent_runtime::{Announcement, Op};
 use regent_store::cursor::{self, Locked};
 use regent_store::dead_letters::{self, Letter};
@@ -66,6 +67,8 @@ pub(crate) struct Acked {
     /// the partition (a nack to retry, or a batch acked in part): once committed, the
     /// group's parked pops can claim them at once instead of at their next recheck.
     pub reopened: Option<String>,
+    /// For the series: the queue, and what the plan did to its messages.
+    pub tally: Option<(Uuid, Tally)>,
 }
 
 impl From<AckPlan> for Acked {
@@ -73,6 +76,34 @@ impl From<AckPlan> for Acked {
         Acked {
             plan,
             reopened: None,
+            tally: None,
+        }
+    }
+}
+
+/// What a carried-out plan did, for the series: messages the cursor passed, nacks taken,
+/// dead letters filed.
+fn tally(plan: &AckPlan, from: i64, items: &[AckItem]) -> Tally {
+    let nacks = items
+        .iter()
+        .zip(&plan.items)
+        .filter(|(i, o)| {
+            o.success && !o.noop && matches!(i.status, AckStatus::Failed | AckStatus::Retry)
+        })
+        .count();
+    Tally {
+        completed: (plan.committed - from).max(0),
+        failed: nacks as i64,
+        dead_lettered: i64::from(plan.dead_letter.is_some()),
+        ..Tally::default()
+    }
+}
+
+impl Service {
+    /// Counts committed acks per queue for the series.
+    pub(crate) fn tally_acked<'a>(&self, acked: impl IntoIterator<Item = &'a Acked>) {
+        for (queue, t) in acked.into_iter().filter_map(|a| a.tally) {
+            self.runtime.tallies.add(queue, t);
         }
     }
 }
@@ -214,6 +245,7 @@ impl Fusable for AckJob {
             .filter_map(|(slot, a)| Some((a.reopened.clone()?, group(slot).group.clone())))
             .collect();
         s.announce(&Announcement::reopened(tenant, reopened));
+        s.tally_acked(done.values());
         for (j, job) in jobs.into_iter().enumerate() {
             let mine = (0..job.groups.len())
                 .map(|g| done.remove(&(j, g)).expect("every group has a plan").plan)
@@ -394,5 +426,10 @@ async fn carry_out(
         dead_letters::file(tx, &letter).await?;
     }
     let reopened = plan.reopens(c.next_offset).then(|| c.queue.clone());
-    Ok(Acked { plan, reopened })
+    let tally = Some((c.queue_id, tally(&plan, c.committed, items)));
+    Ok(Acked {
+        plan,
+        reopened,
+        tally,
+    })
 }

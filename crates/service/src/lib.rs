@@ -23,12 +23,14 @@ pub mod health;
 pub mod lease;
 mod limits;
 pub mod maintenance;
+pub mod overview;
 mod payloads;
 pub mod pop;
 mod purge;
 pub mod push;
 pub mod queues;
 mod retention;
+pub mod series;
 mod supervise;
 pub mod traces;
 pub mod transaction;
@@ -60,6 +62,7 @@ struct Background {
     peer_link: JoinHandle<()>,
     switches: JoinHandle<()>,
     retention: JoinHandle<()>,
+    series: JoinHandle<()>,
 }
 
 /// One broker's use cases and everything they share.
@@ -73,6 +76,7 @@ pub struct Service {
     retention_batch: i64,
     implicit_retention: bool,
     dead_letter_retention: Option<chrono::Duration>,
+    series_retention: chrono::Duration,
     database_url: String,
     /// Where push requests go to be fused into shared transactions.
     pushes: fusion::Batcher<push::PushJob>,
@@ -118,6 +122,9 @@ impl Service {
             dead_letter_retention: retention::dead_letter_keep(
                 config.dead_letter_retention_seconds,
             ),
+            series_retention: chrono::Duration::days(
+                config.series_retention_days.clamp(1, 36_600) as i64
+            ),
             database_url: database_url.to_string(),
             pushes: Default::default(),
             acks: Default::default(),
@@ -149,11 +156,16 @@ impl Service {
         let retention = self
             .supervisor
             .spawn("retention", move || retention::run(s.clone()));
+        let s = self.clone();
+        let series = self
+            .supervisor
+            .spawn("series", move || series::run(s.clone()));
         *self.background.lock().expect("start-up") = Some(Background {
             purge,
             peer_link: peers,
             switches,
             retention,
+            series,
         });
     }
 
@@ -187,8 +199,13 @@ impl Service {
             b.purge.abort();
             b.switches.abort();
             b.retention.abort();
+            b.series.abort();
         }
         handover::release_remaining(self).await;
+        // The counts since the last flush, so a rolling restart loses none.
+        if let Err(e) = self.flush_series().await {
+            tracing::warn!(error = %e, "the last write of the queue series failed");
+        }
         self.peers_stop.send_replace(true);
         if let Some(Background { mut peer_link, .. }) = taken {
             if tokio::time::timeout(Duration::from_secs(1), &mut peer_link)

@@ -16,6 +16,7 @@ use regent_broker::naming::derive_namespace_task;
 use regent_broker::options::QueueOptions;
 use regent_broker::push_plan::repeats;
 use regent_broker::tx_hash::tx_hash;
+use regent_runtime::tallies::Tally;
 use regent_runtime::{Announcement, Op};
 use regent_store::append::{append_many, Appended, Batch, Dedup};
 use regent_store::maintenance;
@@ -45,9 +46,10 @@ pub enum Verdict {
         message_id: Uuid,
         partition: Uuid,
     },
-    /// Its transaction id was already in the partition (or earlier in the request).
+    /// Its transaction id was already in the partition (or earlier in the request);
+    /// `message_id` is `None` when the log no longer holds that message.
     Duplicate {
-        message_id: Uuid,
+        message_id: Option<Uuid>,
         partition: Uuid,
     },
     Failed {
@@ -57,7 +59,7 @@ pub enum Verdict {
 
 impl Verdict {
     /// The message id and partition of an item that was stored (or is, or will be).
-    pub fn stored(&self) -> Option<(Uuid, Uuid)> {
+    pub fn stored(&self) -> Option<(Option<Uuid>, Uuid)> {
         match self {
             Verdict::Queued {
                 message_id,
@@ -66,8 +68,8 @@ impl Verdict {
             | Verdict::Buffered {
                 message_id,
                 partition,
-            }
-            | Verdict::Duplicate {
+            } => Some((Some(*message_id), *partition)),
+            Verdict::Duplicate {
                 message_id,
                 partition,
             } => Some((*message_id, *partition)),
@@ -181,17 +183,19 @@ async fn push_transaction(
     items: &[PushItem],
 ) -> Result<Vec<Verdict>, Error> {
     if s.runtime.switches.buffering(tenant) {
-        let (verdicts, written) = in_transaction!(s.store, |tx| {
+        let (verdicts, written, held) = in_transaction!(s.store, |tx| {
             let buffering = maintenance::still_buffering(tx, tenant).await?;
             let prepared = prepare(tx, s, tenant, items).await?;
+            let written = prepared.written(tenant);
             if buffering {
-                return Ok((hold(tx, tenant, &prepared).await?, None));
+                return Ok((hold(tx, tenant, &prepared).await?, written, true));
             }
             // Maintenance ended and its buffer drained before this broker's poll saw it.
             let verdicts = append(tx, &prepared, Dedup::Careful).await?;
-            Ok((verdicts, Some(prepared.written(tenant))))
+            Ok((verdicts, written, false))
         })?;
-        if let Some(written) = written {
+        s.tally_pushed(&written, &verdicts);
+        if !held {
             s.announce(&written);
         }
         return Ok(verdicts);
@@ -207,8 +211,32 @@ async fn push_transaction(
         Err(e) if e.is_duplicate() => attempt(Dedup::Careful).await?,
         r => r?,
     };
+    s.tally_pushed(&written, &verdicts);
     s.announce(&written);
     Ok(verdicts)
+}
+
+impl Service {
+    /// Counts the items stored (or buffered) per queue for the series, once committed.
+    pub(crate) fn tally_pushed(&self, written: &Announcement, verdicts: &[Verdict]) {
+        let queue_of: HashMap<Uuid, Uuid> =
+            written.partitions.iter().map(|&(q, p)| (p, q)).collect();
+        let mut pushed: HashMap<Uuid, i64> = HashMap::new();
+        for v in verdicts {
+            if let Verdict::Queued { partition, .. } | Verdict::Buffered { partition, .. } = v {
+                if let Some(q) = queue_of.get(partition) {
+                    *pushed.entry(*q).or_default() += 1;
+                }
+            }
+        }
+        for (q, n) in pushed {
+            let t = Tally {
+                pushed: n,
+                ..Tally::default()
+            };
+            self.runtime.tallies.add(q, t);
+        }
+    }
 }
 
 /// Items resolved to partitions, encrypted where their queue asks, deduplicated within the

@@ -5,7 +5,7 @@ use regent_broker::options::QueueOptions;
 use regent_store::in_transaction;
 use regent_store::partitions;
 use regent_store::queues;
-pub use regent_store::queues::{PartitionStats, QueueRow, QueueSummary};
+pub use regent_store::queues::{Cleared, PartitionStats, QueueRow, QueueSummary};
 use uuid::Uuid;
 
 use crate::{Error, Service};
@@ -96,6 +96,19 @@ impl Service {
     pub async fn delete_queue(&self, tenant: &str, name: &str) -> Result<bool, Error> {
         Ok(in_transaction!(self.store, |tx| {
             queues::delete(tx, tenant, name).await
+        })?)
+    }
+
+    /// Deletes the messages of a queue (or of one partition) and moves its cursors to the
+    /// end (`DELETE /api/v1/queues/:queue/clear`).
+    pub async fn clear_queue(
+        &self,
+        tenant: &str,
+        name: &str,
+        partition: Option<&str>,
+    ) -> Result<Cleared, Error> {
+        Ok(in_transaction!(self.store, |tx| {
+            queues::clear(tx, tenant, name, partition).await
         })?)
     }
 }

@@ -2,13 +2,15 @@
 //! options mention retention, applies the rule (`QueueOptions::retention`) and deletes their
 //! due segments in short transactions of at most `RETENTION_BATCH_SEGMENTS` each
 //! (`regent_store::retention`). The same pass deletes dead letters older than the broker-wide
-//! `DEAD_LETTER_RETENTION_SECONDS`, when that is set.
+//! `DEAD_LETTER_RETENTION_SECONDS`, when that is set, and the queue series past
+//! `SERIES_RETENTION_DAYS`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
 use regent_broker::options::QueueOptions;
+use regent_runtime::tallies::Tally;
 use regent_store::retention::{self, Cutoffs, Expired};
 use regent_store::{dead_letters, in_transaction};
 
@@ -22,6 +24,8 @@ const DEAD_LETTER_BATCH: i64 = 10_000;
 pub struct Pass {
     pub expired: Expired,
     pub dead_letters: i64,
+    /// Minutes of the queue series older than `SERIES_RETENTION_DAYS`.
+    pub series_minutes: i64,
 }
 
 impl Service {
@@ -30,6 +34,7 @@ impl Service {
         Ok(Pass {
             expired: self.expire_messages().await?,
             dead_letters: self.expire_dead_letters().await?,
+            series_minutes: self.expire_series().await?,
         })
     }
 
@@ -58,6 +63,11 @@ impl Service {
                 })?;
                 total.segments += done.segments;
                 total.messages += done.messages;
+                let expired = Tally {
+                    expired: done.messages,
+                    ..Tally::default()
+                };
+                self.runtime.tallies.add(q.id, expired);
                 if done.segments < batch {
                     break;
                 }
@@ -88,11 +98,12 @@ pub(crate) async fn run(s: Arc<Service>) {
     loop {
         tokio::time::sleep(s.retention_interval).await;
         match s.retention_pass().await {
-            Ok(p) if p.expired.segments == 0 && p.dead_letters == 0 => {}
+            Ok(p) if p.expired.segments == 0 && p.dead_letters == 0 && p.series_minutes == 0 => {}
             Ok(p) => tracing::info!(
                 segments = p.expired.segments,
                 messages = p.expired.messages,
                 dead_letters = p.dead_letters,
+                series_minutes = p.series_minutes,
                 "retention deleted expired messages"
             ),
             Err(e) => tracing::warn!(error = %e, "retention pass failed"),

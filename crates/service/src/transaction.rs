@@ -7,11 +7,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use regent_broker::ack_plan::{ItemOutcome, INVALID_LEASE};
+use regent_runtime::tallies::Tally;
 use regent_runtime::{Announcement, Op};
 use regent_store::append::Dedup;
 use regent_store::lease::all_live;
 use regent_store::maintenance;
 use regent_store::{commit_if, StoreError, Transaction};
+use uuid::Uuid;
 
 use crate::ack::{ack_group, group_acks, AckGroup, LeaseCheck, SentAck};
 use crate::push::{append, hold, prepare, queued, PushItem, Verdict};
@@ -69,6 +71,8 @@ struct Done {
     acks: Vec<(usize, ItemOutcome)>,
     verdicts: Vec<Verdict>,
     written: Announcement,
+    /// What the acks did, per queue, for the series.
+    tallies: Vec<(Uuid, Tally)>,
 }
 
 impl Service {
@@ -93,6 +97,10 @@ impl Service {
         let n = queued(&done.verdicts);
         room.committed(n);
         self.runtime.activity.carried(Op::Transaction, n as usize);
+        self.tally_pushed(&done.written, &done.verdicts);
+        for &(queue, t) in &done.tallies {
+            self.runtime.tallies.add(queue, t);
+        }
         self.announce(&done.written);
         Ok(BundleOutcome::Committed(outcomes(total, &mut sorted, done)))
     }
@@ -119,7 +127,7 @@ impl Service {
             if !leases_live && sorted.groups.is_empty() {
                 return Ok(Err(invalid()));
             }
-            let (acks, reopened) = match run_acks(tx, tenant, &sorted.groups).await? {
+            let (acks, reopened, tallies) = match run_acks(tx, tenant, &sorted.groups).await? {
                 Ok(done) => done,
                 Err(why) => return Ok(Err(why)),
             };
@@ -145,12 +153,17 @@ impl Service {
                 acks,
                 verdicts,
                 written,
+                tallies,
             }))
         })?)
     }
 }
 
-type AcksDone = (Vec<(usize, ItemOutcome)>, Vec<(String, String)>);
+type AcksDone = (
+    Vec<(usize, ItemOutcome)>,
+    Vec<(String, String)>,
+    Vec<(Uuid, Tally)>,
+);
 
 /// Every ack group inside the bundle's transaction; `Ok(Err)` when one is refused.
 async fn run_acks(
@@ -160,6 +173,7 @@ async fn run_acks(
 ) -> Result<Result<AcksDone, String>, StoreError> {
     let mut out = Vec::new();
     let mut reopened = Vec::new();
+    let mut tallies = Vec::new();
     for (group, idx) in groups {
         let acked = match ack_group(tx, tenant, group, LeaseCheck::AllowReplay).await {
             Ok(a) => a,
@@ -167,6 +181,7 @@ async fn run_acks(
             Err(e) => return Err(e),
         };
         reopened.extend(acked.reopened.map(|q| (q, group.group.clone())));
+        tallies.extend(acked.tally);
         for (&pos, o) in idx.iter().zip(acked.plan.items) {
             if !o.success {
                 let why = o.error.clone().unwrap_or_default();
@@ -175,7 +190,7 @@ async fn run_acks(
             out.push((pos, o));
         }
     }
-    Ok(Ok((out, reopened)))
+    Ok(Ok((out, reopened, tallies)))
 }
 
 /// Sorts a bundle's operations: an ack without its own `leaseId` borrows the bundle's single

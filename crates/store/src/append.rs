@@ -20,8 +20,10 @@ pub struct Batch {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Appended {
     New,
-    /// Its transaction id was already in the partition: the id of the message stored there.
-    Duplicate(Uuid),
+    /// Its transaction id was already in the partition: the id of the message stored there,
+    /// `None` when the log no longer holds it (retention or a clear deleted it while the
+    /// index, on its own clock, still knows the transaction id).
+    Duplicate(Option<Uuid>),
 }
 
 /// How an append finds duplicates.
@@ -88,12 +90,13 @@ pub async fn append_many(
     futures::future::try_join_all(calls).await
 }
 
-/// The ids of the messages stored at `offsets` of a partition, in the same order.
+/// The ids of the messages stored at `offsets` of a partition, in the same order; `None`
+/// for an offset whose segment has been deleted.
 pub(crate) async fn stored_ids(
     tx: &Transaction<'_>,
     partition: Uuid,
     offsets: &[i64],
-) -> Result<Vec<Uuid>, StoreError> {
+) -> Result<Vec<Option<Uuid>>, StoreError> {
     if offsets.is_empty() {
         return Ok(Vec::new());
     }
@@ -103,16 +106,17 @@ pub(crate) async fn stored_ids(
     offsets
         .iter()
         .map(|&at| {
-            // The first segment ending at or after the offset holds it.
-            let r = rows
-                .get(ends.partition_point(|&end| end < at))
-                .ok_or(StoreError::Corrupt)?;
+            // The first segment ending at or after the offset holds it, unless the segments
+            // up to it are gone (deleted whole, from the front of the log).
+            let Some(r) = rows.get(ends.partition_point(|&end| end < at)) else {
+                return Ok(None);
+            };
             let base: i64 = r.get("base_offset");
             if at < base {
-                return Err(StoreError::Corrupt);
+                return Ok(None);
             }
             let frame = frames::raw_at(r.get("frames"), (at - base) as usize)?;
-            Ok(frames::message_id(frame)?)
+            Ok(Some(frames::message_id(frame)?))
         })
         .collect()
 }

@@ -36,12 +36,14 @@ pub mod lease;
 pub mod maintenance;
 pub mod message;
 pub mod notify;
+pub mod overview;
 pub mod partitions;
 pub mod purge;
 pub mod queues;
 pub mod retention;
 mod retry;
 pub mod seek;
+pub mod series;
 pub mod tls;
 pub mod traces;
 

@@ -120,7 +120,7 @@ pub async fn hold(
 }
 
 /// The batch's messages whose transaction ids are in the log: (position, stored id).
-async fn logged(tx: &Transaction<'_>, b: &Batch) -> Result<Vec<(usize, Uuid)>, StoreError> {
+async fn logged(tx: &Transaction<'_>, b: &Batch) -> Result<Vec<(usize, Option<Uuid>)>, StoreError> {
     let st = tx
         .prepare_cached(
             "SELECT w.ord, x.\"offset\"
@@ -167,12 +167,16 @@ async fn insert(
 
 /// The id of the message already holding the transaction id of the batch's message `i`: in
 /// the buffer, or, when a drain appended it between our insert and this read, in the log.
-async fn duplicate_id(tx: &Transaction<'_>, b: &Batch, i: usize) -> Result<Uuid, StoreError> {
+async fn duplicate_id(
+    tx: &Transaction<'_>,
+    b: &Batch,
+    i: usize,
+) -> Result<Option<Uuid>, StoreError> {
     let st = tx
         .prepare_cached("SELECT frame FROM push_buffer WHERE hash = $1")
         .await?;
     if let Some(row) = tx.query_opt(&st, &[&b.hashes[i]]).await? {
-        return Ok(frames::message_id(row.get("frame"))?);
+        return Ok(Some(frames::message_id(row.get("frame"))?));
     }
     let one = Batch {
         partition: b.partition,

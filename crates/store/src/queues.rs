@@ -262,7 +262,7 @@ pub async fn depth(
 }
 
 /// Deletes a queue with everything that hangs off it: partitions, the log, cursors,
-/// subscriptions, dead letters, traces and buffered pushes. Returns whether it existed.
+/// subscriptions, dead letters, traces, its series and buffered pushes. Returns whether it existed.
 pub async fn delete(tx: &Transaction<'_>, tenant: &str, name: &str) -> Result<bool, StoreError> {
     let st = tx
         .prepare_cached("DELETE FROM queues WHERE tenant = $1 AND name = $2 RETURNING id")
@@ -286,6 +286,7 @@ pub async fn delete(tx: &Transaction<'_>, tenant: &str, name: &str) -> Result<bo
                   c AS (DELETE FROM cursors WHERE partition_id IN (SELECT id FROM p)),
                   d AS (DELETE FROM dead_letters WHERE queue_id = $1),
                   t AS (DELETE FROM traces WHERE queue_id = $1),
+                  m AS (DELETE FROM queue_minutes WHERE queue_id = $1),
                   b AS (DELETE FROM push_buffer WHERE partition_id IN (SELECT id FROM p))
              DELETE FROM subscriptions WHERE queue_id = $1",
         )
@@ -305,4 +306,70 @@ pub async fn stored_messages(client: &Client, tenant: &str) -> Result<i64, Store
         )
         .await?;
     Ok(client.query_one(&st, &[&tenant]).await?.get("stored"))
+}
+
+/// What clearing found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Cleared {
+    NoQueue,
+    NoPartition,
+    /// How many messages the log no longer holds.
+    Deleted(i64),
+}
+
+/// Deletes every message of a queue (or of one partition of it) and moves every cursor of
+/// that scope to the end, their leases released and retry counts reset, in the caller's
+/// transaction. The partitions are locked first (in id order: in-flight appends commit
+/// before, later ones after), then the cursors (partition, then group), as retention does.
+/// Dead letters, which are snapshots, and the transaction index, on its own clock, stay.
+pub async fn clear(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    queue: &str,
+    partition: Option<&str>,
+) -> Result<Cleared, StoreError> {
+    let st = tx
+        .prepare_cached("SELECT id FROM queues WHERE tenant = $1 AND name = $2")
+        .await?;
+    let Some(q) = tx.query_opt(&st, &[&tenant, &queue]).await? else {
+        return Ok(Cleared::NoQueue);
+    };
+    let queue_id: Uuid = q.get("id");
+    let st = tx
+        .prepare_cached(
+            "SELECT id FROM partitions WHERE queue_id = $1 AND ($2::text IS NULL OR name = $2)
+              ORDER BY id FOR UPDATE",
+        )
+        .await?;
+    let ids: Vec<Uuid> = tx
+        .query(&st, &[&queue_id, &partition])
+        .await?
+        .iter()
+        .map(|r| r.get("id"))
+        .collect();
+    if ids.is_empty() && partition.is_some() {
+        return Ok(Cleared::NoPartition);
+    }
+    let st = tx
+        .prepare_cached(
+            "SELECT 1 FROM cursors WHERE partition_id = ANY($1)
+              ORDER BY partition_id, consumer_group FOR UPDATE",
+        )
+        .await?;
+    tx.query(&st, &[&ids]).await?;
+    let st = tx
+        .prepare_cached(
+            "WITH s AS (DELETE FROM segments WHERE partition_id = ANY($1)
+                         RETURNING end_offset - base_offset + 1 AS n),
+                  c AS (UPDATE cursors c
+                           SET committed = greatest(c.committed, p.next_offset - 1),
+                               lease_id = NULL, lease_expires_at = NULL, retry_count = 0
+                          FROM partitions p WHERE p.id = c.partition_id AND p.id = ANY($1)),
+                  t AS (DELETE FROM traces WHERE partition_id = ANY($1)),
+                  u AS (UPDATE partitions SET first_offset = next_offset WHERE id = ANY($1))
+             SELECT coalesce(sum(n), 0)::bigint AS deleted FROM s",
+        )
+        .await?;
+    let deleted: i64 = tx.query_one(&st, &[&ids]).await?.get("deleted");
+    Ok(Cleared::Deleted(deleted))
 }

@@ -12,6 +12,7 @@ use regent_broker::options::QueueOptions;
 use regent_broker::subscription::StartPoint;
 use regent_runtime::deliveries::Delivered;
 use regent_runtime::sweeps::Due;
+use regent_runtime::tallies::Tally;
 use regent_runtime::Op;
 use regent_store::claim::{self, Claim, ClaimedPartition, EmptyReason, Finish, Start, Sweep};
 use regent_store::queues::{self, QueueRow};
@@ -73,6 +74,7 @@ impl Service {
         self.runtime
             .activity
             .carried(Op::Pop, taken.iter().map(|t| t.messages.len()).sum());
+        self.tally_delivered(&queues, &taken, req.auto_ack);
         let lease = (!req.auto_ack).then_some(lease_id);
         if let Some(lease) = lease {
             self.remember(lease, &queues, &taken);
@@ -201,6 +203,20 @@ impl Service {
                 .take(q.row.id, &req.group, partitions as usize),
         };
         ((due != Due::No).then_some(due), hint)
+    }
+
+    /// Counts the delivered messages per queue for the series; an auto-acked pop has also
+    /// moved its cursor past them.
+    fn tally_delivered(&self, queues: &[Queue], taken: &[Taken], auto_ack: bool) {
+        for t in taken {
+            let n = t.messages.len() as i64;
+            let tally = Tally {
+                delivered: n,
+                completed: if auto_ack { n } else { 0 },
+                ..Tally::default()
+            };
+            self.runtime.tallies.add(queues[t.queue].row.id, tally);
+        }
     }
 
     /// Records what the lease delivered, so its acks resolve without the transaction index.

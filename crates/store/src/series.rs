@@ -1,0 +1,103 @@
+//! The per-minute series of each queue (`queue_minutes`): what brokers counted, added up.
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::{Client, Transaction};
+use uuid::Uuid;
+
+use crate::StoreError;
+
+/// What happened to one queue's messages over some span.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub pushed: i64,
+    pub delivered: i64,
+    pub completed: i64,
+    pub failed: i64,
+    pub dead_lettered: i64,
+    pub expired: i64,
+}
+
+/// Adds each queue's counts to its row of the current minute. Queues deleted meanwhile are
+/// skipped; rows are written in queue order, so brokers flushing at once cannot deadlock.
+pub async fn add(client: &Client, counts: &[(Uuid, Counts)]) -> Result<(), StoreError> {
+    let col = |f: fn(&Counts) -> i64| counts.iter().map(|(_, c)| f(c)).collect::<Vec<i64>>();
+    let queues: Vec<Uuid> = counts.iter().map(|(q, _)| *q).collect();
+    let st = client
+        .prepare_cached(
+            "INSERT INTO queue_minutes AS m
+                    (queue_id, minute, pushed, delivered, completed, failed, dead_lettered, expired)
+             SELECT u.q, date_trunc('minute', now()), u.p, u.d, u.c, u.f, u.l, u.e
+               FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[],
+                           $6::bigint[], $7::bigint[]) AS u(q, p, d, c, f, l, e)
+              WHERE EXISTS (SELECT 1 FROM queues WHERE id = u.q)
+              ORDER BY u.q
+             ON CONFLICT (queue_id, minute) DO UPDATE
+                SET pushed = m.pushed + excluded.pushed,
+                    delivered = m.delivered + excluded.delivered,
+                    completed = m.completed + excluded.completed,
+                    failed = m.failed + excluded.failed,
+                    dead_lettered = m.dead_lettered + excluded.dead_lettered,
+                    expired = m.expired + excluded.expired",
+        )
+        .await?;
+    client
+        .execute(
+            &st,
+            &[
+                &queues,
+                &col(|c| c.pushed),
+                &col(|c| c.delivered),
+                &col(|c| c.completed),
+                &col(|c| c.failed),
+                &col(|c| c.dead_lettered),
+                &col(|c| c.expired),
+            ],
+        )
+        .await?;
+    Ok(())
+}
+
+/// The tenant's counts summed over its queues since `since`.
+pub async fn since(
+    client: &Client,
+    tenant: &str,
+    since: DateTime<Utc>,
+) -> Result<Counts, StoreError> {
+    let st = client
+        .prepare_cached(
+            "SELECT coalesce(sum(m.pushed), 0)::bigint AS pushed,
+                    coalesce(sum(m.delivered), 0)::bigint AS delivered,
+                    coalesce(sum(m.completed), 0)::bigint AS completed,
+                    coalesce(sum(m.failed), 0)::bigint AS failed,
+                    coalesce(sum(m.dead_lettered), 0)::bigint AS dead_lettered,
+                    coalesce(sum(m.expired), 0)::bigint AS expired
+               FROM queue_minutes m JOIN queues q ON q.id = m.queue_id
+              WHERE q.tenant = $1 AND m.minute >= date_trunc('minute', $2::timestamptz)",
+        )
+        .await?;
+    let r = client.query_one(&st, &[&tenant, &since]).await?;
+    Ok(Counts {
+        pushed: r.get("pushed"),
+        delivered: r.get("delivered"),
+        completed: r.get("completed"),
+        failed: r.get("failed"),
+        dead_lettered: r.get("dead_lettered"),
+        expired: r.get("expired"),
+    })
+}
+
+/// Deletes up to `limit` minutes older than `before`, in the caller's transaction.
+pub async fn expire(
+    tx: &Transaction<'_>,
+    before: DateTime<Utc>,
+    limit: i64,
+) -> Result<i64, StoreError> {
+    let st = tx
+        .prepare_cached(
+            "DELETE FROM queue_minutes m
+               USING (SELECT queue_id, minute FROM queue_minutes WHERE minute < $1 LIMIT $2) d
+              WHERE m.queue_id = d.queue_id AND m.minute = d.minute",
+        )
+        .await?;
+    Ok(tx.execute(&st, &[&before, &limit]).await? as i64)
+}
