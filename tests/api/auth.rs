@@ -90,6 +90,27 @@ fn the_route_table_gives_the_specs_levels() {
             "/api/v1/lease/{lease_id}/extend",
             Level::ReadWrite,
         ),
+        (Method::GET, "/api/v1/messages", Level::ReadOnly),
+        (
+            Method::GET,
+            "/api/v1/messages/{partition_id}/{transaction_id}",
+            Level::ReadOnly,
+        ),
+        (
+            Method::DELETE,
+            "/api/v1/messages/{partition_id}/{transaction_id}",
+            Level::ReadWrite,
+        ),
+        (
+            Method::POST,
+            "/api/v1/messages/{partition_id}/{transaction_id}/retry",
+            Level::ReadWrite,
+        ),
+        (
+            Method::POST,
+            "/api/v1/messages/{partition_id}/{transaction_id}/dlq",
+            Level::ReadWrite,
+        ),
         (Method::GET, "/api/v1/dlq", Level::ReadOnly),
         (Method::GET, "/api/v1/resources/overview", Level::ReadOnly),
         (Method::GET, "/api/v1/resources/queues", Level::ReadOnly),

@@ -14,6 +14,7 @@ mod jwks;
 mod layering;
 mod limits;
 mod maintenance;
+mod messages;
 mod metrics;
 mod peers;
 mod push_pop;

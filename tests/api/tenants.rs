@@ -134,7 +134,13 @@ async fn snapshot(b: &Broker, tenant: &str) -> String {
                   FROM dead_letters WHERE tenant = $1),
                (SELECT string_agg(concat_ws(',', id, partition_id, transaction_id, \"offset\", event_type,
                                             data::text, consumer_group, trace_names::text), ';' ORDER BY id)
-                  FROM traces WHERE tenant = $1))",
+                  FROM traces WHERE tenant = $1),
+               (SELECT string_agg(concat_ws(',', t.partition_id, t.\"offset\"), ';'
+                                  ORDER BY t.partition_id, t.\"offset\")
+                  FROM tombstones t JOIN partitions p ON p.id = t.partition_id WHERE p.tenant = $1),
+               (SELECT string_agg(concat_ws(',', m.queue_id, m.minute, m.pushed, m.completed), ';'
+                                  ORDER BY m.queue_id, m.minute)
+                  FROM queue_minutes m JOIN queues q ON q.id = m.queue_id WHERE q.tenant = $1))",
             &[&tenant],
         )
         .await
@@ -239,6 +245,8 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
                        "traceNames": "order-flow"});
     let (s, v) = a.post("/api/v1/traces", trace.clone()).await;
     assert_eq!(s, StatusCode::CREATED, "{v}");
+    // A's counts so far in the series, so that the snapshot holds them.
+    b.flush_series().await;
     let before = snapshot(&b, "acme").await;
 
     // Tenant B, with an admin token, tries every route against A's names and ids.
@@ -320,6 +328,28 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
             (StatusCode::NOT_FOUND, json!({"error": "Queue not found"})),
             "{path}"
         );
+    }
+    // A's messages cannot be listed, read, deleted, retried or dead-lettered by B.
+    let (s, v) = z.get("/api/v1/messages?queue=orders").await;
+    assert_eq!((s, &v["messages"]), (StatusCode::OK, &json!([])), "{v}");
+    let (s, v) = z.get("/api/v1/messages").await;
+    assert_eq!((s, &v["messages"]), (StatusCode::OK, &json!([])), "{v}");
+    for txid in ["a1", "a2", "b1"] {
+        for pid in [&p1, &p2] {
+            let one = format!("/api/v1/messages/{pid}/{txid}");
+            let (s, v) = z.get(&one).await;
+            assert_eq!(s, StatusCode::NOT_FOUND, "{one}: {v}");
+            let (s, v) = z.delete(&one).await;
+            assert_eq!(
+                (s, &v["success"]),
+                (StatusCode::OK, &json!(false)),
+                "{one}: {v}"
+            );
+            for op in ["retry", "dlq"] {
+                let (s, v) = z.post(&format!("{one}/{op}"), json!({})).await;
+                assert_eq!(s, StatusCode::NOT_FOUND, "{one}/{op}: {v}");
+            }
+        }
     }
     for path in ["/api/v1/dlq", "/api/v1/dlq?queue=orders"] {
         let (s, v) = z.get(path).await;

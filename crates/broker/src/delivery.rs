@@ -3,7 +3,9 @@
 //! the partitions in claim order (least recently claimed first, so a hot partition cannot
 //! starve the others). Then each lease is made to match what it delivered: trimmed to its
 //! last delivered message, released when it delivered nothing, committed at once for an
-//! auto-acking pop.
+//! auto-acking pop. Deleted messages (tombstones) are never delivered: the cursor moves over
+//! those at the front of a lease, and the lease ends at its last live message, so no lease is
+//! ever left waiting for an ack of a message nobody can see.
 
 use chrono::{DateTime, Utc};
 
@@ -19,6 +21,8 @@ pub struct Claimed {
     /// The segments overlapping (committed, lease_end], in offset order: (first offset, last
     /// offset, when appended).
     pub segments: Vec<(i64, i64, DateTime<Utc>)>,
+    /// Deleted offsets in (committed, lease_end], ascending.
+    pub tombstoned: Vec<i64>,
 }
 
 /// How a claimed partition's lease ends the pop.
@@ -32,7 +36,8 @@ pub struct Finish {
 /// One partition's share of the answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Share {
-    /// The last offset delivered (every offset after the cursor up to it is), if any.
+    /// The last offset delivered (every offset after the cursor up to it is, but deleted
+    /// ones), if any.
     pub upto: Option<i64>,
     /// The cursor update the delivery needs; `None` when the lease holds exactly what was
     /// delivered.
@@ -59,13 +64,72 @@ pub fn shares(
     claims
         .iter()
         .map(|c| {
-            let upto = upto(c, &mut budget, cutoff);
-            Share {
-                upto,
-                finish: finish(c, upto, auto_ack),
+            let taken = upto(c, &mut budget, cutoff);
+            match live_range(c, taken) {
+                Live::Some { first, last } => {
+                    let finish = finish(&moved_to(c, first - 1), Some(last), auto_ack);
+                    // The cursor moves over deleted messages in front even when the lease
+                    // holds exactly what was delivered.
+                    let moved = (first - 1 > c.committed).then_some(Finish {
+                        committed: first - 1,
+                        release: false,
+                        lease_end: last,
+                    });
+                    Share {
+                        upto: Some(last),
+                        finish: finish.or(moved),
+                    }
+                }
+                Live::Deleted(end) => Share {
+                    upto: None,
+                    finish: Some(Finish {
+                        committed: end,
+                        release: true,
+                        lease_end: end,
+                    }),
+                },
+                Live::None => Share {
+                    upto: None,
+                    finish: finish(c, None, auto_ack),
+                },
             }
         })
         .collect()
+}
+
+/// What is live of (committed, taken].
+enum Live {
+    /// Nothing was taken.
+    None,
+    /// Everything taken is deleted, up to this offset.
+    Deleted(i64),
+    Some {
+        first: i64,
+        last: i64,
+    },
+}
+
+fn live_range(c: &Claimed, taken: Option<i64>) -> Live {
+    let Some(end) = taken else {
+        return Live::None;
+    };
+    let dead = |o: i64| c.tombstoned.binary_search(&o).is_ok();
+    let first = (c.committed + 1..=end).find(|&o| !dead(o));
+    let last = (c.committed + 1..=end).rev().find(|&o| !dead(o));
+    match (first, last) {
+        (Some(first), Some(last)) => Live::Some { first, last },
+        _ => Live::Deleted(end),
+    }
+}
+
+/// The claim as if its cursor already stood at `committed` (past the deleted messages in
+/// front of the first live one).
+fn moved_to(c: &Claimed, committed: i64) -> Claimed {
+    Claimed {
+        committed,
+        tombstoned: Vec::new(),
+        ..c.clone()
+    }
 }
 
 /// The last offset of `c` that fits the budget, taking it from the budget.
@@ -126,7 +190,64 @@ mod tests {
             old_end: None,
             last_claim: None,
             segments: segments.iter().map(|&(b, e, t)| (b, e, at(t))).collect(),
+            tombstoned: Vec::new(),
         }
+    }
+
+    #[test]
+    fn deleted_messages_are_skipped_and_no_lease_waits_for_them() {
+        // Leased 0..=5; 0 and 1 in front, 5 at the end deleted.
+        let mut c = claim(-1, 5, &[(0, 5, 0)]);
+        c.tombstoned = vec![0, 1, 5];
+        let s = shares(std::slice::from_ref(&c), 100, None, false);
+        assert_eq!(
+            s[0],
+            Share {
+                upto: Some(4),
+                finish: Some(Finish {
+                    committed: 1,
+                    release: false,
+                    lease_end: 4
+                })
+            },
+            "the cursor moves over the front, the lease ends at the last live message"
+        );
+        // In front only, the lease otherwise whole.
+        c.tombstoned = vec![0];
+        let s = shares(std::slice::from_ref(&c), 100, None, false);
+        assert_eq!(
+            s[0].finish,
+            Some(Finish {
+                committed: 0,
+                release: false,
+                lease_end: 5
+            })
+        );
+        // Everything deleted: committed over, released.
+        c.tombstoned = (0..=5).collect();
+        let s = shares(std::slice::from_ref(&c), 100, None, false);
+        assert_eq!(
+            s[0],
+            Share {
+                upto: None,
+                finish: Some(Finish {
+                    committed: 5,
+                    release: true,
+                    lease_end: 5
+                })
+            }
+        );
+        // Auto-ack commits to the last live message.
+        c.tombstoned = vec![0, 5];
+        let s = shares(&[c], 100, None, true);
+        assert_eq!(
+            s[0].finish,
+            Some(Finish {
+                committed: 4,
+                release: true,
+                lease_end: 4
+            })
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod delivery;
 pub mod encryption;
 pub mod group_state;
 pub mod limits;
+pub mod message_status;
 pub mod naming;
 pub mod options;
 pub mod push_plan;

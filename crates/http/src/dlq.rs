@@ -3,25 +3,14 @@
 
 use axum::extract::State as AxState;
 use axum::{Extension, Json};
-use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
 use super::auth::Principal;
 use super::error::ApiError;
 use super::params::Params;
-use super::time::millis;
+use super::time::{instant, millis};
 use super::State;
 use regent_service::dead_letters::Filter;
-
-fn instant(p: &Params, key: &str) -> Result<Option<DateTime<Utc>>, ApiError> {
-    p.str(key)
-        .map(|s| {
-            DateTime::parse_from_rfc3339(s)
-                .map(|t| t.with_timezone(&Utc))
-                .map_err(|_| ApiError::bad_request(format!("{key} must be an ISO-8601 timestamp")))
-        })
-        .transpose()
-}
 
 pub async fn list(
     AxState(s): State,

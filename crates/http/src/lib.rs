@@ -18,6 +18,7 @@ pub mod jwks;
 mod layers;
 mod lease;
 mod maintenance;
+mod messages;
 mod metrics;
 mod params;
 mod path;

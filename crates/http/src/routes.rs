@@ -14,7 +14,7 @@ use axum::routing::{on, MethodFilter};
 use axum::Router;
 
 use super::{
-    ack, configure, consumer_groups, dlq, health, lease, maintenance, metrics, pop, push,
+    ack, configure, consumer_groups, dlq, health, lease, maintenance, messages, metrics, pop, push,
     resources, stats, traces, transaction, AppState,
 };
 
@@ -64,6 +64,7 @@ pub fn table() -> Table {
     use Level::*;
     use Method as M;
     const GROUP: &str = "/api/v1/consumer-groups/{group}";
+    const MESSAGE: &str = "/api/v1/messages/{partition_id}/{transaction_id}";
     const MAINTENANCE: &str = "/api/v1/system/maintenance";
     const POP_MAINTENANCE: &str = "/api/v1/system/maintenance/pop";
     let t = Table {
@@ -106,6 +107,21 @@ pub fn table() -> Table {
             "/api/v1/lease/{lease_id}/extend",
             ReadWrite,
             lease::extend,
+        )
+        .at(M::GET, "/api/v1/messages", ReadOnly, messages::list)
+        .at(M::GET, MESSAGE, ReadOnly, messages::get)
+        .at(M::DELETE, MESSAGE, ReadWrite, messages::delete)
+        .at(
+            M::POST,
+            "/api/v1/messages/{partition_id}/{transaction_id}/retry",
+            ReadWrite,
+            messages::retry,
+        )
+        .at(
+            M::POST,
+            "/api/v1/messages/{partition_id}/{transaction_id}/dlq",
+            ReadWrite,
+            messages::to_dlq,
         )
         .at(M::GET, "/api/v1/dlq", ReadOnly, dlq::list)
         .at(

@@ -23,6 +23,7 @@ pub mod health;
 pub mod lease;
 mod limits;
 pub mod maintenance;
+pub mod messages;
 pub mod overview;
 mod payloads;
 pub mod pop;

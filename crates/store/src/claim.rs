@@ -63,6 +63,8 @@ pub struct ClaimedPartition {
     pub old_end: Option<i64>,
     /// When it was last claimed before: claims are served least recently claimed first.
     pub last_claim: Option<DateTime<Utc>>,
+    /// Deleted offsets inside the lease, ascending.
+    pub tombstoned: Vec<i64>,
     pub segments: Vec<Segment>,
 }
 
@@ -183,9 +185,12 @@ macro_rules! claim_and_read {
          FROM cand
         WHERE c.partition_id = cand.partition_id AND c.consumer_group = $2
        RETURNING c.partition_id, cand.name, cand.committed, c.lease_end, cand.old_end,
-                 cand.last_claim)
+                 cand.last_claim,
+                 (SELECT array_agg(t.\"offset\" ORDER BY t.\"offset\") FROM tombstones t
+                   WHERE t.partition_id = c.partition_id AND t.\"offset\" > cand.committed
+                     AND t.\"offset\" <= c.lease_end) AS tombstoned)
      SELECT cl.partition_id, cl.name, cl.committed, cl.lease_end, cl.old_end, cl.last_claim,
-            now() AS db_now, s.base_offset, s.end_offset, s.created_at, s.frames
+            cl.tombstoned, now() AS db_now, s.base_offset, s.end_offset, s.created_at, s.frames
        FROM claimed cl
        LEFT JOIN LATERAL (
          (SELECT base_offset, end_offset, created_at, frames FROM segments
@@ -298,6 +303,9 @@ fn claimed(rows: Vec<Row>) -> Claimed {
                 lease_end: row.get("lease_end"),
                 old_end: row.get("old_end"),
                 last_claim: row.get("last_claim"),
+                tombstoned: row
+                    .get::<_, Option<Vec<i64>>>("tombstoned")
+                    .unwrap_or_default(),
                 segments: Vec::new(),
             });
         }

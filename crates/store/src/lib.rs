@@ -35,6 +35,7 @@ pub mod groups;
 pub mod lease;
 pub mod maintenance;
 pub mod message;
+pub mod messages;
 pub mod notify;
 pub mod overview;
 pub mod partitions;

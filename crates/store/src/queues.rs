@@ -287,6 +287,7 @@ pub async fn delete(tx: &Transaction<'_>, tenant: &str, name: &str) -> Result<bo
                   d AS (DELETE FROM dead_letters WHERE queue_id = $1),
                   t AS (DELETE FROM traces WHERE queue_id = $1),
                   m AS (DELETE FROM queue_minutes WHERE queue_id = $1),
+                  k AS (DELETE FROM tombstones WHERE partition_id IN (SELECT id FROM p)),
                   b AS (DELETE FROM push_buffer WHERE partition_id IN (SELECT id FROM p))
              DELETE FROM subscriptions WHERE queue_id = $1",
         )
@@ -366,6 +367,7 @@ pub async fn clear(
                                lease_id = NULL, lease_expires_at = NULL, retry_count = 0
                           FROM partitions p WHERE p.id = c.partition_id AND p.id = ANY($1)),
                   t AS (DELETE FROM traces WHERE partition_id = ANY($1)),
+                  k AS (DELETE FROM tombstones WHERE partition_id = ANY($1)),
                   u AS (UPDATE partitions SET first_offset = next_offset WHERE id = ANY($1))
              SELECT coalesce(sum(n), 0)::bigint AS deleted FROM s",
         )

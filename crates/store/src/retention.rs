@@ -142,7 +142,9 @@ async fn move_past(
                                                THEN NULL ELSE c.lease_id END
                           FROM u WHERE c.partition_id = u.pid AND c.committed < u.first_kept - 1),
                   t AS (DELETE FROM traces t USING u
-                         WHERE t.partition_id = u.pid AND t.\"offset\" < u.first_kept)
+                         WHERE t.partition_id = u.pid AND t.\"offset\" < u.first_kept),
+                  k AS (DELETE FROM tombstones k USING u
+                         WHERE k.partition_id = u.pid AND k.\"offset\" < u.first_kept)
              UPDATE partitions p SET first_offset = greatest(p.first_offset, u.first_kept)
                FROM u WHERE p.id = u.pid",
         )

@@ -113,6 +113,47 @@ pub async fn record(client: &Client, t: &NewTrace<'_>) -> Result<Option<Uuid>, S
     Ok(row.map(|r| r.get("id")))
 }
 
+/// Where a copy came from: the trace a copy of a message carries (`event_type` says how it
+/// was made, e.g. `retried`), naming the original under `key`.
+pub struct Origin<'a> {
+    pub event_type: &'a str,
+    pub key: &'a str,
+    pub message_id: Uuid,
+    pub transaction_id: &'a str,
+    pub consumer_group: &'a str,
+}
+
+/// Records on the copy (`copy_txid` in `partition`, index key `hash`) the trace naming its
+/// original; `None` when the log does not hold the copy (yet).
+pub async fn record_origin(
+    client: &Client,
+    tenant: &str,
+    partition: Uuid,
+    copy_txid: &str,
+    hash: Uuid,
+    o: &Origin<'_>,
+) -> Result<Option<Uuid>, StoreError> {
+    let data = serde_json::json!({
+        o.key: { "messageId": o.message_id, "transactionId": o.transaction_id },
+    });
+    let event = TraceEvent {
+        partition_id: partition,
+        transaction_id: copy_txid,
+        event_type: o.event_type,
+        data: &data,
+        consumer_group: o.consumer_group,
+        worker_id: None,
+        names: &[],
+    };
+    let t = NewTrace {
+        id: Uuid::now_v7(),
+        tenant,
+        hash,
+        event: &event,
+    };
+    record(client, &t).await
+}
+
 /// The traces of one message, oldest first.
 pub async fn of_message(
     client: &Client,

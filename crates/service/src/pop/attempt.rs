@@ -291,6 +291,7 @@ fn view(p: &ClaimedPartition) -> delivery::Claimed {
         lease_end: p.lease_end,
         old_end: p.old_end,
         last_claim: p.last_claim,
+        tombstoned: p.tombstoned.clone(),
         segments: p
             .segments
             .iter()
@@ -308,7 +309,7 @@ fn finish(partition: Uuid, f: delivery::Finish) -> Finish {
     }
 }
 
-/// The messages of a claimed partition after its cursor, up to `upto`.
+/// The messages of a claimed partition after its cursor, up to `upto`, deleted ones left out.
 fn read(p: ClaimedPartition, upto: i64) -> Result<Taken, StoreError> {
     let mut messages = Vec::with_capacity((upto - p.committed).max(0) as usize);
     'segments: for s in &p.segments {
@@ -319,6 +320,9 @@ fn read(p: ClaimedPartition, upto: i64) -> Result<Taken, StoreError> {
             }
             if offset > upto {
                 break 'segments;
+            }
+            if p.tombstoned.binary_search(&offset).is_ok() {
+                continue;
             }
             messages.push(StoredMessage {
                 offset,
