@@ -133,6 +133,19 @@ fn the_route_table_gives_the_specs_levels() {
         ),
         (Method::GET, "/api/v1/resources/partitions", Level::ReadOnly),
         (Method::DELETE, "/api/v1/queues/{queue}/clear", Level::Admin),
+        (Method::GET, "/api/v1/status", Level::ReadOnly),
+        (Method::GET, "/api/v1/status/queues", Level::ReadOnly),
+        (
+            Method::GET,
+            "/api/v1/status/queues/{queue}",
+            Level::ReadOnly,
+        ),
+        (
+            Method::GET,
+            "/api/v1/status/queues/{queue}/messages",
+            Level::ReadOnly,
+        ),
+        (Method::GET, "/api/v1/status/analytics", Level::ReadOnly),
         (Method::GET, "/api/v1/consumer-groups", Level::ReadOnly),
         (
             Method::GET,

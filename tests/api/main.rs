@@ -24,6 +24,7 @@ mod resources;
 mod retention;
 mod shutdown;
 mod smoke;
+mod status;
 mod tenants;
 mod tls;
 mod traces;

@@ -109,6 +109,21 @@ impl QueueOptions {
         self.priority.unwrap_or(0)
     }
 
+    /// Queen's `retryDelay` (milliseconds), stored and echoed; Regent's retries are immediate.
+    pub fn retry_delay_ms(&self) -> i64 {
+        self.retry_delay.unwrap_or(1000)
+    }
+
+    /// Queen's `ttl` (seconds), stored and echoed.
+    pub fn ttl_seconds(&self) -> i64 {
+        self.ttl.unwrap_or(3600)
+    }
+
+    /// `maxSize`: 0 is unbounded.
+    pub fn max_size(&self) -> i64 {
+        self.max_size.unwrap_or(0)
+    }
+
     /// How long messages are kept: (any message, a message every group has passed), in
     /// seconds, each `None` when it is kept forever. Queen reads `retentionSeconds` and
     /// `completedRetentionSeconds` only with `retentionEnabled`; with `implicit` (the broker's

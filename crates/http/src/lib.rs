@@ -28,6 +28,7 @@ pub mod request_id;
 mod resources;
 pub mod routes;
 mod stats;
+mod status;
 mod time;
 mod traces;
 mod transaction;

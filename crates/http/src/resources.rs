@@ -12,19 +12,20 @@ use super::params::Params;
 use super::time::millis;
 use super::State;
 use regent_service::overview::{Label, Messages, Spread};
-use regent_service::queues::{Cleared, PartitionStats};
+use regent_service::queues::{Cleared, Listing, PartitionStats};
 
 pub async fn list_queues(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     p: Params,
 ) -> Result<Json<Value>, ApiError> {
-    let limit = p.int("limit").unwrap_or(1000).clamp(1, 10_000);
-    let offset = p.int("offset").unwrap_or(0).max(0);
-    let rows = s
-        .service
-        .list_queues(&who.tenant, p.str("search"), limit, offset)
-        .await?;
+    let listing = Listing {
+        search: p.str("search"),
+        limit: p.int("limit").unwrap_or(1000).clamp(1, 10_000),
+        offset: p.int("offset").unwrap_or(0).max(0),
+        ..Listing::default()
+    };
+    let rows = s.service.list_queues(&who.tenant, &listing).await?;
     let queues: Vec<Value> = rows
         .into_iter()
         .map(|r| {
@@ -117,7 +118,7 @@ pub async fn delete_queue(
     ))
 }
 
-fn messages(m: &Messages) -> Value {
+pub(super) fn messages_json(m: &Messages) -> Value {
     json!({
         "total": m.total, "pending": m.pending, "processing": m.processing,
         "completed": m.completed, "failed": m.failed,
@@ -135,7 +136,7 @@ pub async fn overview(
     Extension(who): Extension<Principal>,
 ) -> Result<Json<Value>, ApiError> {
     let (o, t) = s.service.overview(&who.tenant).await?;
-    let mut counts = messages(&o.messages);
+    let mut counts = messages_json(&o.messages);
     counts["deadLetter"] = json!(o.dead_letters);
     Ok(Json(json!({
         "queues": o.queues, "partitions": o.partitions,
@@ -201,7 +202,7 @@ pub async fn partitions(
             json!({
                 "id": p.id, "name": p.name, "queue": p.queue,
                 "createdAt": millis(p.created_at), "lastActivity": p.last_push_at.map(millis),
-                "messages": messages(&p.messages),
+                "messages": messages_json(&p.messages),
             })
         })
         .collect();

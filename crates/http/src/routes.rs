@@ -15,7 +15,7 @@ use axum::Router;
 
 use super::{
     ack, configure, consumer_groups, dlq, health, lease, maintenance, messages, metrics, pop, push,
-    resources, stats, traces, transaction, AppState,
+    resources, stats, status, traces, transaction, AppState,
 };
 
 /// What a route requires. Each level includes the ones before it.
@@ -177,6 +177,26 @@ pub fn table() -> Table {
             "/api/v1/queues/{queue}/clear",
             Admin,
             resources::clear_queue,
+        )
+        .at(M::GET, "/api/v1/status", ReadOnly, status::status)
+        .at(M::GET, "/api/v1/status/queues", ReadOnly, status::queues)
+        .at(
+            M::GET,
+            "/api/v1/status/queues/{queue}",
+            ReadOnly,
+            status::queue,
+        )
+        .at(
+            M::GET,
+            "/api/v1/status/queues/{queue}/messages",
+            ReadOnly,
+            status::queue_messages,
+        )
+        .at(
+            M::GET,
+            "/api/v1/status/analytics",
+            ReadOnly,
+            status::analytics,
         )
         .at(
             M::GET,

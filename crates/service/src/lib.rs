@@ -32,6 +32,7 @@ pub mod push;
 pub mod queues;
 mod retention;
 pub mod series;
+pub mod status;
 mod supervise;
 pub mod traces;
 pub mod transaction;

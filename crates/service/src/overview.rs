@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
-pub use regent_store::overview::{Label, Messages, Overview, PartitionSummary, Rollup, Spread};
+pub use regent_store::overview::{
+    DeadSummary, Label, Leases, Messages, Overview, PartitionSummary, Rollup, Spread,
+};
+pub use regent_store::series::{Counts, Filter, QueueCounts};
 
 use crate::{Error, Service};
 
@@ -22,7 +25,7 @@ pub struct Throughput {
 impl Service {
     pub async fn overview(&self, tenant: &str) -> Result<(Overview, Throughput), Error> {
         let client = self.store.client().await?;
-        let o = regent_store::overview::overview(&client, tenant).await?;
+        let o = regent_store::overview::overview(&client, tenant, &Filter::default()).await?;
         drop(client);
         let recent = self.recent_counts(tenant, THROUGHPUT_SPAN).await?;
         let secs = THROUGHPUT_SPAN.as_secs_f64();

@@ -5,7 +5,7 @@ use regent_broker::options::QueueOptions;
 use regent_store::in_transaction;
 use regent_store::partitions;
 use regent_store::queues;
-pub use regent_store::queues::{Cleared, PartitionStats, QueueRow, QueueSummary};
+pub use regent_store::queues::{Cleared, Listing, PartitionStats, QueueRow, QueueSummary};
 use uuid::Uuid;
 
 use crate::{Error, Service};
@@ -51,16 +51,14 @@ impl Service {
         Ok((row.into(), partition))
     }
 
-    /// The tenant's queues, newest first, whose name contains `search`.
+    /// A page of the tenant's queues, newest first, as the listing filters them.
     pub async fn list_queues(
         &self,
         tenant: &str,
-        search: Option<&str>,
-        limit: i64,
-        offset: i64,
+        listing: &Listing<'_>,
     ) -> Result<Vec<QueueSummary>, Error> {
         let client = self.store.client().await?;
-        Ok(queues::list(&client, tenant, search, limit, offset).await?)
+        Ok(queues::list(&client, tenant, listing).await?)
     }
 
     /// The queue and each partition's counts; `None` for a queue the tenant does not have.

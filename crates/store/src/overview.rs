@@ -8,6 +8,7 @@ use deadpool_postgres::Client;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
+use crate::series::Filter;
 use crate::StoreError;
 
 /// Per partition of the tenant's queues: its counts, as the queue detail counts them
@@ -91,20 +92,32 @@ pub struct Overview {
     pub offset_lag: Spread,
 }
 
-pub async fn overview(client: &Client, tenant: &str) -> Result<Overview, StoreError> {
+/// The filter's conditions on `q`, the queues, with parameters $2 to $4.
+const FILTER: &str = "($2::text IS NULL OR q.name = $2) AND ($3::text IS NULL OR q.namespace = $3)
+                      AND ($4::text IS NULL OR q.task = $4)";
+
+/// The overview of the tenant's queues the filter lets through.
+pub async fn overview(
+    client: &Client,
+    tenant: &str,
+    f: &Filter<'_>,
+) -> Result<Overview, StoreError> {
     let sql = format!(
-        "WITH per AS ({PER_PARTITION} GROUP BY p.id, q.name, q.namespace, q.task)
-         SELECT (SELECT count(*) FROM queues WHERE tenant = $1) AS queues,
-                (SELECT count(DISTINCT namespace) FROM queues
-                  WHERE tenant = $1 AND namespace <> '') AS namespaces,
-                (SELECT count(DISTINCT task) FROM queues WHERE tenant = $1 AND task <> '') AS tasks,
-                (SELECT count(*) FROM dead_letters WHERE tenant = $1) AS dead_letters,
+        "WITH per AS ({PER_PARTITION} AND {FILTER} GROUP BY p.id, q.name, q.namespace, q.task),
+              qs AS (SELECT q.id, q.namespace, q.task FROM queues q WHERE q.tenant = $1 AND {FILTER})
+         SELECT (SELECT count(*) FROM qs) AS queues,
+                (SELECT count(DISTINCT namespace) FROM qs WHERE namespace <> '') AS namespaces,
+                (SELECT count(DISTINCT task) FROM qs WHERE task <> '') AS tasks,
+                (SELECT count(*) FROM dead_letters d WHERE d.tenant = $1
+                    AND d.queue_id IN (SELECT id FROM qs)) AS dead_letters,
                 count(*) AS partitions, {SUMS}
            FROM per"
     );
     let st = client.prepare_cached(&sql).await?;
-    let r = client.query_one(&st, &[&tenant]).await?;
-    let lag = lags(client, tenant).await?;
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+        [&tenant, &f.queue, &f.namespace, &f.task];
+    let r = client.query_one(&st, &params).await?;
+    let lag = lags(client, &params).await?;
     Ok(Overview {
         queues: r.get("queues"),
         partitions: r.get("partitions"),
@@ -117,11 +130,13 @@ pub async fn overview(client: &Client, tenant: &str) -> Result<Overview, StoreEr
     })
 }
 
-/// The spread of the tenant's cursors' lags.
-async fn lags(client: &Client, tenant: &str) -> Result<Row, StoreError> {
-    let st = client
-        .prepare_cached(
-            "WITH l AS (
+/// The spread of the lags of the filtered queues' cursors.
+async fn lags(
+    client: &Client,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync); 4],
+) -> Result<Row, StoreError> {
+    let sql = format!(
+        "WITH l AS (
                SELECT greatest(p.next_offset - 1 - c.committed, 0)::float8 AS offset_lag,
                       coalesce(extract(epoch FROM now() - o.created_at), 0)::float8 AS time_lag
                  FROM cursors c
@@ -131,17 +146,17 @@ async fn lags(client: &Client, tenant: &str) -> Result<Row, StoreError> {
                       SELECT g.created_at FROM segments g
                        WHERE g.partition_id = p.id AND g.end_offset > c.committed
                        ORDER BY g.end_offset LIMIT 1) o ON c.committed < p.next_offset - 1
-                WHERE q.tenant = $1)
+                WHERE q.tenant = $1 AND {FILTER})
              SELECT avg(time_lag) AS time_avg,
                     percentile_cont(0.5) WITHIN GROUP (ORDER BY time_lag) AS time_median,
                     min(time_lag) AS time_min, max(time_lag) AS time_max,
                     avg(offset_lag) AS offset_avg,
                     percentile_cont(0.5) WITHIN GROUP (ORDER BY offset_lag) AS offset_median,
                     min(offset_lag) AS offset_min, max(offset_lag) AS offset_max
-               FROM l",
-        )
-        .await?;
-    Ok(client.query_one(&st, &[&tenant]).await?)
+               FROM l"
+    );
+    let st = client.prepare_cached(&sql).await?;
+    Ok(client.query_one(&st, params).await?)
 }
 
 /// Which label of a queue to roll up by.
@@ -243,4 +258,71 @@ pub async fn partitions(
         })
         .collect();
     Ok((page, total))
+}
+
+/// The live leases of the filtered queues.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Leases {
+    pub active: i64,
+    pub partitions: i64,
+    /// Messages under them.
+    pub messages: i64,
+}
+
+pub async fn leases(client: &Client, tenant: &str, f: &Filter<'_>) -> Result<Leases, StoreError> {
+    let sql = format!(
+        "SELECT count(DISTINCT c.lease_id) AS active, count(DISTINCT c.partition_id) AS parts,
+                    coalesce(sum(c.lease_end - c.committed), 0)::bigint AS messages
+               FROM cursors c JOIN queues q ON q.id = c.queue_id
+              WHERE q.tenant = $1 AND {FILTER}
+                AND c.lease_id IS NOT NULL AND c.lease_expires_at > now()"
+    );
+    let st = client.prepare_cached(&sql).await?;
+    let r = client
+        .query_one(&st, &[&tenant, &f.queue, &f.namespace, &f.task])
+        .await?;
+    Ok(Leases {
+        active: r.get("active"),
+        partitions: r.get("parts"),
+        messages: r.get("messages"),
+    })
+}
+
+/// The filtered queues' dead letters: how many, over how many partitions, the commonest
+/// reasons (at most five).
+#[derive(Clone, Debug, Default)]
+pub struct DeadSummary {
+    pub total: i64,
+    pub partitions: i64,
+    pub top_errors: Vec<(String, i64)>,
+}
+
+pub async fn dead_summary(
+    client: &Client,
+    tenant: &str,
+    f: &Filter<'_>,
+) -> Result<DeadSummary, StoreError> {
+    let scope = format!(
+        "FROM dead_letters d JOIN queues q ON q.id = d.queue_id WHERE d.tenant = $1 AND {FILTER}"
+    );
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+        [&tenant, &f.queue, &f.namespace, &f.task];
+    let sql = format!("SELECT count(*) AS total, count(DISTINCT d.partition_id) AS parts {scope}");
+    let st = client.prepare_cached(&sql).await?;
+    let r = client.query_one(&st, &params).await?;
+    let sql = format!(
+        "SELECT d.error, count(*) AS n {scope} GROUP BY d.error ORDER BY n DESC, d.error LIMIT 5"
+    );
+    let st = client.prepare_cached(&sql).await?;
+    let top_errors = client
+        .query(&st, &params)
+        .await?
+        .iter()
+        .map(|r| (r.get("error"), r.get("n")))
+        .collect();
+    Ok(DeadSummary {
+        total: r.get("total"),
+        partitions: r.get("parts"),
+        top_errors,
+    })
 }

@@ -107,14 +107,22 @@ pub struct QueueSummary {
     pub processing: i64,
 }
 
+/// Which queues a listing shows: names containing `search`, of a namespace, of a task.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Listing<'a> {
+    pub search: Option<&'a str>,
+    pub namespace: Option<&'a str>,
+    pub task: Option<&'a str>,
+    pub limit: i64,
+    pub offset: i64,
+}
+
 /// Queues of a tenant, newest first. `pending` counts messages after the queue-mode cursor
 /// (or after the furthest-behind named group when only named groups read the queue).
 pub async fn list(
     client: &Client,
     tenant: &str,
-    search: Option<&str>,
-    limit: i64,
-    offset: i64,
+    l: &Listing<'_>,
 ) -> Result<Vec<QueueSummary>, StoreError> {
     let sql = format!(
         "SELECT {QUEUE_COLUMNS},
@@ -130,12 +138,23 @@ pub async fn list(
                     AND c.lease_expires_at > now()) AS processing
            FROM queues q
           WHERE q.tenant = $1 AND ($2::text IS NULL OR strpos(q.name, $2) > 0)
+            AND ($5::text IS NULL OR q.namespace = $5) AND ($6::text IS NULL OR q.task = $6)
           ORDER BY q.created_at DESC, q.name
           LIMIT $3 OFFSET $4"
     );
     let st = client.prepare_cached(&sql).await?;
     let rows = client
-        .query(&st, &[&tenant, &search, &limit, &offset])
+        .query(
+            &st,
+            &[
+                &tenant,
+                &l.search,
+                &l.limit,
+                &l.offset,
+                &l.namespace,
+                &l.task,
+            ],
+        )
         .await?;
     Ok(rows
         .iter()

@@ -101,3 +101,111 @@ pub async fn expire(
         .await?;
     Ok(tx.execute(&st, &[&before, &limit]).await? as i64)
 }
+
+/// Which of the tenant's queues a series read covers.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Filter<'a> {
+    pub queue: Option<&'a str>,
+    pub namespace: Option<&'a str>,
+    pub task: Option<&'a str>,
+}
+
+const FILTERED: &str = "q.tenant = $1 AND ($2::text IS NULL OR q.name = $2)
+       AND ($3::text IS NULL OR q.namespace = $3) AND ($4::text IS NULL OR q.task = $4)";
+
+const SUMS: &str = "coalesce(sum(m.pushed), 0)::bigint AS pushed,
+                    coalesce(sum(m.delivered), 0)::bigint AS delivered,
+                    coalesce(sum(m.completed), 0)::bigint AS completed,
+                    coalesce(sum(m.failed), 0)::bigint AS failed,
+                    coalesce(sum(m.dead_lettered), 0)::bigint AS dead_lettered,
+                    coalesce(sum(m.expired), 0)::bigint AS expired";
+
+fn counts(r: &tokio_postgres::Row) -> Counts {
+    Counts {
+        pushed: r.get("pushed"),
+        delivered: r.get("delivered"),
+        completed: r.get("completed"),
+        failed: r.get("failed"),
+        dead_lettered: r.get("dead_lettered"),
+        expired: r.get("expired"),
+    }
+}
+
+/// The filtered queues' counts per bucket of `bucket_minutes` in [from, to), oldest first;
+/// buckets with nothing counted are absent.
+pub async fn buckets(
+    client: &Client,
+    tenant: &str,
+    f: &Filter<'_>,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    bucket_minutes: i32,
+) -> Result<Vec<(DateTime<Utc>, Counts)>, StoreError> {
+    let sql = format!(
+        "SELECT date_bin(make_interval(mins => $7), m.minute, $5) AS bucket, {SUMS}
+           FROM queue_minutes m JOIN queues q ON q.id = m.queue_id
+          WHERE {FILTERED} AND m.minute >= $5 AND m.minute < $6
+          GROUP BY 1 ORDER BY 1"
+    );
+    let st = client.prepare_cached(&sql).await?;
+    let rows = client
+        .query(
+            &st,
+            &[
+                &tenant,
+                &f.queue,
+                &f.namespace,
+                &f.task,
+                &from,
+                &to,
+                &bucket_minutes,
+            ],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| (r.get("bucket"), counts(r))).collect())
+}
+
+/// Each filtered queue's counts over [from, to), with its labels, by name; queues with
+/// nothing counted included (zeros).
+pub async fn per_queue(
+    client: &Client,
+    tenant: &str,
+    f: &Filter<'_>,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Vec<QueueCounts>, StoreError> {
+    let sql = format!(
+        "SELECT q.id, q.name, q.namespace, q.task,
+                (SELECT count(*) FROM partitions p WHERE p.queue_id = q.id) AS partitions, {SUMS}
+           FROM queues q
+           LEFT JOIN queue_minutes m ON m.queue_id = q.id AND m.minute >= $5 AND m.minute < $6
+          WHERE {FILTERED}
+          GROUP BY q.id ORDER BY q.name"
+    );
+    let st = client.prepare_cached(&sql).await?;
+    let rows = client
+        .query(&st, &[&tenant, &f.queue, &f.namespace, &f.task, &from, &to])
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| QueueCounts {
+            id: r.get("id"),
+            name: r.get("name"),
+            namespace: r.get("namespace"),
+            task: r.get("task"),
+            partitions: r.get("partitions"),
+            counts: counts(r),
+        })
+        .collect())
+}
+
+/// One queue's counts over a window.
+#[derive(Clone, Debug)]
+pub struct QueueCounts {
+    pub id: Uuid,
+    pub name: String,
+    pub namespace: String,
+    pub task: String,
+    pub partitions: i64,
+    pub counts: Counts,
+}

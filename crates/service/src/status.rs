@@ -1,0 +1,76 @@
+//! The status pages' figures (spec §13.1–13.5): the series bucketed over a window, each
+//! queue's share of it, and the current counts, leases and dead letters, read together.
+
+use chrono::{DateTime, Duration, Utc};
+use regent_broker::buckets::{bucket_minutes, point_count};
+use regent_store::overview::{self, DeadSummary, Leases, Overview};
+use regent_store::series::{self, Counts, Filter, QueueCounts};
+
+use crate::{Error, Service};
+
+/// A window of the series: its bounds and its bucket width.
+#[derive(Clone, Copy, Debug)]
+pub struct Window {
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    pub bucket_minutes: i32,
+}
+
+impl Window {
+    /// The window [from, to) with buckets as wide as its length asks (`None`: the spec's).
+    pub fn new(from: DateTime<Utc>, to: DateTime<Utc>, bucket_minutes_: Option<i32>) -> Window {
+        Window {
+            from,
+            to,
+            bucket_minutes: bucket_minutes_.unwrap_or_else(|| bucket_minutes(to - from)),
+        }
+    }
+
+    pub fn points(&self) -> i64 {
+        point_count(self.from, self.to, self.bucket_minutes)
+    }
+
+    pub fn bucket(&self) -> Duration {
+        Duration::minutes(i64::from(self.bucket_minutes))
+    }
+}
+
+/// Everything `GET /api/v1/status` shows.
+#[derive(Clone, Debug)]
+pub struct Status {
+    pub window: Window,
+    /// Newest first, one per bucket with anything counted.
+    pub points: Vec<(DateTime<Utc>, Counts)>,
+    pub queues: Vec<QueueCounts>,
+    pub now: Overview,
+    pub leases: Leases,
+    pub dead: DeadSummary,
+}
+
+impl Service {
+    pub async fn status(&self, tenant: &str, f: &Filter<'_>, w: Window) -> Result<Status, Error> {
+        let client = self.store.client().await?;
+        let mut points =
+            series::buckets(&client, tenant, f, w.from, w.to, w.bucket_minutes).await?;
+        points.reverse();
+        Ok(Status {
+            window: w,
+            points,
+            queues: series::per_queue(&client, tenant, f, w.from, w.to).await?,
+            now: overview::overview(&client, tenant, f).await?,
+            leases: overview::leases(&client, tenant, f).await?,
+            dead: overview::dead_summary(&client, tenant, f).await?,
+        })
+    }
+
+    /// The series bucketed over the window, oldest first.
+    pub async fn series(
+        &self,
+        tenant: &str,
+        f: &Filter<'_>,
+        w: Window,
+    ) -> Result<Vec<(DateTime<Utc>, Counts)>, Error> {
+        let client = self.store.client().await?;
+        Ok(series::buckets(&client, tenant, f, w.from, w.to, w.bucket_minutes).await?)
+    }
+}
