@@ -43,7 +43,7 @@ pub async fn list(
         .map(|d| {
             let m = d.message.message;
             json!({
-                "id": m.message_id, "transactionId": m.transaction_id,
+                "deadLetterId": d.id, "id": m.message_id, "transactionId": m.transaction_id,
                 "partitionId": d.partition_id, "queue": d.queue, "partition": d.partition,
                 "consumerGroup": d.group, "errorMessage": d.error, "retryCount": d.retry_count,
                 "data": m.payload, "producerSub": m.producer_sub, "traceId": m.trace_id,

@@ -77,6 +77,7 @@ pub struct Filter<'a> {
 
 #[derive(Debug)]
 pub struct DeadLetter {
+    pub id: i64,
     pub partition_id: Uuid,
     pub queue: String,
     pub partition: String,
@@ -92,6 +93,7 @@ impl TryFrom<&Row> for DeadLetter {
 
     fn try_from(r: &Row) -> Result<DeadLetter, StoreError> {
         Ok(DeadLetter {
+            id: r.get("id"),
             partition_id: r.get("partition_id"),
             queue: r.get("queue"),
             partition: r.get("partition"),
@@ -131,7 +133,7 @@ pub async fn list(
     let total: i64 = client.query_one(&st, &params).await?.get("total");
 
     let sql = format!(
-        "SELECT d.partition_id, q.name AS queue, p.name AS partition, d.consumer_group,
+        "SELECT d.id, d.partition_id, q.name AS queue, p.name AS partition, d.consumer_group,
                 d.error, d.retry_count, d.\"offset\", d.frame, d.created_at, d.failed_at
            {WHERE}
           ORDER BY d.failed_at DESC, d.id DESC
