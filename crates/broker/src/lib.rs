@@ -9,6 +9,7 @@ pub mod limits;
 pub mod naming;
 pub mod options;
 pub mod push_plan;
+pub mod requeue;
 pub mod status;
 pub mod subscription;
 pub mod tx_hash;
