@@ -28,6 +28,7 @@ pub mod pop;
 mod purge;
 pub mod push;
 pub mod queues;
+pub mod requeue;
 mod retention;
 mod supervise;
 pub mod traces;
