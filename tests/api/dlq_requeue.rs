@@ -6,6 +6,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::push_pop::woken_now;
+use crate::python_client::FLOW_KEY;
 use crate::support::{broker, broker_with, Broker};
 
 const REQUEUE: &str = "/api/v1/dlq/requeue";
@@ -639,4 +640,40 @@ async fn a_requeue_past_the_stored_message_cap_is_refused_whole() {
     assert_eq!(s, StatusCode::TOO_MANY_REQUESTS, "{v}");
     assert_eq!(v["code"], "quota_exceeded", "{v}");
     assert_eq!(stored(&b).await, already, "refused whole");
+}
+
+/// A sealed payload is copied as stored, still sealed, and opens on the way out.
+#[tokio::test]
+async fn an_encrypted_queues_copy_stays_sealed_and_pops_in_the_clear() {
+    let b = broker_with(|c| c.queen_encryption_key = Some(FLOW_KEY.into())).await;
+    b.configure("secret", json!({"encryptionEnabled": true}))
+        .await;
+    let pid = dead_letter(&b, "secret", "p", "g", &["s"], "r").await;
+    let v = call(&b, REQUEUE, json!({"queue": "secret"})).await;
+    assert_eq!(verdicts(&v), pairs(&[("s", "requeued")]), "{v}");
+    let copy_txid = v["items"][0]["newTransactionId"].as_str().unwrap();
+    let frames: Vec<Vec<u8>> = b
+        .db()
+        .await
+        .query(
+            "SELECT frames FROM segments WHERE partition_id = $1::text::uuid ORDER BY end_offset",
+            &[&pid],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let copy = regent::store::frames::decode(&frames[1]).unwrap();
+    let original = regent::store::frames::decode(&frames[0]).unwrap();
+    assert_eq!(copy.transaction_id, copy_txid);
+    assert!(copy.encrypted, "still sealed in the log");
+    assert_eq!(
+        copy.payload.get(),
+        original.payload.get(),
+        "the envelope as stored"
+    );
+    let got = pop_all(&b, "secret", "p", "g").await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0]["data"], json!({"tx": "s"}));
 }

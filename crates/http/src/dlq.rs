@@ -62,7 +62,6 @@ pub async fn list(
 }
 
 /// The bulk routes' body, read: a selector (ids, a filter, both, or `all`), `limit`, `dryRun`.
-#[derive(Default)]
 struct BulkBody {
     ids: Option<Vec<i64>>,
     queue: Option<String>,
@@ -210,7 +209,7 @@ fn limit(v: Option<&Value>) -> Result<Option<i64>, ApiError> {
 
 /// Which bulk route answers: the key of its count, and whether items carry the copy.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Bulked {
+enum BulkRoute {
     Requeue,
     Delete,
 }
@@ -224,7 +223,7 @@ fn verdict_name(v: BulkVerdict) -> &'static str {
     }
 }
 
-fn bulk_item(i: &BulkItem, route: Bulked) -> Value {
+fn bulk_item(i: &BulkItem, route: BulkRoute) -> Value {
     let found = i.found.as_ref();
     let mut item = json!({
         "deadLetterId": i.dead_letter_id,
@@ -233,7 +232,7 @@ fn bulk_item(i: &BulkItem, route: Bulked) -> Value {
         "consumerGroup": found.map(|f| &f.group),
         "verdict": verdict_name(i.verdict),
     });
-    if route == Bulked::Requeue {
+    if route == BulkRoute::Requeue {
         let copy = match i.verdict {
             BulkVerdict::Requeued(id) | BulkVerdict::Duplicate(id) => id,
             BulkVerdict::Gone | BulkVerdict::Deleted => None,
@@ -244,11 +243,11 @@ fn bulk_item(i: &BulkItem, route: Bulked) -> Value {
     item
 }
 
-fn render(out: &BulkOutcome, dry_run: bool, route: Bulked) -> Value {
+fn render(out: &BulkOutcome, dry_run: bool, route: BulkRoute) -> Value {
     let count = |f: fn(&BulkVerdict) -> bool| out.items.iter().filter(|i| f(&i.verdict)).count();
     let (key, done) = match route {
-        Bulked::Requeue => ("requeued", count(|v| matches!(v, BulkVerdict::Requeued(_)))),
-        Bulked::Delete => ("deleted", count(|v| *v == BulkVerdict::Deleted)),
+        BulkRoute::Requeue => ("requeued", count(|v| matches!(v, BulkVerdict::Requeued(_)))),
+        BulkRoute::Delete => ("deleted", count(|v| *v == BulkVerdict::Deleted)),
     };
     let items: Vec<Value> = out.items.iter().map(|i| bulk_item(i, route)).collect();
     let mut body = json!({
@@ -275,7 +274,7 @@ pub async fn requeue(
         .service
         .requeue_dead_letters(&who.tenant, &b.bulk())
         .await?;
-    Ok(Json(render(&out, b.dry_run, Bulked::Requeue)))
+    Ok(Json(render(&out, b.dry_run, BulkRoute::Requeue)))
 }
 
 /// `POST /api/v1/dlq/delete`: the selected dead letters deleted, in one transaction.
@@ -289,5 +288,5 @@ pub async fn delete(
         .service
         .delete_dead_letters(&who.tenant, &b.bulk())
         .await?;
-    Ok(Json(render(&out, b.dry_run, Bulked::Delete)))
+    Ok(Json(render(&out, b.dry_run, BulkRoute::Delete)))
 }
