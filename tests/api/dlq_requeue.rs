@@ -677,3 +677,36 @@ async fn an_encrypted_queues_copy_stays_sealed_and_pops_in_the_clear() {
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(got[0]["data"], json!({"tx": "s"}));
 }
+
+/// Two calls racing for the same dead letters across two partitions: each dead letter is
+/// requeued by exactly one of them, the other finds it gone, and neither fails.
+#[tokio::test]
+async fn racing_requeues_copy_each_dead_letter_once() {
+    let b = broker().await;
+    let p1 = dead_letter(&b, "q", "p1", "g", &["a", "b"], "r").await;
+    let p2 = dead_letter(&b, "q", "p2", "g", &["c"], "r").await;
+    let ids: Vec<i64> = listed(&b, "")
+        .await
+        .iter()
+        .map(|d| d["deadLetterId"].as_i64().unwrap())
+        .collect();
+    let mut reversed = ids.clone();
+    reversed.reverse();
+    let (one, two) = tokio::join!(
+        call(&b, REQUEUE, json!({"all": true})),
+        call(&b, REQUEUE, json!({"ids": reversed})),
+    );
+    let (c1, c2) = (counts(&one, "requeued"), counts(&two, "requeued"));
+    assert_eq!(c1.1 + c2.1, 3, "{one}\n{two}");
+    assert_eq!(
+        c1.3 + c2.3,
+        c1.0 + c2.0 - 3,
+        "the rest is gone: {one}\n{two}"
+    );
+    assert_eq!((c1.2, c2.2), (0, 0));
+    assert_eq!(
+        (next_offset(&b, &p1).await, next_offset(&b, &p2).await),
+        (4, 2)
+    );
+    assert!(listed(&b, "").await.is_empty());
+}
