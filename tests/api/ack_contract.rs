@@ -189,6 +189,10 @@ async fn assert_one_dead_letter(b: &Broker, queue: &str, txid: &str, group: &str
     assert_eq!(r["consumerGroup"], group, "{r}");
     assert_eq!(r["errorMessage"], reason, "{r}");
     assert_eq!(r["data"], json!({"tx": txid}), "payload snapshot: {r}");
+    assert!(
+        r["deadLetterId"].is_i64(),
+        "the id the bulk routes take: {r}"
+    );
 }
 
 /// Posts a raw body to a route.

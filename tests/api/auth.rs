@@ -112,6 +112,8 @@ fn the_route_table_gives_the_specs_levels() {
             Level::ReadWrite,
         ),
         (Method::GET, "/api/v1/dlq", Level::ReadOnly),
+        (Method::POST, "/api/v1/dlq/requeue", Level::ReadWrite),
+        (Method::POST, "/api/v1/dlq/delete", Level::ReadWrite),
         (Method::GET, "/api/v1/resources/overview", Level::ReadOnly),
         (Method::GET, "/api/v1/resources/queues", Level::ReadOnly),
         (

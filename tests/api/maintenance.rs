@@ -198,6 +198,13 @@ async fn the_switches_reach_the_other_broker_which_drains_nothing_twice() {
         a.get(PUSH).await.1["bufferedMessages"] == 0
     })
     .await;
+    // a sees pop maintenance end at its next poll.
+    let on_a = a.runtime();
+    eventually(Duration::from_secs(1), "a sees pops resume", || {
+        let paused = on_a.switches.pop_paused("default");
+        async move { !paused }
+    })
+    .await;
     let v = a.pop("shared", "batch=100").await;
     assert_eq!(Broker::txids(&v), sent, "each once, in arrival order: {v}");
     let stored: i64 = a

@@ -245,6 +245,10 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
                        "traceNames": "order-flow"});
     let (s, v) = a.post("/api/v1/traces", trace.clone()).await;
     assert_eq!(s, StatusCode::CREATED, "{v}");
+    let (s, v) = a.get("/api/v1/dlq").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let dead_letter_id = v["messages"][0]["deadLetterId"].clone();
+    assert!(dead_letter_id.is_i64(), "{v}");
     // A's counts so far in the series, so that the snapshot holds them.
     b.flush_series().await;
     let before = snapshot(&b, "acme").await;
@@ -359,6 +363,35 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
             (&json!([]), &json!(0)),
             "{v}"
         );
+    }
+    // B's bulk requeue and deletion take nothing of A's: not everything of B's, not by A's
+    // queue name, not by A's dead-letter id (gone, naming nothing).
+    for (route, done) in [
+        ("/api/v1/dlq/requeue", "requeued"),
+        ("/api/v1/dlq/delete", "deleted"),
+    ] {
+        for body in [
+            json!({"all": true, "dryRun": true}),
+            json!({"all": true}),
+            json!({"queue": "orders", "consumerGroup": "__QUEUE_MODE__", "reason": "poison"}),
+            json!({"ids": [dead_letter_id]}),
+        ] {
+            let (s, v) = z.post(route, body.clone()).await;
+            assert_eq!(s, StatusCode::OK, "{route} {body}: {v}");
+            assert_eq!(
+                (&v[done], &v["duplicates"], &v["more"]),
+                (&json!(0), &json!(0), &json!(false)),
+                "{route} {body}: {v}"
+            );
+            for i in v["items"].as_array().unwrap() {
+                assert_eq!(i["verdict"], "gone", "{route}: {i}");
+                assert_eq!(
+                    (&i["partitionId"], &i["transactionId"]),
+                    (&Value::Null, &Value::Null),
+                    "{route}: {i}"
+                );
+            }
+        }
     }
     for path in [
         "/api/v1/pop/queue/orders?wait=false&batch=10",

@@ -11,6 +11,7 @@ pub mod message_status;
 pub mod naming;
 pub mod options;
 pub mod push_plan;
+pub mod requeue;
 pub mod status;
 pub mod subscription;
 pub mod tx_hash;

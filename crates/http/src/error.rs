@@ -25,6 +25,9 @@ pub enum ApiError {
     Forbidden(String),
     #[error("{0}")]
     NotFound(String),
+    /// Valid, but refused by the tenant's state for now.
+    #[error("{0}")]
+    Conflict(String),
     #[error("Method not allowed")]
     MethodNotAllowed,
     #[error("request body too large")]
@@ -83,6 +86,7 @@ impl From<Error> for ApiError {
         match e {
             Error::Invalid(text) => ApiError::BadRequest(text),
             Error::NotFound(text) => ApiError::NotFound(text),
+            Error::Conflict(text) => ApiError::Conflict(text),
             Error::Limited(r) => r.into(),
             Error::Unavailable {
                 reason,
@@ -103,6 +107,7 @@ impl IntoResponse for ApiError {
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::ServerError(_) => StatusCode::INTERNAL_SERVER_ERROR,

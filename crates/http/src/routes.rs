@@ -124,6 +124,8 @@ pub fn table() -> Table {
             messages::to_dlq,
         )
         .at(M::GET, "/api/v1/dlq", ReadOnly, dlq::list)
+        .at(M::POST, "/api/v1/dlq/requeue", ReadWrite, dlq::requeue)
+        .at(M::POST, "/api/v1/dlq/delete", ReadWrite, dlq::delete)
         .at(
             M::GET,
             "/api/v1/resources/overview",

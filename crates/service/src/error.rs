@@ -13,6 +13,10 @@ pub enum Error {
     Invalid(String),
     #[error("{0}")]
     NotFound(String),
+    /// The request is valid but the tenant's state refuses it now (push maintenance): the
+    /// text says until when.
+    #[error("{0}")]
+    Conflict(String),
     /// Over a tenant limit.
     #[error("{0:?}")]
     Limited(Refusal),

@@ -30,6 +30,7 @@ pub mod pop;
 mod purge;
 pub mod push;
 pub mod queues;
+pub mod requeue;
 mod retention;
 pub mod series;
 pub mod status;

@@ -120,3 +120,26 @@ pub(crate) async fn stored_ids(
         })
         .collect()
 }
+
+/// The batch's messages whose transaction ids are in the log: (position, stored id).
+pub async fn logged(
+    tx: &Transaction<'_>,
+    b: &Batch,
+) -> Result<Vec<(usize, Option<Uuid>)>, StoreError> {
+    let st = tx
+        .prepare_cached(
+            "SELECT w.ord, x.\"offset\"
+               FROM unnest($1::uuid[]) WITH ORDINALITY AS w(hash, ord)
+               JOIN tx_index x ON x.hash = w.hash
+              ORDER BY w.ord",
+        )
+        .await?;
+    let rows = tx.query(&st, &[&b.hashes]).await?;
+    let at: Vec<usize> = rows
+        .iter()
+        .map(|r| r.get::<_, i64>("ord") as usize - 1)
+        .collect();
+    let offsets: Vec<i64> = rows.iter().map(|r| r.get("offset")).collect();
+    let ids = stored_ids(tx, b.partition, &offsets).await?;
+    Ok(at.into_iter().zip(ids).collect())
+}

@@ -6,7 +6,7 @@ use deadpool_postgres::{Client, Transaction};
 use tokio_postgres::Row;
 use uuid::Uuid;
 
-use crate::message::StoredMessage;
+use crate::message::{Message, StoredMessage};
 use crate::{frames, StoreError};
 
 /// A message to dead-letter: where it is and why.
@@ -77,6 +77,7 @@ pub struct Filter<'a> {
 
 #[derive(Debug)]
 pub struct DeadLetter {
+    pub id: i64,
     pub partition_id: Uuid,
     pub queue: String,
     pub partition: String,
@@ -92,6 +93,7 @@ impl TryFrom<&Row> for DeadLetter {
 
     fn try_from(r: &Row) -> Result<DeadLetter, StoreError> {
         Ok(DeadLetter {
+            id: r.get("id"),
             partition_id: r.get("partition_id"),
             queue: r.get("queue"),
             partition: r.get("partition"),
@@ -131,7 +133,7 @@ pub async fn list(
     let total: i64 = client.query_one(&st, &params).await?.get("total");
 
     let sql = format!(
-        "SELECT d.partition_id, q.name AS queue, p.name AS partition, d.consumer_group,
+        "SELECT d.id, d.partition_id, q.name AS queue, p.name AS partition, d.consumer_group,
                 d.error, d.retry_count, d.\"offset\", d.frame, d.created_at, d.failed_at
            {WHERE}
           ORDER BY d.failed_at DESC, d.id DESC
@@ -163,4 +165,159 @@ pub async fn expire(
         )
         .await?;
     Ok(tx.execute(&st, &[&before, &limit]).await? as i64)
+}
+
+/// Which dead letters a bulk requeue or deletion takes: the ids named, when given, and
+/// whatever the set fields of the filter match (AND). All unset selects every dead letter of
+/// the tenant: the caller decides whether that was asked for.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Selector<'a> {
+    pub ids: Option<&'a [i64]>,
+    pub queue: Option<&'a str>,
+    pub partition: Option<&'a str>,
+    pub group: Option<&'a str>,
+    /// The stored error text, exactly.
+    pub reason: Option<&'a str>,
+    pub from: Option<DateTime<Utc>>,
+    pub to: Option<DateTime<Utc>>,
+}
+
+/// A dead letter a selector matched, without its frame: enough to answer for it.
+#[derive(Clone, Debug)]
+pub struct Picked {
+    pub id: i64,
+    pub partition_id: Uuid,
+    pub transaction_id: String,
+    pub group: String,
+}
+
+/// Up to `limit` of the tenant's dead letters that `sel` matches, oldest failure first. Only
+/// dead letters whose queue and partition still exist match (as in [`list`]).
+pub async fn pick(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    sel: &Selector<'_>,
+    limit: i64,
+) -> Result<Vec<Picked>, StoreError> {
+    let st = tx
+        .prepare_cached(
+            "SELECT d.id, d.partition_id, d.transaction_id, d.consumer_group
+               FROM dead_letters d
+               JOIN queues q ON q.id = d.queue_id AND q.tenant = d.tenant
+               JOIN partitions p ON p.id = d.partition_id
+              WHERE d.tenant = $1
+                AND ($2::bigint[] IS NULL OR d.id = ANY ($2))
+                AND ($3::text IS NULL OR q.name = $3)
+                AND ($4::text IS NULL OR p.name = $4)
+                AND ($5::text IS NULL OR d.consumer_group = $5)
+                AND ($6::text IS NULL OR d.error = $6)
+                AND ($7::timestamptz IS NULL OR d.failed_at >= $7)
+                AND ($8::timestamptz IS NULL OR d.failed_at <= $8)
+              ORDER BY d.failed_at, d.id
+              LIMIT $9",
+        )
+        .await?;
+    let rows = tx
+        .query(
+            &st,
+            &[
+                &tenant,
+                &sel.ids,
+                &sel.queue,
+                &sel.partition,
+                &sel.group,
+                &sel.reason,
+                &sel.from,
+                &sel.to,
+                &limit,
+            ],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| Picked {
+            id: r.get("id"),
+            partition_id: r.get("partition_id"),
+            transaction_id: r.get("transaction_id"),
+            group: r.get("consumer_group"),
+        })
+        .collect())
+}
+
+/// A dead letter taken (or read) whole, to be put back into its partition.
+#[derive(Debug)]
+pub struct Taken {
+    pub id: i64,
+    pub queue_id: Uuid,
+    pub queue: String,
+    pub partition_id: Uuid,
+    pub group: String,
+    pub error: String,
+    /// Where the message was in its partition's log.
+    pub offset: i64,
+    /// The snapshot, as it was in the log.
+    pub message: Message,
+}
+
+impl TryFrom<&Row> for Taken {
+    type Error = StoreError;
+
+    fn try_from(r: &Row) -> Result<Taken, StoreError> {
+        Ok(Taken {
+            id: r.get("id"),
+            queue_id: r.get("queue_id"),
+            queue: r.get("queue"),
+            partition_id: r.get("partition_id"),
+            group: r.get("consumer_group"),
+            error: r.get("error"),
+            offset: r.get("offset"),
+            message: frames::decode(r.get("frame"))?,
+        })
+    }
+}
+
+/// Deletes the tenant's dead letters `ids` in the caller's transaction and returns them,
+/// locked in id order (two bulk calls over the same rows then wait for each other instead
+/// of deadlocking). One another transaction took first, or whose partition is gone, is not
+/// returned (and, orphaned, is left alone).
+pub async fn take(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    ids: &[i64],
+) -> Result<Vec<Taken>, StoreError> {
+    let st = tx
+        .prepare_cached(
+            "DELETE FROM dead_letters d
+              USING queues q, partitions p
+              WHERE d.id IN (SELECT id FROM dead_letters
+                              WHERE tenant = $1 AND id = ANY ($2)
+                              ORDER BY id FOR UPDATE)
+                AND q.id = d.queue_id AND p.id = d.partition_id
+             RETURNING d.id, d.queue_id, q.name AS queue, d.partition_id, d.consumer_group,
+                       d.error, d.\"offset\", d.frame",
+        )
+        .await?;
+    let rows = tx.query(&st, &[&tenant, &ids]).await?;
+    rows.iter().map(Taken::try_from).collect()
+}
+
+/// The tenant's dead letters `ids` whose partitions exist, read as [`take`] would delete
+/// them (a dry run), without locking anything.
+pub async fn read(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    ids: &[i64],
+) -> Result<Vec<Taken>, StoreError> {
+    let st = tx
+        .prepare_cached(
+            "SELECT d.id, d.queue_id, q.name AS queue, d.partition_id, d.consumer_group,
+                    d.error, d.\"offset\", d.frame
+               FROM dead_letters d
+               JOIN queues q ON q.id = d.queue_id
+               JOIN partitions p ON p.id = d.partition_id
+              WHERE d.tenant = $1 AND d.id = ANY ($2)",
+        )
+        .await?;
+    let rows = tx.query(&st, &[&tenant, &ids]).await?;
+    rows.iter().map(Taken::try_from).collect()
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use deadpool_postgres::{Client, Transaction};
 use uuid::Uuid;
 
-use crate::append::{append_many, stored_ids, Appended, Batch, Dedup};
+use crate::append::{append_many, logged, Appended, Batch, Dedup};
 use crate::{frames, StoreError};
 
 /// A tenant's switches, and whether pushes of it wait in the buffer.
@@ -117,26 +117,6 @@ pub async fn hold(
         out.push(verdicts);
     }
     Ok(out)
-}
-
-/// The batch's messages whose transaction ids are in the log: (position, stored id).
-async fn logged(tx: &Transaction<'_>, b: &Batch) -> Result<Vec<(usize, Option<Uuid>)>, StoreError> {
-    let st = tx
-        .prepare_cached(
-            "SELECT w.ord, x.\"offset\"
-               FROM unnest($1::uuid[]) WITH ORDINALITY AS w(hash, ord)
-               JOIN tx_index x ON x.hash = w.hash
-              ORDER BY w.ord",
-        )
-        .await?;
-    let rows = tx.query(&st, &[&b.hashes]).await?;
-    let at: Vec<usize> = rows
-        .iter()
-        .map(|r| r.get::<_, i64>("ord") as usize - 1)
-        .collect();
-    let offsets: Vec<i64> = rows.iter().map(|r| r.get("offset")).collect();
-    let ids = stored_ids(tx, b.partition, &offsets).await?;
-    Ok(at.into_iter().zip(ids).collect())
 }
 
 /// Buffers the messages at `which`, in that order; the hashes taken (a hash already

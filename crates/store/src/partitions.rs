@@ -123,3 +123,21 @@ pub async fn ensure(
         .await?;
     Ok(tx.query_one(&sel, &[&queue_id, &name]).await?.get("id"))
 }
+
+/// Locks the tenant's partitions `ids` (their sequencer rows) in id order, the global lock
+/// order, for the rest of the caller's transaction: for a writer that must hold them before
+/// it takes locks of its own (a requeue, before the dead letters it deletes). Returns the
+/// ids that exist.
+pub async fn lock(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    ids: &[Uuid],
+) -> Result<Vec<Uuid>, StoreError> {
+    let st = tx
+        .prepare_cached(
+            "SELECT id FROM partitions WHERE tenant = $1 AND id = ANY ($2) ORDER BY id FOR UPDATE",
+        )
+        .await?;
+    let rows = tx.query(&st, &[&tenant, &ids]).await?;
+    Ok(rows.iter().map(|r| r.get("id")).collect())
+}

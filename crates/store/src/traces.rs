@@ -3,11 +3,12 @@
 //! when the trace is recorded, and only to a message the log still holds.
 
 use chrono::{DateTime, Utc};
-use deadpool_postgres::Client;
+use deadpool_postgres::{Client, Transaction};
 use serde_json::Value;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
+use crate::dead_letters::Taken;
 use crate::message::Message;
 use crate::{frames, StoreError};
 
@@ -152,6 +153,83 @@ pub async fn record_origin(
         event: &event,
     };
     record(client, &t).await
+}
+
+/// A message appended as the copy of a dead letter: what its trace records.
+pub struct Requeued<'a> {
+    /// The copy's transaction id and its index hash.
+    pub transaction_id: &'a str,
+    pub hash: Uuid,
+    pub dead_letter: &'a Taken,
+}
+
+/// Records one `event_type` trace on each copy, in the caller's transaction (the one that
+/// appended them), under the dead letter's consumer group, its data naming the dead letter
+/// and the original message.
+pub async fn record_requeued(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    event_type: &str,
+    copies: &[Requeued<'_>],
+) -> Result<(), StoreError> {
+    let st = tx
+        .prepare_cached(
+            "INSERT INTO traces (id, tenant, queue_id, partition_id, transaction_id, \"offset\",
+                                 event_type, data, consumer_group, worker_id, trace_names)
+             SELECT c.id, p.tenant, p.queue_id, p.id, c.txid, x.\"offset\", $2,
+                    jsonb_build_object('deadLetterId', c.dead_letter,
+                                       'originalMessageId', c.message_id,
+                                       'originalTransactionId', c.original_txid,
+                                       'consumerGroup', c.consumer_group,
+                                       'reason', c.reason),
+                    c.consumer_group, NULL, '{}'
+               FROM unnest($3::uuid[], $4::uuid[], $5::uuid[], $6::text[], $7::bigint[],
+                           $8::uuid[], $9::text[], $10::text[], $11::text[])
+                    AS c(id, partition_id, hash, txid, dead_letter, message_id, original_txid,
+                         consumer_group, reason)
+               JOIN partitions p ON p.id = c.partition_id AND p.tenant = $1
+               JOIN tx_index x ON x.hash = c.hash",
+        )
+        .await?;
+    let ids: Vec<Uuid> = copies.iter().map(|_| Uuid::now_v7()).collect();
+    let partitions: Vec<Uuid> = copies.iter().map(|c| c.dead_letter.partition_id).collect();
+    let hashes: Vec<Uuid> = copies.iter().map(|c| c.hash).collect();
+    let txids: Vec<&str> = copies.iter().map(|c| c.transaction_id).collect();
+    let dead_letters: Vec<i64> = copies.iter().map(|c| c.dead_letter.id).collect();
+    let originals: Vec<Uuid> = copies
+        .iter()
+        .map(|c| c.dead_letter.message.message_id)
+        .collect();
+    let original_txids: Vec<&str> = copies
+        .iter()
+        .map(|c| c.dead_letter.message.transaction_id.as_str())
+        .collect();
+    let groups: Vec<&str> = copies
+        .iter()
+        .map(|c| c.dead_letter.group.as_str())
+        .collect();
+    let reasons: Vec<&str> = copies
+        .iter()
+        .map(|c| c.dead_letter.error.as_str())
+        .collect();
+    tx.execute(
+        &st,
+        &[
+            &tenant,
+            &event_type,
+            &ids,
+            &partitions,
+            &hashes,
+            &txids,
+            &dead_letters,
+            &originals,
+            &original_txids,
+            &groups,
+            &reasons,
+        ],
+    )
+    .await?;
+    Ok(())
 }
 
 /// The traces of one message, oldest first.
