@@ -148,6 +148,9 @@ fn the_route_table_gives_the_specs_levels() {
             Level::ReadOnly,
         ),
         (Method::GET, "/api/v1/status/analytics", Level::ReadOnly),
+        (Method::GET, "/api/v1/analytics/queue-lag", Level::ReadOnly),
+        (Method::GET, "/api/v1/analytics/queue-ops", Level::ReadOnly),
+        (Method::GET, "/api/v1/analytics/retention", Level::ReadOnly),
         (Method::GET, "/api/v1/consumer-groups", Level::ReadOnly),
         (
             Method::GET,

@@ -185,3 +185,44 @@ async fn analytics_counts_pushed_messages_per_interval() {
     let (_, v) = b.get("/api/v1/status/analytics?queue=logs").await;
     assert_eq!(v["dataPoints"][0]["messages"], 1, "{v}");
 }
+
+#[tokio::test]
+async fn the_queue_analytics_count_operations_and_waits_per_queue() {
+    let b = broker().await;
+    fill(&b).await;
+    let (s, v) = b.get("/api/v1/analytics/queue-ops").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let orders = v["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["queue"] == "orders")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        orders,
+        json!({"queue": "orders", "push": 3, "pop": 2, "ack": 2, "nack": 0, "dlq": 1,
+               "expired": 0})
+    );
+    assert!(v["series"][0]["timestamp"].is_string(), "{v}");
+    assert_eq!(v["bucketMinutes"], 1);
+
+    let (s, v) = b.get("/api/v1/analytics/queue-lag?queue=orders").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let rows = v.as_array().expect("an array");
+    assert_eq!(rows.len(), 1, "{v}");
+    assert_eq!(
+        (&rows[0]["queueName"], &rows[0]["popCount"]),
+        (&json!("orders"), &json!(2))
+    );
+    let (avg, max) = (
+        rows[0]["avgLagMs"].as_f64().unwrap(),
+        rows[0]["maxLagMs"].as_i64().unwrap(),
+    );
+    assert!(avg >= 0.0 && avg <= max as f64 && max < 60_000, "{v}");
+
+    let (s, v) = b.get("/api/v1/analytics/retention").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["totals"]["expired"], 0, "{v}");
+    assert_eq!(v["bucketMinutes"], 15);
+}

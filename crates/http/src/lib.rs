@@ -4,6 +4,7 @@
 //! crate does not depend on `regent-store`, tokio-postgres or deadpool).
 
 mod ack;
+mod analytics;
 pub mod auth;
 mod body;
 mod configure;

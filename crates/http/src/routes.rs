@@ -14,8 +14,8 @@ use axum::routing::{on, MethodFilter};
 use axum::Router;
 
 use super::{
-    ack, configure, consumer_groups, dlq, health, lease, maintenance, messages, metrics, pop, push,
-    resources, stats, status, traces, transaction, AppState,
+    ack, analytics, configure, consumer_groups, dlq, health, lease, maintenance, messages, metrics,
+    pop, push, resources, stats, status, traces, transaction, AppState,
 };
 
 /// What a route requires. Each level includes the ones before it.
@@ -199,6 +199,24 @@ pub fn table() -> Table {
             "/api/v1/status/analytics",
             ReadOnly,
             status::analytics,
+        )
+        .at(
+            M::GET,
+            "/api/v1/analytics/queue-lag",
+            ReadOnly,
+            analytics::queue_lag,
+        )
+        .at(
+            M::GET,
+            "/api/v1/analytics/queue-ops",
+            ReadOnly,
+            analytics::queue_ops,
+        )
+        .at(
+            M::GET,
+            "/api/v1/analytics/retention",
+            ReadOnly,
+            analytics::retention,
         )
         .at(
             M::GET,

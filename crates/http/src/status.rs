@@ -21,7 +21,7 @@ use regent_service::overview::{Counts, Filter};
 use regent_service::queues::{Listing, PartitionStats};
 use regent_service::status::Window;
 
-fn filter(p: &Params) -> Filter<'_> {
+pub(super) fn filter(p: &Params) -> Filter<'_> {
     let some = |k| p.str(k).filter(|v: &&str| !v.is_empty());
     Filter {
         queue: some("queue"),
@@ -31,7 +31,11 @@ fn filter(p: &Params) -> Filter<'_> {
 }
 
 /// `from`/`to` as sent, else `to` now and `from` that long before it.
-fn window(p: &Params, default: Duration, bucket: Option<i32>) -> Result<Window, ApiError> {
+pub(super) fn window(
+    p: &Params,
+    default: Duration,
+    bucket: Option<i32>,
+) -> Result<Window, ApiError> {
     let to = instant(p, "to")?.unwrap_or_else(Utc::now);
     let from = instant(p, "from")?.unwrap_or(to - default);
     if from >= to {
@@ -40,7 +44,7 @@ fn window(p: &Params, default: Duration, bucket: Option<i32>) -> Result<Window, 
     Ok(Window::new(from, to, bucket))
 }
 
-fn time_range(w: &Window) -> Value {
+pub(super) fn time_range(w: &Window) -> Value {
     json!({ "from": millis(w.from), "to": millis(w.to) })
 }
 

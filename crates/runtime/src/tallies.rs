@@ -27,6 +27,9 @@ pub struct Tally {
     pub failed: i64,
     pub dead_lettered: i64,
     pub expired: i64,
+    /// Milliseconds the delivered messages waited since their append: summed, and the most.
+    pub lag_ms_sum: i64,
+    pub lag_ms_max: i64,
 }
 
 impl Tally {
@@ -37,6 +40,8 @@ impl Tally {
         self.failed += o.failed;
         self.dead_lettered += o.dead_lettered;
         self.expired += o.expired;
+        self.lag_ms_sum += o.lag_ms_sum;
+        self.lag_ms_max = self.lag_ms_max.max(o.lag_ms_max);
     }
 
     pub fn is_empty(&self) -> bool {

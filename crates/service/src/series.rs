@@ -25,6 +25,8 @@ fn counts(t: &Tally) -> Counts {
         failed: t.failed,
         dead_lettered: t.dead_lettered,
         expired: t.expired,
+        lag_ms_sum: t.lag_ms_sum,
+        lag_ms_max: t.lag_ms_max,
     }
 }
 

@@ -73,4 +73,15 @@ impl Service {
         let client = self.store.client().await?;
         Ok(series::buckets(&client, tenant, f, w.from, w.to, w.bucket_minutes).await?)
     }
+
+    /// The series bucketed over the window per queue, oldest first.
+    pub async fn series_by_queue(
+        &self,
+        tenant: &str,
+        f: &Filter<'_>,
+        w: Window,
+    ) -> Result<Vec<(DateTime<Utc>, String, Counts)>, Error> {
+        let client = self.store.client().await?;
+        Ok(series::buckets_by_queue(&client, tenant, f, w.from, w.to, w.bucket_minutes).await?)
+    }
 }

@@ -15,6 +15,22 @@ pub struct Counts {
     pub failed: i64,
     pub dead_lettered: i64,
     pub expired: i64,
+    pub lag_ms_sum: i64,
+    pub lag_ms_max: i64,
+}
+
+impl Counts {
+    /// Sums two spans' counts (the longest wait is the longer of the two).
+    pub fn add(&mut self, o: &Counts) {
+        self.pushed += o.pushed;
+        self.delivered += o.delivered;
+        self.completed += o.completed;
+        self.failed += o.failed;
+        self.dead_lettered += o.dead_lettered;
+        self.expired += o.expired;
+        self.lag_ms_sum += o.lag_ms_sum;
+        self.lag_ms_max = self.lag_ms_max.max(o.lag_ms_max);
+    }
 }
 
 /// Adds each queue's counts to its row of the current minute. Queues deleted meanwhile are
@@ -25,10 +41,12 @@ pub async fn add(client: &Client, counts: &[(Uuid, Counts)]) -> Result<(), Store
     let st = client
         .prepare_cached(
             "INSERT INTO queue_minutes AS m
-                    (queue_id, minute, pushed, delivered, completed, failed, dead_lettered, expired)
-             SELECT u.q, date_trunc('minute', now()), u.p, u.d, u.c, u.f, u.l, u.e
+                    (queue_id, minute, pushed, delivered, completed, failed, dead_lettered, expired,
+                     lag_ms_sum, lag_ms_max)
+             SELECT u.q, date_trunc('minute', now()), u.p, u.d, u.c, u.f, u.l, u.e, u.ls, u.lm
                FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[],
-                           $6::bigint[], $7::bigint[]) AS u(q, p, d, c, f, l, e)
+                           $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[])
+                    AS u(q, p, d, c, f, l, e, ls, lm)
               WHERE EXISTS (SELECT 1 FROM queues WHERE id = u.q)
               ORDER BY u.q
              ON CONFLICT (queue_id, minute) DO UPDATE
@@ -37,7 +55,9 @@ pub async fn add(client: &Client, counts: &[(Uuid, Counts)]) -> Result<(), Store
                     completed = m.completed + excluded.completed,
                     failed = m.failed + excluded.failed,
                     dead_lettered = m.dead_lettered + excluded.dead_lettered,
-                    expired = m.expired + excluded.expired",
+                    expired = m.expired + excluded.expired,
+                    lag_ms_sum = m.lag_ms_sum + excluded.lag_ms_sum,
+                    lag_ms_max = greatest(m.lag_ms_max, excluded.lag_ms_max)",
         )
         .await?;
     client
@@ -51,6 +71,8 @@ pub async fn add(client: &Client, counts: &[(Uuid, Counts)]) -> Result<(), Store
                 &col(|c| c.failed),
                 &col(|c| c.dead_lettered),
                 &col(|c| c.expired),
+                &col(|c| c.lag_ms_sum),
+                &col(|c| c.lag_ms_max),
             ],
         )
         .await?;
@@ -63,27 +85,12 @@ pub async fn since(
     tenant: &str,
     since: DateTime<Utc>,
 ) -> Result<Counts, StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT coalesce(sum(m.pushed), 0)::bigint AS pushed,
-                    coalesce(sum(m.delivered), 0)::bigint AS delivered,
-                    coalesce(sum(m.completed), 0)::bigint AS completed,
-                    coalesce(sum(m.failed), 0)::bigint AS failed,
-                    coalesce(sum(m.dead_lettered), 0)::bigint AS dead_lettered,
-                    coalesce(sum(m.expired), 0)::bigint AS expired
-               FROM queue_minutes m JOIN queues q ON q.id = m.queue_id
-              WHERE q.tenant = $1 AND m.minute >= date_trunc('minute', $2::timestamptz)",
-        )
-        .await?;
-    let r = client.query_one(&st, &[&tenant, &since]).await?;
-    Ok(Counts {
-        pushed: r.get("pushed"),
-        delivered: r.get("delivered"),
-        completed: r.get("completed"),
-        failed: r.get("failed"),
-        dead_lettered: r.get("dead_lettered"),
-        expired: r.get("expired"),
-    })
+    let sql = format!(
+        "SELECT {SUMS} FROM queue_minutes m JOIN queues q ON q.id = m.queue_id
+          WHERE q.tenant = $1 AND m.minute >= date_trunc('minute', $2::timestamptz)"
+    );
+    let st = client.prepare_cached(&sql).await?;
+    Ok(counts(&client.query_one(&st, &[&tenant, &since]).await?))
 }
 
 /// Deletes up to `limit` minutes older than `before`, in the caller's transaction.
@@ -118,7 +125,9 @@ const SUMS: &str = "coalesce(sum(m.pushed), 0)::bigint AS pushed,
                     coalesce(sum(m.completed), 0)::bigint AS completed,
                     coalesce(sum(m.failed), 0)::bigint AS failed,
                     coalesce(sum(m.dead_lettered), 0)::bigint AS dead_lettered,
-                    coalesce(sum(m.expired), 0)::bigint AS expired";
+                    coalesce(sum(m.expired), 0)::bigint AS expired,
+                    coalesce(sum(m.lag_ms_sum), 0)::bigint AS lag_ms_sum,
+                    coalesce(max(m.lag_ms_max), 0)::bigint AS lag_ms_max";
 
 fn counts(r: &tokio_postgres::Row) -> Counts {
     Counts {
@@ -128,6 +137,8 @@ fn counts(r: &tokio_postgres::Row) -> Counts {
         failed: r.get("failed"),
         dead_lettered: r.get("dead_lettered"),
         expired: r.get("expired"),
+        lag_ms_sum: r.get("lag_ms_sum"),
+        lag_ms_max: r.get("lag_ms_max"),
     }
 }
 
@@ -208,4 +219,40 @@ pub struct QueueCounts {
     pub task: String,
     pub partitions: i64,
     pub counts: Counts,
+}
+
+/// [`buckets`] per queue: (bucket, queue name, counts), oldest first, then by queue.
+pub async fn buckets_by_queue(
+    client: &Client,
+    tenant: &str,
+    f: &Filter<'_>,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    bucket_minutes: i32,
+) -> Result<Vec<(DateTime<Utc>, String, Counts)>, StoreError> {
+    let sql = format!(
+        "SELECT date_bin(make_interval(mins => $7), m.minute, $5) AS bucket, q.name, {SUMS}
+           FROM queue_minutes m JOIN queues q ON q.id = m.queue_id
+          WHERE {FILTERED} AND m.minute >= $5 AND m.minute < $6
+          GROUP BY 1, q.name ORDER BY 1, q.name"
+    );
+    let st = client.prepare_cached(&sql).await?;
+    let rows = client
+        .query(
+            &st,
+            &[
+                &tenant,
+                &f.queue,
+                &f.namespace,
+                &f.task,
+                &from,
+                &to,
+                &bucket_minutes,
+            ],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| (r.get("bucket"), r.get("name"), counts(r)))
+        .collect())
 }

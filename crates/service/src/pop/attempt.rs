@@ -208,11 +208,19 @@ impl Service {
     /// Counts the delivered messages per queue for the series; an auto-acked pop has also
     /// moved its cursor past them.
     fn tally_delivered(&self, queues: &[Queue], taken: &[Taken], auto_ack: bool) {
+        let now = chrono::Utc::now();
         for t in taken {
             let n = t.messages.len() as i64;
+            let lags = t
+                .messages
+                .iter()
+                .map(|m| (now - m.created_at).num_milliseconds().max(0));
+            let (lag_ms_sum, lag_ms_max) = lags.fold((0, 0), |(s, m), l| (s + l, m.max(l)));
             let tally = Tally {
                 delivered: n,
                 completed: if auto_ack { n } else { 0 },
+                lag_ms_sum,
+                lag_ms_max,
                 ..Tally::default()
             };
             self.runtime.tallies.add(queues[t.queue].row.id, tally);
