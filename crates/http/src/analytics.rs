@@ -31,10 +31,7 @@ pub async fn queue_ops(
     p: Params,
 ) -> Result<Json<Value>, ApiError> {
     let w = window(&p, Duration::hours(1), None)?;
-    let rows = s
-        .service
-        .series_by_queue(&who.tenant, &filter(&p), w)
-        .await?;
+    let rows = s.service.series(&who.tenant, &filter(&p), w, true).await?;
     let series: Vec<Value> = rows
         .iter()
         .map(|(at, queue, c)| {
@@ -46,7 +43,10 @@ pub async fn queue_ops(
         .collect();
     let mut totals: BTreeMap<&str, Counts> = BTreeMap::new();
     for (_, queue, c) in &rows {
-        totals.entry(queue).or_default().add(c);
+        totals
+            .entry(queue.as_deref().unwrap_or_default())
+            .or_default()
+            .add(c);
     }
     let queues: Vec<Value> = totals
         .iter()
@@ -70,10 +70,7 @@ pub async fn queue_lag(
     p: Params,
 ) -> Result<Json<Value>, ApiError> {
     let w = window(&p, Duration::hours(1), None)?;
-    let rows = s
-        .service
-        .series_by_queue(&who.tenant, &filter(&p), w)
-        .await?;
+    let rows = s.service.series(&who.tenant, &filter(&p), w, true).await?;
     Ok(Json(
         rows.iter()
             .filter(|(_, _, c)| c.delivered > 0)
@@ -96,18 +93,18 @@ pub async fn retention(
     p: Params,
 ) -> Result<Json<Value>, ApiError> {
     let w = window(&p, Duration::hours(24), None)?;
-    let points = s.service.series(&who.tenant, &filter(&p), w).await?;
+    let points = s.service.series(&who.tenant, &filter(&p), w, false).await?;
     let series: Vec<Value> = points
         .iter()
-        .filter(|(_, c)| c.expired > 0)
-        .map(|(at, c)| {
+        .filter(|(_, _, c)| c.expired > 0)
+        .map(|(at, _, c)| {
             json!({
                 "timestamp": millis(*at), "expired": c.expired, "retention": null,
                 "completed_retention": null, "max_wait_time_eviction": null,
             })
         })
         .collect();
-    let expired: i64 = points.iter().map(|(_, c)| c.expired).sum();
+    let expired: i64 = points.iter().map(|(_, _, c)| c.expired).sum();
     Ok(Json(json!({
         "timeRange": time_range(&w), "bucketMinutes": w.bucket_minutes, "series": series,
         "totals": { "expired": expired, "retention": null, "completed_retention": null,

@@ -40,10 +40,21 @@ pub async fn list_queues(
     Ok(Json(json!({ "queues": queues })))
 }
 
-fn stats(p: &PartitionStats) -> Value {
+/// A partition's six counts, as the queue pages show them.
+pub(super) fn stats(p: &PartitionStats) -> Value {
     json!({
         "total": p.total, "pending": p.pending, "processing": p.processing,
         "completed": p.completed, "failed": p.failed, "deadLetter": p.dead_letters,
+    })
+}
+
+/// The six counts summed over the partitions.
+pub(super) fn totals(parts: &[PartitionStats]) -> Value {
+    let sum = |f: fn(&PartitionStats) -> i64| parts.iter().map(f).sum::<i64>();
+    json!({
+        "total": sum(|p| p.total), "pending": sum(|p| p.pending),
+        "processing": sum(|p| p.processing), "completed": sum(|p| p.completed),
+        "failed": sum(|p| p.failed), "deadLetter": sum(|p| p.dead_letters),
     })
 }
 
@@ -58,12 +69,7 @@ pub async fn get_queue(
     let Some((q, partitions)) = s.service.queue_detail(&who.tenant, &queue).await? else {
         return Err(ApiError::NotFound("Queue not found".into()));
     };
-    let sum = |f: fn(&PartitionStats) -> i64| partitions.iter().map(f).sum::<i64>();
-    let totals = json!({
-        "total": sum(|p| p.total), "pending": sum(|p| p.pending),
-        "processing": sum(|p| p.processing), "completed": sum(|p| p.completed),
-        "failed": sum(|p| p.failed), "deadLetter": sum(|p| p.dead_letters),
-    });
+    let totals = totals(&partitions);
     let listed: Vec<Value> = partitions
         .iter()
         .map(|p| {

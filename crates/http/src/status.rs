@@ -11,14 +11,14 @@ use super::auth::Principal;
 use super::error::ApiError;
 use super::params::Params;
 use super::path::PathParams;
-use super::resources::messages_json;
+use super::resources::{messages_json, stats, totals};
 use super::time::{instant, millis};
 use super::State;
 use regent_broker::message_status::Status;
 use regent_broker::options::QueueOptions;
 use regent_service::messages::{Found, ListQuery, Scope};
 use regent_service::overview::{Counts, Filter};
-use regent_service::queues::{Listing, PartitionStats};
+use regent_service::queues::Listing;
 use regent_service::status::Window;
 
 pub(super) fn filter(p: &Params) -> Filter<'_> {
@@ -146,13 +146,6 @@ pub async fn queues(
     })))
 }
 
-fn six(p: &PartitionStats) -> Value {
-    json!({
-        "total": p.total, "pending": p.pending, "processing": p.processing,
-        "completed": p.completed, "failed": p.failed, "deadLetter": p.dead_letters,
-    })
-}
-
 /// `Admin.get_queue_detail`: the queue, its configuration and each partition's counts.
 pub async fn queue(
     AxState(s): State,
@@ -168,19 +161,14 @@ pub async fn queue(
         .map(|p| {
             json!({
                 "id": p.id, "name": p.name, "createdAt": millis(p.created_at),
-                "messages": six(p), "stats": six(p),
+                "messages": stats(p), "stats": stats(p),
                 "cursor": { "totalConsumed": p.completed, "batchesConsumed": null },
                 "lastActivity": p.newest.map(millis),
                 "oldestMessage": p.oldest.map(millis), "newestMessage": p.newest.map(millis),
             })
         })
         .collect();
-    let sum = |f: fn(&PartitionStats) -> i64| parts.iter().map(f).sum::<i64>();
-    let totals = json!({
-        "total": sum(|p| p.total), "pending": sum(|p| p.pending),
-        "processing": sum(|p| p.processing), "completed": sum(|p| p.completed),
-        "failed": sum(|p| p.failed), "deadLetter": sum(|p| p.dead_letters),
-    });
+    let totals = totals(&parts);
     let mut flat = totals.clone();
     flat["messages"] = totals;
     Ok(Json(json!({
@@ -258,10 +246,10 @@ pub async fn analytics(
         _ => ("hour", 60),
     };
     let w = window(&p, Duration::hours(24), Some(minutes))?;
-    let points = s.service.series(&who.tenant, &filter(&p), w).await?;
+    let points = s.service.series(&who.tenant, &filter(&p), w, false).await?;
     let data: Vec<Value> = points
         .iter()
-        .map(|(at, c)| json!({ "timestamp": millis(*at), "messages": c.pushed }))
+        .map(|(at, _, c)| json!({ "timestamp": millis(*at), "messages": c.pushed }))
         .collect();
     Ok(Json(json!({
         "dataPoints": data, "interval": interval,

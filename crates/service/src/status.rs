@@ -4,7 +4,7 @@
 use chrono::{DateTime, Duration, Utc};
 use regent_broker::buckets::{bucket_minutes, point_count};
 use regent_store::overview::{self, DeadSummary, Leases, Overview};
-use regent_store::series::{self, Counts, Filter, QueueCounts};
+use regent_store::series::{self, Counts, Filter, QueueCounts, Span};
 
 use crate::{Error, Service};
 
@@ -47,11 +47,24 @@ pub struct Status {
     pub dead: DeadSummary,
 }
 
+fn span<'a>(f: &Filter<'a>, w: &Window) -> Span<'a> {
+    Span {
+        filter: *f,
+        from: w.from,
+        to: w.to,
+        bucket_minutes: w.bucket_minutes,
+    }
+}
+
 impl Service {
     pub async fn status(&self, tenant: &str, f: &Filter<'_>, w: Window) -> Result<Status, Error> {
         let client = self.store.client().await?;
-        let mut points =
-            series::buckets(&client, tenant, f, w.from, w.to, w.bucket_minutes).await?;
+        let mut points: Vec<(DateTime<Utc>, Counts)> =
+            series::buckets(&client, tenant, &span(f, &w), false)
+                .await?
+                .into_iter()
+                .map(|(at, _, c)| (at, c))
+                .collect();
         points.reverse();
         Ok(Status {
             window: w,
@@ -63,25 +76,16 @@ impl Service {
         })
     }
 
-    /// The series bucketed over the window, oldest first.
+    /// The series bucketed over the window, oldest first; per queue with `by_queue` (the
+    /// queue's name is then `Some`).
     pub async fn series(
         &self,
         tenant: &str,
         f: &Filter<'_>,
         w: Window,
-    ) -> Result<Vec<(DateTime<Utc>, Counts)>, Error> {
+        by_queue: bool,
+    ) -> Result<Vec<(DateTime<Utc>, Option<String>, Counts)>, Error> {
         let client = self.store.client().await?;
-        Ok(series::buckets(&client, tenant, f, w.from, w.to, w.bucket_minutes).await?)
-    }
-
-    /// The series bucketed over the window per queue, oldest first.
-    pub async fn series_by_queue(
-        &self,
-        tenant: &str,
-        f: &Filter<'_>,
-        w: Window,
-    ) -> Result<Vec<(DateTime<Utc>, String, Counts)>, Error> {
-        let client = self.store.client().await?;
-        Ok(series::buckets_by_queue(&client, tenant, f, w.from, w.to, w.bucket_minutes).await?)
+        Ok(series::buckets(&client, tenant, &span(f, &w), by_queue).await?)
     }
 }

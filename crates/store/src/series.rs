@@ -142,38 +142,47 @@ fn counts(r: &tokio_postgres::Row) -> Counts {
     }
 }
 
-/// The filtered queues' counts per bucket of `bucket_minutes` in [from, to), oldest first;
-/// buckets with nothing counted are absent.
+/// A series read: the filtered queues, the window [from, to) and its bucket width.
+#[derive(Clone, Copy, Debug)]
+pub struct Span<'a> {
+    pub filter: Filter<'a>,
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    pub bucket_minutes: i32,
+}
+
+/// The counts per bucket (and per queue with `by_queue`; the name is then `Some`), oldest
+/// first, then by queue name. Buckets with nothing counted are absent.
 pub async fn buckets(
     client: &Client,
     tenant: &str,
-    f: &Filter<'_>,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
-    bucket_minutes: i32,
-) -> Result<Vec<(DateTime<Utc>, Counts)>, StoreError> {
+    span: &Span<'_>,
+    by_queue: bool,
+) -> Result<Vec<(DateTime<Utc>, Option<String>, Counts)>, StoreError> {
+    let queue = if by_queue { "q.name" } else { "NULL::text" };
     let sql = format!(
-        "SELECT date_bin(make_interval(mins => $7), m.minute, $5) AS bucket, {SUMS}
+        "SELECT date_bin(make_interval(mins => $7), m.minute, $5) AS bucket, {queue} AS queue,
+                {SUMS}
            FROM queue_minutes m JOIN queues q ON q.id = m.queue_id
           WHERE {FILTERED} AND m.minute >= $5 AND m.minute < $6
-          GROUP BY 1 ORDER BY 1"
+          GROUP BY 1, 2 ORDER BY 1, 2"
     );
     let st = client.prepare_cached(&sql).await?;
-    let rows = client
-        .query(
-            &st,
-            &[
-                &tenant,
-                &f.queue,
-                &f.namespace,
-                &f.task,
-                &from,
-                &to,
-                &bucket_minutes,
-            ],
-        )
-        .await?;
-    Ok(rows.iter().map(|r| (r.get("bucket"), counts(r))).collect())
+    let f = &span.filter;
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] = [
+        &tenant,
+        &f.queue,
+        &f.namespace,
+        &f.task,
+        &span.from,
+        &span.to,
+        &span.bucket_minutes,
+    ];
+    let rows = client.query(&st, &params).await?;
+    Ok(rows
+        .iter()
+        .map(|r| (r.get("bucket"), r.get("queue"), counts(r)))
+        .collect())
 }
 
 /// Each filtered queue's counts over [from, to), with its labels, by name; queues with
@@ -219,40 +228,4 @@ pub struct QueueCounts {
     pub task: String,
     pub partitions: i64,
     pub counts: Counts,
-}
-
-/// [`buckets`] per queue: (bucket, queue name, counts), oldest first, then by queue.
-pub async fn buckets_by_queue(
-    client: &Client,
-    tenant: &str,
-    f: &Filter<'_>,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
-    bucket_minutes: i32,
-) -> Result<Vec<(DateTime<Utc>, String, Counts)>, StoreError> {
-    let sql = format!(
-        "SELECT date_bin(make_interval(mins => $7), m.minute, $5) AS bucket, q.name, {SUMS}
-           FROM queue_minutes m JOIN queues q ON q.id = m.queue_id
-          WHERE {FILTERED} AND m.minute >= $5 AND m.minute < $6
-          GROUP BY 1, q.name ORDER BY 1, q.name"
-    );
-    let st = client.prepare_cached(&sql).await?;
-    let rows = client
-        .query(
-            &st,
-            &[
-                &tenant,
-                &f.queue,
-                &f.namespace,
-                &f.task,
-                &from,
-                &to,
-                &bucket_minutes,
-            ],
-        )
-        .await?;
-    Ok(rows
-        .iter()
-        .map(|r| (r.get("bucket"), r.get("name"), counts(r)))
-        .collect())
 }
