@@ -9,6 +9,7 @@ mod bench_smoke;
 mod brokers;
 mod consumer_groups;
 mod dev_command;
+mod fleet;
 mod invariants;
 mod jwks;
 mod layering;
