@@ -3,6 +3,8 @@
 //! system and worker metrics; and the tenant's per-queue activity of a window, from the
 //! queue series, for the worker metrics' `queues`.
 
+use std::sync::LazyLock;
+
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
 use serde_json::{Map, Value};
@@ -125,90 +127,51 @@ pub struct Window<'a> {
 
 /// The samples of a window, each with the start of its bucket (buckets aligned on UTC
 /// midnight of 2000-01-01, so a bucket's start is a multiple of its width), per-sample CPU
-/// use as a percent of one core, and the pool's connections in use.
-macro_rules! samples_in_window {
-    () => {
-        "SELECT *,
-                date_bin(make_interval(mins => $3), sampled_at,
-                         TIMESTAMPTZ '2000-01-01 00:00:00+00') AS bucket,
-                cpu_user_us::float8 / greatest(interval_ms, 1) / 10 AS cpu_user_percent,
-                cpu_system_us::float8 / greatest(interval_ms, 1) / 10 AS cpu_system_percent,
-                pool_open - pool_idle AS pool_active
-           FROM broker_samples
-          WHERE sampled_at >= $1 AND sampled_at <= $2
-            AND ($4::text IS NULL OR hostname = $4)
-            AND ($5::text IS NULL OR broker_id::text = $5)"
-    };
-}
+/// use as a percent of one core, and the pool's connections in use. Parameters: `$1` from,
+/// `$2` to, `$3` bucket minutes, `$4` hostname, `$5` broker id.
+const SAMPLES_IN_WINDOW: &str = "
+    SELECT *,
+           date_bin(make_interval(mins => $3), sampled_at,
+                    TIMESTAMPTZ '2000-01-01 00:00:00+00') AS bucket,
+           cpu_user_us::float8 / greatest(interval_ms, 1) / 10 AS cpu_user_percent,
+           cpu_system_us::float8 / greatest(interval_ms, 1) / 10 AS cpu_system_percent,
+           pool_open - pool_idle AS pool_active
+      FROM broker_samples
+     WHERE sampled_at >= $1 AND sampled_at <= $2
+       AND ($4::text IS NULL OR hostname = $4)
+       AND ($5::text IS NULL OR broker_id::text = $5)";
 
 /// avg, min, max and latest value of one integer gauge over a group of samples, as
 /// `<col>_avg`, `<col>_min`, `<col>_max`, `<col>_last`.
-macro_rules! gauge {
-    ($col:literal) => {
-        concat!(
-            "avg(",
-            $col,
-            ")::float8 AS ",
-            $col,
-            "_avg, ",
-            "min(",
-            $col,
-            ")::bigint AS ",
-            $col,
-            "_min, ",
-            "max(",
-            $col,
-            ")::bigint AS ",
-            $col,
-            "_max, ",
-            "(array_agg(",
-            $col,
-            " ORDER BY sampled_at DESC))[1]::bigint AS ",
-            $col,
-            "_last"
-        )
-    };
+fn gauge_columns(col: &str) -> String {
+    format!(
+        "avg({col})::float8 AS {col}_avg, min({col})::bigint AS {col}_min,
+         max({col})::bigint AS {col}_max,
+         (array_agg({col} ORDER BY sampled_at DESC))[1]::bigint AS {col}_last"
+    )
 }
 
-/// The same for one CPU column: the average is over the time the samples cover (not a mean
-/// of the samples' percents), the extremes and latest are one sample's.
-macro_rules! cpu {
-    ($kind:literal) => {
-        concat!(
-            "sum(cpu_",
-            $kind,
-            "_us)::float8 / greatest(sum(interval_ms), 1) / 10 AS cpu_",
-            $kind,
-            "_percent_avg, ",
-            "min(cpu_",
-            $kind,
-            "_percent) AS cpu_",
-            $kind,
-            "_percent_min, ",
-            "max(cpu_",
-            $kind,
-            "_percent) AS cpu_",
-            $kind,
-            "_percent_max, ",
-            "(array_agg(cpu_",
-            $kind,
-            "_percent ORDER BY sampled_at DESC))[1] AS cpu_",
-            $kind,
-            "_percent_last, ",
-            "sum(cpu_",
-            $kind,
-            "_us)::bigint AS cpu_",
-            $kind,
-            "_us"
-        )
-    };
+/// The same for CPU (`user` or `system`): the average is over the time the samples cover
+/// (not a mean of the samples' percents), the extremes and latest are one sample's; and the
+/// CPU time itself, `cpu_<kind>_us`.
+fn cpu_columns(kind: &str) -> String {
+    let p = format!("cpu_{kind}_percent");
+    format!(
+        "sum(cpu_{kind}_us)::float8 / greatest(sum(interval_ms), 1) / 10 AS {p}_avg,
+         min({p}) AS {p}_min, max({p}) AS {p}_max,
+         (array_agg({p} ORDER BY sampled_at DESC))[1] AS {p}_last,
+         sum(cpu_{kind}_us)::bigint AS cpu_{kind}_us"
+    )
 }
 
-/// A counter summed over a group of samples, under its own name.
-macro_rules! total {
-    ($col:literal) => {
-        concat!("sum(", $col, ")::bigint AS ", $col)
-    };
+/// Every counter summed over a group of samples, each under its own name.
+fn counter_totals() -> String {
+    ["push", "pop", "ack", "transaction"]
+        .iter()
+        .flat_map(|op| [format!("{op}_requests"), format!("{op}_messages")])
+        .map(|col| format!("sum({col})::bigint AS {col}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// avg, min, max and latest value of an integer gauge over a bucket.
@@ -299,65 +262,47 @@ pub struct SystemPoint {
 
 /// Every broker's buckets of the window, by (hostname, port, broker), oldest bucket first.
 pub async fn system(client: &Client, w: &Window<'_>) -> Result<Vec<SystemPoint>, StoreError> {
-    const SQL: &str = concat!(
-        "WITH s AS (",
-        samples_in_window!(),
-        "),
-         maps AS (
-            SELECT broker_id, bucket,
-                   array_agg(name ORDER BY name) AS map_names,
-                   array_agg(largest ORDER BY name) AS map_max,
-                   array_agg(latest ORDER BY name) AS map_last
-              FROM (SELECT s.broker_id, s.bucket, e.key AS name,
-                           max(e.value::bigint) AS largest,
-                           (array_agg(e.value::bigint ORDER BY s.sampled_at DESC))[1] AS latest
-                      FROM s, jsonb_each_text(s.runtime_entries) e
-                     GROUP BY s.broker_id, s.bucket, e.key) per_map
-             GROUP BY broker_id, bucket)
-         SELECT s.broker_id, s.hostname, s.port, s.bucket,
-                count(*) AS samples, sum(s.interval_ms)::bigint AS covered_ms, ",
-        cpu!("user"),
-        ", ",
-        cpu!("system"),
-        ", ",
-        gauge!("rss_bytes"),
-        ", ",
-        gauge!("virtual_bytes"),
-        ", ",
-        gauge!("pool_size"),
-        ", ",
-        gauge!("pool_open"),
-        ", ",
-        gauge!("pool_active"),
-        ", ",
-        gauge!("pool_idle"),
-        ", ",
-        gauge!("pool_waiting"),
-        ", ",
-        gauge!("pending_handovers"),
-        ", ",
-        total!("push_requests"),
-        ", ",
-        total!("push_messages"),
-        ", ",
-        total!("pop_requests"),
-        ", ",
-        total!("pop_messages"),
-        ", ",
-        total!("ack_requests"),
-        ", ",
-        total!("ack_messages"),
-        ", ",
-        total!("transaction_requests"),
-        ", ",
-        total!("transaction_messages"),
-        ",
-                m.map_names, m.map_max, m.map_last
-           FROM s LEFT JOIN maps m ON m.broker_id = s.broker_id AND m.bucket = s.bucket
-          GROUP BY s.broker_id, s.hostname, s.port, s.bucket, m.map_names, m.map_max, m.map_last
-          ORDER BY s.hostname, s.port, s.broker_id, s.bucket"
-    );
-    let st = client.prepare_cached(SQL).await?;
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        let gauges = [
+            "rss_bytes",
+            "virtual_bytes",
+            "pool_size",
+            "pool_open",
+            "pool_active",
+            "pool_idle",
+            "pool_waiting",
+            "pending_handovers",
+        ]
+        .map(gauge_columns)
+        .join(", ");
+        format!(
+            "WITH s AS ({SAMPLES_IN_WINDOW}),
+             maps AS (
+                SELECT broker_id, bucket,
+                       array_agg(name ORDER BY name) AS map_names,
+                       array_agg(largest ORDER BY name) AS map_max,
+                       array_agg(latest ORDER BY name) AS map_last
+                  FROM (SELECT s.broker_id, s.bucket, e.key AS name,
+                               max(e.value::bigint) AS largest,
+                               (array_agg(e.value::bigint ORDER BY s.sampled_at DESC))[1]
+                                 AS latest
+                          FROM s, jsonb_each_text(s.runtime_entries) e
+                         GROUP BY s.broker_id, s.bucket, e.key) per_map
+                 GROUP BY broker_id, bucket)
+             SELECT s.broker_id, s.hostname, s.port, s.bucket,
+                    count(*) AS samples, sum(s.interval_ms)::bigint AS covered_ms,
+                    {user}, {system}, {gauges}, {totals},
+                    m.map_names, m.map_max, m.map_last
+               FROM s LEFT JOIN maps m ON m.broker_id = s.broker_id AND m.bucket = s.bucket
+              GROUP BY s.broker_id, s.hostname, s.port, s.bucket,
+                       m.map_names, m.map_max, m.map_last
+              ORDER BY s.hostname, s.port, s.broker_id, s.bucket",
+            user = cpu_columns("user"),
+            system = cpu_columns("system"),
+            totals = counter_totals(),
+        )
+    });
+    let st = client.prepare_cached(&SQL).await?;
     let rows = client
         .query(
             &st,
@@ -423,61 +368,30 @@ pub struct FleetPoint {
 
 /// The fleet's buckets of the window, newest first.
 pub async fn fleet(client: &Client, w: &Window<'_>) -> Result<Vec<FleetPoint>, StoreError> {
-    const SQL: &str = concat!(
-        "WITH s AS (",
-        samples_in_window!(),
-        "),
-         per_broker AS (
-            SELECT bucket, broker_id, count(*) AS samples, ",
-        total!("push_requests"),
-        ", ",
-        total!("push_messages"),
-        ", ",
-        total!("pop_requests"),
-        ", ",
-        total!("pop_messages"),
-        ", ",
-        total!("ack_requests"),
-        ", ",
-        total!("ack_messages"),
-        ", ",
-        total!("transaction_requests"),
-        ", ",
-        total!("transaction_messages"),
-        ",
-                   avg(pool_open)::float8 AS pool_open,
-                   avg(pool_waiting)::float8 AS avg_waiting,
-                   max(pool_waiting) AS max_waiting,
-                   sum(cpu_user_us + cpu_system_us)::float8 / greatest(sum(interval_ms), 1) / 10
-                     AS cpu_percent
-              FROM s
-             GROUP BY bucket, broker_id)
-         SELECT bucket, count(*) AS brokers, sum(samples)::bigint AS samples, ",
-        total!("push_requests"),
-        ", ",
-        total!("push_messages"),
-        ", ",
-        total!("pop_requests"),
-        ", ",
-        total!("pop_messages"),
-        ", ",
-        total!("ack_requests"),
-        ", ",
-        total!("ack_messages"),
-        ", ",
-        total!("transaction_requests"),
-        ", ",
-        total!("transaction_messages"),
-        ",
-                sum(pool_open)::float8 AS db_connections,
-                sum(avg_waiting)::float8 AS avg_waiting,
-                max(max_waiting)::bigint AS max_waiting,
-                sum(cpu_percent)::float8 AS cpu_percent
-           FROM per_broker
-          GROUP BY bucket
-          ORDER BY bucket DESC"
-    );
-    let st = client.prepare_cached(SQL).await?;
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        let totals = counter_totals();
+        format!(
+            "WITH s AS ({SAMPLES_IN_WINDOW}),
+             per_broker AS (
+                SELECT bucket, broker_id, count(*) AS samples, {totals},
+                       avg(pool_open)::float8 AS pool_open,
+                       avg(pool_waiting)::float8 AS avg_waiting,
+                       max(pool_waiting) AS max_waiting,
+                       sum(cpu_user_us + cpu_system_us)::float8
+                         / greatest(sum(interval_ms), 1) / 10 AS cpu_percent
+                  FROM s
+                 GROUP BY bucket, broker_id)
+             SELECT bucket, count(*) AS brokers, sum(samples)::bigint AS samples, {totals},
+                    sum(pool_open)::float8 AS db_connections,
+                    sum(avg_waiting)::float8 AS avg_waiting,
+                    max(max_waiting)::bigint AS max_waiting,
+                    sum(cpu_percent)::float8 AS cpu_percent
+               FROM per_broker
+              GROUP BY bucket
+              ORDER BY bucket DESC"
+        )
+    });
+    let st = client.prepare_cached(&SQL).await?;
     let rows = client
         .query(
             &st,
@@ -525,37 +439,26 @@ pub async fn recent(
     since: DateTime<Utc>,
     limit: i64,
 ) -> Result<Vec<Recent>, StoreError> {
-    const SQL: &str = concat!(
-        "SELECT broker_id, hostname, port, max(sampled_at) AS last_seen, count(*) AS samples, ",
-        total!("push_requests"),
-        ", ",
-        total!("push_messages"),
-        ", ",
-        total!("pop_requests"),
-        ", ",
-        total!("pop_messages"),
-        ", ",
-        total!("ack_requests"),
-        ", ",
-        total!("ack_messages"),
-        ", ",
-        total!("transaction_requests"),
-        ", ",
-        total!("transaction_messages"),
-        ",
-                sum(cpu_user_us + cpu_system_us)::float8 / greatest(sum(interval_ms), 1) / 10
-                  AS cpu_percent,
-                (array_agg(rss_bytes ORDER BY sampled_at DESC))[1] AS rss_bytes,
-                (array_agg(pool_open ORDER BY sampled_at DESC))[1] AS pool_open,
-                (array_agg(pool_waiting ORDER BY sampled_at DESC))[1] AS pool_waiting,
-                (array_agg(pending_handovers ORDER BY sampled_at DESC))[1] AS pending_handovers
-           FROM broker_samples
-          WHERE sampled_at >= $1
-          GROUP BY broker_id, hostname, port
-          ORDER BY hostname, port, broker_id
-          LIMIT $2"
-    );
-    let st = client.prepare_cached(SQL).await?;
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT broker_id, hostname, port, max(sampled_at) AS last_seen,
+                    count(*) AS samples, {totals},
+                    sum(cpu_user_us + cpu_system_us)::float8
+                      / greatest(sum(interval_ms), 1) / 10 AS cpu_percent,
+                    (array_agg(rss_bytes ORDER BY sampled_at DESC))[1] AS rss_bytes,
+                    (array_agg(pool_open ORDER BY sampled_at DESC))[1] AS pool_open,
+                    (array_agg(pool_waiting ORDER BY sampled_at DESC))[1] AS pool_waiting,
+                    (array_agg(pending_handovers ORDER BY sampled_at DESC))[1]
+                      AS pending_handovers
+               FROM broker_samples
+              WHERE sampled_at >= $1
+              GROUP BY broker_id, hostname, port
+              ORDER BY hostname, port, broker_id
+              LIMIT $2",
+            totals = counter_totals(),
+        )
+    });
+    let st = client.prepare_cached(&SQL).await?;
     let rows = client.query(&st, &[&since, &limit]).await?;
     Ok(rows
         .iter()
