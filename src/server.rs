@@ -49,6 +49,7 @@ pub async fn start(
     let grace = Duration::from_secs(config.shutdown_grace_seconds);
     let app = router(AppState::new(service.clone(), config, auth, grace_over));
     let addr = listener.local_addr()?;
+    service.serving_on(addr.port());
     let serve = match tls.clone() {
         None => {
             let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| no_delay(tcp));

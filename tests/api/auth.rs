@@ -73,6 +73,23 @@ fn the_route_table_gives_the_specs_levels() {
         (Method::GET, "/health", Level::Public),
         (Method::GET, "/metrics", Level::Public),
         (Method::GET, "/metrics/prometheus", Level::Public),
+        // Read-only in the spec; admin here: they span every tenant (README, "Fleet metrics").
+        (
+            Method::GET,
+            "/api/v1/analytics/system-metrics",
+            Level::Admin,
+        ),
+        (
+            Method::GET,
+            "/api/v1/analytics/worker-metrics",
+            Level::Admin,
+        ),
+        (
+            Method::GET,
+            "/api/v1/analytics/postgres-stats",
+            Level::Admin,
+        ),
+        (Method::GET, "/api/v1/status/buffers", Level::ReadOnly),
         (Method::POST, "/api/v1/configure", Level::ReadWrite),
         (Method::POST, "/api/v1/push", Level::ReadWrite),
         (Method::GET, "/api/v1/pop/queue/{queue}", Level::ReadWrite),

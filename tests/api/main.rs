@@ -10,6 +10,7 @@ mod brokers;
 mod consumer_groups;
 mod dev_command;
 mod dlq_requeue;
+mod fleet;
 mod invariants;
 mod jwks;
 mod layering;

@@ -108,9 +108,23 @@ async fn run_flow(url: &str, token: Option<String>) {
 /// The flow with extra environment for the interpreter (e.g. `SSL_CERT_FILE`, which httpx
 /// honours, to trust a test CA).
 pub(crate) async fn run_flow_with(url: &str, token: Option<String>, env: &[(&str, &str)]) {
+    run_script("client_flow.py", url, token, env).await
+}
+
+/// Every `Admin` method of the client, against a broker with data (`tests/python/admin_walk.py`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_1_3_0_admin_walk() {
+    let b = broker_with(|_| {}).await;
+    run_script("admin_walk.py", &b.url, None, &[]).await;
+}
+
+/// Runs `tests/python/<name>` with the broker's URL; fails with its output unless it exits 0.
+async fn run_script(name: &str, url: &str, token: Option<String>, env: &[(&str, &str)]) {
     let python = python();
     check_client(&python).await;
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/client_flow.py");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/python")
+        .join(name);
     assert!(script.exists(), "missing {}", script.display());
 
     let mut child = Command::new(&python)
@@ -153,10 +167,10 @@ pub(crate) async fn run_flow_with(url: &str, token: Option<String>, env: &[(&str
 
     match status {
         None => {
-            panic!("tests/python/client_flow.py did not finish within {SCRIPT_TIMEOUT:?}\n{report}")
+            panic!("tests/python/{name} did not finish within {SCRIPT_TIMEOUT:?}\n{report}")
         }
         Some(s) if !s.success() => {
-            panic!("tests/python/client_flow.py failed ({s})\n{report}")
+            panic!("tests/python/{name} failed ({s})\n{report}")
         }
         Some(_) => println!("{out}"),
     }

@@ -60,7 +60,10 @@ async fn messages_older_than_retention_seconds_are_deleted_consumed_or_not() {
     until_depth(&b, "logs", 1).await;
     b.flush_series().await;
     let (_, v) = b.get("/api/v1/analytics/retention?queue=logs").await;
-    assert_eq!(v["totals"]["expired"], 2, "the series counts what retention deleted: {v}");
+    assert_eq!(
+        v["totals"]["expired"], 2,
+        "the series counts what retention deleted: {v}"
+    );
 
     for group in ["slow", "fresh"] {
         let v = b

@@ -339,6 +339,29 @@ impl Broker {
         s.flush_series().await.expect("series written");
     }
 
+    /// Writes this broker's fleet sample now, rather than at its next (every
+    /// `METRICS_SAMPLE_INTERVAL`).
+    pub async fn sample_now(&self) {
+        let s = &self.server.as_ref().expect("running").service;
+        s.sample_fleet().await.expect("sample written");
+    }
+
+    /// One bounded batch of the fleet's expired samples deleted now; how many went.
+    pub async fn expire_samples(&self) -> i64 {
+        let s = &self.server.as_ref().expect("running").service;
+        s.expire_fleet_samples().await.expect("samples expired")
+    }
+
+    /// This broker's id in the fleet's samples (`workerId`).
+    pub fn broker_id(&self) -> String {
+        self.server
+            .as_ref()
+            .expect("running")
+            .service
+            .broker_id()
+            .to_string()
+    }
+
     /// Another broker on the database at `db_url`, with its own pool and its own in-memory
     /// state (wakeups, ready lists, sweeps, remembered deliveries), as a second `regent serve`
     /// process would have; `tune` adjusts its configuration.

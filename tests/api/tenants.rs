@@ -318,6 +318,7 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
         ("/api/v1/resources/tasks", "tasks"),
         ("/api/v1/resources/partitions", "partitions"),
         ("/api/v1/resources/partitions?queue=orders", "partitions"),
+        ("/api/v1/analytics/worker-metrics", "queues"),
     ] {
         let (s, v) = z.get(path).await;
         assert_eq!((s, &v[key]), (StatusCode::OK, &json!([])), "{path}: {v}");

@@ -485,6 +485,18 @@ async def step_metrics(client: Queen) -> None:
     assert m["messages"]["total"] > 0 and m["requests"]["total"] > 0, f"admin.metrics(): {m!r}"
     assert m["database"]["poolSize"] > 0 and m["memory"]["rss"] > 0, f"admin.metrics(): {m!r}"
     step(f"metrics: admin.metrics() counts {m['messages']['total']} messages pushed")
+    # The fleet's figures (admin routes; the flow's token, when there is one, is admin's).
+    sm = await client.admin.get_system_metrics()
+    for key in ("timeRange", "replicas", "replicaCount", "bucketMinutes", "pointCount"):
+        assert key in sm, f"admin.get_system_metrics(): {key} missing: {sm!r}"
+    wm = await client.admin.get_worker_metrics()
+    for key in ("timeRange", "bucketMinutes", "pointCount", "timeSeries", "workers", "queues", "summary"):
+        assert key in wm, f"admin.get_worker_metrics(): {key} missing: {wm!r}"
+    pg = await client.admin.get_postgres_stats()
+    assert any(t.get("table") == "segments" for t in pg.get("tableSizes", [])), (
+        f"admin.get_postgres_stats(): no segments in tableSizes: {pg!r}"
+    )
+    step("fleet: admin.get_system_metrics(), get_worker_metrics() and get_postgres_stats() answer")
 
 
 STEPS = [

@@ -3,14 +3,20 @@
 
 use chrono::{DateTime, Duration, Utc};
 
-/// Minutes per bucket for a window of this length.
+/// Minutes per bucket for a window of this length: up to an hour 1, up to 6 hours 5, up to
+/// a day 15, up to a week 60, beyond 360.
 pub fn bucket_minutes(window: Duration) -> i32 {
-    match window.num_minutes() {
-        ..=60 => 1,
-        61..=360 => 5,
-        361..=1440 => 15,
-        1441..=10_080 => 60,
-        _ => 360,
+    let hours = Duration::hours;
+    if window <= hours(1) {
+        1
+    } else if window <= hours(6) {
+        5
+    } else if window <= hours(24) {
+        15
+    } else if window <= hours(7 * 24) {
+        60
+    } else {
+        360
     }
 }
 
@@ -27,9 +33,21 @@ mod tests {
 
     #[test]
     fn buckets_widen_with_the_window() {
-        let w = |m| bucket_minutes(Duration::minutes(m));
-        assert_eq!((w(30), w(60), w(61), w(360), w(1440)), (1, 1, 5, 5, 15));
-        assert_eq!((w(1441), w(10_080), w(10_081)), (60, 60, 360));
+        let m = Duration::minutes;
+        for (span, width) in [
+            (m(0), 1),
+            (m(60), 1),
+            (m(61), 5),
+            (m(360), 5),
+            (m(361), 15),
+            (m(1440), 15),
+            (m(1441), 60),
+            (m(7 * 1440), 60),
+            (m(7 * 1440 + 1), 360),
+            (Duration::seconds(3601), 5),
+        ] {
+            assert_eq!(bucket_minutes(span), width, "{span}");
+        }
         let to = Utc::now();
         assert_eq!(point_count(to - Duration::hours(1), to, 1), 60);
         assert_eq!(point_count(to - Duration::minutes(61), to, 5), 13);

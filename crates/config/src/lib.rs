@@ -35,6 +35,12 @@ fn default_retention_batch() -> i64 {
 fn default_series_retention() -> u64 {
     7
 }
+fn default_metrics_sample_interval() -> u64 {
+    5000
+}
+fn default_metrics_retention_hours() -> u64 {
+    24
+}
 fn default_true() -> bool {
     true
 }
@@ -135,6 +141,13 @@ pub struct Config {
     /// Days the per-minute queue series is kept (the status and analytics routes read it).
     #[serde(default = "default_series_retention")]
     pub series_retention_days: u64,
+    /// Milliseconds between two samples this broker writes of itself (`broker_samples`, read
+    /// by the fleet's system and worker metrics).
+    #[serde(default = "default_metrics_sample_interval")]
+    pub metrics_sample_interval: u64,
+    /// Hours the fleet's samples are kept.
+    #[serde(default = "default_metrics_retention_hours")]
+    pub metrics_retention_hours: u64,
     /// Wake long-polls on the other brokers of the database after a push (one extra
     /// connection per broker; see `peers`). Off: a push through another broker is found at
     /// the parked pop's next timer recheck.

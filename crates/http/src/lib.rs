@@ -13,6 +13,7 @@ mod dlq;
 mod edge;
 pub mod error;
 mod fallback;
+mod fleet;
 mod handover;
 mod health;
 pub mod jwks;

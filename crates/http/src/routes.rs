@@ -14,8 +14,8 @@ use axum::routing::{on, MethodFilter};
 use axum::Router;
 
 use super::{
-    ack, analytics, configure, consumer_groups, dlq, health, lease, maintenance, messages, metrics,
-    pop, push, resources, stats, status, traces, transaction, AppState,
+    ack, analytics, configure, consumer_groups, dlq, fleet, health, lease, maintenance, messages,
+    metrics, pop, push, resources, stats, status, traces, transaction, AppState,
 };
 
 /// What a route requires. Each level includes the ones before it.
@@ -67,6 +67,9 @@ pub fn table() -> Table {
     const MESSAGE: &str = "/api/v1/messages/{partition_id}/{transaction_id}";
     const MAINTENANCE: &str = "/api/v1/system/maintenance";
     const POP_MAINTENANCE: &str = "/api/v1/system/maintenance/pop";
+    const ANALYTICS_SYSTEM: &str = "/api/v1/analytics/system-metrics";
+    const ANALYTICS_WORKER: &str = "/api/v1/analytics/worker-metrics";
+    const ANALYTICS_POSTGRES: &str = "/api/v1/analytics/postgres-stats";
     let t = Table {
         router: Router::new(),
         routes: Vec::new(),
@@ -74,6 +77,12 @@ pub fn table() -> Table {
     t.at(M::GET, "/health", Public, health::health)
         .at(M::GET, "/metrics", Public, metrics::json_snapshot)
         .at(M::GET, "/metrics/prometheus", Public, metrics::prometheus)
+        // The fleet's figures name hosts and span every tenant: admin, not the spec's read-only
+        // (README, "Authentication and tenants").
+        .at(M::GET, ANALYTICS_SYSTEM, Admin, fleet::system_metrics)
+        .at(M::GET, ANALYTICS_WORKER, Admin, fleet::worker_metrics)
+        .at(M::GET, ANALYTICS_POSTGRES, Admin, fleet::postgres_stats)
+        .at(M::GET, "/api/v1/status/buffers", ReadOnly, fleet::buffers)
         .at(
             M::POST,
             "/api/v1/configure",

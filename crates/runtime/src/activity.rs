@@ -99,9 +99,34 @@ impl ProcessUse {
     }
 }
 
+/// The machine's host name, as the fleet's samples name this broker: the kernel's
+/// (`/proc/sys/kernel/hostname`), else gethostname(2); `unknown` when neither answers.
+pub fn hostname() -> String {
+    let from_proc = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default();
+    if !from_proc.is_empty() {
+        return from_proc;
+    }
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `len` bytes into the buffer we own.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len() - 1) };
+    let len = buf.iter().position(|&b| b == 0).unwrap_or(0);
+    match std::str::from_utf8(&buf[..len]) {
+        Ok(h) if rc == 0 && !h.is_empty() => h.to_string(),
+        _ => "unknown".to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_this_host() {
+        let h = hostname();
+        assert!(!h.is_empty() && !h.contains('\n'), "{h:?}");
+    }
 
     #[test]
     fn counts_requests_and_messages_per_operation() {

@@ -16,6 +16,7 @@ pub mod ack;
 mod announce;
 pub mod dead_letters;
 pub mod error;
+pub mod fleet;
 mod fusion;
 pub mod groups;
 mod handover;
@@ -66,6 +67,7 @@ struct Background {
     switches: JoinHandle<()>,
     retention: JoinHandle<()>,
     series: JoinHandle<()>,
+    fleet: JoinHandle<()>,
 }
 
 /// One broker's use cases and everything they share.
@@ -80,6 +82,8 @@ pub struct Service {
     implicit_retention: bool,
     dead_letter_retention: Option<chrono::Duration>,
     series_retention: chrono::Duration,
+    /// This broker's samples for the fleet's metrics.
+    fleet: fleet::Sampler,
     database_url: String,
     /// Where push requests go to be fused into shared transactions.
     pushes: fusion::Batcher<push::PushJob>,
@@ -97,7 +101,7 @@ pub struct Service {
 
 impl Service {
     /// Migrates the database, opens the pool and starts the background tasks (flushers, the
-    /// purge and retention clocks, the maintenance poll, the peer link).
+    /// purge and retention clocks, the maintenance poll, the peer link, the fleet's samples).
     pub async fn start(config: &Config, database_url: &str) -> anyhow::Result<Arc<Service>> {
         let cipher = config
             .queen_encryption_key
@@ -113,6 +117,11 @@ impl Service {
             limits,
             peer_wakeups: config.peer_wakeups,
         });
+        let fleet = fleet::Sampler::new(
+            config.metrics_sample_interval,
+            config.metrics_retention_hours,
+            runtime.activity.started,
+        );
         let service = Arc::new(Service {
             store,
             runtime,
@@ -128,6 +137,7 @@ impl Service {
             series_retention: chrono::Duration::days(
                 config.series_retention_days.clamp(1, 36_600) as i64
             ),
+            fleet,
             database_url: database_url.to_string(),
             pushes: Default::default(),
             acks: Default::default(),
@@ -163,12 +173,17 @@ impl Service {
         let series = self
             .supervisor
             .spawn("series", move || series::run(s.clone()));
+        let s = self.clone();
+        let fleet = self
+            .supervisor
+            .spawn("fleet samples", move || fleet::run(s.clone()));
         *self.background.lock().expect("start-up") = Some(Background {
             purge,
             peer_link: peers,
             switches,
             retention,
             series,
+            fleet,
         });
     }
 
@@ -203,6 +218,7 @@ impl Service {
             b.switches.abort();
             b.retention.abort();
             b.series.abort();
+            b.fleet.abort();
         }
         handover::release_remaining(self).await;
         // The counts since the last flush, so a rolling restart loses none.
