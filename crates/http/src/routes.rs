@@ -4,7 +4,9 @@
 //!
 //! Architecture Invariant: a route is served if and only if it is in this table, at the
 //! level the table gives (`tests/api/auth.rs` pins the levels to the spec and calls every
-//! route the router serves).
+//! route the router serves). The OpenAPI document is generated from it too
+//! (`crate::openapi`): a route added here needs an entry in that registry, or
+//! `tests/api/openapi.rs` fails naming it.
 
 use std::sync::Arc;
 
@@ -14,8 +16,8 @@ use axum::routing::{on, MethodFilter};
 use axum::Router;
 
 use super::{
-    ack, configure, consumer_groups, dlq, health, lease, maintenance, messages, metrics, pop, push,
-    resources, stats, status, traces, transaction, AppState,
+    ack, configure, consumer_groups, dlq, health, lease, maintenance, messages, metrics, openapi,
+    pop, push, resources, stats, status, traces, transaction, AppState,
 };
 
 /// What a route requires. Each level includes the ones before it.
@@ -263,6 +265,7 @@ pub fn table() -> Table {
             ReadOnly,
             traces::of_message,
         )
+        .at(M::GET, "/api/v1/openapi.json", Public, openapi::serve)
 }
 
 /// Every route Regent serves, without the handlers.
