@@ -13,6 +13,8 @@ cd "$(dirname "$0")/.."
 PARTITIONS=${PARTITIONS:-100000}
 MESSAGES=${MESSAGES:-10000000}
 ROUNDS=${ROUNDS:-5}
+# Each push goes to one partition: MESSAGES/BATCH pushes spread over PARTITIONS.
+BATCH=${BATCH:-100}
 PORT=${PORT:-6750}
 
 . bench/lib.sh
@@ -25,7 +27,7 @@ stored() { sql "SELECT coalesce(sum(next_offset - first_offset), 0) FROM partiti
 
 echo "filling 'big': $MESSAGES messages over $PARTITIONS partitions"
 start=$(date +%s)
-"$gen" bench --url "$url" --scenario push --queue big --producers 16 --push-batch 1000 \
+"$gen" bench --url "$url" --scenario push --queue big --producers 16 --push-batch "$BATCH" \
     --partitions "$PARTITIONS" --duration 7200 --quiet --json >/dev/null &
 fill=$!
 while [ "$(stored)" -lt "$MESSAGES" ]; do sleep 2; done

@@ -222,6 +222,7 @@ fn the_route_table_gives_the_specs_levels() {
             "/api/v1/traces/{partition_id}/{transaction_id}",
             Level::ReadOnly,
         ),
+        (Method::GET, "/api/v1/openapi.json", Level::Public),
     ];
     let table: Vec<(Method, &str, Level)> = routes()
         .into_iter()

@@ -18,6 +18,7 @@ mod limits;
 mod maintenance;
 mod messages;
 mod metrics;
+mod openapi;
 mod peers;
 mod push_pop;
 mod python_client;

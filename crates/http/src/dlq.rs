@@ -67,7 +67,7 @@ struct BulkBody {
 
 /// Every key the bulk routes read. Any other is refused: a misspelt filter next to
 /// `"all": true` must not widen the call to every dead letter.
-const BULK_KEYS: [&str; 10] = [
+pub(crate) const BULK_KEYS: [&str; 10] = [
     "ids",
     "queue",
     "partition",

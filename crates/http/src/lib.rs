@@ -22,6 +22,7 @@ mod lease;
 mod maintenance;
 mod messages;
 mod metrics;
+pub mod openapi;
 mod params;
 mod path;
 mod pop;

@@ -4,7 +4,9 @@
 //!
 //! Architecture Invariant: a route is served if and only if it is in this table, at the
 //! level the table gives (`tests/api/auth.rs` pins the levels to the spec and calls every
-//! route the router serves).
+//! route the router serves). The OpenAPI document is generated from it too
+//! (`crate::openapi`): a route added here needs an entry in that registry, or
+//! `tests/api/openapi.rs` fails naming it.
 
 use std::sync::Arc;
 
@@ -15,7 +17,7 @@ use axum::Router;
 
 use super::{
     ack, analytics, configure, consumer_groups, dlq, fleet, health, lease, maintenance, messages,
-    metrics, pop, push, resources, stats, status, traces, transaction, AppState,
+    metrics, openapi, pop, push, resources, stats, status, traces, transaction, AppState,
 };
 
 /// What a route requires. Each level includes the ones before it.
@@ -290,6 +292,7 @@ pub fn table() -> Table {
             ReadOnly,
             traces::of_message,
         )
+        .at(M::GET, "/api/v1/openapi.json", Public, openapi::serve)
 }
 
 /// Every route Regent serves, without the handlers.

@@ -1,0 +1,419 @@
+//! `GET /api/v1/openapi.json`: an OpenAPI 3.1 document of every route, generated from the
+//! route table (`crate::routes`) and a documentation registry kept here, one small module
+//! per route family, keyed by (method, path template).
+//!
+//! The table decides what is documented: `paths` is built by walking `routes::table()`, so
+//! a served route always appears, with its path parameters and its access level (a
+//! `security` requirement and `x-regent-level`). A route the registry has no entry for
+//! appears with an empty summary and `x-regent-undocumented: true`, and the CI check
+//! (`tests/api/openapi.rs`) fails naming it; a registry entry for a route the table lacks
+//! is never published, and the same check names it.
+//!
+//! The registry is hand-written JSON Schema (field names exactly as on the wire), outside
+//! the handler files: they build their answers with `json!`, so there are no types to
+//! derive schemas from, and annotating every handler would put this crate's documentation
+//! in the middle of files other routes are being added to. Where a real constant exists
+//! (queue options, server defaults, limits) the schema is built from it.
+
+mod analytics;
+mod consume;
+mod dlq;
+mod groups;
+mod messages;
+mod produce;
+mod queues;
+mod schemas;
+mod status;
+mod system;
+mod traces;
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use axum::body::Bytes;
+use axum::http::{header, Method};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Map, Value};
+
+use super::routes::{self, Level, Route};
+
+/// One documented operation: what the registry says about a (method, path) of the table.
+pub struct Entry {
+    pub method: Method,
+    /// The template exactly as in the route table (`{param}` segments).
+    pub path: &'static str,
+    pub summary: &'static str,
+    description: String,
+    tag: &'static str,
+    query: Vec<Value>,
+    body: Option<Value>,
+    responses: BTreeMap<u16, Value>,
+    /// Whether a refused quota (`maxMessages`) is among this route's 429s.
+    quota: bool,
+}
+
+impl Entry {
+    fn new(tag: &'static str, method: Method, path: &'static str, summary: &'static str) -> Entry {
+        Entry {
+            method,
+            path,
+            summary,
+            description: String::new(),
+            tag,
+            query: Vec::new(),
+            body: None,
+            responses: BTreeMap::new(),
+            quota: false,
+        }
+    }
+
+    /// What the route does, Queen compatibility notes, and the Python client's caller.
+    fn about(mut self, text: &str) -> Entry {
+        self.description = text.trim().to_string();
+        self
+    }
+
+    /// A query parameter: its JSON Schema (type, default, bounds) and what it means.
+    fn query(mut self, name: &str, schema: Value, description: &str) -> Entry {
+        self.query.push(json!({
+            "name": name, "in": "query", "required": false,
+            "description": description, "schema": schema,
+        }));
+        self
+    }
+
+    /// The JSON request body; `required: false` when an empty body is read as `{}`.
+    fn body(mut self, required: bool, description: &str, schema: Value) -> Entry {
+        self.body = Some(json!({
+            "required": required, "description": description,
+            "content": { "application/json": { "schema": schema } },
+        }));
+        self
+    }
+
+    /// A JSON answer with this status.
+    fn reply(mut self, status: u16, description: &str, schema: Value) -> Entry {
+        self.responses.insert(
+            status,
+            json!({
+                "description": description,
+                "headers": request_id_header(),
+                "content": { "application/json": { "schema": schema } },
+            }),
+        );
+        self
+    }
+
+    /// A response object as given (another content type, extra headers).
+    fn reply_raw(mut self, status: u16, response: Value) -> Entry {
+        self.responses.insert(status, response);
+        self
+    }
+
+    /// An error answer in the shared envelope, with the texts this route gives.
+    fn fails(mut self, status: u16, texts: &str) -> Entry {
+        let component = error_component(status).expect("an error status with a component");
+        self.responses.insert(
+            status,
+            json!({
+                "$ref": format!("#/components/responses/{component}"),
+                "description": texts,
+            }),
+        );
+        self
+    }
+
+    /// A push or a requeue: over `maxMessages` it is refused whole with 429.
+    fn quota(mut self) -> Entry {
+        self.quota = true;
+        self
+    }
+}
+
+fn request_id_header() -> Value {
+    json!({ "x-request-id": { "$ref": "#/components/headers/RequestId" } })
+}
+
+/// Every entry of the registry, family by family.
+pub fn registry() -> Vec<Entry> {
+    [
+        system::entries(),
+        queues::entries(),
+        produce::entries(),
+        consume::entries(),
+        messages::entries(),
+        dlq::entries(),
+        status::entries(),
+        groups::entries(),
+        traces::entries(),
+        analytics::entries(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The level's name on the wire of this document.
+pub fn level_name(level: Level) -> &'static str {
+    match level {
+        Level::Public => "public",
+        Level::ReadOnly => "read-only",
+        Level::ReadWrite => "read-write",
+        Level::Admin => "admin",
+    }
+}
+
+/// The component response for an error status.
+fn error_component(status: u16) -> Option<&'static str> {
+    Some(match status {
+        400 => "BadRequest",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "NotFound",
+        409 => "Conflict",
+        413 => "PayloadTooLarge",
+        429 => "TooManyRequests",
+        500 => "InternalError",
+        503 => "Unavailable",
+        _ => return None,
+    })
+}
+
+/// The names of a template's parameters, in order (`{*rest}` names `rest`).
+pub fn path_params(template: &str) -> Vec<&str> {
+    template
+        .split('/')
+        .filter_map(|s| s.strip_prefix('{')?.strip_suffix('}'))
+        .map(|s| s.trim_start_matches('*'))
+        .collect()
+}
+
+/// The template in OpenAPI's spelling: axum's `{*rest}` is `{rest}`.
+fn openapi_path(template: &str) -> String {
+    template.replace("{*", "{")
+}
+
+/// A stable, unique operation id: the method, then the path's words in camelCase
+/// (`GET /api/v1/pop/queue/{queue}` is `getPopQueueByQueue`).
+fn operation_id(method: &Method, template: &str) -> String {
+    let mut id = method.as_str().to_ascii_lowercase();
+    let rest = template.strip_prefix("/api/v1").unwrap_or(template);
+    for segment in rest.split(['/', '.']).filter(|s| !s.is_empty()) {
+        let (by, word) = match segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+            Some(p) => ("By", p.trim_start_matches('*')),
+            None => ("", segment),
+        };
+        id.push_str(by);
+        for part in word.split(['-', '_']).filter(|p| !p.is_empty()) {
+            let mut c = part.chars();
+            if let Some(first) = c.next() {
+                id.extend(first.to_uppercase());
+                id.push_str(c.as_str());
+            }
+        }
+    }
+    id
+}
+
+fn path_parameter(name: &str) -> Value {
+    let (description, schema) = schemas::path_param(name);
+    json!({
+        "name": name, "in": "path", "required": true,
+        "description": description, "schema": schema,
+    })
+}
+
+/// The operation object of one route of the table.
+fn operation(route: &Route, entry: Option<&Entry>) -> Value {
+    let mut op = Map::new();
+    let level = level_name(route.level);
+    let mut parameters: Vec<Value> = path_params(route.path)
+        .into_iter()
+        .map(path_parameter)
+        .collect();
+    let mut responses = entry.map(|e| e.responses.clone()).unwrap_or_default();
+    match entry {
+        Some(e) => {
+            op.insert("tags".into(), json!([e.tag]));
+            op.insert("summary".into(), json!(e.summary));
+            op.insert("description".into(), json!(e.description));
+            parameters.extend(e.query.iter().cloned());
+            if let Some(body) = &e.body {
+                op.insert("requestBody".into(), body.clone());
+            }
+        }
+        None => {
+            op.insert("summary".into(), json!(""));
+            op.insert(
+                "description".into(),
+                json!("Undocumented: the documentation registry (crates/http/src/openapi/) has no entry for this route."),
+            );
+            op.insert("x-regent-undocumented".into(), json!(true));
+        }
+    }
+    op.insert(
+        "operationId".into(),
+        json!(operation_id(&route.method, route.path)),
+    );
+    // What every route of its kind can answer, unless the entry says it in its own words;
+    // the texts are the shared components' (`schemas::components`).
+    let has_body = entry.is_some_and(|e| e.body.is_some());
+    let mut common: Vec<(u16, &str)> = Vec::new();
+    if has_body || !parameters.is_empty() {
+        common.push((400, "BadRequest"));
+    }
+    if has_body {
+        common.push((413, "PayloadTooLarge"));
+    }
+    if route.level != Level::Public {
+        common.push((401, "Unauthorized"));
+        common.push((403, "Forbidden"));
+        let quota = entry.is_some_and(|e| e.quota);
+        common.push((
+            429,
+            if quota {
+                "OverLimit"
+            } else {
+                "TooManyRequests"
+            },
+        ));
+    }
+    common.push((500, "InternalError"));
+    common.push((503, "Unavailable"));
+    for (status, component) in common {
+        responses
+            .entry(status)
+            .or_insert_with(|| json!({ "$ref": format!("#/components/responses/{component}") }));
+    }
+    let responses: Map<String, Value> = responses
+        .into_iter()
+        .map(|(status, r)| (status.to_string(), r))
+        .collect();
+    if !parameters.is_empty() {
+        op.insert("parameters".into(), Value::Array(parameters));
+    }
+    op.insert("responses".into(), Value::Object(responses));
+    let security = match route.level {
+        Level::Public => json!([]),
+        _ => json!([{ "bearer": [level] }]),
+    };
+    op.insert("security".into(), security);
+    op.insert("x-regent-level".into(), json!(level));
+    Value::Object(op)
+}
+
+/// The whole document for these routes and this registry.
+fn build(routes: &[Route], registry: &[Entry]) -> Value {
+    let mut paths = Map::new();
+    for route in routes {
+        let entry = registry
+            .iter()
+            .find(|e| e.method == route.method && e.path == route.path);
+        let item = paths
+            .entry(openapi_path(route.path))
+            .or_insert_with(|| json!({}));
+        item[route.method.as_str().to_ascii_lowercase()] = operation(route, entry);
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Regent",
+            "version": env!("CARGO_PKG_VERSION"),
+            "summary": "A multi-tenant, partitioned message broker on PostgreSQL, speaking Queen MQ's HTTP/JSON API.",
+            "description": INFO,
+            "license": { "name": env!("CARGO_PKG_LICENSE"), "identifier": env!("CARGO_PKG_LICENSE") },
+        },
+        "tags": system::TAGS.iter()
+            .chain(queues::TAGS).chain(produce::TAGS).chain(consume::TAGS)
+            .chain(messages::TAGS).chain(dlq::TAGS).chain(status::TAGS)
+            .chain(groups::TAGS).chain(traces::TAGS).chain(analytics::TAGS)
+            .map(|(name, description)| json!({ "name": name, "description": description }))
+            .collect::<Vec<_>>(),
+        "paths": paths,
+        "components": schemas::components(),
+    })
+}
+
+const INFO: &str = "\
+Regent serves Queen MQ's HTTP/JSON API (the Queen 0.15 server's routes, with the seed \
+contract's acknowledgement), so Queen's clients work against it unchanged; the reference is \
+the Python client `queen-mq==1.3.0`. Field names are Queen's exact wire names, mixed casing \
+included (`transaction_id` and `queueName` in one push verdict, snake_case on the trace and \
+lagging routes). Where Regent differs from Queen 0.15 the operation says so: mostly honest \
+status codes (201 for a push, 404 for an unknown queue) where Queen answers 200 on the wire, \
+and a few Regent extensions (`/api/v1/dlq/requeue`, `/api/v1/dlq/delete`, this document).\n\n\
+Every error the broker makes itself is `{\"error\": \"<text>\"}`; a 429 adds `code` and \
+`retryAfter`, a 503 carries `Retry-After`. Every answer carries `x-request-id` (the client's \
+own, else a new UUID). With `JWT_ENABLED=true` every route but the public ones needs a bearer \
+token whose role reaches the route's level (`x-regent-level`: public, read-only, read-write, \
+admin; each includes the ones before it), and acts for the tenant of its `tenant` claim; with \
+authentication off, everything is tenant `default` and no token is needed. `OPTIONS` on any \
+path answers 204 with Queen's CORS headers, without a token; a known path with another method \
+is a 405, an unknown path a 404 `{\"error\": \"Not found\"}`.";
+
+/// The document, built once.
+pub fn document() -> &'static Value {
+    static DOC: OnceLock<Value> = OnceLock::new();
+    DOC.get_or_init(|| build(&routes::routes(), &registry()))
+}
+
+/// `GET /api/v1/openapi.json`.
+pub async fn serve() -> Response {
+    static BODY: OnceLock<Bytes> = OnceLock::new();
+    let body = BODY.get_or_init(|| {
+        Bytes::from(serde_json::to_vec(document()).expect("the document serialises"))
+    });
+    ([(header::CONTENT_TYPE, "application/json")], body.clone()).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operation_ids_read_as_the_path() {
+        assert_eq!(
+            operation_id(&Method::GET, "/api/v1/pop/queue/{queue}"),
+            "getPopQueueByQueue"
+        );
+        assert_eq!(
+            operation_id(
+                &Method::DELETE,
+                "/api/v1/messages/{partition_id}/{transaction_id}"
+            ),
+            "deleteMessagesByPartitionIdByTransactionId"
+        );
+        assert_eq!(
+            operation_id(&Method::GET, "/metrics/prometheus"),
+            "getMetricsPrometheus"
+        );
+        assert_eq!(
+            operation_id(&Method::GET, "/api/v1/openapi.json"),
+            "getOpenapiJson"
+        );
+    }
+
+    #[test]
+    fn path_parameters_are_read_off_the_template() {
+        assert_eq!(
+            path_params("/api/v1/consumer-groups/{group}/queues/{queue}/seek"),
+            ["group", "queue"]
+        );
+        assert_eq!(path_params("/files/{*rest}"), ["rest"]);
+        assert_eq!(openapi_path("/files/{*rest}"), "/files/{rest}");
+    }
+
+    /// The bulk routes' selector documents exactly the keys the handler reads.
+    #[test]
+    fn the_bulk_selector_names_the_keys_the_handler_reads() {
+        let c = schemas::components();
+        let props = c["schemas"]["BulkSelector"]["properties"]
+            .as_object()
+            .expect("properties");
+        let mut documented: Vec<&str> = props.keys().map(String::as_str).collect();
+        let mut read: Vec<&str> = crate::dlq::BULK_KEYS.to_vec();
+        documented.sort();
+        read.sort();
+        assert_eq!(documented, read);
+    }
+}

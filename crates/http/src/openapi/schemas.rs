@@ -1,0 +1,712 @@
+//! The shared parts of the document: `components` (schemas of the shapes several routes use,
+//! the error responses, the headers, the bearer scheme) and the path parameters' meanings.
+
+use serde_json::{json, Map, Value};
+
+use regent_broker::naming::{DEFAULT_PARTITION, QUEUE_MODE};
+use regent_broker::options::{BOOL_DEFAULTS, DLQ_FLAGS, INT_DEFAULTS};
+
+use crate::push::MAX_NAME_BYTES;
+
+/// A reference to a shared schema.
+pub(super) fn r(name: &str) -> Value {
+    json!({ "$ref": format!("#/components/schemas/{name}") })
+}
+
+/// An object with these required keys and these properties.
+pub(super) fn obj(required: &[&str], properties: Value) -> Value {
+    json!({ "type": "object", "required": required, "properties": properties })
+}
+
+pub(super) fn array(items: Value) -> Value {
+    json!({ "type": "array", "items": items })
+}
+
+/// `schema` or `null`.
+pub(super) fn nullable(schema: Value) -> Value {
+    json!({ "anyOf": [schema, { "type": "null" }] })
+}
+
+pub(super) fn uuid() -> Value {
+    json!({ "type": "string", "format": "uuid" })
+}
+
+/// A timestamp as most routes write it: ISO-8601 UTC with milliseconds.
+pub(super) fn ts() -> Value {
+    json!({ "type": "string", "format": "date-time", "examples": ["2026-04-26T10:59:28.267Z"] })
+}
+
+pub(super) fn ts_or_null() -> Value {
+    json!({ "type": ["string", "null"], "format": "date-time" })
+}
+
+pub(super) fn string() -> Value {
+    json!({ "type": "string" })
+}
+
+pub(super) fn int() -> Value {
+    json!({ "type": "integer" })
+}
+
+pub(super) fn num() -> Value {
+    json!({ "type": "number" })
+}
+
+pub(super) fn boolean() -> Value {
+    json!({ "type": "boolean" })
+}
+
+/// A field Queen has and Regent does not measure: always `null`.
+pub(super) fn always_null(what: &str) -> Value {
+    json!({ "type": "null", "description": format!("Always null: Regent has no {what}.") })
+}
+
+/// A schema with a description.
+pub(super) fn about(mut schema: Value, description: &str) -> Value {
+    schema["description"] = json!(description);
+    schema
+}
+
+/// A query parameter's integer schema with its default and bounds.
+pub(super) fn int_param(default: i64, min: Option<i64>, max: Option<i64>) -> Value {
+    let mut s = json!({ "type": "integer", "default": default });
+    if let Some(m) = min {
+        s["minimum"] = json!(m);
+    }
+    if let Some(m) = max {
+        s["maximum"] = json!(m);
+    }
+    s
+}
+
+/// A query flag: only `true` or `1` are true (Queen's rule).
+pub(super) fn flag_param(default: bool) -> Value {
+    json!({ "type": "string", "examples": ["true", "false"], "default": default.to_string() })
+}
+
+/// What a path parameter of the route table means, and its schema.
+pub(super) fn path_param(name: &str) -> (&'static str, Value) {
+    let name_schema = json!({ "type": "string", "maxLength": MAX_NAME_BYTES });
+    match name {
+        "queue" => ("The queue's name, percent-decoded once (a name holding `/` cannot be addressed by path).", name_schema),
+        "partition" => ("The partition's name (not its id), percent-decoded once.", name_schema),
+        "group" => ("The consumer group's name; `__QUEUE_MODE__` is queue mode's.", name_schema),
+        "lease_id" => ("The `leaseId` a pop answered (one lease may cover several partitions).", string()),
+        "partition_id" => ("The partition's id (`partitionId`, a UUID), not its name.", uuid()),
+        "transaction_id" => ("The message's `transactionId` (unique per partition).", string()),
+        "name" => ("A trace name, percent-decoded once.", string()),
+        _ => ("", string()),
+    }
+}
+
+/// What each queue option does (spec §3.1).
+fn option_description(key: &str) -> &'static str {
+    match key {
+        "priority" => "Orders queues in a namespace or task pop (`GET /api/v1/pop`), higher first.",
+        "leaseTime" => "Seconds a pop's lease lasts (0 means 60).",
+        "retryLimit" => "Nacks (`failed` acks) a (partition, group) may spend before the message is dead-lettered: 3 means three redeliveries, the fourth `failed` dead-letters.",
+        "retryDelay" => "Milliseconds; stored and echoed, not used (as in Queen).",
+        "maxSize" => "Stored and echoed, not enforced (as in Queen; `TENANT_LIMITS` caps stored messages).",
+        "ttl" => "Seconds; stored and echoed, not used (as in Queen).",
+        "delayedProcessing" => "Seconds a message stays invisible to pops after its push.",
+        "windowBuffer" => "Seconds: a partition is poppable only once its newest message is at least this old.",
+        "retentionSeconds" => "With `retentionEnabled` (or `IMPLICIT_RETENTION`): messages older than this are deleted, consumed or not.",
+        "completedRetentionSeconds" => "With `retentionEnabled` (or `IMPLICIT_RETENTION`): messages older than this that every group has passed are deleted.",
+        "maxWaitTimeSeconds" => "Messages older than this are evicted (deleted, not dead-lettered), with or without `retentionEnabled`.",
+        "deadLetterQueue" => "With `dlqAfterMaxRetries`: dead-lettering of exhausted messages is off only when both are explicitly false; never set is `null` in the echo (and dead-letters).",
+        "dlqAfterMaxRetries" => "See `deadLetterQueue`.",
+        "retentionEnabled" => "The switch of `retentionSeconds` and `completedRetentionSeconds`.",
+        "encryptionEnabled" => "Payloads sealed at rest with AES-256-GCM (`QUEEN_ENCRYPTION_KEY`), opened on the way out; refused with 400 when the broker has no key.",
+        _ => "",
+    }
+}
+
+/// The queue options a configure reads, from the constants the broker reads them with.
+fn options_in() -> Value {
+    let mut props = Map::new();
+    for (k, d) in INT_DEFAULTS {
+        let s = json!({ "type": ["integer", "string", "null"], "default": d,
+            "description": format!("{} An integer, or a numeric string (Queen casts through text).", option_description(k)) });
+        props.insert(k.into(), s);
+    }
+    for k in DLQ_FLAGS.iter().chain(BOOL_DEFAULTS.iter()) {
+        let s = json!({ "anyOf": [{ "type": ["boolean", "null"] }, { "enum": ["true", "false"] }],
+            "description": option_description(k) });
+        props.insert((*k).into(), s);
+    }
+    json!({
+        "type": "object",
+        "description": "Every option the broker reads; others are ignored. A configure replaces the whole configuration: an option left out falls back to its default (not a patch). `null` is the same as absent.",
+        "properties": props,
+    })
+}
+
+/// The options as a configure echoes them: each effective value, the dead-letter flags as
+/// stored.
+fn options_echo() -> Value {
+    let mut props = Map::new();
+    let mut required = Vec::new();
+    for (k, d) in INT_DEFAULTS {
+        props.insert(
+            k.into(),
+            json!({ "type": "integer", "default": d, "description": option_description(k) }),
+        );
+        required.push(k);
+    }
+    for k in DLQ_FLAGS {
+        props.insert(
+            k.into(),
+            json!({ "type": ["boolean", "null"], "description": option_description(k) }),
+        );
+        required.push(k);
+    }
+    for k in BOOL_DEFAULTS {
+        props.insert(
+            k.into(),
+            json!({ "type": "boolean", "default": false, "description": option_description(k) }),
+        );
+        required.push(k);
+    }
+    json!({ "type": "object", "required": required, "properties": props })
+}
+
+fn counts_six() -> Value {
+    obj(
+        &[
+            "total",
+            "pending",
+            "processing",
+            "completed",
+            "failed",
+            "deadLetter",
+        ],
+        json!({
+            "total": int(), "pending": int(),
+            "processing": about(int(), "Under a live lease."),
+            "completed": int(),
+            "failed": about(int(), "1 while a nacked message waits for its retry."),
+            "deadLetter": int(),
+        }),
+    )
+}
+
+fn push_item() -> Value {
+    obj(
+        &["queue"],
+        json!({
+            "queue": about(json!({"type": "string", "maxLength": MAX_NAME_BYTES}),
+                "The queue; created with defaults on first push (namespace and task derived from the name: `billing.invoices` is namespace `billing`, task `invoices`). `\"\"` is a name like any other. Not a string: 400 `Queue must be a string`."),
+            "partition": about(json!({"type": ["string", "null"], "maxLength": MAX_NAME_BYTES, "default": DEFAULT_PARTITION}),
+                "The partition's name; created on first push. Not a string: 400 `Partition must be a string`."),
+            "payload": about(json!({}), "Any JSON, stored as the exact text sent and popped back as `data`; absent is `{}`, `null` is stored as `null`."),
+            "transactionId": about(json!({"type": ["string", "null"], "maxLength": MAX_NAME_BYTES}),
+                "The deduplication key within the partition; absent or `\"\"`: the broker mints a UUID. Not a string: 400 `TransactionId must be a string`."),
+            "traceId": about(json!({"type": ["string", "null"], "format": "uuid"}),
+                "A UUID, returned on pop; `\"\"` is absent. 400 `TraceId must be a string` / `TraceId must be a UUID`."),
+            "producerSub": about(json!({}), "Ignored: the broker stamps the verified token's `sub`."),
+        }),
+    )
+}
+
+fn push_result() -> Value {
+    obj(
+        &["index", "transaction_id", "status"],
+        json!({
+            "index": about(int(), "The item's position in the request (the answer has one element per item, in order)."),
+            "transaction_id": string(),
+            "status": about(json!({"enum": ["queued", "duplicate", "buffered", "failed"]}),
+                "`queued`: stored; `duplicate`: the partition already had this transaction id (nothing stored); `buffered`: held under push maintenance, appended when it ends; `failed`: not stored, `error` says why."),
+            "message_id": about(uuid(), "queued, buffered: the new message's id; duplicate: the message it duplicates (absent once that message is gone: cleared or expired)."),
+            "partition_id": uuid(),
+            "trace_id": about(json!({"type": ["string", "null"], "format": "uuid"}), "queued items only."),
+            "queueName": about(string(), "queued and duplicate items (Queen's one camelCase key)."),
+            "queue": about(string(), "buffered and failed items."),
+            "partition": about(string(), "buffered and failed items."),
+            "error": about(string(), "failed items."),
+            "transactionId": about(string(), "buffered items, in Queen's camelCase."),
+        }),
+    )
+}
+
+fn pop_message() -> Value {
+    obj(
+        &[
+            "id",
+            "transactionId",
+            "traceId",
+            "data",
+            "producerSub",
+            "createdAt",
+            "partitionId",
+            "partition",
+            "queue",
+            "leaseId",
+            "consumerGroup",
+        ],
+        json!({
+            "id": uuid(),
+            "transactionId": string(),
+            "traceId": json!({"type": ["string", "null"], "format": "uuid"}),
+            "data": about(json!({}), "The payload as pushed (the key is `data` here, `payload` on the message routes)."),
+            "producerSub": about(json!({"type": ["string", "null"]}), "The pushing token's `sub`; null with authentication off."),
+            "createdAt": about(json!({"type": "string", "format": "date-time", "examples": ["2026-04-26T10:59:28.267966Z"]}), "Microseconds, as Queen's pop."),
+            "partitionId": about(uuid(), "What an ack must name (with `transactionId`)."),
+            "partition": string(),
+            "queue": string(),
+            "leaseId": about(string(), "The lease to ack under; `\"\"` for an `autoAck` pop (nothing to ack)."),
+            "consumerGroup": string(),
+        }),
+    )
+}
+
+fn autopilot() -> Value {
+    about(
+        obj(&["partitions", "batch", "waitMs"], json!({
+            "partitions": int(), "batch": int(),
+            "waitMs": about(int(), "Advice before the next poll; always 0."),
+        })),
+        "Only with `autopilot=true`: the batch and partitions the broker used for the knobs the request left out.",
+    )
+}
+
+fn pop_answer() -> Value {
+    let delivered = obj(
+        &[
+            "success",
+            "queue",
+            "partition",
+            "partitionId",
+            "leaseId",
+            "consumerGroup",
+            "partitionsClaimed",
+            "messages",
+        ],
+        json!({
+            "success": {"const": true},
+            "queue": about(string(), "The first claimed partition's queue."),
+            "partition": about(string(), "The first claimed partition; each message names its own."),
+            "partitionId": uuid(),
+            "leaseId": about(string(), "One lease for every partition of the answer (one extend renews them all); `\"\"` for `autoAck`."),
+            "consumerGroup": string(),
+            "partitionsClaimed": int(),
+            "messages": {"type": "array", "minItems": 1, "items": r("PopMessage")},
+            "autopilot": r("Autopilot"),
+        }),
+    );
+    let empty = obj(
+        &[
+            "success",
+            "queue",
+            "partition",
+            "partitionId",
+            "leaseId",
+            "consumerGroup",
+            "messages",
+        ],
+        json!({
+            "success": {"const": true},
+            "queue": about(string(), "The queue asked for (`\"\"` on the namespace/task route)."),
+            "partition": about(string(), "The partition asked for, or `\"\"`."),
+            "partitionId": about(json!({"type": ["string", "null"], "format": "uuid"}), "The claimed partition when one was claimed but nothing was readable (delayed, window buffer); else null."),
+            "leaseId": about(json!({"type": ["string", "null"]}), "`\"\"` when a partition was claimed and released; null at a long-poll deadline or when paused."),
+            "consumerGroup": string(),
+            "messages": {"type": "array", "maxItems": 0},
+            "windowBufferActive": about(json!({"const": true}), "The partition's window buffer is still filling."),
+            "paused": about(json!({"const": true}), "Pop maintenance is on (`/api/v1/system/maintenance/pop`)."),
+            "autopilot": r("Autopilot"),
+        }),
+    );
+    let nothing = obj(
+        &["success", "error", "messages"],
+        json!({
+            "success": {"const": false},
+            "error": about(json!({"enum": ["no_available_partition", "partition_not_found", "lease_held"]}),
+                "`no_available_partition`: nothing claimable (or an unknown queue); `partition_not_found`: the named partition does not exist; `lease_held`: another consumer of the group holds the named partition. Under `wait=true` these become a retry loop and, at the deadline, the empty shape."),
+            "messages": {"type": "array", "maxItems": 0},
+            "autopilot": r("Autopilot"),
+        }),
+    );
+    json!({
+        "description": "Messages under one lease; or, with none, the empty shapes Queen answers (always 200 with a body: Queen 0.15 sends 204 for some, which the Python client reads the same way).",
+        "oneOf": [
+            about(delivered, "Messages were claimed."),
+            about(empty, "Nothing to deliver: the long-poll deadline passed, the claimed partition had nothing readable yet, or pops are paused."),
+            about(nothing, "Nothing claimable now (no wait)."),
+        ],
+    })
+}
+
+fn ack_item() -> Value {
+    obj(
+        &[],
+        json!({
+            "transactionId": about(json!({"type": ["string", "null"]}), "The message to ack; absent is `\"\"`, which resolves to nothing (an `unresolvable` item, not a 400)."),
+            "partitionId": about(json!({"type": ["string", "null"]}), "The partition's UUID (from the pop), not its name."),
+            "status": about(json!({"type": ["string", "null"], "default": "completed", "examples": ["completed", "failed", "retry", "dlq"]}),
+                "Case-sensitive: absent, null, `completed`, `success`, `acked`, `ok` complete; `retry` redelivers without charging the retry budget; `dlq` dead-letters at once; `failed` and ANY other value (even `Completed`) is a nack that charges the budget."),
+            "leaseId": about(json!({"type": ["string", "null"]}), "When given, the ack is checked against that live lease (`invalid or expired lease` otherwise); without one there is no lease check."),
+            "error": about(json!({"type": ["string", "null"]}), "The dead-letter reason, if this ack dead-letters."),
+            "consumerGroup": about(json!({"type": ["string", "null"], "default": QUEUE_MODE}), "Single route only: the batch route reads the top-level one."),
+        }),
+    )
+}
+
+fn ack_result() -> Value {
+    obj(
+        &[
+            "index",
+            "transactionId",
+            "success",
+            "error",
+            "leaseReleased",
+            "dlq",
+            "noop",
+        ],
+        json!({
+            "index": about(int(), "The item's position in the request."),
+            "transactionId": string(),
+            "success": about(boolean(), "The broker carried out the instruction (a correctly processed nack is true)."),
+            "error": about(json!({"type": ["string", "null"]}),
+                "Why the item was refused: `consumer not found`, `invalid or expired lease`, `already committed: the cursor moved past this message before this ack`, `unresolvable: transaction not in the ack window (hash purged or never pushed); if leased, the message redelivers`, `ack flush failed; lease will expire and redeliver`, `pool`, `partition not owned by tenant`, `superseded: …`, or the storage layer's text."),
+            "leaseReleased": about(boolean(), "This ack ended the live lease of its (partition, group)."),
+            "dlq": about(boolean(), "This ack filed a dead letter."),
+            "noop": about(boolean(), "A `completed` at or below the cursor: nothing changed."),
+        }),
+    )
+}
+
+fn transaction_request() -> Value {
+    let ack = obj(
+        &["type"],
+        json!({
+            "type": {"const": "ack"},
+            "transactionId": json!({"type": ["string", "null"]}),
+            "partitionId": json!({"type": ["string", "null"]}),
+            "status": json!({"type": ["string", "null"], "default": "completed"}),
+            "consumerGroup": json!({"type": ["string", "null"], "default": QUEUE_MODE}),
+            "leaseId": json!({"type": ["string", "null"]}),
+            "error": json!({"type": ["string", "null"]}),
+        }),
+    );
+    let nested = obj(
+        &["type", "items"],
+        json!({
+            "type": {"const": "push"},
+            "items": about(array(r("PushItem")), "Each item is one operation of the result's index space; `data` is accepted as an alias of `payload`."),
+        }),
+    );
+    let flat = about(
+        json!({ "allOf": [r("PushItem"), obj(&["type"], json!({ "type": {"const": "push"}, "data": about(json!({}), "An alias of `payload`.") }))] }),
+        "One push item as an operation.",
+    );
+    obj(
+        &["operations"],
+        json!({
+            "operations": about(json!({"type": "array", "minItems": 1, "items": {"oneOf": [
+                about(ack, "An ack, with the ack route's defaults and normalisation."),
+                about(nested, "Pushes, nested."),
+                flat,
+            ]}}), "Not an array: 400 `operations array required`; empty: 400 `operations array cannot be empty`; another `type`: 400 `Unknown operation type: <type>`."),
+            "requiredLeases": about(json!({"type": ["array", "null"], "items": string()}),
+                "Leases that must all be live (the Python client sends its acked messages' leases); an ack without its own `leaseId` is fenced by the single one named here."),
+        }),
+    )
+}
+
+fn transaction_answer() -> Value {
+    let ack = obj(
+        &[
+            "index",
+            "type",
+            "success",
+            "transactionId",
+            "error",
+            "dlq",
+            "leaseReleased",
+            "noop",
+        ],
+        json!({
+            "index": int(), "type": {"const": "ack"}, "success": boolean(),
+            "transactionId": string(), "error": {"type": "null"},
+            "dlq": boolean(), "leaseReleased": boolean(), "noop": boolean(),
+        }),
+    );
+    let pushed = obj(
+        &["index", "type", "success", "transactionId", "queueName"],
+        json!({
+            "index": int(), "type": {"const": "push"}, "success": boolean(),
+            "transactionId": string(),
+            "messageId": about(json!({"type": ["string", "null"], "format": "uuid"}), "The new message, or the one a duplicate names."),
+            "partitionId": uuid(), "queueName": string(),
+            "status": {"enum": ["queued", "duplicate", "buffered"]},
+            "error": about(string(), "A push item that failed."),
+        }),
+    );
+    obj(
+        &["transactionId", "success", "results"],
+        json!({
+            "transactionId": about(uuid(), "A fresh id of the bundle, not a message id."),
+            "success": about(boolean(), "false: nothing committed, `error` says why (the Python client raises it)."),
+            "error": about(string(), "Why the bundle was refused: `invalid or expired lease`, `unresolvable: …`, `already committed: …`, `consumer not found`, …"),
+            "results": about(array(json!({"oneOf": [ack, pushed]})),
+                "One per ack and per pushed item (pushes flattened), in request order; empty when refused."),
+        }),
+    )
+}
+
+fn dead_letter() -> Value {
+    obj(
+        &[
+            "deadLetterId",
+            "id",
+            "transactionId",
+            "partitionId",
+            "queue",
+            "partition",
+            "consumerGroup",
+            "errorMessage",
+            "retryCount",
+            "data",
+            "producerSub",
+            "traceId",
+            "createdAt",
+            "failedAt",
+        ],
+        json!({
+            "deadLetterId": about(int(), "Regent's id of the dead letter, for the bulk routes."),
+            "id": about(uuid(), "The message's id."),
+            "transactionId": string(), "partitionId": uuid(), "queue": string(),
+            "partition": string(), "consumerGroup": string(),
+            "errorMessage": about(string(), "The reason: the nack's `error`, else `Retries exhausted`."),
+            "retryCount": int(),
+            "data": about(json!({}), "The payload snapshot (it outlives the log)."),
+            "producerSub": json!({"type": ["string", "null"]}),
+            "traceId": json!({"type": ["string", "null"], "format": "uuid"}),
+            "createdAt": about(ts(), "When the message was pushed."),
+            "failedAt": about(ts(), "When the dead letter was filed."),
+        }),
+    )
+}
+
+fn bulk_selector() -> Value {
+    json!({
+        "type": "object",
+        "description": "What to take: `ids`, or a filter, or both (ids AND filter), or `all`. A body that selects nothing (empty, `{}`, only `dryRun`) is a 400 `ids or a filter is required`; an unknown key is a 400 (a misspelt filter must not widen the call).",
+        "properties": {
+            "ids": about(json!({"type": ["array", "null"], "items": int()}), "`deadLetterId`s."),
+            "queue": about(json!({"type": ["string", "null"]}), "Exact queue name."),
+            "partition": about(json!({"type": ["string", "null"]}), "Exact partition name."),
+            "consumerGroup": about(json!({"type": ["string", "null"]}), "Exact group name."),
+            "reason": about(json!({"type": ["string", "null"]}), "The stored error text, exactly."),
+            "from": about(ts_or_null(), "On `failedAt`, inclusive."),
+            "to": about(ts_or_null(), "On `failedAt`."),
+            "all": about(json!({"type": ["boolean", "null"], "default": false}), "Every dead letter of the tenant."),
+            "limit": about(json!({"type": ["integer", "null"], "minimum": 1, "maximum": regent_service::dead_letters::MAX_BULK, "default": regent_service::dead_letters::MAX_BULK}), "Most dead letters one call takes, oldest failure first."),
+            "dryRun": about(json!({"type": ["boolean", "null"], "default": false}), "Answer what the call would do; write nothing."),
+        },
+    })
+}
+
+fn bulk_item() -> Value {
+    obj(
+        &[
+            "deadLetterId",
+            "transactionId",
+            "partitionId",
+            "consumerGroup",
+            "verdict",
+        ],
+        json!({
+            "deadLetterId": int(),
+            "transactionId": json!({"type": ["string", "null"]}),
+            "partitionId": json!({"type": ["string", "null"], "format": "uuid"}),
+            "consumerGroup": json!({"type": ["string", "null"]}),
+            "verdict": about(json!({"enum": ["requeued", "duplicate", "gone", "deleted"]}),
+                "`gone`: no dead letter of the tenant with that id matches any more (never filed, already requeued or deleted, or outside the filter); its other fields are null."),
+            "messageId": about(json!({"type": ["string", "null"], "format": "uuid"}), "Requeue only: the copy (null in a dry run until one exists)."),
+            "newTransactionId": about(json!({"type": ["string", "null"]}), "Requeue only: the copy's transaction id, `requeue:<original message id>`."),
+        }),
+    )
+}
+
+fn bulk_answer(count: &str, what: &str) -> Value {
+    obj(
+        &[
+            "dryRun",
+            "matched",
+            count,
+            "duplicates",
+            "gone",
+            "more",
+            "items",
+        ],
+        json!({
+            "dryRun": boolean(),
+            "matched": about(int(), "Dead letters considered (one item each)."),
+            count: about(int(), what),
+            "duplicates": about(int(), "Dead letters whose message already has a copy (another group's dead letter of the same message): removed, not copied again."),
+            "gone": int(),
+            "more": about(boolean(), "More matched than `limit` (with ids: more distinct ids were sent)."),
+            "items": array(r("BulkItem")),
+        }),
+    )
+}
+
+fn message_mode() -> Value {
+    obj(
+        &["hasQueueMode", "busGroupsCount", "type"],
+        json!({
+            "hasQueueMode": boolean(), "busGroupsCount": int(),
+            "consumedByGroups": int(),
+            "type": {"enum": ["queue", "bus", "hybrid", "none"]},
+        }),
+    )
+}
+
+fn trace() -> Value {
+    obj(
+        &[
+            "id",
+            "event_type",
+            "data",
+            "consumer_group",
+            "worker_id",
+            "created_at",
+            "trace_names",
+        ],
+        json!({
+            "id": uuid(), "event_type": string(), "data": json!({}), "consumer_group": string(),
+            "worker_id": json!({"type": ["string", "null"]}), "created_at": ts(),
+            "trace_names": array(string()),
+        }),
+    )
+}
+
+fn named_trace() -> Value {
+    let mut t = trace();
+    let props = t["properties"].as_object_mut().expect("properties");
+    for (k, v) in [
+        ("transaction_id", string()),
+        ("partition_id", uuid()),
+        ("queue_name", string()),
+        ("partition_name", string()),
+        (
+            "message_payload",
+            about(
+                json!({}),
+                "The message's payload; null once the log no longer holds it.",
+            ),
+        ),
+    ] {
+        props.insert(k.into(), v);
+    }
+    t
+}
+
+fn queue_summary() -> Value {
+    obj(
+        &[
+            "id",
+            "name",
+            "namespace",
+            "task",
+            "createdAt",
+            "partitions",
+            "messages",
+        ],
+        json!({
+            "id": uuid(), "name": string(), "namespace": string(), "task": string(),
+            "createdAt": ts(), "partitions": int(), "messages": r("MessageCounts"),
+        }),
+    )
+}
+
+fn schemas() -> Value {
+    json!({
+        "Error": obj(&["error"], json!({ "error": about(string(), "What went wrong, in Queen's words where Queen has them.") })),
+        "LimitError": obj(&["error", "code", "retryAfter"], json!({
+            "error": about(string(), "`Rate limit exceeded`, or `Stored message limit reached: <n> of <cap> messages`."),
+            "code": {"enum": ["rate_limited", "quota_exceeded"]},
+            "retryAfter": about(int(), "Seconds, as the `Retry-After` header."),
+        })),
+        "Failure": obj(&["success", "error"], json!({ "success": {"const": false}, "error": string() })),
+        "Success": obj(&["success"], json!({ "success": {"const": true} })),
+        "Pagination": obj(&["limit", "offset"], json!({ "limit": int(), "offset": int() })),
+        "MessageCounts": obj(&["total", "pending", "processing"], json!({
+            "total": int(), "pending": int(),
+            "processing": about(int(), "Under a live lease."),
+            "completed": int(), "failed": int(),
+        })),
+        "Counts": counts_six(),
+        "Spread": obj(&["avg", "median", "min", "max"], json!({ "avg": num(), "median": num(), "min": num(), "max": num() })),
+        "QueueOptionsIn": options_in(),
+        "QueueOptions": options_echo(),
+        "QueueSummary": queue_summary(),
+        "PushItem": push_item(),
+        "PushResult": push_result(),
+        "PopMessage": pop_message(),
+        "PopAnswer": pop_answer(),
+        "Autopilot": autopilot(),
+        "AckItem": ack_item(),
+        "AckResult": ack_result(),
+        "TransactionRequest": transaction_request(),
+        "TransactionAnswer": transaction_answer(),
+        "DeadLetter": dead_letter(),
+        "BulkSelector": bulk_selector(),
+        "BulkItem": bulk_item(),
+        "RequeueAnswer": bulk_answer("requeued", "Dead letters copied back as new messages (and removed)."),
+        "DeleteAnswer": bulk_answer("deleted", "Dead letters deleted."),
+        "MessageMode": message_mode(),
+        "Trace": trace(),
+        "NamedTrace": named_trace(),
+    })
+}
+
+fn error_response(description: &str, schema: &str, retry_after: bool) -> Value {
+    let mut headers = json!({ "x-request-id": { "$ref": "#/components/headers/RequestId" } });
+    if retry_after {
+        headers["Retry-After"] = json!({ "$ref": "#/components/headers/RetryAfter" });
+    }
+    json!({
+        "description": description,
+        "headers": headers,
+        "content": { "application/json": { "schema": r(schema) } },
+    })
+}
+
+/// Every component of the document.
+pub(super) fn components() -> Value {
+    json!({
+        "schemas": schemas(),
+        "responses": {
+            "BadRequest": error_response("The request is malformed; the text says how, in Queen's words where Queen has them: a body that is not JSON (`Empty request body`, `Invalid JSON: …`), a field of the wrong type (the text names it), a query string or path segment that does not decode.", "Error", false),
+            "Unauthorized": error_response("Authentication is on (`JWT_ENABLED=true`) and the token is missing or not valid: `Authentication required`, `Empty token`, `Token has expired`, `Invalid token signature`, `Token uses HS384, expected HS256`, `Unknown key ID: <kid>`, `Token subject (sub) is <n> bytes; at most 1024 are accepted`, …", "Error", false),
+            "Forbidden": error_response("`Insufficient permissions`: the token's role is below the route's level; or `Token has no tenant: claim `tenant`` when neither the claim nor `JWT_DEFAULT_TENANT` names a tenant.", "Error", false),
+            "NotFound": error_response("Not found; the text says what.", "Error", false),
+            "Conflict": error_response("Valid, but refused by the tenant's state for now.", "Error", false),
+            "PayloadTooLarge": error_response("The body is larger than `MAX_BODY_BYTES` (16 MiB by default): `request body too large`.", "Error", false),
+            "TooManyRequests": error_response("Over the tenant's request rate (`TENANT_LIMITS`): `Rate limit exceeded`, `code: rate_limited`; retry after `Retry-After` seconds (the Python client does not retry it on its own).", "LimitError", true),
+            "OverLimit": error_response("Over a tenant limit (`TENANT_LIMITS`), and nothing of the request was written: the request rate (`Rate limit exceeded`, `code: rate_limited`), or the stored-message cap this request would pass (`Stored message limit reached: <n> of <cap> messages`, `code: quota_exceeded`, `Retry-After: 60`: room comes back only when a queue is deleted). The Python client does not retry it on its own.", "LimitError", true),
+            "InternalError": error_response("`Internal server error`: a fault of the broker's own (a panic included: it answers that request alone); the detail is logged with the request's id, never sent. Also Queen's 500s of a misconfigured authentication (`HS256 secret not configured`, `Failed to fetch JWKS`).", "Error", false),
+            "Unavailable": error_response("Nothing was done; safe to retry after `Retry-After` seconds (pushes are deduplicated, repeated acks are no-ops): `Database unavailable`, or `Server is shutting down`.", "Error", true),
+        },
+        "headers": {
+            "RequestId": {
+                "description": "The request's id: the client's own `x-request-id`, else a new UUID; every log line of the request names it.",
+                "schema": string(),
+            },
+            "RetryAfter": {
+                "description": "Seconds to wait before retrying.",
+                "schema": int(),
+            },
+        },
+        "securitySchemes": {
+            "bearer": {
+                "type": "http",
+                "scheme": "bearer",
+                "bearerFormat": "JWT",
+                "description": "Only with `JWT_ENABLED=true` (off by default: then no route needs a token). `Authorization: Bearer <token>`, or the bare token. HS256 (`JWT_SECRET`), RS256 or EdDSA (`JWT_PUBLIC_KEY`, `JWT_JWKS_URL`), or `auto`. The role (`role` claim, or the `roles` array) must reach the route's level, named in the requirement: `read-only` < `read-write` < `admin`, each including the ones before it. The `tenant` claim (`JWT_TENANT_CLAIM`, else `JWT_DEFAULT_TENANT`) decides whose queues the request sees; `sub` is stamped on pushed messages as `producerSub`.",
+            },
+        },
+    })
+}
