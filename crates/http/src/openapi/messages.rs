@@ -3,7 +3,9 @@
 use axum::http::Method;
 use serde_json::{json, Value};
 
-use super::schemas::{about, array, int, int_param, obj, r, string, ts, ts_or_null, uuid};
+use super::schemas::{
+    about, all_required, array, int, int_param, obj, r, string, ts, ts_or_null, uuid,
+};
 use super::Entry;
 
 pub(super) const TAGS: &[(&str, &str)] = &[(
@@ -85,14 +87,7 @@ pub(super) fn entries() -> Vec<Entry> {
         for (k, v) in extra.as_object().expect("an object") {
             props[k] = v.clone();
         }
-        let required: Vec<String> = props
-            .as_object()
-            .expect("an object")
-            .keys()
-            .cloned()
-            .collect();
-        let required: Vec<&str> = required.iter().map(String::as_str).collect();
-        obj(&required, props)
+        all_required(props)
     };
     let bad_pid = "`partitionId must be a UUID`.";
     vec![

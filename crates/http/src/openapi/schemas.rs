@@ -18,6 +18,18 @@ pub(super) fn obj(required: &[&str], properties: Value) -> Value {
     json!({ "type": "object", "required": required, "properties": properties })
 }
 
+/// An object whose every property is required.
+pub(super) fn all_required(props: Value) -> Value {
+    let keys: Vec<String> = props
+        .as_object()
+        .expect("an object")
+        .keys()
+        .cloned()
+        .collect();
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    obj(&keys, props)
+}
+
 pub(super) fn array(items: Value) -> Value {
     json!({ "type": "array", "items": items })
 }

@@ -4,7 +4,8 @@ use axum::http::Method;
 use serde_json::{json, Value};
 
 use super::schemas::{
-    about, always_null, array, int, int_param, num, obj, r, string, ts, ts_or_null, uuid,
+    about, all_required, always_null, array, int, int_param, num, obj, r, string, ts, ts_or_null,
+    uuid,
 };
 use super::Entry;
 
@@ -49,14 +50,7 @@ fn point() -> Value {
     ] {
         props[k] = always_null("per-bucket figure of this kind");
     }
-    let required: Vec<String> = props
-        .as_object()
-        .expect("an object")
-        .keys()
-        .cloned()
-        .collect();
-    let required: Vec<&str> = required.iter().map(String::as_str).collect();
-    obj(&required, props)
+    all_required(props)
 }
 
 pub(super) fn entries() -> Vec<Entry> {
