@@ -84,12 +84,17 @@ async fn metrics_count_what_this_broker_did() {
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("# TYPE ") {
             let (name, kind) = rest.split_once(' ').unwrap();
-            assert!(["gauge", "counter"].contains(&kind), "{line}");
+            assert!(["gauge", "counter", "histogram"].contains(&kind), "{line}");
             typed.insert(name.to_string());
         } else if !line.starts_with("# HELP ") {
             let (series, value) = line.rsplit_once(' ').unwrap();
             let name = series.split('{').next().unwrap();
-            assert!(typed.contains(name), "{line}: no TYPE before it");
+            // A histogram's series are its family's name with a suffix.
+            let family = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s).filter(|f| typed.contains(*f)))
+                .unwrap_or(name);
+            assert!(typed.contains(family), "{line}: no TYPE before it");
             value.parse::<f64>().unwrap_or_else(|_| panic!("{line}"));
         }
     }
@@ -137,4 +142,84 @@ async fn random_group_names_do_not_grow_the_runtime_maps() {
     );
     assert_eq!(entries("deliveries"), 0.0, "auto-acked pops hold no lease");
     assert!(entries("sweep_looks") <= names as f64);
+}
+
+/// The buckets of one histogram series, in order, as (le, cumulative count).
+fn buckets(text: &str, prefix: &str) -> Vec<(String, f64)> {
+    text.lines()
+        .filter(|l| l.starts_with(prefix))
+        .map(|l| {
+            let le = l.split("le=\"").nth(1).unwrap().split('"').next().unwrap();
+            let n: f64 = l.rsplit(' ').next().unwrap().parse().unwrap();
+            (le.to_string(), n)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn latency_histograms_and_outcomes_count_what_happened() {
+    let b = broker().await;
+    let pid = b.push("q", "p", &["m1", "m2"]).await[0]["partition_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let again =
+        json!({"items": [{"queue": "q", "partition": "p", "transactionId": "m1", "payload": {}}]});
+    assert_eq!(b.post("/api/v1/push", again).await.0, StatusCode::CREATED);
+    let v = b.pop("q", "batch=2").await;
+    let acks = json!([
+        {"transactionId": "m1", "partitionId": pid, "leaseId": v["leaseId"], "status": "failed"},
+    ]);
+    b.ack_batch(None, acks).await;
+    // m1 comes back: a redelivery, not a first delivery.
+    let v = b.pop("q", "batch=2").await;
+    assert_eq!(Broker::txids(&v), ["m1", "m2"], "{v}");
+    let acks = json!([
+        {"transactionId": "m1", "partitionId": pid, "leaseId": v["leaseId"], "status": "dlq"},
+        {"transactionId": "m2", "partitionId": pid, "leaseId": v["leaseId"], "status": "completed"},
+    ]);
+    // m2's completion is superseded by the dead letter below it (the contract): refused.
+    let r = b.ack_batch(None, acks).await;
+    assert_eq!(
+        (&r[0]["dlq"], &r[1]["success"]),
+        (&json!(true), &json!(false)),
+        "{r:?}"
+    );
+    let v = b.pop("q", "batch=2").await;
+    assert_eq!(Broker::txids(&v), ["m2"], "{v}");
+    let done = json!([{"transactionId": "m2", "partitionId": pid, "leaseId": v["leaseId"], "status": "completed"}]);
+    assert_eq!(b.ack_batch(None, done).await[0]["success"], true);
+
+    let (_, text) = b.get("/metrics/prometheus").await;
+    let text = text.as_str().unwrap().to_string();
+    for op in ["push", "pop", "ack"] {
+        let prefix = format!("regent_request_duration_seconds_bucket{{op=\"{op}\",");
+        let series = buckets(&text, &prefix);
+        assert_eq!(series.last().unwrap().0, "+Inf", "{op}");
+        assert!(
+            series.windows(2).all(|w| w[0].1 <= w[1].1),
+            "{op}: {series:?}"
+        );
+        let count = sample(
+            &text,
+            &format!("regent_request_duration_seconds_count{{op=\"{op}\"}}"),
+        );
+        assert_eq!(series.last().unwrap().1, count, "{op}");
+        assert!(count >= 2.0, "{op}: {count}");
+    }
+    assert_eq!(
+        sample(&text, "regent_first_delivery_seconds_count"),
+        2.0,
+        "m1 once, m2 once"
+    );
+    for (op, outcome, n) in [
+        ("push", "queued", 2.0),
+        ("push", "duplicate", 1.0),
+        ("ack", "acked", 2.0),
+        ("ack", "dead_lettered", 1.0),
+        ("ack", "refused", 1.0),
+    ] {
+        let series = format!("regent_items_total{{op=\"{op}\",outcome=\"{outcome}\"}}");
+        assert_eq!(sample(&text, &series), n, "{series}");
+    }
 }

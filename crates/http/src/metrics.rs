@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::State;
 use regent_service::health::Metrics;
-use regent_service::Op;
+use regent_service::{Op, Outcome, Snapshot};
 
 pub async fn json_snapshot(axum::extract::State(s): State) -> Response {
     let Metrics {
@@ -133,6 +133,49 @@ pub async fn prometheus(axum::extract::State(s): State) -> Response {
     }
     head(
         &mut out,
+        "regent_request_duration_seconds",
+        "histogram",
+        "Time in the broker from a request's start to its answer, by operation (a pop's long-poll wait included).",
+    );
+    for op in Op::ALL {
+        let labels = format!("op=\"{}\"", op.name());
+        histogram(
+            &mut out,
+            "regent_request_duration_seconds",
+            &labels,
+            &m.activity.took(op),
+        );
+    }
+    head(
+        &mut out,
+        "regent_first_delivery_seconds",
+        "histogram",
+        "Time from a message's append to its first delivery.",
+    );
+    histogram(
+        &mut out,
+        "regent_first_delivery_seconds",
+        "",
+        &m.activity.first_delivery(),
+    );
+    head(
+        &mut out,
+        "regent_items_total",
+        "counter",
+        "Items of pushes (and transactions' pushes) and acks by what became of them.",
+    );
+    for (kind, outcomes) in [("push", &Outcome::PUSH[..]), ("ack", &Outcome::ACK[..])] {
+        for &o in outcomes {
+            let _ = writeln!(
+                out,
+                "regent_items_total{{op=\"{kind}\",outcome=\"{}\"}} {}",
+                o.name(),
+                m.activity.outcomes(o)
+            );
+        }
+    }
+    head(
+        &mut out,
         "regent_pending_handovers",
         "gauge",
         "Pop answers holding a lease not yet handed to their connection.",
@@ -158,4 +201,24 @@ pub async fn prometheus(axum::extract::State(s): State) -> Response {
         out,
     )
         .into_response()
+}
+
+/// One histogram's series: cumulative `_bucket`s (`le` in seconds), `_sum` and `_count`.
+fn histogram(out: &mut String, name: &str, labels: &str, s: &Snapshot) {
+    let sep = if labels.is_empty() { "" } else { "," };
+    for (le, n) in &s.cumulative {
+        let le = if le.is_infinite() {
+            "+Inf".to_string()
+        } else {
+            le.to_string()
+        };
+        let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"{le}\"}} {n}");
+    }
+    let braces = if labels.is_empty() {
+        String::new()
+    } else {
+        format!("{{{labels}}}")
+    };
+    let _ = writeln!(out, "{name}_sum{braces} {}", s.sum_seconds);
+    let _ = writeln!(out, "{name}_count{braces} {}", s.count);
 }

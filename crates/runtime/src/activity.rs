@@ -5,6 +5,8 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
+use crate::histogram::{Histogram, Snapshot};
+
 /// The operations counted, as the `op` label of the Prometheus families.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
@@ -27,26 +29,111 @@ impl Op {
     }
 }
 
+/// What became of one item of a push or an ack, as the `outcome` label counts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Queued,
+    Buffered,
+    Duplicate,
+    PushFailed,
+    Acked,
+    DeadLettered,
+    AckRefused,
+}
+
+impl Outcome {
+    pub const PUSH: [Outcome; 4] = [
+        Outcome::Queued,
+        Outcome::Buffered,
+        Outcome::Duplicate,
+        Outcome::PushFailed,
+    ];
+    pub const ACK: [Outcome; 3] = [Outcome::Acked, Outcome::DeadLettered, Outcome::AckRefused];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Queued => "queued",
+            Outcome::Buffered => "buffered",
+            Outcome::Duplicate => "duplicate",
+            Outcome::PushFailed => "failed",
+            Outcome::Acked => "acked",
+            Outcome::DeadLettered => "dead_lettered",
+            Outcome::AckRefused => "refused",
+        }
+    }
+}
+
 pub struct Activity {
     pub started: Instant,
+    outcomes: [AtomicU64; 7],
     requests: [AtomicU64; 4],
     messages: [AtomicU64; 4],
+    /// How long each operation took in the service, from its start to its answer (a pop's
+    /// long-poll wait included).
+    took: [Histogram; 4],
+    /// From a message's append to its first delivery.
+    first_delivery: Histogram,
 }
 
 impl Default for Activity {
     fn default() -> Self {
         Activity {
             started: Instant::now(),
+            outcomes: Default::default(),
             requests: Default::default(),
             messages: Default::default(),
+            took: Default::default(),
+            first_delivery: Default::default(),
         }
     }
 }
 
+/// Times one request: its duration is observed when it is dropped, whichever way the
+/// request ends.
+#[must_use = "a request is timed until its timer is dropped"]
+pub struct Timer<'a> {
+    activity: &'a Activity,
+    op: Op,
+    start: Instant,
+}
+
+impl Drop for Timer<'_> {
+    fn drop(&mut self) {
+        self.activity.took[self.op as usize].observe(self.start.elapsed());
+    }
+}
+
 impl Activity {
-    /// One request of `op`.
-    pub fn request(&self, op: Op) {
+    /// One request of `op`, timed until the returned timer is dropped.
+    pub fn request(&self, op: Op) -> Timer<'_> {
         self.requests[op as usize].fetch_add(1, Relaxed);
+        Timer {
+            activity: self,
+            op,
+            start: Instant::now(),
+        }
+    }
+
+    /// Items of a push or an ack that ended so.
+    pub fn ended(&self, outcome: Outcome, items: usize) {
+        self.outcomes[outcome as usize].fetch_add(items as u64, Relaxed);
+    }
+
+    pub fn outcomes(&self, outcome: Outcome) -> u64 {
+        self.outcomes[outcome as usize].load(Relaxed)
+    }
+
+    /// A message delivered for the first time this long after its append.
+    pub fn first_delivered(&self, after: std::time::Duration) {
+        self.first_delivery.observe(after);
+    }
+
+    pub fn took(&self, op: Op) -> Snapshot {
+        self.took[op as usize].snapshot()
+    }
+
+    pub fn first_delivery(&self) -> Snapshot {
+        self.first_delivery.snapshot()
     }
 
     /// Messages an `op` request carried: pushed and stored, delivered, or acknowledged.

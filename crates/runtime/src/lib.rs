@@ -12,6 +12,7 @@ pub mod activity;
 pub mod announcement;
 pub mod deliveries;
 pub mod handovers;
+pub mod histogram;
 pub mod limiter;
 pub mod peers;
 pub mod ready;
@@ -25,7 +26,7 @@ use std::time::Duration;
 
 use regent_broker::limits::LimitTable;
 
-pub use activity::Op;
+pub use activity::{Op, Outcome};
 pub use announcement::Announcement;
 
 /// What the runtime state is built from.

@@ -19,7 +19,7 @@ use regent_broker::options::QueueOptions;
 use regent_broker::status::AckStatus;
 use regent_broker::tx_hash::tx_hash;
 use regent_runtime::tallies::Tally;
-use regent_runtime::{Announcement, Op};
+use regent_runtime::{Announcement, Op, Outcome};
 use regent_store::cursor::{self, Locked};
 use regent_store::dead_letters::{self, Letter};
 use regent_store::{retrying, StoreError, Transaction};
@@ -100,6 +100,18 @@ fn tally(plan: &AckPlan, from: i64, items: &[AckItem]) -> Tally {
 }
 
 impl Service {
+    /// Counts what became of each ack item, for `/metrics/prometheus`.
+    pub(crate) fn count_ack_outcomes(&self, items: &[ItemOutcome]) {
+        for o in items {
+            let outcome = match (o.success, o.dlq) {
+                (false, _) => Outcome::AckRefused,
+                (true, true) => Outcome::DeadLettered,
+                (true, false) => Outcome::Acked,
+            };
+            self.runtime.activity.ended(outcome, 1);
+        }
+    }
+
     /// Counts committed acks per queue for the series.
     pub(crate) fn tally_acked<'a>(&self, acked: impl IntoIterator<Item = &'a Acked>) {
         for (queue, t) in acked.into_iter().filter_map(|a| a.tally) {
@@ -116,7 +128,7 @@ impl Service {
         acks: Vec<SentAck>,
         group: &str,
     ) -> Result<Vec<ItemOutcome>, Error> {
-        self.runtime.activity.request(Op::Ack);
+        let _timer = self.runtime.activity.request(Op::Ack);
         let n = acks.len();
         let (mut groups, positions): (Vec<AckGroup>, Vec<Vec<usize>>) =
             group_acks(acks, group).into_iter().unzip();
@@ -139,6 +151,7 @@ impl Service {
         }
         let acknowledged = out.iter().filter(|o| o.success).count();
         self.runtime.activity.carried(Op::Ack, acknowledged);
+        self.count_ack_outcomes(&out);
         Ok(out)
     }
 

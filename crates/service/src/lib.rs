@@ -52,7 +52,8 @@ use regent_store::Store;
 
 pub use error::Error;
 pub use handover::Handover;
-pub use regent_runtime::activity::{Activity, Op, ProcessUse};
+pub use regent_runtime::activity::{Activity, Op, Outcome, ProcessUse};
+pub use regent_runtime::histogram::Snapshot;
 pub use regent_runtime::limiter::Refusal;
 pub use regent_runtime::wakeups::Waiter;
 pub use regent_store::{Message, StoredMessage};

@@ -17,7 +17,7 @@ use regent_broker::options::QueueOptions;
 use regent_broker::push_plan::repeats;
 use regent_broker::tx_hash::tx_hash;
 use regent_runtime::tallies::Tally;
-use regent_runtime::{Announcement, Op};
+use regent_runtime::{Announcement, Op, Outcome};
 use regent_store::append::{append_many, Appended, Batch, Dedup};
 use regent_store::maintenance;
 use regent_store::partitions::{self, NewPartition, PartitionKey, PartitionRef};
@@ -94,7 +94,7 @@ impl Service {
         tenant: &Arc<str>,
         items: Vec<PushItem>,
     ) -> Result<(Vec<PushItem>, Vec<Verdict>), Error> {
-        self.runtime.activity.request(Op::Push);
+        let _timer = self.runtime.activity.request(Op::Push);
         if items.is_empty() {
             return Ok((items, Vec::new()));
         }
@@ -110,6 +110,7 @@ impl Service {
             })
             .await?;
         let verdicts = verdicts?;
+        self.count_outcomes(&verdicts);
         room.committed(queued(&verdicts));
         self.runtime
             .activity
@@ -217,6 +218,19 @@ async fn push_transaction(
 }
 
 impl Service {
+    /// Counts what became of each item, for `/metrics/prometheus`.
+    pub(crate) fn count_outcomes(&self, verdicts: &[Verdict]) {
+        for v in verdicts {
+            let outcome = match v {
+                Verdict::Queued { .. } => Outcome::Queued,
+                Verdict::Buffered { .. } => Outcome::Buffered,
+                Verdict::Duplicate { .. } => Outcome::Duplicate,
+                Verdict::Failed { .. } => Outcome::PushFailed,
+            };
+            self.runtime.activity.ended(outcome, 1);
+        }
+    }
+
     /// Counts the items stored (or buffered) per queue for the series, once committed.
     pub(crate) fn tally_pushed(&self, written: &Announcement, verdicts: &[Verdict]) {
         let queue_of: HashMap<Uuid, Uuid> =

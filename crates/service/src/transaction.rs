@@ -81,7 +81,7 @@ impl Service {
         tenant: &Arc<str>,
         bundle: Bundle,
     ) -> Result<BundleOutcome, Error> {
-        self.runtime.activity.request(Op::Transaction);
+        let _timer = self.runtime.activity.request(Op::Transaction);
         let total = bundle.ops.len();
         let mut sorted = sort(bundle);
         self.know_offsets(sorted.groups.iter_mut().map(|(g, _)| g));
@@ -98,6 +98,9 @@ impl Service {
         room.committed(n);
         self.runtime.activity.carried(Op::Transaction, n as usize);
         self.tally_pushed(&done.written, &done.verdicts);
+        self.count_outcomes(&done.verdicts);
+        let acked: Vec<ItemOutcome> = done.acks.iter().map(|(_, o)| o.clone()).collect();
+        self.count_ack_outcomes(&acked);
         for &(queue, t) in &done.tallies {
             self.runtime.tallies.add(queue, t);
         }

@@ -33,6 +33,9 @@ struct Taken {
     partition_id: Uuid,
     partition: String,
     messages: Vec<StoredMessage>,
+    /// The furthest any earlier lease of the group reached: offsets up to it were delivered
+    /// before.
+    delivered_before: Option<i64>,
 }
 
 impl Service {
@@ -211,10 +214,18 @@ impl Service {
         let now = chrono::Utc::now();
         for t in taken {
             let n = t.messages.len() as i64;
-            let lags = t
+            let waits: Vec<(i64, i64)> = t
                 .messages
                 .iter()
-                .map(|m| (now - m.created_at).num_milliseconds().max(0));
+                .map(|m| (m.offset, (now - m.created_at).num_milliseconds().max(0)))
+                .collect();
+            for &(offset, ms) in &waits {
+                if t.delivered_before.is_none_or(|end| offset > end) {
+                    let after = std::time::Duration::from_millis(ms as u64);
+                    self.runtime.activity.first_delivered(after);
+                }
+            }
+            let lags = waits.iter().map(|&(_, ms)| ms);
             let (lag_ms_sum, lag_ms_max) = lags.fold((0, 0), |(s, m), l| (s + l, m.max(l)));
             let tally = Tally {
                 delivered: n,
@@ -340,6 +351,7 @@ fn read(p: ClaimedPartition, upto: i64) -> Result<Taken, StoreError> {
         }
     }
     Ok(Taken {
+        delivered_before: p.old_end,
         queue: 0,
         partition_id: p.id,
         partition: p.name,

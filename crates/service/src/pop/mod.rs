@@ -106,7 +106,7 @@ impl Service {
     /// One pop request: attempts until something is delivered, or (with `wait`) until the
     /// deadline or a shutdown.
     pub async fn pop(self: &Arc<Self>, tenant: &str, req: &PopRequest) -> Result<Popped, Error> {
-        self.runtime.activity.request(Op::Pop);
+        let _timer = self.runtime.activity.request(Op::Pop);
         let deadline = Instant::now() + req.timeout.saturating_sub(DEADLINE_MARGIN);
         let waiter = match &req.target {
             Target::Scope { .. } => self.runtime.wakeups.for_tenant(tenant),
