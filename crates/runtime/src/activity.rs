@@ -218,15 +218,18 @@ mod tests {
     #[test]
     fn counts_requests_and_messages_per_operation() {
         let a = Activity::default();
-        a.request(Op::Push);
+        drop(a.request(Op::Push));
         a.carried(Op::Push, 3);
-        a.request(Op::Push);
+        drop(a.request(Op::Push));
         a.carried(Op::Push, 2);
-        a.request(Op::Ack);
+        let timing = a.request(Op::Ack);
         a.carried(Op::Ack, 1);
         assert_eq!((a.requests(Op::Push), a.messages(Op::Push)), (2, 5));
         assert_eq!((a.requests(Op::Ack), a.messages(Op::Ack)), (1, 1));
         assert_eq!(a.requests(Op::Pop), 0);
+        assert_eq!((a.took(Op::Push).count, a.took(Op::Ack).count), (2, 0));
+        drop(timing);
+        assert_eq!(a.took(Op::Ack).count, 1, "timed when the request ends");
     }
 
     #[test]
