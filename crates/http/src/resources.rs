@@ -12,7 +12,7 @@ use super::params::Params;
 use super::time::millis;
 use super::State;
 use regent_service::overview::{Label, Messages, Spread};
-use regent_service::queues::{Cleared, Listing, PartitionStats};
+use regent_service::queues::{Cleared, Listing, PartitionStats, QueueSummary};
 
 pub async fn list_queues(
     AxState(s): State,
@@ -26,18 +26,18 @@ pub async fn list_queues(
         ..Listing::default()
     };
     let rows = s.service.list_queues(&who.tenant, &listing).await?;
-    let queues: Vec<Value> = rows
-        .into_iter()
-        .map(|r| {
-            json!({
-                "id": r.queue.id, "name": r.queue.name, "namespace": r.queue.namespace,
-                "task": r.queue.task, "createdAt": millis(r.queue.created_at),
-                "partitions": r.partitions,
-                "messages": { "total": r.total, "pending": r.pending, "processing": r.processing },
-            })
-        })
-        .collect();
+    let queues: Vec<Value> = rows.iter().map(queue_summary).collect();
     Ok(Json(json!({ "queues": queues })))
+}
+
+/// One queue of a listing, as both queue listings answer it.
+pub(super) fn queue_summary(r: &QueueSummary) -> Value {
+    json!({
+        "id": r.queue.id, "name": r.queue.name, "namespace": r.queue.namespace,
+        "task": r.queue.task, "createdAt": millis(r.queue.created_at),
+        "partitions": r.partitions,
+        "messages": { "total": r.total, "pending": r.pending, "processing": r.processing },
+    })
 }
 
 /// A partition's six counts, as the queue pages show them.

@@ -11,7 +11,7 @@ use super::auth::Principal;
 use super::error::ApiError;
 use super::params::Params;
 use super::path::PathParams;
-use super::resources::{messages_json, stats, totals};
+use super::resources::{messages_json, queue_summary, stats, totals};
 use super::time::{instant, millis};
 use super::State;
 use regent_broker::message_status::Status;
@@ -129,17 +129,7 @@ pub async fn queues(
         offset: p.int("offset").unwrap_or(0).max(0),
     };
     let rows = s.service.list_queues(&who.tenant, &listing).await?;
-    let queues: Vec<Value> = rows
-        .iter()
-        .map(|r| {
-            json!({
-                "id": r.queue.id, "name": r.queue.name, "namespace": r.queue.namespace,
-                "task": r.queue.task, "createdAt": millis(r.queue.created_at),
-                "partitions": r.partitions,
-                "messages": { "total": r.total, "pending": r.pending, "processing": r.processing },
-            })
-        })
-        .collect();
+    let queues: Vec<Value> = rows.iter().map(queue_summary).collect();
     Ok(Json(json!({
         "queues": queues,
         "pagination": { "limit": listing.limit, "offset": listing.offset },

@@ -3,7 +3,7 @@
 //! deletion is a tombstone every pop skips, a retry appends a copy, a move to the dead-letter
 //! queue files a dead letter and deletes the message (ARCHITECTURE.md, "Single messages").
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -137,7 +137,8 @@ impl Service {
         q: &ListQuery<'_>,
     ) -> Result<Vec<Found>, Error> {
         let client = self.store.client().await?;
-        let want = (q.offset + q.limit).max(0) as usize;
+        // At least one, so that a full page always has an oldest message.
+        let want = (q.offset + q.limit).max(1) as usize;
         let mut places: HashMap<Uuid, Arc<Place>> = HashMap::new();
         let mut picked: Vec<Pick> = Vec::new();
         let mut after = None;
@@ -318,23 +319,30 @@ async fn pick_round(
     let cursors = store::cursors(client, ids).await?;
     let offsets = newest_offsets(&heads, want);
     let pairs: Vec<(Uuid, i64)> = offsets.iter().map(|&(p, o, _)| (p, o)).collect();
-    let dead = store::dead_marks(client, tenant, &pairs).await?;
-    let deleted = store::tombstoned(client, &pairs).await?;
+    let deleted: HashSet<(Uuid, i64)> = store::tombstoned(client, &pairs)
+        .await?
+        .into_iter()
+        .collect();
+    // Newest first, so the first mark of a message kept is its newest.
+    let mut dead: HashMap<(Uuid, i64), DeadMark> = HashMap::new();
+    for d in store::dead_marks(client, tenant, &pairs).await? {
+        dead.entry((d.partition_id, d.offset)).or_insert(d);
+    }
+    let mut by_partition: HashMap<Uuid, Vec<CursorRow>> = HashMap::new();
+    for c in cursors {
+        by_partition.entry(c.partition_id).or_default().push(c);
+    }
     let mut out = Vec::new();
     for (partition, offset, at) in offsets {
         if deleted.contains(&(partition, offset)) {
             continue;
         }
-        let mine: Vec<CursorRow> = cursors
-            .iter()
-            .filter(|c| c.partition_id == partition)
-            .cloned()
-            .collect();
-        let mark = dead
-            .iter()
-            .find(|d| d.partition_id == partition && d.offset == offset)
-            .cloned();
-        let seen = seen(offset, &views(&mine), mark.is_some());
+        let mine = by_partition
+            .get(&partition)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let mark = dead.get(&(partition, offset)).cloned();
+        let seen = seen(offset, &views(mine), mark.is_some());
         if q.status.is_none_or(|st| st == seen.status) {
             out.push(Pick {
                 at,

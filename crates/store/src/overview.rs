@@ -13,7 +13,7 @@ use crate::StoreError;
 
 /// Per partition of the tenant's queues: its counts, as the queue detail counts them
 /// (pending after the furthest-behind cursor, completed up to the furthest-ahead).
-const PER_PARTITION: &str = "
+pub(crate) const PER_PARTITION: &str = "
     SELECT p.id, q.name AS queue, q.namespace, q.task, p.name, p.created_at, p.last_push_at,
            p.next_offset - p.first_offset AS total,
            p.next_offset - 1 - coalesce(min(c.committed), p.first_offset - 1) AS pending,

@@ -7,6 +7,7 @@ use serde_json::Value;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
+use crate::overview::PER_PARTITION;
 use crate::StoreError;
 
 #[derive(Clone, Debug)]
@@ -180,7 +181,7 @@ pub struct PartitionStats {
     pub pending: i64,
     /// Under a live lease.
     pub processing: i64,
-    /// Up to the furthest-ahead cursor.
+    /// Kept messages up to the furthest-ahead cursor.
     pub completed: i64,
     /// 1 while a group's next message has been nacked and waits for its retry.
     pub failed: i64,
@@ -207,38 +208,29 @@ impl From<&Row> for PartitionStats {
     }
 }
 
-/// Each partition of a queue with its counts (`GET /resources/queues/:queue`). Oldest and
-/// newest message times are the first and last segments' (index probes, not scans).
+/// Each partition of a queue with its counts (`GET /resources/queues/:queue`), counted as
+/// the overview counts them (`overview::PER_PARTITION`). Oldest and newest message times are
+/// the first and last segments' (index probes, not scans).
 pub async fn partition_stats(
     client: &Client,
     tenant: &str,
     queue_id: Uuid,
 ) -> Result<Vec<PartitionStats>, StoreError> {
-    let st = client
-        .prepare_cached(
-            "WITH d AS (SELECT partition_id, count(*) AS n FROM dead_letters
-                         WHERE tenant = $2 AND queue_id = $1 GROUP BY partition_id)
-             SELECT p.id, p.name, p.created_at, p.next_offset - p.first_offset AS total,
-                    p.next_offset - 1 - coalesce(min(c.committed), p.first_offset - 1) AS pending,
-                    coalesce(max(c.lease_end - c.committed)
-                             FILTER (WHERE c.lease_id IS NOT NULL AND c.lease_expires_at > now()),
-                             0) AS processing,
-                    coalesce(max(c.committed), -1) + 1 AS completed,
-                    (CASE WHEN bool_or(c.retry_count > 0) THEN 1 ELSE 0 END)::bigint AS failed,
-                    coalesce(max(d.n), 0) AS dead_letters,
-                    (SELECT g.created_at FROM segments g WHERE g.partition_id = p.id
-                      ORDER BY g.end_offset LIMIT 1) AS oldest,
-                    (SELECT g.created_at FROM segments g WHERE g.partition_id = p.id
-                      ORDER BY g.end_offset DESC LIMIT 1) AS newest
-               FROM partitions p
-               LEFT JOIN cursors c ON c.partition_id = p.id
-               LEFT JOIN d ON d.partition_id = p.id
-              WHERE p.queue_id = $1
-              GROUP BY p.id
-              ORDER BY p.name",
-        )
-        .await?;
-    let rows = client.query(&st, &[&queue_id, &tenant]).await?;
+    let sql = format!(
+        "WITH per AS ({PER_PARTITION} AND q.id = $2 GROUP BY p.id, q.name, q.namespace, q.task),
+              d AS (SELECT partition_id, count(*) AS n FROM dead_letters
+                     WHERE tenant = $1 AND queue_id = $2 GROUP BY partition_id)
+         SELECT per.id, per.name, per.created_at, per.total, per.pending, per.processing,
+                per.completed, per.failed, coalesce(d.n, 0) AS dead_letters,
+                (SELECT g.created_at FROM segments g WHERE g.partition_id = per.id
+                  ORDER BY g.end_offset LIMIT 1) AS oldest,
+                (SELECT g.created_at FROM segments g WHERE g.partition_id = per.id
+                  ORDER BY g.end_offset DESC LIMIT 1) AS newest
+           FROM per LEFT JOIN d ON d.partition_id = per.id
+          ORDER BY per.name"
+    );
+    let st = client.prepare_cached(&sql).await?;
+    let rows = client.query(&st, &[&tenant, &queue_id]).await?;
     Ok(rows.iter().map(PartitionStats::from).collect())
 }
 

@@ -214,19 +214,16 @@ impl Service {
         let now = chrono::Utc::now();
         for t in taken {
             let n = t.messages.len() as i64;
-            let waits: Vec<(i64, i64)> = t
-                .messages
-                .iter()
-                .map(|m| (m.offset, (now - m.created_at).num_milliseconds().max(0)))
-                .collect();
-            for &(offset, ms) in &waits {
-                if t.delivered_before.is_none_or(|end| offset > end) {
+            let (mut lag_ms_sum, mut lag_ms_max) = (0, 0);
+            for m in &t.messages {
+                let ms = (now - m.created_at).num_milliseconds().max(0);
+                lag_ms_sum += ms;
+                lag_ms_max = lag_ms_max.max(ms);
+                if t.delivered_before.is_none_or(|end| m.offset > end) {
                     let after = std::time::Duration::from_millis(ms as u64);
                     self.runtime.activity.first_delivered(after);
                 }
             }
-            let lags = waits.iter().map(|&(_, ms)| ms);
-            let (lag_ms_sum, lag_ms_max) = lags.fold((0, 0), |(s, m), l| (s + l, m.max(l)));
             let tally = Tally {
                 delivered: n,
                 completed: if auto_ack { n } else { 0 },
