@@ -27,6 +27,7 @@ mod resources;
 mod retention;
 mod shutdown;
 mod smoke;
+mod stats;
 mod status;
 mod tenants;
 mod tls;

@@ -123,6 +123,7 @@ async fn push_answers_per_item_and_deduplicates_within_and_across_requests() {
     assert_eq!(again[0]["message_id"], r[0]["message_id"]);
 
     // Auto-created queue: namespace and task derived from the name.
+    b.refresh_stats().await;
     let (_, q) = b.get("/api/v1/resources/queues").await;
     let q = &q["queues"][0];
     assert_eq!(
@@ -760,6 +761,7 @@ async fn queue_depth_counts_each_groups_backlog() {
     let depth = |query: &'static str| {
         let b = &b;
         async move {
+            b.refresh_stats().await;
             let (s, v) = b
                 .get(&format!("/api/v1/resources/queues/dq/depth{query}"))
                 .await;
@@ -773,7 +775,8 @@ async fn queue_depth_counts_each_groups_backlog() {
         v,
         json!({"queue": "dq", "group": null, "pending": 5, "partitionsPending": 2,
                "conflation": false, "effectivePending": 5,
-               "partitions": [{"partition": "p1", "pending": 3}, {"partition": "p2", "pending": 2}]})
+               "partitions": [{"partition": "p1", "pending": 3}, {"partition": "p2", "pending": 2}],
+               "statsAge": 0})
     );
 
     // Group g reads p1 to its end.
@@ -825,6 +828,7 @@ async fn queue_detail_counts_what_happened_to_each_partition() {
     b.push("qd", "p1", &["a1", "a2", "a3"]).await;
     b.push("qd", "p2", &["b1"]).await;
     let detail = || async {
+        b.refresh_stats().await;
         let (s, v) = b.get("/api/v1/resources/queues/qd").await;
         assert_eq!(s, StatusCode::OK, "{v}");
         v
@@ -887,6 +891,24 @@ async fn queue_detail_counts_what_happened_to_each_partition() {
     let v = detail().await;
     assert_eq!(stats_of(&v, "p1"), stats(3, 2, 0, 1, 0, 1));
     assert_eq!(v["totals"], stats(4, 3, 0, 1, 0, 1));
+    assert_eq!(
+        (&v["pagination"], &v["statsAge"]),
+        (&json!({"limit": 1000, "offset": 0, "total": 3}), &json!(0)),
+        "{v}"
+    );
+    // The page's partitions are counted when asked; the totals, when a round ran.
+    b.push("qd", "p2", &["b2"]).await;
+    // By name: Default (configure made it), p1, p2.
+    let (_, v) = b.get("/api/v1/resources/queues/qd?limit=1&offset=2").await;
+    let names: Vec<&Value> = v["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["name"])
+        .collect();
+    assert_eq!(names, [&json!("p2")], "{v}");
+    assert_eq!(stats_of(&v, "p2"), stats(2, 2, 0, 0, 0, 0));
+    assert_eq!(v["totals"]["total"], 4, "not counted yet: {v}");
 
     let (s, v) = b.get("/api/v1/resources/queues/nope").await;
     assert_eq!(

@@ -48,6 +48,16 @@ async fn the_overview_counts_the_tenants_queues_partitions_and_messages() {
     let b = broker().await;
     fill(&b).await;
     b.flush_series().await;
+    // Counts come from the stats snapshot: none before the first round.
+    let (s, v) = b.get("/api/v1/resources/overview").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        (&v["statsAge"], &v["queues"]),
+        (&json!(-1), &json!(2)),
+        "{v}"
+    );
+    assert_eq!(v["messages"]["total"], 0, "{v}");
+    b.refresh_stats().await;
     let (s, v) = b.get("/api/v1/resources/overview").await;
     assert_eq!(s, StatusCode::OK, "{v}");
     assert_eq!(
@@ -77,12 +87,20 @@ async fn the_overview_counts_the_tenants_queues_partitions_and_messages() {
     assert_eq!(t["ingestedPerSecond"], json!(6.0 / 300.0), "{v}");
     assert_eq!(t["processedPerSecond"], json!(2.0 / 300.0), "{v}");
     assert_eq!(v["statsAge"], 0);
+    // Until the next round, a push is not counted; after it, it is.
+    b.push("logs", "Default", &["l2"]).await;
+    let (_, v) = b.get("/api/v1/resources/overview").await;
+    assert_eq!(v["messages"]["total"], 6, "{v}");
+    b.refresh_stats().await;
+    let (_, v) = b.get("/api/v1/resources/overview").await;
+    assert_eq!(v["messages"]["total"], 7, "{v}");
 }
 
 #[tokio::test]
 async fn namespaces_and_tasks_roll_up_their_queues_by_name() {
     let b = broker().await;
     fill(&b).await;
+    b.refresh_stats().await;
     let (s, v) = b.get("/api/v1/resources/namespaces").await;
     assert_eq!(s, StatusCode::OK, "{v}");
     assert_eq!(

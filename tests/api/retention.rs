@@ -20,6 +20,7 @@ async fn retaining(implicit: bool) -> Broker {
 /// Waits until `pred` holds on the queue's depth answer, or panics after 5 s.
 async fn until_depth(b: &Broker, queue: &str, depth: i64) {
     for _ in 0..250 {
+        b.refresh_stats().await;
         let (_, v) = b
             .get(&format!("/api/v1/resources/queues/{queue}/depth"))
             .await;

@@ -28,6 +28,7 @@ async fn fill(b: &Broker) -> String {
     let r = b.ack_batch(None, acks).await;
     assert!(r.iter().all(|i| i["success"] == true), "{r:?}");
     b.flush_series().await;
+    b.refresh_stats().await;
     pid
 }
 
@@ -127,6 +128,20 @@ async fn the_queue_pages_list_configure_and_page_messages() {
     assert_eq!(p1["messages"], p1["stats"]);
     assert_eq!(v["totals"]["total"], 3);
     assert_eq!(v["totals"]["messages"]["deadLetter"], 1);
+    assert_eq!(
+        v["pagination"],
+        json!({"limit": 1000, "offset": 0, "total": 2})
+    );
+    // A page of one partition, by name; the totals still cover the whole queue.
+    let (_, v) = b.get("/api/v1/status/queues/orders?limit=1&offset=1").await;
+    let names: Vec<&Value> = v["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["name"])
+        .collect();
+    assert_eq!(names, [&json!("p1")], "{v}");
+    assert_eq!(v["totals"]["total"], 3, "{v}");
     let (s, v) = b.get("/api/v1/status/queues/nope").await;
     assert_eq!(
         (s, v),

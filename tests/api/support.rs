@@ -70,10 +70,17 @@ pub async fn broker() -> Broker {
 
 pub async fn broker_with(tune: impl FnOnce(&mut Config)) -> Broker {
     let db_url = fresh_database().await;
+    start_on(test_config(tune), db_url).await
+}
+
+/// The defaults, but stats rounds only when a test asks for one (`refresh_stats`), so what
+/// a test reads does not depend on how fast the machine runs it.
+fn test_config(tune: impl FnOnce(&mut Config)) -> Config {
     let mut config = Config::defaults();
     config.db_pool_size = 8;
+    config.stats_interval_ms = 3_600_000;
     tune(&mut config);
-    start_on(config, db_url).await
+    config
 }
 
 impl Broker {
@@ -339,6 +346,14 @@ impl Broker {
         s.flush_series().await.expect("series written");
     }
 
+    /// Runs a stats round now (waiting for one running), rather than at the next
+    /// `STATS_INTERVAL_MS`: the inspection routes' counts then include every write so far.
+    pub async fn refresh_stats(&self) {
+        let s = &self.server.as_ref().expect("running").service;
+        let round = s.refresh_stats(true).await.expect("stats counted");
+        assert!(round.ran, "a forced round always runs");
+    }
+
     /// Writes this broker's fleet sample now, rather than at its next (every
     /// `METRICS_SAMPLE_INTERVAL`).
     pub async fn sample_now(&self) {
@@ -366,9 +381,6 @@ impl Broker {
     /// state (wakeups, ready lists, sweeps, remembered deliveries), as a second `regent serve`
     /// process would have; `tune` adjusts its configuration.
     pub async fn attach_with(db_url: &str, tune: impl FnOnce(&mut Config)) -> Broker {
-        let mut config = Config::defaults();
-        config.db_pool_size = 8;
-        tune(&mut config);
-        start_on(config, db_url.to_string()).await
+        start_on(test_config(tune), db_url.to_string()).await
     }
 }

@@ -73,7 +73,9 @@ impl As<'_> {
         assert_eq!(s, StatusCode::OK, "{path_and_query}: {v}");
         v
     }
+    /// The tenant's queues with their message totals, counted by a stats round now.
     async fn queue_names(&self) -> Vec<(String, i64)> {
+        self.b.refresh_stats().await;
         let (s, v) = self.get("/api/v1/resources/queues").await;
         assert_eq!(s, StatusCode::OK, "{v}");
         v["queues"]

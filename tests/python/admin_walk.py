@@ -66,6 +66,8 @@ async def fill(client: Queen):
 async def walk(client: Queen) -> None:
     admin = client.admin
     pid = await fill(client)
+    # The counts come from the stats snapshot: recount it before reading them.
+    assert (await call(admin, "refresh_consumer_stats")).get("success") is True
 
     keys("get_overview", await call(admin, "get_overview"), "queues", "partitions", "messages", "lag", "throughput")
     ns = await call(admin, "get_namespaces")

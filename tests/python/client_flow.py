@@ -134,9 +134,16 @@ async def step_push(client: Queen) -> None:
     step("push: 4 messages queued, repeated transactionId reported as duplicate (not an error)")
 
 
+async def refreshed(client: Queen) -> None:
+    res = await client.admin.refresh_consumer_stats()
+    assert res.get("success") is True, f"admin.refresh_consumer_stats(): {res!r}"
+
+
 async def step_depth(client: Queen) -> None:
     # Right after the pushes: nothing consumed yet, one partition.
     q = qname("main")
+    # The counts come from the stats snapshot: recount it now, as a dashboard's refresh does.
+    await refreshed(client)
     d = await client.admin.get_queue_depth(q)
     assert (d.get("pending"), d.get("partitionsPending"), d.get("effectivePending")) == (4, 1, 4), (
         f"admin.get_queue_depth({q!r}): {d!r}"
@@ -156,6 +163,7 @@ async def step_seek(client: Queen) -> None:
     assert len(first) == 4, f"replayer's first read: {first!r}"
     end = await client.admin.seek_consumer_group("replayer", q, {"toEnd": True})
     assert end.get("success") is True and end.get("partitionsUpdated") == 1, f"seek to end: {end!r}"
+    await refreshed(client)
     d = await client.admin.get_queue_depth(q, group="replayer")
     assert d.get("pending") == 0, f"depth after seek to end: {d!r}"
     back = await client.admin.seek_consumer_group("replayer", q, {"timestamp": "2000-01-01T00:00:00Z"})
@@ -164,6 +172,7 @@ async def step_seek(client: Queen) -> None:
     assert [m["transactionId"] for m in again] == [m["transactionId"] for m in first], (
         f"replay: {again!r} after {first!r}"
     )
+    await refreshed(client)
     groups = await client.admin.list_consumer_groups()
     mine = [g for g in groups if g.get("name") == "replayer" and g.get("queueName") == q]
     # The replay is leased, not acknowledged: all 4 are still after the cursor.
@@ -452,6 +461,7 @@ async def step_expiry(client: Queen) -> None:
     res = await client.queue(q).push([{"data": {"old": False}, "transactionId": tx("kept")}])
     assert res[0].get("status") == "queued", f"push to {q!r}: {res!r}"
     for _ in range(100):
+        await refreshed(client)
         depth = await client.admin.get_queue_depth(q)
         if depth.get("pending") == 1:
             break

@@ -35,6 +35,9 @@ fn default_retention_batch() -> i64 {
 fn default_series_retention() -> u64 {
     7
 }
+fn default_stats_interval() -> u64 {
+    10_000
+}
 fn default_metrics_sample_interval() -> u64 {
     5000
 }
@@ -141,6 +144,10 @@ pub struct Config {
     /// Days the per-minute queue series is kept (the status and analytics routes read it).
     #[serde(default = "default_series_retention")]
     pub series_retention_days: u64,
+    /// Milliseconds between two stats rounds (Queen's `STATS_INTERVAL_MS`): how stale the
+    /// inspection routes' counts may be. One broker of the fleet runs each round.
+    #[serde(default = "default_stats_interval")]
+    pub stats_interval_ms: u64,
     /// Milliseconds between two samples this broker writes of itself (`broker_samples`, read
     /// by the fleet's system and worker metrics).
     #[serde(default = "default_metrics_sample_interval")]

@@ -18,6 +18,7 @@ use super::time::millis;
 use super::{AppState, State};
 use regent_broker::group_state::group_state;
 use regent_service::groups::{Seek, SeekTo};
+use regent_service::queues::Page;
 
 /// `GET /api/v1/consumer-groups`: one element per (group, queue) the group has cursors on,
 /// `__QUEUE_MODE__` included. `totalLag` is the real count of messages after the cursors.
@@ -43,18 +44,21 @@ pub async fn list(
     Ok(Json(Value::Array(out)))
 }
 
-/// `GET /api/v1/consumer-groups/:group`: the group's cursors keyed by queue name; `{}` for a
-/// group with none. Regent keeps no worker ids nor consumption times: `workerId` and
+/// `GET /api/v1/consumer-groups/:group`: a page of the group's cursors (`limit`, 1,000 by
+/// default, `offset`; by queue, then partition), counted now and keyed by queue name; `{}`
+/// for a group with none. Regent keeps no worker ids nor consumption times: `workerId` and
 /// `lastConsumedAt` are null.
 pub async fn detail(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     PathParams(group): PathParams<String>,
+    p: Params,
 ) -> Result<Json<Value>, ApiError> {
-    let rows = s
-        .service
-        .partition_lags(&who.tenant, Some(&group), None)
-        .await?;
+    let page = Page {
+        limit: p.int("limit").unwrap_or(1000).clamp(1, 10_000),
+        offset: p.int("offset").unwrap_or(0).max(0),
+    };
+    let rows = s.service.group_cursors(&who.tenant, &group, page).await?;
     let mut out = serde_json::Map::new();
     for r in rows {
         let entry = out
@@ -72,8 +76,9 @@ pub async fn detail(
     Ok(Json(Value::Object(out)))
 }
 
-/// `GET /api/v1/consumer-groups/lagging?minLagSeconds=3600`: every cursor whose first unread
-/// message is older than the threshold, longest first, in the route's snake_case.
+/// `GET /api/v1/consumer-groups/lagging?minLagSeconds=3600`: the cursors whose first unread
+/// message is older than the threshold, longest first, in the route's snake_case, from the
+/// stats snapshot (which keeps the tenant's 1,000 oldest); `limit` (1,000) and `offset`.
 pub async fn lagging(
     AxState(s): State,
     Extension(who): Extension<Principal>,
@@ -92,19 +97,20 @@ pub async fn lagging(
                 ))
             })?,
     };
-    let rows = s
-        .service
-        .partition_lags(&who.tenant, None, Some(min))
-        .await?;
+    let page = Page {
+        limit: p.int("limit").unwrap_or(1000).clamp(1, 1000),
+        offset: p.int("offset").unwrap_or(0).max(0),
+    };
+    let rows = s.service.lagging(&who.tenant, min, page).await?;
     let out: Vec<Value> = rows
         .into_iter()
         .map(|r| {
             json!({
                 "consumer_group": r.group, "queue_name": r.queue, "partition_name": r.partition,
-                "partition_id": r.partition_id, "worker_id": null, "offset_lag": r.lag,
+                "partition_id": r.partition_id, "worker_id": null, "offset_lag": r.offset_lag,
                 "time_lag_seconds": r.time_lag_secs,
                 "lag_hours": r.time_lag_secs as f64 / 3600.0,
-                "oldest_unconsumed_at": r.oldest_unread_at.map(millis),
+                "oldest_unconsumed_at": millis(r.oldest_unread_at),
                 "last_consumed_at": null,
             })
         })

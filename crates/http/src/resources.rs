@@ -12,7 +12,7 @@ use super::params::Params;
 use super::time::millis;
 use super::State;
 use regent_service::overview::{Label, Messages, Spread};
-use regent_service::queues::{Cleared, Listing, PartitionStats, QueueSummary};
+use regent_service::queues::{Cleared, Listing, Page, PartitionStats, QueueSummary, QueueTotals};
 
 pub async fn list_queues(
     AxState(s): State,
@@ -48,29 +48,51 @@ pub(super) fn stats(p: &PartitionStats) -> Value {
     })
 }
 
-/// The six counts summed over the partitions.
-pub(super) fn totals(parts: &[PartitionStats]) -> Value {
-    let sum = |f: fn(&PartitionStats) -> i64| parts.iter().map(f).sum::<i64>();
+/// The six counts over every partition, from the stats snapshot.
+pub(super) fn totals(t: &QueueTotals) -> Value {
     json!({
-        "total": sum(|p| p.total), "pending": sum(|p| p.pending),
-        "processing": sum(|p| p.processing), "completed": sum(|p| p.completed),
-        "failed": sum(|p| p.failed), "deadLetter": sum(|p| p.dead_letters),
+        "total": t.total, "pending": t.pending, "processing": t.processing,
+        "completed": t.completed, "failed": t.failed, "deadLetter": t.dead_letters,
     })
 }
 
-/// `Admin.get_queue`: the queue and each partition's counts, each the largest over consumer
-/// groups (`failed` is 1 while a group's next message waits for the retry of a nack);
-/// `totals` sums the partitions.
+/// Seconds since a round counted it; -1 when none has.
+pub(super) fn stats_age(at: Option<chrono::DateTime<chrono::Utc>>) -> Value {
+    stats_age_secs(at.map(|t| (chrono::Utc::now() - t).num_milliseconds() as f64 / 1000.0))
+}
+
+/// Whole seconds, as Queen's `statsAge`; -1 for never.
+pub(super) fn stats_age_secs(age: Option<f64>) -> Value {
+    match age {
+        Some(secs) => json!(secs.max(0.0).floor() as i64),
+        None => json!(-1),
+    }
+}
+
+/// The page of partitions a queue page shows: `limit` (1,000 by default, at most 10,000)
+/// from `offset`, by name.
+pub(super) fn partition_page(p: &Params) -> Page {
+    Page {
+        limit: p.int("limit").unwrap_or(1000).clamp(1, 10_000),
+        offset: p.int("offset").unwrap_or(0).max(0),
+    }
+}
+
+/// `Admin.get_queue`: the queue, a page of its partitions with their counts counted now
+/// (each the largest over consumer groups; `failed` is 1 while a group's next message waits
+/// for the retry of a nack), and `totals` over every partition from the stats snapshot.
 pub async fn get_queue(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     PathParams(queue): PathParams<String>,
+    p: Params,
 ) -> Result<Json<Value>, ApiError> {
-    let Some((q, partitions)) = s.service.queue_detail(&who.tenant, &queue).await? else {
+    let page = partition_page(&p);
+    let Some(d) = s.service.queue_detail(&who.tenant, &queue, page).await? else {
         return Err(ApiError::NotFound("Queue not found".into()));
     };
-    let totals = totals(&partitions);
-    let listed: Vec<Value> = partitions
+    let listed: Vec<Value> = d
+        .partitions
         .iter()
         .map(|p| {
             json!({
@@ -80,16 +102,24 @@ pub async fn get_queue(
             })
         })
         .collect();
+    let q = &d.row;
     Ok(Json(json!({
         "id": q.id, "name": q.name, "namespace": q.namespace, "task": q.task,
-        "createdAt": millis(q.created_at), "partitions": listed, "totals": totals,
+        "createdAt": millis(q.created_at), "partitions": listed, "totals": totals(&d.totals),
+        "pagination": pagination(page, d.totals.partitions),
+        "statsAge": stats_age(d.totals.refreshed_at),
     })))
 }
 
+/// Where a page of partitions sits among all of them (`total` from the stats snapshot).
+pub(super) fn pagination(page: Page, total: i64) -> Value {
+    json!({ "limit": page.limit, "offset": page.offset, "total": total })
+}
+
 /// `Admin.get_queue_depth`: a queue's backlog for one consumer group (`?group=`), or for its
-/// furthest-behind cursors. Regent does not conflate deliveries, so the work left is the
-/// backlog itself (`effectivePending` = `pending`). Only partitions with something pending
-/// are listed, so the answer stays small however many partitions the queue has.
+/// furthest-behind cursors, from the stats snapshot. Regent does not conflate deliveries,
+/// so the work left is the backlog itself (`effectivePending` = `pending`). The partitions
+/// listed are the 100 with the most pending, most first.
 pub async fn queue_depth(
     AxState(s): State,
     Extension(who): Extension<Principal>,
@@ -97,18 +127,20 @@ pub async fn queue_depth(
     p: Params,
 ) -> Result<Json<Value>, ApiError> {
     let group = p.str("group").filter(|g| !g.is_empty());
-    let Some(partitions) = s.service.queue_depth(&who.tenant, &queue, group).await? else {
+    let Some(d) = s.service.queue_depth(&who.tenant, &queue, group).await? else {
         return Err(ApiError::NotFound("Queue not found".into()));
     };
-    let pending: i64 = partitions.iter().map(|(_, n)| n).sum();
-    let listed: Vec<Value> = partitions
+    let listed: Vec<Value> = d
+        .top
         .iter()
         .map(|(partition, n)| json!({ "partition": partition, "pending": n }))
         .collect();
     Ok(Json(json!({
-        "queue": queue, "group": group, "pending": pending,
-        "partitionsPending": partitions.len(), "conflation": false,
-        "effectivePending": pending, "partitions": listed,
+        "queue": queue, "group": group, "pending": d.pending,
+        "partitionsPending": d.partitions_pending, "conflation": false,
+        "effectivePending": d.pending, "partitions": listed,
+        "statsAge": if group.is_some() && d.refreshed_at.is_none() { json!(0) }
+                    else { stats_age(d.refreshed_at) },
     })))
 }
 
@@ -135,8 +167,8 @@ fn spread(s: &Spread) -> Value {
     json!({ "avg": s.avg, "median": s.median, "min": s.min, "max": s.max })
 }
 
-/// `Admin.get_overview`: the tenant's queues, partitions and messages at a glance. Regent
-/// counts when asked, so `statsAge` is 0; throughput is the last 5 minutes of the series.
+/// `Admin.get_overview`: the tenant's queues, partitions and messages at a glance, from the
+/// stats snapshot (`statsAge` seconds old); throughput is the last 5 minutes of the series.
 pub async fn overview(
     AxState(s): State,
     Extension(who): Extension<Principal>,
@@ -150,7 +182,7 @@ pub async fn overview(
         "messages": counts,
         "lag": { "time": spread(&o.time_lag), "offset": spread(&o.offset_lag) },
         "throughput": { "ingestedPerSecond": t.ingested, "processedPerSecond": t.processed },
-        "timestamp": millis(chrono::Utc::now()), "statsAge": 0,
+        "timestamp": millis(chrono::Utc::now()), "statsAge": stats_age_secs(o.stats_age),
     })))
 }
 

@@ -11,7 +11,10 @@ use super::auth::Principal;
 use super::error::ApiError;
 use super::params::Params;
 use super::path::PathParams;
-use super::resources::{messages_json, queue_summary, stats, totals};
+use super::resources::stats_age;
+use super::resources::{
+    messages_json, pagination, partition_page, queue_summary, stats, stats_age_secs, totals,
+};
 use super::time::{instant, millis};
 use super::State;
 use regent_broker::message_status::Status;
@@ -110,7 +113,7 @@ pub async fn status(
             "dbErrors": null, "ackFailed": sum(|c| c.failed),
             "dlqMessages": sum(|c| c.dead_lettered),
         },
-        "statsAge": 0,
+        "statsAge": stats_age_secs(st.now.stats_age),
     })))
 }
 
@@ -136,17 +139,21 @@ pub async fn queues(
     })))
 }
 
-/// `Admin.get_queue_detail`: the queue, its configuration and each partition's counts.
+/// `Admin.get_queue_detail`: the queue, its configuration, a page of its partitions
+/// counted now and its totals from the stats snapshot.
 pub async fn queue(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     PathParams(name): PathParams<String>,
+    p: Params,
 ) -> Result<Json<Value>, ApiError> {
-    let Some((q, parts)) = s.service.queue_detail(&who.tenant, &name).await? else {
+    let page = partition_page(&p);
+    let Some(d) = s.service.queue_detail(&who.tenant, &name, page).await? else {
         return Err(ApiError::NotFound("Queue not found".into()));
     };
-    let o = QueueOptions::from_stored(&q.options);
-    let partitions: Vec<Value> = parts
+    let (q, o) = (&d.row, QueueOptions::from_stored(&d.row.options));
+    let partitions: Vec<Value> = d
+        .partitions
         .iter()
         .map(|p| {
             json!({
@@ -158,9 +165,8 @@ pub async fn queue(
             })
         })
         .collect();
-    let totals = totals(&parts);
-    let mut flat = totals.clone();
-    flat["messages"] = totals;
+    let mut flat = totals(&d.totals);
+    flat["messages"] = totals(&d.totals);
     Ok(Json(json!({
         "queue": {
             "id": q.id, "name": q.name, "namespace": q.namespace, "task": q.task,
@@ -173,6 +179,8 @@ pub async fn queue(
         },
         "partitions": partitions,
         "totals": flat,
+        "pagination": pagination(page, d.totals.partitions),
+        "statsAge": stats_age(d.totals.refreshed_at),
     })))
 }
 

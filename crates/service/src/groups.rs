@@ -5,28 +5,42 @@
 use regent_runtime::Announcement;
 use regent_store::{groups, seek};
 
-pub use regent_store::groups::{GroupOnQueue, PartitionLag};
+pub use regent_store::groups::{GroupOnQueue, Lagging, PartitionLag};
+
+use crate::queues::Page;
 pub use regent_store::seek::{Deleted, Moved, Seek, SeekTo};
 
 use crate::{Error, Service};
 
 impl Service {
-    /// Every (group, queue) pair of the tenant with at least one cursor.
+    /// Every (group, queue) pair of the tenant with at least one cursor, from the stats
+    /// snapshot.
     pub async fn consumer_groups(&self, tenant: &str) -> Result<Vec<GroupOnQueue>, Error> {
         let client = self.store.client().await?;
         Ok(groups::list(&client, tenant).await?)
     }
 
-    /// The cursors of one group (or of all), each with its lag; with `min_lag_secs`, only
-    /// those whose first unread message is older, longest first.
-    pub async fn partition_lags(
+    /// A page of one group's cursors, each with its lag counted now.
+    pub async fn group_cursors(
         &self,
         tenant: &str,
-        group: Option<&str>,
-        min_lag_secs: Option<f64>,
+        group: &str,
+        page: Page,
     ) -> Result<Vec<PartitionLag>, Error> {
         let client = self.store.client().await?;
-        Ok(groups::partition_lags(&client, tenant, group, min_lag_secs).await?)
+        Ok(groups::cursors(&client, tenant, group, page.limit, page.offset).await?)
+    }
+
+    /// A page of the cursors whose first unread message is older than `min_lag_secs`,
+    /// longest first, from the stats snapshot.
+    pub async fn lagging(
+        &self,
+        tenant: &str,
+        min_lag_secs: f64,
+        page: Page,
+    ) -> Result<Vec<Lagging>, Error> {
+        let client = self.store.client().await?;
+        Ok(groups::lagging(&client, tenant, min_lag_secs, page.limit, page.offset).await?)
     }
 
     /// Moves `group`'s cursors on the queue (on one named partition, or all). Leases are

@@ -34,6 +34,7 @@ pub mod queues;
 pub mod requeue;
 mod retention;
 pub mod series;
+pub mod stats;
 pub mod status;
 mod supervise;
 pub mod traces;
@@ -68,6 +69,7 @@ struct Background {
     switches: JoinHandle<()>,
     retention: JoinHandle<()>,
     series: JoinHandle<()>,
+    stats: JoinHandle<()>,
     fleet: JoinHandle<()>,
 }
 
@@ -83,6 +85,8 @@ pub struct Service {
     implicit_retention: bool,
     dead_letter_retention: Option<chrono::Duration>,
     series_retention: chrono::Duration,
+    /// How often the fleet recounts the stats snapshot (`STATS_INTERVAL_MS`).
+    stats_interval: Duration,
     /// This broker's samples for the fleet's metrics.
     fleet: fleet::Sampler,
     database_url: String,
@@ -138,6 +142,7 @@ impl Service {
             series_retention: chrono::Duration::days(
                 config.series_retention_days.clamp(1, 36_600) as i64
             ),
+            stats_interval: Duration::from_millis(config.stats_interval_ms.max(100)),
             fleet,
             database_url: database_url.to_string(),
             pushes: Default::default(),
@@ -175,6 +180,10 @@ impl Service {
             .supervisor
             .spawn("series", move || series::run(s.clone()));
         let s = self.clone();
+        let stats = self
+            .supervisor
+            .spawn("stats", move || stats::run(s.clone()));
+        let s = self.clone();
         let fleet = self
             .supervisor
             .spawn("fleet samples", move || fleet::run(s.clone()));
@@ -184,6 +193,7 @@ impl Service {
             switches,
             retention,
             series,
+            stats,
             fleet,
         });
     }
@@ -219,6 +229,7 @@ impl Service {
             b.switches.abort();
             b.retention.abort();
             b.series.abort();
+            b.stats.abort();
             b.fleet.abort();
         }
         handover::release_remaining(self).await;

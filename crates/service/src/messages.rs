@@ -139,25 +139,11 @@ impl Service {
         let client = self.store.client().await?;
         // At least one, so that a full page always has an oldest message.
         let want = (q.offset + q.limit).max(1) as usize;
-        let mut places: HashMap<Uuid, Arc<Place>> = HashMap::new();
-        let mut picked: Vec<Pick> = Vec::new();
-        let mut after = None;
-        while places.len() < MAX_PARTITIONS {
-            let round = store::recent_places(&client, tenant, &q.scope, after, ROUND).await?;
-            let Some(last) = round.last() else { break };
-            after = last.last_push_at.map(|at| (at, last.partition_id));
-            // Partitions come most recently pushed first: once the page is full, one whose
-            // last push is older than the page's oldest message cannot change it.
-            let oldest = (picked.len() >= want).then(|| picked[want - 1].at);
-            if oldest.is_some_and(|o| round[0].last_push_at.is_some_and(|at| at < o)) {
-                break;
-            }
-            let ids: Vec<Uuid> = round.iter().map(|p| p.partition_id).collect();
-            picked.extend(pick_round(&client, tenant, q, &ids, want).await?);
-            picked.sort_by_key(|p| std::cmp::Reverse((p.at, p.offset, p.partition)));
-            picked.truncate(want);
-            places.extend(round.into_iter().map(|p| (p.partition_id, Arc::new(p))));
-        }
+        let (places, picked) = if q.status == Some(Status::DeadLetter) {
+            pick_dead(&client, tenant, q, want).await?
+        } else {
+            pick_recent(&client, tenant, q, want).await?
+        };
         let page: Vec<Pick> = picked.into_iter().skip(q.offset.max(0) as usize).collect();
         let at: Vec<(Uuid, i64)> = page.iter().map(|p| (p.partition, p.offset)).collect();
         let read: HashMap<(Uuid, i64), StoredMessage> = store::read(&client, &at)
@@ -306,18 +292,72 @@ struct Pick {
     dead: Option<DeadMark>,
 }
 
-/// One round of the listing: the newest messages of these partitions in the window, at
-/// most `want` of each, with their statuses, deleted ones and other statuses left out.
-async fn pick_round(
+type Picked = (HashMap<Uuid, Arc<Place>>, Vec<Pick>);
+
+/// The newest `want` messages in scope, newest first: partitions are read most recently
+/// pushed first, in rounds, until no partition left can change the page.
+async fn pick_recent(
+    client: &regent_store::Client,
+    tenant: &str,
+    q: &ListQuery<'_>,
+    want: usize,
+) -> Result<Picked, Error> {
+    let mut places: HashMap<Uuid, Arc<Place>> = HashMap::new();
+    let mut picked: Vec<Pick> = Vec::new();
+    let mut after = None;
+    while places.len() < MAX_PARTITIONS {
+        let round = store::recent_places(client, tenant, &q.scope, after, ROUND).await?;
+        let Some(last) = round.last() else { break };
+        after = last.last_push_at.map(|at| (at, last.partition_id));
+        // Partitions come most recently pushed first: once the page is full, one whose
+        // last push is older than the page's oldest message cannot change it.
+        let oldest = (picked.len() >= want).then(|| picked[want - 1].at);
+        if oldest.is_some_and(|o| round[0].last_push_at.is_some_and(|at| at < o)) {
+            break;
+        }
+        let ids: Vec<Uuid> = round.iter().map(|p| p.partition_id).collect();
+        let heads = store::heads(client, &ids, q.scope.from, q.scope.to, want as i64).await?;
+        picked.extend(classify(client, tenant, q, &ids, newest_offsets(&heads, want)).await?);
+        picked.sort_by_key(|p| std::cmp::Reverse((p.at, p.offset, p.partition)));
+        picked.truncate(want);
+        places.extend(round.into_iter().map(|p| (p.partition_id, Arc::new(p))));
+    }
+    Ok((places, picked))
+}
+
+/// The newest `want` dead-lettered messages in scope, found through the dead letters (a
+/// rare status: searching the log's newest messages for it would read thousands of
+/// partitions to fill a page).
+async fn pick_dead(
+    client: &regent_store::Client,
+    tenant: &str,
+    q: &ListQuery<'_>,
+    want: usize,
+) -> Result<Picked, Error> {
+    let found = store::dead_letter_places(client, tenant, &q.scope, want as i64).await?;
+    let offsets: Vec<(Uuid, i64, DateTime<Utc>)> = found
+        .iter()
+        .map(|(p, offset, at)| (p.partition_id, *offset, *at))
+        .collect();
+    let places: HashMap<Uuid, Arc<Place>> = found
+        .into_iter()
+        .map(|(p, _, _)| (p.partition_id, Arc::new(p)))
+        .collect();
+    let ids: Vec<Uuid> = places.keys().copied().collect();
+    let picked = classify(client, tenant, q, &ids, offsets).await?;
+    Ok((places, picked))
+}
+
+/// These messages of these partitions with their statuses, deleted ones and other statuses
+/// left out.
+async fn classify(
     client: &regent_store::Client,
     tenant: &str,
     q: &ListQuery<'_>,
     ids: &[Uuid],
-    want: usize,
+    offsets: Vec<(Uuid, i64, DateTime<Utc>)>,
 ) -> Result<Vec<Pick>, Error> {
-    let heads = store::heads(client, ids, q.scope.from, q.scope.to, want as i64).await?;
     let cursors = store::cursors(client, ids).await?;
-    let offsets = newest_offsets(&heads, want);
     let pairs: Vec<(Uuid, i64)> = offsets.iter().map(|&(p, o, _)| (p, o)).collect();
     let deleted: HashSet<(Uuid, i64)> = store::tombstoned(client, &pairs)
         .await?

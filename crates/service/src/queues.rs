@@ -6,6 +6,8 @@ use regent_store::in_transaction;
 use regent_store::partitions;
 use regent_store::queues;
 pub use regent_store::queues::{Cleared, Listing, PartitionStats, QueueRow, QueueSummary};
+use regent_store::stats;
+pub use regent_store::stats::{Depth, QueueTotals};
 use uuid::Uuid;
 
 use crate::{Error, Service};
@@ -22,6 +24,22 @@ pub struct Configure<'a> {
 pub struct Queue {
     pub row: QueueRow,
     pub options: QueueOptions,
+}
+
+/// A page of a listing.
+#[derive(Clone, Copy, Debug)]
+pub struct Page {
+    pub limit: i64,
+    pub offset: i64,
+}
+
+/// What the queue pages show.
+pub struct QueueDetail {
+    pub row: QueueRow,
+    /// A page of its partitions, counted now.
+    pub partitions: Vec<PartitionStats>,
+    /// Over every partition, from the stats snapshot.
+    pub totals: QueueTotals,
 }
 
 impl From<QueueRow> for Queue {
@@ -61,33 +79,48 @@ impl Service {
         Ok(queues::list(&client, tenant, listing).await?)
     }
 
-    /// The queue and each partition's counts; `None` for a queue the tenant does not have.
+    /// The queue, its counts from the stats snapshot, and a page of its partitions counted
+    /// now; `None` for a queue the tenant does not have.
     pub async fn queue_detail(
         &self,
         tenant: &str,
         name: &str,
-    ) -> Result<Option<(QueueRow, Vec<PartitionStats>)>, Error> {
+        page: Page,
+    ) -> Result<Option<QueueDetail>, Error> {
         let client = self.store.client().await?;
-        let Some(q) = queues::find(&client, tenant, name).await? else {
+        let Some(row) = queues::find(&client, tenant, name).await? else {
             return Ok(None);
         };
-        let stats = queues::partition_stats(&client, tenant, q.id).await?;
-        Ok(Some((q, stats)))
+        let partitions =
+            queues::partition_stats(&client, tenant, row.id, page.limit, page.offset).await?;
+        let totals = stats::queue_totals(&client, row.id).await?;
+        Ok(Some(QueueDetail {
+            row,
+            partitions,
+            totals,
+        }))
     }
 
-    /// Messages pending for `group` (or behind the furthest-behind cursors) per partition
-    /// that has any, most first; `None` for a queue the tenant does not have.
+    /// The queue's backlog (for `group`, or behind the furthest-behind cursors) from the
+    /// stats snapshot; a group no round has seen on the queue is counted now. `None` for a
+    /// queue the tenant does not have.
     pub async fn queue_depth(
         &self,
         tenant: &str,
         name: &str,
         group: Option<&str>,
-    ) -> Result<Option<Vec<(String, i64)>>, Error> {
+    ) -> Result<Option<Depth>, Error> {
         let client = self.store.client().await?;
         let Some(q) = queues::find(&client, tenant, name).await? else {
             return Ok(None);
         };
-        Ok(Some(queues::depth(&client, q.id, group).await?))
+        Ok(Some(
+            match (stats::depth(&client, q.id, group).await?, group) {
+                (Some(d), _) => d,
+                (None, Some(g)) => queues::depth_now(&client, q.id, g).await?,
+                (None, None) => Depth::default(),
+            },
+        ))
     }
 
     /// Deletes a queue with everything that hangs off it; whether it existed.

@@ -1,6 +1,6 @@
-//! What the consumer groups of a tenant are doing, read from their cursors: one row per
-//! (group, queue) for `GET /api/v1/consumer-groups`, one per cursor for a group's detail and
-//! the lagging list.
+//! What the consumer groups of a tenant are doing: one row per (group, queue) for
+//! `GET /api/v1/consumer-groups` and the lagging list, from the stats snapshot; a page of one
+//! group's cursors, counted now, for its detail.
 
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
@@ -30,27 +30,22 @@ pub struct GroupOnQueue {
     pub joined_at: Option<DateTime<Utc>>,
 }
 
-/// Every (group, queue) pair of the tenant with at least one cursor, by group, then queue.
+/// Every (group, queue) pair of the tenant with at least one cursor, by group, then queue,
+/// as the last stats round counted them.
 pub async fn list(client: &Client, tenant: &str) -> Result<Vec<GroupOnQueue>, StoreError> {
     let st = client
         .prepare_cached(
-            "SELECT c.consumer_group, q.name AS queue, count(*) AS partitions,
-                    count(*) FILTER (WHERE c.committed < p.next_offset - 1) AS partitions_with_lag,
-                    coalesce(sum(greatest(p.next_offset - 1 - c.committed, 0)), 0)::bigint AS lag,
-                    coalesce(max(floor(extract(epoch FROM now() - p.last_push_at)))
-                             FILTER (WHERE c.committed < p.next_offset - 1), 0)::bigint
+            "SELECT g.consumer_group, q.name AS queue, g.partitions, g.partitions_with_lag,
+                    g.lag,
+                    coalesce(floor(extract(epoch FROM now() - g.lagging_since)), 0)::bigint
                       AS max_time_lag,
-                    bool_or(c.committed >= 0
-                            OR (c.lease_id IS NOT NULL AND c.lease_expires_at > now())) AS consuming,
-                    s.start_after, s.created_at AS joined_at
-               FROM cursors c
-               JOIN partitions p ON p.id = c.partition_id
-               JOIN queues q ON q.id = c.queue_id
+                    g.consuming, s.start_after, s.created_at AS joined_at
+               FROM group_stats g
+               JOIN queues q ON q.id = g.queue_id
                LEFT JOIN subscriptions s
-                      ON s.queue_id = c.queue_id AND s.consumer_group = c.consumer_group
-              WHERE q.tenant = $1
-              GROUP BY c.consumer_group, q.name, s.start_after, s.created_at
-              ORDER BY c.consumer_group, q.name",
+                      ON s.queue_id = g.queue_id AND s.consumer_group = g.consumer_group
+              WHERE g.tenant = $1 AND g.partitions > 0
+              ORDER BY g.consumer_group, q.name",
         )
         .await?;
     Ok(client
@@ -89,40 +84,42 @@ pub struct PartitionLag {
     pub leased: bool,
 }
 
-/// The cursors of the tenant's groups (of one group, with `group`), by group, queue and
-/// partition; with `min_lag_secs`, only those whose first unread message is older than that,
-/// longest first. The first unread message's time is its segment's: one index probe per
-/// cursor behind its partition's end.
-pub async fn partition_lags(
+/// A page of one group's cursors, by queue and partition name, counted now: the page is
+/// chosen first, then each of its cursors is probed for its first unread message's time.
+pub async fn cursors(
     client: &Client,
     tenant: &str,
-    group: Option<&str>,
-    min_lag_secs: Option<f64>,
+    group: &str,
+    limit: i64,
+    offset: i64,
 ) -> Result<Vec<PartitionLag>, StoreError> {
     let st = client
         .prepare_cached(
-            "SELECT c.consumer_group, q.name AS queue, p.name AS partition, p.id AS partition_id,
+            "WITH page AS (
+               SELECT c.partition_id, c.committed, q.name AS queue, p.name AS partition,
+                      p.next_offset,
+                      (c.lease_id IS NOT NULL AND c.lease_expires_at > now()) AS leased
+                 FROM cursors c
+                 JOIN partitions p ON p.id = c.partition_id
+                 JOIN queues q ON q.id = c.queue_id
+                WHERE q.tenant = $1 AND c.consumer_group = $2
+                ORDER BY q.name, p.name LIMIT $3 OFFSET $4)
+             SELECT $2::text AS consumer_group, c.queue, c.partition, c.partition_id,
                     c.committed + 1 AS consumed,
-                    greatest(p.next_offset - 1 - c.committed, 0) AS lag,
+                    greatest(c.next_offset - 1 - c.committed, 0) AS lag,
                     o.created_at AS oldest_unread_at,
                     coalesce(floor(extract(epoch FROM now() - o.created_at)), 0)::bigint AS lag_secs,
-                    (c.lease_id IS NOT NULL AND c.lease_expires_at > now()) AS leased
-               FROM cursors c
-               JOIN partitions p ON p.id = c.partition_id
-               JOIN queues q ON q.id = c.queue_id
+                    c.leased
+               FROM page c
                LEFT JOIN LATERAL (
                     SELECT g.created_at FROM segments g
-                     WHERE g.partition_id = p.id AND g.end_offset > c.committed
-                     ORDER BY g.end_offset LIMIT 1) o ON c.committed < p.next_offset - 1
-              WHERE q.tenant = $1 AND ($2::text IS NULL OR c.consumer_group = $2)
-                AND ($3::float8 IS NULL
-                     OR o.created_at < now() - make_interval(secs => $3::float8))
-              ORDER BY CASE WHEN $3::float8 IS NULL THEN 0 ELSE -extract(epoch FROM now() - o.created_at) END,
-                       c.consumer_group, q.name, p.name",
+                     WHERE g.partition_id = c.partition_id AND g.end_offset > c.committed
+                     ORDER BY g.end_offset LIMIT 1) o ON c.committed < c.next_offset - 1
+              ORDER BY c.queue, c.partition",
         )
         .await?;
     Ok(client
-        .query(&st, &[&tenant, &group, &min_lag_secs])
+        .query(&st, &[&tenant, &group, &limit, &offset])
         .await?
         .iter()
         .map(|r| PartitionLag {
@@ -135,6 +132,56 @@ pub async fn partition_lags(
             oldest_unread_at: r.get("oldest_unread_at"),
             time_lag_secs: r.get("lag_secs"),
             leased: r.get("leased"),
+        })
+        .collect())
+}
+
+/// One cursor of the lagging list.
+#[derive(Debug)]
+pub struct Lagging {
+    pub group: String,
+    pub queue: String,
+    pub partition: String,
+    pub partition_id: Uuid,
+    pub offset_lag: i64,
+    pub oldest_unread_at: DateTime<Utc>,
+    /// Seconds since then, now.
+    pub time_lag_secs: i64,
+}
+
+/// A page of the tenant's cursors whose first unread message is older than `min_lag_secs`,
+/// longest first, from the last stats round's list (the 1,000 oldest of the tenant).
+pub async fn lagging(
+    client: &Client,
+    tenant: &str,
+    min_lag_secs: f64,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<Lagging>, StoreError> {
+    let st = client
+        .prepare_cached(
+            "SELECT l.consumer_group, q.name AS queue, l.partition_name, l.partition_id,
+                    l.offset_lag, l.oldest_unread_at,
+                    floor(extract(epoch FROM now() - l.oldest_unread_at))::bigint AS lag_secs
+               FROM lagging_stats l JOIN queues q ON q.id = l.queue_id
+              WHERE l.tenant = $1
+                AND l.oldest_unread_at < now() - make_interval(secs => $2::float8)
+              ORDER BY l.oldest_unread_at, l.partition_id, l.consumer_group
+              LIMIT $3 OFFSET $4",
+        )
+        .await?;
+    Ok(client
+        .query(&st, &[&tenant, &min_lag_secs, &limit, &offset])
+        .await?
+        .iter()
+        .map(|r| Lagging {
+            group: r.get("consumer_group"),
+            queue: r.get("queue"),
+            partition: r.get("partition_name"),
+            partition_id: r.get("partition_id"),
+            offset_lag: r.get("offset_lag"),
+            oldest_unread_at: r.get("oldest_unread_at"),
+            time_lag_secs: r.get("lag_secs"),
         })
         .collect())
 }

@@ -47,6 +47,7 @@ pub mod retention;
 mod retry;
 pub mod seek;
 pub mod series;
+pub mod stats;
 pub mod tls;
 pub mod traces;
 

@@ -310,6 +310,51 @@ pub async fn recent_places(
         .collect())
 }
 
+/// The newest `limit` dead-lettered messages of the tenant in scope, by their append time:
+/// (place, offset, appended at), one per message however many groups dead-lettered it. Read
+/// from the dead letters, so the listing of that status does not search the log for them.
+pub async fn dead_letter_places(
+    client: &Client,
+    tenant: &str,
+    scope: &Scope<'_>,
+    limit: i64,
+) -> Result<Vec<(Place, i64, DateTime<Utc>)>, StoreError> {
+    let st = client
+        .prepare_cached(
+            "SELECT * FROM (
+               SELECT DISTINCT ON (d.partition_id, d.\"offset\")
+                      p.id AS partition_id, p.name AS partition, q.id AS queue_id,
+                      q.name AS queue, q.namespace, q.task, q.options, p.last_push_at,
+                      d.\"offset\", d.created_at AS appended_at
+                 FROM dead_letters d
+                 JOIN partitions p ON p.id = d.partition_id
+                 JOIN queues q ON q.id = d.queue_id
+                WHERE d.tenant = $1 AND d.created_at >= $2 AND d.created_at <= $3
+                  AND ($4::text IS NULL OR q.name = $4) AND ($5::text IS NULL OR p.name = $5)
+                  AND ($6::text IS NULL OR q.namespace = $6) AND ($7::text IS NULL OR q.task = $7)
+                ORDER BY d.partition_id, d.\"offset\") x
+              ORDER BY appended_at DESC, \"offset\" DESC, partition_id DESC
+              LIMIT $8",
+        )
+        .await?;
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [
+        &tenant,
+        &scope.from,
+        &scope.to,
+        &scope.queue,
+        &scope.partition,
+        &scope.namespace,
+        &scope.task,
+        &limit,
+    ];
+    Ok(client
+        .query(&st, &params)
+        .await?
+        .iter()
+        .map(|r| (Place::from(r), r.get("offset"), r.get("appended_at")))
+        .collect())
+}
+
 /// A segment's place and age, without its frames.
 #[derive(Clone, Copy, Debug)]
 pub struct Head {

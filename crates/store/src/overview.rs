@@ -1,7 +1,6 @@
-//! The tenant-wide inspection figures: the overview, the namespace and task roll-ups and the
-//! partition listing (`GET /api/v1/resources/*`). Watermark arithmetic over partitions and
-//! cursors, as the queue listing counts: the log itself is read only for the age of each
-//! group's first unread message (one index probe per lagging cursor).
+//! The tenant-wide inspection figures: the overview, the namespace and task roll-ups (read
+//! from the stats snapshot, `crate::stats`) and the partition listing (a page of partitions
+//! counted when asked: watermark arithmetic over partitions and cursors).
 
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
@@ -90,34 +89,65 @@ pub struct Overview {
     pub time_lag: Spread,
     /// Messages after each cursor.
     pub offset_lag: Spread,
+    /// Seconds since the oldest of the counted queues' stats rows was written; `None` when
+    /// no round has counted them yet.
+    pub stats_age: Option<f64>,
 }
 
 /// The filter's conditions on `q`, the queues, with parameters $2 to $4.
 const FILTER: &str = "($2::text IS NULL OR q.name = $2) AND ($3::text IS NULL OR q.namespace = $3)
                       AND ($4::text IS NULL OR q.task = $4)";
 
-/// The overview of the tenant's queues the filter lets through.
+/// The tenant's queues the filter lets through, with their rows of the stats snapshot
+/// (`stats`; NULL columns for a queue no round has counted yet).
+const COUNTED: &str = "counted AS (
+        SELECT q.namespace, q.task, s.partitions, s.total, s.pending, s.processing,
+               s.completed, s.failed, s.dead_letters, s.cursors, s.refreshed_at,
+               s.time_lag_avg, s.time_lag_median, s.time_lag_min, s.time_lag_max,
+               s.offset_lag_avg, s.offset_lag_median, s.offset_lag_min, s.offset_lag_max
+          FROM queues q LEFT JOIN queue_stats s ON s.queue_id = q.id
+         WHERE q.tenant = $1 AND ";
+
+/// One lag spread over every counted cursor, from the queues' spreads: the average weighted
+/// by cursors, the least minimum, the greatest maximum, and for the median the
+/// cursor-weighted median of the queues' medians (exact for one queue).
+fn spread_sql(lag: &str) -> String {
+    format!(
+        "coalesce(sum({lag}_avg * cursors) / nullif(sum(cursors), 0), 0) AS {lag}_avg,
+         coalesce(min({lag}_min) FILTER (WHERE cursors > 0), 0) AS {lag}_min,
+         coalesce(max({lag}_max) FILTER (WHERE cursors > 0), 0) AS {lag}_max,
+         coalesce((SELECT m FROM (
+                     SELECT {lag}_median AS m,
+                            sum(cursors) OVER (ORDER BY {lag}_median ROWS UNBOUNDED PRECEDING) AS run,
+                            sum(cursors) OVER () AS n
+                       FROM counted WHERE cursors > 0) w
+                    WHERE 2 * run >= n ORDER BY m LIMIT 1), 0) AS {lag}_median"
+    )
+}
+
+/// The overview of the tenant's queues the filter lets through, from the stats snapshot.
 pub async fn overview(
     client: &Client,
     tenant: &str,
     f: &Filter<'_>,
 ) -> Result<Overview, StoreError> {
     let sql = format!(
-        "WITH per AS ({PER_PARTITION} AND {FILTER} GROUP BY p.id, q.name, q.namespace, q.task),
-              qs AS (SELECT q.id, q.namespace, q.task FROM queues q WHERE q.tenant = $1 AND {FILTER})
-         SELECT (SELECT count(*) FROM qs) AS queues,
-                (SELECT count(DISTINCT namespace) FROM qs WHERE namespace <> '') AS namespaces,
-                (SELECT count(DISTINCT task) FROM qs WHERE task <> '') AS tasks,
-                (SELECT count(*) FROM dead_letters d WHERE d.tenant = $1
-                    AND d.queue_id IN (SELECT id FROM qs)) AS dead_letters,
-                count(*) AS partitions, {SUMS}
-           FROM per"
+        "WITH {COUNTED} {FILTER})
+         SELECT count(*) AS queues,
+                count(DISTINCT namespace) FILTER (WHERE namespace <> '') AS namespaces,
+                count(DISTINCT task) FILTER (WHERE task <> '') AS tasks,
+                coalesce(sum(partitions), 0)::bigint AS partitions, {SUMS},
+                coalesce(sum(dead_letters), 0)::bigint AS dead_letters,
+                {}, {},
+                extract(epoch FROM now() - min(refreshed_at))::float8 AS stats_age
+           FROM counted",
+        spread_sql("time_lag"),
+        spread_sql("offset_lag")
     );
     let st = client.prepare_cached(&sql).await?;
-    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
-        [&tenant, &f.queue, &f.namespace, &f.task];
-    let r = client.query_one(&st, &params).await?;
-    let lag = lags(client, &params).await?;
+    let r = client
+        .query_one(&st, &[&tenant, &f.queue, &f.namespace, &f.task])
+        .await?;
     Ok(Overview {
         queues: r.get("queues"),
         partitions: r.get("partitions"),
@@ -125,38 +155,10 @@ pub async fn overview(
         tasks: r.get("tasks"),
         messages: Messages::from(&r),
         dead_letters: r.get("dead_letters"),
-        time_lag: spread(&lag, "time"),
-        offset_lag: spread(&lag, "offset"),
+        time_lag: spread(&r, "time_lag"),
+        offset_lag: spread(&r, "offset_lag"),
+        stats_age: r.get("stats_age"),
     })
-}
-
-/// The spread of the lags of the filtered queues' cursors.
-async fn lags(
-    client: &Client,
-    params: &[&(dyn tokio_postgres::types::ToSql + Sync); 4],
-) -> Result<Row, StoreError> {
-    let sql = format!(
-        "WITH l AS (
-               SELECT greatest(p.next_offset - 1 - c.committed, 0)::float8 AS offset_lag,
-                      coalesce(extract(epoch FROM now() - o.created_at), 0)::float8 AS time_lag
-                 FROM cursors c
-                 JOIN partitions p ON p.id = c.partition_id
-                 JOIN queues q ON q.id = c.queue_id
-                 LEFT JOIN LATERAL (
-                      SELECT g.created_at FROM segments g
-                       WHERE g.partition_id = p.id AND g.end_offset > c.committed
-                       ORDER BY g.end_offset LIMIT 1) o ON c.committed < p.next_offset - 1
-                WHERE q.tenant = $1 AND {FILTER})
-             SELECT avg(time_lag) AS time_avg,
-                    percentile_cont(0.5) WITHIN GROUP (ORDER BY time_lag) AS time_median,
-                    min(time_lag) AS time_min, max(time_lag) AS time_max,
-                    avg(offset_lag) AS offset_avg,
-                    percentile_cont(0.5) WITHIN GROUP (ORDER BY offset_lag) AS offset_median,
-                    min(offset_lag) AS offset_min, max(offset_lag) AS offset_max
-               FROM l"
-    );
-    let st = client.prepare_cached(&sql).await?;
-    Ok(client.query_one(&st, params).await?)
 }
 
 /// Which label of a queue to roll up by.
@@ -175,21 +177,18 @@ pub struct Rollup {
     pub messages: Messages,
 }
 
-/// Every namespace (or task) of the tenant's queues, by name; queues without one are not
-/// listed.
+/// Every namespace (or task) of the tenant's queues, by name, counted from the stats
+/// snapshot; queues without one are not listed.
 pub async fn rollup(client: &Client, tenant: &str, by: Label) -> Result<Vec<Rollup>, StoreError> {
     let label = match by {
         Label::Namespace => "namespace",
         Label::Task => "task",
     };
     let sql = format!(
-        "WITH per AS ({PER_PARTITION} GROUP BY p.id, q.name, q.namespace, q.task),
-              named AS (SELECT {label} AS label, count(*) AS queues FROM queues
-                         WHERE tenant = $1 AND {label} <> '' GROUP BY {label})
-         SELECT n.label, n.queues, count(per.id) AS partitions, {SUMS}
-           FROM named n LEFT JOIN per ON per.{label} = n.label
-          GROUP BY n.label, n.queues
-          ORDER BY n.label"
+        "WITH {COUNTED} q.{label} <> '')
+         SELECT {label} AS label, count(*) AS queues,
+                coalesce(sum(partitions), 0)::bigint AS partitions, {SUMS}
+           FROM counted GROUP BY {label} ORDER BY {label}"
     );
     let st = client.prepare_cached(&sql).await?;
     Ok(client

@@ -118,26 +118,19 @@ pub struct Listing<'a> {
     pub offset: i64,
 }
 
-/// Queues of a tenant, newest first. `pending` counts messages after the queue-mode cursor
-/// (or after the furthest-behind named group when only named groups read the queue).
+/// Queues of a tenant, newest first, with their counts from the stats snapshot (zeros for
+/// a queue no round has counted yet). `pending` counts messages after each partition's
+/// furthest-behind cursor.
 pub async fn list(
     client: &Client,
     tenant: &str,
     l: &Listing<'_>,
 ) -> Result<Vec<QueueSummary>, StoreError> {
     let sql = format!(
-        "SELECT {QUEUE_COLUMNS},
-                (SELECT count(*) FROM partitions p WHERE p.queue_id = q.id) AS partitions,
-                (SELECT coalesce(sum(p.next_offset - p.first_offset), 0)::bigint
-                   FROM partitions p WHERE p.queue_id = q.id) AS total,
-                (SELECT coalesce(sum(p.next_offset - 1 - coalesce(
-                          (SELECT min(c.committed) FROM cursors c WHERE c.partition_id = p.id),
-                          p.first_offset - 1)), 0)::bigint
-                   FROM partitions p WHERE p.queue_id = q.id) AS pending,
-                (SELECT count(*) FROM partitions p JOIN cursors c ON c.partition_id = p.id
-                  WHERE p.queue_id = q.id AND c.lease_id IS NOT NULL
-                    AND c.lease_expires_at > now()) AS processing
-           FROM queues q
+        "SELECT {QUEUE_COLUMNS}, coalesce(s.partitions, 0) AS partitions,
+                coalesce(s.total, 0) AS total, coalesce(s.pending, 0) AS pending,
+                coalesce(s.processing, 0) AS processing
+           FROM queues q LEFT JOIN queue_stats s ON s.queue_id = q.id
           WHERE q.tenant = $1 AND ($2::text IS NULL OR strpos(q.name, $2) > 0)
             AND ($5::text IS NULL OR q.namespace = $5) AND ($6::text IS NULL OR q.task = $6)
           ORDER BY q.created_at DESC, q.name
@@ -208,18 +201,26 @@ impl From<&Row> for PartitionStats {
     }
 }
 
-/// Each partition of a queue with its counts (`GET /resources/queues/:queue`), counted as
-/// the overview counts them (`overview::PER_PARTITION`). Oldest and newest message times are
-/// the first and last segments' (index probes, not scans).
+/// A page of a queue's partitions, by name, each with its counts counted now (as the
+/// overview counts them, `overview::PER_PARTITION`). The page is chosen before anything is
+/// counted, so it costs the same at 100 partitions or 100,000. Oldest and newest message
+/// times are the first and last segments' (index probes, not scans).
 pub async fn partition_stats(
     client: &Client,
     tenant: &str,
     queue_id: Uuid,
+    limit: i64,
+    offset: i64,
 ) -> Result<Vec<PartitionStats>, StoreError> {
     let sql = format!(
-        "WITH per AS ({PER_PARTITION} AND q.id = $2 GROUP BY p.id, q.name, q.namespace, q.task),
+        "WITH page AS (SELECT id FROM partitions WHERE queue_id = $2
+                        ORDER BY name LIMIT $3 OFFSET $4),
+              per AS ({PER_PARTITION} AND q.id = $2 AND p.id IN (SELECT id FROM page)
+                       GROUP BY p.id, q.name, q.namespace, q.task),
               d AS (SELECT partition_id, count(*) AS n FROM dead_letters
-                     WHERE tenant = $1 AND queue_id = $2 GROUP BY partition_id)
+                     WHERE tenant = $1 AND queue_id = $2
+                       AND partition_id IN (SELECT id FROM page)
+                     GROUP BY partition_id)
          SELECT per.id, per.name, per.created_at, per.total, per.pending, per.processing,
                 per.completed, per.failed, coalesce(d.n, 0) AS dead_letters,
                 (SELECT g.created_at FROM segments g WHERE g.partition_id = per.id
@@ -230,46 +231,50 @@ pub async fn partition_stats(
           ORDER BY per.name"
     );
     let st = client.prepare_cached(&sql).await?;
-    let rows = client.query(&st, &[&tenant, &queue_id]).await?;
+    let rows = client
+        .query(&st, &[&tenant, &queue_id, &limit, &offset])
+        .await?;
     Ok(rows.iter().map(PartitionStats::from).collect())
 }
 
-/// Messages after the cursor of `group` on each partition of a queue that has any, most
-/// first. A partition the group has no cursor on yet counts from where its first pop would
-/// start it (the group's stored start point, or the beginning). Without a group, each
-/// partition counts from its furthest-behind cursor, as [`list`] does. Watermark arithmetic
-/// only: the log is not read.
-pub async fn depth(
+/// A queue's depth for `group` counted now, for a group no stats round has seen on the
+/// queue: messages after its cursor on each partition, a partition it has no cursor on
+/// counted from where its first pop would start it (its stored start point, or the
+/// beginning). Watermark arithmetic only: the log is not read.
+pub async fn depth_now(
     client: &Client,
     queue_id: Uuid,
-    group: Option<&str>,
-) -> Result<Vec<(String, i64)>, StoreError> {
+    group: &str,
+) -> Result<crate::stats::Depth, StoreError> {
     let st = client
         .prepare_cached(concat!(
-            "SELECT name, pending FROM (
-               SELECT p.name, p.next_offset - 1 - CASE
-                        WHEN $2::text IS NULL THEN
-                          coalesce((SELECT min(c.committed) FROM cursors c
-                                     WHERE c.partition_id = p.id), p.first_offset - 1)
-                        ELSE coalesce(
-                          (SELECT c.committed FROM cursors c
-                            WHERE c.partition_id = p.id AND c.consumer_group = $2),
-                          (SELECT ",
+            "SELECT name, pending, sum(pending) OVER ()::bigint AS sum, count(*) OVER () AS n
+               FROM (SELECT p.name, p.next_offset - 1 - coalesce(
+                              (SELECT c.committed FROM cursors c
+                                WHERE c.partition_id = p.id AND c.consumer_group = $2),
+                              (SELECT ",
             last_offset_at!("p.id", "s.start_after"),
             " FROM subscriptions s
-                            WHERE s.queue_id = $1 AND s.consumer_group = $2),
-                          p.first_offset - 1)
-                      END AS pending
-                 FROM partitions p WHERE p.queue_id = $1) d
+                                WHERE s.queue_id = $1 AND s.consumer_group = $2),
+                              p.first_offset - 1) AS pending
+                       FROM partitions p WHERE p.queue_id = $1) d
               WHERE pending > 0
-              ORDER BY pending DESC, name"
+              ORDER BY pending DESC, name LIMIT $3"
         ))
         .await?;
-    let rows = client.query(&st, &[&queue_id, &group]).await?;
-    Ok(rows
-        .iter()
-        .map(|r| (r.get("name"), r.get("pending")))
-        .collect())
+    let rows = client
+        .query(&st, &[&queue_id, &group, &crate::stats::TOP_PARTITIONS])
+        .await?;
+    let first = rows.first();
+    Ok(crate::stats::Depth {
+        pending: first.map_or(0, |r| r.get("sum")),
+        partitions_pending: first.map_or(0, |r| r.get("n")),
+        top: rows
+            .iter()
+            .map(|r| (r.get("name"), r.get("pending")))
+            .collect(),
+        refreshed_at: None,
+    })
 }
 
 /// Deletes a queue with everything that hangs off it: partitions, the log, cursors,

@@ -3,7 +3,9 @@
 use axum::http::Method;
 use serde_json::json;
 
-use super::schemas::{about, array, flag_param, int, num, obj, r, string, ts_or_null, uuid};
+use super::schemas::{
+    about, array, flag_param, int, int_param, num, obj, r, string, ts, ts_or_null, uuid,
+};
 use super::Entry;
 
 pub(super) const TAGS: &[(&str, &str)] = &[(
@@ -49,9 +51,11 @@ A top-level array with one element per (group, queue) the group has cursors on, 
             ))),
         Entry::new("consumer groups", Method::GET, "/api/v1/consumer-groups/lagging", "Cursors lagging past a threshold")
             .about(r#"
-Every cursor whose first unread message is older than `minLagSeconds`, longest first, in the route's snake_case. A non-number is a 400 (Queen 0.15: 500). Python: `Admin.get_lagging_consumers()` (which sends 60).
+The cursors whose first unread message is older than `minLagSeconds`, longest first, in the route's snake_case, from the stats snapshot (which keeps each tenant's 1,000 oldest; the ages are computed when asked); `limit` and `offset` page it. A non-number is a 400 (Queen 0.15: 500). Python: `Admin.get_lagging_consumers()` (which sends 60).
 "#)
             .query("minLagSeconds", json!({"type": "number", "minimum": 0, "default": 3600}), "The threshold in seconds.")
+            .query("limit", int_param(1000, Some(1), Some(1000)), "Page size.")
+            .query("offset", int_param(0, Some(0), None), "Cursors to skip.")
             .fails(400, "`minLagSeconds must be a non-negative number, got '<v>'`.")
             .reply(200, "The lagging cursors.", array(obj(
                 &["consumer_group", "queue_name", "partition_name", "partition_id", "worker_id", "offset_lag",
@@ -60,13 +64,15 @@ Every cursor whose first unread message is older than `minLagSeconds`, longest f
                     "consumer_group": string(), "queue_name": string(), "partition_name": string(),
                     "partition_id": uuid(), "worker_id": {"type": "null"}, "offset_lag": int(),
                     "time_lag_seconds": int(), "lag_hours": num(),
-                    "oldest_unconsumed_at": ts_or_null(), "last_consumed_at": {"type": "null"},
+                    "oldest_unconsumed_at": ts(), "last_consumed_at": {"type": "null"},
                 }),
             ))),
         Entry::new("consumer groups", Method::GET, "/api/v1/consumer-groups/{group}", "One group's cursors, by queue")
             .about(r#"
-An object keyed by queue name: per partition `totalConsumed`, `offsetLag`, `timeLagSeconds` (since its first unread message was appended), `leaseActive`. Regent keeps no worker ids or consumption times (`workerId`, `lastConsumedAt` null). `{}` for an unknown group. Python: `Admin.get_consumer_group(name)`.
+A page of the group's cursors (by queue, then partition; `limit`, `offset`), counted now, as an object keyed by queue name: per partition `totalConsumed`, `offsetLag`, `timeLagSeconds` (since its first unread message was appended), `leaseActive`. Regent keeps no worker ids or consumption times (`workerId`, `lastConsumedAt` null). `{}` for an unknown group. Python: `Admin.get_consumer_group(name)`.
 "#)
+            .query("limit", int_param(1000, Some(1), Some(10_000)), "Cursors per page.")
+            .query("offset", int_param(0, Some(0), None), "Cursors to skip.")
             .reply(200, "The cursors by queue.", json!({
                 "type": "object",
                 "additionalProperties": obj(&["partitions"], json!({

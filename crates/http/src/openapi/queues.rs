@@ -78,7 +78,7 @@ Creates the queue (and its `Default` partition) or replaces its WHOLE configurat
             .reply(200, "The queue as configured.", configured),
         Entry::new("queues", Method::GET, "/api/v1/resources/overview", "The tenant at a glance")
             .about(r#"
-The tenant's queues, partitions, namespaces, tasks and message counts, the spread of its cursors' time lag (seconds since the first unread message was appended) and offset lag, and `throughput` over the last 5 minutes of the per-minute series. Regent counts when asked, so `statsAge` is 0 (Queen's lag behind its stats table). Python: `Admin.get_overview()`.
+The tenant's queues, partitions, namespaces, tasks and message counts, the spread of its cursors' time lag (seconds since the first unread message was appended) and offset lag, and `throughput` over the last 5 minutes of the per-minute series. The counts come from the stats snapshot one broker of the fleet refreshes every `STATS_INTERVAL_MS` (10 s), as Queen 0.15 reads its stats table: `statsAge` says how old they are (-1 before the first round); `POST /api/v1/stats/refresh` counts now. With several queues, the lag median is the cursor-weighted median of the queues' medians. Python: `Admin.get_overview()`.
 "#)
             .reply(200, "The overview.", obj(
                 &["queues", "partitions", "namespaces", "tasks", "messages", "lag", "throughput", "timestamp", "statsAge"],
@@ -96,12 +96,12 @@ The tenant's queues, partitions, namespaces, tasks and message counts, the sprea
                         "processedPerSecond": about(num(), "Passed by a cursor."),
                     })),
                     "timestamp": ts(),
-                    "statsAge": {"const": 0},
+                    "statsAge": about(int(), "Seconds since a stats round counted these figures (`STATS_INTERVAL_MS`); -1 before the first."),
                 }),
             )),
         Entry::new("queues", Method::GET, "/api/v1/resources/queues", "List queues")
             .about(r#"
-Queues with partition and message counts, newest first. Queen 0.15 ignores the query; Regent honours `search`, `limit` and `offset` (the spec's recommendation). Python: `Admin.list_queues(**params)`.
+Queues with partition and message counts (from the stats snapshot, as the overview), newest first. Queen 0.15 ignores the query; Regent honours `search`, `limit` and `offset` (the spec's recommendation). Python: `Admin.list_queues(**params)`.
 "#)
             .query("search", string(), "Only queues whose name contains this.")
             .query("limit", int_param(1000, Some(1), Some(10_000)), "Page size.")
@@ -109,14 +109,17 @@ Queues with partition and message counts, newest first. Queen 0.15 ignores the q
             .reply(200, "The queues.", obj(&["queues"], json!({ "queues": array(r("QueueSummary")) }))),
         Entry::new("queues", Method::GET, "/api/v1/resources/queues/{queue}", "One queue with each partition's counts")
             .about(r#"
-The queue and each partition's `stats` (`total`, `pending`, `processing` under a live lease, `completed`, `failed` = 1 while a nacked message waits for its retry, `deadLetter`; each the largest over consumer groups), its oldest and newest message times, and `totals` summed over partitions. Unknown queue: 404 (Queen 0.15: 200 with the error body). Python: `Admin.get_queue(name)`.
+The queue and a page of its partitions (by name; `limit`, `offset`), each with its `stats` counted now (`total`, `pending`, `processing` under a live lease, `completed`, `failed` = 1 while a nacked message waits for its retry, `deadLetter`; each the largest over consumer groups) and its oldest and newest message times; `totals` over every partition come from the stats snapshot (`statsAge`). Queen 0.15 lists every partition; Regent pages them so the answer stays bounded at 100,000 partitions (`pagination.total` says how many there are). Unknown queue: 404 (Queen 0.15: 200 with the error body). Python: `Admin.get_queue(name)`.
 "#)
+            .query("limit", int_param(1000, Some(1), Some(10_000)), "Partitions per page.")
+            .query("offset", int_param(0, Some(0), None), "Partitions to skip.")
             .fails(404, "`Queue not found`.")
             .reply(200, "The queue.", obj(
-                &["id", "name", "namespace", "task", "createdAt", "partitions", "totals"],
+                &["id", "name", "namespace", "task", "createdAt", "partitions", "totals", "pagination", "statsAge"],
                 json!({
                     "id": uuid(), "name": string(), "namespace": string(), "task": string(),
                     "createdAt": ts(), "partitions": array(partition), "totals": r("Counts"),
+                    "pagination": r("PartitionPage"), "statsAge": about(int(), "Seconds since a stats round counted these figures (`STATS_INTERVAL_MS`); -1 before the first."),
                 }),
             )),
         Entry::new("queues", Method::DELETE, "/api/v1/resources/queues/{queue}", "Delete a queue")
@@ -128,7 +131,7 @@ Deletes the queue with its partitions, log, cursors, leases, buffered pushes, tr
             }))),
         Entry::new("queues", Method::GET, "/api/v1/resources/namespaces", "Namespaces with their counts")
             .about(r#"
-Each namespace with its `queues`, `partitions` and `messages` (`total`, `pending`), by name; queues without one are not listed. Python: `Admin.get_namespaces()`.
+Each namespace with its `queues`, `partitions` and `messages` (`total`, `pending`, from the stats snapshot), by name; queues without one are not listed. Python: `Admin.get_namespaces()`.
 "#)
             .reply(200, "The namespaces.", obj(&["namespaces"], json!({ "namespaces": array(rollup("namespace")) }))),
         Entry::new("queues", Method::GET, "/api/v1/resources/tasks", "Tasks with their counts")
@@ -136,13 +139,14 @@ Each namespace with its `queues`, `partitions` and `messages` (`total`, `pending
             .reply(200, "The tasks.", obj(&["tasks"], json!({ "tasks": array(rollup("task")) }))),
         Entry::new("queues", Method::GET, "/api/v1/resources/queues/{queue}/depth", "A queue's backlog")
             .about(r#"
-The backlog of `group` (or, without one, of each partition's furthest-behind cursor): `pending`, `partitionsPending` and the partitions with something pending, most first. Regent does not conflate, so `conflation` is false and `effectivePending` = `pending`. A 1.x-broker extension (absent from Queen 0.15). Python: `Admin.get_queue_depth(name, group)`.
+The backlog of `group` (or, without one, of each partition's furthest-behind cursor): `pending`, `partitionsPending` and the 100 partitions with the most pending, most first, from the stats snapshot (a group no round has seen on the queue is counted now, `statsAge` 0). Regent does not conflate, so `conflation` is false and `effectivePending` = `pending`. A 1.x-broker extension (absent from Queen 0.15). Python: `Admin.get_queue_depth(name, group)`.
 "#)
             .query("group", string(), "The consumer group; absent: the furthest-behind cursor of each partition.")
             .fails(404, "`Queue not found`.")
             .reply(200, "The backlog.", obj(
-                &["queue", "group", "pending", "partitionsPending", "conflation", "effectivePending", "partitions"],
+                &["queue", "group", "pending", "partitionsPending", "conflation", "effectivePending", "partitions", "statsAge"],
                 json!({
+                    "statsAge": about(int(), "Seconds since a stats round counted these figures (`STATS_INTERVAL_MS`); -1 before the first."),
                     "queue": string(), "group": {"type": ["string", "null"]},
                     "pending": int(), "partitionsPending": int(),
                     "conflation": {"const": false}, "effectivePending": int(),

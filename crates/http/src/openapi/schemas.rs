@@ -644,6 +644,10 @@ fn schemas() -> Value {
         "Failure": obj(&["success", "error"], json!({ "success": {"const": false}, "error": string() })),
         "Success": obj(&["success"], json!({ "success": {"const": true} })),
         "Pagination": obj(&["limit", "offset"], json!({ "limit": int(), "offset": int() })),
+        "PartitionPage": obj(&["limit", "offset", "total"], json!({
+            "limit": int(), "offset": int(),
+            "total": about(int(), "Partitions of the queue, from the stats snapshot."),
+        })),
         "MessageCounts": obj(&["total", "pending", "processing"], json!({
             "total": int(), "pending": int(),
             "processing": about(int(), "Under a live lease."),

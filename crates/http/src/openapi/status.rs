@@ -103,7 +103,7 @@ pub(super) fn entries() -> Vec<Entry> {
             "errors": obj(&["dbErrors", "ackFailed", "dlqMessages"], json!({
                 "dbErrors": always_null("database error counter"), "ackFailed": int(), "dlqMessages": int(),
             })),
-            "statsAge": {"const": 0},
+            "statsAge": about(int(), "Seconds since a stats round counted these figures (`STATS_INTERVAL_MS`); -1 before the first."),
         }),
     );
     let six = r("Counts");
@@ -124,7 +124,7 @@ pub(super) fn entries() -> Vec<Entry> {
     );
     totals["properties"]["messages"] = six.clone();
     let detail = obj(
-        &["queue", "partitions", "totals"],
+        &["queue", "partitions", "totals", "pagination", "statsAge"],
         json!({
             "queue": obj(&["id", "name", "namespace", "task", "priority", "createdAt", "config"], json!({
                 "id": uuid(), "name": string(), "namespace": string(), "task": string(),
@@ -144,6 +144,8 @@ pub(super) fn entries() -> Vec<Entry> {
                 "lastActivity": ts_or_null(), "oldestMessage": ts_or_null(), "newestMessage": ts_or_null(),
             }))),
             "totals": totals,
+            "pagination": r("PartitionPage"),
+            "statsAge": about(int(), "Seconds since a stats round counted these figures (`STATS_INTERVAL_MS`); -1 before the first."),
         }),
     );
     vec![
@@ -165,8 +167,10 @@ Queues with partition and message counts and `pagination`. `from`/`to` are accep
             }))),
         Entry::new("status", Method::GET, "/api/v1/status/queues/{queue}", "One queue's page")
             .about(r#"
-The queue with its `config` (note `maxQueueSize`, where configure says `maxSize`), each partition's `messages`/`stats`, `cursor.totalConsumed`, oldest and newest message, and `totals`. Unknown queue: 404 (Queen 0.15: 200 with the error body). Python: `Admin.get_queue_detail(name)`.
+The queue with its `config` (note `maxQueueSize`, where configure says `maxSize`), a page of its partitions (by name; `limit`, `offset`) with each one's `messages`/`stats` counted now, `cursor.totalConsumed`, oldest and newest message, and `totals` over every partition from the stats snapshot (`statsAge`). Queen 0.15 lists every partition; Regent pages them. Unknown queue: 404 (Queen 0.15: 200 with the error body). Python: `Admin.get_queue_detail(name)`.
 "#)
+            .query("limit", int_param(1000, Some(1), Some(10_000)), "Partitions per page.")
+            .query("offset", int_param(0, Some(0), None), "Partitions to skip.")
             .fails(404, "`Queue not found`.")
             .reply(200, "The queue.", detail),
         Entry::new("status", Method::GET, "/api/v1/status/queues/{queue}/messages", "A queue's messages, newest first")

@@ -3,7 +3,7 @@
 use axum::http::Method;
 use serde_json::json;
 
-use super::schemas::{about, array, boolean, int, num, obj, r, string};
+use super::schemas::{about, array, boolean, int, num, obj, string};
 use super::Entry;
 
 pub(super) const TAGS: &[(&str, &str)] = &[
@@ -110,11 +110,15 @@ This broker's uptime, CPU, memory and pool under Queen's `queen_*` names, and Re
 A Regent extension: the OpenAPI 3.1 document of every route the broker serves, generated from its route table, so a route cannot be served undocumented. Public: it names no tenant's data.
 "#)
             .reply(200, "The document.", json!({ "type": "object", "required": ["openapi", "info", "paths"] })),
-        Entry::new("system", Method::POST, "/api/v1/stats/refresh", "Refresh the dashboard counters (nothing to do)")
+        Entry::new("system", Method::POST, "/api/v1/stats/refresh", "Recount the stats snapshot now")
             .about(r#"
-Queen recomputes its stats table on demand; Regent computes every figure when it is read, so there is nothing to refresh and the answer is `{"success": true}`. The body is ignored. Python: `Admin.refresh_consumer_stats()`.
+Runs a stats round at once (waiting for one another broker is running), so the counts of the overview, the listings, the queue totals, the depth and the consumer-group routes include every write committed before the call; answers when it is done. The round counts every queue of the fleet. The body is ignored. Python: `Admin.refresh_consumer_stats()`.
 "#)
-            .reply(200, "Done.", r("Success")),
+            .reply(200, "Counted.", obj(&["success", "queues", "tookMs"], json!({
+                "success": {"const": true},
+                "queues": about(int(), "Queues counted."),
+                "tookMs": num(),
+            }))),
         Entry::new("system", Method::GET, "/api/v1/system/maintenance", "Read the push maintenance switch")
             .about(r#"
 The tenant's two switches and the pushes buffered under push maintenance. `bufferStats` keeps Queen's shape (its file buffer's figures; Regent's buffer is a PostgreSQL table, so only `pendingCount` is real). Python: `Admin.get_maintenance_mode()`.

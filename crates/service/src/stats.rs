@@ -1,0 +1,88 @@
+//! The stats rounds (spec §9's stats table): every [`Service::stats_interval`] one broker of
+//! the fleet recounts every queue into the snapshot the inspection routes read
+//! (`regent_store::stats`), so a read costs a few rows however many partitions and cursors
+//! there are; `POST /api/v1/stats/refresh` runs a round at once and waits for it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use regent_store::in_transaction;
+use regent_store::stats::{self, Lagging, TOP_LAGGING};
+
+use crate::{Error, Service};
+
+/// What a round did, for `POST /api/v1/stats/refresh`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Round {
+    /// False when another broker's round was running or had just run.
+    pub ran: bool,
+    pub queues: usize,
+    pub took: Duration,
+}
+
+/// Keeps the `TOP_LAGGING` oldest of a tenant's lagging cursors.
+fn keep_oldest(all: &mut Vec<Lagging>) {
+    all.sort_by(|a, b| {
+        (a.oldest_unread_at, a.partition_id, &a.group).cmp(&(
+            b.oldest_unread_at,
+            b.partition_id,
+            &b.group,
+        ))
+    });
+    all.truncate(TOP_LAGGING);
+}
+
+impl Service {
+    /// Runs a round unless another broker's runs or ran less than half an interval ago;
+    /// with `force`, waits for a running round and then runs one, so the counts include
+    /// every write committed before the call.
+    pub async fn refresh_stats(&self, force: bool) -> Result<Round, Error> {
+        let started = Instant::now();
+        let gap = self.stats_interval / 2;
+        let counted = in_transaction!(self.store, |tx| {
+            if !stats::begin_round(tx, force, gap).await? {
+                return Ok(None);
+            }
+            let queues = stats::queues(tx).await?;
+            let mut lagging: Vec<Lagging> = Vec::new();
+            for (i, (tenant, queue)) in queues.iter().enumerate() {
+                lagging.extend(stats::recount_queue(tx, tenant, *queue).await?);
+                if queues.get(i + 1).map(|(t, _)| t) != Some(tenant) {
+                    keep_oldest(&mut lagging);
+                    stats::write_lagging(tx, tenant, &lagging).await?;
+                    lagging.clear();
+                }
+            }
+            stats::finish_round(tx).await?;
+            Ok(Some(queues.len()))
+        })?;
+        Ok(Round {
+            ran: counted.is_some(),
+            queues: counted.unwrap_or(0),
+            took: started.elapsed(),
+        })
+    }
+}
+
+/// Rounds for ever; a failure is logged when it starts and when it ends.
+pub(crate) async fn run(s: Arc<Service>) {
+    let mut failing = false;
+    loop {
+        tokio::time::sleep(s.stats_interval).await;
+        match s.refresh_stats(false).await {
+            Err(e) if !failing => {
+                failing = true;
+                tracing::warn!(error = %e, retry_in = ?s.stats_interval, "a stats round failed");
+            }
+            Ok(_) if failing => {
+                failing = false;
+                tracing::info!("stats rounds succeed again");
+            }
+            Ok(r) if r.ran && r.took > s.stats_interval / 2 => {
+                tracing::warn!(took = ?r.took, queues = r.queues,
+                    "a stats round took more than half of STATS_INTERVAL_MS");
+            }
+            _ => {}
+        }
+    }
+}

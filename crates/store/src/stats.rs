@@ -1,0 +1,397 @@
+//! The stats snapshot (migration V12): one broker of the fleet at a time recounts every
+//! queue into `queue_stats`, `group_stats` and `lagging_stats`, and the inspection routes
+//! read those rows instead of every partition and cursor. A round is one transaction holding
+//! the `stats_rounds` row, so rounds of different brokers run one after the other and a
+//! reader sees a whole round or none of it.
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::Transaction;
+use tokio_postgres::Row;
+use uuid::Uuid;
+
+use crate::StoreError;
+
+/// Partitions kept in a queue's (or a group's) depth list: those with the most pending.
+pub const TOP_PARTITIONS: i64 = 100;
+/// Lagging cursors kept per tenant: those whose first unread message is oldest.
+pub const TOP_LAGGING: usize = 1000;
+
+/// Takes the round if the last one started more than `min_gap` ago (or always, with
+/// `force`). A round already running holds the row: without `force` this broker skips at
+/// once; with it, it waits for that round and then runs its own, which sees every write
+/// committed before the call.
+pub async fn begin_round(
+    tx: &Transaction<'_>,
+    force: bool,
+    min_gap: std::time::Duration,
+) -> Result<bool, StoreError> {
+    let st = tx
+        .prepare_cached(
+            "UPDATE stats_rounds SET started_at = now()
+              WHERE id = (SELECT id FROM stats_rounds
+                           WHERE $1 OR started_at < now() - make_interval(secs => $2)
+                           FOR UPDATE SKIP LOCKED)
+                 OR ($1 AND id = 1)
+             RETURNING id",
+        )
+        .await?;
+    Ok(tx
+        .query_opt(&st, &[&force, &min_gap.as_secs_f64()])
+        .await?
+        .is_some())
+}
+
+/// Marks the round finished and drops the rows of queues deleted since the last one.
+pub async fn finish_round(tx: &Transaction<'_>) -> Result<(), StoreError> {
+    let st = tx
+        .prepare_cached(
+            "WITH q AS (DELETE FROM queue_stats s
+                         WHERE NOT EXISTS (SELECT 1 FROM queues q WHERE q.id = s.queue_id)),
+                  g AS (DELETE FROM group_stats s
+                         WHERE NOT EXISTS (SELECT 1 FROM queues q WHERE q.id = s.queue_id)),
+                  l AS (DELETE FROM lagging_stats s
+                         WHERE NOT EXISTS (SELECT 1 FROM queues q WHERE q.id = s.queue_id))
+             UPDATE stats_rounds SET finished_at = now() WHERE id = 1",
+        )
+        .await?;
+    tx.execute(&st, &[]).await?;
+    Ok(())
+}
+
+/// Every queue of the fleet, by tenant: what a round recounts.
+pub async fn queues(tx: &Transaction<'_>) -> Result<Vec<(String, Uuid)>, StoreError> {
+    let st = tx
+        .prepare_cached("SELECT tenant, id FROM queues ORDER BY tenant, id")
+        .await?;
+    Ok(tx
+        .query(&st, &[])
+        .await?
+        .iter()
+        .map(|r| (r.get("tenant"), r.get("id")))
+        .collect())
+}
+
+/// A cursor behind its partition's end, with the time of its first unread message.
+#[derive(Clone, Debug)]
+pub struct Lagging {
+    pub queue_id: Uuid,
+    pub partition_id: Uuid,
+    pub partition: String,
+    pub group: String,
+    pub offset_lag: i64,
+    pub oldest_unread_at: DateTime<Utc>,
+}
+
+impl Lagging {
+    fn from_row(queue_id: Uuid, r: &Row) -> Lagging {
+        Lagging {
+            queue_id,
+            partition_id: r.get("partition_id"),
+            partition: r.get("partition_name"),
+            group: r.get("consumer_group"),
+            offset_lag: r.get("behind"),
+            oldest_unread_at: r.get("oldest_unread_at"),
+        }
+    }
+}
+
+/// The partitions of the queue and its cursors, each cursor with its first unread message's
+/// time (one index probe of the log per cursor behind its partition's end).
+const CURSORS: &str = "
+    parts AS MATERIALIZED (
+        SELECT p.id, p.name, p.next_offset, p.first_offset, p.last_push_at
+          FROM partitions p WHERE p.queue_id = $1),
+    cur AS MATERIALIZED (
+        SELECT c.partition_id, c.consumer_group, c.committed, c.retry_count,
+               p.name AS partition_name, p.last_push_at,
+               CASE WHEN c.lease_id IS NOT NULL AND c.lease_expires_at > now()
+                    THEN c.lease_end - c.committed END AS leased,
+               greatest(p.next_offset - 1 - c.committed, 0) AS behind,
+               o.created_at AS oldest_unread_at
+          FROM cursors c
+          JOIN parts p ON p.id = c.partition_id
+          LEFT JOIN LATERAL (
+               SELECT g.created_at FROM segments g
+                WHERE g.partition_id = p.id AND g.end_offset > c.committed
+                ORDER BY g.end_offset LIMIT 1) o ON c.committed < p.next_offset - 1
+         WHERE c.queue_id = $1)";
+
+/// Per partition, the counts the queue pages show (as `overview::PER_PARTITION` counts).
+const PER_PARTITION: &str = "
+    per AS MATERIALIZED (
+        SELECT p.name, p.next_offset - p.first_offset AS total,
+               p.next_offset - 1 - coalesce(min(c.committed), p.first_offset - 1) AS pending,
+               coalesce(max(c.leased), 0) AS processing,
+               greatest(coalesce(max(c.committed), p.first_offset - 1) + 1 - p.first_offset, 0)
+                 AS completed,
+               CASE WHEN bool_or(c.retry_count > 0) THEN 1 ELSE 0 END AS failed
+          FROM parts p LEFT JOIN cur c ON c.partition_id = p.id
+         GROUP BY p.id, p.name, p.next_offset, p.first_offset)";
+
+/// Every group of the queue (a cursor or a subscription) and its backlog on every
+/// partition; a partition it has no cursor on counts from where its first pop would start.
+macro_rules! group_depth {
+    () => {
+        concat!(
+            "
+    groups AS MATERIALIZED (
+        SELECT g.consumer_group, s.start_after
+          FROM (SELECT consumer_group FROM cur
+                UNION SELECT consumer_group FROM subscriptions WHERE queue_id = $1) g
+          LEFT JOIN subscriptions s ON s.queue_id = $1 AND s.consumer_group = g.consumer_group),
+    depth AS MATERIALIZED (
+        SELECT gr.consumer_group, p.name,
+               p.next_offset - 1 - coalesce(c.committed,
+                   CASE WHEN gr.start_after IS NULL THEN p.first_offset - 1
+                        ELSE ",
+            last_offset_at!("p.id", "gr.start_after"),
+            " END) AS pending
+          FROM groups gr CROSS JOIN parts p
+          LEFT JOIN cur c ON c.partition_id = p.id AND c.consumer_group = gr.consumer_group)"
+        )
+    };
+}
+
+const QUEUE_ROW: &str = "
+    qs AS (
+        INSERT INTO queue_stats AS s (
+            queue_id, tenant, partitions, partitions_pending, total, pending, processing,
+            completed, failed, dead_letters, cursors,
+            time_lag_avg, time_lag_median, time_lag_min, time_lag_max,
+            offset_lag_avg, offset_lag_median, offset_lag_min, offset_lag_max,
+            top_partitions, top_pending, refreshed_at)
+        SELECT $1, $2, a.partitions, a.partitions_pending, a.total, a.pending, a.processing,
+               a.completed, a.failed,
+               (SELECT count(*) FROM dead_letters d WHERE d.tenant = $2 AND d.queue_id = $1),
+               l.cursors, l.t_avg, l.t_median, l.t_min, l.t_max,
+               l.o_avg, l.o_median, l.o_min, l.o_max, t.names, t.pending, now()
+          FROM (SELECT count(*) AS partitions, count(*) FILTER (WHERE pending > 0)
+                         AS partitions_pending,
+                       coalesce(sum(total), 0)::bigint AS total,
+                       coalesce(sum(pending), 0)::bigint AS pending,
+                       coalesce(sum(processing), 0)::bigint AS processing,
+                       coalesce(sum(completed), 0)::bigint AS completed,
+                       coalesce(sum(failed), 0)::bigint AS failed
+                  FROM per) a,
+               (SELECT count(*) AS cursors,
+                       coalesce(avg(t), 0) AS t_avg,
+                       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY t), 0) AS t_median,
+                       coalesce(min(t), 0) AS t_min, coalesce(max(t), 0) AS t_max,
+                       coalesce(avg(o), 0) AS o_avg,
+                       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY o), 0) AS o_median,
+                       coalesce(min(o), 0) AS o_min, coalesce(max(o), 0) AS o_max
+                  FROM (SELECT coalesce(extract(epoch FROM now() - oldest_unread_at), 0)::float8
+                                 AS t,
+                               behind::float8 AS o
+                          FROM cur) x) l,
+               (SELECT coalesce(array_agg(name ORDER BY pending DESC, name), '{}') AS names,
+                       coalesce(array_agg(pending ORDER BY pending DESC, name), '{}') AS pending
+                  FROM (SELECT name, pending FROM per WHERE pending > 0
+                         ORDER BY pending DESC, name LIMIT $3) top) t
+        ON CONFLICT (queue_id) DO UPDATE SET
+            partitions = EXCLUDED.partitions, partitions_pending = EXCLUDED.partitions_pending,
+            total = EXCLUDED.total, pending = EXCLUDED.pending,
+            processing = EXCLUDED.processing, completed = EXCLUDED.completed,
+            failed = EXCLUDED.failed, dead_letters = EXCLUDED.dead_letters,
+            cursors = EXCLUDED.cursors,
+            time_lag_avg = EXCLUDED.time_lag_avg, time_lag_median = EXCLUDED.time_lag_median,
+            time_lag_min = EXCLUDED.time_lag_min, time_lag_max = EXCLUDED.time_lag_max,
+            offset_lag_avg = EXCLUDED.offset_lag_avg,
+            offset_lag_median = EXCLUDED.offset_lag_median,
+            offset_lag_min = EXCLUDED.offset_lag_min, offset_lag_max = EXCLUDED.offset_lag_max,
+            top_partitions = EXCLUDED.top_partitions, top_pending = EXCLUDED.top_pending,
+            refreshed_at = EXCLUDED.refreshed_at)";
+
+const GROUP_ROWS: &str = "
+    gone AS (
+        DELETE FROM group_stats
+         WHERE queue_id = $1 AND consumer_group NOT IN (SELECT consumer_group FROM groups)),
+    gs AS (
+        INSERT INTO group_stats AS s (
+            queue_id, consumer_group, tenant, partitions, partitions_with_lag, lag,
+            lagging_since, consuming, pending, partitions_pending, top_partitions, top_pending,
+            refreshed_at)
+        SELECT $1, g.consumer_group, $2, coalesce(c.partitions, 0), coalesce(c.with_lag, 0),
+               coalesce(c.lag, 0), c.lagging_since, coalesce(c.consuming, false),
+               coalesce(d.pending, 0), coalesce(d.partitions_pending, 0),
+               coalesce(d.names[1:$3], '{}'), coalesce(d.counts[1:$3], '{}'), now()
+          FROM groups g
+          LEFT JOIN (SELECT consumer_group, count(*) AS partitions,
+                            count(*) FILTER (WHERE behind > 0) AS with_lag,
+                            sum(behind)::bigint AS lag,
+                            min(last_push_at) FILTER (WHERE behind > 0) AS lagging_since,
+                            bool_or(committed >= 0 OR leased IS NOT NULL) AS consuming
+                       FROM cur GROUP BY consumer_group) c
+                 ON c.consumer_group = g.consumer_group
+          LEFT JOIN (SELECT consumer_group,
+                            coalesce(sum(pending) FILTER (WHERE pending > 0), 0)::bigint AS pending,
+                            count(*) FILTER (WHERE pending > 0) AS partitions_pending,
+                            array_agg(name ORDER BY pending DESC, name)
+                              FILTER (WHERE pending > 0) AS names,
+                            array_agg(pending ORDER BY pending DESC, name)
+                              FILTER (WHERE pending > 0) AS counts
+                       FROM depth GROUP BY consumer_group) d
+                 ON d.consumer_group = g.consumer_group
+        ON CONFLICT (queue_id, consumer_group) DO UPDATE SET
+            tenant = EXCLUDED.tenant, partitions = EXCLUDED.partitions,
+            partitions_with_lag = EXCLUDED.partitions_with_lag, lag = EXCLUDED.lag,
+            lagging_since = EXCLUDED.lagging_since, consuming = EXCLUDED.consuming,
+            pending = EXCLUDED.pending, partitions_pending = EXCLUDED.partitions_pending,
+            top_partitions = EXCLUDED.top_partitions, top_pending = EXCLUDED.top_pending,
+            refreshed_at = EXCLUDED.refreshed_at)";
+
+/// Recounts one queue into `queue_stats` and `group_stats` in one statement (the log is
+/// probed once per cursor), and returns its cursors whose first unread message is oldest
+/// (at most [`TOP_LAGGING`]) for the tenant's lagging list.
+pub async fn recount_queue(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    queue_id: Uuid,
+) -> Result<Vec<Lagging>, StoreError> {
+    let sql = format!(
+        "WITH {CURSORS}, {PER_PARTITION}, {}, {QUEUE_ROW}, {GROUP_ROWS}
+         SELECT consumer_group, partition_id, partition_name, behind, oldest_unread_at
+           FROM cur WHERE oldest_unread_at IS NOT NULL
+          ORDER BY oldest_unread_at, partition_id, consumer_group LIMIT $4",
+        group_depth!()
+    );
+    let st = tx.prepare_cached(&sql).await?;
+    let rows = tx
+        .query(
+            &st,
+            &[&queue_id, &tenant, &TOP_PARTITIONS, &(TOP_LAGGING as i64)],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| Lagging::from_row(queue_id, r))
+        .collect())
+}
+
+/// Replaces the tenant's lagging list.
+pub async fn write_lagging(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    rows: &[Lagging],
+) -> Result<(), StoreError> {
+    let st = tx
+        .prepare_cached("DELETE FROM lagging_stats WHERE tenant = $1")
+        .await?;
+    tx.execute(&st, &[&tenant]).await?;
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let col = |f: fn(&Lagging) -> Uuid| rows.iter().map(f).collect::<Vec<_>>();
+    let (queues, partitions) = (col(|l| l.queue_id), col(|l| l.partition_id));
+    let names: Vec<&str> = rows.iter().map(|l| l.partition.as_str()).collect();
+    let groups: Vec<&str> = rows.iter().map(|l| l.group.as_str()).collect();
+    let lags: Vec<i64> = rows.iter().map(|l| l.offset_lag).collect();
+    let ats: Vec<DateTime<Utc>> = rows.iter().map(|l| l.oldest_unread_at).collect();
+    let st = tx
+        .prepare_cached(
+            "INSERT INTO lagging_stats (tenant, queue_id, partition_id, partition_name,
+                                        consumer_group, offset_lag, oldest_unread_at)
+             SELECT $1, * FROM unnest($2::uuid[], $3::uuid[], $4::text[], $5::text[],
+                                      $6::bigint[], $7::timestamptz[])",
+        )
+        .await?;
+    tx.execute(
+        &st,
+        &[&tenant, &queues, &partitions, &names, &groups, &lags, &ats],
+    )
+    .await?;
+    Ok(())
+}
+
+/// A queue's counts as the last round found them; zeros for a queue no round has counted.
+#[derive(Clone, Debug, Default)]
+pub struct QueueTotals {
+    pub partitions: i64,
+    pub total: i64,
+    pub pending: i64,
+    pub processing: i64,
+    pub completed: i64,
+    pub failed: i64,
+    pub dead_letters: i64,
+    pub refreshed_at: Option<DateTime<Utc>>,
+}
+
+pub async fn queue_totals(
+    client: &deadpool_postgres::Client,
+    queue_id: Uuid,
+) -> Result<QueueTotals, StoreError> {
+    let st = client
+        .prepare_cached(
+            "SELECT partitions, total, pending, processing, completed, failed, dead_letters,
+                    refreshed_at
+               FROM queue_stats WHERE queue_id = $1",
+        )
+        .await?;
+    Ok(match client.query_opt(&st, &[&queue_id]).await? {
+        None => QueueTotals::default(),
+        Some(r) => QueueTotals {
+            partitions: r.get("partitions"),
+            total: r.get("total"),
+            pending: r.get("pending"),
+            processing: r.get("processing"),
+            completed: r.get("completed"),
+            failed: r.get("failed"),
+            dead_letters: r.get("dead_letters"),
+            refreshed_at: r.get("refreshed_at"),
+        },
+    })
+}
+
+/// A queue's backlog, for one group or behind the furthest-behind cursors.
+#[derive(Clone, Debug, Default)]
+pub struct Depth {
+    pub pending: i64,
+    pub partitions_pending: i64,
+    /// The partitions with the most pending (at most [`TOP_PARTITIONS`]), most first.
+    pub top: Vec<(String, i64)>,
+    /// When a round counted it; `None` when counted now or never.
+    pub refreshed_at: Option<DateTime<Utc>>,
+}
+
+fn depth_from(r: &Row) -> Depth {
+    let names: Vec<String> = r.get("top_partitions");
+    let counts: Vec<i64> = r.get("top_pending");
+    Depth {
+        pending: r.get("pending"),
+        partitions_pending: r.get("partitions_pending"),
+        top: names.into_iter().zip(counts).collect(),
+        refreshed_at: r.get("refreshed_at"),
+    }
+}
+
+/// The queue's depth as the last round counted it: for `group`, if a round has seen that
+/// group on the queue (`None` otherwise), else behind each partition's furthest-behind
+/// cursor (zeros before the first round).
+pub async fn depth(
+    client: &deadpool_postgres::Client,
+    queue_id: Uuid,
+    group: Option<&str>,
+) -> Result<Option<Depth>, StoreError> {
+    const COLUMNS: &str = "pending, partitions_pending, top_partitions, top_pending, refreshed_at";
+    let row = match group {
+        Some(g) => {
+            let sql = format!(
+                "SELECT {COLUMNS} FROM group_stats WHERE queue_id = $1 AND consumer_group = $2"
+            );
+            let st = client.prepare_cached(&sql).await?;
+            let Some(r) = client.query_opt(&st, &[&queue_id, &g]).await? else {
+                return Ok(None);
+            };
+            r
+        }
+        None => {
+            let sql = format!("SELECT {COLUMNS} FROM queue_stats WHERE queue_id = $1");
+            let st = client.prepare_cached(&sql).await?;
+            match client.query_opt(&st, &[&queue_id]).await? {
+                Some(r) => r,
+                None => return Ok(Some(Depth::default())),
+            }
+        }
+    };
+    Ok(Some(depth_from(&row)))
+}
