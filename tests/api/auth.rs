@@ -167,6 +167,11 @@ fn the_route_table_gives_the_specs_levels() {
         (Method::GET, "/api/v1/status/analytics", Level::ReadOnly),
         (Method::GET, "/api/v1/analytics/queue-lag", Level::ReadOnly),
         (Method::GET, "/api/v1/analytics/queue-ops", Level::ReadOnly),
+        (
+            Method::GET,
+            "/api/v1/analytics/queue-parked-replicas",
+            Level::ReadOnly,
+        ),
         (Method::GET, "/api/v1/analytics/retention", Level::ReadOnly),
         (Method::GET, "/api/v1/consumer-groups", Level::ReadOnly),
         (

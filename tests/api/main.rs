@@ -19,6 +19,7 @@ mod maintenance;
 mod messages;
 mod metrics;
 mod openapi;
+mod parked;
 mod peers;
 mod push_pop;
 mod python_client;

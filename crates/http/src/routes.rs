@@ -223,6 +223,13 @@ pub fn table() -> Table {
             ReadOnly,
             analytics::queue_ops,
         )
+        // The tenant's queues only, though the counts come from the fleet's samples.
+        .at(
+            M::GET,
+            "/api/v1/analytics/queue-parked-replicas",
+            ReadOnly,
+            analytics::queue_parked_replicas,
+        )
         .at(
             M::GET,
             "/api/v1/analytics/retention",

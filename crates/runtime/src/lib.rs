@@ -14,6 +14,7 @@ pub mod deliveries;
 pub mod handovers;
 pub mod histogram;
 pub mod limiter;
+pub mod parked;
 pub mod peers;
 pub mod ready;
 pub mod sweeps;
@@ -43,6 +44,8 @@ pub struct Settings {
 pub struct Runtime {
     /// Parked long-polls, by what would wake them.
     pub wakeups: wakeups::Wakeups,
+    /// Parked long-polls counted per (tenant, queue), for the fleet's samples.
+    pub parked: parked::Parked,
     /// Partitions pushed to since each group last looked.
     pub ready: ready::Ready,
     /// When each group last gave itself cursors on every partition.
@@ -67,6 +70,7 @@ impl Runtime {
     pub fn new(s: Settings) -> Runtime {
         Runtime {
             wakeups: Default::default(),
+            parked: Default::default(),
             ready: Default::default(),
             sweeps: Default::default(),
             deliveries: deliveries::Deliveries::new(s.index_retention),
@@ -101,6 +105,7 @@ impl Runtime {
     pub fn sizes(&self) -> Vec<(&'static str, usize)> {
         vec![
             ("wakeups", self.wakeups.len()),
+            ("parked_queues", self.parked.len()),
             ("ready_queues", self.ready.queues()),
             ("ready_groups", self.ready.groups()),
             ("ready_entries", self.ready.entries()),
