@@ -24,6 +24,7 @@ mod peers;
 mod push_pop;
 mod python_client;
 mod queen_compat;
+mod queue_metrics;
 mod resources;
 mod retention;
 mod shutdown;

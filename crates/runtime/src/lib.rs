@@ -16,6 +16,7 @@ pub mod histogram;
 pub mod limiter;
 pub mod parked;
 pub mod peers;
+pub mod queue_totals;
 pub mod ready;
 pub mod sweeps;
 pub mod switches;
@@ -64,6 +65,8 @@ pub struct Runtime {
     pub switches: switches::Switches,
     /// What happened to each queue's messages since the series was last written.
     pub tallies: tallies::Tallies,
+    /// Messages pushed and delivered per queue since start, as the series flush wrote them.
+    pub queue_totals: queue_totals::QueueTotals,
 }
 
 impl Runtime {
@@ -80,6 +83,7 @@ impl Runtime {
             handovers: Default::default(),
             switches: Default::default(),
             tallies: Default::default(),
+            queue_totals: Default::default(),
         }
     }
 
@@ -117,6 +121,7 @@ impl Runtime {
             ("handovers", self.handovers.pending()),
             ("maintenance_tenants", self.switches.len()),
             ("series_queues", self.tallies.len()),
+            ("queue_totals", self.queue_totals.len()),
         ]
     }
 }
