@@ -341,6 +341,14 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
         let (s, v) = z.get(path).await;
         assert_eq!((s, &v[key]), (StatusCode::OK, &json!([])), "{path}: {v}");
     }
+    // B's per-queue metrics name none of A's queues (the exposition is text).
+    let (s, v) = z.get("/api/v1/metrics/queues").await;
+    let text = v.as_str().unwrap_or_default();
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert!(
+        text.contains("# TYPE regent_queue_depth gauge") && !text.contains("tenant="),
+        "{text}"
+    );
     for path in [
         "/api/v1/queues/orders/clear",
         "/api/v1/queues/orders/clear?partition=p1",
