@@ -73,6 +73,8 @@ fn the_route_table_gives_the_specs_levels() {
         (Method::GET, "/health", Level::Public),
         (Method::GET, "/metrics", Level::Public),
         (Method::GET, "/metrics/prometheus", Level::Public),
+        // Regent's: the per-queue families name the tenant's queues.
+        (Method::GET, "/api/v1/metrics/queues", Level::Admin),
         // Read-only in the spec; admin here: they span every tenant (README, "Fleet metrics").
         (
             Method::GET,
@@ -167,6 +169,11 @@ fn the_route_table_gives_the_specs_levels() {
         (Method::GET, "/api/v1/status/analytics", Level::ReadOnly),
         (Method::GET, "/api/v1/analytics/queue-lag", Level::ReadOnly),
         (Method::GET, "/api/v1/analytics/queue-ops", Level::ReadOnly),
+        (
+            Method::GET,
+            "/api/v1/analytics/queue-parked-replicas",
+            Level::ReadOnly,
+        ),
         (Method::GET, "/api/v1/analytics/retention", Level::ReadOnly),
         (Method::GET, "/api/v1/consumer-groups", Level::ReadOnly),
         (

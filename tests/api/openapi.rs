@@ -673,6 +673,14 @@ async fn openapi_schemas_match_what_the_routes_answer() {
         200,
     )
     .await;
+    let parked = "/api/v1/analytics/queue-parked-replicas";
+    c.get(parked, "?queue=oa", 200).await;
+    c.get(
+        parked,
+        "?from=2030-01-01T00:00:00Z&to=2020-01-01T00:00:00Z",
+        400,
+    )
+    .await;
     c.get("/health", "/health", 200).await;
     c.get("/metrics", "/metrics", 200).await;
 

@@ -251,6 +251,21 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
     assert_eq!(s, StatusCode::OK, "{v}");
     let dead_letter_id = v["messages"][0]["deadLetterId"].clone();
     assert!(dead_letter_id.is_i64(), "{v}");
+    // A long-poll of A's parked in a sample of the broker (on a name A has no queue by, so
+    // it writes nothing), and A sees it.
+    let parked_path = "/api/v1/analytics/queue-parked-replicas?queue=orders-later";
+    let long_poll = a.pop("/api/v1/pop/queue/orders-later?wait=true&timeout=1000");
+    let sampled = async {
+        while b.runtime().parked.is_empty() {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        b.sample_now().await;
+    };
+    let (answer, ()) = tokio::join!(long_poll, sampled);
+    assert!(txids(&answer).is_empty(), "{answer}");
+    let (s, v) = a.get(parked_path).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["series"][0]["queueName"], "orders-later", "{v}");
     // A's counts so far in the series, so that the snapshot holds them.
     b.flush_series().await;
     let before = snapshot(&b, "acme").await;
@@ -321,10 +336,21 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
         ("/api/v1/resources/partitions", "partitions"),
         ("/api/v1/resources/partitions?queue=orders", "partitions"),
         ("/api/v1/analytics/worker-metrics", "queues"),
+        ("/api/v1/analytics/queue-parked-replicas", "series"),
+        ("/api/v1/analytics/queue-parked-replicas", "replicas"),
+        (parked_path, "series"),
     ] {
         let (s, v) = z.get(path).await;
         assert_eq!((s, &v[key]), (StatusCode::OK, &json!([])), "{path}: {v}");
     }
+    // B's per-queue metrics name none of A's queues (the exposition is text).
+    let (s, v) = z.get("/api/v1/metrics/queues").await;
+    let text = v.as_str().unwrap_or_default();
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert!(
+        text.contains("# TYPE regent_queue_depth gauge") && !text.contains("tenant="),
+        "{text}"
+    );
     for path in [
         "/api/v1/queues/orders/clear",
         "/api/v1/queues/orders/clear?partition=p1",

@@ -14,4 +14,5 @@ pub mod push_plan;
 pub mod requeue;
 pub mod status;
 pub mod subscription;
+pub mod top;
 pub mod tx_hash;

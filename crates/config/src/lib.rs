@@ -44,6 +44,9 @@ fn default_metrics_sample_interval() -> u64 {
 fn default_metrics_retention_hours() -> u64 {
     24
 }
+fn default_metrics_top_queues() -> usize {
+    100
+}
 fn default_true() -> bool {
     true
 }
@@ -155,6 +158,15 @@ pub struct Config {
     /// Hours the fleet's samples are kept.
     #[serde(default = "default_metrics_retention_hours")]
     pub metrics_retention_hours: u64,
+    /// The per-queue families on the public `/metrics/prometheus` too, naming every tenant's
+    /// queues to anyone who can reach it; off, they are only on the admin route
+    /// `/api/v1/metrics/queues`.
+    #[serde(default)]
+    pub metrics_per_queue: bool,
+    /// Queues the per-queue families show by name at most, the deepest; the rest are summed
+    /// into one `queue="_other"` series.
+    #[serde(default = "default_metrics_top_queues")]
+    pub metrics_top_queues: usize,
     /// Wake long-polls on the other brokers of the database after a push (one extra
     /// connection per broker; see `peers`). Off: a push through another broker is found at
     /// the parked pop's next timer recheck.

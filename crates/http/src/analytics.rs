@@ -1,8 +1,9 @@
 //! `/api/v1/analytics/queue-{ops,lag}` and `/retention` (spec §13.7): the queue series per
-//! queue and bucket. The fleet's own series (system and worker metrics) live with the fleet
-//! samples.
+//! queue and bucket; and `/queue-parked-replicas`, the tenant's parked pops per queue and
+//! broker from the fleet's samples. The fleet's own series (system and worker metrics) live
+//! with the fleet samples.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use axum::extract::State as AxState;
 use axum::{Extension, Json};
@@ -13,8 +14,9 @@ use super::auth::Principal;
 use super::error::ApiError;
 use super::params::Params;
 use super::status::{filter, time_range, window};
-use super::time::millis;
+use super::time::{instant, millis};
 use super::State;
+use regent_service::fleet::Window;
 use regent_service::overview::Counts;
 
 fn ops(c: &Counts) -> Value {
@@ -109,5 +111,40 @@ pub async fn retention(
         "timeRange": time_range(&w), "bucketMinutes": w.bucket_minutes, "series": series,
         "totals": { "expired": expired, "retention": null, "completed_retention": null,
                     "max_wait_time_eviction": null },
+    })))
+}
+
+/// Long-polling pops parked per queue and broker (replica) over the window: each bucket's
+/// average over the broker's samples and the most in one sample, oldest bucket first; and the
+/// brokers that appear (`replicas`). Only the caller's tenant's queues are read.
+pub async fn queue_parked_replicas(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    p: Params,
+) -> Result<Json<Value>, ApiError> {
+    let w = Window::new(instant(&p, "from")?, instant(&p, "to")?, None, None)?;
+    let queue = p.str("queue").filter(|q| !q.is_empty());
+    let points = s.service.parked_replicas(&who.tenant, queue, &w).await?;
+    let series: Vec<Value> = points
+        .iter()
+        .map(|pt| {
+            json!({
+                "bucket": millis(pt.bucket), "queueName": pt.queue,
+                "hostname": pt.hostname, "port": pt.port, "workerId": pt.broker_id.to_string(),
+                "parkedCount": (pt.avg * 100.0).round() / 100.0, "maxParkedCount": pt.max,
+            })
+        })
+        .collect();
+    let replicas: BTreeSet<(&str, i32, String)> = points
+        .iter()
+        .map(|pt| (pt.hostname.as_str(), pt.port, pt.broker_id.to_string()))
+        .collect();
+    let replicas: Vec<Value> = replicas
+        .into_iter()
+        .map(|(hostname, port, id)| json!({ "hostname": hostname, "port": port, "workerId": id }))
+        .collect();
+    Ok(Json(json!({
+        "timeRange": { "from": millis(w.from), "to": millis(w.to) },
+        "bucketMinutes": w.bucket_minutes(), "series": series, "replicas": replicas,
     })))
 }

@@ -27,6 +27,7 @@ mod params;
 mod path;
 mod pop;
 mod push;
+mod queue_metrics;
 pub mod request_id;
 mod resources;
 pub mod routes;

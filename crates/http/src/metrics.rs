@@ -1,7 +1,8 @@
 //! `GET /metrics` (Queen's JSON snapshot, what `Admin.metrics()` returns) and
 //! `GET /metrics/prometheus` (the text exposition a scraper reads). Both are public and read
 //! only this process: counters since start, the pool, memory and CPU. Nothing per tenant or
-//! per queue, since anyone may call them.
+//! per queue, since anyone may call them; unless `METRICS_PER_QUEUE` adds the per-queue
+//! families (`crate::queue_metrics`) to the exposition.
 
 use std::fmt::Write;
 
@@ -45,6 +46,21 @@ pub async fn json_snapshot(axum::extract::State(s): State) -> Response {
 
 /// How one counter family is read.
 type Read = fn(&regent_service::Activity, Op) -> u64;
+
+/// A text exposition with its content type, never cached.
+pub(super) fn exposition(text: String) -> Response {
+    (
+        [
+            (
+                header::CONTENT_TYPE,
+                "text/plain; version=0.0.4; charset=utf-8",
+            ),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        text,
+    )
+        .into_response()
+}
 
 pub async fn prometheus(axum::extract::State(s): State) -> Response {
     let m = s.service.metrics();
@@ -190,17 +206,8 @@ pub async fn prometheus(axum::extract::State(s): State) -> Response {
     for (map, n) in &m.runtime {
         let _ = writeln!(out, "regent_runtime_entries{{map=\"{map}\"}} {n}");
     }
-    (
-        [
-            (
-                header::CONTENT_TYPE,
-                "text/plain; version=0.0.4; charset=utf-8",
-            ),
-            (header::CACHE_CONTROL, "no-cache"),
-        ],
-        out,
-    )
-        .into_response()
+    super::queue_metrics::public(&s, &mut out).await;
+    exposition(out)
 }
 
 /// One histogram's series: cumulative `_bucket`s (`le` in seconds), `_sum` and `_count`.

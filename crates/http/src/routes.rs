@@ -17,7 +17,8 @@ use axum::Router;
 
 use super::{
     ack, analytics, configure, consumer_groups, dlq, fleet, health, lease, maintenance, messages,
-    metrics, openapi, pop, push, resources, stats, status, traces, transaction, AppState,
+    metrics, openapi, pop, push, queue_metrics, resources, stats, status, traces, transaction,
+    AppState,
 };
 
 /// What a route requires. Each level includes the ones before it.
@@ -79,6 +80,13 @@ pub fn table() -> Table {
     t.at(M::GET, "/health", Public, health::health)
         .at(M::GET, "/metrics", Public, metrics::json_snapshot)
         .at(M::GET, "/metrics/prometheus", Public, metrics::prometheus)
+        // The same exposition's per-queue families, which name the tenant's queues.
+        .at(
+            M::GET,
+            "/api/v1/metrics/queues",
+            Admin,
+            queue_metrics::queues,
+        )
         // The fleet's figures name hosts and span every tenant: admin, not the spec's read-only
         // (README, "Authentication and tenants").
         .at(M::GET, ANALYTICS_SYSTEM, Admin, fleet::system_metrics)
@@ -222,6 +230,13 @@ pub fn table() -> Table {
             "/api/v1/analytics/queue-ops",
             ReadOnly,
             analytics::queue_ops,
+        )
+        // The tenant's queues only, though the counts come from the fleet's samples.
+        .at(
+            M::GET,
+            "/api/v1/analytics/queue-parked-replicas",
+            ReadOnly,
+            analytics::queue_parked_replicas,
         )
         .at(
             M::GET,

@@ -14,7 +14,9 @@ pub mod deliveries;
 pub mod handovers;
 pub mod histogram;
 pub mod limiter;
+pub mod parked;
 pub mod peers;
+pub mod queue_totals;
 pub mod ready;
 pub mod sweeps;
 pub mod switches;
@@ -43,6 +45,8 @@ pub struct Settings {
 pub struct Runtime {
     /// Parked long-polls, by what would wake them.
     pub wakeups: wakeups::Wakeups,
+    /// Parked long-polls counted per (tenant, queue), for the fleet's samples.
+    pub parked: parked::Parked,
     /// Partitions pushed to since each group last looked.
     pub ready: ready::Ready,
     /// When each group last gave itself cursors on every partition.
@@ -61,12 +65,15 @@ pub struct Runtime {
     pub switches: switches::Switches,
     /// What happened to each queue's messages since the series was last written.
     pub tallies: tallies::Tallies,
+    /// Messages pushed and delivered per queue since start, as the series flush wrote them.
+    pub queue_totals: queue_totals::QueueTotals,
 }
 
 impl Runtime {
     pub fn new(s: Settings) -> Runtime {
         Runtime {
             wakeups: Default::default(),
+            parked: Default::default(),
             ready: Default::default(),
             sweeps: Default::default(),
             deliveries: deliveries::Deliveries::new(s.index_retention),
@@ -76,6 +83,7 @@ impl Runtime {
             handovers: Default::default(),
             switches: Default::default(),
             tallies: Default::default(),
+            queue_totals: Default::default(),
         }
     }
 
@@ -101,6 +109,7 @@ impl Runtime {
     pub fn sizes(&self) -> Vec<(&'static str, usize)> {
         vec![
             ("wakeups", self.wakeups.len()),
+            ("parked_queues", self.parked.len()),
             ("ready_queues", self.ready.queues()),
             ("ready_groups", self.ready.groups()),
             ("ready_entries", self.ready.entries()),
@@ -112,6 +121,7 @@ impl Runtime {
             ("handovers", self.handovers.pending()),
             ("maintenance_tenants", self.switches.len()),
             ("series_queues", self.tallies.len()),
+            ("queue_totals", self.queue_totals.len()),
         ]
     }
 }

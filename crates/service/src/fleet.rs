@@ -2,8 +2,10 @@
 //! itself to `broker_samples` (CPU time and requests since its previous sample, memory, its
 //! pool, pending handovers, the size of each in-memory map), and deletes samples older than
 //! `METRICS_RETENTION_HOURS` in bounded batches; so any broker answers for the whole fleet
-//! (`/api/v1/analytics/system-metrics`, `/worker-metrics`). Also what PostgreSQL says about
-//! itself (`/postgres-stats`) and the tenant's push buffer (`/status/buffers`).
+//! (`/api/v1/analytics/system-metrics`, `/worker-metrics`). With each sample go the pops it
+//! has parked per queue (the [`PARKED_QUEUES`] most waited-on), read back per tenant
+//! (`/queue-parked-replicas`). Also what PostgreSQL says about itself (`/postgres-stats`) and
+//! the tenant's push buffer (`/status/buffers`).
 //!
 //! A sample that cannot be written is not lost: its counters stay in the next one, which then
 //! covers the longer interval.
@@ -15,18 +17,21 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use regent_runtime::activity::{hostname, ProcessUse};
 use regent_runtime::Op;
-use regent_store::fleet::{self, Sample};
+use regent_store::fleet::{self, Parked, Sample};
 use regent_store::{maintenance, pg_stats};
 
 pub use regent_store::fleet::{
-    Cpu, FleetPoint, Gauge, MapSize, Ops, QueueActivity, Recent, SystemPoint,
+    Cpu, FleetPoint, Gauge, MapSize, Ops, ParkedPoint, QueueActivity, Recent, SystemPoint,
 };
 pub use regent_store::pg_stats::PgStats;
 
 use crate::{Error, Service};
 
-/// Samples one expiring statement deletes at most (each broker runs one per sample).
+/// Samples one expiring statement deletes at most (each broker runs one per sample; and as
+/// many of the samples' parked counts, more than one sample writes).
 pub const EXPIRE_BATCH: i64 = 10_000;
+/// Queues a sample names with their parked pops at most: the most waited-on.
+pub const PARKED_QUEUES: usize = 100;
 /// The worker metrics list the brokers that sampled this recently.
 pub const RECENT: Duration = Duration::from_secs(5 * 60);
 /// Queues the worker metrics list at most.
@@ -182,6 +187,15 @@ impl Service {
         };
         let sizes = self.runtime.sizes();
         let clamp = |n: usize| n.min(i32::MAX as usize) as i32;
+        let top = self.runtime.parked.top(PARKED_QUEUES);
+        let parked: Vec<Parked> = top
+            .iter()
+            .map(|q| Parked {
+                tenant: &q.tenant,
+                queue: &q.queue,
+                parked: clamp(q.parked),
+            })
+            .collect();
         let sample = Sample {
             broker_id: self.runtime.peers.id(),
             hostname: &self.fleet.hostname,
@@ -199,6 +213,7 @@ impl Service {
             messages: ops(&messages, &last.messages),
             pending_handovers: clamp(self.runtime.handovers.pending()),
             runtime: &sizes,
+            parked: &parked,
         };
         let client = self.store.client().await?;
         fleet::record(&client, &sample).await?;
@@ -213,11 +228,13 @@ impl Service {
     }
 
     /// Deletes at most [`EXPIRE_BATCH`] samples older than `METRICS_RETENTION_HOURS`, oldest
-    /// first; how many went.
+    /// first, and as many of their parked counts; how many samples went.
     pub async fn expire_fleet_samples(&self) -> Result<i64, Error> {
         let client = self.store.client().await?;
         let before = Utc::now() - self.fleet.keep;
-        Ok(fleet::expire(&client, before, EXPIRE_BATCH).await?)
+        let samples = fleet::expire(&client, before, EXPIRE_BATCH).await?;
+        fleet::expire_parked(&client, before, EXPIRE_BATCH).await?;
+        Ok(samples)
     }
 
     /// Every broker's buckets of the window, by (hostname, port, broker), oldest first.
@@ -239,6 +256,18 @@ impl Service {
             brokers,
             queues,
         })
+    }
+
+    /// The tenant's parked pops per (bucket, queue, broker) of the window (of one queue when
+    /// given), oldest bucket first.
+    pub async fn parked_replicas(
+        &self,
+        tenant: &str,
+        queue: Option<&str>,
+        w: &Window,
+    ) -> Result<Vec<ParkedPoint>, Error> {
+        let client = self.store.client().await?;
+        Ok(fleet::parked(&client, tenant, queue, &w.store()).await?)
     }
 
     /// What PostgreSQL says about itself.

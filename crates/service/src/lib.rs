@@ -30,6 +30,7 @@ mod payloads;
 pub mod pop;
 mod purge;
 pub mod push;
+pub mod queue_metrics;
 pub mod queues;
 pub mod requeue;
 mod retention;

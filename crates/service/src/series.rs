@@ -42,8 +42,14 @@ impl Service {
             Ok(client) => series::add(&client, &rows).await.map_err(Error::from),
             Err(e) => Err(e.into()),
         };
-        if written.is_err() {
-            self.runtime.tallies.restore(taken);
+        match written {
+            // The per-queue counters count what the series holds, once.
+            Ok(()) => self.runtime.queue_totals.add(
+                taken
+                    .iter()
+                    .map(|(q, t)| (*q, t.pushed.max(0) as u64, t.delivered.max(0) as u64)),
+            ),
+            Err(_) => self.runtime.tallies.restore(taken),
         }
         written
     }

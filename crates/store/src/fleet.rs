@@ -1,7 +1,8 @@
 //! The fleet's samples (`broker_samples`): what each broker measured of itself every few
 //! seconds, written by that broker and read back by any, bucketed in SQL (`date_bin`) for the
-//! system and worker metrics; and the tenant's per-queue activity of a window, from the
-//! queue series, for the worker metrics' `queues`.
+//! system and worker metrics; with each sample, the pops it had parked per queue
+//! (`broker_parked`), read back for one tenant only; and the tenant's per-queue activity of a
+//! window, from the queue series, for the worker metrics' `queues`.
 
 use std::sync::LazyLock;
 
@@ -41,6 +42,15 @@ pub struct Sample<'a> {
     pub pending_handovers: i32,
     /// Entries in each in-memory map, by name.
     pub runtime: &'a [(&'static str, usize)],
+    /// Pops parked per (tenant, queue) at the sample (the caller bounds how many).
+    pub parked: &'a [Parked<'a>],
+}
+
+/// One queue's parked pops in a sample.
+pub struct Parked<'a> {
+    pub tenant: &'a str,
+    pub queue: &'a str,
+    pub parked: i32,
 }
 
 /// Writes one sample, stamped with the database's clock (the one every broker shares).
@@ -51,18 +61,27 @@ pub async fn record(client: &Client, s: &Sample<'_>) -> Result<(), StoreError> {
         .map(|(name, n)| (name.to_string(), Value::from(*n as u64)))
         .collect();
     let runtime = Value::Object(runtime);
+    // The parked counts go in with the sample, in one statement, under its instant.
     let st = client
         .prepare_cached(
-            "INSERT INTO broker_samples
+            "WITH s AS (
+                INSERT INTO broker_samples
                     (broker_id, sampled_at, hostname, port, interval_ms, cpu_user_us,
                      cpu_system_us, rss_bytes, virtual_bytes, pool_size, pool_open, pool_idle,
                      pool_waiting, push_requests, push_messages, pop_requests, pop_messages,
                      ack_requests, ack_messages, transaction_requests, transaction_messages,
                      pending_handovers, runtime_entries)
-             VALUES ($1, now(), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-                     $16, $17, $18, $19, $20, $21, $22)",
+                VALUES ($1, now(), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
+                        $16, $17, $18, $19, $20, $21, $22)
+                RETURNING broker_id, sampled_at)
+             INSERT INTO broker_parked (tenant, sampled_at, broker_id, queue, parked)
+             SELECT p.tenant, s.sampled_at, s.broker_id, p.queue, p.parked
+               FROM s, unnest($23::text[], $24::text[], $25::int4[]) AS p(tenant, queue, parked)",
         )
         .await?;
+    let tenants: Vec<&str> = s.parked.iter().map(|p| p.tenant).collect();
+    let queues: Vec<&str> = s.parked.iter().map(|p| p.queue).collect();
+    let parked: Vec<i32> = s.parked.iter().map(|p| p.parked).collect();
     let (q, m) = (&s.requests, &s.messages);
     client
         .execute(
@@ -90,6 +109,9 @@ pub async fn record(client: &Client, s: &Sample<'_>) -> Result<(), StoreError> {
                 &m.transaction,
                 &s.pending_handovers,
                 &runtime,
+                &tenants,
+                &queues,
+                &parked,
             ],
         )
         .await?;
@@ -109,6 +131,28 @@ pub async fn expire(client: &Client, before: DateTime<Utc>, limit: i64) -> Resul
                        LIMIT $2
                        FOR UPDATE SKIP LOCKED) d
               WHERE b.broker_id = d.broker_id AND b.sampled_at = d.sampled_at",
+        )
+        .await?;
+    Ok(client.execute(&st, &[&before, &limit]).await? as i64)
+}
+
+/// The same for the samples' parked counts: up to `limit` rows taken before `before`, oldest
+/// first, skipping rows another broker is deleting.
+pub async fn expire_parked(
+    client: &Client,
+    before: DateTime<Utc>,
+    limit: i64,
+) -> Result<i64, StoreError> {
+    let st = client
+        .prepare_cached(
+            "DELETE FROM broker_parked b
+               USING (SELECT tenant, sampled_at, broker_id, queue FROM broker_parked
+                       WHERE sampled_at < $1
+                       ORDER BY sampled_at
+                       LIMIT $2
+                       FOR UPDATE SKIP LOCKED) d
+              WHERE (b.tenant, b.sampled_at, b.broker_id, b.queue)
+                  = (d.tenant, d.sampled_at, d.broker_id, d.queue)",
         )
         .await?;
     Ok(client.execute(&st, &[&before, &limit]).await? as i64)
@@ -523,6 +567,71 @@ pub async fn queue_activity(
             completed: r.get("completed"),
             failed: r.get("failed"),
             dead_lettered: r.get("dead_lettered"),
+        })
+        .collect())
+}
+
+/// One queue of the tenant on one broker over one bucket: its parked pops, averaged over the
+/// broker's samples of the bucket (a sample that does not name the queue had none parked),
+/// and the most one sample counted.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParkedPoint {
+    pub bucket: DateTime<Utc>,
+    pub queue: String,
+    pub broker_id: Uuid,
+    pub hostname: String,
+    pub port: i32,
+    pub avg: f64,
+    pub max: i64,
+}
+
+/// The tenant's parked pops per (bucket, queue, broker) of the window, of one queue when
+/// given, ordered by bucket, queue, hostname, port and broker. Only the tenant's rows are
+/// read; a broker's samples are counted only in buckets where it parked one of them.
+pub async fn parked(
+    client: &Client,
+    tenant: &str,
+    queue: Option<&str>,
+    w: &Window<'_>,
+) -> Result<Vec<ParkedPoint>, StoreError> {
+    const BUCKET: &str = "date_bin(make_interval(mins => $3), sampled_at,
+                                   TIMESTAMPTZ '2000-01-01 00:00:00+00')";
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "WITH p AS (
+                SELECT broker_id, {BUCKET} AS bucket, queue,
+                       sum(parked)::bigint AS total, max(parked)::bigint AS most
+                  FROM broker_parked
+                 WHERE tenant = $4 AND sampled_at >= $1 AND sampled_at <= $2
+                   AND ($5::text IS NULL OR queue = $5)
+                 GROUP BY broker_id, bucket, queue),
+             n AS (
+                SELECT broker_id, {BUCKET} AS bucket, count(*) AS samples,
+                       max(hostname) AS hostname, max(port) AS port
+                  FROM broker_samples
+                 WHERE sampled_at >= $1 AND sampled_at <= $2
+                   AND broker_id IN (SELECT broker_id FROM p)
+                 GROUP BY broker_id, bucket)
+             SELECT p.bucket, p.queue, p.broker_id, n.hostname, n.port,
+                    p.total::float8 / greatest(n.samples, 1) AS avg, p.most
+               FROM p JOIN n ON n.broker_id = p.broker_id AND n.bucket = p.bucket
+              ORDER BY p.bucket, p.queue, n.hostname, n.port, p.broker_id"
+        )
+    });
+    let st = client.prepare_cached(&SQL).await?;
+    let rows = client
+        .query(&st, &[&w.from, &w.to, &w.bucket_minutes, &tenant, &queue])
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| ParkedPoint {
+            bucket: r.get("bucket"),
+            queue: r.get("queue"),
+            broker_id: r.get("broker_id"),
+            hostname: r.get("hostname"),
+            port: r.get("port"),
+            avg: r.get("avg"),
+            max: r.get("most"),
         })
         .collect())
 }

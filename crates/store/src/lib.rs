@@ -42,6 +42,7 @@ pub mod overview;
 pub mod partitions;
 pub mod pg_stats;
 pub mod purge;
+pub mod queue_gauges;
 pub mod queues;
 pub mod retention;
 mod retry;

@@ -10,7 +10,7 @@ use super::Entry;
 pub(super) const TAGS: &[(&str, &str)] = &[
     (
         "analytics",
-        "Time series: the per-minute queue series per queue and bucket (the caller's tenant), and the fleet's samples and PostgreSQL's statistics (admin).",
+        "Time series: the per-minute queue series per queue and bucket and the parked pops per queue and broker (the caller's tenant's queues), and the fleet's samples and PostgreSQL's statistics (admin).",
     ),
 ];
 
@@ -87,6 +87,22 @@ fn queue_entries() -> Vec<Entry> {
                 "queueName": string(), "popCount": int(), "avgLagMs": num(), "maxLagMs": int(),
                 "bucketTime": ts(),
             })))),
+        window(Entry::new("analytics", Method::GET, "/api/v1/analytics/queue-parked-replicas", "Parked long-polls per queue and broker"), "1 h")
+            .query("queue", string(), "Only this queue.")
+            .about("The caller's tenant's long-polling pops parked per queue, broker (replica) and bucket, from the brokers' samples (every `METRICS_SAMPLE_INTERVAL`; each names the 100 queues with the most parked): `parkedCount` is the average over the broker's samples of the bucket (a sample without the queue counts 0), `maxParkedCount` the most in one sample. A pop counts from its first empty attempt to its answer; pops across a namespace or task are not counted. `replicas` lists the brokers of the series. `from` after `to` is a 400 `from must not be after to`.")
+            .fails(400, "`from must not be after to`, `from must be an ISO-8601 timestamp`, `to must be an ISO-8601 timestamp`.")
+            .reply(200, "The series.", obj(&["timeRange", "bucketMinutes", "series", "replicas"], json!({
+                "timeRange": time_range(), "bucketMinutes": int(),
+                "series": array(obj(&["bucket", "queueName", "hostname", "port", "workerId", "parkedCount", "maxParkedCount"], json!({
+                    "bucket": ts(), "queueName": string(), "hostname": string(), "port": int(),
+                    "workerId": about(string(), "The broker's id, new at every start."),
+                    "parkedCount": about(num(), "Average parked pops over the broker's samples of the bucket."),
+                    "maxParkedCount": about(int(), "The most parked in one sample."),
+                }))),
+                "replicas": array(obj(&["hostname", "port", "workerId"], json!({
+                    "hostname": string(), "port": int(), "workerId": string(),
+                }))),
+            }))),
         window(queue_filters(Entry::new("analytics", Method::GET, "/api/v1/analytics/retention", "Messages deleted by retention")), "24 h")
             .about("Messages deleted by retention per bucket (`expired`). Regent deletes by whichever rule is due first and does not count the rules apart: Queen's per-rule keys are null.")
             .reply(200, "The series.", obj(&["timeRange", "bucketMinutes", "series", "totals"], json!({

@@ -8,7 +8,7 @@ use super::Entry;
 
 pub(super) const TAGS: &[(&str, &str)] = &[
     ("health", "Health, metrics and this document: public, naming no tenant's data."),
-    ("system", "The tenant's maintenance switches (admin). Queen's switches are cluster-wide; Regent's belong to the token's tenant."),
+    ("system", "The tenant's maintenance switches and its per-queue metrics (admin). Queen's switches are cluster-wide; Regent's belong to the token's tenant."),
 ];
 
 pub(super) fn entries() -> Vec<Entry> {
@@ -98,7 +98,16 @@ Queen's JSON snapshot with real numbers for this process: requests and pushed me
             .reply(200, "The snapshot.", metrics),
         Entry::new("health", Method::GET, "/metrics/prometheus", "Prometheus text exposition")
             .about(r#"
-This broker's uptime, CPU, memory and pool under Queen's `queen_*` names, and Regent's `regent_requests_total{op}`, `regent_messages_total{op}` (push, pop, ack, transaction), `regent_db_pool_waiting`, `regent_pending_handovers`, `regent_runtime_entries{map}`. Names no queue or tenant. Not used by the Python client.
+This broker's uptime, CPU, memory and pool under Queen's `queen_*` names, and Regent's `regent_requests_total{op}`, `regent_messages_total{op}` (push, pop, ack, transaction), `regent_db_pool_waiting`, `regent_pending_handovers`, `regent_runtime_entries{map}`, the request-duration and first-delivery histograms and `regent_items_total{op,outcome}`. Names no queue or tenant, unless the broker runs with `METRICS_PER_QUEUE=true`: then every tenant's per-queue families follow (as `GET /api/v1/metrics/queues` serves them for one tenant). Not used by the Python client.
+"#)
+            .reply_raw(200, json!({
+                "description": "The exposition (`text/plain; version=0.0.4`), `Cache-Control: no-cache`.",
+                "headers": { "x-request-id": { "$ref": "#/components/headers/RequestId" } },
+                "content": { "text/plain; version=0.0.4; charset=utf-8": { "schema": string() } },
+            })),
+        Entry::new("system", Method::GET, "/api/v1/metrics/queues", "Per-queue Prometheus families of the tenant")
+            .about(r#"
+A Regent extension, admin: the text exposition of the token's tenant's queues (with authentication off, tenant `default`), whatever `METRICS_PER_QUEUE` says: `regent_queue_depth{tenant,queue}` (messages some consumer group has still to read), `regent_queue_lag_messages{tenant,queue,group}` (messages after the group's cursors), `queen_dlq_depth_by_queue{tenant,queue}` (dead letters), and this broker's `regent_queue_pushed_total{tenant,queue}` and `regent_queue_delivered_total{tenant,queue}` since it started. The `METRICS_TOP_QUEUES` deepest queues by name (default 100), the rest summed into `queue="_other"`; per queue the 20 groups furthest behind, the rest in `group="_other"`. Depth, lag and dead letters are the database's (the same on every broker: take `max`); the totals are this broker's (take `sum`). Not used by the Python client.
 "#)
             .reply_raw(200, json!({
                 "description": "The exposition (`text/plain; version=0.0.4`), `Cache-Control: no-cache`.",

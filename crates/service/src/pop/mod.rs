@@ -117,6 +117,9 @@ impl Service {
         };
         let mut stopping = self.stopping.subscribe();
         let mut recheck = FIRST_RECHECK;
+        // Counted as parked from the first empty attempt until the answer, for the fleet's
+        // samples; a pop across queues waits on no one queue and is not counted.
+        let mut parked = None;
         loop {
             // Registered before the attempt, so a push that commits during it still wakes us.
             let notified = waiter.notified();
@@ -134,6 +137,10 @@ impl Service {
             let now = Instant::now();
             if now >= deadline || *stopping.borrow() {
                 return Ok(Popped::TimedOut);
+            }
+            if parked.is_none() && !matches!(req.target, Target::Scope { .. }) {
+                let queue = req.target.queue_name();
+                parked = Some(self.runtime.parked.park(tenant, queue));
             }
             tokio::select! {
                 _ = &mut notified => recheck = FIRST_RECHECK,

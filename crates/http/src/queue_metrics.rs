@@ -1,0 +1,140 @@
+//! The Prometheus families that name queues: depth, each consumer group's lag, dead letters,
+//! and the messages this broker pushed and delivered per queue. They name tenants and their
+//! queues, so they are always on the admin route `GET /api/v1/metrics/queues` (the token's
+//! tenant's queues only), and on the public `/metrics/prometheus` (every tenant's) only when
+//! `METRICS_PER_QUEUE` says so. At most `METRICS_TOP_QUEUES` queues by name, the deepest;
+//! the rest in one `queue="_other"` series (README, "Per-queue metrics").
+
+use std::fmt::Write;
+
+use axum::extract::State as AxState;
+use axum::response::Response;
+use axum::Extension;
+
+use super::auth::Principal;
+use super::error::ApiError;
+use super::metrics::exposition;
+use super::{AppState, State};
+use regent_service::queue_metrics::{QueueLine, QueueMetrics};
+
+/// A label value as the text format wants it: backslash, double quote and line feed escaped.
+fn escape(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn labels(l: &QueueLine) -> String {
+    format!(
+        "tenant=\"{}\",queue=\"{}\"",
+        escape(&l.tenant),
+        escape(&l.queue)
+    )
+}
+
+/// Appends the families, each with its HELP and TYPE, one series per queue shown and one for
+/// the rest.
+fn families(m: &QueueMetrics, out: &mut String) {
+    let lines: Vec<&QueueLine> = m.queues.iter().chain(m.other.as_ref()).collect();
+    type Value = fn(&QueueLine) -> String;
+    let per_queue: [(&str, &str, &str, Value); 4] = [
+        (
+            "regent_queue_depth",
+            "gauge",
+            "Messages kept that some consumer group of the queue has still to read (after each partition's furthest-behind cursor).",
+            |l| l.depth.to_string(),
+        ),
+        (
+            "queen_dlq_depth_by_queue",
+            "gauge",
+            "Dead letters kept of the queue.",
+            |l| l.dead_letters.to_string(),
+        ),
+        (
+            "regent_queue_pushed_total",
+            "counter",
+            "Messages pushed to the queue through this broker since it started.",
+            |l| l.pushed.to_string(),
+        ),
+        (
+            "regent_queue_delivered_total",
+            "counter",
+            "Messages of the queue this broker delivered since it started.",
+            |l| l.delivered.to_string(),
+        ),
+    ];
+    let head = |out: &mut String, name: &str, kind: &str, help: &str| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    };
+    for (name, kind, help, value) in per_queue {
+        head(out, name, kind, help);
+        for l in &lines {
+            let _ = writeln!(out, "{name}{{{}}} {}", labels(l), value(l));
+        }
+    }
+    head(
+        out,
+        "regent_queue_lag_messages",
+        "gauge",
+        "Messages after a consumer group's cursors on the queue.",
+    );
+    for l in &lines {
+        for (group, lag) in &l.groups {
+            let _ = writeln!(
+                out,
+                "regent_queue_lag_messages{{{},group=\"{}\"}} {lag}",
+                labels(l),
+                escape(group)
+            );
+        }
+    }
+}
+
+/// `GET /api/v1/metrics/queues` (admin): the per-queue families of the token's tenant.
+pub async fn queues(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+) -> Result<Response, ApiError> {
+    let m = s
+        .service
+        .queue_metrics(Some(&who.tenant), s.config.metrics_top_queues)
+        .await?;
+    let mut out = String::new();
+    families(&m, &mut out);
+    Ok(exposition(out))
+}
+
+/// The families of every tenant for the public exposition, when `METRICS_PER_QUEUE` is on.
+/// A database that does not answer leaves them out: the public route never fails.
+pub(super) async fn public(s: &AppState, out: &mut String) {
+    if !s.config.metrics_per_queue {
+        return;
+    }
+    match s
+        .service
+        .queue_metrics(None, s.config.metrics_top_queues)
+        .await
+    {
+        Ok(m) => families(&m, out),
+        Err(e) => tracing::debug!(error = %e, "the per-queue metrics were left out"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(escape(r#"a"b\c"#), r#"a\"b\\c"#);
+        assert_eq!(escape("line\nbreak"), "line\\nbreak");
+        assert_eq!(escape("plain"), "plain");
+    }
+}
