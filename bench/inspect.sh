@@ -61,12 +61,18 @@ open("/tmp/regent-inspect-message", "w").write(f"{m['partitionId']}/{m['transact
 PY
 sleep 6  # one series flush
 one=$(cat /tmp/regent-inspect-message)
+# The stats rounds (every STATS_INTERVAL_MS, 10 s): what one costs at this size, forced.
+for _ in 1 2 3; do
+    curl -s -X POST "$url/api/v1/stats/refresh" | python3 -c \
+        'import json,sys; v=json.load(sys.stdin); print(f"stats round: {v[\"tookMs\"]:.0f} ms over {v[\"queues\"]} queues")'
+done
 echo "cursors: $(sql "SELECT count(*) FROM cursors"); dead letters: $(sql "SELECT count(*) FROM dead_letters")"
 
 routes=(
     /api/v1/resources/overview
     /api/v1/resources/queues
     "/api/v1/resources/queues/big"
+    "/api/v1/resources/queues/big?offset=84000"
     "/api/v1/resources/queues/big/depth"
     "/api/v1/resources/queues/big/depth?group=audit"
     /api/v1/resources/namespaces
@@ -86,8 +92,15 @@ routes=(
     /api/v1/analytics/queue-ops
     /api/v1/analytics/queue-lag
     /api/v1/analytics/retention
+    /api/v1/analytics/queue-parked-replicas
+    /api/v1/analytics/system-metrics
+    /api/v1/analytics/worker-metrics
+    /api/v1/analytics/postgres-stats
+    /api/v1/status/buffers
+    /api/v1/metrics/queues
     /api/v1/consumer-groups
     /api/v1/consumer-groups/audit
+    "/api/v1/consumer-groups/audit?offset=84000"
     "/api/v1/consumer-groups/lagging?minLagSeconds=1"
     /api/v1/traces/names
 )

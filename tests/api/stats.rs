@@ -121,3 +121,24 @@ async fn the_snapshots_lists_are_bounded() {
     assert_eq!(q["partitions"].as_array().unwrap().len(), 10);
     assert_eq!(q["pagination"]["total"], 1001, "{}", q["pagination"]);
 }
+
+/// A round recounts queues in statements of 500: 501 queues, each counted once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_counts_every_queue_of_a_tenant_in_batches() {
+    let b = broker().await;
+    let items: Vec<Value> = (0..501)
+        .map(|i| json!({"queue": format!("q{i:03}"), "transactionId": "t", "payload": {}}))
+        .collect();
+    let (s, v) = b.post("/api/v1/push", json!({ "items": items })).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    b.push("q500", "Default", &["second"]).await;
+    b.refresh_stats().await;
+    let v = overview(&b).await;
+    assert_eq!(
+        (&v["queues"], &v["partitions"], &v["messages"]["total"]),
+        (&json!(501), &json!(501), &json!(502)),
+        "{v}"
+    );
+    let (_, v) = b.get("/api/v1/resources/queues?search=q500").await;
+    assert_eq!(v["queues"][0]["messages"]["total"], 2, "{v}");
+}

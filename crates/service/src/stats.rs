@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use regent_store::in_transaction;
-use regent_store::stats::{self, Lagging, TOP_LAGGING};
+use regent_store::stats::{self, Lagging, QUEUES_PER_STATEMENT, TOP_LAGGING};
+use uuid::Uuid;
 
 use crate::{Error, Service};
 
@@ -32,6 +33,18 @@ fn keep_oldest(all: &mut Vec<Lagging>) {
     all.truncate(TOP_LAGGING);
 }
 
+/// The queues (sorted by tenant) grouped by tenant.
+fn by_tenant(queues: &[(String, Uuid)]) -> Vec<(&str, Vec<Uuid>)> {
+    let mut out: Vec<(&str, Vec<Uuid>)> = Vec::new();
+    for (tenant, id) in queues {
+        match out.last_mut() {
+            Some((t, ids)) if *t == tenant.as_str() => ids.push(*id),
+            _ => out.push((tenant.as_str(), vec![*id])),
+        }
+    }
+    out
+}
+
 impl Service {
     /// Runs a round unless another broker's runs or ran less than half an interval ago;
     /// with `force`, waits for a running round and then runs one, so the counts include
@@ -44,14 +57,13 @@ impl Service {
                 return Ok(None);
             }
             let queues = stats::queues(tx).await?;
-            let mut lagging: Vec<Lagging> = Vec::new();
-            for (i, (tenant, queue)) in queues.iter().enumerate() {
-                lagging.extend(stats::recount_queue(tx, tenant, *queue).await?);
-                if queues.get(i + 1).map(|(t, _)| t) != Some(tenant) {
-                    keep_oldest(&mut lagging);
-                    stats::write_lagging(tx, tenant, &lagging).await?;
-                    lagging.clear();
+            for (tenant, ids) in by_tenant(&queues) {
+                let mut lagging: Vec<Lagging> = Vec::new();
+                for chunk in ids.chunks(QUEUES_PER_STATEMENT) {
+                    lagging.extend(stats::recount(tx, tenant, chunk).await?);
                 }
+                keep_oldest(&mut lagging);
+                stats::write_lagging(tx, tenant, &lagging).await?;
             }
             stats::finish_round(tx).await?;
             Ok(Some(queues.len()))

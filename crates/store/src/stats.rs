@@ -82,10 +82,10 @@ pub struct Lagging {
     pub oldest_unread_at: DateTime<Utc>,
 }
 
-impl Lagging {
-    fn from_row(queue_id: Uuid, r: &Row) -> Lagging {
+impl From<&Row> for Lagging {
+    fn from(r: &Row) -> Lagging {
         Lagging {
-            queue_id,
+            queue_id: r.get("queue_id"),
             partition_id: r.get("partition_id"),
             partition: r.get("partition_name"),
             group: r.get("consumer_group"),
@@ -95,14 +95,14 @@ impl Lagging {
     }
 }
 
-/// The partitions of the queue and its cursors, each cursor with its first unread message's
-/// time (one index probe of the log per cursor behind its partition's end).
+/// The partitions of the queues and their cursors, each cursor with its first unread
+/// message's time (one index probe of the log per cursor behind its partition's end).
 const CURSORS: &str = "
     parts AS MATERIALIZED (
-        SELECT p.id, p.name, p.next_offset, p.first_offset, p.last_push_at
-          FROM partitions p WHERE p.queue_id = $1),
+        SELECT p.id, p.queue_id, p.name, p.next_offset, p.first_offset, p.last_push_at
+          FROM partitions p WHERE p.queue_id = ANY($1)),
     cur AS MATERIALIZED (
-        SELECT c.partition_id, c.consumer_group, c.committed, c.retry_count,
+        SELECT c.queue_id, c.partition_id, c.consumer_group, c.committed, c.retry_count,
                p.name AS partition_name, p.last_push_at,
                CASE WHEN c.lease_id IS NOT NULL AND c.lease_expires_at > now()
                     THEN c.lease_end - c.committed END AS leased,
@@ -114,45 +114,47 @@ const CURSORS: &str = "
                SELECT g.created_at FROM segments g
                 WHERE g.partition_id = p.id AND g.end_offset > c.committed
                 ORDER BY g.end_offset LIMIT 1) o ON c.committed < p.next_offset - 1
-         WHERE c.queue_id = $1)";
+         WHERE c.queue_id = ANY($1))";
 
 /// Per partition, the counts the queue pages show (as `overview::PER_PARTITION` counts).
 const PER_PARTITION: &str = "
     per AS MATERIALIZED (
-        SELECT p.name, p.next_offset - p.first_offset AS total,
+        SELECT p.queue_id, p.name, p.next_offset - p.first_offset AS total,
                p.next_offset - 1 - coalesce(min(c.committed), p.first_offset - 1) AS pending,
                coalesce(max(c.leased), 0) AS processing,
                greatest(coalesce(max(c.committed), p.first_offset - 1) + 1 - p.first_offset, 0)
                  AS completed,
                CASE WHEN bool_or(c.retry_count > 0) THEN 1 ELSE 0 END AS failed
           FROM parts p LEFT JOIN cur c ON c.partition_id = p.id
-         GROUP BY p.id, p.name, p.next_offset, p.first_offset)";
+         GROUP BY p.id, p.queue_id, p.name, p.next_offset, p.first_offset)";
 
-/// Every group of the queue (a cursor or a subscription) and its backlog on every
+/// Every group of each queue (a cursor or a subscription) and its backlog on every
 /// partition; a partition it has no cursor on counts from where its first pop would start.
 macro_rules! group_depth {
     () => {
         concat!(
             "
     groups AS MATERIALIZED (
-        SELECT g.consumer_group, s.start_after
-          FROM (SELECT consumer_group FROM cur
-                UNION SELECT consumer_group FROM subscriptions WHERE queue_id = $1) g
-          LEFT JOIN subscriptions s ON s.queue_id = $1 AND s.consumer_group = g.consumer_group),
+        SELECT g.queue_id, g.consumer_group, s.start_after
+          FROM (SELECT queue_id, consumer_group FROM cur
+                UNION SELECT queue_id, consumer_group FROM subscriptions
+                       WHERE queue_id = ANY($1)) g
+          LEFT JOIN subscriptions s
+                 ON s.queue_id = g.queue_id AND s.consumer_group = g.consumer_group),
     depth AS MATERIALIZED (
-        SELECT gr.consumer_group, p.name,
+        SELECT gr.queue_id, gr.consumer_group, p.name,
                p.next_offset - 1 - coalesce(c.committed,
                    CASE WHEN gr.start_after IS NULL THEN p.first_offset - 1
                         ELSE ",
             last_offset_at!("p.id", "gr.start_after"),
             " END) AS pending
-          FROM groups gr CROSS JOIN parts p
+          FROM groups gr JOIN parts p ON p.queue_id = gr.queue_id
           LEFT JOIN cur c ON c.partition_id = p.id AND c.consumer_group = gr.consumer_group)"
         )
     };
 }
 
-const QUEUE_ROW: &str = "
+const QUEUE_ROWS: &str = "
     qs AS (
         INSERT INTO queue_stats AS s (
             queue_id, tenant, partitions, partitions_pending, total, pending, processing,
@@ -160,34 +162,42 @@ const QUEUE_ROW: &str = "
             time_lag_avg, time_lag_median, time_lag_min, time_lag_max,
             offset_lag_avg, offset_lag_median, offset_lag_min, offset_lag_max,
             top_partitions, top_pending, refreshed_at)
-        SELECT $1, $2, a.partitions, a.partitions_pending, a.total, a.pending, a.processing,
-               a.completed, a.failed,
-               (SELECT count(*) FROM dead_letters d WHERE d.tenant = $2 AND d.queue_id = $1),
-               l.cursors, l.t_avg, l.t_median, l.t_min, l.t_max,
-               l.o_avg, l.o_median, l.o_min, l.o_max, t.names, t.pending, now()
-          FROM (SELECT count(*) AS partitions, count(*) FILTER (WHERE pending > 0)
-                         AS partitions_pending,
-                       coalesce(sum(total), 0)::bigint AS total,
-                       coalesce(sum(pending), 0)::bigint AS pending,
-                       coalesce(sum(processing), 0)::bigint AS processing,
-                       coalesce(sum(completed), 0)::bigint AS completed,
-                       coalesce(sum(failed), 0)::bigint AS failed
-                  FROM per) a,
-               (SELECT count(*) AS cursors,
-                       coalesce(avg(t), 0) AS t_avg,
-                       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY t), 0) AS t_median,
-                       coalesce(min(t), 0) AS t_min, coalesce(max(t), 0) AS t_max,
-                       coalesce(avg(o), 0) AS o_avg,
-                       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY o), 0) AS o_median,
-                       coalesce(min(o), 0) AS o_min, coalesce(max(o), 0) AS o_max
-                  FROM (SELECT coalesce(extract(epoch FROM now() - oldest_unread_at), 0)::float8
-                                 AS t,
-                               behind::float8 AS o
-                          FROM cur) x) l,
-               (SELECT coalesce(array_agg(name ORDER BY pending DESC, name), '{}') AS names,
-                       coalesce(array_agg(pending ORDER BY pending DESC, name), '{}') AS pending
-                  FROM (SELECT name, pending FROM per WHERE pending > 0
-                         ORDER BY pending DESC, name LIMIT $3) top) t
+        SELECT q.id, $2, coalesce(a.partitions, 0), coalesce(a.partitions_pending, 0),
+               coalesce(a.total, 0), coalesce(a.pending, 0), coalesce(a.processing, 0),
+               coalesce(a.completed, 0), coalesce(a.failed, 0), coalesce(d.n, 0),
+               coalesce(l.cursors, 0),
+               coalesce(l.t_avg, 0), coalesce(l.t_median, 0), coalesce(l.t_min, 0),
+               coalesce(l.t_max, 0), coalesce(l.o_avg, 0), coalesce(l.o_median, 0),
+               coalesce(l.o_min, 0), coalesce(l.o_max, 0),
+               coalesce(t.names, '{}'), coalesce(t.pending, '{}'), now()
+          FROM unnest($1::uuid[]) AS q(id)
+          LEFT JOIN (SELECT queue_id, count(*) AS partitions,
+                            count(*) FILTER (WHERE pending > 0) AS partitions_pending,
+                            sum(total)::bigint AS total, sum(pending)::bigint AS pending,
+                            sum(processing)::bigint AS processing,
+                            sum(completed)::bigint AS completed, sum(failed)::bigint AS failed
+                       FROM per GROUP BY queue_id) a ON a.queue_id = q.id
+          LEFT JOIN (SELECT queue_id, count(*) AS cursors, avg(t) AS t_avg,
+                            percentile_cont(0.5) WITHIN GROUP (ORDER BY t) AS t_median,
+                            min(t) AS t_min, max(t) AS t_max, avg(o) AS o_avg,
+                            percentile_cont(0.5) WITHIN GROUP (ORDER BY o) AS o_median,
+                            min(o) AS o_min, max(o) AS o_max
+                       FROM (SELECT queue_id,
+                                    coalesce(extract(epoch FROM now() - oldest_unread_at), 0)
+                                      ::float8 AS t,
+                                    behind::float8 AS o
+                               FROM cur) x
+                      GROUP BY queue_id) l ON l.queue_id = q.id
+          LEFT JOIN (SELECT queue_id, array_agg(name ORDER BY pending DESC, name) AS names,
+                            array_agg(pending ORDER BY pending DESC, name) AS pending
+                       FROM (SELECT queue_id, name, pending,
+                                    row_number() OVER (PARTITION BY queue_id
+                                                       ORDER BY pending DESC, name) AS rank
+                               FROM per WHERE pending > 0) r
+                      WHERE rank <= $3 GROUP BY queue_id) t ON t.queue_id = q.id
+          LEFT JOIN (SELECT queue_id, count(*) AS n FROM dead_letters
+                      WHERE tenant = $2 AND queue_id = ANY($1) GROUP BY queue_id) d
+                 ON d.queue_id = q.id
         ON CONFLICT (queue_id) DO UPDATE SET
             partitions = EXCLUDED.partitions, partitions_pending = EXCLUDED.partitions_pending,
             total = EXCLUDED.total, pending = EXCLUDED.pending,
@@ -204,34 +214,37 @@ const QUEUE_ROW: &str = "
 
 const GROUP_ROWS: &str = "
     gone AS (
-        DELETE FROM group_stats
-         WHERE queue_id = $1 AND consumer_group NOT IN (SELECT consumer_group FROM groups)),
+        DELETE FROM group_stats s
+         WHERE s.queue_id = ANY($1)
+           AND NOT EXISTS (SELECT 1 FROM groups g WHERE g.queue_id = s.queue_id
+                              AND g.consumer_group = s.consumer_group)),
     gs AS (
         INSERT INTO group_stats AS s (
             queue_id, consumer_group, tenant, partitions, partitions_with_lag, lag,
             lagging_since, consuming, pending, partitions_pending, top_partitions, top_pending,
             refreshed_at)
-        SELECT $1, g.consumer_group, $2, coalesce(c.partitions, 0), coalesce(c.with_lag, 0),
-               coalesce(c.lag, 0), c.lagging_since, coalesce(c.consuming, false),
-               coalesce(d.pending, 0), coalesce(d.partitions_pending, 0),
-               coalesce(d.names[1:$3], '{}'), coalesce(d.counts[1:$3], '{}'), now()
+        SELECT g.queue_id, g.consumer_group, $2, coalesce(c.partitions, 0),
+               coalesce(c.with_lag, 0), coalesce(c.lag, 0), c.lagging_since,
+               coalesce(c.consuming, false), coalesce(d.pending, 0),
+               coalesce(d.partitions_pending, 0),
+               coalesce(d.names[1:$3::int], '{}'), coalesce(d.counts[1:$3::int], '{}'), now()
           FROM groups g
-          LEFT JOIN (SELECT consumer_group, count(*) AS partitions,
+          LEFT JOIN (SELECT queue_id, consumer_group, count(*) AS partitions,
                             count(*) FILTER (WHERE behind > 0) AS with_lag,
                             sum(behind)::bigint AS lag,
                             min(last_push_at) FILTER (WHERE behind > 0) AS lagging_since,
                             bool_or(committed >= 0 OR leased IS NOT NULL) AS consuming
-                       FROM cur GROUP BY consumer_group) c
-                 ON c.consumer_group = g.consumer_group
-          LEFT JOIN (SELECT consumer_group,
+                       FROM cur GROUP BY queue_id, consumer_group) c
+                 ON c.queue_id = g.queue_id AND c.consumer_group = g.consumer_group
+          LEFT JOIN (SELECT queue_id, consumer_group,
                             coalesce(sum(pending) FILTER (WHERE pending > 0), 0)::bigint AS pending,
                             count(*) FILTER (WHERE pending > 0) AS partitions_pending,
                             array_agg(name ORDER BY pending DESC, name)
                               FILTER (WHERE pending > 0) AS names,
                             array_agg(pending ORDER BY pending DESC, name)
                               FILTER (WHERE pending > 0) AS counts
-                       FROM depth GROUP BY consumer_group) d
-                 ON d.consumer_group = g.consumer_group
+                       FROM depth GROUP BY queue_id, consumer_group) d
+                 ON d.queue_id = g.queue_id AND d.consumer_group = g.consumer_group
         ON CONFLICT (queue_id, consumer_group) DO UPDATE SET
             tenant = EXCLUDED.tenant, partitions = EXCLUDED.partitions,
             partitions_with_lag = EXCLUDED.partitions_with_lag, lag = EXCLUDED.lag,
@@ -240,17 +253,22 @@ const GROUP_ROWS: &str = "
             top_partitions = EXCLUDED.top_partitions, top_pending = EXCLUDED.top_pending,
             refreshed_at = EXCLUDED.refreshed_at)";
 
-/// Recounts one queue into `queue_stats` and `group_stats` in one statement (the log is
-/// probed once per cursor), and returns its cursors whose first unread message is oldest
-/// (at most [`TOP_LAGGING`]) for the tenant's lagging list.
-pub async fn recount_queue(
+/// Queues of one tenant recounted by one statement: a round costs statements in proportion
+/// to queues / this, and each statement's work in proportion to its partitions and cursors.
+pub const QUEUES_PER_STATEMENT: usize = 500;
+
+/// Recounts some queues of one tenant (at most [`QUEUES_PER_STATEMENT`]) into `queue_stats`
+/// and `group_stats` in one statement (the log is probed once per cursor), and returns their
+/// cursors whose first unread message is oldest (at most [`TOP_LAGGING`]) for the tenant's
+/// lagging list.
+pub async fn recount(
     tx: &Transaction<'_>,
     tenant: &str,
-    queue_id: Uuid,
+    queues: &[Uuid],
 ) -> Result<Vec<Lagging>, StoreError> {
     let sql = format!(
-        "WITH {CURSORS}, {PER_PARTITION}, {}, {QUEUE_ROW}, {GROUP_ROWS}
-         SELECT consumer_group, partition_id, partition_name, behind, oldest_unread_at
+        "WITH {CURSORS}, {PER_PARTITION}, {}, {QUEUE_ROWS}, {GROUP_ROWS}
+         SELECT queue_id, consumer_group, partition_id, partition_name, behind, oldest_unread_at
            FROM cur WHERE oldest_unread_at IS NOT NULL
           ORDER BY oldest_unread_at, partition_id, consumer_group LIMIT $4",
         group_depth!()
@@ -259,13 +277,10 @@ pub async fn recount_queue(
     let rows = tx
         .query(
             &st,
-            &[&queue_id, &tenant, &TOP_PARTITIONS, &(TOP_LAGGING as i64)],
+            &[&queues, &tenant, &TOP_PARTITIONS, &(TOP_LAGGING as i64)],
         )
         .await?;
-    Ok(rows
-        .iter()
-        .map(|r| Lagging::from_row(queue_id, r))
-        .collect())
+    Ok(rows.iter().map(Lagging::from).collect())
 }
 
 /// Replaces the tenant's lagging list.
