@@ -63,8 +63,9 @@ sleep 6  # one series flush
 one=$(cat /tmp/regent-inspect-message)
 # The stats rounds (every STATS_INTERVAL_MS, 10 s): what one costs at this size, forced.
 for _ in 1 2 3; do
-    curl -s -X POST "$url/api/v1/stats/refresh" | python3 -c \
-        'import json,sys; v=json.load(sys.stdin); print(f"stats round: {v[\"tookMs\"]:.0f} ms over {v[\"queues\"]} queues")'
+    curl -s -X POST "$url/api/v1/stats/refresh" | python3 -c 'import json, sys
+v = json.load(sys.stdin)
+print("stats round: %.0f ms over %d queues" % (v["tookMs"], v["queues"]))'
 done
 echo "cursors: $(sql "SELECT count(*) FROM cursors"); dead letters: $(sql "SELECT count(*) FROM dead_letters")"
 

@@ -6,11 +6,11 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
-use regent::http::auth::{mint, Minted};
+
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::support::{broker_with, Broker};
+use crate::support::{broker_with, tenant_token, Broker};
 
 /// Long enough that the background sampler never writes during a test: the tests sample
 /// when they mean to.
@@ -558,15 +558,7 @@ async fn samples_expire_in_bounded_batches_and_the_sampler_writes_and_expires_on
 const SECRET: &str = "fleet-secret";
 
 fn token(tenant: &str, role: &str) -> String {
-    mint(
-        SECRET,
-        &Minted {
-            role,
-            tenant: Some(tenant),
-            sub: None,
-            expires_in_secs: Some(600),
-        },
-    )
+    tenant_token(SECRET, tenant, role)
 }
 
 #[tokio::test]

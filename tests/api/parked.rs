@@ -3,11 +3,10 @@
 
 use std::time::Duration;
 
-use regent::http::auth::{mint, Minted};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::support::{broker_with, Broker};
+use crate::support::{broker_with, tenant_token, Broker};
 
 const SECRET: &str = "parked-secret";
 /// The background sampler never writes during a test: the tests sample when they mean to.
@@ -15,15 +14,7 @@ const NEVER: u64 = 3_600_000;
 const ROUTE: &str = "/api/v1/analytics/queue-parked-replicas";
 
 fn token(tenant: &str, role: &str) -> String {
-    mint(
-        SECRET,
-        &Minted {
-            role,
-            tenant: Some(tenant),
-            sub: None,
-            expires_in_secs: Some(600),
-        },
-    )
+    tenant_token(SECRET, tenant, role)
 }
 
 async fn get(b: &Broker, tenant: &str, path: &str) -> Value {

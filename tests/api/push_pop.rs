@@ -5,7 +5,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::{broker, broker_with, Broker};
+use crate::support::{broker, broker_with, partition_names, Broker};
 
 const KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 
@@ -900,13 +900,7 @@ async fn queue_detail_counts_what_happened_to_each_partition() {
     b.push("qd", "p2", &["b2"]).await;
     // By name: Default (configure made it), p1, p2.
     let (_, v) = b.get("/api/v1/resources/queues/qd?limit=1&offset=2").await;
-    let names: Vec<&Value> = v["partitions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| &p["name"])
-        .collect();
-    assert_eq!(names, [&json!("p2")], "{v}");
+    assert_eq!(partition_names(&v), ["p2"], "{v}");
     assert_eq!(stats_of(&v, "p2"), stats(2, 2, 0, 0, 0, 0));
     assert_eq!(v["totals"]["total"], 4, "not counted yet: {v}");
 

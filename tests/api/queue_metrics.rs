@@ -5,24 +5,15 @@
 
 use std::collections::HashSet;
 
-use regent::http::auth::{mint, Minted};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
-use crate::support::{broker, broker_with, Broker};
+use crate::support::{broker, broker_with, tenant_token, Broker};
 
 const SECRET: &str = "queue-metrics-secret";
 
 fn token(tenant: &str, role: &str) -> String {
-    mint(
-        SECRET,
-        &Minted {
-            role,
-            tenant: Some(tenant),
-            sub: None,
-            expires_in_secs: Some(600),
-        },
-    )
+    tenant_token(SECRET, tenant, role)
 }
 
 /// An exposition's text, checked: the Prometheus content type, every sample after its

@@ -55,7 +55,7 @@ async fn a_deleted_queue_is_not_counted_and_rounds_do_not_pile_up() {
     let skipped = service.refresh_stats(false).await.unwrap();
     assert!(
         !skipped.ran,
-        "the last round started less than half an interval ago"
+        "the last round finished less than an interval ago"
     );
     let forced = service.refresh_stats(true).await.unwrap();
     assert!(forced.ran && forced.queues == 1, "{forced:?}");
@@ -141,4 +141,40 @@ async fn a_round_counts_every_queue_of_a_tenant_in_batches() {
     );
     let (_, v) = b.get("/api/v1/resources/queues?search=q500").await;
     assert_eq!(v["queues"][0]["messages"]["total"], 2, "{v}");
+}
+
+/// After a round, the fleet pauses at least an interval and four times the round's length,
+/// so large rounds cannot keep the database busy.
+#[tokio::test]
+async fn a_long_round_is_followed_by_a_pause_four_times_as_long() {
+    let b = broker_with(|c| c.stats_interval_ms = 1000).await;
+    let service = &b.server.as_ref().unwrap().service;
+    let db = b.db().await;
+    let last_round = |took: i32, ago: i32| {
+        format!(
+            "UPDATE stats_rounds SET started_at = now() - make_interval(secs => {}),
+                                     finished_at = now() - make_interval(secs => {ago})",
+            took + ago
+        )
+    };
+    // Whether a round (this call's or the broker's own) finished in the last 5 s.
+    let recent = || async {
+        let sql = "SELECT finished_at > now() - interval '5 s' AS recent FROM stats_rounds";
+        db.query_one(sql, &[])
+            .await
+            .unwrap()
+            .get::<_, bool>("recent")
+    };
+    // A 10 s round that finished 30 s ago: 40 s of pause are due.
+    db.execute(&last_round(10, 30), &[]).await.unwrap();
+    assert!(
+        !service.refresh_stats(false).await.unwrap().ran,
+        "still paused"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    assert!(!recent().await, "the broker's own rounds pause too");
+    // 41 s ago: due, for this call or for the broker's next look.
+    db.execute(&last_round(10, 41), &[]).await.unwrap();
+    let ran = service.refresh_stats(false).await.unwrap().ran;
+    assert!(ran || recent().await, "due");
 }

@@ -4,7 +4,7 @@
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::{broker, Broker};
+use crate::support::{broker, partition_names, Broker};
 
 /// Three messages pushed to `orders/p1`, two of them popped and acked (one dead-lettered),
 /// one pushed to `logs`; the series flushed.
@@ -134,13 +134,7 @@ async fn the_queue_pages_list_configure_and_page_messages() {
     );
     // A page of one partition, by name; the totals still cover the whole queue.
     let (_, v) = b.get("/api/v1/status/queues/orders?limit=1&offset=1").await;
-    let names: Vec<&Value> = v["partitions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| &p["name"])
-        .collect();
-    assert_eq!(names, [&json!("p1")], "{v}");
+    assert_eq!(partition_names(&v), ["p1"], "{v}");
     assert_eq!(v["totals"]["total"], 3, "{v}");
     let (s, v) = b.get("/api/v1/status/queues/nope").await;
     assert_eq!(

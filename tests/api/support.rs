@@ -384,3 +384,28 @@ impl Broker {
         start_on(test_config(tune), db_url.to_string()).await
     }
 }
+
+/// An HS256 token signed with `secret` for `tenant` and `role`, valid for ten minutes.
+pub fn tenant_token(secret: &str, tenant: &str, role: &str) -> String {
+    regent::http::auth::mint(
+        secret,
+        &regent::http::auth::Minted {
+            role,
+            tenant: Some(tenant),
+            sub: None,
+            expires_in_secs: Some(600),
+        },
+    )
+}
+
+/// The `name` of each element of an answer's `partitions`, in order.
+pub fn partition_names(v: &Value) -> Vec<String> {
+    v["partitions"]
+        .as_array()
+        .map(|ps| {
+            ps.iter()
+                .filter_map(|p| p["name"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}

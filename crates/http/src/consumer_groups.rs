@@ -45,7 +45,7 @@ pub async fn list(
 }
 
 /// `GET /api/v1/consumer-groups/:group`: a page of the group's cursors (`limit`, 1,000 by
-/// default, `offset`; by queue, then partition), counted now and keyed by queue name; `{}`
+/// default, `offset`; pages in partition creation order), counted now and keyed by queue name; `{}`
 /// for a group with none. Regent keeps no worker ids nor consumption times: `workerId` and
 /// `lastConsumedAt` are null.
 pub async fn detail(

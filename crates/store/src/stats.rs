@@ -16,29 +16,43 @@ pub const TOP_PARTITIONS: i64 = 100;
 /// Lagging cursors kept per tenant: those whose first unread message is oldest.
 pub const TOP_LAGGING: usize = 1000;
 
-/// Takes the round if the last one started more than `min_gap` ago (or always, with
-/// `force`). A round already running holds the row: without `force` this broker skips at
-/// once; with it, it waits for that round and then runs its own, which sees every write
-/// committed before the call.
+/// How much longer than a round the pause after it is at least: rounds then take at most a
+/// fifth of one database connection's time, however large the fleet grows.
+pub const PAUSE_PER_ROUND: f64 = 4.0;
+
+/// Takes the round if the last one finished more than `interval` ago, and more than
+/// [`PAUSE_PER_ROUND`] times its own length ago (or always, with `force`). A round already
+/// running holds the row: without `force` this broker skips at once; with it, it waits for
+/// that round and then runs its own, which sees every write committed before the call.
+/// The round's statements run without JIT (their row estimates over CTEs are wild, and
+/// compiling them cost more than running them) and with room to sort in memory.
 pub async fn begin_round(
     tx: &Transaction<'_>,
     force: bool,
-    min_gap: std::time::Duration,
+    interval: std::time::Duration,
 ) -> Result<bool, StoreError> {
     let st = tx
         .prepare_cached(
             "UPDATE stats_rounds SET started_at = now()
               WHERE id = (SELECT id FROM stats_rounds
-                           WHERE $1 OR started_at < now() - make_interval(secs => $2)
+                           WHERE $1 OR finished_at IS NULL
+                              OR finished_at < now() - greatest(
+                                     make_interval(secs => $2),
+                                     $3 * (finished_at - started_at))
                            FOR UPDATE SKIP LOCKED)
                  OR ($1 AND id = 1)
              RETURNING id",
         )
         .await?;
-    Ok(tx
-        .query_opt(&st, &[&force, &min_gap.as_secs_f64()])
+    let taken = tx
+        .query_opt(&st, &[&force, &interval.as_secs_f64(), &PAUSE_PER_ROUND])
         .await?
-        .is_some())
+        .is_some();
+    if taken {
+        tx.batch_execute("SET LOCAL jit = off; SET LOCAL work_mem = '64MB'")
+            .await?;
+    }
+    Ok(taken)
 }
 
 /// Marks the round finished and drops the rows of queues deleted since the last one.

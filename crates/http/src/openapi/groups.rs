@@ -69,7 +69,7 @@ The cursors whose first unread message is older than `minLagSeconds`, longest fi
             ))),
         Entry::new("consumer groups", Method::GET, "/api/v1/consumer-groups/{group}", "One group's cursors, by queue")
             .about(r#"
-A page of the group's cursors (by queue, then partition; `limit`, `offset`), counted now, as an object keyed by queue name: per partition `totalConsumed`, `offsetLag`, `timeLagSeconds` (since its first unread message was appended), `leaseActive`. Regent keeps no worker ids or consumption times (`workerId`, `lastConsumedAt` null). `{}` for an unknown group. Python: `Admin.get_consumer_group(name)`.
+A page of the group's cursors (`limit`, `offset`; pages in the order partitions were created, so a page is read off the cursors' index; within a page by queue, then partition), counted now, as an object keyed by queue name: per partition `totalConsumed`, `offsetLag`, `timeLagSeconds` (since its first unread message was appended), `leaseActive`. Regent keeps no worker ids or consumption times (`workerId`, `lastConsumedAt` null). `{}` for an unknown group. Python: `Admin.get_consumer_group(name)`.
 "#)
             .query("limit", int_param(1000, Some(1), Some(10_000)), "Cursors per page.")
             .query("offset", int_param(0, Some(0), None), "Cursors to skip.")
