@@ -1,7 +1,8 @@
-//! The stats rounds (spec §9's stats table): every [`Service::stats_interval`] one broker of
-//! the fleet recounts every queue into the snapshot the inspection routes read
-//! (`regent_store::stats`), so a read costs a few rows however many partitions and cursors
-//! there are; `POST /api/v1/stats/refresh` runs a round at once and waits for it.
+//! The stats rounds (spec §9's stats table): whenever one is due (`STATS_INTERVAL_MS` after
+//! the last, and four times its length) one broker of the fleet recounts every queue into
+//! the snapshot the inspection routes read (`regent_store::stats`), so a read costs a few
+//! rows however many partitions and cursors there are; `POST /api/v1/stats/refresh` runs a
+//! round at once and waits for it.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
