@@ -356,6 +356,10 @@ async fn the_group_list_says_how_far_behind_each_group_is() {
         (&json!("late"), &json!("l2"), &json!(0), &json!("new"))
     );
     assert!(late["subscriptionTimestamp"].is_string(), "{late}");
+    // Paged, by group then queue.
+    let (_, v) = b.get("/api/v1/consumer-groups?limit=1&offset=1").await;
+    let names: Vec<&Value> = v.as_array().unwrap().iter().map(|g| &g["name"]).collect();
+    assert_eq!(names, [&json!("late")], "{v}");
 
     // The unread partition's last push ten minutes ago: g is lagging.
     b.db()

@@ -112,6 +112,15 @@ async fn namespaces_and_tasks_roll_up_their_queues_by_name() {
              "messages": {"total": 1, "pending": 1}},
         ])
     );
+    // A page of one, from the second.
+    let (_, v) = b.get("/api/v1/resources/namespaces?limit=1&offset=1").await;
+    let names: Vec<&Value> = v["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| &n["namespace"])
+        .collect();
+    assert_eq!(names, [&json!("logs")], "{v}");
     let (_, v) = b.get("/api/v1/resources/tasks").await;
     assert_eq!(
         v["tasks"],

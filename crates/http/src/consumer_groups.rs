@@ -14,19 +14,22 @@ use super::body::RawBody;
 use super::error::ApiError;
 use super::params::Params;
 use super::path::PathParams;
+use super::resources::page;
 use super::time::millis;
 use super::{AppState, State};
 use regent_broker::group_state::group_state;
 use regent_service::groups::{Seek, SeekTo};
 use regent_service::queues::Page;
 
-/// `GET /api/v1/consumer-groups`: one element per (group, queue) the group has cursors on,
-/// `__QUEUE_MODE__` included. `totalLag` is the real count of messages after the cursors.
+/// `GET /api/v1/consumer-groups`: a page (`limit` 1,000, `offset`) of elements, one per
+/// (group, queue) the group has cursors on, `__QUEUE_MODE__` included. `totalLag` is the
+/// real count of messages after the cursors.
 pub async fn list(
     AxState(s): State,
     Extension(who): Extension<Principal>,
+    p: Params,
 ) -> Result<Json<Value>, ApiError> {
-    let rows = s.service.consumer_groups(&who.tenant).await?;
+    let rows = s.service.consumer_groups(&who.tenant, page(&p)).await?;
     let out: Vec<Value> = rows
         .into_iter()
         .map(|g| {
@@ -54,11 +57,10 @@ pub async fn detail(
     PathParams(group): PathParams<String>,
     p: Params,
 ) -> Result<Json<Value>, ApiError> {
-    let page = Page {
-        limit: p.int("limit").unwrap_or(1000).clamp(1, 10_000),
-        offset: p.int("offset").unwrap_or(0).max(0),
-    };
-    let rows = s.service.group_cursors(&who.tenant, &group, page).await?;
+    let rows = s
+        .service
+        .group_cursors(&who.tenant, &group, page(&p))
+        .await?;
     let mut out = serde_json::Map::new();
     for r in rows {
         let entry = out

@@ -69,9 +69,9 @@ pub(super) fn stats_age_secs(age: Option<f64>) -> Value {
     }
 }
 
-/// The page of partitions a queue page shows: `limit` (1,000 by default, at most 10,000)
-/// from `offset`, by name.
-pub(super) fn partition_page(p: &Params) -> Page {
+/// The page of a listing asked for: `limit` (1,000 by default, at most 10,000) from
+/// `offset`.
+pub(super) fn page(p: &Params) -> Page {
     Page {
         limit: p.int("limit").unwrap_or(1000).clamp(1, 10_000),
         offset: p.int("offset").unwrap_or(0).max(0),
@@ -87,7 +87,7 @@ pub async fn get_queue(
     PathParams(queue): PathParams<String>,
     p: Params,
 ) -> Result<Json<Value>, ApiError> {
-    let page = partition_page(&p);
+    let page = page(&p);
     let Some(d) = s.service.queue_detail(&who.tenant, &queue, page).await? else {
         return Err(ApiError::NotFound("Queue not found".into()));
     };
@@ -186,13 +186,18 @@ pub async fn overview(
     })))
 }
 
-async fn rollup(s: &super::AppState, tenant: &str, by: Label) -> Result<Vec<Value>, ApiError> {
+async fn rollup(
+    s: &super::AppState,
+    tenant: &str,
+    by: Label,
+    page: Page,
+) -> Result<Vec<Value>, ApiError> {
     let key = match by {
         Label::Namespace => "namespace",
         Label::Task => "task",
     };
     Ok(s.service
-        .rollup(tenant, by)
+        .rollup(tenant, by, page)
         .await?
         .iter()
         .map(|r| {
@@ -204,19 +209,23 @@ async fn rollup(s: &super::AppState, tenant: &str, by: Label) -> Result<Vec<Valu
         .collect())
 }
 
+/// A page (`limit` 1,000, `offset`) of the tenant's namespaces, by name.
 pub async fn namespaces(
     AxState(s): State,
     Extension(who): Extension<Principal>,
+    p: Params,
 ) -> Result<Json<Value>, ApiError> {
-    let listed = rollup(&s, &who.tenant, Label::Namespace).await?;
+    let listed = rollup(&s, &who.tenant, Label::Namespace, page(&p)).await?;
     Ok(Json(json!({ "namespaces": listed })))
 }
 
+/// A page (`limit` 1,000, `offset`) of the tenant's tasks, by name.
 pub async fn tasks(
     AxState(s): State,
     Extension(who): Extension<Principal>,
+    p: Params,
 ) -> Result<Json<Value>, ApiError> {
-    let listed = rollup(&s, &who.tenant, Label::Task).await?;
+    let listed = rollup(&s, &who.tenant, Label::Task, page(&p)).await?;
     Ok(Json(json!({ "tasks": listed })))
 }
 

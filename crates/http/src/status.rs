@@ -13,7 +13,7 @@ use super::params::Params;
 use super::path::PathParams;
 use super::resources::stats_age;
 use super::resources::{
-    messages_json, pagination, partition_page, queue_summary, stats, stats_age_secs, totals,
+    messages_json, page, pagination, queue_summary, stats, stats_age_secs, totals,
 };
 use super::time::{instant, millis};
 use super::State;
@@ -147,7 +147,7 @@ pub async fn queue(
     PathParams(name): PathParams<String>,
     p: Params,
 ) -> Result<Json<Value>, ApiError> {
-    let page = partition_page(&p);
+    let page = page(&p);
     let Some(d) = s.service.queue_detail(&who.tenant, &name, page).await? else {
         return Err(ApiError::NotFound("Queue not found".into()));
     };

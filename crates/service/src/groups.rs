@@ -15,9 +15,13 @@ use crate::{Error, Service};
 impl Service {
     /// Every (group, queue) pair of the tenant with at least one cursor, from the stats
     /// snapshot.
-    pub async fn consumer_groups(&self, tenant: &str) -> Result<Vec<GroupOnQueue>, Error> {
+    pub async fn consumer_groups(
+        &self,
+        tenant: &str,
+        page: Page,
+    ) -> Result<Vec<GroupOnQueue>, Error> {
         let client = self.store.client().await?;
-        Ok(groups::list(&client, tenant).await?)
+        Ok(groups::list(&client, tenant, page.limit, page.offset).await?)
     }
 
     /// A page of one group's cursors, each with its lag counted now.

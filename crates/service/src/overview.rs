@@ -8,6 +8,7 @@ pub use regent_store::overview::{
 };
 pub use regent_store::series::{Counts, Filter, QueueCounts};
 
+use crate::queues::Page;
 use crate::{Error, Service};
 
 /// The span the overview's throughput is averaged over (Queen's: the last 5 minutes).
@@ -36,9 +37,9 @@ impl Service {
         Ok((o, throughput))
     }
 
-    pub async fn rollup(&self, tenant: &str, by: Label) -> Result<Vec<Rollup>, Error> {
+    pub async fn rollup(&self, tenant: &str, by: Label, page: Page) -> Result<Vec<Rollup>, Error> {
         let client = self.store.client().await?;
-        Ok(regent_store::overview::rollup(&client, tenant, by).await?)
+        Ok(regent_store::overview::rollup(&client, tenant, by, page.limit, page.offset).await?)
     }
 
     /// A page of the tenant's partitions and how many there are.

@@ -30,9 +30,14 @@ pub struct GroupOnQueue {
     pub joined_at: Option<DateTime<Utc>>,
 }
 
-/// Every (group, queue) pair of the tenant with at least one cursor, by group, then queue,
-/// as the last stats round counted them.
-pub async fn list(client: &Client, tenant: &str) -> Result<Vec<GroupOnQueue>, StoreError> {
+/// A page of the (group, queue) pairs of the tenant with at least one cursor, by group,
+/// then queue, as the last stats round counted them.
+pub async fn list(
+    client: &Client,
+    tenant: &str,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<GroupOnQueue>, StoreError> {
     let st = client
         .prepare_cached(
             "SELECT g.consumer_group, q.name AS queue, g.partitions, g.partitions_with_lag,
@@ -45,11 +50,11 @@ pub async fn list(client: &Client, tenant: &str) -> Result<Vec<GroupOnQueue>, St
                LEFT JOIN subscriptions s
                       ON s.queue_id = g.queue_id AND s.consumer_group = g.consumer_group
               WHERE g.tenant = $1 AND g.partitions > 0
-              ORDER BY g.consumer_group, q.name",
+              ORDER BY g.consumer_group, q.name LIMIT $2 OFFSET $3",
         )
         .await?;
     Ok(client
-        .query(&st, &[&tenant])
+        .query(&st, &[&tenant, &limit, &offset])
         .await?
         .iter()
         .map(|r| GroupOnQueue {

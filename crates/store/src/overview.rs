@@ -177,9 +177,15 @@ pub struct Rollup {
     pub messages: Messages,
 }
 
-/// Every namespace (or task) of the tenant's queues, by name, counted from the stats
-/// snapshot; queues without one are not listed.
-pub async fn rollup(client: &Client, tenant: &str, by: Label) -> Result<Vec<Rollup>, StoreError> {
+/// A page of the namespaces (or tasks) of the tenant's queues, by name, counted from the
+/// stats snapshot; queues without one are not listed.
+pub async fn rollup(
+    client: &Client,
+    tenant: &str,
+    by: Label,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<Rollup>, StoreError> {
     let label = match by {
         Label::Namespace => "namespace",
         Label::Task => "task",
@@ -188,11 +194,11 @@ pub async fn rollup(client: &Client, tenant: &str, by: Label) -> Result<Vec<Roll
         "WITH {COUNTED} q.{label} <> '')
          SELECT {label} AS label, count(*) AS queues,
                 coalesce(sum(partitions), 0)::bigint AS partitions, {SUMS}
-           FROM counted GROUP BY {label} ORDER BY {label}"
+           FROM counted GROUP BY {label} ORDER BY {label} LIMIT $2 OFFSET $3"
     );
     let st = client.prepare_cached(&sql).await?;
     Ok(client
-        .query(&st, &[&tenant])
+        .query(&st, &[&tenant, &limit, &offset])
         .await?
         .iter()
         .map(|r| Rollup {

@@ -185,8 +185,11 @@ pub async fn buckets(
         .collect())
 }
 
-/// Each filtered queue's counts over [from, to), with its labels, by name; queues with
-/// nothing counted included (zeros).
+/// Queues the status page lists at most (by name).
+pub const STATUS_QUEUES: i64 = 1000;
+
+/// Each filtered queue's counts over [from, to), with its labels, by name (the first
+/// [`STATUS_QUEUES`]); queues with nothing counted included (zeros).
 pub async fn per_queue(
     client: &Client,
     tenant: &str,
@@ -200,11 +203,22 @@ pub async fn per_queue(
            FROM queues q
            LEFT JOIN queue_minutes m ON m.queue_id = q.id AND m.minute >= $5 AND m.minute < $6
           WHERE {FILTERED}
-          GROUP BY q.id ORDER BY q.name"
+          GROUP BY q.id ORDER BY q.name LIMIT $7"
     );
     let st = client.prepare_cached(&sql).await?;
     let rows = client
-        .query(&st, &[&tenant, &f.queue, &f.namespace, &f.task, &from, &to])
+        .query(
+            &st,
+            &[
+                &tenant,
+                &f.queue,
+                &f.namespace,
+                &f.task,
+                &from,
+                &to,
+                &STATUS_QUEUES,
+            ],
+        )
         .await?;
     Ok(rows
         .iter()

@@ -36,8 +36,10 @@ pub(super) fn entries() -> Vec<Entry> {
     vec![
         Entry::new("consumer groups", Method::GET, "/api/v1/consumer-groups", "Consumer groups on each queue")
             .about(r#"
-A top-level array with one element per (group, queue) the group has cursors on, `__QUEUE_MODE__` included: `members` (partitions), `partitionsWithLag`, `totalLag` (messages after the cursors; Queen 0.15 always sends null), `maxTimeLag` (seconds since the last push to a partition it has not read to the end), `state` (`Lagging` past 300 s, else `Stable` while it consumes, else `Dead`) and its subscription. `[]` with no groups (Queen 0.15 sends an empty body). Python: `Admin.list_consumer_groups()`.
+A top-level array with one element per (group, queue) the group has cursors on, `__QUEUE_MODE__` included, from the stats snapshot, a page at a time (by group, then queue): `members` (partitions), `partitionsWithLag`, `totalLag` (messages after the cursors; Queen 0.15 always sends null), `maxTimeLag` (seconds since the last push to a partition it has not read to the end), `state` (`Lagging` past 300 s, else `Stable` while it consumes, else `Dead`) and its subscription. `[]` with no groups (Queen 0.15 sends an empty body). Python: `Admin.list_consumer_groups()`.
 "#)
+            .query("limit", int_param(1000, Some(1), Some(10_000)), "Page size.")
+            .query("offset", int_param(0, Some(0), None), "(group, queue) pairs to skip.")
             .reply(200, "The groups.", array(obj(
                 &["name", "topics", "queueName", "members", "partitionsWithLag", "totalLag", "maxTimeLag", "state",
                   "subscriptionMode", "subscriptionTimestamp", "subscriptionCreatedAt"],

@@ -131,11 +131,15 @@ Deletes the queue with its partitions, log, cursors, leases, buffered pushes, tr
             }))),
         Entry::new("queues", Method::GET, "/api/v1/resources/namespaces", "Namespaces with their counts")
             .about(r#"
-Each namespace with its `queues`, `partitions` and `messages` (`total`, `pending`, from the stats snapshot), by name; queues without one are not listed. Python: `Admin.get_namespaces()`.
+A page of the namespaces, each with its `queues`, `partitions` and `messages` (`total`, `pending`, from the stats snapshot), by name; queues without one are not listed. Python: `Admin.get_namespaces()`.
 "#)
+            .query("limit", int_param(1000, Some(1), Some(10_000)), "Page size.")
+            .query("offset", int_param(0, Some(0), None), "Namespaces to skip.")
             .reply(200, "The namespaces.", obj(&["namespaces"], json!({ "namespaces": array(rollup("namespace")) }))),
         Entry::new("queues", Method::GET, "/api/v1/resources/tasks", "Tasks with their counts")
             .about("As the namespaces, by task. Python: `Admin.get_tasks()`.")
+            .query("limit", int_param(1000, Some(1), Some(10_000)), "Page size.")
+            .query("offset", int_param(0, Some(0), None), "Tasks to skip.")
             .reply(200, "The tasks.", obj(&["tasks"], json!({ "tasks": array(rollup("task")) }))),
         Entry::new("queues", Method::GET, "/api/v1/resources/queues/{queue}/depth", "A queue's backlog")
             .about(r#"
