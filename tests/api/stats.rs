@@ -178,3 +178,26 @@ async fn a_long_round_is_followed_by_a_pause_four_times_as_long() {
     let ran = service.refresh_stats(false).await.unwrap().ran;
     assert!(ran || recent().await, "due");
 }
+
+/// The per-queue series name at most the window's 100 busiest queues.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_queue_series_name_the_windows_busiest_queues_only() {
+    let b = broker().await;
+    let items: Vec<Value> = (0..101)
+        .map(|i| json!({"queue": format!("s{i:03}"), "transactionId": "t", "payload": {}}))
+        .collect();
+    let (s, v) = b.post("/api/v1/push", json!({ "items": items })).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    // s100 pushed most: it is among the busiest.
+    b.push("s100", "Default", &["2", "3"]).await;
+    b.flush_series().await;
+    let (_, v) = b.get("/api/v1/analytics/queue-ops").await;
+    let queues: Vec<&str> = v["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["queue"].as_str().unwrap())
+        .collect();
+    assert_eq!(queues.len(), 100, "{v}");
+    assert!(queues.contains(&"s100"), "{queues:?}");
+}

@@ -151,8 +151,12 @@ pub struct Span<'a> {
     pub bucket_minutes: i32,
 }
 
-/// The counts per bucket (and per queue with `by_queue`; the name is then `Some`), oldest
-/// first, then by queue name. Buckets with nothing counted are absent.
+/// Queues a per-queue series shows at most: the window's busiest.
+pub const SERIES_QUEUES: i64 = 100;
+
+/// The counts per bucket (and per queue with `by_queue`, for the [`SERIES_QUEUES`] queues
+/// that counted most in the window; the name is then `Some`), oldest first, then by queue
+/// name. Buckets with nothing counted are absent.
 pub async fn buckets(
     client: &Client,
     tenant: &str,
@@ -165,11 +169,18 @@ pub async fn buckets(
                 {SUMS}
            FROM queue_minutes m JOIN queues q ON q.id = m.queue_id
           WHERE {FILTERED} AND m.minute >= $5 AND m.minute < $6
+            AND (NOT $8 OR m.queue_id IN (
+                   SELECT m.queue_id FROM queue_minutes m JOIN queues q ON q.id = m.queue_id
+                    WHERE {FILTERED} AND m.minute >= $5 AND m.minute < $6
+                    GROUP BY m.queue_id
+                    ORDER BY sum(m.pushed + m.delivered + m.completed + m.failed
+                                 + m.dead_lettered + m.expired) DESC, m.queue_id
+                    LIMIT $9))
           GROUP BY 1, 2 ORDER BY 1, 2"
     );
     let st = client.prepare_cached(&sql).await?;
     let f = &span.filter;
-    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] = [
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 9] = [
         &tenant,
         &f.queue,
         &f.namespace,
@@ -177,6 +188,8 @@ pub async fn buckets(
         &span.from,
         &span.to,
         &span.bucket_minutes,
+        &by_queue,
+        &SERIES_QUEUES,
     ];
     let rows = client.query(&st, &params).await?;
     Ok(rows

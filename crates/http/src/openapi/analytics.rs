@@ -75,14 +75,14 @@ fn queue_entries() -> Vec<Entry> {
     let per_rule = || nullable(int());
     vec![
         window(queue_filters(Entry::new("analytics", Method::GET, "/api/v1/analytics/queue-ops", "Operations per queue and bucket")), "1 h")
-            .about("Per queue and bucket over the window: messages pushed, delivered, passed by a cursor, nacked, dead-lettered and expired (`series`), and each queue's totals (`queues`).")
+            .about("Per queue and bucket over the window: messages pushed, delivered, passed by a cursor, nacked, dead-lettered and expired (`series`), and each queue's totals (`queues`); the window's 100 busiest queues at most.")
             .reply(200, "The series.", obj(&["timeRange", "bucketMinutes", "series", "queues"], json!({
                 "timeRange": time_range(), "bucketMinutes": int(),
                 "series": array(ops(&["timestamp", "queue"])),
                 "queues": array(ops(&["queue"])),
             }))),
         window(queue_filters(Entry::new("analytics", Method::GET, "/api/v1/analytics/queue-lag", "Delivery waits per queue and bucket")), "1 h")
-            .about("A top-level array, per queue and bucket with deliveries: how many messages were delivered (`popCount`) and how long they had waited since their append (`avgLagMs`, `maxLagMs`).")
+            .about("A top-level array, per queue and bucket with deliveries: how many messages were delivered (`popCount`) and how long they had waited since their append (`avgLagMs`, `maxLagMs`); the window's 100 busiest queues at most.")
             .reply(200, "The waits.", array(obj(&["queueName", "popCount", "avgLagMs", "maxLagMs", "bucketTime"], json!({
                 "queueName": string(), "popCount": int(), "avgLagMs": num(), "maxLagMs": int(),
                 "bucketTime": ts(),
