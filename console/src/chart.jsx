@@ -13,13 +13,15 @@ export function LineChart({ columns, series, height = 220, theme }) {
   const plot = useRef(null);
   // Made anew when the theme changes: uPlot reads its colours once.
   useEffect(() => {
+    // The element, not the ref: Preact clears the ref before a late resize callback runs.
+    const el = box.current;
     const axis = {
       stroke: css('--muted'),
       grid: { stroke: css('--grid') },
       ticks: { stroke: css('--grid') },
     };
     const opts = {
-      width: box.current.clientWidth || 600,
+      width: el.clientWidth || 600,
       height,
       legend: { live: false },
       cursor: { drag: { x: false, y: false } },
@@ -35,11 +37,11 @@ export function LineChart({ columns, series, height = 220, theme }) {
         })),
       ],
     };
-    plot.current = new uPlot(opts, columns, box.current);
+    plot.current = new uPlot(opts, columns, el);
     const resize = new ResizeObserver(() => {
-      plot.current?.setSize({ width: box.current.clientWidth, height });
+      plot.current?.setSize({ width: el.clientWidth, height });
     });
-    resize.observe(box.current);
+    resize.observe(el);
     return () => {
       resize.disconnect();
       plot.current.destroy();

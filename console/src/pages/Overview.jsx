@@ -13,7 +13,7 @@ const REFRESH_MS = 5000;
 export function Overview({ epoch, theme, onToken }) {
   const overview = useApi('/api/v1/resources/overview', { epoch, everyMs: REFRESH_MS });
   const status = useApi('/api/v1/status', { epoch, everyMs: REFRESH_MS });
-  const columns = useMemo(() => throughputColumns(status.data?.throughput), [status.data]);
+  const columns = useMemo(() => throughputColumns(status.data), [status.data]);
   const o = overview.data;
 
   if (!o && overview.error) {
@@ -89,10 +89,10 @@ export function Overview({ epoch, theme, onToken }) {
         />
         <Card
           id="time-lag"
-          label="Oldest unread"
+          label="Consumer lag"
           value={duration(o.lag.time.max)}
           raw={o.lag.time.max}
-          hint={`median ${duration(o.lag.time.median)}`}
+          hint={`longest; median ${duration(o.lag.time.median)}`}
         />
       </div>
       <div class="panel">
@@ -105,7 +105,7 @@ export function Overview({ epoch, theme, onToken }) {
         </div>
         {status.error && !status.data ? (
           <ErrorState error={status.error} onToken={onToken} onRetry={status.reload} />
-        ) : columns[0].length === 0 ? (
+        ) : !status.data?.throughput?.length ? (
           <p class="muted">No traffic in the last hour.</p>
         ) : (
           <LineChart

@@ -31,17 +31,24 @@ describe('routes', () => {
 });
 
 describe('series', () => {
-  it('turns newest-first buckets into oldest-first columns in seconds', () => {
-    const cols = throughputColumns([
-      { timestamp: '2026-01-01T00:01:00.000Z', ingestedPerSecond: 2, processedPerSecond: 1 },
-      { timestamp: '2026-01-01T00:00:00.000Z', ingestedPerSecond: 4, processedPerSecond: 3 },
-    ]);
-    const t0 = Date.parse('2026-01-01T00:00:00.000Z') / 1000;
+  it('fills the window bucket by bucket, oldest first, in seconds', () => {
+    const cols = throughputColumns({
+      bucketMinutes: 1,
+      timeRange: { from: '2026-01-01T00:00:00.500Z', to: '2026-01-01T00:04:00.500Z' },
+      throughput: [
+        { timestamp: '2026-01-01T00:02:00.500Z', ingestedPerSecond: 2, processedPerSecond: 1 },
+        { timestamp: '2026-01-01T00:00:00.500Z', ingestedPerSecond: 4, processedPerSecond: 3 },
+      ],
+    });
+    const t0 = Date.parse('2026-01-01T00:00:00.500Z') / 1000;
     expect(cols).toEqual([
-      [t0, t0 + 60],
-      [4, 2],
-      [3, 1],
+      [t0, t0 + 60, t0 + 120, t0 + 180],
+      [4, 0, 2, 0],
+      [3, 0, 1, 0],
     ]);
+  });
+
+  it('draws nothing without an answer', () => {
     expect(throughputColumns(undefined)).toEqual([[], [], []]);
   });
 });
