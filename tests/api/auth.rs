@@ -41,6 +41,15 @@ fn path_of(template: &str) -> String {
         .replace("{group}", "g")
         .replace("{partition}", "p")
         .replace("{lease_id}", "0192f3c4-5d6e-7f80-9a1b-2c3d4e5f6a7b")
+        .replace("{*file}", &console_asset()[7..])
+}
+
+/// An asset the embedded console bundle really holds (`assets/…`): its names are hashed.
+fn console_asset() -> String {
+    regent::http::console::asset_names()
+        .into_iter()
+        .next()
+        .expect("the console bundle has assets")
 }
 
 async fn call(b: &Broker, method: &Method, path: &str, token: Option<&str>) -> (StatusCode, Value) {
@@ -230,6 +239,9 @@ fn the_route_table_gives_the_specs_levels() {
             Level::ReadOnly,
         ),
         (Method::GET, "/api/v1/openapi.json", Level::Public),
+        // Not the spec's: the web console, public like Queen's dashboard at `/`.
+        (Method::GET, "/", Level::Public),
+        (Method::GET, "/assets/{*file}", Level::Public),
     ];
     let table: Vec<(Method, &str, Level)> = routes()
         .into_iter()

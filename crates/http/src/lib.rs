@@ -8,6 +8,7 @@ mod analytics;
 pub mod auth;
 mod body;
 mod configure;
+pub mod console;
 mod consumer_groups;
 mod dlq;
 mod edge;

@@ -16,9 +16,9 @@ use axum::routing::{on, MethodFilter};
 use axum::Router;
 
 use super::{
-    ack, analytics, configure, consumer_groups, dlq, fleet, health, lease, maintenance, messages,
-    metrics, openapi, pop, push, queue_metrics, resources, stats, status, traces, transaction,
-    AppState,
+    ack, analytics, configure, console, consumer_groups, dlq, fleet, health, lease, maintenance,
+    messages, metrics, openapi, pop, push, queue_metrics, resources, stats, status, traces,
+    transaction, AppState,
 };
 
 /// What a route requires. Each level includes the ones before it.
@@ -308,6 +308,10 @@ pub fn table() -> Table {
             traces::of_message,
         )
         .at(M::GET, "/api/v1/openapi.json", Public, openapi::serve)
+        // The web console: public, since the page and its scripts name no tenant's data; the
+        // API calls it makes carry the user's token (`console.rs`).
+        .at(M::GET, "/", Public, console::index)
+        .at(M::GET, "/assets/{*file}", Public, console::asset)
 }
 
 /// Every route Regent serves, without the handlers.

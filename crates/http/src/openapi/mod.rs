@@ -16,6 +16,7 @@
 //! (queue options, server defaults, limits) the schema is built from it.
 
 mod analytics;
+mod console;
 mod consume;
 mod dlq;
 mod groups;
@@ -147,6 +148,7 @@ pub fn registry() -> Vec<Entry> {
         groups::entries(),
         traces::entries(),
         analytics::entries(),
+        console::entries(),
     ]
     .into_iter()
     .flatten()
@@ -327,6 +329,7 @@ fn build(routes: &[Route], registry: &[Entry]) -> Value {
             .chain(queues::TAGS).chain(produce::TAGS).chain(consume::TAGS)
             .chain(messages::TAGS).chain(dlq::TAGS).chain(status::TAGS)
             .chain(groups::TAGS).chain(traces::TAGS).chain(analytics::TAGS)
+            .chain(console::TAGS)
             .map(|(name, description)| json!({ "name": name, "description": description }))
             .collect::<Vec<_>>(),
         "paths": paths,

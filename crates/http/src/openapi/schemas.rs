@@ -107,6 +107,7 @@ pub(super) fn path_param(name: &str) -> (&'static str, Value) {
         "partition_id" => ("The partition's id (`partitionId`, a UUID), not its name.", uuid()),
         "transaction_id" => ("The message's `transactionId` (unique per partition).", string()),
         "name" => ("A trace name, percent-decoded once.", string()),
+        "file" => ("The file's path under `assets/`, as `index.html` names it.", string()),
         _ => ("", string()),
     }
 }

@@ -1,0 +1,95 @@
+// The console's shell: the navigation, the theme switch, the token, and the page of the
+// current hash route.
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { getToken } from './api.js';
+import { TokenForm } from './components.jsx';
+import { Overview } from './pages/Overview.jsx';
+import { Queues } from './pages/Queues.jsx';
+import { parse } from './route.js';
+import { applyTheme, initialTheme } from './theme.js';
+import './style.css';
+
+const PAGES = [
+  { path: '/', label: 'Overview', view: Overview },
+  { path: '/queues', label: 'Queues', view: Queues },
+];
+
+function App() {
+  const [route, setRoute] = useState(parse(location.hash));
+  const [theme, setTheme] = useState(initialTheme());
+  // Bumped when the token changes, so every page asks again with the new one.
+  const [epoch, setEpoch] = useState(0);
+  const [tokenOpen, setTokenOpen] = useState(false);
+
+  useEffect(() => {
+    const onHash = () => setRoute(parse(location.hash));
+    addEventListener('hashchange', onHash);
+    return () => removeEventListener('hashchange', onHash);
+  }, []);
+  useEffect(() => applyTheme(theme), [theme]);
+
+  const page = PAGES.find((p) => p.path === route.path) || PAGES[0];
+  const View = page.view;
+  const onToken = () => {
+    setTokenOpen(false);
+    setEpoch((n) => n + 1);
+  };
+  const navigate = (to) => {
+    location.hash = to;
+  };
+
+  return (
+    <div class="shell">
+      <header class="top">
+        <a class="brand" href="#/">
+          <span class="logo" aria-hidden="true" />
+          Regent
+        </a>
+        <nav class="tabs" aria-label="Pages">
+          {PAGES.map((p) => (
+            <a key={p.path} href={`#${p.path}`} aria-current={p === page ? 'page' : undefined}>
+              {p.label}
+            </a>
+          ))}
+        </nav>
+        <div class="tools">
+          <button
+            type="button"
+            class="secondary"
+            onClick={() => setTokenOpen(!tokenOpen)}
+            aria-expanded={tokenOpen}
+          >
+            {getToken() ? 'Token set' : 'Token'}
+          </button>
+          <button
+            type="button"
+            class="secondary"
+            data-testid="theme"
+            onClick={() => setTheme(theme === 'dark' ? 'light' : 'dark')}
+            aria-label={`Switch to the ${theme === 'dark' ? 'light' : 'dark'} theme`}
+          >
+            {theme === 'dark' ? '☀' : '☾'}
+          </button>
+        </div>
+      </header>
+      {tokenOpen && (
+        <div class="token-bar">
+          <TokenForm compact onToken={onToken} />
+        </div>
+      )}
+      <main>
+        <View
+          key={page.path}
+          query={route.query}
+          epoch={epoch}
+          theme={theme}
+          onToken={onToken}
+          navigate={navigate}
+        />
+      </main>
+    </div>
+  );
+}
+
+render(<App />, document.getElementById('app'));

@@ -1,0 +1,132 @@
+// The tenant at a glance: counts from the stats snapshot (`/resources/overview`, with its
+// age), and the last hour's throughput from the series (`/status`).
+import { useMemo } from 'preact/hooks';
+import { LineChart } from '../chart.jsx';
+import { Card, EmptyState, ErrorState } from '../components.jsx';
+import { count, duration, rate, statsAge } from '../format.js';
+import { useApi } from '../hooks.js';
+import { href } from '../route.js';
+import { throughputColumns } from '../series.js';
+
+const REFRESH_MS = 5000;
+
+export function Overview({ epoch, theme, onToken }) {
+  const overview = useApi('/api/v1/resources/overview', { epoch, everyMs: REFRESH_MS });
+  const status = useApi('/api/v1/status', { epoch, everyMs: REFRESH_MS });
+  const columns = useMemo(() => throughputColumns(status.data), [status.data]);
+  const o = overview.data;
+
+  if (!o && overview.error) {
+    return <ErrorState error={overview.error} onToken={onToken} onRetry={overview.reload} />;
+  }
+  if (!o) return <div class="state muted">Loading…</div>;
+
+  const m = o.messages;
+  return (
+    <section aria-labelledby="overview-title">
+      <header class="page-head">
+        <h1 id="overview-title">Overview</h1>
+        <span
+          class="badge"
+          data-testid="stats-age"
+          data-value={o.statsAge}
+          title="Counts come from the stats snapshot"
+        >
+          {statsAge(o.statsAge)}
+        </span>
+      </header>
+      {overview.error && (
+        <p class="stale">Refresh failed: {overview.error.message}. Showing the last answer.</p>
+      )}
+      <div class="cards">
+        <Card
+          id="queues-count"
+          label="Queues"
+          value={count(o.queues)}
+          raw={o.queues}
+          hint={<a href={href('/queues')}>list them</a>}
+        />
+        <Card
+          id="partitions-count"
+          label="Partitions"
+          value={count(o.partitions)}
+          raw={o.partitions}
+        />
+        <Card
+          id="messages-total"
+          label="Messages"
+          value={count(m.total)}
+          raw={m.total}
+          hint="in the log"
+        />
+        <Card
+          id="messages-pending"
+          label="Pending"
+          value={count(m.pending)}
+          raw={m.pending}
+          hint={`${count(m.processing)} processing`}
+        />
+        <Card
+          id="dead-letters"
+          label="Dead letters"
+          value={count(m.deadLetter)}
+          raw={m.deadLetter}
+          tone={m.deadLetter > 0 ? 'warn' : undefined}
+        />
+        <Card
+          id="ingested-rate"
+          label="In"
+          value={rate(o.throughput.ingestedPerSecond)}
+          raw={o.throughput.ingestedPerSecond}
+          hint="pushed, last 5 min"
+        />
+        <Card
+          id="processed-rate"
+          label="Out"
+          value={rate(o.throughput.processedPerSecond)}
+          raw={o.throughput.processedPerSecond}
+          hint="processed, last 5 min"
+        />
+        <Card
+          id="time-lag"
+          label="Consumer lag"
+          value={duration(o.lag.time.max)}
+          raw={o.lag.time.max}
+          hint={`longest; median ${duration(o.lag.time.median)}`}
+        />
+      </div>
+      <div class="panel">
+        <div class="panel-head">
+          <h2>Throughput, last hour</h2>
+          <span class="legend">
+            <i class="dot dot-in" /> pushed <i class="dot dot-out" /> processed (messages per
+            second)
+          </span>
+        </div>
+        {status.error && !status.data ? (
+          <ErrorState error={status.error} onToken={onToken} onRetry={status.reload} />
+        ) : !status.data?.throughput?.length ? (
+          <p class="muted">No traffic in the last hour.</p>
+        ) : (
+          <LineChart
+            columns={columns}
+            theme={theme}
+            series={[
+              { label: 'pushed', color: '--accent' },
+              { label: 'processed', color: '--ok' },
+            ]}
+          />
+        )}
+      </div>
+      {o.queues === 0 && (
+        <EmptyState title="No queues yet">
+          <p>A queue is created by its first push:</p>
+          <pre>
+            curl -s {location.origin}/api/v1/push -H 'content-type: application/json' \{'\n'}
+            {'  '}-d '{'{'}"items":[{'{'}"queue":"orders","payload":{'{'}"id":1{'}}]}'}'
+          </pre>
+        </EmptyState>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,159 @@
+// The tenant's queues, searched and paged by the broker (`/resources/queues` takes
+// `search`, `limit` and `offset`). The table is for the keyboard: `/` focuses the search,
+// arrows (or j/k) move between rows, `[` and `]` turn the page.
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { EmptyState, ErrorState } from '../components.jsx';
+import { count, date } from '../format.js';
+import { useApi } from '../hooks.js';
+import { listingQuery, pageOf } from '../paging.js';
+import { href } from '../route.js';
+
+export function Queues({ query, epoch, onToken, navigate }) {
+  const page = Math.max(1, Number.parseInt(query.page, 10) || 1);
+  const search = query.search || '';
+  const [text, setText] = useState(search);
+  const listing = useApi(listingQuery(page, search), { epoch, everyMs: 10000 });
+  const table = useRef(null);
+  const input = useRef(null);
+
+  // Typing searches after a pause; the search goes into the URL, back to page 1.
+  useEffect(() => {
+    if (text === search) return undefined;
+    const t = setTimeout(() => navigate(href('/queues', { search: text })), 250);
+    return () => clearTimeout(t);
+  }, [text]);
+
+  const { rows, more } = pageOf(listing.data?.queues || []);
+  const go = (p) => navigate(href('/queues', { search, page: p > 1 ? p : undefined }));
+
+  useEffect(() => {
+    const onKey = (e) => {
+      if (e.target.tagName === 'INPUT') {
+        if (e.key === 'ArrowDown') table.current?.querySelector('tbody tr')?.focus();
+        return;
+      }
+      if (e.key === '/') {
+        e.preventDefault();
+        input.current?.focus();
+      } else if (e.key === ']' && more) go(page + 1);
+      else if (e.key === '[' && page > 1) go(page - 1);
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  });
+
+  const rowKey = (e) => {
+    const tr = e.currentTarget;
+    const next = {
+      ArrowDown: 'nextElementSibling',
+      j: 'nextElementSibling',
+      ArrowUp: 'previousElementSibling',
+      k: 'previousElementSibling',
+    }[e.key];
+    if (next && tr[next]) {
+      e.preventDefault();
+      tr[next].focus();
+    } else if (e.key === 'ArrowUp' || e.key === 'k') {
+      e.preventDefault();
+      input.current?.focus();
+    }
+  };
+
+  let body;
+  if (listing.error && !listing.data) {
+    body = <ErrorState error={listing.error} onToken={onToken} onRetry={listing.reload} />;
+  } else if (!listing.data) {
+    body = <div class="state muted">Loading…</div>;
+  } else if (rows.length === 0) {
+    body = search ? (
+      <EmptyState title={`No queue matches “${search}”`}>
+        <p>The search matches any part of a queue's name.</p>
+      </EmptyState>
+    ) : page > 1 ? (
+      <EmptyState title="Past the last page">
+        <a href={href('/queues')}>Back to the first page</a>
+      </EmptyState>
+    ) : (
+      <EmptyState title="No queues yet">
+        <p>
+          A queue is created by its first push, or by <code>POST /api/v1/configure</code>.
+        </p>
+      </EmptyState>
+    );
+  } else {
+    body = (
+      <table class="grid" ref={table} data-testid="queues-table">
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">Namespace</th>
+            <th scope="col">Task</th>
+            <th scope="col" class="num">
+              Partitions
+            </th>
+            <th scope="col" class="num">
+              Messages
+            </th>
+            <th scope="col" class="num">
+              Pending
+            </th>
+            <th scope="col" class="num">
+              Processing
+            </th>
+            <th scope="col">Created (UTC)</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((q) => (
+            <tr key={q.id} tabIndex={0} onKeyDown={rowKey} data-queue={q.name}>
+              <td class="name">{q.name}</td>
+              <td>{q.namespace || <span class="muted">—</span>}</td>
+              <td>{q.task || <span class="muted">—</span>}</td>
+              <td class="num">{count(q.partitions)}</td>
+              <td class="num">{count(q.messages.total)}</td>
+              <td class="num">{count(q.messages.pending)}</td>
+              <td class="num">{count(q.messages.processing)}</td>
+              <td>{date(q.createdAt)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    );
+  }
+
+  return (
+    <section aria-labelledby="queues-title">
+      <header class="page-head">
+        <h1 id="queues-title">Queues</h1>
+        <input
+          ref={input}
+          class="search"
+          type="search"
+          placeholder="Search queues  ( / )"
+          aria-label="Search queues by name"
+          data-testid="queue-search"
+          value={text}
+          onInput={(e) => setText(e.currentTarget.value)}
+        />
+      </header>
+      {listing.error && listing.data && (
+        <p class="stale">Refresh failed: {listing.error.message}.</p>
+      )}
+      {body}
+      <nav class="pager" aria-label="Pages">
+        <button
+          type="button"
+          disabled={page <= 1}
+          onClick={() => go(page - 1)}
+          title="Previous page ( [ )"
+        >
+          ← Previous
+        </button>
+        <span data-testid="page">Page {page}</span>
+        <button type="button" disabled={!more} onClick={() => go(page + 1)} title="Next page ( ] )">
+          Next →
+        </button>
+      </nav>
+    </section>
+  );
+}

@@ -1,0 +1,31 @@
+// `/api/v1/status` lists only the buckets that saw traffic, newest first, with ISO
+// timestamps; uPlot wants columns, oldest first, in Unix seconds. Every bucket of the
+// window is filled (quiet ones as 0) so the chart spans the hour and lines do not bridge
+// gaps. Buckets start at the window's `from` (timeRange) and are `bucketMinutes` wide, so
+// a point's bucket is its distance from `from` in widths.
+
+export function throughputColumns(status) {
+  const points = status?.throughput || [];
+  const width = (status?.bucketMinutes || 1) * 60;
+  const times = points.map((p) => Date.parse(p.timestamp) / 1000);
+  let from = Date.parse(status?.timeRange?.from) / 1000;
+  let to = Date.parse(status?.timeRange?.to) / 1000;
+  if (Number.isNaN(from) || Number.isNaN(to)) {
+    if (!points.length) return [[], [], []];
+    from = Math.min(...times);
+    to = Math.max(...times);
+  }
+  const n = Math.max(1, Math.ceil((to - from) / width));
+  const cols = [
+    Array.from({ length: n }, (_, i) => from + i * width),
+    new Array(n).fill(0),
+    new Array(n).fill(0),
+  ];
+  points.forEach((p, k) => {
+    const i = Math.round((times[k] - from) / width);
+    if (i < 0 || i >= n) return;
+    cols[1][i] += p.ingestedPerSecond ?? 0;
+    cols[2][i] += p.processedPerSecond ?? 0;
+  });
+  return cols;
+}
