@@ -19,10 +19,11 @@ pub async fn list_queues(
     Extension(who): Extension<Principal>,
     p: Params,
 ) -> Result<Json<Value>, ApiError> {
+    let Page { limit, offset } = page(&p);
     let listing = Listing {
         search: p.str("search"),
-        limit: p.int("limit").unwrap_or(1000).clamp(1, 10_000),
-        offset: p.int("offset").unwrap_or(0).max(0),
+        limit,
+        offset,
         ..Listing::default()
     };
     let rows = s.service.list_queues(&who.tenant, &listing).await?;

@@ -25,6 +25,24 @@ macro_rules! last_offset_at {
     };
 }
 
+/// One partition's counts, aggregated over its cursors `c` (grouped by the partition `p`):
+/// `total` kept, `pending` after the furthest-behind cursor, `processing` under live leases,
+/// `completed` up to the furthest-ahead cursor, `failed` 1 while a group's next message
+/// waits for the retry of a nack. The one definition both the pages counted when asked and
+/// the stats rounds use.
+macro_rules! partition_counts {
+    () => {
+        "p.next_offset - p.first_offset AS total,
+         p.next_offset - 1 - coalesce(min(c.committed), p.first_offset - 1) AS pending,
+         coalesce(max(c.lease_end - c.committed)
+                  FILTER (WHERE c.lease_id IS NOT NULL AND c.lease_expires_at > now()), 0)
+           AS processing,
+         greatest(coalesce(max(c.committed), p.first_offset - 1) + 1 - p.first_offset, 0)
+           AS completed,
+         (CASE WHEN bool_or(c.retry_count > 0) THEN 1 ELSE 0 END)::bigint AS failed"
+    };
+}
+
 pub mod append;
 pub mod claim;
 pub mod cursor;

@@ -12,20 +12,16 @@ use crate::StoreError;
 
 /// Per partition of the tenant's queues: its counts, as the queue detail counts them
 /// (pending after the furthest-behind cursor, completed up to the furthest-ahead).
-pub(crate) const PER_PARTITION: &str = "
-    SELECT p.id, q.name AS queue, q.namespace, q.task, p.name, p.created_at, p.last_push_at,
-           p.next_offset - p.first_offset AS total,
-           p.next_offset - 1 - coalesce(min(c.committed), p.first_offset - 1) AS pending,
-           coalesce(max(c.lease_end - c.committed)
-                    FILTER (WHERE c.lease_id IS NOT NULL AND c.lease_expires_at > now()), 0)
-             AS processing,
-           greatest(coalesce(max(c.committed), p.first_offset - 1) + 1 - p.first_offset, 0)
-             AS completed,
-           (CASE WHEN bool_or(c.retry_count > 0) THEN 1 ELSE 0 END)::bigint AS failed
+pub(crate) const PER_PARTITION: &str = concat!(
+    "
+    SELECT p.id, q.name AS queue, q.namespace, q.task, p.name, p.created_at, p.last_push_at, ",
+    partition_counts!(),
+    "
       FROM queues q
       JOIN partitions p ON p.queue_id = q.id
       LEFT JOIN cursors c ON c.partition_id = p.id
-     WHERE q.tenant = $1";
+     WHERE q.tenant = $1"
+);
 
 /// Message counts summed over some partitions.
 #[derive(Clone, Copy, Debug, Default)]

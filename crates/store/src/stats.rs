@@ -117,6 +117,7 @@ const CURSORS: &str = "
           FROM partitions p WHERE p.queue_id = ANY($1)),
     cur AS MATERIALIZED (
         SELECT c.queue_id, c.partition_id, c.consumer_group, c.committed, c.retry_count,
+               c.lease_id, c.lease_expires_at, c.lease_end,
                p.name AS partition_name, p.last_push_at,
                CASE WHEN c.lease_id IS NOT NULL AND c.lease_expires_at > now()
                     THEN c.lease_end - c.committed END AS leased,
@@ -130,17 +131,16 @@ const CURSORS: &str = "
                 ORDER BY g.end_offset LIMIT 1) o ON c.committed < p.next_offset - 1
          WHERE c.queue_id = ANY($1))";
 
-/// Per partition, the counts the queue pages show (as `overview::PER_PARTITION` counts).
-const PER_PARTITION: &str = "
+/// Per partition, the counts the queue pages show (`partition_counts!`, as they count).
+const PER_PARTITION: &str = concat!(
+    "
     per AS MATERIALIZED (
-        SELECT p.queue_id, p.name, p.next_offset - p.first_offset AS total,
-               p.next_offset - 1 - coalesce(min(c.committed), p.first_offset - 1) AS pending,
-               coalesce(max(c.leased), 0) AS processing,
-               greatest(coalesce(max(c.committed), p.first_offset - 1) + 1 - p.first_offset, 0)
-                 AS completed,
-               CASE WHEN bool_or(c.retry_count > 0) THEN 1 ELSE 0 END AS failed
+        SELECT p.queue_id, p.name, ",
+    partition_counts!(),
+    "
           FROM parts p LEFT JOIN cur c ON c.partition_id = p.id
-         GROUP BY p.id, p.queue_id, p.name, p.next_offset, p.first_offset)";
+         GROUP BY p.id, p.queue_id, p.name, p.next_offset, p.first_offset)"
+);
 
 /// Every group of each queue (a cursor or a subscription) and its backlog on every
 /// partition; a partition it has no cursor on counts from where its first pop would start.
