@@ -26,28 +26,36 @@ export function setToken(token, store = storage()) {
   else store?.removeItem(TOKEN_KEY);
 }
 
-/** GET (or `method`) a path of the API and answer its JSON, or throw an ApiError. */
+/**
+ * GET (or `method`, with `body` sent as JSON) a path of the API and answer its JSON, or
+ * throw an ApiError.
+ */
 export async function api(
   path,
-  { method = 'GET', token = getToken(), fetch = globalThis.fetch } = {},
+  { method = 'GET', body, token = getToken(), fetch = globalThis.fetch } = {},
 ) {
   const headers = { Accept: 'application/json' };
   if (token) headers.Authorization = `Bearer ${token}`;
+  const init = { method, headers };
+  if (body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
   let res;
   try {
-    res = await fetch(path, { method, headers });
+    res = await fetch(path, init);
   } catch {
     throw new ApiError(0, 'The broker cannot be reached');
   }
-  let body = null;
+  let answer = null;
   try {
-    body = await res.json();
+    answer = await res.json();
   } catch {
     // Not JSON (a proxy's error page): the status says enough.
   }
   if (!res.ok)
-    throw new ApiError(res.status, body?.error || res.statusText || `HTTP ${res.status}`);
-  return body;
+    throw new ApiError(res.status, answer?.error || res.statusText || `HTTP ${res.status}`);
+  return answer;
 }
 
 /** What an error means to the user: a title and whether a (new) token could help. */

@@ -1,5 +1,5 @@
 // The pieces every page uses: cards, the error and empty states, the token form.
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { explain, getToken, setToken } from './api.js';
 
 export function Card({ label, value, raw, hint, id, tone }) {
@@ -83,5 +83,53 @@ export function EmptyState({ title, children }) {
       <h2>{title}</h2>
       {children}
     </div>
+  );
+}
+
+/**
+ * A modal question before an action that cannot be undone: what will happen (`children`),
+ * the button that does it, and Escape or Cancel to back out. `error` shows why the action
+ * failed, keeping the dialog open.
+ */
+export function Confirm({ title, children, action, danger, busy, error, onConfirm, onCancel }) {
+  const ref = useRef(null);
+  useEffect(() => {
+    const d = ref.current;
+    if (d && !d.open) d.showModal?.();
+    return () => d?.close?.();
+  }, []);
+  return (
+    <dialog
+      ref={ref}
+      class="confirm"
+      data-testid="confirm"
+      aria-labelledby="confirm-title"
+      onCancel={(e) => {
+        e.preventDefault();
+        onCancel();
+      }}
+    >
+      <h2 id="confirm-title">{title}</h2>
+      <div class="confirm-body">{children}</div>
+      {error && (
+        <p class="confirm-error" role="alert">
+          {explain(error).title}: {error.message}
+        </p>
+      )}
+      <div class="confirm-actions">
+        <button type="button" class="secondary" onClick={onCancel} disabled={busy}>
+          Cancel
+        </button>
+        <button
+          type="button"
+          class={danger ? 'danger' : undefined}
+          data-testid="confirm-action"
+          onClick={onConfirm}
+          disabled={busy}
+        >
+          {busy ? 'Working…' : action}
+        </button>
+      </div>
+    </dialog>
   );
 }

@@ -29,3 +29,24 @@ export function useApi(path, { epoch = 0, everyMs = 0 } = {}) {
   }, [load, everyMs]);
   return { ...state, reload: load };
 }
+
+/**
+ * A call that changes something (POST, DELETE): `run(path, options)` answers the JSON or
+ * null on failure, keeping `busy`, the last `error` and the last `result` for the page.
+ */
+export function useAction() {
+  const [state, setState] = useState({ busy: false, error: null, result: null });
+  const run = useCallback(async (path, options = {}) => {
+    setState({ busy: true, error: null, result: null });
+    try {
+      const result = await api(path, options);
+      setState({ busy: false, error: null, result });
+      return result;
+    } catch (error) {
+      setState({ busy: false, error, result: null });
+      return null;
+    }
+  }, []);
+  const clear = useCallback(() => setState({ busy: false, error: null, result: null }), []);
+  return { ...state, run, clear };
+}

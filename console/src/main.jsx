@@ -4,9 +4,11 @@ import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { getToken } from './api.js';
 import { TokenForm } from './components.jsx';
+import { useApi } from './hooks.js';
 import { Overview } from './pages/Overview.jsx';
 import { Queues } from './pages/Queues.jsx';
 import { parse } from './route.js';
+import { describe } from './session.js';
 import { applyTheme, initialTheme } from './theme.js';
 import './style.css';
 
@@ -28,6 +30,9 @@ function App() {
     return () => removeEventListener('hashchange', onHash);
   }, []);
   useEffect(() => applyTheme(theme), [theme]);
+  // Who the token is; pages hide what its role may not do (`session.js`).
+  const whoami = useApi('/api/v1/whoami', { epoch });
+  const session = whoami.data;
 
   const page = PAGES.find((p) => p.path === route.path) || PAGES[0];
   const View = page.view;
@@ -54,6 +59,16 @@ function App() {
           ))}
         </nav>
         <div class="tools">
+          {session && (
+            <span
+              class="badge"
+              data-testid="session"
+              data-tenant={session.tenant}
+              data-role={session.role}
+            >
+              {describe(session)}
+            </span>
+          )}
           <button
             type="button"
             class="secondary"
@@ -84,6 +99,7 @@ function App() {
           query={route.query}
           epoch={epoch}
           theme={theme}
+          session={session}
           onToken={onToken}
           navigate={navigate}
         />

@@ -221,6 +221,7 @@ fn the_route_table_gives_the_specs_levels() {
             Level::ReadWrite,
         ),
         (Method::POST, "/api/v1/stats/refresh", Level::Admin),
+        (Method::GET, "/api/v1/whoami", Level::ReadOnly),
         (Method::GET, "/api/v1/system/maintenance", Level::Admin),
         (Method::POST, "/api/v1/system/maintenance", Level::Admin),
         (Method::GET, "/api/v1/system/maintenance/pop", Level::Admin),
@@ -380,6 +381,65 @@ async fn every_route_with_every_kind_of_token() {
             assert_eq!(v, json!({"error": "Token has no tenant: claim `tenant`"}));
         }
     }
+}
+
+/// `GET /api/v1/whoami` names the token's tenant, role, subject and expiry (the console
+/// hides what the role may not do); with authentication off, the default tenant and
+/// nothing refused.
+#[tokio::test]
+async fn whoami_says_the_tenant_and_role_a_token_acts_as() {
+    let b = authed().await;
+    for role in ["read-only", "read-write", "admin"] {
+        let t = tok(role, Some("ops@acme"), Some(600));
+        let (s, v) = call(&b, &Method::GET, "/api/v1/whoami", Some(&t)).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        assert_eq!(
+            (
+                &v["authEnabled"],
+                &v["tenant"],
+                &v["role"],
+                &v["verified"],
+                &v["sub"]
+            ),
+            (
+                &json!(true),
+                &json!("acme"),
+                &json!(role),
+                &json!(true),
+                &json!("ops@acme")
+            ),
+            "{v}"
+        );
+        let expires = chrono::DateTime::parse_from_rfc3339(v["expiresAt"].as_str().unwrap());
+        let left = expires.unwrap().timestamp() - chrono::Utc::now().timestamp();
+        assert!((590..=600).contains(&left), "{v}");
+    }
+    // The highest of the token's roles is the one it acts as.
+    let both = encode(
+        &Header::new(Algorithm::HS256),
+        &json!({"role": "read-only", "roles": ["admin"], "tenant": "acme"}),
+        &EncodingKey::from_secret(SECRET.as_bytes()),
+    )
+    .unwrap();
+    let (_, v) = call(&b, &Method::GET, "/api/v1/whoami", Some(&both)).await;
+    assert_eq!(
+        (&v["role"], &v["expiresAt"]),
+        (&json!("admin"), &Value::Null),
+        "{v}"
+    );
+    let (s, _) = call(&b, &Method::GET, "/api/v1/whoami", None).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+
+    let open = broker_with(|_| {}).await;
+    let (s, v) = call(&open, &Method::GET, "/api/v1/whoami", None).await;
+    assert_eq!(
+        (s, v),
+        (
+            StatusCode::OK,
+            json!({"authEnabled": false, "tenant": "default", "role": "admin",
+                   "verified": false, "sub": null, "expiresAt": null})
+        )
+    );
 }
 
 #[tokio::test]

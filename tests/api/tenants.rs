@@ -271,6 +271,8 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
     let before = snapshot(&b, "acme").await;
 
     // Tenant B, with an admin token, tries every route against A's names and ids.
+    let (s, v) = z.get("/api/v1/whoami").await;
+    assert_eq!((s, &v["tenant"]), (StatusCode::OK, &json!("zenith")), "{v}");
     assert!(z.queue_names().await.is_empty());
     let (s, v) = z.get("/api/v1/resources/queues?search=orders").await;
     assert_eq!((s, &v["queues"]), (StatusCode::OK, &json!([])), "{v}");

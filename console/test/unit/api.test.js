@@ -27,6 +27,14 @@ describe('api', () => {
     expect(f.calls[0].init.headers.Authorization).toBe('Bearer abc');
   });
 
+  it('sends a body as JSON with its content type', async () => {
+    const f = answering(200, { success: true });
+    await api('/api/v1/dlq/requeue', { method: 'POST', body: { all: true }, fetch: f.fetch });
+    expect(f.calls[0].init.method).toBe('POST');
+    expect(f.calls[0].init.headers['Content-Type']).toBe('application/json');
+    expect(JSON.parse(f.calls[0].init.body)).toEqual({ all: true });
+  });
+
   it('sends no authorization header without a token', async () => {
     const f = answering(200, {});
     await api('/x', { token: null, fetch: f.fetch });

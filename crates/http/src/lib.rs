@@ -37,6 +37,7 @@ mod status;
 mod time;
 mod traces;
 mod transaction;
+mod whoami;
 
 use std::sync::Arc;
 

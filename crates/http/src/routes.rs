@@ -18,7 +18,7 @@ use axum::Router;
 use super::{
     ack, analytics, configure, console, consumer_groups, dlq, fleet, health, lease, maintenance,
     messages, metrics, openapi, pop, push, queue_metrics, resources, stats, status, traces,
-    transaction, AppState,
+    transaction, whoami, AppState,
 };
 
 /// What a route requires. Each level includes the ones before it.
@@ -283,6 +283,7 @@ pub fn table() -> Table {
             consumer_groups::seek_partition,
         )
         .at(M::POST, "/api/v1/stats/refresh", Admin, stats::refresh)
+        .at(M::GET, "/api/v1/whoami", ReadOnly, whoami::whoami)
         .at(M::GET, MAINTENANCE, Admin, maintenance::get_push)
         .at(M::POST, MAINTENANCE, Admin, maintenance::set_push)
         .at(M::GET, POP_MAINTENANCE, Admin, maintenance::get_pop)

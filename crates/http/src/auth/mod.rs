@@ -36,6 +36,13 @@ pub struct Principal {
     pub sub: Option<String>,
     /// Every lookup and write of the request is scoped to this tenant.
     pub tenant: Arc<str>,
+    /// What the token's role allows; with no token checked (authentication off, or a
+    /// skipped path) nothing is refused, which is `Admin`.
+    pub level: Level,
+    /// Whether a token was verified for this request (`GET /api/v1/whoami` says so).
+    pub verified: bool,
+    /// The token's `exp`, in seconds since the epoch.
+    pub expires: Option<i64>,
 }
 
 impl Principal {
@@ -45,6 +52,9 @@ impl Principal {
         Principal {
             sub: None,
             tenant: default_tenant.unwrap_or(DEFAULT_TENANT).into(),
+            level: Level::Admin,
+            verified: false,
+            expires: None,
         }
     }
 }
@@ -112,10 +122,10 @@ async fn principal(
         return Err(ApiError::Unauthorized("Empty token".into()));
     }
     let claims = auth.verify(raw.trim()).await.map_err(ApiError::from)?;
-    match (need, auth.granted(&claims)) {
-        (Some(need), Some(has)) if has >= need => {}
+    let level = match (need, auth.granted(&claims)) {
+        (Some(need), Some(has)) if has >= need => has,
         _ => return Err(ApiError::Forbidden("Insufficient permissions".into())),
-    }
+    };
     let Some(tenant) = auth.tenant_of(&claims) else {
         let text = format!("Token has no tenant: claim `{}`", auth.tenant_claim());
         return Err(ApiError::Forbidden(text));
@@ -126,5 +136,8 @@ async fn principal(
             .and_then(Value::as_str)
             .map(str::to_string),
         tenant,
+        level,
+        verified: true,
+        expires: claims.get("exp").and_then(Value::as_i64),
     })
 }

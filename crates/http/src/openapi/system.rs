@@ -119,6 +119,18 @@ A Regent extension, admin: the text exposition of the token's tenant's queues (w
 A Regent extension: the OpenAPI 3.1 document of every route the broker serves, generated from its route table, so a route cannot be served undocumented. Public: it names no tenant's data.
 "#)
             .reply(200, "The document.", json!({ "type": "object", "required": ["openapi", "info", "paths"] })),
+        Entry::new("system", Method::GET, "/api/v1/whoami", "The tenant and role this request acts as")
+            .about(r#"
+A Regent extension, asked by the web console: the tenant and the role (as its access level) of the request's token, or of the one a proxy in front of the broker adds. With authentication off every request acts for the default tenant and nothing is refused, so the role is `admin` and `verified` is false.
+"#)
+            .reply(200, "Who the request is.", obj(&["authEnabled", "tenant", "role", "verified", "sub", "expiresAt"], json!({
+                "authEnabled": boolean(),
+                "tenant": string(),
+                "role": {"enum": ["read-only", "read-write", "admin"]},
+                "verified": about(boolean(), "Whether a token was verified (false with authentication off, and on `JWT_SKIP_PATHS`)."),
+                "sub": {"type": ["string", "null"]},
+                "expiresAt": {"type": ["string", "null"], "format": "date-time"},
+            }))),
         Entry::new("system", Method::POST, "/api/v1/stats/refresh", "Recount the stats snapshot now")
             .about(r#"
 Runs a stats round at once (waiting for one another broker is running), so the counts of the overview, the listings, the queue totals, the depth and the consumer-group routes include every write committed before the call; answers when it is done. The round counts every queue of the fleet. The body is ignored. Python: `Admin.refresh_consumer_stats()`.

@@ -1,0 +1,57 @@
+// The queue list: it pages and searches exactly the API's queues, from the keyboard too.
+import { call, check, open, same, shoot, watched } from './harness.js';
+
+async function rowNames(page) {
+  await page.waitForSelector('[data-testid=queues-table] tbody tr, [data-testid=empty]');
+  return page.$$eval('tbody tr[data-queue]', (rows) => rows.map((r) => r.dataset.queue));
+}
+
+export async function anonymous({ browser, b }) {
+  const listed = (await call(b, 'GET', '/api/v1/resources/queues?limit=1000')).queues.map(
+    (q) => q.name,
+  );
+  const { context, page, errors } = await watched(browser);
+  await open(page, b, '#/queues');
+  const first = await rowNames(page);
+  same('queues: the first page holds 50', first.length, 50);
+  await shoot(page, 'queues.png');
+  await page.click('text=Next →');
+  await page.waitForFunction(() => location.hash.includes('page=2'));
+  await page.waitForFunction(
+    (name) => document.querySelector('tbody tr[data-queue]')?.dataset.queue !== name,
+    first[0],
+  );
+  const second = await rowNames(page);
+  same(
+    "queues: the pages list exactly the API's queues",
+    [...first, ...second].sort(),
+    [...listed].sort(),
+  );
+
+  const wanted = (
+    await call(b, 'GET', '/api/v1/resources/queues?search=queue-1&limit=1000')
+  ).queues.map((q) => q.name);
+  await page.keyboard.press('/');
+  check(
+    'queues: `/` focuses the search',
+    await page.$eval('[data-testid=queue-search]', (e) => e === document.activeElement),
+  );
+  await page.keyboard.type('queue-1');
+  await page.waitForFunction(() => location.hash.includes('search=queue-1'));
+  await page.waitForFunction(
+    (n) => document.querySelectorAll('tbody tr[data-queue]').length === n,
+    wanted.length,
+  );
+  same(
+    "queues: the search lists the API's matches",
+    (await rowNames(page)).sort(),
+    [...wanted].sort(),
+  );
+  await page.keyboard.press('ArrowDown');
+  check(
+    'queues: arrows move into the table',
+    await page.evaluate(() => document.activeElement?.tagName === 'TR'),
+  );
+  same('queues: no console errors', errors, []);
+  await context.close();
+}
