@@ -12,6 +12,8 @@ import { describe } from './session.js';
 import { applyTheme, initialTheme } from './theme.js';
 import './style.css';
 
+// A page's `path` is its hash route; `nav: false` pages (one queue, one message) are
+// reached from a list and are not tabs; `tab` names the tab they belong under.
 const PAGES = [
   { path: '/', label: 'Overview', view: Overview },
   { path: '/queues', label: 'Queues', view: Queues },
@@ -52,8 +54,12 @@ function App() {
           Regent
         </a>
         <nav class="tabs" aria-label="Pages">
-          {PAGES.map((p) => (
-            <a key={p.path} href={`#${p.path}`} aria-current={p === page ? 'page' : undefined}>
+          {PAGES.filter((p) => p.nav !== false).map((p) => (
+            <a
+              key={p.path}
+              href={`#${p.path}`}
+              aria-current={p === page || p.path === page.tab ? 'page' : undefined}
+            >
               {p.label}
             </a>
           ))}
