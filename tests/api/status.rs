@@ -235,3 +235,81 @@ async fn the_queue_analytics_count_operations_and_waits_per_queue() {
     assert_eq!(v["totals"]["expired"], 0, "{v}");
     assert_eq!(v["bucketMinutes"], 15);
 }
+
+/// `/status`'s `depth` (a Regent extension): what each stats round counted, a point per
+/// minute, the last round of a minute winning; the tenant's only, and `null` when filtered
+/// (it is kept per tenant). Minutes past `SERIES_RETENTION_DAYS` are deleted by retention.
+#[tokio::test]
+async fn the_status_page_charts_the_backlog_each_round_counted() {
+    let b = broker().await;
+    let (_, v) = b.get("/api/v1/status").await;
+    assert_eq!(v["depth"], json!([]), "no round yet: {v}");
+
+    let pid = fill(&b).await;
+    let (_, overview) = b.get("/api/v1/resources/overview").await;
+    let (_, v) = b.get("/api/v1/status").await;
+    let now = &v["depth"][0];
+    assert_eq!(
+        (&now["pending"], &now["processing"], &now["deadLetter"]),
+        (
+            &overview["messages"]["pending"],
+            &overview["messages"]["processing"],
+            &overview["messages"]["deadLetter"]
+        ),
+        "{v} vs {overview}"
+    );
+    // a3 and l1 wait; the queue-mode cursor on orders/p1 is one behind (logs has none).
+    assert_eq!(
+        (&now["pending"], &now["lagMessages"], &now["deadLetter"]),
+        (&json!(2), &json!(1), &json!(1)),
+        "{v}"
+    );
+    assert!(now["maxTimeLagSeconds"].as_f64().unwrap() >= 0.0, "{v}");
+
+    // a3 consumed: the next round's point says so (the same minute's row, or the next's).
+    let popped = b.pop("orders", "batch=1").await;
+    let ack = json!([{"transactionId": "a3", "partitionId": pid, "leaseId": popped["leaseId"],
+                      "status": "completed"}]);
+    b.ack_batch(None, ack).await;
+    b.refresh_stats().await;
+    let (_, v) = b.get("/api/v1/status").await;
+    let points = v["depth"].as_array().unwrap();
+    assert!(points.len() <= 2, "a point per minute: {v}");
+    assert_eq!(
+        (&points[0]["pending"], &points[0]["lagMessages"]),
+        (&json!(1), &json!(0)),
+        "{v}"
+    );
+    let (_, v) = b.get("/api/v1/status?queue=orders").await;
+    assert_eq!(v["depth"], Value::Null, "{v}");
+
+    // Another tenant's rows are not this tenant's; old minutes go with the series.
+    let db = b.db().await;
+    db.execute(
+        "INSERT INTO depth_minutes VALUES
+           ('zenith', date_trunc('minute', now()), 7, 0, 0, 0, 0),
+           ('default', now() - interval '8 days', 9, 0, 0, 0, 0)",
+        &[],
+    )
+    .await
+    .unwrap();
+    let (_, v) = b.get("/api/v1/status").await;
+    assert!(
+        v["depth"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["pending"] != 7),
+        "{v}"
+    );
+    b.retention_pass().await;
+    let left: i64 = db
+        .query_one(
+            "SELECT count(*) FROM depth_minutes WHERE minute < now() - interval '7 days'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0);
+}

@@ -354,6 +354,13 @@ impl Broker {
         assert!(round.ran, "a forced round always runs");
     }
 
+    /// One retention pass now (messages, dead letters, the series), rather than at the
+    /// next tick of the retention clock.
+    pub async fn retention_pass(&self) {
+        let s = &self.server.as_ref().expect("running").service;
+        s.retention_pass().await.expect("retention ran");
+    }
+
     /// Writes this broker's fleet sample now, rather than at its next (every
     /// `METRICS_SAMPLE_INTERVAL`).
     pub async fn sample_now(&self) {

@@ -338,6 +338,7 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
         ("/api/v1/resources/partitions", "partitions"),
         ("/api/v1/resources/partitions?queue=orders", "partitions"),
         ("/api/v1/analytics/worker-metrics", "queues"),
+        ("/api/v1/status", "depth"),
         ("/api/v1/analytics/queue-parked-replicas", "series"),
         ("/api/v1/analytics/queue-parked-replicas", "replicas"),
         (parked_path, "series"),

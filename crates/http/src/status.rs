@@ -97,9 +97,23 @@ pub async fn status(
         .iter()
         .map(|(error, count)| json!({ "error": error, "count": count }))
         .collect();
+    // A Regent extension: the backlog as the stats rounds counted it, for the depth and lag
+    // charts (`null` when filtered: it is kept per tenant).
+    let depth = st.depth.as_ref().map(|points| {
+        points
+            .iter()
+            .map(|d| {
+                json!({
+                    "timestamp": millis(d.at), "pending": d.pending, "processing": d.processing,
+                    "deadLetter": d.dead_letters, "lagMessages": d.lag_messages,
+                    "maxTimeLagSeconds": d.max_time_lag,
+                })
+            })
+            .collect::<Vec<Value>>()
+    });
     Ok(Json(json!({
         "timeRange": time_range(&w), "bucketMinutes": w.bucket_minutes, "pointCount": w.points(),
-        "throughput": throughput, "queues": queues, "messages": messages,
+        "throughput": throughput, "depth": depth, "queues": queues, "messages": messages,
         "leases": {
             "active": st.leases.active, "partitionsWithLeases": st.leases.partitions,
             "totalBatchSize": st.leases.messages, "totalAcked": sum(|c| c.completed),

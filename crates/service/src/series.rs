@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use regent_runtime::tallies::Tally;
+use regent_store::depth_history;
 use regent_store::series::{self, Counts};
 use uuid::Uuid;
 
@@ -67,7 +68,9 @@ impl Service {
         let mut total = 0;
         loop {
             let done = regent_store::in_transaction!(self.store, |tx| {
-                series::expire(tx, before, EXPIRE_BATCH).await
+                let minutes = series::expire(tx, before, EXPIRE_BATCH).await?;
+                let depths = depth_history::expire(tx, before, EXPIRE_BATCH).await?;
+                Ok(minutes.max(depths))
             })?;
             total += done;
             if done < EXPIRE_BATCH {

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use regent_store::in_transaction;
 use regent_store::stats::{self, Lagging, QUEUES_PER_STATEMENT, TOP_LAGGING};
+use regent_store::{depth_history, in_transaction};
 use uuid::Uuid;
 
 use crate::{Error, Service};
@@ -65,6 +65,7 @@ impl Service {
                 keep_oldest(&mut lagging);
                 stats::write_lagging(tx, tenant, &lagging).await?;
             }
+            depth_history::record(tx).await?;
             stats::finish_round(tx).await?;
             Ok(Some(queues.len()))
         })?;

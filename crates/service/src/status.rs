@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use regent_broker::buckets::{bucket_minutes, point_count};
+use regent_store::depth_history::{self, DepthPoint};
 use regent_store::overview::{self, DeadSummary, Leases, Overview};
 use regent_store::series::{self, Counts, Filter, QueueCounts, Span};
 
@@ -45,6 +46,9 @@ pub struct Status {
     pub now: Overview,
     pub leases: Leases,
     pub dead: DeadSummary,
+    /// The tenant's backlog per bucket, newest first, as the stats rounds counted it; `None`
+    /// when the filter names a queue, namespace or task (it is kept per tenant only).
+    pub depth: Option<Vec<DepthPoint>>,
 }
 
 fn span<'a>(f: &Filter<'a>, w: &Window) -> Span<'a> {
@@ -66,7 +70,15 @@ impl Service {
                 .map(|(at, _, c)| (at, c))
                 .collect();
         points.reverse();
+        let whole = f.queue.is_none() && f.namespace.is_none() && f.task.is_none();
+        let depth = match whole {
+            true => {
+                Some(depth_history::read(&client, tenant, w.from, w.to, w.bucket_minutes).await?)
+            }
+            false => None,
+        };
         Ok(Status {
+            depth,
             window: w,
             points,
             queues: series::per_queue(&client, tenant, f, w.from, w.to).await?,

@@ -47,6 +47,7 @@ pub mod append;
 pub mod claim;
 pub mod cursor;
 pub mod dead_letters;
+pub mod depth_history;
 pub mod error;
 pub mod fleet;
 pub mod frames;

@@ -67,6 +67,7 @@ pub(super) fn entries() -> Vec<Entry> {
             "bucketMinutes",
             "pointCount",
             "throughput",
+            "depth",
             "queues",
             "messages",
             "leases",
@@ -80,6 +81,19 @@ pub(super) fn entries() -> Vec<Entry> {
             "bucketMinutes": about(int(), "Up to 1 h: 1; 6 h: 5; 24 h: 15; 7 d: 60; else 360."),
             "pointCount": int(),
             "throughput": about(array(point()), "Newest bucket first."),
+            "depth": about(
+                json!({"type": ["array", "null"], "items": obj(
+                    &["timestamp", "pending", "processing", "deadLetter", "lagMessages", "maxTimeLagSeconds"],
+                    json!({
+                        "timestamp": ts(),
+                        "pending": about(int(), "Messages after each partition's furthest-behind cursor."),
+                        "processing": int(), "deadLetter": int(),
+                        "lagMessages": about(int(), "Messages behind every (partition, consumer group) cursor, summed."),
+                        "maxTimeLagSeconds": about(num(), "Age of the oldest message a cursor has not read."),
+                    }),
+                )}),
+                "A Regent extension: the tenant's backlog as the stats rounds counted it, newest bucket first, each bucket's latest minute with a round. `null` when filtered by queue, namespace or task: it is kept per tenant.",
+            ),
             "queues": array(obj(&["id", "name", "namespace", "task", "partitions", "totalConsumed"], json!({
                 "id": uuid(), "name": string(), "namespace": string(), "task": string(),
                 "partitions": int(), "totalConsumed": about(int(), "Passed by a cursor in the window."),
@@ -151,7 +165,7 @@ pub(super) fn entries() -> Vec<Entry> {
     vec![
         window(Entry::new("status", Method::GET, "/api/v1/status", "Throughput, leases and dead letters over a window")
             .about(r#"
-Over `from`/`to` (the last hour), optionally one queue, namespace or task: `throughput` per bucket, newest first, with each point's pushed, delivered, processed, nacked, dead-lettered and expired counts and their per-second rates; each queue's `totalConsumed`; `messages` now; `leases` now; `deadLetterQueue` with the five commonest reasons. Python: `Admin.get_status(**params)`.
+Over `from`/`to` (the last hour), optionally one queue, namespace or task: `throughput` per bucket, newest first, with each point's pushed, delivered, processed, nacked, dead-lettered and expired counts and their per-second rates; `depth`, the tenant's backlog per bucket as the stats rounds counted it (a Regent extension; `null` when filtered); each queue's `totalConsumed`; `messages` now; `leases` now; `deadLetterQueue` with the five commonest reasons. Python: `Admin.get_status(**params)`.
 "#), "1 h")
             .reply(200, "The status.", status),
         Entry::new("status", Method::GET, "/api/v1/status/queues", "A page of queues")
