@@ -8,7 +8,11 @@ function css(name) {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
 }
 
-export function LineChart({ columns, series, height = 220, theme }) {
+/**
+ * `series`: `{ label, color }` (a CSS variable), with `spanGaps` to bridge `null`s (levels
+ * sampled now and then). `yFormat` writes the y axis' values (seconds as durations).
+ */
+export function LineChart({ columns, series, height = 220, theme, yFormat }) {
   const box = useRef(null);
   const plot = useRef(null);
   // Made anew when the theme changes: uPlot reads its colours once.
@@ -26,7 +30,10 @@ export function LineChart({ columns, series, height = 220, theme }) {
       legend: { live: false },
       cursor: { drag: { x: false, y: false } },
       scales: { y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
-      axes: [axis, { ...axis, size: 60 }],
+      axes: [
+        axis,
+        { ...axis, size: 60, ...(yFormat ? { values: (_u, ticks) => ticks.map(yFormat) } : {}) },
+      ],
       series: [
         {},
         ...series.map((s) => ({
@@ -34,6 +41,7 @@ export function LineChart({ columns, series, height = 220, theme }) {
           stroke: css(s.color),
           width: 2,
           fill: `${css(s.color)}22`,
+          spanGaps: Boolean(s.spanGaps),
         })),
       ],
     };

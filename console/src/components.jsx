@@ -93,10 +93,15 @@ export function EmptyState({ title, children }) {
  */
 export function Confirm({ title, children, action, danger, busy, error, onConfirm, onCancel }) {
   const ref = useRef(null);
+  // Set when the page removes the dialog, so the close that follows is not a cancel.
+  const gone = useRef(false);
   useEffect(() => {
     const d = ref.current;
     if (d && !d.open) d.showModal?.();
-    return () => d?.close?.();
+    return () => {
+      gone.current = true;
+      d?.close?.();
+    };
   }, []);
   return (
     <dialog
@@ -108,6 +113,9 @@ export function Confirm({ title, children, action, danger, busy, error, onConfir
         e.preventDefault();
         onCancel();
       }}
+      // Chromium closes a modal on Escape without a cancel event when the page had no user
+      // activation since it opened: the dialog is then closed, so back out too.
+      onClose={() => gone.current || onCancel()}
     >
       <h2 id="confirm-title">{title}</h2>
       <div class="confirm-body">{children}</div>

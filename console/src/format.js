@@ -37,3 +37,21 @@ export function date(iso) {
   const d = new Date(iso);
   return Number.isNaN(d.getTime()) ? '—' : d.toISOString().slice(0, 16).replace('T', ' ');
 }
+
+/** Bytes as `812 B`, `28.4 MB`, `1.2 GB` (powers of 1024, as PostgreSQL's sizes). */
+export function bytes(n) {
+  if (n === null || n === undefined || Number.isNaN(n)) return '—';
+  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+  let v = n;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return u === 0 ? `${v} B` : `${v.toFixed(v < 10 ? 1 : 0)} ${units[u]}`;
+}
+
+/** A percentage as the broker sends it (already × 100). */
+export function percent(p) {
+  return p === null || p === undefined ? '—' : `${p.toFixed(p < 10 ? 1 : 0)} %`;
+}

@@ -7,16 +7,19 @@ import { TokenForm } from './components.jsx';
 import { useApi } from './hooks.js';
 import { Overview } from './pages/Overview.jsx';
 import { Queues } from './pages/Queues.jsx';
+import { System } from './pages/System.jsx';
 import { parse } from './route.js';
-import { describe } from './session.js';
+import { can, describe } from './session.js';
 import { applyTheme, initialTheme } from './theme.js';
 import './style.css';
 
 // A page's `path` is its hash route; `nav: false` pages (one queue, one message) are
-// reached from a list and are not tabs; `tab` names the tab they belong under.
+// reached from a list and are not tabs; `tab` names the tab they belong under; a tab with
+// a `level` is shown only to roles that have it.
 const PAGES = [
   { path: '/', label: 'Overview', view: Overview },
   { path: '/queues', label: 'Queues', view: Queues },
+  { path: '/system', label: 'System', view: System, level: 'admin' },
 ];
 
 function App() {
@@ -54,7 +57,7 @@ function App() {
           Regent
         </a>
         <nav class="tabs" aria-label="Pages">
-          {PAGES.filter((p) => p.nav !== false).map((p) => (
+          {PAGES.filter((p) => p.nav !== false && can(session, p.level || 'read-only')).map((p) => (
             <a
               key={p.path}
               href={`#${p.path}`}

@@ -29,3 +29,29 @@ export function throughputColumns(status) {
   });
   return cols;
 }
+
+/**
+ * Levels (depth, lag) per bucket from `/api/v1/status`'s `depth`, in columns as
+ * `throughputColumns`: a bucket without a stats round is `null`, so the chart bridges it
+ * (`spanGaps`) instead of drawing a drop to zero that never happened.
+ */
+export function levelColumns(status, keys) {
+  const points = status?.depth || [];
+  const width = (status?.bucketMinutes || 1) * 60;
+  const from = Date.parse(status?.timeRange?.from) / 1000;
+  const to = Date.parse(status?.timeRange?.to) / 1000;
+  if (Number.isNaN(from) || Number.isNaN(to)) return [[], ...keys.map(() => [])];
+  const n = Math.max(1, Math.ceil((to - from) / width));
+  const cols = [
+    Array.from({ length: n }, (_, i) => from + i * width),
+    ...keys.map(() => new Array(n).fill(null)),
+  ];
+  for (const p of points) {
+    const i = Math.round((Date.parse(p.timestamp) / 1000 - from) / width);
+    if (i < 0 || i >= n) continue;
+    keys.forEach((k, j) => {
+      cols[j + 1][i] = p[k] ?? null;
+    });
+  }
+  return cols;
+}

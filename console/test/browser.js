@@ -12,8 +12,9 @@ import { fill } from './browser/fill.js';
 import { launch, mint, SECRET, startBroker, tally } from './browser/harness.js';
 import * as overview from './browser/overview.js';
 import * as queues from './browser/queues.js';
+import * as system from './browser/system.js';
 
-const SCENARIOS = { overview, queues, access };
+const SCENARIOS = { overview, queues, system, access };
 const only = process.env.ONLY?.split(',');
 const chosen = Object.entries(SCENARIOS).filter(([name]) => !only || only.includes(name));
 

@@ -1,19 +1,24 @@
 // The tenant at a glance: counts from the stats snapshot (`/resources/overview`, with its
-// age), and the last hour's throughput from the series (`/status`).
+// age), the last hour's throughput from the series and its depth and lag as the stats
+// rounds counted them (`/status`), and, for an admin, the brokers of the fleet.
 import { useMemo } from 'preact/hooks';
 import { LineChart } from '../chart.jsx';
 import { Card, EmptyState, ErrorState } from '../components.jsx';
+import { BrokerTable } from '../fleet.jsx';
 import { count, duration, rate, statsAge } from '../format.js';
 import { useApi } from '../hooks.js';
 import { href } from '../route.js';
-import { throughputColumns } from '../series.js';
+import { levelColumns, throughputColumns } from '../series.js';
+import { can } from '../session.js';
 
 const REFRESH_MS = 5000;
 
-export function Overview({ epoch, theme, onToken }) {
+export function Overview({ epoch, theme, session, onToken }) {
   const overview = useApi('/api/v1/resources/overview', { epoch, everyMs: REFRESH_MS });
   const status = useApi('/api/v1/status', { epoch, everyMs: REFRESH_MS });
   const columns = useMemo(() => throughputColumns(status.data), [status.data]);
+  const depth = useMemo(() => levelColumns(status.data, ['pending', 'lagMessages']), [status.data]);
+  const lag = useMemo(() => levelColumns(status.data, ['maxTimeLagSeconds']), [status.data]);
   const o = overview.data;
 
   if (!o && overview.error) {
@@ -89,10 +94,10 @@ export function Overview({ epoch, theme, onToken }) {
         />
         <Card
           id="time-lag"
-          label="Consumer lag"
+          label="Oldest unconsumed"
           value={duration(o.lag.time.max)}
           raw={o.lag.time.max}
-          hint={`longest; median ${duration(o.lag.time.median)}`}
+          hint={`the longest a cursor waits; median ${duration(o.lag.time.median)}`}
         />
       </div>
       <div class="panel">
@@ -118,6 +123,46 @@ export function Overview({ epoch, theme, onToken }) {
           />
         )}
       </div>
+      <div class="panel-row">
+        <div class="panel">
+          <div class="panel-head">
+            <h2>Depth, last hour</h2>
+            <span class="legend">
+              <i class="dot dot-in" /> pending <i class="dot dot-warn" /> behind the groups' cursors
+            </span>
+          </div>
+          {!status.data?.depth?.length ? (
+            <p class="muted">No stats round in the last hour yet.</p>
+          ) : (
+            <LineChart
+              columns={depth}
+              theme={theme}
+              height={180}
+              series={[
+                { label: 'pending', color: '--accent', spanGaps: true },
+                { label: 'behind cursors', color: '--warn', spanGaps: true },
+              ]}
+            />
+          )}
+        </div>
+        <div class="panel">
+          <div class="panel-head">
+            <h2>Oldest unconsumed message, last hour</h2>
+          </div>
+          {!status.data?.depth?.length ? (
+            <p class="muted">No stats round in the last hour yet.</p>
+          ) : (
+            <LineChart
+              columns={lag}
+              theme={theme}
+              height={180}
+              yFormat={duration}
+              series={[{ label: 'age', color: '--danger', spanGaps: true }]}
+            />
+          )}
+        </div>
+      </div>
+      {can(session, 'admin') && <Brokers epoch={epoch} />}
       {o.queues === 0 && (
         <EmptyState title="No queues yet">
           <p>A queue is created by its first push:</p>
@@ -128,5 +173,28 @@ export function Overview({ epoch, theme, onToken }) {
         </EmptyState>
       )}
     </section>
+  );
+}
+
+/** The fleet's brokers (an admin route: shown only to admins). */
+function Brokers({ epoch }) {
+  const fleet = useApi('/api/v1/analytics/worker-metrics', { epoch, everyMs: 10000 });
+  const workers = fleet.data?.workers;
+  return (
+    <div class="panel">
+      <div class="panel-head">
+        <h2>Brokers</h2>
+        <a href={href('/system')}>system</a>
+      </div>
+      {fleet.error && !fleet.data ? (
+        <p class="stale">The brokers could not be read: {fleet.error.message}.</p>
+      ) : !workers ? (
+        <p class="muted">Loading…</p>
+      ) : workers.length === 0 ? (
+        <p class="muted">No broker has written a sample in the last hour.</p>
+      ) : (
+        <BrokerTable workers={workers} />
+      )}
+    </div>
   );
 }

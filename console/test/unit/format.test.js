@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { count, date, duration, rate, statsAge } from '../../src/format.js';
+import { bytes, count, date, duration, percent, rate, statsAge } from '../../src/format.js';
 
 describe('format', () => {
   it('groups counts and shows a dash for none', () => {
@@ -30,5 +30,20 @@ describe('format', () => {
   it('shows instants in UTC to the minute', () => {
     expect(date('2026-11-01T10:20:30.000Z')).toBe('2026-11-01 10:20');
     expect(date(null)).toBe('—');
+  });
+});
+
+describe('bytes and percent', () => {
+  it('says sizes in powers of 1024', () => {
+    expect(bytes(812)).toBe('812 B');
+    expect(bytes(28463104)).toBe('27 MB');
+    expect(bytes(1536)).toBe('1.5 KB');
+    expect(bytes(null)).toBe('—');
+  });
+
+  it('keeps one decimal below 10 %', () => {
+    expect(percent(1.74)).toBe('1.7 %');
+    expect(percent(97.83)).toBe('98 %');
+    expect(percent(null)).toBe('—');
   });
 });
