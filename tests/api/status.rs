@@ -237,8 +237,9 @@ async fn the_queue_analytics_count_operations_and_waits_per_queue() {
 }
 
 /// `/status`'s `depth` (a Regent extension): what each stats round counted, a point per
-/// minute, the last round of a minute winning; the tenant's only, and `null` when filtered
-/// (it is kept per tenant). Minutes past `SERIES_RETENTION_DAYS` are deleted by retention.
+/// minute, the last round of a minute winning; the tenant's, or one queue's (written only
+/// when it changed), `null` for a namespace or task. Minutes past `SERIES_RETENTION_DAYS`
+/// are deleted by retention.
 #[tokio::test]
 async fn the_status_page_charts_the_backlog_each_round_counted() {
     let b = broker().await;
@@ -280,16 +281,73 @@ async fn the_status_page_charts_the_backlog_each_round_counted() {
         (&json!(1), &json!(0)),
         "{v}"
     );
+    // One queue's: a row only when a round counts new figures, carried forward.
     let (_, v) = b.get("/api/v1/status?queue=orders").await;
-    assert_eq!(v["depth"], Value::Null, "{v}");
+    let points = v["depth"].as_array().unwrap();
+    assert_eq!(
+        (
+            &points[0]["pending"],
+            &points[0]["deadLetter"],
+            &points[0]["lagMessages"]
+        ),
+        (&json!(0), &json!(1), &json!(0)),
+        "{v}"
+    );
+    if points.len() > 1 {
+        assert_eq!(points[1]["pending"], json!(1), "the first round's: {v}");
+    }
+    let rows = |db: tokio_postgres::Client| async move {
+        let r = db
+            .query_one("SELECT count(*) FROM queue_depth_minutes", &[])
+            .await
+            .unwrap();
+        r.get::<_, i64>(0)
+    };
+    let before = rows(b.db().await).await;
+    b.refresh_stats().await;
+    assert_eq!(
+        rows(b.db().await).await,
+        before,
+        "nothing changed, nothing written"
+    );
+    let (_, v) = b.get("/api/v1/status?queue=logs").await;
+    assert_eq!(v["depth"][0]["pending"], json!(1), "{v}");
+    // A window after the queue's last row: that row, carried to the window's start.
+    let later = chrono::Utc::now() + chrono::Duration::minutes(5);
+    let (from, to) = (
+        later.to_rfc3339(),
+        (later + chrono::Duration::minutes(10)).to_rfc3339(),
+    );
+    let path = format!(
+        "/api/v1/status?queue=logs&from={}&to={}",
+        enc(&from),
+        enc(&to)
+    );
+    let (_, v) = b.get(&path).await;
+    assert_eq!(
+        (
+            v["depth"].as_array().map(Vec::len),
+            &v["depth"][0]["pending"]
+        ),
+        (Some(1), &json!(1)),
+        "{v}"
+    );
+    for (path, want) in [
+        ("/api/v1/status?queue=nosuch", json!([])),
+        ("/api/v1/status?namespace=shop", Value::Null),
+    ] {
+        let (_, v) = b.get(path).await;
+        assert_eq!(v["depth"], want, "{path}: {v}");
+    }
 
     // Another tenant's rows are not this tenant's; old minutes go with the series.
     let db = b.db().await;
-    db.execute(
+    db.batch_execute(
         "INSERT INTO depth_minutes VALUES
            ('zenith', date_trunc('minute', now()), 7, 0, 0, 0, 0),
-           ('default', now() - interval '8 days', 9, 0, 0, 0, 0)",
-        &[],
+           ('default', now() - interval '8 days', 9, 0, 0, 0, 0);
+         INSERT INTO queue_depth_minutes
+           SELECT queue_id, now() - interval '8 days', 9, 0, 0, 0 FROM queue_stats",
     )
     .await
     .unwrap();
@@ -305,11 +363,17 @@ async fn the_status_page_charts_the_backlog_each_round_counted() {
     b.retention_pass().await;
     let left: i64 = db
         .query_one(
-            "SELECT count(*) FROM depth_minutes WHERE minute < now() - interval '7 days'",
+            "SELECT (SELECT count(*) FROM depth_minutes WHERE minute < now() - interval '7 days')
+                  + (SELECT count(*) FROM queue_depth_minutes
+                      WHERE minute < now() - interval '7 days')",
             &[],
         )
         .await
         .unwrap()
         .get(0);
     assert_eq!(left, 0);
+}
+
+fn enc(s: &str) -> String {
+    s.replace('+', "%2B").replace(':', "%3A")
 }

@@ -61,6 +61,7 @@ impl Service {
                 let mut lagging: Vec<Lagging> = Vec::new();
                 for chunk in ids.chunks(QUEUES_PER_STATEMENT) {
                     lagging.extend(stats::recount(tx, tenant, chunk).await?);
+                    depth_history::record_queues(tx, chunk).await?;
                 }
                 keep_oldest(&mut lagging);
                 stats::write_lagging(tx, tenant, &lagging).await?;

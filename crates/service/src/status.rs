@@ -5,6 +5,7 @@ use chrono::{DateTime, Duration, Utc};
 use regent_broker::buckets::{bucket_minutes, point_count};
 use regent_store::depth_history::{self, DepthPoint};
 use regent_store::overview::{self, DeadSummary, Leases, Overview};
+use regent_store::queues;
 use regent_store::series::{self, Counts, Filter, QueueCounts, Span};
 
 use crate::{Error, Service};
@@ -46,8 +47,8 @@ pub struct Status {
     pub now: Overview,
     pub leases: Leases,
     pub dead: DeadSummary,
-    /// The tenant's backlog per bucket, newest first, as the stats rounds counted it; `None`
-    /// when the filter names a queue, namespace or task (it is kept per tenant only).
+    /// The backlog per bucket, newest first, as the stats rounds counted it: the tenant's or
+    /// the filtered queue's; `None` when the filter names a namespace or task (not kept).
     pub depth: Option<Vec<DepthPoint>>,
 }
 
@@ -70,13 +71,7 @@ impl Service {
                 .map(|(at, _, c)| (at, c))
                 .collect();
         points.reverse();
-        let whole = f.queue.is_none() && f.namespace.is_none() && f.task.is_none();
-        let depth = match whole {
-            true => {
-                Some(depth_history::read(&client, tenant, w.from, w.to, w.bucket_minutes).await?)
-            }
-            false => None,
-        };
+        let depth = self.depth(&client, tenant, f, &w).await?;
         Ok(Status {
             depth,
             window: w,
@@ -86,6 +81,30 @@ impl Service {
             leases: overview::leases(&client, tenant, f).await?,
             dead: overview::dead_summary(&client, tenant, f).await?,
         })
+    }
+
+    /// The backlog over the window: the tenant's, or one queue's (an unknown queue's is
+    /// empty); `None` for a namespace or task, which are not kept.
+    async fn depth(
+        &self,
+        client: &regent_store::Client,
+        tenant: &str,
+        f: &Filter<'_>,
+        w: &Window,
+    ) -> Result<Option<Vec<DepthPoint>>, Error> {
+        if f.namespace.is_some() || f.task.is_some() {
+            return Ok(None);
+        }
+        let (from, to, width) = (w.from, w.to, w.bucket_minutes);
+        let Some(name) = f.queue else {
+            return Ok(Some(
+                depth_history::read(client, tenant, from, to, width).await?,
+            ));
+        };
+        Ok(Some(match queues::find(client, tenant, name).await? {
+            Some(q) => depth_history::read_queue(client, q.id, from, to, width).await?,
+            None => Vec::new(),
+        }))
     }
 
     /// The series bucketed over the window, oldest first; per queue with `by_queue` (the

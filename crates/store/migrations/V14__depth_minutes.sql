@@ -17,3 +17,17 @@ CREATE TABLE depth_minutes (
     PRIMARY KEY (tenant, minute)
 );
 CREATE INDEX depth_minutes_age ON depth_minutes (minute);
+
+-- One queue's backlog over time, for its page's depth chart: a row only when a round counts
+-- figures that differ from the queue's latest row (a reader carries a row forward until the
+-- next), so an idle queue writes nothing however many rounds run; at most a row per minute.
+CREATE TABLE queue_depth_minutes (
+    queue_id      uuid NOT NULL,
+    minute        timestamptz NOT NULL,
+    pending       bigint NOT NULL,
+    processing    bigint NOT NULL,
+    dead_letters  bigint NOT NULL,
+    lag_messages  bigint NOT NULL,
+    PRIMARY KEY (queue_id, minute)
+);
+CREATE INDEX queue_depth_minutes_age ON queue_depth_minutes (minute);

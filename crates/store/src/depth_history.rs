@@ -1,7 +1,8 @@
-//! The tenant's backlog per minute (`depth_minutes`): each stats round writes what it
-//! counted, so the console can chart depth and lag over the last hour. A level, not a sum:
-//! a minute's row is the last round of that minute, and a bucket of several minutes shows
-//! its latest minute.
+//! The backlog over time, as the stats rounds counted it, so the console can chart depth
+//! and lag over the last hour: per tenant every round (`depth_minutes`), and per queue only
+//! when its figures changed (`queue_depth_minutes`, carried forward by the reader). A level,
+//! not a sum: a minute's row is the last round of that minute, and a bucket of several
+//! minutes shows its latest minute.
 
 use chrono::{DateTime, Utc};
 use deadpool_postgres::{Client, Transaction};
@@ -45,6 +46,35 @@ pub async fn record(tx: &Transaction<'_>) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Writes a row for each of these queues (just recounted, in the round's transaction)
+/// whose figures differ from its latest row: a queue that did not change writes nothing.
+pub async fn record_queues(tx: &Transaction<'_>, queues: &[uuid::Uuid]) -> Result<(), StoreError> {
+    let st = tx
+        .prepare_cached(
+            "INSERT INTO queue_depth_minutes AS d (queue_id, minute, pending, processing,
+                                                   dead_letters, lag_messages)
+             SELECT s.queue_id, date_trunc('minute', now()), s.pending, s.processing,
+                    s.dead_letters, coalesce(g.lag, 0)
+               FROM queue_stats s
+               LEFT JOIN (SELECT queue_id, sum(lag)::bigint AS lag FROM group_stats
+                           WHERE queue_id = ANY($1) GROUP BY queue_id) g
+                      ON g.queue_id = s.queue_id
+               LEFT JOIN LATERAL (
+                    SELECT l.pending, l.processing, l.dead_letters, l.lag_messages
+                      FROM queue_depth_minutes l WHERE l.queue_id = s.queue_id
+                     ORDER BY l.minute DESC LIMIT 1) last ON true
+              WHERE s.queue_id = ANY($1)
+                AND (last.pending, last.processing, last.dead_letters, last.lag_messages)
+                    IS DISTINCT FROM (s.pending, s.processing, s.dead_letters, coalesce(g.lag, 0))
+             ON CONFLICT (queue_id, minute) DO UPDATE SET
+                 pending = EXCLUDED.pending, processing = EXCLUDED.processing,
+                 dead_letters = EXCLUDED.dead_letters, lag_messages = EXCLUDED.lag_messages",
+        )
+        .await?;
+    tx.execute(&st, &[&queues]).await?;
+    Ok(())
+}
+
 fn point(r: &Row) -> DepthPoint {
     DepthPoint {
         at: r.get("bucket"),
@@ -54,6 +84,43 @@ fn point(r: &Row) -> DepthPoint {
         lag_messages: r.get("lag_messages"),
         max_time_lag: r.get("max_time_lag"),
     }
+}
+
+/// One queue's backlog over [from, to), newest first: a point per bucket with a row in it
+/// (its latest), and, when the queue's latest row before `from` is older, that row as of
+/// `from` (the figures held since). `max_time_lag` is not kept per queue: 0.
+pub async fn read_queue(
+    client: &Client,
+    queue_id: uuid::Uuid,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    bucket_minutes: i32,
+) -> Result<Vec<DepthPoint>, StoreError> {
+    let st = client
+        .prepare_cached(
+            "SELECT * FROM (
+                SELECT DISTINCT ON (bucket)
+                       date_bin(make_interval(mins => $4), minute, $2) AS bucket,
+                       pending, processing, dead_letters, lag_messages, 0::float8 AS max_time_lag
+                  FROM queue_depth_minutes
+                 WHERE queue_id = $1 AND minute >= $2 AND minute < $3
+                 ORDER BY bucket DESC, minute DESC) w
+             UNION ALL
+             SELECT * FROM (
+                SELECT $2::timestamptz, pending, processing, dead_letters, lag_messages, 0::float8
+                  FROM queue_depth_minutes
+                 WHERE queue_id = $1 AND minute < $2
+                 ORDER BY minute DESC LIMIT 1) b
+             ORDER BY bucket DESC",
+        )
+        .await?;
+    let rows = client
+        .query(&st, &[&queue_id, &from, &to, &bucket_minutes])
+        .await?;
+    // The carried row and a row of the first bucket both say `from`: the bucket's wins.
+    let mut points: Vec<DepthPoint> = rows.iter().map(point).collect();
+    points.dedup_by(|later, kept| later.at == kept.at);
+    Ok(points)
 }
 
 /// The tenant's backlog over [from, to), a point per bucket of `bucket_minutes` with a
@@ -80,7 +147,8 @@ pub async fn read(
     Ok(rows.iter().map(point).collect())
 }
 
-/// Deletes up to `limit` minutes older than `before`, in the caller's transaction.
+/// Deletes up to `limit` minutes older than `before` of the tenants' and of the queues'
+/// rows each, in the caller's transaction; the most of either that went.
 pub async fn expire(
     tx: &Transaction<'_>,
     before: DateTime<Utc>,
@@ -93,5 +161,15 @@ pub async fn expire(
               WHERE d.tenant = o.tenant AND d.minute = o.minute",
         )
         .await?;
-    Ok(tx.execute(&st, &[&before, &limit]).await? as i64)
+    let tenants = tx.execute(&st, &[&before, &limit]).await? as i64;
+    let st = tx
+        .prepare_cached(
+            "DELETE FROM queue_depth_minutes d
+               USING (SELECT queue_id, minute FROM queue_depth_minutes
+                       WHERE minute < $1 LIMIT $2) o
+              WHERE d.queue_id = o.queue_id AND d.minute = o.minute",
+        )
+        .await?;
+    let queues = tx.execute(&st, &[&before, &limit]).await? as i64;
+    Ok(tenants.max(queues))
 }

@@ -303,6 +303,7 @@ pub async fn delete(tx: &Transaction<'_>, tenant: &str, name: &str) -> Result<bo
                   d AS (DELETE FROM dead_letters WHERE queue_id = $1),
                   t AS (DELETE FROM traces WHERE queue_id = $1),
                   m AS (DELETE FROM queue_minutes WHERE queue_id = $1),
+                  h AS (DELETE FROM queue_depth_minutes WHERE queue_id = $1),
                   k AS (DELETE FROM tombstones WHERE partition_id IN (SELECT id FROM p)),
                   b AS (DELETE FROM push_buffer WHERE partition_id IN (SELECT id FROM p))
              DELETE FROM subscriptions WHERE queue_id = $1",
