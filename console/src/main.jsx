@@ -5,9 +5,12 @@ import { useEffect, useState } from 'preact/hooks';
 import { getToken } from './api.js';
 import { TokenForm } from './components.jsx';
 import { useApi } from './hooks.js';
+import { Message } from './pages/Message.jsx';
+import { Messages } from './pages/Messages.jsx';
 import { Overview } from './pages/Overview.jsx';
 import { Queues } from './pages/Queues.jsx';
 import { System } from './pages/System.jsx';
+import { Traces } from './pages/Traces.jsx';
 import { parse } from './route.js';
 import { can, describe } from './session.js';
 import { applyTheme, initialTheme } from './theme.js';
@@ -19,6 +22,9 @@ import './style.css';
 const PAGES = [
   { path: '/', label: 'Overview', view: Overview },
   { path: '/queues', label: 'Queues', view: Queues },
+  { path: '/messages', label: 'Messages', view: Messages },
+  { path: '/message', label: 'Message', view: Message, nav: false, tab: '/messages' },
+  { path: '/traces', label: 'Traces', view: Traces },
   { path: '/system', label: 'System', view: System, level: 'admin' },
 ];
 

@@ -1,0 +1,265 @@
+// Trace names (`GET /api/v1/traces/names`, most recently seen first) and, for one name
+// (`#/traces?name=x`), its events with the messages they were recorded on
+// (`GET /api/v1/traces/by-name/{name}`), each opening that message. Both are paged by the
+// broker, which answers a total.
+import { useRef, useState } from 'preact/hooks';
+import { EmptyState, ErrorState } from '../components.jsx';
+import { count } from '../format.js';
+import { useApi } from '../hooks.js';
+import { rowKeys, useListKeys } from '../keys.js';
+import { instant, messageHref, preview } from '../messages.js';
+import { href } from '../route.js';
+import { byNameQuery, namesQuery, pageCount } from '../traces.js';
+import '../messages.css';
+
+const REFRESH_MS = 10000;
+
+const RECORD_EXAMPLE = `POST /api/v1/traces
+{ "partitionId": "<the message's partition id>",
+  "transactionId": "<its transaction id>",
+  "traceNames": ["order-flow"],
+  "eventType": "processed",
+  "data": { "step": "charged", "amount": 42 } }`;
+
+function Pager({ page, pages, go }) {
+  return (
+    <nav class="pager" aria-label="Pages">
+      <button
+        type="button"
+        disabled={page <= 1}
+        onClick={() => go(page - 1)}
+        title="Previous page ( [ )"
+      >
+        ← Previous
+      </button>
+      <span data-testid="page">
+        Page {page} of {pages}
+      </span>
+      <button
+        type="button"
+        disabled={page >= pages}
+        onClick={() => go(page + 1)}
+        title="Next page ( ] )"
+      >
+        Next →
+      </button>
+    </nav>
+  );
+}
+
+function Names({ page, epoch, onToken, navigate }) {
+  const names = useApi(namesQuery(page), { epoch, everyMs: REFRESH_MS });
+  const [text, setText] = useState('');
+  const input = useRef(null);
+  const total = names.data?.total ?? 0;
+  const pages = pageCount(total);
+  const go = (p) => navigate(href('/traces', { page: p > 1 ? p : undefined }));
+  const openName = (n) => navigate(href('/traces', { name: n }));
+  useListKeys({
+    focus: () => input.current?.focus(),
+    next: page < pages ? () => go(page + 1) : null,
+    prev: page > 1 ? () => go(page - 1) : null,
+  });
+  const rows = names.data?.trace_names || [];
+
+  let body;
+  if (names.error && !names.data) {
+    body = <ErrorState error={names.error} onToken={onToken} onRetry={names.reload} />;
+  } else if (!names.data) {
+    body = <div class="state muted">Loading…</div>;
+  } else if (rows.length === 0) {
+    body =
+      page > 1 ? (
+        <EmptyState title="Past the last page">
+          <a href={href('/traces')}>Back to the first page</a>
+        </EmptyState>
+      ) : (
+        <EmptyState title="No traces recorded yet">
+          <p>
+            A trace is an event a consumer records on a message it handles; naming it (
+            <code>traceNames</code>) groups the events of one flow across queues, so they can be
+            followed here. Record one with:
+          </p>
+          <pre>{RECORD_EXAMPLE}</pre>
+          <p class="muted">
+            The Python client records them with <code>message.trace(…)</code> in a consume loop. A
+            message's own events are on its page, under Messages.
+          </p>
+        </EmptyState>
+      );
+  } else {
+    body = (
+      <table class="grid" data-testid="trace-names">
+        <caption class="keys-hint">Arrows or j/k move, Enter opens, [ and ] turn the page.</caption>
+        <thead>
+          <tr>
+            <th scope="col">Trace name</th>
+            <th scope="col" class="num">
+              Events
+            </th>
+            <th scope="col" class="num">
+              Messages
+            </th>
+            <th scope="col">Last seen (UTC)</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((n) => (
+            <tr
+              key={n.trace_name}
+              tabIndex={0}
+              data-name={n.trace_name}
+              onKeyDown={rowKeys(() => openName(n.trace_name), {
+                onTop: () => input.current?.focus(),
+              })}
+            >
+              <td class="name">
+                <a href={href('/traces', { name: n.trace_name })} tabIndex={-1}>
+                  {n.trace_name}
+                </a>
+              </td>
+              <td class="num">{count(n.trace_count)}</td>
+              <td class="num">{count(n.message_count)}</td>
+              <td>{instant(n.last_seen)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    );
+  }
+
+  return (
+    <section aria-labelledby="traces-title">
+      <header class="page-head">
+        <h1 id="traces-title">Traces</h1>
+        {names.data && (
+          <span class="badge" data-testid="names-total" data-value={total}>
+            {count(total)} names
+          </span>
+        )}
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            if (text.trim()) openName(text.trim());
+          }}
+        >
+          <input
+            ref={input}
+            class="search"
+            type="search"
+            placeholder="Open a trace name  ( / )"
+            aria-label="Open a trace name"
+            data-testid="trace-name-input"
+            value={text}
+            onInput={(e) => setText(e.currentTarget.value)}
+          />
+        </form>
+      </header>
+      {names.error && names.data && <p class="stale">Refresh failed: {names.error.message}.</p>}
+      {body}
+      <Pager page={page} pages={pages} go={go} />
+    </section>
+  );
+}
+
+function ByName({ name, page, epoch, onToken, navigate }) {
+  const events = useApi(byNameQuery(name, page), { epoch, everyMs: REFRESH_MS });
+  const total = events.data?.total ?? 0;
+  const pages = pageCount(total);
+  const go = (p) => navigate(href('/traces', { name, page: p > 1 ? p : undefined }));
+  useListKeys({
+    next: page < pages ? () => go(page + 1) : null,
+    prev: page > 1 ? () => go(page - 1) : null,
+  });
+  const rows = events.data?.traces || [];
+
+  let body;
+  if (events.error && !events.data) {
+    body = <ErrorState error={events.error} onToken={onToken} onRetry={events.reload} />;
+  } else if (!events.data) {
+    body = <div class="state muted">Loading…</div>;
+  } else if (rows.length === 0) {
+    body = (
+      <EmptyState title={page > 1 ? 'Past the last page' : `No events named “${name}”`}>
+        <p>
+          Trace names are exact. Events go with their message: once it is deleted (or removed by
+          retention) its events are gone too.
+        </p>
+        <a href={href('/traces')}>All trace names</a>
+      </EmptyState>
+    );
+  } else {
+    body = (
+      <table class="grid" data-testid="trace-events">
+        <caption class="keys-hint">
+          Arrows or j/k move, Enter opens the message, [ and ] turn the page.
+        </caption>
+        <thead>
+          <tr>
+            <th scope="col">Recorded (UTC)</th>
+            <th scope="col">Event</th>
+            <th scope="col">Queue / partition</th>
+            <th scope="col">Transaction id</th>
+            <th scope="col">Data</th>
+            <th scope="col">Payload</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((t) => {
+            const to = messageHref(t.partition_id, t.transaction_id);
+            return (
+              <tr
+                key={t.id}
+                tabIndex={0}
+                data-event-id={t.id}
+                data-tx={t.transaction_id}
+                onKeyDown={rowKeys(() => navigate(to))}
+              >
+                <td>{instant(t.created_at, { ms: true })}</td>
+                <td>{t.event_type}</td>
+                <td>
+                  {t.queue_name} / {t.partition_name}
+                </td>
+                <td class="mono clip">
+                  <a href={to} tabIndex={-1}>
+                    {t.transaction_id}
+                  </a>
+                </td>
+                <td class="mono clip">{preview(t.data, 60)}</td>
+                <td class="mono clip">{preview(t.message_payload, 60)}</td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    );
+  }
+
+  return (
+    <section aria-labelledby="trace-title">
+      <header class="page-head">
+        <h1 id="trace-title">
+          Trace <span data-testid="trace-name">{name}</span>
+        </h1>
+        {events.data && (
+          <span class="badge" data-testid="events-total" data-value={total}>
+            {count(total)} events
+          </span>
+        )}
+        <a href={href('/traces')}>← All trace names</a>
+      </header>
+      {events.error && events.data && <p class="stale">Refresh failed: {events.error.message}.</p>}
+      {body}
+      <Pager page={page} pages={pages} go={go} />
+    </section>
+  );
+}
+
+export function Traces({ query, ...props }) {
+  const page = Math.max(1, Number.parseInt(query.page, 10) || 1);
+  return query.name ? (
+    <ByName key={query.name} name={query.name} page={page} {...props} />
+  ) : (
+    <Names page={page} {...props} />
+  );
+}
