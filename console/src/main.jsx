@@ -6,6 +6,7 @@ import { getToken } from './api.js';
 import { TokenForm } from './components.jsx';
 import { useApi } from './hooks.js';
 import { Overview } from './pages/Overview.jsx';
+import { Queue } from './pages/Queue.jsx';
 import { Queues } from './pages/Queues.jsx';
 import { parse } from './route.js';
 import { describe } from './session.js';
@@ -17,6 +18,7 @@ import './style.css';
 const PAGES = [
   { path: '/', label: 'Overview', view: Overview },
   { path: '/queues', label: 'Queues', view: Queues },
+  { path: '/queue', label: 'Queue', view: Queue, nav: false, tab: '/queues' },
 ];
 
 function App() {
