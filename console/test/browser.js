@@ -11,9 +11,10 @@ import * as access from './browser/access.js';
 import { fill } from './browser/fill.js';
 import { launch, mint, SECRET, startBroker, tally } from './browser/harness.js';
 import * as overview from './browser/overview.js';
+import * as queue from './browser/queue.js';
 import * as queues from './browser/queues.js';
 
-const SCENARIOS = { overview, queues, access };
+const SCENARIOS = { overview, queues, queue, access };
 const only = process.env.ONLY?.split(',');
 const chosen = Object.entries(SCENARIOS).filter(([name]) => !only || only.includes(name));
 
