@@ -8,6 +8,7 @@ import { useApi } from './hooks.js';
 import { Message } from './pages/Message.jsx';
 import { Messages } from './pages/Messages.jsx';
 import { Overview } from './pages/Overview.jsx';
+import { Queue } from './pages/Queue.jsx';
 import { Queues } from './pages/Queues.jsx';
 import { System } from './pages/System.jsx';
 import { Traces } from './pages/Traces.jsx';
@@ -22,6 +23,7 @@ import './style.css';
 const PAGES = [
   { path: '/', label: 'Overview', view: Overview },
   { path: '/queues', label: 'Queues', view: Queues },
+  { path: '/queue', label: 'Queue', view: Queue, nav: false, tab: '/queues' },
   { path: '/messages', label: 'Messages', view: Messages },
   { path: '/message', label: 'Message', view: Message, nav: false, tab: '/messages' },
   { path: '/traces', label: 'Traces', view: Traces },

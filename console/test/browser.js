@@ -12,11 +12,12 @@ import { fill } from './browser/fill.js';
 import { launch, mint, SECRET, startBroker, tally } from './browser/harness.js';
 import * as messages from './browser/messages.js';
 import * as overview from './browser/overview.js';
+import * as queue from './browser/queue.js';
 import * as queues from './browser/queues.js';
 import * as system from './browser/system.js';
 import * as traces from './browser/traces.js';
 
-const SCENARIOS = { overview, queues, messages, traces, system, access };
+const SCENARIOS = { overview, queues, queue, messages, traces, system, access };
 const only = process.env.ONLY?.split(',');
 const chosen = Object.entries(SCENARIOS).filter(([name]) => !only || only.includes(name));
 

@@ -53,6 +53,9 @@ export function Queues({ query, epoch, onToken, navigate }) {
     if (next && tr[next]) {
       e.preventDefault();
       tr[next].focus();
+    } else if (e.key === 'Enter' && e.target === tr) {
+      e.preventDefault();
+      navigate(href('/queue', { name: tr.dataset.queue }));
     } else if (e.key === 'ArrowUp' || e.key === 'k') {
       e.preventDefault();
       input.current?.focus();
@@ -106,7 +109,9 @@ export function Queues({ query, epoch, onToken, navigate }) {
         <tbody>
           {rows.map((q) => (
             <tr key={q.id} tabIndex={0} onKeyDown={rowKey} data-queue={q.name}>
-              <td class="name">{q.name}</td>
+              <td class="name">
+                <a href={href('/queue', { name: q.name })}>{q.name}</a>
+              </td>
               <td>{q.namespace || <span class="muted">—</span>}</td>
               <td>{q.task || <span class="muted">—</span>}</td>
               <td class="num">{count(q.partitions)}</td>

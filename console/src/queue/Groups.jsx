@@ -1,0 +1,91 @@
+// The consumer groups of the queue with their lag, from the stats snapshot; each links to
+// its group's page.
+import { EmptyState, ErrorState } from '../components.jsx';
+import { count, duration } from '../format.js';
+import { href } from '../route.js';
+import { rowKeys } from '../row-keys.js';
+import { GROUP_PAGE, GROUP_PAGES } from './groups.js';
+
+const QUEUE_MODE = '__QUEUE_MODE__';
+
+export function Groups({ groups, onToken, navigate }) {
+  const { data, error, reload } = groups;
+  let body;
+  if (!data && error) body = <ErrorState error={error} onToken={onToken} onRetry={reload} />;
+  else if (!data) body = <div class="state muted">Loading…</div>;
+  else if (data.groups.length === 0)
+    body = (
+      <EmptyState title="No consumer group reads this queue">
+        <p>
+          A group appears once it has popped (and the stats snapshot has counted it). A pop without{' '}
+          <code>consumerGroup</code> reads in queue mode.
+        </p>
+      </EmptyState>
+    );
+  else
+    body = (
+      <table class="grid" data-testid="groups-table" aria-label="Consumer groups of this queue">
+        <thead>
+          <tr>
+            <th scope="col">Group</th>
+            <th scope="col">State</th>
+            <th scope="col" class="num">
+              Partitions
+            </th>
+            <th scope="col" class="num">
+              With lag
+            </th>
+            <th scope="col" class="num">
+              Lag (messages)
+            </th>
+            <th scope="col" class="num">
+              Time lag
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {data.groups.map((g) => {
+            const to = href('/group', { name: g.name });
+            return (
+              <tr
+                key={g.name}
+                tabIndex={0}
+                data-group={g.name}
+                onKeyDown={rowKeys({ open: () => navigate(to) })}
+              >
+                <td class="name">
+                  <a href={to}>{g.name === QUEUE_MODE ? 'queue mode' : g.name}</a>
+                  {g.name === QUEUE_MODE && <span class="muted"> ({QUEUE_MODE})</span>}
+                </td>
+                <td>
+                  <span class={`badge state-${String(g.state).toLowerCase()}`}>{g.state}</span>
+                </td>
+                <td class="num">{count(g.members)}</td>
+                <td class="num">{count(g.partitionsWithLag)}</td>
+                <td class="num" data-col="lag" data-value={g.totalLag}>
+                  {count(g.totalLag)}
+                </td>
+                <td class="num">{duration(g.maxTimeLag)}</td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    );
+  return (
+    <div class="panel" data-testid="groups">
+      <div class="panel-head">
+        <h2>Consumer groups</h2>
+        <span class="legend">lag from the stats snapshot</span>
+      </div>
+      {error && data && <p class="stale">Refresh failed: {error.message}.</p>}
+      {data?.capped && (
+        <p class="stale">
+          The tenant has more (group, queue) elements than the console reads (
+          {count(GROUP_PAGE * GROUP_PAGES)}); some groups of this queue may be missing.
+        </p>
+      )}
+      {body}
+    </div>
+  );
+}
