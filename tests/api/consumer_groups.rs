@@ -360,6 +360,29 @@ async fn the_group_list_says_how_far_behind_each_group_is() {
     let (_, v) = b.get("/api/v1/consumer-groups?limit=1&offset=1").await;
     let names: Vec<&Value> = v.as_array().unwrap().iter().map(|g| &g["name"]).collect();
     assert_eq!(names, [&json!("late")], "{v}");
+    // One queue's groups, and groups by a part of their name (Regent's filters).
+    for (query, want) in [
+        ("queue=l2", vec![("late", "l2")]),
+        ("queue=l1", vec![("g", "l1")]),
+        ("queue=nosuch", vec![]),
+        ("search=at", vec![("late", "l2")]),
+        ("search=", vec![("g", "l1"), ("late", "l2")]),
+        ("search=g&queue=l2", vec![]),
+    ] {
+        let (s, v) = b.get(&format!("/api/v1/consumer-groups?{query}")).await;
+        let got: Vec<(&str, &str)> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| {
+                (
+                    g["name"].as_str().unwrap(),
+                    g["queueName"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!((s, got), (StatusCode::OK, want), "{query}");
+    }
 
     // The unread partition's last push ten minutes ago: g is lagging.
     b.db()

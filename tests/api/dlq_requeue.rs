@@ -710,3 +710,42 @@ async fn racing_requeues_copy_each_dead_letter_once() {
     );
     assert!(listed(&b, "").await.is_empty());
 }
+
+/// `GET /api/v1/dlq?reason=` lists (and counts) the dead letters of one reason exactly, as
+/// the bulk routes select them.
+#[tokio::test]
+async fn the_dead_letter_list_filters_by_reason() {
+    let b = broker().await;
+    dead_letter(&b, "rq", "p", "__QUEUE_MODE__", &["a1", "a2"], "timeout").await;
+    dead_letter(&b, "rq", "q", "__QUEUE_MODE__", &["b1"], "bad json").await;
+    for (reason, want) in [
+        ("timeout", vec!["a2", "a1"]),
+        ("bad%20json", vec!["b1"]),
+        ("time", vec![]),
+    ] {
+        let (s, v) = b.get(&format!("/api/v1/dlq?reason={reason}")).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        let got: Vec<&str> = v["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["transactionId"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            (got, &v["total"]),
+            (want.clone(), &json!(want.len())),
+            "{reason}: {v}"
+        );
+    }
+    let dry = call(
+        &b,
+        "/api/v1/dlq/requeue",
+        json!({"reason": "timeout", "dryRun": true}),
+    )
+    .await;
+    assert_eq!(
+        dry["requeued"],
+        json!(2),
+        "the list and the bulk route agree: {dry}"
+    );
+}

@@ -377,3 +377,34 @@ async fn the_status_page_charts_the_backlog_each_round_counted() {
 fn enc(s: &str) -> String {
     s.replace('+', "%2B").replace(':', "%3A")
 }
+
+/// The queue page's `options` (a Regent extension) are configure's echo, so a client that
+/// edits one option can send the rest back: the round trip changes nothing.
+#[tokio::test]
+async fn the_queue_page_names_every_option_as_configure_echoes_it() {
+    let b = broker().await;
+    let options = json!({"leaseTime": 45, "retryLimit": 7, "delayedProcessing": 3,
+                         "windowBuffer": 2, "retentionSeconds": 600, "encryptionEnabled": false,
+                         "maxWaitTimeSeconds": 30, "dlqAfterMaxRetries": false});
+    let (s, echo) = b
+        .post(
+            "/api/v1/configure",
+            json!({"queue": "opts", "options": options}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{echo}");
+    let (s, v) = b.get("/api/v1/status/queues/opts").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["queue"]["options"], echo["options"], "{v}");
+    let (s, again) = b
+        .post(
+            "/api/v1/configure",
+            json!({"queue": "opts", "options": v["queue"]["options"]}),
+        )
+        .await;
+    assert_eq!(
+        (s, &again["options"]),
+        (StatusCode::OK, &echo["options"]),
+        "{again}"
+    );
+}

@@ -29,7 +29,11 @@ pub async fn list(
     Extension(who): Extension<Principal>,
     p: Params,
 ) -> Result<Json<Value>, ApiError> {
-    let rows = s.service.consumer_groups(&who.tenant, page(&p)).await?;
+    let (queue, search) = (p.str("queue"), p.str("search").filter(|s| !s.is_empty()));
+    let rows = s
+        .service
+        .consumer_groups(&who.tenant, queue, search, page(&p))
+        .await?;
     let out: Vec<Value> = rows
         .into_iter()
         .map(|g| {

@@ -27,6 +27,7 @@ pub async fn list(
         partition: p.str("partition"),
         from: instant(&p, "from")?,
         to: instant(&p, "to")?,
+        reason: p.str("reason"),
         limit: p.int("limit").unwrap_or(100).clamp(1, 1000),
         offset: p.int("offset").unwrap_or(0).max(0),
     };

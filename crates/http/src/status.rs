@@ -8,6 +8,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Value};
 
 use super::auth::Principal;
+use super::configure::echo_options;
 use super::error::ApiError;
 use super::params::Params;
 use super::path::PathParams;
@@ -190,6 +191,9 @@ pub async fn queue(
                 "retryDelay": o.retry_delay_ms(), "ttl": o.ttl_seconds(),
                 "maxQueueSize": o.max_size(), "deadLetterQueue": o.dead_letter_enabled(),
             },
+            // A Regent extension: every option as `configure` echoes it, so a client that
+            // edits one (the console) can send the others back unchanged.
+            "options": echo_options(&o),
         },
         "partitions": partitions,
         "totals": flat,

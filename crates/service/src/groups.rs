@@ -13,15 +13,23 @@ pub use regent_store::seek::{Deleted, Moved, Seek, SeekTo};
 use crate::{Error, Service};
 
 impl Service {
-    /// Every (group, queue) pair of the tenant with at least one cursor, from the stats
-    /// snapshot.
+    /// A page of the tenant's (group, queue) pairs with at least one cursor, from the
+    /// stats snapshot: all of them, one queue's, or groups whose name contains `search`.
     pub async fn consumer_groups(
         &self,
         tenant: &str,
+        queue: Option<&str>,
+        search: Option<&str>,
         page: Page,
     ) -> Result<Vec<GroupOnQueue>, Error> {
         let client = self.store.client().await?;
-        Ok(groups::list(&client, tenant, page.limit, page.offset).await?)
+        let listing = groups::GroupListing {
+            queue,
+            search,
+            limit: page.limit,
+            offset: page.offset,
+        };
+        Ok(groups::list(&client, tenant, &listing).await?)
     }
 
     /// A page of one group's cursors, each with its lag counted now.

@@ -71,6 +71,8 @@ pub struct Filter<'a> {
     pub partition: Option<&'a str>,
     pub from: Option<DateTime<Utc>>,
     pub to: Option<DateTime<Utc>>,
+    /// The reason exactly, as the bulk routes select it.
+    pub reason: Option<&'a str>,
     pub limit: i64,
     pub offset: i64,
 }
@@ -118,7 +120,8 @@ const WHERE: &str = "FROM dead_letters d
         AND ($3::text IS NULL OR d.consumer_group = $3)
         AND ($4::text IS NULL OR p.name = $4)
         AND ($5::timestamptz IS NULL OR d.failed_at >= $5)
-        AND ($6::timestamptz IS NULL OR d.failed_at <= $6)";
+        AND ($6::timestamptz IS NULL OR d.failed_at <= $6)
+        AND ($7::text IS NULL OR d.error = $7)";
 
 /// A page of dead letters, newest failure first, and the number of all that match.
 pub async fn list(
@@ -126,8 +129,15 @@ pub async fn list(
     tenant: &str,
     f: &Filter<'_>,
 ) -> Result<(Vec<DeadLetter>, i64), StoreError> {
-    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] =
-        [&tenant, &f.queue, &f.group, &f.partition, &f.from, &f.to];
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] = [
+        &tenant,
+        &f.queue,
+        &f.group,
+        &f.partition,
+        &f.from,
+        &f.to,
+        &f.reason,
+    ];
     let count_sql = format!("SELECT count(*) AS total {WHERE}");
     let st = client.prepare_cached(&count_sql).await?;
     let total: i64 = client.query_one(&st, &params).await?.get("total");
@@ -137,7 +147,7 @@ pub async fn list(
                 d.error, d.retry_count, d.\"offset\", d.frame, d.created_at, d.failed_at
            {WHERE}
           ORDER BY d.failed_at DESC, d.id DESC
-          LIMIT $7 OFFSET $8"
+          LIMIT $8 OFFSET $9"
     );
     let st = client.prepare_cached(&sql).await?;
     let mut all = params.to_vec();

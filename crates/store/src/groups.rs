@@ -32,11 +32,20 @@ pub struct GroupOnQueue {
 
 /// A page of the (group, queue) pairs of the tenant with at least one cursor, by group,
 /// then queue, as the last stats round counted them.
+/// Which (group, queue) elements a listing shows: one queue's, groups whose name contains
+/// `search`, a page.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GroupListing<'a> {
+    pub queue: Option<&'a str>,
+    pub search: Option<&'a str>,
+    pub limit: i64,
+    pub offset: i64,
+}
+
 pub async fn list(
     client: &Client,
     tenant: &str,
-    limit: i64,
-    offset: i64,
+    l: &GroupListing<'_>,
 ) -> Result<Vec<GroupOnQueue>, StoreError> {
     let st = client
         .prepare_cached(
@@ -50,11 +59,13 @@ pub async fn list(
                LEFT JOIN subscriptions s
                       ON s.queue_id = g.queue_id AND s.consumer_group = g.consumer_group
               WHERE g.tenant = $1 AND g.partitions > 0
+                AND ($4::text IS NULL OR q.name = $4)
+                AND ($5::text IS NULL OR strpos(g.consumer_group, $5) > 0)
               ORDER BY g.consumer_group, q.name LIMIT $2 OFFSET $3",
         )
         .await?;
     Ok(client
-        .query(&st, &[&tenant, &limit, &offset])
+        .query(&st, &[&tenant, &l.limit, &l.offset, &l.queue, &l.search])
         .await?
         .iter()
         .map(|r| GroupOnQueue {

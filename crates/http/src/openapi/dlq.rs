@@ -25,6 +25,7 @@ Dead letters newest failure first, each with its payload snapshot (`data`), reas
             .query("partition", string(), "Exact partition name.")
             .query("from", json!({"type": "string", "format": "date-time"}), "On the failure time, inclusive.")
             .query("to", json!({"type": "string", "format": "date-time"}), "On the failure time.")
+            .query("reason", string(), "The reason exactly, as the bulk requeue and delete select it (a Regent extension).")
             .query("limit", int_param(100, Some(1), Some(1000)), "Page size.")
             .query("offset", int_param(0, Some(0), None), "Dead letters to skip.")
             .fails(400, "`from must be an ISO-8601 timestamp`, `to must be an ISO-8601 timestamp`.")

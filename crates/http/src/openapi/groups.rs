@@ -38,6 +38,8 @@ pub(super) fn entries() -> Vec<Entry> {
             .about(r#"
 A top-level array with one element per (group, queue) the group has cursors on, `__QUEUE_MODE__` included, from the stats snapshot, a page at a time (by group, then queue): `members` (partitions), `partitionsWithLag`, `totalLag` (messages after the cursors; Queen 0.15 always sends null), `maxTimeLag` (seconds since the last push to a partition it has not read to the end), `state` (`Lagging` past 300 s, else `Stable` while it consumes, else `Dead`) and its subscription. `[]` with no groups (Queen 0.15 sends an empty body). Python: `Admin.list_consumer_groups()`.
 "#)
+            .query("queue", string(), "Only this queue's groups (a Regent extension).")
+            .query("search", string(), "Only groups whose name contains this (a Regent extension).")
             .query("limit", int_param(1000, Some(1), Some(10_000)), "Page size.")
             .query("offset", int_param(0, Some(0), None), "(group, queue) pairs to skip.")
             .reply(200, "The groups.", array(obj(

@@ -140,7 +140,8 @@ pub(super) fn entries() -> Vec<Entry> {
     let detail = obj(
         &["queue", "partitions", "totals", "pagination", "statsAge"],
         json!({
-            "queue": obj(&["id", "name", "namespace", "task", "priority", "createdAt", "config"], json!({
+            "queue": obj(&["id", "name", "namespace", "task", "priority", "createdAt", "config", "options"], json!({
+                "options": about(json!({"type": "object"}), "A Regent extension: every option with its effective value, exactly as `POST /api/v1/configure` echoes them, so a client editing one option can send the others back unchanged."),
                 "id": uuid(), "name": string(), "namespace": string(), "task": string(),
                 "priority": int(), "createdAt": ts(),
                 "config": obj(&["leaseTime", "retryLimit", "retryDelay", "ttl", "maxQueueSize", "deadLetterQueue"], json!({
