@@ -144,3 +144,9 @@ export function preview(data, max = 60) {
   if (s === undefined) s = String(data);
   return s.length > max ? `${s.slice(0, max - 1)}…` : s;
 }
+
+/** A failure time to the second (failures come in bursts within a minute), UTC. */
+export function failedAt(iso) {
+  const d = new Date(iso || '');
+  return Number.isNaN(d.getTime()) ? '—' : d.toISOString().slice(0, 19).replace('T', ' ');
+}

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   describeFilter,
+  failedAt,
   filterBody,
   idsBody,
   listPath,
@@ -145,5 +146,12 @@ describe('a payload', () => {
     expect(preview({ a: 1 })).toBe('{"a":1}');
     expect(preview('x'.repeat(100), 10)).toBe('"xxxxxxxx…');
     expect(preview(undefined)).toBe('undefined');
+  });
+});
+
+describe('a failure time', () => {
+  it('is said to the second, in UTC', () => {
+    expect(failedAt('2026-12-02T01:23:45.678Z')).toBe('2026-12-02 01:23:45');
+    expect(failedAt(null)).toBe('—');
   });
 });
