@@ -5,6 +5,9 @@ import { useEffect, useState } from 'preact/hooks';
 import { getToken } from './api.js';
 import { TokenForm } from './components.jsx';
 import { useApi } from './hooks.js';
+import { DeadLetters } from './pages/DeadLetters.jsx';
+import { Group } from './pages/Group.jsx';
+import { Groups } from './pages/Groups.jsx';
 import { Overview } from './pages/Overview.jsx';
 import { Queues } from './pages/Queues.jsx';
 import { parse } from './route.js';
@@ -17,6 +20,9 @@ import './style.css';
 const PAGES = [
   { path: '/', label: 'Overview', view: Overview },
   { path: '/queues', label: 'Queues', view: Queues },
+  { path: '/dlq', label: 'Dead letters', view: DeadLetters },
+  { path: '/groups', label: 'Consumer groups', view: Groups },
+  { path: '/group', nav: false, tab: '/groups', view: Group },
 ];
 
 function App() {
