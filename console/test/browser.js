@@ -8,12 +8,14 @@
 // the pages from console/src instead of the binary's bundle; --screenshots writes
 // docs/dashboard/*.png; CHROMIUM names another browser; ONLY=queues,access runs those).
 import * as access from './browser/access.js';
+import * as dlq from './browser/dlq.js';
 import { fill } from './browser/fill.js';
+import * as groups from './browser/groups.js';
 import { launch, mint, SECRET, startBroker, tally } from './browser/harness.js';
 import * as overview from './browser/overview.js';
 import * as queues from './browser/queues.js';
 
-const SCENARIOS = { overview, queues, access };
+const SCENARIOS = { overview, queues, access, dlq, groups };
 const only = process.env.ONLY?.split(',');
 const chosen = Object.entries(SCENARIOS).filter(([name]) => !only || only.includes(name));
 
