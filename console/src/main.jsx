@@ -5,6 +5,9 @@ import { useEffect, useState } from 'preact/hooks';
 import { getToken } from './api.js';
 import { TokenForm } from './components.jsx';
 import { useApi } from './hooks.js';
+import { DeadLetters } from './pages/DeadLetters.jsx';
+import { Group } from './pages/Group.jsx';
+import { Groups } from './pages/Groups.jsx';
 import { Message } from './pages/Message.jsx';
 import { Messages } from './pages/Messages.jsx';
 import { Overview } from './pages/Overview.jsx';
@@ -27,6 +30,9 @@ const PAGES = [
   { path: '/messages', label: 'Messages', view: Messages },
   { path: '/message', label: 'Message', view: Message, nav: false, tab: '/messages' },
   { path: '/traces', label: 'Traces', view: Traces },
+  { path: '/dlq', label: 'Dead letters', view: DeadLetters },
+  { path: '/groups', label: 'Consumer groups', view: Groups },
+  { path: '/group', nav: false, tab: '/groups', view: Group },
   { path: '/system', label: 'System', view: System, level: 'admin' },
 ];
 

@@ -8,7 +8,9 @@
 // the pages from console/src instead of the binary's bundle; --screenshots writes
 // docs/dashboard/*.png; CHROMIUM names another browser; ONLY=queues,access runs those).
 import * as access from './browser/access.js';
+import * as dlq from './browser/dlq.js';
 import { fill } from './browser/fill.js';
+import * as groups from './browser/groups.js';
 import { launch, mint, SECRET, startBroker, tally } from './browser/harness.js';
 import * as messages from './browser/messages.js';
 import * as overview from './browser/overview.js';
@@ -17,7 +19,7 @@ import * as queues from './browser/queues.js';
 import * as system from './browser/system.js';
 import * as traces from './browser/traces.js';
 
-const SCENARIOS = { overview, queues, queue, messages, traces, system, access };
+const SCENARIOS = { overview, queues, queue, messages, traces, dlq, groups, system, access };
 const only = process.env.ONLY?.split(',');
 const chosen = Object.entries(SCENARIOS).filter(([name]) => !only || only.includes(name));
 

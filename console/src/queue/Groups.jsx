@@ -2,8 +2,8 @@
 // its group's page.
 import { EmptyState, ErrorState } from '../components.jsx';
 import { count, duration } from '../format.js';
+import { rowKeys } from '../keys.js';
 import { href } from '../route.js';
-import { rowKeys } from '../row-keys.js';
 import { GROUP_PAGE, GROUP_PAGES } from './groups.js';
 
 const QUEUE_MODE = '__QUEUE_MODE__';
@@ -51,7 +51,7 @@ export function Groups({ groups, onToken, navigate }) {
                 key={g.name}
                 tabIndex={0}
                 data-group={g.name}
-                onKeyDown={rowKeys({ open: () => navigate(to) })}
+                onKeyDown={rowKeys(() => navigate(to))}
               >
                 <td class="name">
                   <a href={to}>{g.name === QUEUE_MODE ? 'queue mode' : g.name}</a>

@@ -2,11 +2,10 @@
 // each partition counted now), sortable within the page. "Deepest": the stats snapshot's
 // 100 partitions with the most pending, the only whole-queue order there is: at 100,000
 // partitions the browser must not fetch them all to sort them.
-import { useEffect } from 'preact/hooks';
 import { EmptyState, ErrorState } from '../components.jsx';
 import { count, date, statsAge } from '../format.js';
 import { useApi } from '../hooks.js';
-import { pageKeys, rowKeys } from '../row-keys.js';
+import { rowKeys, useListKeys } from '../keys.js';
 import { parseSort, sortRows } from '../sort.js';
 import { SortHeader } from '../sort-header.jsx';
 
@@ -34,14 +33,9 @@ export function Partitions({ name, query, go, listing, epoch, onToken }) {
   const { rows, more, total, offset } = listing;
 
   const turn = (p) => go({ page: p > 1 ? p : undefined });
-  useEffect(() => {
-    if (deepest) return undefined;
-    const onKey = pageKeys({
-      prev: page > 1 ? () => turn(page - 1) : null,
-      next: more ? () => turn(page + 1) : null,
-    });
-    document.addEventListener('keydown', onKey);
-    return () => document.removeEventListener('keydown', onKey);
+  useListKeys({
+    prev: !deepest && page > 1 ? () => turn(page - 1) : null,
+    next: !deepest && more ? () => turn(page + 1) : null,
   });
 
   const onSort = (s) => go({ sort: s, page: query.page });
@@ -114,7 +108,7 @@ export function Partitions({ name, query, go, listing, epoch, onToken }) {
               </thead>
               <tbody>
                 {(sort ? sortRows(rows, pageValue(sort.key), sort.desc) : rows).map((p) => (
-                  <tr key={p.id} tabIndex={0} onKeyDown={rowKeys()} data-partition={p.name}>
+                  <tr key={p.id} tabIndex={0} onKeyDown={rowKeys(null)} data-partition={p.name}>
                     <td class="name">{p.name}</td>
                     {COUNTS.map(([k]) => (
                       <td key={k} class="num" data-col={k}>
@@ -202,7 +196,12 @@ function Deepest({ name, sort, onSort, epoch, onToken }) {
           </thead>
           <tbody>
             {shown.map((p) => (
-              <tr key={p.partition} tabIndex={0} onKeyDown={rowKeys()} data-partition={p.partition}>
+              <tr
+                key={p.partition}
+                tabIndex={0}
+                onKeyDown={rowKeys(null)}
+                data-partition={p.partition}
+              >
                 <td class="num muted">{p.rank}</td>
                 <td class="name">{p.partition}</td>
                 <td class="num" data-col="pending">

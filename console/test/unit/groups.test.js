@@ -1,32 +1,81 @@
 import { describe, expect, it } from 'vitest';
-import { GROUP_PAGE, GROUP_PAGES, queueGroups } from '../../src/queue/groups.js';
+import {
+  byQueue,
+  cursorCount,
+  cursorsPath,
+  deletePath,
+  groupLabel,
+  groupsPath,
+  matchGroups,
+  seekBody,
+  seekPartitionPath,
+  seekQueuePath,
+  stateClass,
+} from '../../src/groups.js';
 
-describe("a queue's consumer groups", () => {
-  it('reads pages until a short one and keeps the queue’s elements', async () => {
-    const asked = [];
-    const all = Array.from({ length: GROUP_PAGE + 3 }, (_, i) => ({
-      name: `g${i}`,
-      queueName: i % 2 ? 'orders' : 'other',
-    }));
-    const call = async (path) => {
-      asked.push(path);
-      const offset = Number(new URL(path, 'http://x').searchParams.get('offset'));
-      return all.slice(offset, offset + GROUP_PAGE);
-    };
-    const { groups, capped } = await queueGroups('orders', call);
-    expect(asked.length).toBe(2);
-    expect(capped).toBe(false);
-    expect(groups.length).toBe(all.filter((g) => g.queueName === 'orders').length);
+describe('the listing', () => {
+  it('asks for one row more than a page', () => {
+    expect(groupsPath(1)).toBe('/api/v1/consumer-groups?limit=51&offset=0');
+    expect(groupsPath(3, 10)).toBe('/api/v1/consumer-groups?limit=11&offset=20');
   });
 
-  it('stops at its bound and says so', async () => {
-    let calls = 0;
-    const call = async () => {
-      calls++;
-      return Array.from({ length: GROUP_PAGE }, () => ({ name: 'g', queueName: 'x' }));
+  it('filters the page by any part of the name, any case', () => {
+    const rows = [{ name: 'Billing' }, { name: 'audit' }, { name: '__QUEUE_MODE__' }];
+    expect(matchGroups(rows, 'bill').map((g) => g.name)).toEqual(['Billing']);
+    expect(matchGroups(rows, '  ')).toBe(rows);
+  });
+
+  it('names queue mode and tones the state', () => {
+    expect(groupLabel('__QUEUE_MODE__')).toBe('queue mode');
+    expect(groupLabel('g')).toBe('g');
+    expect(stateClass('Lagging')).toBe('badge badge-warn');
+    expect(stateClass('Other')).toBe('badge');
+  });
+});
+
+describe('the cursors', () => {
+  it('are asked a page at a time, the name escaped', () => {
+    expect(cursorsPath('a/b c', 2, 100)).toBe(
+      '/api/v1/consumer-groups/a%2Fb%20c?limit=100&offset=100',
+    );
+  });
+
+  it('are grouped by queue with their sums', () => {
+    const answer = {
+      orders: {
+        partitions: [
+          { partition: 'p0', offsetLag: 2, timeLagSeconds: 5, leaseActive: true },
+          { partition: 'p1', offsetLag: 3, timeLagSeconds: 9, leaseActive: false },
+        ],
+      },
+      audit: { partitions: [{ partition: 'p0', offsetLag: 0, timeLagSeconds: 0 }] },
     };
-    const { capped } = await queueGroups('orders', call);
-    expect(calls).toBe(GROUP_PAGES);
-    expect(capped).toBe(true);
+    const qs = byQueue(answer);
+    expect(qs.map((q) => [q.queue, q.lag, q.maxTimeLag, q.leases])).toEqual([
+      ['orders', 5, 9, 1],
+      ['audit', 0, 0, 0],
+    ]);
+    expect(cursorCount(answer)).toBe(3);
+    expect(byQueue({})).toEqual([]);
+    expect(byQueue(null)).toEqual([]);
+  });
+});
+
+describe('seek and delete', () => {
+  it('name the group, queue and partition in escaped path segments', () => {
+    expect(seekQueuePath('g 1', 'q/x')).toBe('/api/v1/consumer-groups/g%201/queues/q%2Fx/seek');
+    expect(seekPartitionPath('g', 'q', 'p 0')).toBe(
+      '/api/v1/consumer-groups/g/queues/q/partitions/p%200/seek',
+    );
+    expect(deletePath('g')).toBe('/api/v1/consumer-groups/g');
+    expect(deletePath('g', 'q')).toBe('/api/v1/consumer-groups/g/queues/q');
+  });
+
+  it('send toEnd, or the local instant as ISO UTC, or nothing when it is not one', () => {
+    expect(seekBody(true)).toEqual({ toEnd: true });
+    const local = '2026-03-04T05:06:07';
+    expect(seekBody(false, local)).toEqual({ timestamp: new Date(local).toISOString() });
+    expect(seekBody(false, '')).toBe(null);
+    expect(seekBody(false, 'nonsense')).toBe(null);
   });
 });

@@ -1,0 +1,194 @@
+// Consumer groups: one row per (group, queue) the group has cursors on, from the stats
+// snapshot (`GET /api/v1/consumer-groups`, paged by the broker, by group then queue). The
+// listing has no search, so the name filter narrows the page shown, and says so.
+//
+// Keys: `/` focuses the filter, arrows or j/k move between rows, Enter opens the group,
+// `[` and `]` turn the page.
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { EmptyState, ErrorState } from '../components.jsx';
+import { count, date, duration, statsAge } from '../format.js';
+import { groupLabel, groupsPath, matchGroups, stateClass } from '../groups.js';
+import { useApi } from '../hooks.js';
+import { moveRow, useListKeys } from '../keys.js';
+import { pageOf } from '../paging.js';
+import { href } from '../route.js';
+import '../actions.css';
+
+export function Groups({ query, epoch, onToken, navigate }) {
+  const page = Math.max(1, Number.parseInt(query.page, 10) || 1);
+  const search = query.search || '';
+  const [text, setText] = useState(search);
+  const listing = useApi(groupsPath(page), { epoch, everyMs: 10000 });
+  const overview = useApi('/api/v1/resources/overview', { epoch, everyMs: 10000 });
+  const input = useRef(null);
+  const table = useRef(null);
+
+  useEffect(() => {
+    if (text === search) return undefined;
+    const t = setTimeout(
+      () => navigate(href('/groups', { search: text, page: page > 1 ? page : undefined })),
+      250,
+    );
+    return () => clearTimeout(t);
+  }, [text]);
+
+  const { rows: all, more } = pageOf(Array.isArray(listing.data) ? listing.data : []);
+  const rows = matchGroups(all, search);
+  const go = (p) => navigate(href('/groups', { search, page: p > 1 ? p : undefined }));
+  useListKeys({
+    input,
+    table,
+    prev: page > 1 ? () => go(page - 1) : null,
+    next: more ? () => go(page + 1) : null,
+  });
+
+  const open = (name) => href('/group', { name });
+  const rowKey = (g) => (e) => {
+    if (moveRow(e, () => input.current?.focus())) return;
+    if (e.key === 'Enter' && e.target === e.currentTarget) navigate(open(g.name));
+  };
+
+  let body;
+  if (listing.error && !listing.data) {
+    body = <ErrorState error={listing.error} onToken={onToken} onRetry={listing.reload} />;
+  } else if (!listing.data) {
+    body = <div class="state muted">Loading…</div>;
+  } else if (rows.length === 0) {
+    body =
+      all.length > 0 ? (
+        <EmptyState title={`No group on this page matches “${search}”`}>
+          <p>The filter matches any part of a group's name, on the page shown only.</p>
+        </EmptyState>
+      ) : page > 1 ? (
+        <EmptyState title="Past the last page">
+          <a href={href('/groups')}>Back to the first page</a>
+        </EmptyState>
+      ) : (
+        <EmptyState title="No consumer groups yet">
+          <p>
+            A group appears once it has popped a queue (<code>?consumerGroup=NAME</code>) and the
+            stats snapshot has counted it. Queue-mode consumers show as <em>queue mode</em>.
+          </p>
+        </EmptyState>
+      );
+  } else {
+    body = (
+      <table class="grid" ref={table} data-testid="groups-table">
+        <thead>
+          <tr>
+            <th scope="col">Group</th>
+            <th scope="col">Queue</th>
+            <th scope="col" class="num">
+              Partitions
+            </th>
+            <th scope="col" class="num">
+              With lag
+            </th>
+            <th scope="col" class="num">
+              Total lag
+            </th>
+            <th scope="col" class="num">
+              Max time lag
+            </th>
+            <th scope="col">State</th>
+            <th scope="col">Subscribed (UTC)</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((g) => (
+            <tr
+              key={`${g.name}\u0000${g.queueName}`}
+              tabIndex={0}
+              onKeyDown={rowKey(g)}
+              data-group={g.name}
+              data-queue={g.queueName}
+            >
+              <td class="name">
+                <a href={open(g.name)} tabIndex={-1}>
+                  {groupLabel(g.name)}
+                </a>
+              </td>
+              <td>{g.queueName}</td>
+              <td class="num" data-col="partitions" data-value={g.members}>
+                {count(g.members)}
+              </td>
+              <td class="num" data-col="with-lag" data-value={g.partitionsWithLag}>
+                {count(g.partitionsWithLag)}
+              </td>
+              <td class="num" data-col="lag" data-value={g.totalLag}>
+                {count(g.totalLag)}
+              </td>
+              <td class="num" data-col="time-lag" data-value={g.maxTimeLag}>
+                {duration(g.maxTimeLag)}
+              </td>
+              <td>
+                <span class={stateClass(g.state)} data-col="state">
+                  {g.state}
+                </span>
+              </td>
+              <td title={g.subscriptionCreatedAt || undefined}>
+                {g.subscriptionTimestamp ? (
+                  <>from {date(g.subscriptionTimestamp)}</>
+                ) : (
+                  date(g.subscriptionCreatedAt)
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    );
+  }
+
+  return (
+    <section aria-labelledby="groups-title">
+      <header class="page-head">
+        <h1 id="groups-title">Consumer groups</h1>
+        {overview.data && (
+          <span
+            class="badge"
+            data-testid="stats-age"
+            data-value={overview.data.statsAge}
+            title="Lags come from the stats snapshot; a group's page counts its cursors now"
+          >
+            {statsAge(overview.data.statsAge)}
+          </span>
+        )}
+        <input
+          ref={input}
+          class="search"
+          type="search"
+          placeholder="Filter this page by group  ( / )"
+          aria-label="Filter the groups on this page by name"
+          data-testid="group-search"
+          value={text}
+          onInput={(e) => setText(e.currentTarget.value)}
+        />
+      </header>
+      {search && listing.data && (
+        <p class="note" data-testid="groups-search-note">
+          The broker's listing has no search: this filters the {count(all.length)} rows of page{' '}
+          {page} only.
+        </p>
+      )}
+      {listing.error && listing.data && (
+        <p class="stale">Refresh failed: {listing.error.message}.</p>
+      )}
+      {body}
+      <nav class="pager" aria-label="Pages">
+        <button
+          type="button"
+          disabled={page <= 1}
+          onClick={() => go(page - 1)}
+          title="Previous page ( [ )"
+        >
+          ← Previous
+        </button>
+        <span data-testid="page">Page {page}</span>
+        <button type="button" disabled={!more} onClick={() => go(page + 1)} title="Next page ( ] )">
+          Next →
+        </button>
+      </nav>
+    </section>
+  );
+}
