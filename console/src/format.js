@@ -9,6 +9,8 @@ export function count(n) {
 export function rate(perSecond) {
   if (perSecond === null || perSecond === undefined) return '—';
   if (perSecond === 0) return '0/s';
+  // A few messages over the 5-minute window: not nothing, which `0.00/s` would say.
+  if (perSecond < 0.01) return '<0.01/s';
   if (perSecond < 10) return `${perSecond.toFixed(2)}/s`;
   return `${grouped.format(Math.round(perSecond))}/s`;
 }

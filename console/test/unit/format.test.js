@@ -11,6 +11,7 @@ describe('format', () => {
   it('gives small rates two decimals and large ones none', () => {
     expect(rate(0)).toBe('0/s');
     expect(rate(0.5)).toBe('0.50/s');
+    expect(rate(0.003)).toBe('<0.01/s');
     expect(rate(1234.4)).toBe('1,234/s');
   });
 
