@@ -19,6 +19,7 @@ import {
   preview,
   STATUSES,
 } from '../messages.js';
+import { Pager } from '../pager.jsx';
 import { pageOf } from '../paging.js';
 
 const REFRESH_MS = 10000;
@@ -333,20 +334,7 @@ export function Messages({ query, epoch, onToken, navigate }) {
         <p class="stale">Refresh failed: {listing.error.message}.</p>
       )}
       {body}
-      <nav class="pager" aria-label="Pages">
-        <button
-          type="button"
-          disabled={page <= 1}
-          onClick={() => go(page - 1)}
-          title="Previous page ( [ )"
-        >
-          ← Previous
-        </button>
-        <span data-testid="page">Page {page}</span>
-        <button type="button" disabled={!more} onClick={() => go(page + 1)} title="Next page ( ] )">
-          Next →
-        </button>
-      </nav>
+      <Pager page={page} more={more} go={go} />
       {peeked && <Peek key={rowId(peeked)} row={peeked} />}
     </section>
   );

@@ -1,10 +1,12 @@
 // The tenant's queues, searched and paged by the broker (`/resources/queues` takes
 // `search`, `limit` and `offset`). The table is for the keyboard: `/` focuses the search,
-// arrows (or j/k) move between rows, `[` and `]` turn the page.
+// arrows (or j/k) move between rows, Enter opens one, `[` and `]` turn the page (`keys.js`).
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { EmptyState, ErrorState } from '../components.jsx';
 import { count, date } from '../format.js';
 import { useApi } from '../hooks.js';
+import { rowKeys, useListKeys } from '../keys.js';
+import { Pager } from '../pager.jsx';
 import { listingQuery, pageOf } from '../paging.js';
 import { href } from '../route.js';
 
@@ -26,41 +28,15 @@ export function Queues({ query, epoch, onToken, navigate }) {
   const { rows, more } = pageOf(listing.data?.queues || []);
   const go = (p) => navigate(href('/queues', { search, page: p > 1 ? p : undefined }));
 
-  useEffect(() => {
-    const onKey = (e) => {
-      if (e.target.tagName === 'INPUT') {
-        if (e.key === 'ArrowDown') table.current?.querySelector('tbody tr')?.focus();
-        return;
-      }
-      if (e.key === '/') {
-        e.preventDefault();
-        input.current?.focus();
-      } else if (e.key === ']' && more) go(page + 1);
-      else if (e.key === '[' && page > 1) go(page - 1);
-    };
-    document.addEventListener('keydown', onKey);
-    return () => document.removeEventListener('keydown', onKey);
+  useListKeys({
+    input,
+    table,
+    prev: page > 1 ? () => go(page - 1) : null,
+    next: more ? () => go(page + 1) : null,
   });
-
-  const rowKey = (e) => {
-    const tr = e.currentTarget;
-    const next = {
-      ArrowDown: 'nextElementSibling',
-      j: 'nextElementSibling',
-      ArrowUp: 'previousElementSibling',
-      k: 'previousElementSibling',
-    }[e.key];
-    if (next && tr[next]) {
-      e.preventDefault();
-      tr[next].focus();
-    } else if (e.key === 'Enter' && e.target === tr) {
-      e.preventDefault();
-      navigate(href('/queue', { name: tr.dataset.queue }));
-    } else if (e.key === 'ArrowUp' || e.key === 'k') {
-      e.preventDefault();
-      input.current?.focus();
-    }
-  };
+  const rowKey = rowKeys((tr) => navigate(href('/queue', { name: tr.dataset.queue })), {
+    onTop: () => input.current?.focus(),
+  });
 
   let body;
   if (listing.error && !listing.data) {
@@ -145,20 +121,7 @@ export function Queues({ query, epoch, onToken, navigate }) {
         <p class="stale">Refresh failed: {listing.error.message}.</p>
       )}
       {body}
-      <nav class="pager" aria-label="Pages">
-        <button
-          type="button"
-          disabled={page <= 1}
-          onClick={() => go(page - 1)}
-          title="Previous page ( [ )"
-        >
-          ← Previous
-        </button>
-        <span data-testid="page">Page {page}</span>
-        <button type="button" disabled={!more} onClick={() => go(page + 1)} title="Next page ( ] )">
-          Next →
-        </button>
-      </nav>
+      <Pager page={page} more={more} go={go} />
     </section>
   );
 }

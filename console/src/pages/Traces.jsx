@@ -11,6 +11,7 @@ import { instant, messageHref, preview } from '../messages.js';
 import { href } from '../route.js';
 import { byNameQuery, namesQuery, pageCount } from '../traces.js';
 import '../messages.css';
+import { Pager } from '../pager.jsx';
 
 const REFRESH_MS = 10000;
 
@@ -20,32 +21,6 @@ const RECORD_EXAMPLE = `POST /api/v1/traces
   "traceNames": ["order-flow"],
   "eventType": "processed",
   "data": { "step": "charged", "amount": 42 } }`;
-
-function Pager({ page, pages, go }) {
-  return (
-    <nav class="pager" aria-label="Pages">
-      <button
-        type="button"
-        disabled={page <= 1}
-        onClick={() => go(page - 1)}
-        title="Previous page ( [ )"
-      >
-        ← Previous
-      </button>
-      <span data-testid="page">
-        Page {page} of {pages}
-      </span>
-      <button
-        type="button"
-        disabled={page >= pages}
-        onClick={() => go(page + 1)}
-        title="Next page ( ] )"
-      >
-        Next →
-      </button>
-    </nav>
-  );
-}
 
 function Names({ page, epoch, onToken, navigate }) {
   const names = useApi(namesQuery(page), { epoch, everyMs: REFRESH_MS });
