@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::{Client, Transaction};
 use tokio_postgres::Row;
 
-use crate::StoreError;
+use crate::{series, StoreError};
 
 /// The backlog of a tenant at one minute (or the latest minute of a bucket).
 #[derive(Clone, Debug, PartialEq)]
@@ -154,22 +154,8 @@ pub async fn expire(
     before: DateTime<Utc>,
     limit: i64,
 ) -> Result<i64, StoreError> {
-    let st = tx
-        .prepare_cached(
-            "DELETE FROM depth_minutes d
-               USING (SELECT tenant, minute FROM depth_minutes WHERE minute < $1 LIMIT $2) o
-              WHERE d.tenant = o.tenant AND d.minute = o.minute",
-        )
-        .await?;
-    let tenants = tx.execute(&st, &[&before, &limit]).await? as i64;
-    let st = tx
-        .prepare_cached(
-            "DELETE FROM queue_depth_minutes d
-               USING (SELECT queue_id, minute FROM queue_depth_minutes
-                       WHERE minute < $1 LIMIT $2) o
-              WHERE d.queue_id = o.queue_id AND d.minute = o.minute",
-        )
-        .await?;
-    let queues = tx.execute(&st, &[&before, &limit]).await? as i64;
+    let tenants = series::expire_minutes(tx, "depth_minutes", "tenant", before, limit).await?;
+    let queues =
+        series::expire_minutes(tx, "queue_depth_minutes", "queue_id", before, limit).await?;
     Ok(tenants.max(queues))
 }

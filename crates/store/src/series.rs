@@ -99,13 +99,24 @@ pub async fn expire(
     before: DateTime<Utc>,
     limit: i64,
 ) -> Result<i64, StoreError> {
-    let st = tx
-        .prepare_cached(
-            "DELETE FROM queue_minutes m
-               USING (SELECT queue_id, minute FROM queue_minutes WHERE minute < $1 LIMIT $2) d
-              WHERE m.queue_id = d.queue_id AND m.minute = d.minute",
-        )
-        .await?;
+    expire_minutes(tx, "queue_minutes", "queue_id", before, limit).await
+}
+
+/// Deletes up to `limit` rows older than `before` of a per-minute table keyed by (`key`,
+/// `minute`) with an index on `minute`: a bounded batch, so expiry never holds a long lock.
+pub(crate) async fn expire_minutes(
+    tx: &Transaction<'_>,
+    table: &'static str,
+    key: &'static str,
+    before: DateTime<Utc>,
+    limit: i64,
+) -> Result<i64, StoreError> {
+    let sql = format!(
+        "DELETE FROM {table} m
+           USING (SELECT {key}, minute FROM {table} WHERE minute < $1 LIMIT $2) d
+          WHERE m.{key} = d.{key} AND m.minute = d.minute"
+    );
+    let st = tx.prepare_cached(&sql).await?;
     Ok(tx.execute(&st, &[&before, &limit]).await? as i64)
 }
 
