@@ -3,9 +3,15 @@
 // let the broker cache them forever; index.html is the only unhashed file.
 import { defineConfig } from 'vite';
 
+const JSX = { runtime: 'automatic', importSource: 'preact' };
+
 export default defineConfig({
   // Preact's automatic JSX runtime through Vite's own transform: no Babel preset needed.
-  oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
+  oxc: { jsx: JSX },
+  // The dev server's dependency scan compiles the sources with its own transform, React's
+  // JSX runtime by default: without the same settings it looks for react/jsx-dev-runtime,
+  // fails, and skips pre-bundling preact and uplot.
+  optimizeDeps: { rolldownOptions: { transform: { jsx: JSX } } },
   build: {
     target: 'es2020',
     assetsDir: 'assets',

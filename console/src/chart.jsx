@@ -10,7 +10,7 @@ function css(name) {
 
 /**
  * `series`: `{ label, color }` (a CSS variable), with `spanGaps` to bridge `null`s (levels
- * sampled now and then). `yFormat` writes the y axis' values (seconds as durations).
+ * sampled now and then) and `points` (uPlot's series points) to mark some values. `yFormat` writes the y axis' values (seconds as durations).
  */
 export function LineChart({ columns, series, height = 220, theme, yFormat }) {
   const box = useRef(null);
@@ -42,6 +42,7 @@ export function LineChart({ columns, series, height = 220, theme, yFormat }) {
           width: 2,
           fill: `${css(s.color)}22`,
           spanGaps: Boolean(s.spanGaps),
+          ...(s.points ? { points: s.points } : {}),
         })),
       ],
     };

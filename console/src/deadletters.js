@@ -1,10 +1,10 @@
 // The dead-letter page's logic, kept pure: the URL's filter, the listing's query, the bulk
 // routes' bodies, the selection of rows, and what an answer's verdicts say.
 //
-// `GET /api/v1/dlq` filters by queue, consumer group, partition and failure time, and pages
-// with a `total`; it has no `reason` filter. The bulk routes (`POST /api/v1/dlq/requeue`,
-// `/delete`) do take `reason` (the stored error text, exactly). So the reason narrows the
-// listed page here, in the browser, and the broker applies it to filter-wide actions.
+// `GET /api/v1/dlq` filters by queue, consumer group, partition, failure time and reason
+// (the stored error text, exactly, as the bulk routes `POST /api/v1/dlq/requeue` and
+// `/delete` select), and pages with a `total`: the listing and the bulk actions match the
+// same dead letters.
 
 export const DLQ_PAGE = 50;
 /** At most this many dead letters per bulk call; `more` says others matched. */
@@ -24,22 +24,18 @@ export function pageNumber(query = {}) {
   return Math.max(1, Number.parseInt(query.page, 10) || 1);
 }
 
-/** The listing's path for a page (1-based) of the filter; the reason is not the broker's to apply. */
+/** The listing's path for a page (1-based) of the filter. */
 export function listPath(filter, page = 1, size = DLQ_PAGE) {
   const q = new URLSearchParams();
   if (filter.queue) q.set('queue', filter.queue);
   if (filter.group) q.set('consumerGroup', filter.group);
   if (filter.partition) q.set('partition', filter.partition);
+  if (filter.reason) q.set('reason', filter.reason);
   if (filter.from) q.set('from', filter.from);
   if (filter.to) q.set('to', filter.to);
   q.set('limit', String(size));
   q.set('offset', String((Math.max(1, page) - 1) * size));
   return `/api/v1/dlq?${q}`;
-}
-
-/** Whether a listed dead letter passes the reason filter (exact, as the bulk routes match). */
-export function matchesReason(row, filter) {
-  return !filter.reason || row.errorMessage === filter.reason;
 }
 
 /**

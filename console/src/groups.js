@@ -1,5 +1,5 @@
 // The consumer-group pages' logic, kept pure: the listing's and the cursors' queries, the
-// filter by name, the cursors grouped by queue, and the seek and delete routes' paths and
+// cursors grouped by queue, and the seek and delete routes' paths and
 // bodies.
 import { fromLocalInput } from './instant.js';
 
@@ -10,22 +10,18 @@ export const QUEUE_MODE = '__QUEUE_MODE__';
 const seg = encodeURIComponent;
 
 /**
- * The listing's query for a 1-based page. It is sorted by group, then queue, and has no
- * total: one row more than the page says whether another follows.
+ * The listing's query for a 1-based page, of one queue's groups (`queue`) and of groups
+ * whose name contains `search`, both applied by the broker. It is sorted by group, then
+ * queue, and has no total: one row more than the page says whether another follows.
  */
-export function groupsPath(page, size = GROUPS_PAGE) {
+export function groupsPath(page, { queue, search } = {}, size = GROUPS_PAGE) {
   const p = Math.max(1, page);
-  return `/api/v1/consumer-groups?limit=${size + 1}&offset=${(p - 1) * size}`;
-}
-
-/**
- * The listing has no search: the rows of the page shown whose group name holds `text`
- * (any case).
- */
-export function matchGroups(rows, text) {
-  const t = (text || '').trim().toLowerCase();
-  if (!t) return rows;
-  return rows.filter((g) => g.name.toLowerCase().includes(t));
+  const q = new URLSearchParams();
+  if (queue !== undefined && queue !== null) q.set('queue', queue);
+  if (search) q.set('search', search);
+  q.set('limit', String(size + 1));
+  q.set('offset', String((p - 1) * size));
+  return `/api/v1/consumer-groups?${q}`;
 }
 
 /**

@@ -55,3 +55,23 @@ export function levelColumns(status, keys) {
   }
   return cols;
 }
+
+/**
+ * A level column with every bucket after the first known point filled with the last value
+ * before it. A queue's depth row is written only when a stats round counts new figures, so
+ * a bucket without one held the same level; the buckets before the first point stay
+ * `null` (the queue, or its history, did not exist yet).
+ */
+export function carryForward(values) {
+  let last = null;
+  return values.map((v) => {
+    if (v !== null && v !== undefined) last = v;
+    return last;
+  });
+}
+
+/** `levelColumns` for one queue: its levels carried forward (`carryForward`). */
+export function queueLevelColumns(status, keys) {
+  const [times, ...levels] = levelColumns(status, keys);
+  return [times, ...levels.map(carryForward)];
+}

@@ -16,7 +16,6 @@ import {
   filterBody,
   idsBody,
   listPath,
-  matchesReason,
   pageNumber,
   pageState,
   plural,
@@ -97,12 +96,11 @@ export function DeadLetters({ query, epoch, session, onToken, navigate }) {
   const table = useRef(null);
   const mayAct = can(session, 'read-write');
 
-  const listed = listing.data?.messages || [];
-  const rows = listed.filter((d) => matchesReason(d, filter));
+  const rows = listing.data?.messages || [];
   const ids = rows.map((d) => d.deadLetterId);
   const total = listing.data?.total ?? 0;
   const pages = Math.max(1, Math.ceil(total / DLQ_PAGE));
-  const reasons = [...new Set(listed.map((d) => d.errorMessage).filter(Boolean))];
+  const reasons = [...new Set(rows.map((d) => d.errorMessage).filter(Boolean))];
   // The selection never outlives the rows it was made on (another page, filter or reload).
   useEffect(() => setSelected((s) => prune(s, ids)), [ids.join(',')]);
 
@@ -166,17 +164,7 @@ export function DeadLetters({ query, epoch, session, onToken, navigate }) {
     body = <div class="state muted">Loading…</div>;
   } else if (rows.length === 0) {
     body =
-      listed.length > 0 ? (
-        <EmptyState title={`No dead letter on this page has the reason “${filter.reason}”`}>
-          <p>
-            The reason is matched on the page shown; other pages may hold some (
-            <a href={href('/dlq', { ...filter, reason: undefined, page: undefined })}>
-              drop the reason
-            </a>
-            ).
-          </p>
-        </EmptyState>
-      ) : page > 1 && total > 0 ? (
+      page > 1 && total > 0 ? (
         <EmptyState title="Past the last page">
           <a href={href('/dlq', { ...filter, page: undefined })}>Back to the first page</a>
         </EmptyState>
@@ -314,9 +302,7 @@ export function DeadLetters({ query, epoch, session, onToken, navigate }) {
         <h1 id="dlq-title">Dead letters</h1>
         {listing.data && (
           <span class="badge" data-testid="dlq-total" data-value={total}>
-            {filter.reason
-              ? `${count(total)} match the other filters`
-              : `${plural(total, 'dead letter')}${filtered ? ' match' : ''}`}
+            {`${plural(total, 'dead letter')}${filtered ? ' match' : ''}`}
           </span>
         )}
         <button type="button" class="secondary" onClick={listing.reload} disabled={listing.loading}>
@@ -329,14 +315,6 @@ export function DeadLetters({ query, epoch, session, onToken, navigate }) {
         inputRef={input}
         onApply={(f) => navigate(href('/dlq', f))}
       />
-      {filter.reason && listing.data && (
-        <p class="note" data-testid="dlq-reason-note">
-          The broker's listing has no reason filter, so the reason is matched here, on the page
-          shown: {plural(rows.length, 'dead letter')} of its {count(listed.length)}. The total
-          counts the other filters. <em>Requeue</em> and <em>Delete all matching</em> apply the
-          reason on the broker, exactly.
-        </p>
-      )}
       {mayAct && listing.data && (
         <div class="toolbar" role="toolbar" aria-label="Dead-letter actions">
           <span data-testid="dlq-selected" data-value={chosen.length}>

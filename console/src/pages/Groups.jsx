@@ -1,13 +1,13 @@
 // Consumer groups: one row per (group, queue) the group has cursors on, from the stats
-// snapshot (`GET /api/v1/consumer-groups`, paged by the broker, by group then queue). The
-// listing has no search, so the name filter narrows the page shown, and says so.
+// snapshot (`GET /api/v1/consumer-groups`, paged by the broker, by group then queue), the
+// name filter applied by the broker (`search`: groups whose name contains it).
 //
 // Keys: `/` focuses the filter, arrows or j/k move between rows, Enter opens the group,
 // `[` and `]` turn the page.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { EmptyState, ErrorState } from '../components.jsx';
 import { count, date, duration, statsAge } from '../format.js';
-import { groupLabel, groupsPath, matchGroups, stateClass } from '../groups.js';
+import { groupLabel, groupsPath, stateClass } from '../groups.js';
 import { useApi } from '../hooks.js';
 import { moveRow, useListKeys } from '../keys.js';
 import { pageOf } from '../paging.js';
@@ -18,22 +18,19 @@ export function Groups({ query, epoch, onToken, navigate }) {
   const page = Math.max(1, Number.parseInt(query.page, 10) || 1);
   const search = query.search || '';
   const [text, setText] = useState(search);
-  const listing = useApi(groupsPath(page), { epoch, everyMs: 10000 });
+  const listing = useApi(groupsPath(page, { search }), { epoch, everyMs: 10000 });
   const overview = useApi('/api/v1/resources/overview', { epoch, everyMs: 10000 });
   const input = useRef(null);
   const table = useRef(null);
 
   useEffect(() => {
     if (text === search) return undefined;
-    const t = setTimeout(
-      () => navigate(href('/groups', { search: text, page: page > 1 ? page : undefined })),
-      250,
-    );
+    // A new filter starts at its first page.
+    const t = setTimeout(() => navigate(href('/groups', { search: text })), 250);
     return () => clearTimeout(t);
   }, [text]);
 
-  const { rows: all, more } = pageOf(Array.isArray(listing.data) ? listing.data : []);
-  const rows = matchGroups(all, search);
+  const { rows, more } = pageOf(Array.isArray(listing.data) ? listing.data : []);
   const go = (p) => navigate(href('/groups', { search, page: p > 1 ? p : undefined }));
   useListKeys({
     input,
@@ -55,13 +52,16 @@ export function Groups({ query, epoch, onToken, navigate }) {
     body = <div class="state muted">Loading…</div>;
   } else if (rows.length === 0) {
     body =
-      all.length > 0 ? (
-        <EmptyState title={`No group on this page matches “${search}”`}>
-          <p>The filter matches any part of a group's name, on the page shown only.</p>
-        </EmptyState>
-      ) : page > 1 ? (
+      page > 1 ? (
         <EmptyState title="Past the last page">
-          <a href={href('/groups')}>Back to the first page</a>
+          <a href={href('/groups', { search })}>Back to the first page</a>
+        </EmptyState>
+      ) : search ? (
+        <EmptyState title={`No group's name contains “${search}”`}>
+          <p>The filter matches any part of a name, letter case included.</p>
+          <button type="button" class="secondary" onClick={() => setText('')}>
+            Clear the filter
+          </button>
         </EmptyState>
       ) : (
         <EmptyState title="No consumer groups yet">
@@ -158,19 +158,13 @@ export function Groups({ query, epoch, onToken, navigate }) {
           ref={input}
           class="search"
           type="search"
-          placeholder="Filter this page by group  ( / )"
-          aria-label="Filter the groups on this page by name"
+          placeholder="Filter by group name  ( / )"
+          aria-label="Filter the groups by a part of their name"
           data-testid="group-search"
           value={text}
           onInput={(e) => setText(e.currentTarget.value)}
         />
       </header>
-      {search && listing.data && (
-        <p class="note" data-testid="groups-search-note">
-          The broker's listing has no search: this filters the {count(all.length)} rows of page{' '}
-          {page} only.
-        </p>
-      )}
       {listing.error && listing.data && (
         <p class="stale">Refresh failed: {listing.error.message}.</p>
       )}

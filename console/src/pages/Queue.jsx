@@ -1,6 +1,6 @@
-// One queue (`#/queue?name=…`): its counts, its last hour, its partitions (paged by the
-// broker, or the snapshot's deepest), its consumer groups, its configuration, and the admin
-// actions. Everything comes from the public API; nothing here reads all partitions.
+// One queue (`#/queue?name=…`): its counts, its last hour (traffic and depth), its
+// partitions (paged by the broker, or the snapshot's deepest), its consumer groups (paged by
+// the broker), its configuration, and the admin actions. Everything comes from the public API; nothing here reads all partitions.
 import { useState } from 'preact/hooks';
 import { Card, EmptyState, ErrorState } from '../components.jsx';
 import { count, date, statsAge } from '../format.js';
@@ -10,7 +10,6 @@ import { AdminActions } from '../queue/AdminActions.jsx';
 import { Config } from '../queue/Config.jsx';
 import { DepthChart } from '../queue/DepthChart.jsx';
 import { Groups } from '../queue/Groups.jsx';
-import { useQueueGroups } from '../queue/groups.js';
 import { Partitions } from '../queue/Partitions.jsx';
 import { href } from '../route.js';
 import { can } from '../session.js';
@@ -35,12 +34,12 @@ export function Queue(props) {
 function QueueView({ name, query, epoch, theme, session, onToken, navigate }) {
   const page = Math.max(1, Number.parseInt(query.page, 10) || 1);
   const offset = query.view === 'deepest' ? 0 : (page - 1) * PAGE_SIZE;
+  const groupPage = Math.max(1, Number.parseInt(query.groupPage, 10) || 1);
   // One row more than a page says whether another follows, whatever the snapshot's total.
   const listing = useApi(
     `/api/v1/resources/queues/${encodeURIComponent(name)}?limit=${PAGE_SIZE + 1}&offset=${offset}`,
     { epoch, everyMs: REFRESH_MS },
   );
-  const groups = useQueueGroups(name, { epoch });
   const [notice, setNotice] = useState(null);
   const go = (changes) => navigate(href('/queue', { ...query, ...changes }));
 
@@ -146,15 +145,7 @@ function QueueView({ name, query, epoch, theme, session, onToken, navigate }) {
         />
         <Card id="queue-partitions" label="Partitions" value={count(partitions)} raw={partitions} />
       </div>
-      <DepthChart
-        name={name}
-        pending={t.pending}
-        statsAge={q.statsAge}
-        groups={groups.data ? groups.data.groups.length : null}
-        theme={theme}
-        epoch={epoch}
-        onToken={onToken}
-      />
+      <DepthChart name={name} theme={theme} epoch={epoch} onToken={onToken} />
       <Partitions
         name={name}
         query={query}
@@ -163,7 +154,14 @@ function QueueView({ name, query, epoch, theme, session, onToken, navigate }) {
         epoch={epoch}
         onToken={onToken}
       />
-      <Groups groups={groups} onToken={onToken} navigate={navigate} />
+      <Groups
+        name={name}
+        page={groupPage}
+        turn={(p) => go({ groupPage: p > 1 ? p : undefined })}
+        epoch={epoch}
+        onToken={onToken}
+        navigate={navigate}
+      />
       <Config
         name={name}
         session={session}

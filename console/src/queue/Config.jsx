@@ -1,27 +1,36 @@
-// The queue's configuration: what the broker reports of it, editable by a read-write token
-// through `POST /api/v1/configure`, which validates every value (the form sends what was
-// typed and shows the broker's answer, keeping the form as it was).
-import { useEffect, useState } from 'preact/hooks';
+// The queue's configuration: every option as the broker reports it, editable by a
+// read-write token through `POST /api/v1/configure`, which replaces them all and validates
+// every value (the form sends them all, as typed, and shows the broker's answer, keeping
+// the form as it was).
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { explain } from '../api.js';
 import { ErrorState } from '../components.jsx';
 import { useAction, useApi } from '../hooks.js';
-import { configureBody, formValues, OPTIONS } from '../queue-options.js';
+import { configureBody, deadLettering, formValues, OPTIONS } from '../queue-options.js';
 import { can } from '../session.js';
 
 export function Config({ name, session, epoch, onToken, onSaved }) {
   const status = useApi(`/api/v1/status/queues/${encodeURIComponent(name)}?limit=1`, { epoch });
   const save = useAction();
-  // Configure's echo of every option, once this tab saved the queue: the status route
-  // reports only some of them.
-  const [echo, setEcho] = useState(null);
   const [values, setValues] = useState(null);
-  const [dirty, setDirty] = useState(false);
+  const [dirty, setDirtyState] = useState(false);
+  // Read by the refill below: an effect runs after the paint, and a key typed in between
+  // must not be overwritten by the answer that rendered before it.
+  const editing = useRef(false);
+  const setDirty = (d) => {
+    editing.current = d;
+    setDirtyState(d);
+  };
   const [saved, setSaved] = useState(false);
-  const editable = can(session, 'read-write');
+  const queue = status.data?.queue;
+  // Without every option the form cannot send the others back as they are.
+  const known = Boolean(queue?.options);
+  const editable = can(session, 'read-write') && known;
 
+  // A fresh answer refills the form, unless the user is editing it.
   useEffect(() => {
-    if (status.data && !dirty) setValues(formValues(status.data.queue, echo));
-  }, [status.data, echo, dirty]);
+    if (queue && !editing.current) setValues(formValues(queue));
+  }, [status.data]);
 
   if (!status.data && status.error)
     return (
@@ -33,7 +42,8 @@ export function Config({ name, session, epoch, onToken, onSaved }) {
   if (!values) return null;
 
   const set = (key) => (e) => {
-    setValues({ ...values, [key]: e.currentTarget.value });
+    const typed = e.currentTarget.value;
+    setValues((v) => ({ ...v, [key]: typed }));
     setDirty(true);
     setSaved(false);
   };
@@ -41,16 +51,18 @@ export function Config({ name, session, epoch, onToken, onSaved }) {
     e.preventDefault();
     const done = await save.run('/api/v1/configure', {
       method: 'POST',
-      body: configureBody(name, values),
+      body: configureBody(name, values, queue.options),
     });
     if (!done) return;
-    setEcho(done.options);
+    // Configure's echo is the queue now: shown at once, then the status route's answer.
+    setValues(formValues(done));
     setDirty(false);
     setSaved(true);
-    await status.reload();
+    status.reload();
     onSaved?.();
   };
   const reset = () => {
+    setValues(formValues(queue));
     setDirty(false);
     setSaved(false);
     save.clear();
@@ -61,11 +73,17 @@ export function Config({ name, session, epoch, onToken, onSaved }) {
       <div class="panel-head">
         <h2 id="config-title">Configuration</h2>
         <span class="legend">
-          {editable
-            ? 'a save replaces the whole configuration (POST /api/v1/configure)'
-            : 'read-only: this token may not configure queues'}
+          {!can(session, 'read-write')
+            ? 'read-only: this token may not configure queues'
+            : 'a save sends every option: configure replaces the whole configuration'}
         </span>
       </div>
+      {!known && (
+        <p class="stale" data-testid="config-unknown">
+          This broker does not report the queue's options, so the form cannot send them back
+          unchanged: it is read-only.
+        </p>
+      )}
       <fieldset disabled={!editable || save.busy} aria-labelledby="config-title">
         <div class="fields">
           <Field
@@ -76,33 +94,21 @@ export function Config({ name, session, epoch, onToken, onSaved }) {
             text
           />
           <Field id="cfg-task" label="Task" value={values.task} onInput={set('task')} text />
-          {OPTIONS.filter((o) => !o.flag).map((o) => (
+          {OPTIONS.filter((o) => o.kind === 'int').map((o) => (
             <Field
               key={o.key}
               id={`cfg-${o.key}`}
               label={o.label}
               unit={o.unit}
-              unreported={!o.reported && !echo}
               value={values[o.key]}
               onInput={set(o.key)}
             />
           ))}
-          <div class="field">
-            <label for="cfg-deadLetter">Dead-letter exhausted messages</label>
-            <select id="cfg-deadLetter" value={values.deadLetter} onChange={set('deadLetter')}>
-              {values.deadLetter === '' && <option value="">not sent (default)</option>}
-              <option value="on">on</option>
-              <option value="off">off</option>
-            </select>
-          </div>
-          {OPTIONS.filter((o) => o.flag).map((o) => (
+          {OPTIONS.filter((o) => o.kind !== 'int').map((o) => (
             <div class="field" key={o.key}>
-              <label for={`cfg-${o.key}`}>
-                {o.label}
-                {!echo && <Unreported />}
-              </label>
+              <label for={`cfg-${o.key}`}>{o.label}</label>
               <select id={`cfg-${o.key}`} value={values[o.key]} onChange={set(o.key)}>
-                <option value="">not sent (default)</option>
+                {o.kind === 'tri' && <option value="">not set (on)</option>}
                 <option value="true">on</option>
                 <option value="false">off</option>
               </select>
@@ -110,14 +116,11 @@ export function Config({ name, session, epoch, onToken, onSaved }) {
           ))}
         </div>
       </fieldset>
-      {!echo && (
-        <p class="muted panel-note">
-          <Unreported /> The broker does not report these options (
-          <code>GET /api/v1/status/queues/:queue</code> has only lease time, retry limit, retry
-          delay, TTL, max size, priority and dead-lettering): a blank field is not sent and takes
-          the broker's default.
-        </p>
-      )}
+      <p class="muted panel-note" data-testid="config-dead-lettering">
+        Messages past the retry limit{' '}
+        {deadLettering(values) ? 'are dead-lettered' : 'are not dead-lettered'}: only both
+        dead-letter flags off turn it off.
+      </p>
       {save.error && (
         <p class="config-error" role="alert" data-testid="config-error">
           {explain(save.error).title}: {save.error.message}
@@ -142,21 +145,12 @@ export function Config({ name, session, epoch, onToken, onSaved }) {
   );
 }
 
-function Unreported() {
-  return (
-    <span class="unreported" title="Not reported by the API">
-      *
-    </span>
-  );
-}
-
-function Field({ id, label, unit, unreported, value, onInput, text }) {
+function Field({ id, label, unit, value, onInput, text }) {
   return (
     <div class="field">
       <label for={id}>
         {label}
         {unit && <span class="muted"> ({unit})</span>}
-        {unreported && <Unreported />}
       </label>
       <input
         id={id}
@@ -164,7 +158,6 @@ function Field({ id, label, unit, unreported, value, onInput, text }) {
         inputMode={text ? undefined : 'numeric'}
         autocomplete="off"
         spellcheck={false}
-        placeholder={text ? '' : 'default'}
         value={value}
         onInput={onInput}
       />

@@ -1,88 +1,117 @@
-// The queue's last hour: pushed vs processed per minute from its series, and the depth
-// derived backwards from the snapshot's pending count (`depth.js`), labelled as derived;
-// when the series cannot account for the backlog, the chart says why instead.
+// The queue's last hour: pushed vs processed per minute from its series (`/analytics/
+// queue-ops`), and its backlog as the stats rounds counted it (`/status?queue=`'s `depth`).
+// A queue's depth row is written only when its figures change, so the levels are carried
+// forward between rows (`queueLevelColumns`); the newest is the snapshot's, as the totals.
 import { useMemo } from 'preact/hooks';
 import { LineChart } from '../chart.jsx';
 import { ErrorState } from '../components.jsx';
-import { derivable, derivedDepth, opsColumns } from '../depth.js';
 import { count } from '../format.js';
 import { useApi } from '../hooks.js';
+import { opsColumns } from '../queue-ops.js';
+import { queueLevelColumns } from '../series.js';
 
-export function DepthChart({ name, pending, statsAge, groups, theme, epoch, onToken }) {
+const REFRESH_MS = 10000;
+const LEVELS = ['pending', 'lagMessages', 'deadLetter'];
+// A dot on the newest bucket, the level the note names: a queue counted only lately has a
+// line too short to see, or none.
+const NEWEST = { show: true, size: 7, filter: (u) => [u.data[0].length - 1] };
+
+export function DepthChart({ name, theme, epoch, onToken }) {
   const ops = useApi(`/api/v1/analytics/queue-ops?queue=${encodeURIComponent(name)}`, {
     epoch,
-    everyMs: 10000,
+    everyMs: REFRESH_MS,
+  });
+  const status = useApi(`/api/v1/status?queue=${encodeURIComponent(name)}`, {
+    epoch,
+    everyMs: REFRESH_MS,
   });
   const cols = useMemo(() => opsColumns(ops.data), [ops.data]);
   const flow = useMemo(() => [cols.times, cols.pushed, cols.processed], [cols]);
-  const why =
-    groups === null
-      ? 'waiting for the consumer groups'
-      : derivable({ groups, expired: cols.expired, statsAge });
-  const depth = useMemo(() => {
-    if (why || !cols.times.length) return null;
-    // The snapshot counted `statsAge` seconds before now; each depth point is a bucket's end.
-    const at = Date.now() / 1000 - statsAge;
-    return [cols.times.map((t) => t + cols.width), derivedDepth(cols, pending, at)];
-  }, [cols, why, pending, statsAge]);
+  const depth = useMemo(() => queueLevelColumns(status.data, LEVELS), [status.data]);
 
   const quiet = ops.data && !cols.pushed.some(Boolean) && !cols.processed.some(Boolean);
   return (
-    <div class="panel" data-testid="queue-chart">
-      <div class="panel-head">
-        <h2>Last hour</h2>
-        <span class="legend">
-          <i class="dot dot-in" /> pushed <i class="dot dot-out" /> processed (passed by a cursor),
-          messages per minute
-        </span>
-      </div>
-      {ops.error && !ops.data ? (
-        <ErrorState error={ops.error} onToken={onToken} onRetry={ops.reload} />
-      ) : !ops.data ? (
-        <div class="muted">Loading…</div>
-      ) : quiet ? (
-        <p class="muted">No pushes or acks on this queue in the last hour.</p>
-      ) : (
-        <LineChart
-          columns={flow}
-          theme={theme}
-          height={180}
-          series={[
-            { label: 'pushed', color: '--accent' },
-            { label: 'processed', color: '--ok' },
-          ]}
-        />
-      )}
-      <div class="panel-head depth-head">
-        <h3>Depth (derived)</h3>
-        <span class="legend">
-          <i class="dot dot-depth" /> pending at each minute's end, derived backwards from the
-          snapshot's {count(pending)} and the counts above, not measured
-        </span>
-      </div>
-      {depth ? (
-        <div
-          data-testid="depth-chart"
-          data-first={depth[1][0]}
-          data-last={depth[1][depth[1].length - 1]}
-        >
-          <LineChart
-            columns={depth}
-            theme={theme}
-            height={160}
-            series={[{ label: 'depth (derived)', color: '--warn' }]}
-          />
-          <p class="muted panel-note">
-            Clears, seeks and deleted messages are not in the series: after one, the derived line is
-            off by what they moved (it never goes below 0).
-          </p>
+    <div class="panel-row">
+      <div class="panel" data-testid="queue-chart">
+        <div class="panel-head">
+          <h2>Pushed and processed, last hour</h2>
+          <span class="legend">
+            <i class="dot dot-in" /> pushed <i class="dot dot-out" /> processed (passed by a
+            cursor), messages per minute
+          </span>
         </div>
-      ) : (
-        <p class="muted" data-testid="depth-none">
-          No depth line: {why || 'no series yet'}. The broker keeps no depth series, only the
-          pending count now.
-        </p>
-      )}
+        {ops.error && !ops.data ? (
+          <ErrorState error={ops.error} onToken={onToken} onRetry={ops.reload} />
+        ) : !ops.data ? (
+          <div class="muted">Loading…</div>
+        ) : quiet ? (
+          <p class="muted">No pushes or acks on this queue in the last hour.</p>
+        ) : (
+          <LineChart
+            columns={flow}
+            theme={theme}
+            height={180}
+            series={[
+              { label: 'pushed', color: '--accent' },
+              { label: 'processed', color: '--ok' },
+            ]}
+          />
+        )}
+      </div>
+      <div class="panel">
+        <div class="panel-head">
+          <h2>Depth, last hour</h2>
+          <span class="legend">
+            <i class="dot dot-in" /> pending <i class="dot dot-warn" /> behind the groups' cursors{' '}
+            <i class="dot dot-dead" /> dead letters
+          </span>
+        </div>
+        <Depth status={status} depth={depth} theme={theme} onToken={onToken} />
+      </div>
+    </div>
+  );
+}
+
+function Depth({ status, depth, theme, onToken }) {
+  if (status.error && !status.data)
+    return <ErrorState error={status.error} onToken={onToken} onRetry={status.reload} />;
+  if (!status.data) return <div class="muted">Loading…</div>;
+  if (!status.data.depth?.length)
+    return (
+      <p class="muted" data-testid="depth-none">
+        No stats round has counted this queue in the last hour yet.
+      </p>
+    );
+  const [, pending, lag, dead] = depth;
+  const last = (col) => col[col.length - 1];
+  return (
+    <div data-testid="depth-chart">
+      <LineChart
+        columns={depth}
+        theme={theme}
+        height={180}
+        series={[
+          { label: 'pending', color: '--accent', spanGaps: true, points: NEWEST },
+          { label: 'behind cursors', color: '--warn', spanGaps: true, points: NEWEST },
+          { label: 'dead letters', color: '--danger', spanGaps: true, points: NEWEST },
+        ]}
+      />
+      <p class="muted panel-note">
+        Latest round:{' '}
+        <strong data-testid="depth-pending" data-value={last(pending)}>
+          {count(last(pending))}
+        </strong>{' '}
+        pending,{' '}
+        <strong data-testid="depth-lag" data-value={last(lag)}>
+          {count(last(lag))}
+        </strong>{' '}
+        behind the cursors,{' '}
+        <strong data-testid="depth-dead" data-value={last(dead)}>
+          {count(last(dead))}
+        </strong>{' '}
+        dead letters. A round writes the queue's row only when its figures change, so each level
+        holds until the next.
+      </p>
     </div>
   );
 }

@@ -1,19 +1,29 @@
-// The consumer groups of the queue with their lag, from the stats snapshot; each links to
-// its group's page.
+// The consumer groups reading the queue with their lag, from the stats snapshot, as the
+// broker filters and pages them (`/consumer-groups?queue=`); each links to its group's page.
 import { EmptyState, ErrorState } from '../components.jsx';
 import { count, duration } from '../format.js';
+import { GROUPS_PAGE, groupsPath, QUEUE_MODE } from '../groups.js';
+import { useApi } from '../hooks.js';
 import { rowKeys } from '../keys.js';
+import { pageOf } from '../paging.js';
 import { href } from '../route.js';
-import { GROUP_PAGE, GROUP_PAGES } from './groups.js';
 
-const QUEUE_MODE = '__QUEUE_MODE__';
-
-export function Groups({ groups, onToken, navigate }) {
-  const { data, error, reload } = groups;
+export function Groups({ name, page, turn, epoch, onToken, navigate }) {
+  const listing = useApi(groupsPath(page, { queue: name }), { epoch, everyMs: 30000 });
+  const { data, error, reload } = listing;
+  const { rows, more } = pageOf(Array.isArray(data) ? data : [], GROUPS_PAGE);
   let body;
   if (!data && error) body = <ErrorState error={error} onToken={onToken} onRetry={reload} />;
   else if (!data) body = <div class="state muted">Loading…</div>;
-  else if (data.groups.length === 0)
+  else if (rows.length === 0 && page > 1)
+    body = (
+      <EmptyState title="Past the last page">
+        <button type="button" onClick={() => turn(1)}>
+          Back to the first page
+        </button>
+      </EmptyState>
+    );
+  else if (rows.length === 0)
     body = (
       <EmptyState title="No consumer group reads this queue">
         <p>
@@ -44,7 +54,7 @@ export function Groups({ groups, onToken, navigate }) {
           </tr>
         </thead>
         <tbody>
-          {data.groups.map((g) => {
+          {rows.map((g) => {
             const to = href('/group', { name: g.name });
             return (
               <tr
@@ -79,13 +89,23 @@ export function Groups({ groups, onToken, navigate }) {
         <span class="legend">lag from the stats snapshot</span>
       </div>
       {error && data && <p class="stale">Refresh failed: {error.message}.</p>}
-      {data?.capped && (
-        <p class="stale">
-          The tenant has more (group, queue) elements than the console reads (
-          {count(GROUP_PAGE * GROUP_PAGES)}); some groups of this queue may be missing.
-        </p>
-      )}
       {body}
+      {(page > 1 || more) && (
+        <nav class="pager" aria-label="Pages of consumer groups">
+          <button type="button" disabled={page <= 1} onClick={() => turn(page - 1)}>
+            ← Previous
+          </button>
+          <span data-testid="groups-page">Page {page}</span>
+          <button
+            type="button"
+            data-testid="groups-next"
+            disabled={!more}
+            onClick={() => turn(page + 1)}
+          >
+            Next →
+          </button>
+        </nav>
+      )}
     </div>
   );
 }

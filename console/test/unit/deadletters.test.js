@@ -5,7 +5,6 @@ import {
   filterBody,
   idsBody,
   listPath,
-  matchesReason,
   pageNumber,
   pageState,
   preview,
@@ -29,7 +28,7 @@ describe('the filter', () => {
     expect(pageNumber({})).toBe(1);
   });
 
-  it('asks the broker for a page with its names, without the reason it cannot filter', () => {
+  it('asks the broker for a page with its names, the reason too', () => {
     const path = listPath(
       {
         queue: 'a b',
@@ -47,18 +46,13 @@ describe('the filter', () => {
       queue: 'a b',
       consumerGroup: 'g',
       partition: 'p',
+      reason: 'boom',
       from: '2026-01-01T00:00:00.000Z',
       to: '2026-01-02T00:00:00.000Z',
       limit: '50',
       offset: '100',
     });
     expect(listPath({}, 1)).toBe('/api/v1/dlq?limit=50&offset=0');
-  });
-
-  it('matches the reason exactly, as the bulk routes do', () => {
-    expect(matchesReason({ errorMessage: 'boom' }, { reason: 'boom' })).toBe(true);
-    expect(matchesReason({ errorMessage: 'boom!' }, { reason: 'boom' })).toBe(false);
-    expect(matchesReason({ errorMessage: 'x' }, {})).toBe(true);
   });
 
   it('turns into the bulk body, the broker names and never an empty selector', () => {

@@ -6,7 +6,6 @@ import {
   deletePath,
   groupLabel,
   groupsPath,
-  matchGroups,
   seekBody,
   seekPartitionPath,
   seekQueuePath,
@@ -16,13 +15,17 @@ import {
 describe('the listing', () => {
   it('asks for one row more than a page', () => {
     expect(groupsPath(1)).toBe('/api/v1/consumer-groups?limit=51&offset=0');
-    expect(groupsPath(3, 10)).toBe('/api/v1/consumer-groups?limit=11&offset=20');
+    expect(groupsPath(3, {}, 10)).toBe('/api/v1/consumer-groups?limit=11&offset=20');
   });
 
-  it('filters the page by any part of the name, any case', () => {
-    const rows = [{ name: 'Billing' }, { name: 'audit' }, { name: '__QUEUE_MODE__' }];
-    expect(matchGroups(rows, 'bill').map((g) => g.name)).toEqual(['Billing']);
-    expect(matchGroups(rows, '  ')).toBe(rows);
+  it('has the broker filter by queue and by a part of the name', () => {
+    expect(groupsPath(2, { queue: 'a b&c', search: 'bill' })).toBe(
+      '/api/v1/consumer-groups?queue=a+b%26c&search=bill&limit=51&offset=50',
+    );
+    // The empty queue name is a queue's name; an empty search is no search.
+    expect(groupsPath(1, { queue: '', search: '' })).toBe(
+      '/api/v1/consumer-groups?queue=&limit=51&offset=0',
+    );
   });
 
   it('names queue mode and tones the state', () => {

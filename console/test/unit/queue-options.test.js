@@ -1,83 +1,85 @@
 import { describe, expect, it } from 'vitest';
-import { configureBody, formValues, OPTIONS } from '../../src/queue-options.js';
+import { configureBody, deadLettering, formValues, OPTIONS } from '../../src/queue-options.js';
 
-const status = {
+// `queue` as `GET /status/queues/:queue` answers it, `options` as configure echoes them.
+const queue = {
   namespace: 'shop',
   task: 'billing',
-  priority: 2,
-  config: {
+  options: {
     leaseTime: 300,
     retryLimit: 3,
     retryDelay: 1000,
     ttl: 3600,
-    maxQueueSize: 0,
-    deadLetterQueue: true,
+    maxSize: 0,
+    priority: 2,
+    delayedProcessing: 5,
+    windowBuffer: 7,
+    retentionSeconds: 0,
+    completedRetentionSeconds: 0,
+    maxWaitTimeSeconds: 30,
+    deadLetterQueue: null,
+    dlqAfterMaxRetries: false,
+    retentionEnabled: false,
+    encryptionEnabled: true,
   },
 };
 
 describe('the configuration form', () => {
-  it('starts from what the status route reports, the rest blank', () => {
-    const v = formValues(status, null);
-    expect(v).toMatchObject({
+  it('starts from every option the queue reports', () => {
+    expect(formValues(queue)).toEqual({
       namespace: 'shop',
       task: 'billing',
       leaseTime: '300',
       retryLimit: '3',
+      retryDelay: '1000',
+      ttl: '3600',
       maxSize: '0',
       priority: '2',
-      deadLetter: 'on',
-      delayedProcessing: '',
-      encryptionEnabled: '',
-    });
-  });
-
-  it("fills every option from configure's echo once this tab saved", () => {
-    const echo = {
-      leaseTime: 60,
-      retryLimit: 7,
-      delayedProcessing: 5,
-      deadLetterQueue: false,
-      dlqAfterMaxRetries: false,
-      encryptionEnabled: true,
-    };
-    const v = formValues(status, echo);
-    expect(v).toMatchObject({
-      leaseTime: '60',
-      retryLimit: '7',
       delayedProcessing: '5',
-      deadLetter: 'off',
+      windowBuffer: '7',
+      retentionSeconds: '0',
+      completedRetentionSeconds: '0',
+      maxWaitTimeSeconds: '30',
+      deadLetterQueue: '',
+      dlqAfterMaxRetries: 'false',
+      retentionEnabled: 'false',
       encryptionEnabled: 'true',
-      ttl: '3600',
     });
   });
 
-  it('sends numbers as numbers, leaves blanks out and what is not a number as typed', () => {
-    const v = { ...formValues(status, null), leaseTime: ' 120 ', retryLimit: 'x1', ttl: '' };
-    const body = configureBody('orders', v);
-    expect(body.queue).toBe('orders');
-    expect(body.namespace).toBe('shop');
-    expect(body.options.leaseTime).toBe(120);
-    expect(body.options.retryLimit).toBe('x1');
-    expect('ttl' in body.options).toBe(false);
-    expect('delayedProcessing' in body.options).toBe(false);
+  it('edits every option configure echoes', () => {
+    expect(OPTIONS.map((o) => o.key).sort()).toEqual(Object.keys(queue.options).sort());
   });
 
-  it('turns dead-lettering off with both flags, on with both', () => {
-    const off = configureBody('q', { ...formValues(status, null), deadLetter: 'off' });
-    expect(off.options).toMatchObject({ deadLetterQueue: false, dlqAfterMaxRetries: false });
-    const on = configureBody('q', { ...formValues(status, null), deadLetter: 'on' });
-    expect(on.options).toMatchObject({ deadLetterQueue: true, dlqAfterMaxRetries: true });
-    const flag = configureBody('q', { ...formValues(status, null), retentionEnabled: 'false' });
-    expect(flag.options.retentionEnabled).toBe(false);
+  it('sends every option back exactly as reported when nothing was edited', () => {
+    expect(configureBody('orders', formValues(queue), queue.options)).toEqual({
+      queue: 'orders',
+      namespace: 'shop',
+      task: 'billing',
+      options: queue.options,
+    });
   });
 
-  it('round-trips what was reported', () => {
-    const body = configureBody('q', formValues(status, null));
-    for (const o of OPTIONS.filter(
-      (x) => x.reported && x.key !== 'maxSize' && x.key !== 'priority',
-    ))
-      expect(body.options[o.key]).toBe(status.config[o.key]);
-    expect(body.options.maxSize).toBe(0);
-    expect(body.options.priority).toBe(2);
+  it('sends an edit with the rest unchanged, and an option it does not know as it was', () => {
+    const stored = { ...queue.options, futureOption: 'x' };
+    const v = { ...formValues(queue), retryLimit: ' 9 ', deadLetterQueue: 'false' };
+    expect(configureBody('q', v, stored).options).toEqual({
+      ...stored,
+      retryLimit: 9,
+      deadLetterQueue: false,
+    });
+  });
+
+  it('sends what is not a number as typed, for the broker to refuse', () => {
+    const v = { ...formValues(queue), leaseTime: 'x1', ttl: '' };
+    const { options } = configureBody('q', v, queue.options);
+    expect(options.leaseTime).toBe('x1');
+    expect(options.ttl).toBe('');
+  });
+
+  it('says whether the flags dead-letter: off only when both are off', () => {
+    expect(deadLettering(formValues(queue))).toBe(true);
+    expect(deadLettering({ deadLetterQueue: 'false', dlqAfterMaxRetries: 'false' })).toBe(false);
+    expect(deadLettering({ deadLetterQueue: '', dlqAfterMaxRetries: 'false' })).toBe(true);
   });
 });

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { levelColumns, throughputColumns } from '../../src/series.js';
+import {
+  carryForward,
+  levelColumns,
+  queueLevelColumns,
+  throughputColumns,
+} from '../../src/series.js';
 
 const window3 = {
   bucketMinutes: 1,
@@ -44,5 +49,35 @@ describe('levelColumns', () => {
 
   it('answers empty columns without a window', () => {
     expect(levelColumns(null, ['pending'])).toEqual([[], []]);
+  });
+});
+
+describe('carryForward', () => {
+  it('fills the buckets after the first point with the last level, not those before', () => {
+    expect(carryForward([null, 4, null, null, 2, null])).toEqual([null, 4, 4, 4, 2, 2]);
+    expect(carryForward([0, null, 3])).toEqual([0, 0, 3]);
+    expect(carryForward([null, null])).toEqual([null, null]);
+    expect(carryForward([])).toEqual([]);
+  });
+});
+
+describe('queueLevelColumns', () => {
+  it("carries a queue's rows forward from the window's start to its end", () => {
+    const cols = queueLevelColumns(
+      {
+        ...window3,
+        // Newest first; the first is the row carried to the window's start.
+        depth: [
+          { timestamp: '2026-12-02T10:01:00.000Z', pending: 2, lagMessages: 1 },
+          { timestamp: '2026-12-02T10:00:00.000Z', pending: 7, lagMessages: 0 },
+        ],
+      },
+      ['pending', 'lagMessages'],
+    );
+    expect(cols).toEqual([
+      [t0, t0 + 60, t0 + 120],
+      [7, 2, 2],
+      [0, 1, 1],
+    ]);
   });
 });
