@@ -33,6 +33,7 @@ import { moveRow, useListKeys } from '../keys.js';
 import { href } from '../route.js';
 import { can } from '../session.js';
 import '../actions.css';
+import { Pager } from '../pager.jsx';
 import { DeadLetterFilters } from './DeadLetterFilters.jsx';
 
 function groupName(g) {
@@ -399,27 +400,7 @@ export function DeadLetters({ query, epoch, session, onToken, navigate }) {
           · <kbd>[</kbd> <kbd>]</kbd> turn the page
         </p>
       )}
-      <nav class="pager" aria-label="Pages">
-        <button
-          type="button"
-          disabled={page <= 1}
-          onClick={() => go(page - 1)}
-          title="Previous page ( [ )"
-        >
-          ← Previous
-        </button>
-        <span data-testid="page">
-          Page {page} of {pages}
-        </span>
-        <button
-          type="button"
-          disabled={page >= pages}
-          onClick={() => go(page + 1)}
-          title="Next page ( ] )"
-        >
-          Next →
-        </button>
-      </nav>
+      <Pager page={page} pages={pages} go={go} />
       {pending && (
         <Confirm
           title={`${pending.kind === 'requeue' ? 'Requeue' : 'Delete'} ${plural(pending.count, 'dead letter')}?`}

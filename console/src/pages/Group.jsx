@@ -24,6 +24,7 @@ import { moveRow } from '../keys.js';
 import { href } from '../route.js';
 import { can } from '../session.js';
 import '../actions.css';
+import { Pager } from '../pager.jsx';
 
 /** What an action's answer says, in a sentence. */
 function said(p, out) {
@@ -366,18 +367,10 @@ function GroupCursors({ name, query, epoch, session, onToken, navigate }) {
       {detail.error && detail.data && <p class="stale">Refresh failed: {detail.error.message}.</p>}
       {body}
       {(page > 1 || full) && (
-        <nav class="pager" aria-label="Pages of cursors">
-          <button type="button" disabled={page <= 1} onClick={() => go(page - 1)}>
-            ← Previous
-          </button>
-          <span data-testid="page">
-            Cursors {count((page - 1) * CURSORS_PAGE + 1)}–
-            {count((page - 1) * CURSORS_PAGE + cursorCount(detail.data))}
-          </span>
-          <button type="button" disabled={!full} onClick={() => go(page + 1)}>
-            Next →
-          </button>
-        </nav>
+        <Pager page={page} more={full} go={go} label="Pages of cursors">
+          Cursors {count((page - 1) * CURSORS_PAGE + 1)}–
+          {count((page - 1) * CURSORS_PAGE + cursorCount(detail.data))}
+        </Pager>
       )}
       {pending && (
         <Confirm

@@ -13,6 +13,7 @@ import { moveRow, useListKeys } from '../keys.js';
 import { pageOf } from '../paging.js';
 import { href } from '../route.js';
 import '../actions.css';
+import { Pager } from '../pager.jsx';
 
 export function Groups({ query, epoch, onToken, navigate }) {
   const page = Math.max(1, Number.parseInt(query.page, 10) || 1);
@@ -169,20 +170,7 @@ export function Groups({ query, epoch, onToken, navigate }) {
         <p class="stale">Refresh failed: {listing.error.message}.</p>
       )}
       {body}
-      <nav class="pager" aria-label="Pages">
-        <button
-          type="button"
-          disabled={page <= 1}
-          onClick={() => go(page - 1)}
-          title="Previous page ( [ )"
-        >
-          ← Previous
-        </button>
-        <span data-testid="page">Page {page}</span>
-        <button type="button" disabled={!more} onClick={() => go(page + 1)} title="Next page ( ] )">
-          Next →
-        </button>
-      </nav>
+      <Pager page={page} more={more} go={go} />
     </section>
   );
 }

@@ -5,6 +5,7 @@ import { count, duration } from '../format.js';
 import { GROUPS_PAGE, groupsPath, QUEUE_MODE } from '../groups.js';
 import { useApi } from '../hooks.js';
 import { rowKeys } from '../keys.js';
+import { Pager } from '../pager.jsx';
 import { pageOf } from '../paging.js';
 import { href } from '../route.js';
 
@@ -91,20 +92,13 @@ export function Groups({ name, page, turn, epoch, onToken, navigate }) {
       {error && data && <p class="stale">Refresh failed: {error.message}.</p>}
       {body}
       {(page > 1 || more) && (
-        <nav class="pager" aria-label="Pages of consumer groups">
-          <button type="button" disabled={page <= 1} onClick={() => turn(page - 1)}>
-            ← Previous
-          </button>
-          <span data-testid="groups-page">Page {page}</span>
-          <button
-            type="button"
-            data-testid="groups-next"
-            disabled={!more}
-            onClick={() => turn(page + 1)}
-          >
-            Next →
-          </button>
-        </nav>
+        <Pager
+          page={page}
+          more={more}
+          go={turn}
+          label="Pages of consumer groups"
+          testid="groups-page"
+        />
       )}
     </div>
   );

@@ -6,6 +6,7 @@ import { EmptyState, ErrorState } from '../components.jsx';
 import { count, date, statsAge } from '../format.js';
 import { useApi } from '../hooks.js';
 import { rowKeys, useListKeys } from '../keys.js';
+import { Pager } from '../pager.jsx';
 import { parseSort, sortRows } from '../sort.js';
 import { SortHeader } from '../sort-header.jsx';
 
@@ -121,16 +122,8 @@ export function Partitions({ name, query, go, listing, epoch, onToken }) {
               </tbody>
             </table>
           )}
-          <nav class="pager" aria-label="Partition pages">
-            <button
-              type="button"
-              disabled={page <= 1}
-              onClick={() => turn(page - 1)}
-              title="Previous page ( [ )"
-            >
-              ← Previous
-            </button>
-            <span data-testid="partitions-page" data-total={total}>
+          <Pager page={page} more={more} go={turn} label="Partition pages" testid="partitions-page">
+            <span data-total={total}>
               Page {page}
               {total > 0 && ` of ${count(Math.max(1, Math.ceil(total / listing.size)))}`} ·{' '}
               {total > 0 && offset < total
@@ -138,15 +131,7 @@ export function Partitions({ name, query, go, listing, epoch, onToken }) {
                 : ''}
               {count(total)} partitions
             </span>
-            <button
-              type="button"
-              disabled={!more}
-              onClick={() => turn(page + 1)}
-              title="Next page ( ] )"
-            >
-              Next →
-            </button>
-          </nav>
+          </Pager>
         </>
       )}
     </div>

@@ -3,8 +3,7 @@
 // a selection delete removes exactly those, a filter-wide requeue asks with the API's
 // dry-run count. With a read-only token it lists but offers nothing, and the broker
 // refuses that token anyway.
-import { call, check, ids, open, same, shoot, watched } from './harness.js';
-import { status } from './status.js';
+import { call, check, ids, open, same, shoot, status, watched } from './harness.js';
 
 /** Pushes `n` messages to `queue` over two partitions, then dead-letters every one. */
 async function deadLetters(b, queue, n, reasons, token) {

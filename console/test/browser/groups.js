@@ -3,8 +3,7 @@
 // them: a seek to the end leaves nothing to read, a seek to an instant replays, a partition
 // seek moves that one, deletes leave `{}`. With a read-only token nothing is offered and the
 // broker refuses the seek; a read-write one may seek but is not offered deletes.
-import { call, check, ids, open, same, shoot, watched } from './harness.js';
-import { status } from './status.js';
+import { call, check, ids, open, same, shoot, status, watched } from './harness.js';
 
 const QUEUE = 'grp-orders';
 

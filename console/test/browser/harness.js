@@ -103,15 +103,15 @@ export function mint(tenant, role) {
   return out.stdout.trim();
 }
 
-/** An API call; throws on a non-2xx answer unless `expect` names the status wanted. */
-export async function call(b, method, path, body, token, expect) {
+function request(b, method, path, body, token) {
   const headers = { 'content-type': 'application/json' };
   if (token) headers.authorization = `Bearer ${token}`;
-  const res = await fetch(`${b.url}${path}`, {
-    method,
-    headers,
-    body: body && JSON.stringify(body),
-  });
+  return fetch(`${b.url}${path}`, { method, headers, body: body && JSON.stringify(body) });
+}
+
+/** An API call; throws on a non-2xx answer unless `expect` names the status wanted. */
+export async function call(b, method, path, body, token, expect) {
+  const res = await request(b, method, path, body, token);
   const text = await res.text();
   const v = text ? JSON.parse(text) : null;
   if (expect !== undefined) {
@@ -119,6 +119,13 @@ export async function call(b, method, path, body, token, expect) {
       throw new Error(`${method} ${path}: ${res.status}, wanted ${expect}: ${text}`);
   } else if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
   return v;
+}
+
+/** The HTTP status an API call answers, for checks that a role is refused (403). */
+export async function status(b, method, path, body, token) {
+  const res = await request(b, method, path, body, token);
+  await res.arrayBuffer();
+  return res.status;
 }
 
 export function ids(m) {

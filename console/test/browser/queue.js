@@ -129,7 +129,7 @@ async function crowded(page, b) {
     await groupRows(page),
     first.map((g) => g.name),
   );
-  await page.click('[data-testid=groups-next]');
+  await page.click('[data-testid=groups-page-next]');
   await page.waitForFunction(() => location.hash.includes('groupPage=2'));
   check(
     "queue: the next page of groups is the API's",
@@ -231,7 +231,7 @@ export async function anonymous({ browser, b }) {
   );
   same(
     "queue: the partition total is the API's",
-    Number(await page.$eval('[data-testid=partitions-page]', (e) => e.dataset.total)),
+    Number(await page.$eval('[data-testid=partitions-page] [data-total]', (e) => e.dataset.total)),
     PARTITIONS,
   );
   await page.waitForSelector('.chart canvas');
