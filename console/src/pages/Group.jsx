@@ -98,7 +98,7 @@ function QueueCursors({ group, q, mayWrite, mayAdmin, ask }) {
     <section class="panel" data-testid="group-queue" data-queue={q.queue} aria-label={q.queue}>
       <div class="panel-head">
         <h2>
-          <a href={href('/queues', { search: q.queue })}>{q.queue}</a>
+          <a href={href('/queue', { name: q.queue })}>{q.queue}</a>
         </h2>
         <span class="legend">
           <span data-testid="queue-lag" data-value={q.lag}>

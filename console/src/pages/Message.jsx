@@ -376,9 +376,17 @@ function Gone({ gone }) {
             ? 'The broker had no such message any more (deleted already).'
             : 'The message was deleted; no consumer will be delivered it.'}
       </p>
-      <a href={back}>
-        ← Messages of {gone.queue} / {gone.partition}
-      </a>
+      <p>
+        <a href={back}>
+          ← Messages of {gone.queue} / {gone.partition}
+        </a>
+        {moved && (
+          <>
+            {' · '}
+            <a href={href('/dlq', { queue: gone.queue })}>its dead letters</a>
+          </>
+        )}
+      </p>
     </EmptyState>
   );
 }

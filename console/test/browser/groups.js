@@ -222,6 +222,13 @@ export async function anonymous({ browser, b }) {
     ),
     Object.values(lags(detail, QUEUE)).reduce((a, b) => a + b, 0),
   );
+  same(
+    'group: a queue links to its page',
+    await page.$eval(`[data-testid=group-queue][data-queue="${QUEUE}"] a`, (a) =>
+      a.getAttribute('href'),
+    ),
+    `#/queue?name=${QUEUE}`,
+  );
   await shoot(page, 'group.png');
 
   // Seek to the end: nothing is left for the group.

@@ -1,7 +1,7 @@
 // The message browser and one message's page: the list is the API's for each filter and
 // page, the payload and the trace timeline are the API's, and delete, retry and move to the
 // dead letters really act. Queues `msg-*`, so other scenarios' numbers do not move.
-import { becomes, call, check, ids, open, same, shoot, watched } from './harness.js';
+import { becomes, call, check, ids, open, same, shoot, status, watched } from './harness.js';
 
 const API = '/api/v1/messages';
 
@@ -40,14 +40,9 @@ async function pushEach(b, queue, payloads, token) {
 }
 
 /** The status the API answers for one message: 200 while it is there, 404 once it is gone. */
-async function statusOf(b, m, token) {
-  const res = await fetch(
-    `${b.url}${API}/${m.partitionId}/${encodeURIComponent(m.transactionId)}`,
-    {
-      headers: token ? { authorization: `Bearer ${token}` } : {},
-    },
-  );
-  return res.status;
+function statusOf(b, m, token) {
+  const path = `${API}/${m.partitionId}/${encodeURIComponent(m.transactionId)}`;
+  return status(b, 'GET', path, undefined, token);
 }
 
 async function listed(b, query, token) {
@@ -395,6 +390,11 @@ export async function anonymous({ browser, b }) {
     'message: move to dead letters files one and takes it off the log',
     letters.map((l) => l.transactionId),
     [dead.transactionId],
+  );
+  same(
+    "message: a moved message links to its queue's dead letters",
+    await page.$eval('[data-testid=moved] ~ p a:last-child', (a) => a.getAttribute('href')),
+    '#/dlq?queue=msg-acts',
   );
 
   same('messages: no console errors', errors, []);
