@@ -245,3 +245,58 @@ async fn clearing_what_does_not_exist_is_a_404() {
         );
     }
 }
+
+/// The queue listing carries each queue's dead letters (from the snapshot) and its pushed
+/// and processed rates over the overview's 5 minutes (from the series), so a list of queues
+/// says which are busy and which are failing.
+#[tokio::test]
+async fn the_queue_listing_says_each_queues_dead_letters_and_throughput() {
+    let b = broker().await;
+    fill(&b).await;
+    b.flush_series().await;
+    b.refresh_stats().await;
+    let (s, v) = b.get("/api/v1/resources/queues").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let by_name = |name: &str| {
+        v["queues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} in {v}"))
+    };
+    let (orders, logs) = (by_name("orders"), by_name("logs"));
+    // orders: 5 pushed, a1 acked by g and b1 dead-lettered by queue mode (2 passed).
+    assert_eq!(
+        (&orders["messages"]["deadLetter"], &orders["throughput"]),
+        (
+            &json!(1),
+            &json!({"ingestedPerSecond": 5.0 / 300.0, "processedPerSecond": 2.0 / 300.0})
+        ),
+        "{orders}"
+    );
+    assert_eq!(
+        (&logs["messages"]["deadLetter"], &logs["throughput"]),
+        (
+            &json!(0),
+            &json!({"ingestedPerSecond": 1.0 / 300.0, "processedPerSecond": 0.0})
+        ),
+        "{logs}"
+    );
+    // Minutes older than the span are not in the rate.
+    b.db()
+        .await
+        .execute(
+            "UPDATE queue_minutes SET minute = minute - interval '10 minutes'",
+            &[],
+        )
+        .await
+        .unwrap();
+    let (_, v) = b.get("/api/v1/resources/queues?search=orders").await;
+    assert_eq!(
+        v["queues"][0]["throughput"]["ingestedPerSecond"],
+        json!(0.0),
+        "{v}"
+    );
+}

@@ -11,7 +11,7 @@ use super::error::ApiError;
 use super::params::Params;
 use super::time::millis;
 use super::State;
-use regent_service::overview::{Label, Messages, Spread};
+use regent_service::overview::{Label, Messages, Spread, THROUGHPUT_SPAN};
 use regent_service::queues::{Cleared, Listing, Page, PartitionStats, QueueSummary, QueueTotals};
 
 pub async fn list_queues(
@@ -31,13 +31,24 @@ pub async fn list_queues(
     Ok(Json(json!({ "queues": queues })))
 }
 
+/// The span a listed queue's rates are over, in seconds (the overview's).
+const RECENT_SECS: f64 = THROUGHPUT_SPAN.as_secs() as f64;
+
 /// One queue of a listing, as both queue listings answer it.
 pub(super) fn queue_summary(r: &QueueSummary) -> Value {
     json!({
         "id": r.queue.id, "name": r.queue.name, "namespace": r.queue.namespace,
         "task": r.queue.task, "createdAt": millis(r.queue.created_at),
         "partitions": r.partitions,
-        "messages": { "total": r.total, "pending": r.pending, "processing": r.processing },
+        "messages": {
+            "total": r.total, "pending": r.pending, "processing": r.processing,
+            "deadLetter": r.dead_letters,
+        },
+        // A Regent extension, the overview's rates for one queue: its last 5 minutes.
+        "throughput": {
+            "ingestedPerSecond": r.pushed_recently as f64 / RECENT_SECS,
+            "processedPerSecond": r.completed_recently as f64 / RECENT_SECS,
+        },
     })
 }
 

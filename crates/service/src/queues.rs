@@ -10,6 +10,7 @@ use regent_store::stats;
 pub use regent_store::stats::{Depth, QueueTotals};
 use uuid::Uuid;
 
+use crate::overview::THROUGHPUT_SPAN;
 use crate::{Error, Service};
 
 /// A queue's configuration as sent.
@@ -69,14 +70,17 @@ impl Service {
         Ok((row.into(), partition))
     }
 
-    /// A page of the tenant's queues, newest first, as the listing filters them.
+    /// A page of the tenant's queues, newest first, as the listing filters them, each with
+    /// what was pushed and processed over the overview's span (`THROUGHPUT_SPAN`).
     pub async fn list_queues(
         &self,
         tenant: &str,
         listing: &Listing<'_>,
     ) -> Result<Vec<QueueSummary>, Error> {
         let client = self.store.client().await?;
-        Ok(queues::list(&client, tenant, listing).await?)
+        let span = chrono::Duration::from_std(THROUGHPUT_SPAN).unwrap_or_default();
+        let recent = chrono::Utc::now() - span;
+        Ok(queues::list(&client, tenant, listing, recent).await?)
     }
 
     /// The queue, its counts from the stats snapshot, and a page of its partitions counted

@@ -106,6 +106,10 @@ pub struct QueueSummary {
     pub total: i64,
     pub pending: i64,
     pub processing: i64,
+    pub dead_letters: i64,
+    /// Pushed and passed by a cursor since the listing's `recent` instant, from the series.
+    pub pushed_recently: i64,
+    pub completed_recently: i64,
 }
 
 /// Which queues a listing shows: names containing `search`, of a namespace, of a task.
@@ -119,18 +123,27 @@ pub struct Listing<'a> {
 }
 
 /// Queues of a tenant, newest first, with their counts from the stats snapshot (zeros for
-/// a queue no round has counted yet). `pending` counts messages after each partition's
-/// furthest-behind cursor.
+/// a queue no round has counted yet) and what the series counted for each since `recent`.
+/// `pending` counts messages after each partition's furthest-behind cursor.
 pub async fn list(
     client: &Client,
     tenant: &str,
     l: &Listing<'_>,
+    recent: DateTime<Utc>,
 ) -> Result<Vec<QueueSummary>, StoreError> {
     let sql = format!(
         "SELECT {QUEUE_COLUMNS}, coalesce(s.partitions, 0) AS partitions,
                 coalesce(s.total, 0) AS total, coalesce(s.pending, 0) AS pending,
-                coalesce(s.processing, 0) AS processing
+                coalesce(s.processing, 0) AS processing,
+                coalesce(s.dead_letters, 0) AS dead_letters,
+                coalesce(m.pushed, 0) AS pushed_recently,
+                coalesce(m.completed, 0) AS completed_recently
            FROM queues q LEFT JOIN queue_stats s ON s.queue_id = q.id
+           LEFT JOIN LATERAL (
+                SELECT sum(pushed)::bigint AS pushed, sum(completed)::bigint AS completed
+                  FROM queue_minutes
+                 WHERE queue_id = q.id
+                   AND minute >= date_trunc('minute', $7::timestamptz)) m ON true
           WHERE q.tenant = $1 AND ($2::text IS NULL OR strpos(q.name, $2) > 0)
             AND ($5::text IS NULL OR q.namespace = $5) AND ($6::text IS NULL OR q.task = $6)
           ORDER BY q.created_at DESC, q.name
@@ -147,6 +160,7 @@ pub async fn list(
                 &l.offset,
                 &l.namespace,
                 &l.task,
+                &recent,
             ],
         )
         .await?;
@@ -158,6 +172,9 @@ pub async fn list(
             total: r.get("total"),
             pending: r.get("pending"),
             processing: r.get("processing"),
+            dead_letters: r.get("dead_letters"),
+            pushed_recently: r.get("pushed_recently"),
+            completed_recently: r.get("completed_recently"),
         })
         .collect())
 }

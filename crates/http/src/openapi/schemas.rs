@@ -626,10 +626,14 @@ fn queue_summary() -> Value {
             "createdAt",
             "partitions",
             "messages",
+            "throughput",
         ],
         json!({
             "id": uuid(), "name": string(), "namespace": string(), "task": string(),
             "createdAt": ts(), "partitions": int(), "messages": r("MessageCounts"),
+            "throughput": about(obj(&["ingestedPerSecond", "processedPerSecond"], json!({
+                "ingestedPerSecond": num(), "processedPerSecond": num(),
+            })), "A Regent extension: pushed and processed per second over the last 5 minutes, from the series (the overview's rates, for one queue)."),
         }),
     )
 }
@@ -653,6 +657,7 @@ fn schemas() -> Value {
             "total": int(), "pending": int(),
             "processing": about(int(), "Under a live lease."),
             "completed": int(), "failed": int(),
+            "deadLetter": about(int(), "In the queue listings: the queue's dead letters, from the stats snapshot."),
         })),
         "Counts": counts_six(),
         "Spread": obj(&["avg", "median", "min", "max"], json!({ "avg": num(), "median": num(), "min": num(), "max": num() })),
