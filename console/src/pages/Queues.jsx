@@ -1,9 +1,9 @@
 // The tenant's queues, searched and paged by the broker (`/resources/queues` takes
-// `search`, `limit` and `offset`). The table is for the keyboard: `/` focuses the search,
+// `search`, `limit` and `offset`), each with its dead letters and last 5 minutes' rates. The table is for the keyboard: `/` focuses the search,
 // arrows (or j/k) move between rows, Enter opens one, `[` and `]` turn the page (`keys.js`).
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { EmptyState, ErrorState } from '../components.jsx';
-import { count, date } from '../format.js';
+import { count, date, rate } from '../format.js';
 import { useApi } from '../hooks.js';
 import { rowKeys, useListKeys } from '../keys.js';
 import { Pager } from '../pager.jsx';
@@ -79,6 +79,12 @@ export function Queues({ query, epoch, onToken, navigate }) {
             <th scope="col" class="num">
               Processing
             </th>
+            <th scope="col" class="num">
+              Dead letters
+            </th>
+            <th scope="col" class="num" title="Pushed and processed per second, last 5 minutes">
+              In / out
+            </th>
             <th scope="col">Created (UTC)</th>
           </tr>
         </thead>
@@ -94,6 +100,16 @@ export function Queues({ query, epoch, onToken, navigate }) {
               <td class="num">{count(q.messages.total)}</td>
               <td class="num">{count(q.messages.pending)}</td>
               <td class="num">{count(q.messages.processing)}</td>
+              <td
+                class={`num${q.messages.deadLetter > 0 ? ' warn' : ''}`}
+                data-col="dead"
+                data-value={q.messages.deadLetter}
+              >
+                {count(q.messages.deadLetter)}
+              </td>
+              <td class="num" data-col="rate" data-value={q.throughput?.ingestedPerSecond}>
+                {rate(q.throughput?.ingestedPerSecond)} / {rate(q.throughput?.processedPerSecond)}
+              </td>
               <td>{date(q.createdAt)}</td>
             </tr>
           ))}

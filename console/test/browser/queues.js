@@ -14,6 +14,19 @@ export async function anonymous({ browser, b }) {
   await open(page, b, '#/queues');
   const first = await rowNames(page);
   same('queues: the first page holds 50', first.length, 50);
+  const api = (await call(b, 'GET', '/api/v1/resources/queues?limit=50')).queues;
+  const shown = await page.$$eval('tbody tr[data-queue]', (rows) =>
+    rows.map((r) => [
+      r.dataset.queue,
+      Number(r.querySelector('[data-col=dead]').dataset.value),
+      Number(r.querySelector('[data-col=rate]').dataset.value),
+    ]),
+  );
+  same(
+    "queues: each queue's dead letters and push rate are the API's",
+    shown,
+    api.map((q) => [q.name, q.messages.deadLetter, q.throughput.ingestedPerSecond]),
+  );
   await shoot(page, 'queues.png');
   await page.click('text=Next →');
   await page.waitForFunction(() => location.hash.includes('page=2'));
@@ -51,6 +64,13 @@ export async function anonymous({ browser, b }) {
   check(
     'queues: arrows move into the table',
     await page.evaluate(() => document.activeElement?.tagName === 'TR'),
+  );
+  await open(page, b, '#/queues?search=orders');
+  await page.waitForSelector('tr[data-queue=orders]');
+  same(
+    "queues: orders' dead letter is shown (fill.js files one)",
+    await page.$eval('tr[data-queue=orders] [data-col=dead]', (e) => e.textContent),
+    '1',
   );
   same('queues: no console errors', errors, []);
   await context.close();
