@@ -36,3 +36,4 @@ mod tenants;
 mod tls;
 mod traces;
 mod transaction_api;
+mod unavailable;

@@ -33,8 +33,17 @@ pub enum Error {
 }
 
 /// How long a client is told to wait when the database is not answering: about the time a
-/// restarted primary or a failover takes to accept connections again.
-pub const DATABASE_RETRY: Duration = Duration::from_secs(1);
+/// restarted primary or a failover takes to accept connections again (retrying sooner only
+/// adds to the storm a returning database meets).
+pub const DATABASE_RETRY: Duration = Duration::from_secs(5);
+
+/// How long a client is told to wait when the database is up but every connection stayed
+/// busy (or its transaction kept losing to others): a moment is enough.
+pub const BUSY_RETRY: Duration = Duration::from_secs(1);
+
+/// How long a client is told to wait when this broker is going away: another broker of the
+/// fleet (or this one, restarted) can serve it at once.
+pub const SHUTDOWN_RETRY: Duration = Duration::from_secs(1);
 
 impl Error {
     pub fn invalid(text: impl Into<String>) -> Error {
@@ -44,7 +53,7 @@ impl Error {
     pub fn shutting_down() -> Error {
         Error::Unavailable {
             reason: "Server is shutting down",
-            retry_after: DATABASE_RETRY,
+            retry_after: SHUTDOWN_RETRY,
         }
     }
 }
@@ -53,6 +62,12 @@ impl From<StoreError> for Error {
     fn from(e: StoreError) -> Error {
         if e.is_client_error() {
             Error::Invalid(e.to_string())
+        } else if e.is_busy() {
+            tracing::warn!(error = %e, "database busy");
+            Error::Unavailable {
+                reason: "Database busy",
+                retry_after: BUSY_RETRY,
+            }
         } else if e.is_unavailable() {
             tracing::warn!(error = %e, "database unavailable");
             Error::Unavailable {

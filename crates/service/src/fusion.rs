@@ -80,7 +80,7 @@ impl<J: Fusable> Batcher<J> {
         // or the broker is going away. Nothing of the request was acknowledged.
         answer.await.map_err(|_| Error::Unavailable {
             reason: "the request was interrupted; it is safe to retry",
-            retry_after: crate::error::DATABASE_RETRY,
+            retry_after: crate::error::BUSY_RETRY,
         })
     }
 }

@@ -59,6 +59,19 @@ impl StoreError {
         matches!(self, StoreError::Pool(_)) || self.is_retryable()
     }
 
+    /// The database is up but could not take this now: every pooled connection stayed busy
+    /// for the pool's whole wait, or the transaction lost to another one (serialization,
+    /// deadlock) every time it ran. A moment later may do; nothing is down.
+    pub fn is_busy(&self) -> bool {
+        match self {
+            StoreError::Pool(deadpool_postgres::PoolError::Timeout(_)) => true,
+            StoreError::Db(e) => e.code().is_some_and(|c| {
+                *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED
+            }),
+            _ => false,
+        }
+    }
+
     /// An optimistic append met a transaction id that is already indexed (see
     /// [`crate::append::Dedup::Optimistic`]): the transaction is void and must be re-run
     /// carefully.
