@@ -910,3 +910,24 @@ async fn queue_detail_counts_what_happened_to_each_partition() {
         (StatusCode::NOT_FOUND, json!({"error": "Queue not found"}))
     );
 }
+
+/// A long-poll's `timeout` is clamped to `MAX_TIMEOUT`, as `batch` is to `MAX_BATCH_SIZE`:
+/// `timeout=2147483648` (weeks) parks for the maximum, then answers empty.
+#[tokio::test]
+async fn a_long_poll_timeout_is_clamped_to_the_maximum() {
+    let b = broker_with(|c| c.max_timeout = 400).await;
+    for path in [
+        "/api/v1/pop/queue/idle?wait=true&timeout=2147483648",
+        "/api/v1/pop?namespace=none&wait=true&timeout=999999999999",
+    ] {
+        let started = std::time::Instant::now();
+        let (s, v) = b.get(path).await;
+        let took = started.elapsed();
+        let empty = s == StatusCode::NO_CONTENT || v["messages"] == json!([]);
+        assert!(s.is_success() && empty, "{path}: {s} {v}");
+        assert!(
+            took >= Duration::from_millis(350) && took < Duration::from_secs(10),
+            "{path}: parked {took:?}"
+        );
+    }
+}

@@ -59,6 +59,9 @@ fn default_batch() -> i64 {
 fn default_timeout() -> u64 {
     30_000
 }
+fn default_max_timeout() -> u64 {
+    300_000
+}
 fn default_max_batch() -> i64 {
     10_000
 }
@@ -182,6 +185,10 @@ pub struct Config {
     /// Queen's `DEFAULT_TIMEOUT`: the long-poll deadline in ms when the client names none.
     #[serde(default = "default_timeout")]
     pub default_timeout: u64,
+    /// Longer long-poll `timeout`s (ms) are clamped to this: a pop parked for weeks holds a
+    /// connection and a slot of the parked list for nothing any client is waiting on.
+    #[serde(default = "default_max_timeout")]
+    pub max_timeout: u64,
     /// Larger `batch` values are clamped to this.
     #[serde(default = "default_max_batch")]
     pub max_batch_size: i64,

@@ -94,7 +94,8 @@ fn ask(s: &AppState, p: &Params, target: Target) -> Result<(PopRequest, Echo), A
     let timeout_ms = p
         .int("timeout")
         .map(|t| t.max(0) as u64)
-        .unwrap_or(c.default_timeout);
+        .unwrap_or(c.default_timeout)
+        .min(c.max_timeout);
     let mode = p
         .str("subscriptionMode")
         .or(Some(c.default_subscription_mode.as_str()));

@@ -34,8 +34,8 @@ pub(super) fn entries() -> Vec<Entry> {
             e
         };
         e.query("wait", flag_param(false), "`true` or `1`: long-poll until messages arrive or `timeout` passes.")
-            .query("timeout", json!({"type": "integer", "minimum": 0, "default": c.default_timeout}),
-                "The long-poll deadline in ms (`DEFAULT_TIMEOUT`); the Python client gives up at `timeout` + 5 s.")
+            .query("timeout", json!({"type": "integer", "minimum": 0, "default": c.default_timeout, "x-clamped-to": c.max_timeout}),
+                "The long-poll deadline in ms (`DEFAULT_TIMEOUT`), clamped to `MAX_TIMEOUT`; the Python client gives up at `timeout` + 5 s.")
             .query("consumerGroup", json!({"type": "string", "default": QUEUE_MODE}), "The group whose cursor is read; absent or empty: queue mode.")
             .query("autoAck", flag_param(false), "Commit at delivery: no lease, `leaseId` is `\"\"`, nothing to ack (at-most-once).")
             .query("subscriptionMode", string(), "A named group's first-join start: `new`, `new-only` or `now` start at the end; anything else (`all`, `from_beginning`) from the first message, as in Queen 0.15. Absent: `DEFAULT_SUBSCRIPTION_MODE`.")
