@@ -107,6 +107,12 @@ async fn main() -> anyhow::Result<()> {
             if let Some(p) = port {
                 config.port = p;
             }
+            // A development broker usually runs with authentication off: on a laptop on a
+            // shared network, every interface would serve an open broker. `serve` keeps
+            // the wildcard, which containers need.
+            if std::env::var_os("HOST").is_none() {
+                config.host = DEV_HOST.into();
+            }
             if config.database_configured() {
                 let url = config.database_url();
                 return run(config, &url).await;
@@ -122,6 +128,9 @@ async fn main() -> anyhow::Result<()> {
         }
     }
 }
+
+/// Where `regent dev` listens when `HOST` is unset: loopback only.
+const DEV_HOST: &str = "127.0.0.1";
 
 /// Without QUEEN_ENCRYPTION_KEY, `regent dev` uses the key kept with its cluster (made at
 /// the first start), so the quick start can make encrypted queues; it says which.
@@ -157,8 +166,9 @@ async fn run(config: Config, url: &str) -> anyhow::Result<()> {
         _ => srv.addr.to_string(),
     };
     let scheme = if srv.tls { "https" } else { "http" };
+    let stop = server::termination();
     println!("Regent is serving on {scheme}://{shown}");
-    server::termination().await;
+    stop.await;
     tracing::info!("shutting down");
     srv.shutdown().await
 }

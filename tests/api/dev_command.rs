@@ -18,6 +18,8 @@ pub(crate) struct Dev {
     pub(crate) base: String,
     pg_url: String,
     startup: Vec<String>,
+    /// The line that says where it serves.
+    serving: String,
 }
 
 impl Dev {
@@ -27,18 +29,27 @@ impl Dev {
 
     /// [`Dev::start`] with extra environment.
     pub(crate) async fn start_with(extra: &[&str], env: &[(&str, &str)]) -> Dev {
+        Dev::start_on(extra, env, Some("127.0.0.1")).await
+    }
+
+    /// [`Dev::start_with`], binding `HOST` if given, else leaving it unset (`dev`'s default).
+    async fn start_on(extra: &[&str], env: &[(&str, &str)], host: Option<&str>) -> Dev {
         let port = {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             l.local_addr().unwrap().port()
         };
-        let mut child = Command::new(env!("CARGO_BIN_EXE_regent"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_regent"));
+        match host {
+            Some(h) => command.env("HOST", h),
+            None => command.env_remove("HOST"),
+        };
+        let mut child = command
             .args(["dev", "--port", &port.to_string()])
             .args(extra)
             .env_remove("DATABASE_URL")
             .env_remove("PG_HOST")
             .env_remove("PG_DB")
             .env_remove("QUEEN_ENCRYPTION_KEY")
-            .env("HOST", "127.0.0.1")
             .env("NO_COLOR", "1")
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
@@ -84,6 +95,7 @@ impl Dev {
             base: format!("http://127.0.0.1:{port}"),
             pg_url,
             startup,
+            serving,
         }
     }
 
@@ -245,4 +257,20 @@ async fn dev_keeps_its_encryption_key_with_a_persistent_cluster() {
     assert_eq!(v["messages"][0]["data"]["secret"], "kept-secret", "{v}");
     second.stop().await;
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// With authentication off, `regent dev` must not serve the laptop's network: it binds
+/// loopback unless `HOST` says otherwise (`serve` keeps `0.0.0.0`, which containers need).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dev_listens_on_loopback_unless_host_says_otherwise() {
+    let dev = Dev::start_on(&[], &[], None).await;
+    assert!(dev.serving.contains("http://127.0.0.1:"), "{}", dev.serving);
+    dev.stop().await;
+    let dev = Dev::start_on(&[], &[], Some("0.0.0.0")).await;
+    assert!(
+        dev.serving.contains("http://localhost:"),
+        "every interface: {}",
+        dev.serving
+    );
+    dev.stop().await;
 }
