@@ -1578,3 +1578,51 @@ async fn a_partition_of_another_tenant_is_not_owned() {
     assert_eq!(s, StatusCode::OK);
     assert_eq!(v["error"], "Lease not found", "{v}");
 }
+
+/// A retried ack whose first answer was lost (it committed): what it answers depends on
+/// whether that commit ended the lease. With its `leaseId`: `noop` while the lease lives
+/// (a partial ack keeps it), `invalid or expired lease` once the first ack ended it (the
+/// seed's lease rule: a released lease is not the live one); without a `leaseId`: `noop`
+/// either way. In every case the cursor does not move and nothing redelivers: the retry
+/// cannot undo or double the first ack. README "Acknowledgement in one paragraph" says so.
+#[tokio::test]
+async fn a_retried_ack_after_a_lost_answer() {
+    let b = broker().await;
+    let pid = push(&b, "q", &["a", "b"]).await;
+    let lease = pop_expect(&b, "q", Some("g"), 2, &["a", "b"]).await;
+    let first = json!([item("a", &pid, Some(&lease), "completed")]);
+    check(
+        "a, partial",
+        &b.ack_batch(Some("g"), first.clone()).await,
+        &[("a", done(false))],
+    );
+    check(
+        "a, retried: lease alive",
+        &b.ack_batch(Some("g"), first).await,
+        &[("a", noop())],
+    );
+
+    let last = json!([item("b", &pid, Some(&lease), "completed")]);
+    check(
+        "b, ends it",
+        &b.ack_batch(Some("g"), last.clone()).await,
+        &[("b", done(true))],
+    );
+    check(
+        "b, retried with the released lease",
+        &b.ack_batch(Some("g"), last).await,
+        &[("b", refused(INVALID_LEASE))],
+    );
+    let leaseless = json!([item("b", &pid, None, "completed")]);
+    check(
+        "b, retried without a lease",
+        &b.ack_batch(Some("g"), leaseless).await,
+        &[("b", noop())],
+    );
+    assert_eq!(
+        b.cursor(&pid, "g").await,
+        Some((1, false, 0)),
+        "the cursor stayed"
+    );
+    pop_expect(&b, "q", Some("g"), 2, &[]).await;
+}
