@@ -8,6 +8,7 @@
 //! [`store`] (SQL), with [`runtime`] (the in-memory state) beside `service`. ARCHITECTURE.md
 //! has the map; the crate graph enforces it.
 
+pub mod connections;
 pub mod listener;
 pub mod logging;
 pub mod server;

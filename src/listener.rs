@@ -1,4 +1,4 @@
-//! The HTTPS listener: an `axum::serve` listener whose connections arrive already decrypted,
+//! The HTTPS listener: an `axum::serve::Listener` whose connections arrive already decrypted,
 //! so plain HTTP and HTTPS share one serving path (the same hyper settings, the same graceful
 //! shutdown). Each handshake runs in its own task under a deadline: a client that stalls or
 //! fails its handshake holds up no one else.
@@ -20,7 +20,7 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Finished handshakes waiting for the server to take them.
 const BACKLOG: usize = 128;
 
-/// Owns the listening socket itself, so the port closes the moment `axum::serve` drops the
+/// Owns the listening socket itself, so the port closes the moment the accept loop (`connections`) drops the
 /// listener at shutdown. (An accept loop in a task of its own would close it only when the
 /// runtime gets round to an abort, after `shutdown` has returned.)
 pub struct TlsListener {
@@ -72,7 +72,7 @@ impl axum::serve::Listener for TlsListener {
     type Addr = SocketAddr;
 
     /// Accepts sockets and hands out finished handshakes from one loop; both branches are
-    /// cancel-safe, as `axum::serve` drops this future when shutdown begins.
+    /// cancel-safe, as the accept loop drops this future when shutdown begins.
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
         loop {
             tokio::select! {

@@ -14,6 +14,7 @@ use regent_config::Config;
 use regent_http::{auth::Auth, router, AppState};
 use regent_service::Service;
 
+use crate::connections;
 use crate::listener::TlsListener;
 
 /// A broker serving on a bound listener.
@@ -47,25 +48,21 @@ pub async fn start(
     let (shutdown, stop) = watch::channel(false);
     let (cut_off, grace_over) = watch::channel(false);
     let grace = Duration::from_secs(config.shutdown_grace_seconds);
+    let limits = connections::Limits {
+        max_connections: config.http_max_connections,
+        header_timeout: Duration::from_millis(config.http_header_timeout_ms),
+    };
     let app = router(AppState::new(service.clone(), config, auth, grace_over));
     let addr = listener.local_addr()?;
     service.serving_on(addr.port());
     let serve = match tls.clone() {
         None => {
             let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| no_delay(tcp));
-            tokio::spawn(async move {
-                axum::serve(listener, app)
-                    .with_graceful_shutdown(stopped(stop))
-                    .await
-            })
+            tokio::spawn(connections::serve(listener, app, limits, stop))
         }
         Some(tls) => {
             let listener = TlsListener::new(listener, tls, no_delay);
-            tokio::spawn(async move {
-                axum::serve(listener, app)
-                    .with_graceful_shutdown(stopped(stop))
-                    .await
-            })
+            tokio::spawn(connections::serve(listener, app, limits, stop))
         }
     };
     tracing::info!(%addr, tls = tls.is_some(), "regent listening");
@@ -125,10 +122,6 @@ fn no_delay(tcp: &tokio::net::TcpStream) {
     if let Err(e) = tcp.set_nodelay(true) {
         tracing::warn!(error = %e, "TCP_NODELAY");
     }
-}
-
-async fn stopped(mut stop: watch::Receiver<bool>) {
-    let _ = stop.wait_for(|s| *s).await;
 }
 
 /// Resolves on Ctrl-C or SIGTERM. The handlers are installed when this is called, not when

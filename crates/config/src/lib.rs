@@ -59,6 +59,12 @@ fn default_batch() -> i64 {
 fn default_timeout() -> u64 {
     30_000
 }
+fn default_max_connections() -> usize {
+    10_000
+}
+fn default_header_timeout_ms() -> u64 {
+    30_000
+}
 fn default_max_timeout() -> u64 {
     300_000
 }
@@ -122,6 +128,13 @@ pub struct Config {
     pub host: String,
     #[serde(default = "default_port")]
     pub port: u16,
+    /// Connections served at once; the next waits in the listen backlog until one closes.
+    #[serde(default = "default_max_connections")]
+    pub http_max_connections: usize,
+    /// A connection that has not sent a whole request header this long after it opened or
+    /// after its last answer is closed: slow or half-sent headers, and idle keep-alives.
+    #[serde(default = "default_header_timeout_ms")]
+    pub http_header_timeout_ms: u64,
     #[serde(default = "default_pool_size")]
     pub db_pool_size: usize,
     /// Requests with a larger body are refused with 413.
