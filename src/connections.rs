@@ -21,6 +21,10 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::sync::{watch, Semaphore};
 
+/// The read buffer hyper keeps for a request head (and the body's first bytes): 1 MiB.
+const HYPER_MAX_BUF: usize = 1 << 20;
+const HYPER_MAX_HEADERS: usize = 1000;
+
 /// What bounds the connections of one listener.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
@@ -78,8 +82,12 @@ where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
 {
     let mut http = http1::Builder::new();
+    // hyper's own head limits far above the JSON 431 of `regent_http::head` (128 KiB, 100
+    // fields), so a client meets that one; beyond these hyper answers an empty 431.
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
+        .max_buf_size(HYPER_MAX_BUF)
+        .max_headers(HYPER_MAX_HEADERS)
         .keep_alive(true);
     let conn = http.serve_connection(TokioIo::new(io), TowerToHyperService::new(app));
     tokio::pin!(conn);

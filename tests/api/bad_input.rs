@@ -1605,3 +1605,47 @@ async fn every_payload_shape_round_trips_unchanged() {
         assert_eq!(m.get("data"), Some(p), "transaction payload {name} changed");
     }
 }
+
+/// A `Content-Length` over the limit is refused before any of the body is read: the 413
+/// comes while the client has sent only its headers. Headers too large or too many get a
+/// JSON 431, not hyper's empty one.
+#[tokio::test]
+async fn oversized_requests_are_refused_up_front_with_json() {
+    let b = broker_with(|c| c.max_body_bytes = 1024).await;
+    let addr = b.url.trim_start_matches("http://").to_string();
+    let mut sock = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /api/v1/push HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Content-Length: 1000000000\r\n\r\n{{\"items\":["
+    );
+    sock.write_all(head.as_bytes()).await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(5), sock.read(&mut buf))
+        .await
+        .expect("answered with the body unsent")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&buf[..n]).to_string();
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.contains("\"error\""), "{answer}");
+
+    for (what, headers) in [
+        ("large", vec![format!("X-Pad: {}", "p".repeat(140_000))]),
+        ("many", (0..150).map(|i| format!("X-H{i}: v")).collect()),
+    ] {
+        let mut sock = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let req = format!(
+            "GET /health HTTP/1.1\r\nHost: {addr}\r\n{}\r\nConnection: close\r\n\r\n",
+            headers.join("\r\n")
+        );
+        sock.write_all(req.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(5), sock.read_to_end(&mut answer)).await;
+        let answer = String::from_utf8_lossy(&answer).to_string();
+        assert!(answer.starts_with("HTTP/1.1 431"), "{what}: {answer}");
+        assert!(
+            answer.contains(r#"{"error":"Request header fields too large"}"#),
+            "{what}: {answer}"
+        );
+    }
+    assert_nothing_written(&b, "refused up front").await;
+}

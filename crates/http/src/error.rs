@@ -32,6 +32,8 @@ pub enum ApiError {
     MethodNotAllowed,
     #[error("request body too large")]
     PayloadTooLarge,
+    #[error("Request header fields too large")]
+    HeadersTooLarge,
     /// Over a tenant limit: 429 with `Retry-After` and the proxy-style `code` the Python
     /// client surfaces (`rate_limited`, `quota_exceeded`).
     #[error("{text}")]
@@ -110,6 +112,7 @@ impl IntoResponse for ApiError {
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             ApiError::ServerError(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Internal(detail) => {
                 tracing::error!(%detail, "internal error");

@@ -16,6 +16,7 @@ pub mod error;
 mod fallback;
 mod fleet;
 mod handover;
+mod head;
 mod health;
 pub mod jwks;
 mod layers;

@@ -174,6 +174,7 @@ fn error_component(status: u16) -> Option<&'static str> {
         404 => "NotFound",
         409 => "Conflict",
         413 => "PayloadTooLarge",
+        431 => "HeadersTooLarge",
         429 => "TooManyRequests",
         500 => "InternalError",
         503 => "Unavailable",
@@ -280,6 +281,7 @@ fn operation(route: &Route, entry: Option<&Entry>) -> Value {
             },
         ));
     }
+    common.push((431, "HeadersTooLarge"));
     common.push((500, "InternalError"));
     common.push((503, "Unavailable"));
     for (status, component) in common {
