@@ -5,16 +5,7 @@ use futures::StreamExt;
 use reqwest::StatusCode;
 use serde_json::json;
 
-use crate::support::{broker, Broker};
-
-/// The value of one sample line `name{labels} value` of an exposition.
-fn sample(text: &str, series: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .unwrap_or_else(|| panic!("no {series} in\n{text}"))
-        .parse()
-        .unwrap()
-}
+use crate::support::{broker, sample, Broker};
 
 #[tokio::test]
 async fn metrics_count_what_this_broker_did() {
@@ -222,4 +213,32 @@ async fn latency_histograms_and_outcomes_count_what_happened() {
         let series = format!("regent_items_total{{op=\"{op}\",outcome=\"{outcome}\"}}");
         assert_eq!(sample(&text, &series), n, "{series}");
     }
+}
+
+/// `regent_pop_rechecks_total{by}` tells what ended each wait of a parked long-poll: its
+/// recheck timer while nothing came, then the wakeup of a push.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rechecks_count_what_ended_a_long_polls_waits() {
+    let b = broker().await;
+    let parked = {
+        let (url, http) = (b.url.clone(), b.http.clone());
+        tokio::spawn(async move {
+            let pop = format!("{url}/api/v1/pop/queue/q?wait=true&timeout=10000");
+            let answer = http.get(pop).send().await.unwrap();
+            answer.json::<serde_json::Value>().await.unwrap()
+        })
+    };
+    while b.runtime().parked.is_empty() {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    // Past the rechecks at 100, 300 and 700 ms, the next at 1.5 s: the push's wakeup comes
+    // first even on a loaded machine.
+    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    b.push("q", "p", &["m"]).await;
+    assert_eq!(Broker::txids(&parked.await.unwrap()), ["m"]);
+    let (_, text) = b.get("/metrics/prometheus").await;
+    let text = text.as_str().unwrap().to_string();
+    let rechecks = |by: &str| sample(&text, &format!("regent_pop_rechecks_total{{by=\"{by}\"}}"));
+    assert_eq!(rechecks("wakeup"), 1.0, "the push woke it");
+    assert!(rechecks("timer") >= 1.0, "the timer rechecked before");
 }

@@ -416,3 +416,12 @@ pub fn partition_names(v: &Value) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// The value of one sample line `name{labels} value` of an exposition.
+pub fn sample(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+        .parse()
+        .unwrap()
+}

@@ -13,7 +13,7 @@ use serde_json::json;
 
 use super::State;
 use regent_service::health::Metrics;
-use regent_service::{Op, Outcome, Snapshot};
+use regent_service::{Op, Outcome, Recheck, Snapshot};
 
 pub async fn json_snapshot(axum::extract::State(s): State) -> Response {
     let Metrics {
@@ -189,6 +189,20 @@ pub async fn prometheus(axum::extract::State(s): State) -> Response {
                 m.activity.outcomes(o)
             );
         }
+    }
+    head(
+        &mut out,
+        "regent_pop_rechecks_total",
+        "counter",
+        "Attempts of parked long-polls after a wait, by what ended it: a wakeup (a write here or another broker's note) or the recheck timer.",
+    );
+    for by in Recheck::ALL {
+        let _ = writeln!(
+            out,
+            "regent_pop_rechecks_total{{by=\"{}\"}} {}",
+            by.name(),
+            m.activity.rechecks(by)
+        );
     }
     head(
         &mut out,

@@ -63,9 +63,32 @@ impl Outcome {
     }
 }
 
+/// What ended a parked long-poll's wait before its next attempt, as the `by` label counts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recheck {
+    /// An announcement: a write through this broker, or another broker's note.
+    Wakeup,
+    /// The recheck timer (or the deadline): whatever should have woken it did not.
+    Timer,
+}
+
+impl Recheck {
+    pub const ALL: [Recheck; 2] = [Recheck::Wakeup, Recheck::Timer];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Recheck::Wakeup => "wakeup",
+            Recheck::Timer => "timer",
+        }
+    }
+}
+
 pub struct Activity {
     pub started: Instant,
     outcomes: [AtomicU64; 7],
+    /// Parked long-polls' attempts after a wait, by what ended it: how often wakeups (local
+    /// or a peer's note) reach the pops they are for, and how often the timer stands in.
+    rechecks: [AtomicU64; 2],
     requests: [AtomicU64; 4],
     messages: [AtomicU64; 4],
     /// How long each operation took in the service, from its start to its answer (a pop's
@@ -80,6 +103,7 @@ impl Default for Activity {
         Activity {
             started: Instant::now(),
             outcomes: Default::default(),
+            rechecks: Default::default(),
             requests: Default::default(),
             messages: Default::default(),
             took: Default::default(),
@@ -147,6 +171,15 @@ impl Activity {
 
     pub fn messages(&self, op: Op) -> u64 {
         self.messages[op as usize].load(Relaxed)
+    }
+
+    /// A parked long-poll attempts again, its wait ended `by` this.
+    pub fn rechecked(&self, by: Recheck) {
+        self.rechecks[by as usize].fetch_add(1, Relaxed);
+    }
+
+    pub fn rechecks(&self, by: Recheck) -> u64 {
+        self.rechecks[by as usize].load(Relaxed)
     }
 }
 

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use regent_broker::limits::LimitTable;
 
-pub use activity::{Op, Outcome};
+pub use activity::{Op, Outcome, Recheck};
 pub use announcement::Announcement;
 
 /// What the runtime state is built from.
@@ -118,6 +118,7 @@ impl Runtime {
             ("deliveries", self.deliveries.len()),
             ("limiter_tenants", self.limiter.tenants()),
             ("peer_outbox", self.peers.outbox_len()),
+            ("peers", self.peers.known_len()),
             ("handovers", self.handovers.pending()),
             ("maintenance_tenants", self.switches.len()),
             ("series_queues", self.tallies.len()),

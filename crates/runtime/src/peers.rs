@@ -6,12 +6,17 @@
 //! per broker, after commit, never inside a push's transaction) are the service layer's.
 //!
 //! Every broker also says hello every few seconds; a broker that has heard no other broker
-//! lately announces nothing, so running one broker costs nothing.
+//! lately announces nothing, so running one broker costs nothing. A broker that hears from
+//! one it has not heard lately (just started, or back after its connection was down) answers
+//! with a hello of its own at once: otherwise the newcomer would announce nothing to it until
+//! its next round, up to a round later. Each such broker is answered once, not each of its
+//! notes: the newcomer may answer the answer (the answerer was new to it too), and that
+//! second answer comes from a broker already known, so it goes unanswered.
 //!
 //! Like every wakeup, a note is a hint: one lost (a connection drop, a broker restarting)
 //! costs the parked pop its timer recheck, never a message.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -30,6 +35,10 @@ const PRESENCE: Duration = Duration::from_secs(15);
 /// Announcements queued at most; past it the outbox is merged (one per tenant) in place, so
 /// a connection that is down for a while holds the outbox to its tenants' size.
 const MAX_OUTBOX: usize = 10_000;
+/// Other brokers remembered at most. Far more than one database's brokers; past it (after
+/// forgetting the ones gone) a newcomer is not answered and hears this broker at its next
+/// round, so the map and the answers stay bounded whatever the channel carries.
+const MAX_PEERS: usize = 1024;
 
 /// This broker's outbox and identity.
 pub struct Peers {
@@ -37,6 +46,9 @@ pub struct Peers {
     enabled: bool,
     /// When a note from another broker last arrived, in ms since `epoch` (0: never).
     heard: AtomicU64,
+    /// The other brokers by id: when each was last heard, in ms since `epoch`. Only notes
+    /// touch it (a lock per note, none per push): it decides whom to answer.
+    known: Mutex<HashMap<Uuid, u64>>,
     epoch: Instant,
     outbox: Mutex<Vec<Announcement>>,
     waiting: Notify,
@@ -48,6 +60,7 @@ impl Peers {
             id: Uuid::now_v7(),
             enabled,
             heard: AtomicU64::new(0),
+            known: Mutex::default(),
             epoch: Instant::now(),
             outbox: Mutex::default(),
             waiting: Notify::new(),
@@ -100,22 +113,33 @@ impl Peers {
     /// Whether another broker has been heard from lately.
     pub fn others_in_view(&self) -> bool {
         let heard = self.heard.load(Ordering::Relaxed);
-        heard != 0 && self.epoch.elapsed().as_millis() as u64 <= heard + PRESENCE.as_millis() as u64
+        heard != 0 && in_view(heard, self.now())
     }
 
-    /// Reads a note from the channel: the announcements of another broker's note (which
-    /// counts as hearing from it), `None` for this broker's own.
-    pub fn receive(&self, note: &str) -> Option<Result<Vec<Announcement>, String>> {
-        let decoded = decode(note, self.id);
-        if let Some(Ok(_)) = &decoded {
-            self.heard_from_another();
-        }
-        decoded
+    /// How many other brokers are remembered (some may be gone, until a newcomer prunes them).
+    pub fn known_len(&self) -> usize {
+        lock(&self.known).len()
     }
 
-    fn heard_from_another(&self) {
-        let now = (self.epoch.elapsed().as_millis() as u64).max(1);
+    /// Reads a note from the channel: another broker's note (which counts as hearing from
+    /// it), `None` for this broker's own.
+    pub fn receive(&self, note: &str) -> Option<Result<Heard, String>> {
+        let (sender, announcements) = match decode(note, self.id)? {
+            Ok(decoded) => decoded,
+            Err(e) => return Some(Err(e)),
+        };
+        let now = self.now();
         self.heard.store(now, Ordering::Relaxed);
+        let answer = meet(&mut lock(&self.known), sender, now);
+        Some(Ok(Heard {
+            announcements,
+            answer,
+        }))
+    }
+
+    /// Milliseconds since `epoch`, never 0 (which means "never" in `heard`).
+    fn now(&self) -> u64 {
+        (self.epoch.elapsed().as_millis() as u64).max(1)
     }
 
     /// A note with nothing to announce: "I am here".
@@ -127,6 +151,39 @@ impl Peers {
     pub fn notes(&self, announcements: Vec<Announcement>) -> Vec<String> {
         encode(self.id, announcements)
     }
+}
+
+/// Another broker's note, read.
+#[derive(Debug, PartialEq)]
+pub struct Heard {
+    pub announcements: Vec<Announcement>,
+    /// Its sender had not been heard lately, so it may not have heard this broker either
+    /// (it just started, or its connection was down): say hello now, not at the next round.
+    pub answer: bool,
+}
+
+/// Whether a broker last heard at `heard` is still there at `now` (ms since the epoch).
+fn in_view(heard: u64, now: u64) -> bool {
+    now <= heard + PRESENCE.as_millis() as u64
+}
+
+/// Notes that `sender` was heard at `now`; true when it was not in view before, so it is to
+/// be answered (once: its next notes find it in view). Brokers gone are forgotten when a
+/// newcomer needs the room.
+fn meet(known: &mut HashMap<Uuid, u64>, sender: Uuid, now: u64) -> bool {
+    if let Some(last) = known.get_mut(&sender) {
+        let answer = !in_view(*last, now);
+        *last = now;
+        return answer;
+    }
+    if known.len() >= MAX_PEERS {
+        known.retain(|_, last| in_view(*last, now));
+        if known.len() >= MAX_PEERS {
+            return false;
+        }
+    }
+    known.insert(sender, now);
+    true
 }
 
 /// One announcement per tenant: queues keep the largest partition count seen, partitions
@@ -231,16 +288,24 @@ fn split(a: Announcement) -> Vec<Announcement> {
     parts
 }
 
-/// The announcements of a note from another broker; `None` for this broker's own.
-fn decode(note: &str, me: Uuid) -> Option<Result<Vec<Announcement>, String>> {
+/// The sender and announcements of a note from another broker; `None` for this broker's own.
+fn decode(note: &str, me: Uuid) -> Option<Result<(Uuid, Vec<Announcement>), String>> {
     let (sender, body) = match note.split_once(' ') {
         Some(parts) => parts,
         None => return Some(Err("no sender".into())),
     };
-    if sender == me.simple().to_string() {
+    let sender = match Uuid::parse_str(sender) {
+        Ok(id) => id,
+        Err(e) => return Some(Err(format!("sender: {e}"))),
+    };
+    if sender == me {
         return None;
     }
-    Some(serde_json::from_str(body).map_err(|e| e.to_string()))
+    Some(
+        serde_json::from_str(body)
+            .map(|a| (sender, a))
+            .map_err(|e| e.to_string()),
+    )
 }
 
 #[cfg(test)]
@@ -264,7 +329,7 @@ mod tests {
         a[1].reopened = vec![("odd \"name\" ✓".into(), "g".into())];
         let notes = encode(other, a.clone());
         assert_eq!(notes.len(), 1);
-        assert_eq!(decode(&notes[0], me), Some(Ok(a)));
+        assert_eq!(decode(&notes[0], me), Some(Ok((other, a))));
         assert_eq!(decode(&notes[0], other), None);
         assert!(matches!(decode("garbage", me), Some(Err(_))));
     }
@@ -282,7 +347,7 @@ mod tests {
         assert!(notes.iter().all(|n| n.len() <= MAX_NOTE), "every note fits");
         let back: Vec<Announcement> = notes
             .iter()
-            .flat_map(|n| decode(n, me).unwrap().unwrap())
+            .flat_map(|n| decode(n, me).unwrap().unwrap().1)
             .collect();
         let parts: BTreeSet<(Uuid, Uuid)> =
             back.iter().flat_map(|a| a.partitions.clone()).collect();
@@ -311,13 +376,69 @@ mod tests {
         assert_eq!(p.outbox_len(), 0, "alone: nothing queued");
         assert_eq!(p.receive(&p.hello()), None, "its own note is skipped");
         assert!(!p.others_in_view());
-        assert_eq!(p.receive(&Peers::new(true).hello()), Some(Ok(vec![])));
+        let heard = p.receive(&Peers::new(true).hello()).unwrap().unwrap();
+        assert!(heard.announcements.is_empty());
         assert!(p.others_in_view(), "another's hello counts");
         p.publish(&ann("t", "q", 1, 1));
         assert_eq!(p.outbox_len(), 1);
         let off = Peers::new(false);
         off.publish(&ann("t", "q", 1, 1));
         assert_eq!(off.outbox_len(), 0, "turned off: nothing queued");
+    }
+
+    #[test]
+    fn a_broker_answers_each_newcomer_once() {
+        let (p, q, r) = (Peers::new(true), Peers::new(true), Peers::new(true));
+        let answer = |note: &str| p.receive(note).unwrap().unwrap().answer;
+        assert!(answer(&q.hello()), "a new broker's hello is answered");
+        assert!(!answer(&q.hello()), "its next hello is not");
+        let note = q.notes(vec![ann("t", "q", 1, 1)]).remove(0);
+        assert!(!answer(&note), "nor its announcements");
+        assert!(answer(&r.hello()), "another newcomer is answered too");
+        assert!(!answer(&q.hello()));
+        assert_eq!(p.known_len(), 2);
+    }
+
+    #[test]
+    fn a_broker_gone_quiet_is_answered_again_when_it_returns() {
+        let mut known = HashMap::new();
+        let q = Uuid::now_v7();
+        let presence = PRESENCE.as_millis() as u64;
+        assert!(meet(&mut known, q, 1));
+        assert!(!meet(&mut known, q, 1 + presence), "still in view");
+        assert!(
+            meet(&mut known, q, 2 + 2 * presence),
+            "silent past the presence window: it may not hear us either"
+        );
+    }
+
+    #[test]
+    fn a_million_newcomers_keep_the_peers_bounded() {
+        let mut known = HashMap::new();
+        let presence = PRESENCE.as_millis() as u64;
+        for i in 0..1_000_000u64 {
+            // Five hundred brokers a presence window, each heard once: the gone make room.
+            let now = 1 + (i / 500) * (presence + 1);
+            assert!(meet(&mut known, Uuid::from_u128(i.into()), now), "{i}");
+            assert!(known.len() <= MAX_PEERS);
+        }
+    }
+
+    #[test]
+    fn past_the_bound_a_newcomer_waits_for_the_next_round() {
+        let mut known = HashMap::new();
+        for i in 0..MAX_PEERS as u128 {
+            assert!(meet(&mut known, Uuid::from_u128(i), 1));
+        }
+        assert!(
+            !meet(&mut known, Uuid::now_v7(), 2),
+            "every one still in view"
+        );
+        assert_eq!(known.len(), MAX_PEERS);
+        assert!(
+            !meet(&mut known, Uuid::from_u128(0), 2),
+            "the known stay known"
+        );
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! The peer link is one dedicated connection per broker (`regent_store::notify`): it sends
 //! the outbox as notes (batched, at most one statement per [`MIN_GAP`], and only while
 //! another broker's hello has been heard lately) and applies the other brokers' notes as if
-//! their writes were local.
+//! their writes were local. It says hello when it connects, every [`HELLO_EVERY`], and at
+//! once to a broker it had not heard lately, so a broker that starts next to running ones
+//! knows them within milliseconds (and announces to them), not at their next round.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -106,17 +108,37 @@ async fn serve(
                     return false;
                 }
             }
-            Event::Note(note) => match peers.receive(&note) {
-                Some(Ok(batch)) => batch.iter().for_each(|a| s.runtime.hint(a)),
-                Some(Err(e)) => tracing::warn!(error = %e, "peer wakeups: unreadable note"),
-                None => {}
-            },
+            Event::Note(note) => {
+                if hear(s, &note) {
+                    // The newcomer's pushes wake nothing here until it has heard us.
+                    last_sent = tokio::time::Instant::now();
+                    if !sent(link.notify(&[peers.hello()]).await) {
+                        return false;
+                    }
+                }
+            }
             Event::Stop => {
                 // What the shutdown itself announced (released leases) still goes out.
                 let _ = flush(s, &link).await;
                 return true;
             }
         }
+    }
+}
+
+/// Applies a note from the channel as if its writes were local; true when its sender is to
+/// be answered with a hello (a broker not heard lately, answered once).
+fn hear(s: &Service, note: &str) -> bool {
+    match s.runtime.peers.receive(note) {
+        Some(Ok(heard)) => {
+            heard.announcements.iter().for_each(|a| s.runtime.hint(a));
+            heard.answer
+        }
+        Some(Err(e)) => {
+            tracing::warn!(error = %e, "peer wakeups: unreadable note");
+            false
+        }
+        None => false,
     }
 }
 

@@ -54,7 +54,7 @@ use regent_store::Store;
 
 pub use error::Error;
 pub use handover::Handover;
-pub use regent_runtime::activity::{Activity, Op, Outcome, ProcessUse};
+pub use regent_runtime::activity::{Activity, Op, Outcome, ProcessUse, Recheck};
 pub use regent_runtime::histogram::Snapshot;
 pub use regent_runtime::limiter::Refusal;
 pub use regent_runtime::wakeups::Waiter;

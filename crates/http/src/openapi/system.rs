@@ -98,7 +98,7 @@ Queen's JSON snapshot with real numbers for this process: requests and pushed me
             .reply(200, "The snapshot.", metrics),
         Entry::new("health", Method::GET, "/metrics/prometheus", "Prometheus text exposition")
             .about(r#"
-This broker's uptime, CPU, memory and pool under Queen's `queen_*` names, and Regent's `regent_requests_total{op}`, `regent_messages_total{op}` (push, pop, ack, transaction), `regent_db_pool_waiting`, `regent_pending_handovers`, `regent_runtime_entries{map}`, the request-duration and first-delivery histograms and `regent_items_total{op,outcome}`. Names no queue or tenant, unless the broker runs with `METRICS_PER_QUEUE=true`: then every tenant's per-queue families follow (as `GET /api/v1/metrics/queues` serves them for one tenant). Not used by the Python client.
+This broker's uptime, CPU, memory and pool under Queen's `queen_*` names, and Regent's `regent_requests_total{op}`, `regent_messages_total{op}` (push, pop, ack, transaction), `regent_db_pool_waiting`, `regent_pending_handovers`, `regent_pop_rechecks_total{by}` (what ended each wait of a parked long-poll: `wakeup` or `timer`), `regent_runtime_entries{map}`, the request-duration and first-delivery histograms and `regent_items_total{op,outcome}`. Names no queue or tenant, unless the broker runs with `METRICS_PER_QUEUE=true`: then every tenant's per-queue families follow (as `GET /api/v1/metrics/queues` serves them for one tenant). Not used by the Python client.
 "#)
             .reply_raw(200, json!({
                 "description": "The exposition (`text/plain; version=0.0.4`), `Cache-Control: no-cache`.",

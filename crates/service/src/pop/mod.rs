@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 use regent_broker::subscription::StartPoint;
-use regent_runtime::Op;
+use regent_runtime::{Op, Recheck};
 
 use crate::{Error, Handover, Service, StoredMessage};
 
@@ -143,8 +143,12 @@ impl Service {
                 parked = Some(self.runtime.parked.park(tenant, queue));
             }
             tokio::select! {
-                _ = &mut notified => recheck = FIRST_RECHECK,
+                _ = &mut notified => {
+                    self.runtime.activity.rechecked(Recheck::Wakeup);
+                    recheck = FIRST_RECHECK
+                }
                 _ = tokio::time::sleep(recheck.min(deadline - now)) => {
+                    self.runtime.activity.rechecked(Recheck::Timer);
                     recheck = (recheck * 2).min(MAX_RECHECK)
                 }
                 _ = stopping.changed() => {}
