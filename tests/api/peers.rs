@@ -82,20 +82,7 @@ async fn brokers_started_together_wake_each_other_from_the_first_second() {
     let b = Broker::attach(&a.db_url).await;
     healthy(&a).await;
     healthy(&b).await;
-    let parked = {
-        let (url, http) = (a.url.clone(), a.http.clone());
-        tokio::spawn(async move {
-            http.get(format!(
-                "{url}/api/v1/pop/queue/q?wait=true&timeout=10000&consumerGroup=g"
-            ))
-            .send()
-            .await
-            .unwrap()
-            .json::<serde_json::Value>()
-            .await
-            .unwrap()
-        })
-    };
+    let parked = park(&a, 10_000);
     while a.runtime().parked.is_empty() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -151,21 +138,7 @@ async fn a_push_through_one_broker_wakes_and_hints_pops_on_another() {
 
     // A parked long-poll on B answers with a message pushed through A (the earlier pops
     // auto-acked, so nothing holds the partition).
-    let parked = {
-        let b_url = b.url.clone();
-        let http = b.http.clone();
-        tokio::spawn(async move {
-            http.get(format!(
-                "{b_url}/api/v1/pop/queue/q?wait=true&timeout=20000&consumerGroup=g"
-            ))
-            .send()
-            .await
-            .unwrap()
-            .json::<serde_json::Value>()
-            .await
-            .unwrap()
-        })
-    };
+    let parked = park(&b, 20_000);
     tokio::time::sleep(Duration::from_millis(200)).await;
     a.push("q", "p0", &["third"]).await;
     assert_eq!(Broker::txids(&parked.await.unwrap()), ["third"]);
@@ -260,4 +233,20 @@ async fn peer_wakeups_can_be_turned_off() {
     assert!(!in_view(&off));
     off.push("q", "p", &["m"]).await;
     assert_eq!(Broker::txids(&off.pop("q", "").await), ["m"]);
+}
+
+/// A long-poll of group `g` on `q` parked on `broker` in a task of its own; its answer.
+fn park(broker: &Broker, timeout_ms: u64) -> tokio::task::JoinHandle<serde_json::Value> {
+    let (url, http) = (broker.url.clone(), broker.http.clone());
+    tokio::spawn(async move {
+        http.get(format!(
+            "{url}/api/v1/pop/queue/q?wait=true&timeout={timeout_ms}&consumerGroup=g"
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json::<serde_json::Value>()
+        .await
+        .unwrap()
+    })
 }
