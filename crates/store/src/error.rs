@@ -35,6 +35,11 @@ fn db_message(e: &tokio_postgres::Error) -> String {
     }
 }
 
+/// The transaction lost to a concurrent one: a serialization failure or a deadlock victim.
+fn lost_to_another(code: &SqlState) -> bool {
+    *code == SqlState::T_R_SERIALIZATION_FAILURE || *code == SqlState::T_R_DEADLOCK_DETECTED
+}
+
 impl StoreError {
     /// Worth running the whole transaction again: a serialization failure or deadlock victim,
     /// or a connection that broke before commit (nothing was committed). An exhausted pool is
@@ -43,8 +48,7 @@ impl StoreError {
         match self {
             StoreError::Db(e) => match e.code() {
                 Some(c) => {
-                    *c == SqlState::T_R_SERIALIZATION_FAILURE
-                        || *c == SqlState::T_R_DEADLOCK_DETECTED
+                    lost_to_another(c)
                         || *c == SqlState::ADMIN_SHUTDOWN
                         || *c == SqlState::CANNOT_CONNECT_NOW
                 }
@@ -65,9 +69,7 @@ impl StoreError {
     pub fn is_busy(&self) -> bool {
         match self {
             StoreError::Pool(deadpool_postgres::PoolError::Timeout(_)) => true,
-            StoreError::Db(e) => e.code().is_some_and(|c| {
-                *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED
-            }),
+            StoreError::Db(e) => e.code().is_some_and(lost_to_another),
             _ => false,
         }
     }
