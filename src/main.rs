@@ -60,6 +60,17 @@ enum Command {
     },
 }
 
+/// jemalloc rather than glibc's malloc: after a burst of large requests glibc kept most of
+/// the peak resident (its arenas keep freed pages), jemalloc's background thread gives it
+/// back within about a second (BENCHMARKS.md, "Memory after large pushes").
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// jemalloc's options, read at its start-up: purge freed pages after 1 s (not 10), on a
+/// background thread, so an idle broker shrinks too.
+#[export_name = "_rjem_malloc_conf"]
+pub static MALLOC_CONF: &[u8] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     regent::logging::init();

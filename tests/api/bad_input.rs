@@ -1649,3 +1649,117 @@ async fn oversized_requests_are_refused_up_front_with_json() {
     }
     assert_nothing_written(&b, "refused up front").await;
 }
+
+/// Items cost the broker memory beyond their bytes, so their number is bounded too: a push or
+/// a transaction bundle over `MAX_PUSH_ITEMS` is refused whole with a 413 that says the
+/// limit, and one at the limit is served.
+#[tokio::test]
+async fn a_request_of_more_items_than_the_limit_is_refused_whole() {
+    let b = broker_with(|c| c.max_push_items = 10).await;
+    let items = |n: usize| -> Vec<Value> {
+        (0..n)
+            .map(|i| json!({"queue": "many", "transactionId": format!("m-{n}-{i}")}))
+            .collect()
+    };
+    let (status, body) = b.post("/api/v1/push", json!({ "items": items(11) })).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    assert_eq!(
+        body["error"],
+        "A request of 11 items is over the limit of 10 items (MAX_PUSH_ITEMS)"
+    );
+    let ops = json!({ "operations": [{"type": "push", "items": items(11)}] });
+    let (status, body) = b.post("/api/v1/transaction", ops).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    assert_nothing_written(&b, "over the item limit").await;
+
+    let (status, body) = b.post("/api/v1/push", json!({ "items": items(10) })).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body.as_array().map(Vec::len), Some(10));
+}
+
+/// A push answered in chunks (over 1,000 items) is one JSON array, in item order, whatever
+/// the chunk boundaries.
+#[tokio::test]
+async fn a_large_push_answer_is_one_array_in_item_order() {
+    let b = broker().await;
+    for n in [999, 1000, 1001, 2500] {
+        let items: Vec<Value> = (0..n)
+            .map(|i| {
+                json!({"queue": "chunks", "partition": format!("p{}", i % 7),
+                            "transactionId": format!("c-{n}-{i}"), "payload": {"i": i}})
+            })
+            .collect();
+        let (status, body) = b.post("/api/v1/push", json!({ "items": items })).await;
+        assert_eq!(status, StatusCode::CREATED);
+        let results = body.as_array().expect("an array");
+        assert_eq!(results.len(), n);
+        for (i, r) in results.iter().enumerate() {
+            assert_eq!(r["index"], i, "{n}: {r}");
+            assert_eq!(r["transaction_id"], format!("c-{n}-{i}"), "{n}");
+            assert_eq!(r["status"], "queued", "{n}: {r}");
+        }
+    }
+}
+
+/// Large requests take turns (`MAX_LARGE_REQUESTS`): while one large upload holds the only
+/// turn, a second large one waits and, its wait over, is told when to retry; a small
+/// request is served meanwhile. Once the first is gone, large requests are served again.
+#[tokio::test]
+async fn large_requests_take_turns_and_small_ones_never_wait() {
+    let b = broker_with(|c| {
+        c.max_large_requests = 1;
+        c.large_request_wait_ms = 300;
+    })
+    .await;
+    let addr = b.url.trim_start_matches("http://").to_string();
+    // Two megabytes declared, a few bytes sent: it holds the turn while its body trickles.
+    let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /api/v1/push HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Content-Length: 2000000\r\n\r\n{{\"items\":["
+    );
+    slow.write_all(head.as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let large = |tag: &str| -> String {
+        let pad = "x".repeat(1100 * 1024);
+        json!({"items": [{"queue": "turns", "transactionId": tag, "payload": {"pad": pad}}]})
+            .to_string()
+    };
+    let started = std::time::Instant::now();
+    let refused = b
+        .http
+        .post(format!("{}/api/v1/push", b.url))
+        .header("content-type", "application/json")
+        .body(large("second"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(
+        started.elapsed() >= Duration::from_millis(250),
+        "it waited its turn first"
+    );
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let text: Value = refused.json().await.unwrap();
+    assert_eq!(
+        text["error"],
+        "Server busy: too many large requests at once"
+    );
+
+    let small = b.push("turns", "", &["small"]).await;
+    assert_eq!(small[0]["status"], "queued", "a small push never waits");
+
+    drop(slow);
+    let served = b
+        .http
+        .post(format!("{}/api/v1/push", b.url))
+        .header("content-type", "application/json")
+        .body(large("third"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(served.status(), StatusCode::CREATED);
+    let answer: Value = served.json().await.unwrap();
+    assert_eq!(answer[0]["status"], "queued");
+}

@@ -20,6 +20,15 @@ fn default_pool_size() -> usize {
 fn default_max_body_bytes() -> usize {
     16 * 1024 * 1024
 }
+fn default_max_push_items() -> usize {
+    100_000
+}
+fn default_max_large_requests() -> usize {
+    2
+}
+fn default_large_request_wait_ms() -> u64 {
+    10_000
+}
 fn default_tx_index_retention() -> u64 {
     24 * 3600
 }
@@ -140,6 +149,19 @@ pub struct Config {
     /// Requests with a larger body are refused with 413.
     #[serde(default = "default_max_body_bytes")]
     pub max_body_bytes: usize,
+    /// Pushes (and transaction bundles) with more items are refused with 413: each item costs
+    /// the broker a few hundred bytes beyond its payload while the request is served, so the
+    /// body limit alone would let a 16 MiB body of tiny items cost half a gigabyte.
+    #[serde(default = "default_max_push_items")]
+    pub max_push_items: usize,
+    /// Requests with a large body (over 1 MiB, or of unknown length) served at once; the next
+    /// waits its turn. Serving one costs several times its body, so this bounds what a burst
+    /// of them can take.
+    #[serde(default = "default_max_large_requests")]
+    pub max_large_requests: usize,
+    /// How long a large request waits for its turn before a 503 says when to retry.
+    #[serde(default = "default_large_request_wait_ms")]
+    pub large_request_wait_ms: u64,
     /// How long a transaction id stays in the index: the push dedup window and the ack window.
     #[serde(default = "default_tx_index_retention")]
     pub tx_index_retention_seconds: u64,

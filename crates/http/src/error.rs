@@ -34,6 +34,9 @@ pub enum ApiError {
     PayloadTooLarge,
     #[error("Request header fields too large")]
     HeadersTooLarge,
+    /// More items in one request than `MAX_PUSH_ITEMS`.
+    #[error("A request of {items} items is over the limit of {max} items (MAX_PUSH_ITEMS)")]
+    TooManyItems { items: usize, max: usize },
     /// Over a tenant limit: 429 with `Retry-After` and the proxy-style `code` the Python
     /// client surfaces (`rate_limited`, `quota_exceeded`).
     #[error("{text}")]
@@ -111,7 +114,9 @@ impl IntoResponse for ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::PayloadTooLarge | ApiError::TooManyItems { .. } => {
+                StatusCode::PAYLOAD_TOO_LARGE
+            }
             ApiError::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             ApiError::ServerError(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Internal(detail) => {

@@ -43,7 +43,7 @@ mod whoami;
 use std::sync::Arc;
 
 use axum::Router;
-use tokio::sync::watch;
+use tokio::sync::{watch, Semaphore};
 
 use regent_config::Config;
 use regent_service::Service;
@@ -60,6 +60,8 @@ pub struct AppState {
     /// Flips to true when the shutdown grace period is over: requests still running are cut
     /// off with a 503.
     pub grace_over: watch::Receiver<bool>,
+    /// Turns for requests with a large body (`head.rs`).
+    large_requests: Arc<Semaphore>,
     /// Every route's access level, from the route table.
     routes: Vec<Route>,
 }
@@ -73,6 +75,7 @@ impl AppState {
     ) -> AppState {
         AppState {
             service,
+            large_requests: Arc::new(Semaphore::new(config.max_large_requests.max(1))),
             config,
             auth,
             grace_over,

@@ -1,7 +1,9 @@
 //! `POST /api/v1/push`, and the push items of `/api/v1/transaction`.
 
 use std::collections::HashMap;
+use std::ops::Range;
 
+use axum::body::Body;
 use axum::extract::State as AxState;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -140,6 +142,16 @@ pub async fn push(
     Extension(who): Extension<Principal>,
     body: RawBody,
 ) -> Result<Response, ApiError> {
+    let items = parse_push(&body, &who, s.config.max_push_items)?;
+    // The items own copies of everything they need: the body's bytes are not kept while the
+    // push is stored and answered.
+    drop(body);
+    let (items, verdicts) = s.service.push(&who.tenant, items).await?;
+    Ok((StatusCode::CREATED, answer(items, verdicts)).into_response())
+}
+
+/// The push body's items, validated.
+fn parse_push(body: &RawBody, who: &Principal, max: usize) -> Result<Vec<PushItem>, ApiError> {
     let raw = body.raw_json()?;
     let items_required = || ApiError::bad_request("items array is required");
     let top: HashMap<String, &RawValue> =
@@ -148,24 +160,51 @@ pub async fn push(
         .get("items")
         .and_then(|r| serde_json::from_str(r.get()).ok())
         .ok_or_else(items_required)?;
-    let items = list
-        .into_iter()
-        .map(|i| parse_item(i, &["payload"], &who))
-        .collect::<Result<Vec<_>, _>>()?;
-    let (items, verdicts) = s.service.push(&who.tenant, items).await?;
-    let results: Vec<PushResult<'_>> = items
-        .iter()
-        .zip(&verdicts)
-        .enumerate()
-        .map(|(index, (item, v))| PushResult::of(index, item, v))
-        .collect();
-    let body = serde_json::to_string(&results).expect("push results serialise");
-    Ok((
-        StatusCode::CREATED,
-        [(header::CONTENT_TYPE, "application/json")],
-        body,
-    )
-        .into_response())
+    if list.len() > max {
+        return Err(ApiError::TooManyItems {
+            items: list.len(),
+            max,
+        });
+    }
+    list.into_iter()
+        .map(|i| parse_item(i, &["payload"], who))
+        .collect()
+}
+
+/// Results rendered per chunk: a small answer is one chunk with its length; a large one is
+/// streamed, so its text (about 170 bytes an item) never sits whole in memory.
+const ANSWER_CHUNK: usize = 1000;
+
+/// The answer's JSON array, one [`PushResult`] per item.
+fn answer(items: Vec<PushItem>, verdicts: Vec<Verdict>) -> Response {
+    let json = [(header::CONTENT_TYPE, "application/json")];
+    if items.len() <= ANSWER_CHUNK {
+        return (json, render(&items, &verdicts, 0..items.len())).into_response();
+    }
+    let len = items.len();
+    let chunks = (0..len).step_by(ANSWER_CHUNK).map(move |start| {
+        let text = render(&items, &verdicts, start..len.min(start + ANSWER_CHUNK));
+        Ok::<_, std::convert::Infallible>(text)
+    });
+    (json, Body::from_stream(futures::stream::iter(chunks))).into_response()
+}
+
+/// The results of items `range` as JSON text: with the array's opening bracket on the
+/// first chunk, its closing one on the last, and commas between.
+fn render(items: &[PushItem], verdicts: &[Verdict], range: Range<usize>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(range.len() * 180 + 2);
+    out.push(if range.start == 0 { b'[' } else { b',' });
+    for (n, index) in range.clone().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        let r = PushResult::of(index, &items[index], &verdicts[index]);
+        serde_json::to_writer(&mut out, &r).expect("push results serialise");
+    }
+    if range.end == items.len() {
+        out.push(b']');
+    }
+    out
 }
 
 /// One element of the push answer, with Queen's mixed key casing.

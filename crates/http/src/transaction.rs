@@ -84,9 +84,20 @@ pub async fn transaction(
     body: RawBody,
 ) -> Result<Json<Value>, ApiError> {
     let v = body.json()?;
+    drop(body);
+    let ops = parse_ops(&v, &who)?;
+    let required_leases = required_leases(&v)?;
+    drop(v);
+    let max = s.config.max_push_items;
+    if ops.len() > max {
+        return Err(ApiError::TooManyItems {
+            items: ops.len(),
+            max,
+        });
+    }
     let bundle = Bundle {
-        ops: parse_ops(&v, &who)?,
-        required_leases: required_leases(&v)?,
+        ops,
+        required_leases,
     };
     let bundle_id = Uuid::now_v7();
     let results = match s.service.transaction(&who.tenant, bundle).await? {

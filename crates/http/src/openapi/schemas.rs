@@ -706,12 +706,12 @@ pub(super) fn components() -> Value {
             "Forbidden": error_response("`Insufficient permissions`: the token's role is below the route's level; or `Token has no tenant: claim `tenant`` when neither the claim nor `JWT_DEFAULT_TENANT` names a tenant.", "Error", false),
             "NotFound": error_response("Not found; the text says what.", "Error", false),
             "Conflict": error_response("Valid, but refused by the tenant's state for now.", "Error", false),
-            "PayloadTooLarge": error_response("The body is larger than `MAX_BODY_BYTES` (16 MiB by default): `request body too large`; a `Content-Length` over it is refused before the body is read.", "Error", false),
+            "PayloadTooLarge": error_response("The body is larger than `MAX_BODY_BYTES` (16 MiB by default): `request body too large`; a `Content-Length` over it is refused before the body is read. Also a push or transaction bundle of more than `MAX_PUSH_ITEMS` items (100,000 by default).", "Error", false),
             "HeadersTooLarge": error_response("More than 100 header fields, or more than 128 KiB of them: `Request header fields too large`.", "Error", false),
             "TooManyRequests": error_response("Over the tenant's request rate (`TENANT_LIMITS`): `Rate limit exceeded`, `code: rate_limited`; retry after `Retry-After` seconds (the Python client does not retry it on its own).", "LimitError", true),
             "OverLimit": error_response("Over a tenant limit (`TENANT_LIMITS`), and nothing of the request was written: the request rate (`Rate limit exceeded`, `code: rate_limited`), or the stored-message cap this request would pass (`Stored message limit reached: <n> of <cap> messages`, `code: quota_exceeded`, `Retry-After: 60`: room comes back only when a queue is deleted). The Python client does not retry it on its own.", "LimitError", true),
             "InternalError": error_response("`Internal server error`: a fault of the broker's own (a panic included: it answers that request alone); the detail is logged with the request's id, never sent. Also Queen's 500s of a misconfigured authentication (`HS256 secret not configured`, `Failed to fetch JWKS`).", "Error", false),
-            "Unavailable": error_response("Nothing was done; safe to retry after `Retry-After` seconds (pushes are deduplicated; a retried ack moves nothing): `Database unavailable` (5 s), `Database busy` (1 s), or `Server is shutting down` (1 s).", "Error", true),
+            "Unavailable": error_response("Nothing was done; safe to retry after `Retry-After` seconds (pushes are deduplicated; a retried ack moves nothing): `Database unavailable` (5 s), `Database busy` (1 s), `Server is shutting down` (1 s), or `Server busy: too many large requests at once` (1 s: a body over 1 MiB found no turn, `MAX_LARGE_REQUESTS`).", "Error", true),
         },
         "headers": {
             "RequestId": {
