@@ -25,6 +25,8 @@ const READY_POLL: Duration = Duration::from_millis(50);
 /// A fast shutdown writes a checkpoint; give it time before resorting to SIGKILL.
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 const STOP_POLL: Duration = Duration::from_millis(20);
+/// Between starts of a postmaster whose port or old shared memory is still held.
+const RELAUNCH_PAUSE: Duration = Duration::from_millis(100);
 /// The free port we pick can be taken by someone else before the postmaster binds it.
 const PORT_ATTEMPTS: usize = 5;
 const LOG_TAIL_LINES: usize = 40;
@@ -47,11 +49,12 @@ const NOT_FOUND: &str = "PostgreSQL server binaries (initdb, postgres) not found
 pub struct PrivateCluster {
     port: u16,
     /// The postmaster is our child, but its `std::process::Child` stays with the spawner thread
-    /// (see [`spawn_postmaster`]); we signal and reap it by pid.
-    pid: libc::pid_t,
-    data_dir: PathBuf,
-    /// `Some` when we created the directory, so `stop()` removes it.
-    temp_root: Option<PathBuf>,
+    /// (see [`spawn_postmaster`]); we signal and reap it by pid. `None` while it is down
+    /// ([`PrivateCluster::shut_down`], [`PrivateCluster::kill_postmaster`]).
+    pid: Option<libc::pid_t>,
+    /// What it takes to start the postmaster again; `temp_root` is `Some` when we created the
+    /// directory, so `stop()` removes it.
+    prepared: Prepared,
 }
 
 impl PrivateCluster {
@@ -77,9 +80,8 @@ impl PrivateCluster {
                 );
                 Ok(PrivateCluster {
                     port,
-                    pid,
-                    data_dir: prepared.data_dir,
-                    temp_root: prepared.temp_root,
+                    pid: Some(pid),
+                    prepared,
                 })
             }
             Err(e) => {
@@ -101,49 +103,24 @@ impl PrivateCluster {
     }
 
     pub fn data_dir(&self) -> &Path {
-        &self.data_dir
+        &self.prepared.data_dir
     }
 
     /// Whether `stop()` removes the directory (and so the key kept in it).
     pub fn is_temporary(&self) -> bool {
-        self.temp_root.is_some()
+        self.prepared.temp_root.is_some()
     }
 
     /// The encryption key kept with this cluster's data, made at the first call.
     pub fn encryption_key(&self) -> Result<key::DevKey> {
-        key::dev_key(&self.data_dir)
+        key::dev_key(&self.prepared.data_dir)
     }
 
     /// Fast shutdown (SIGINT to the postmaster: disconnect clients, checkpoint, exit), waited for
     /// at most 10 s before SIGKILL, then removal of the directory if it was temporary.
-    pub async fn stop(self) -> Result<()> {
-        let pid = self.pid;
-        if let Some(status) = try_reap(pid) {
-            tracing::warn!(pid, %status, "private PostgreSQL cluster had already exited");
-        } else {
-            // SAFETY: plain syscall; `pid` is our unreaped child, so it cannot have been reused.
-            unsafe { libc::kill(pid, libc::SIGINT) };
-            let deadline = Instant::now() + STOP_TIMEOUT;
-            loop {
-                tokio::time::sleep(STOP_POLL).await;
-                if try_reap(pid).is_some() {
-                    break;
-                }
-                if Instant::now() >= deadline {
-                    tracing::warn!(
-                        pid,
-                        "private PostgreSQL cluster did not shut down within {STOP_TIMEOUT:?}; killing it"
-                    );
-                    // SAFETY: as above, still unreaped.
-                    unsafe { libc::kill(pid, libc::SIGKILL) };
-                    while try_reap(pid).is_none() {
-                        tokio::time::sleep(STOP_POLL).await;
-                    }
-                    break;
-                }
-            }
-        }
-        if let Some(root) = self.temp_root {
+    pub async fn stop(mut self) -> Result<()> {
+        self.shut_down().await;
+        if let Some(root) = self.prepared.temp_root.take() {
             let shown = root.display().to_string();
             tokio::task::spawn_blocking(move || fs::remove_dir_all(&root))
                 .await
@@ -153,9 +130,82 @@ impl PrivateCluster {
         tracing::info!(port = self.port, "private PostgreSQL cluster stopped");
         Ok(())
     }
+
+    /// Fast shutdown as in [`PrivateCluster::stop`] (`pg_ctl stop -m fast`), keeping the
+    /// directory: [`PrivateCluster::start_again`] brings the same cluster back. The fault
+    /// tests take the database away under a running broker with it.
+    pub async fn shut_down(&mut self) {
+        let Some(pid) = self.pid.take() else {
+            return;
+        };
+        if let Some(status) = try_reap(pid) {
+            tracing::warn!(pid, %status, "private PostgreSQL cluster had already exited");
+            return;
+        }
+        // SAFETY: plain syscall; `pid` is our unreaped child, so it cannot have been reused.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        loop {
+            tokio::time::sleep(STOP_POLL).await;
+            if try_reap(pid).is_some() {
+                return;
+            }
+            if Instant::now() >= deadline {
+                tracing::warn!(
+                    pid,
+                    "private PostgreSQL cluster did not shut down within {STOP_TIMEOUT:?}; killing it"
+                );
+                // SAFETY: as above, still unreaped.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                reap(pid).await;
+                return;
+            }
+        }
+    }
+
+    /// SIGKILL to the postmaster alone, as the OOM killer does: its backends notice their
+    /// parent is gone and exit, and the next start runs crash recovery.
+    pub async fn kill_postmaster(&mut self) {
+        if let Some(pid) = self.pid.take() {
+            // SAFETY: plain syscall on our unreaped child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            reap(pid).await;
+        }
+    }
+
+    /// Starts the postmaster again on the same port and directory after
+    /// [`PrivateCluster::shut_down`] or [`PrivateCluster::kill_postmaster`] (crash recovery
+    /// included); returns once it accepts connections.
+    pub async fn start_again(&mut self) -> Result<()> {
+        if self.pid.is_some() {
+            bail!("the private PostgreSQL cluster is already running");
+        }
+        let pid = relaunch(&self.prepared, self.port).await?;
+        tracing::info!(
+            port = self.port,
+            pid,
+            "private PostgreSQL cluster started again"
+        );
+        self.pid = Some(pid);
+        Ok(())
+    }
+
+    /// `pg_ctl restart -m fast`: a fast shutdown, then a start on the same port.
+    pub async fn restart_fast(&mut self) -> Result<()> {
+        self.shut_down().await;
+        self.start_again().await
+    }
+}
+
+/// Waits until `pid`, a child of ours that was sent SIGKILL, is reaped.
+async fn reap(pid: libc::pid_t) {
+    while try_reap(pid).is_none() {
+        tokio::time::sleep(STOP_POLL).await;
+    }
 }
 
 /// Everything needed to run the postmaster, set up before it starts.
+#[derive(Debug)]
 struct Prepared {
     postgres: PathBuf,
     run_as: Option<RunAs>,
@@ -365,64 +415,98 @@ fn run_initdb(initdb: &Path, data_dir: &Path, run_as: Option<RunAs>) -> Result<(
 /// Starts the postmaster on a free port and waits until it accepts connections; returns its pid
 /// and port.
 async fn launch(prepared: &Prepared) -> Result<(libc::pid_t, u16)> {
+    for attempt in 1..=PORT_ATTEMPTS {
+        let port = free_port()?;
+        match launch_on(prepared, port).await? {
+            Ok(pid) => return Ok((pid, port)),
+            Err((StartFailure::Exited(_), tail))
+                if attempt < PORT_ATTEMPTS && tail.contains(PORT_TAKEN) =>
+            {
+                tracing::debug!(
+                    port,
+                    "port was taken before the postmaster bound it; retrying"
+                );
+            }
+            Err((failure, tail)) => bail!(
+                "{failure}; log tail ({}):\n{tail}",
+                prepared.log_path.display()
+            ),
+        }
+    }
+    unreachable!("the last attempt returns")
+}
+
+/// The log line of a postmaster that could not bind its port.
+const PORT_TAKEN: &str = "could not create any TCP/IP sockets";
+/// The log line of a postmaster refused because the processes of the one before it (killed)
+/// are still attached to its shared memory: they exit once they notice their parent is gone.
+const ORPHANS_ATTACHED: &str = "is still in use";
+
+/// Starts the postmaster again on the cluster's own port (its clients' URL stays valid),
+/// retrying while that port or the old shared memory is still held, for at most
+/// `READY_TIMEOUT`.
+async fn relaunch(prepared: &Prepared, port: u16) -> Result<libc::pid_t> {
+    let deadline = Instant::now() + READY_TIMEOUT;
+    loop {
+        match launch_on(prepared, port).await? {
+            Ok(pid) => return Ok(pid),
+            Err((StartFailure::Exited(_), tail))
+                if Instant::now() < deadline
+                    && (tail.contains(PORT_TAKEN) || tail.contains(ORPHANS_ATTACHED)) =>
+            {
+                tokio::time::sleep(RELAUNCH_PAUSE).await;
+            }
+            Err((failure, tail)) => bail!(
+                "{failure}; log tail ({}):\n{tail}",
+                prepared.log_path.display()
+            ),
+        }
+    }
+}
+
+/// One start of the postmaster on `port`: its pid once it accepts connections, or how it
+/// failed with the tail of its log (the outer error is ours: the log or the spawn).
+async fn launch_on(
+    prepared: &Prepared,
+    port: u16,
+) -> Result<std::result::Result<libc::pid_t, (StartFailure, String)>> {
     let log = OpenOptions::new()
         .create(true)
         .append(true)
         .open(&prepared.log_path)
         .with_context(|| format!("opening {}", prepared.log_path.display()))?;
-    for attempt in 1..=PORT_ATTEMPTS {
-        let port = free_port()?;
-        // A persistent directory keeps its log across runs; only this run's part is relevant.
-        let log_start = log.metadata().map(|m| m.len()).unwrap_or(0);
-        let mut cmd = Command::new(&prepared.postgres);
-        cmd.arg("-D")
-            .arg(&prepared.data_dir)
-            .arg("-p")
-            .arg(port.to_string())
-            .args(["-c", "listen_addresses=127.0.0.1"])
-            // TCP only: no socket files to clash with a system cluster or to clean up.
-            .args(["-c", "unix_socket_directories="])
-            .args(["-c", "max_connections=200", "-c", "shared_buffers=128MB"]);
-        if prepared.temp_root.is_some() {
-            cmd.args(["-c", "fsync=off", "-c", "full_page_writes=off"]);
-        }
-        cmd.current_dir("/")
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(
-                log.try_clone().context("duplicating the log file handle")?,
-            ))
-            .stderr(Stdio::from(
-                log.try_clone().context("duplicating the log file handle")?,
-            ));
-        if let Some(user) = prepared.run_as {
-            cmd.uid(user.uid).gid(user.gid);
-        }
-        let pid = spawn_postmaster(cmd)
-            .await
-            .with_context(|| format!("starting {}", prepared.postgres.display()))?;
-        match wait_ready(pid, port).await {
-            Ok(()) => return Ok((pid, port)),
-            Err(failure) => {
-                let tail = log_tail(&prepared.log_path, log_start);
-                if let StartFailure::Exited(_) = failure {
-                    if attempt < PORT_ATTEMPTS
-                        && tail.contains("could not create any TCP/IP sockets")
-                    {
-                        tracing::debug!(
-                            port,
-                            "port was taken before the postmaster bound it; retrying"
-                        );
-                        continue;
-                    }
-                }
-                bail!(
-                    "{failure}; log tail ({}):\n{tail}",
-                    prepared.log_path.display()
-                );
-            }
-        }
+    // A persistent directory keeps its log across runs; only this run's part is relevant.
+    let log_start = log.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut cmd = Command::new(&prepared.postgres);
+    cmd.arg("-D")
+        .arg(&prepared.data_dir)
+        .arg("-p")
+        .arg(port.to_string())
+        .args(["-c", "listen_addresses=127.0.0.1"])
+        // TCP only: no socket files to clash with a system cluster or to clean up.
+        .args(["-c", "unix_socket_directories="])
+        .args(["-c", "max_connections=200", "-c", "shared_buffers=128MB"]);
+    if prepared.temp_root.is_some() {
+        cmd.args(["-c", "fsync=off", "-c", "full_page_writes=off"]);
     }
-    unreachable!("the last attempt returns")
+    cmd.current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(
+            log.try_clone().context("duplicating the log file handle")?,
+        ))
+        .stderr(Stdio::from(
+            log.try_clone().context("duplicating the log file handle")?,
+        ));
+    if let Some(user) = prepared.run_as {
+        cmd.uid(user.uid).gid(user.gid);
+    }
+    let pid = spawn_postmaster(cmd)
+        .await
+        .with_context(|| format!("starting {}", prepared.postgres.display()))?;
+    Ok(match wait_ready(pid, port).await {
+        Ok(()) => Ok(pid),
+        Err(failure) => Err((failure, log_tail(&prepared.log_path, log_start))),
+    })
 }
 
 fn free_port() -> Result<u16> {
@@ -669,7 +753,7 @@ mod tests {
     async fn starts_serves_and_stops() {
         let cluster = PrivateCluster::start(None).await.unwrap();
         let port = cluster.port();
-        let root = cluster.temp_root.clone().unwrap();
+        let root = cluster.prepared.temp_root.clone().unwrap();
         assert_eq!(
             cluster.url(),
             format!("postgres://postgres@127.0.0.1:{port}/postgres")
@@ -682,6 +766,67 @@ mod tests {
             "port {port} still accepts connections after stop()"
         );
         assert!(!root.exists(), "{} survived stop()", root.display());
+    }
+
+    async fn execute(url: &str, sql: &str) {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        let connection = tokio::spawn(connection);
+        client.batch_execute(sql).await.unwrap();
+        drop(client);
+        let _ = connection.await;
+    }
+
+    /// The fault tests' moves: the same cluster comes back on the same port after a fast
+    /// restart, a shutdown, and a SIGKILLed postmaster (crash recovery), its data intact.
+    #[tokio::test]
+    async fn comes_back_on_its_port_after_restart_shutdown_and_kill() {
+        let mut cluster = PrivateCluster::start(None).await.unwrap();
+        let (port, url) = (cluster.port(), cluster.url());
+        execute(
+            &url,
+            "CREATE TABLE kept (n int); INSERT INTO kept VALUES (1)",
+        )
+        .await;
+
+        cluster.restart_fast().await.unwrap();
+        execute(&url, "INSERT INTO kept VALUES (2)").await;
+
+        cluster.shut_down().await;
+        assert!(port_refuses(port), "port {port} accepts while shut down");
+        cluster.start_again().await.unwrap();
+        // A session left open across the kill: its backend outlives the postmaster briefly.
+        let (open, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        let connection = tokio::spawn(connection);
+        execute(&url, "INSERT INTO kept VALUES (3)").await;
+
+        cluster.kill_postmaster().await;
+        cluster.start_again().await.unwrap();
+        assert!(
+            open.simple_query("SELECT 1").await.is_err(),
+            "the old session is gone"
+        );
+        let _ = connection.await;
+        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        let connection = tokio::spawn(connection);
+        let n: i64 = client
+            .query_one("SELECT sum(n) FROM kept", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 6, "every committed row survived");
+        drop(client);
+        let _ = connection.await;
+        assert!(
+            cluster.start_again().await.is_err(),
+            "a running cluster is not started twice"
+        );
+        cluster.stop().await.unwrap();
     }
 
     #[tokio::test]
@@ -747,7 +892,7 @@ mod tests {
         println!(
             "ORPHAN port={} root={}",
             cluster.port(),
-            cluster.temp_root.as_ref().unwrap().display()
+            cluster.prepared.temp_root.as_ref().unwrap().display()
         );
         std::process::exit(0);
     }

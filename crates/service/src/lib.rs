@@ -38,6 +38,7 @@ pub mod series;
 pub mod stats;
 pub mod status;
 mod supervise;
+mod test_hooks;
 pub mod traces;
 pub mod transaction;
 
@@ -103,6 +104,8 @@ pub struct Service {
     supervisor: Supervisor,
     /// The background clocks and the peer link, stopped at shutdown.
     background: std::sync::Mutex<Option<Background>>,
+    /// The fault tests' crash between a push's commit and its answer; `None` in service.
+    abort_after_commit: Option<test_hooks::AbortAfterCommit>,
 }
 
 impl Service {
@@ -152,6 +155,7 @@ impl Service {
             peers_stop: watch::Sender::new(false),
             supervisor: Supervisor::default(),
             background: Default::default(),
+            abort_after_commit: test_hooks::AbortAfterCommit::from_env(),
         });
         service.pushes.start(&service, "push flusher");
         service.acks.start(&service, "ack flusher");

@@ -198,6 +198,9 @@ async fn push_transaction(
             let verdicts = append(tx, &prepared, Dedup::Careful).await?;
             Ok((verdicts, written, false))
         })?;
+        if let Some(hook) = &s.abort_after_commit {
+            hook.check(items, &verdicts);
+        }
         s.tally_pushed(&written, &verdicts);
         if !held {
             s.announce(&written);
@@ -215,6 +218,9 @@ async fn push_transaction(
         Err(e) if e.is_duplicate() => attempt(Dedup::Careful).await?,
         r => r?,
     };
+    if let Some(hook) = &s.abort_after_commit {
+        hook.check(items, &verdicts);
+    }
     s.tally_pushed(&written, &verdicts);
     s.announce(&written);
     Ok(verdicts)

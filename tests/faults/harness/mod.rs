@@ -1,0 +1,230 @@
+//! A case's world: its own PostgreSQL cluster, its brokers (`regent serve` children), the
+//! queue, the load and its ledger; and the end every case shares: a few seconds more of load,
+//! the drain, the checks, one summary line.
+
+mod audit;
+pub mod broker;
+pub mod client;
+pub mod ledger;
+pub mod load;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use regent::cluster::PrivateCluster;
+use serde_json::json;
+use tokio::sync::{Semaphore, SemaphorePermit};
+
+use broker::Broker;
+use client::{Answers, Client};
+use ledger::{Book, Findings, Ledger};
+use load::Load;
+
+/// Cases at once. Each runs a cluster, a broker or two and a dozen clients; on two cores,
+/// more at once makes timings (leases, long-polls) meaningless.
+static RUNNING: Semaphore = Semaphore::const_new(2);
+/// Load after the fault is over, before the drain.
+const AFTERWARDS: Duration = Duration::from_secs(3);
+/// The longest a drain may take: every acknowledged push delivered by then.
+const DRAIN: Duration = Duration::from_secs(30);
+/// The longest the load may take to get a push acknowledged again after a fault.
+const RECOVERY: Duration = Duration::from_secs(20);
+
+pub struct Case {
+    name: &'static str,
+    pub cluster: PrivateCluster,
+    pub brokers: Vec<Broker>,
+    pub ledger: Arc<Ledger>,
+    answers: Arc<Answers>,
+    urls: Arc<Vec<String>>,
+    load: Option<Load>,
+    started: Instant,
+    recovered_in: Option<Duration>,
+    _turn: SemaphorePermit<'static>,
+}
+
+impl Case {
+    /// A cluster, `brokers` brokers on it (`env` added to each), the load's queue with a
+    /// lease of `lease`, and the load started.
+    pub async fn start(
+        name: &'static str,
+        brokers: usize,
+        lease: Duration,
+        env: &[(&str, &str)],
+    ) -> Case {
+        let turn = RUNNING.acquire().await.expect("never closed");
+        let started = Instant::now();
+        let cluster = PrivateCluster::start(None)
+            .await
+            .expect("a private cluster");
+        let mut started_brokers = Vec::new();
+        for k in 0..brokers {
+            let log = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join(format!("faults-{name}-broker{k}.log"));
+            started_brokers.push(Broker::serve(&cluster.url(), env, log).await);
+        }
+        let urls = Arc::new(started_brokers.iter().map(Broker::url).collect::<Vec<_>>());
+        configure(&urls[0], load::QUEUE, lease).await;
+        let ledger = Arc::new(Ledger::default());
+        let answers = Arc::new(Answers::default());
+        let client = |k: usize| Client::new(urls.clone(), k, answers.clone());
+        let load = Load::start(client, &ledger, lease);
+        Case {
+            name,
+            cluster,
+            brokers: started_brokers,
+            ledger,
+            answers,
+            urls,
+            load: Some(load),
+            started,
+            recovered_in: None,
+            _turn: turn,
+        }
+    }
+
+    /// A careful client of this case's brokers, starting at broker `home`.
+    pub fn client(&self, home: usize) -> Client {
+        Client::new(self.urls.clone(), home, self.answers.clone())
+    }
+
+    /// Lets the load run for `period`, which must see pushes acknowledged.
+    pub async fn steady(&self, period: Duration) {
+        let before = self.ledger.acknowledged();
+        tokio::time::sleep(period).await;
+        assert!(
+            self.ledger.acknowledged() > before + 100,
+            "{}: the load ran ({} pushes acknowledged in {period:?})",
+            self.name,
+            self.ledger.acknowledged() - before
+        );
+    }
+
+    /// Call when the fault is over: waits until pushes are acknowledged again (a broker that
+    /// hangs after the database returns fails here) and remembers how long that took.
+    pub async fn recovered(&mut self) {
+        let since = Instant::now();
+        let target = self.ledger.acknowledged() + 1;
+        while self.ledger.acknowledged() < target {
+            assert!(
+                since.elapsed() < RECOVERY,
+                "{}: no push acknowledged within {RECOVERY:?} after the fault",
+                self.name
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.recovered_in = Some(since.elapsed());
+    }
+
+    /// A few seconds more of load, the drain, the checks and the audit; prints the summary
+    /// line, and fails the test on any finding. Returns the ledger for the case's own checks.
+    pub async fn finish(mut self) -> Book {
+        self.steady(AFTERWARDS).await;
+        let load = self.load.take().expect("finished once");
+        let drained = load.finish(&self.ledger, DRAIN).await;
+        let book = self.ledger.book();
+        let mut findings = book.check();
+        let (logged, wrong) = audit::audit(&self.client(self.urls.len() - 1), &book).await;
+        findings.failures.extend(wrong);
+        let seen = self.answers.seen();
+        if let Err(left) = drained {
+            findings.failures.push(format!(
+                "{left} acknowledged pushes still undelivered {DRAIN:?} after the producers stopped"
+            ));
+        }
+        for line in &seen.without_retry_after {
+            findings
+                .failures
+                .push(format!("503 without Retry-After: {line}"));
+        }
+        for line in seen.server_errors.iter().chain(&seen.refused) {
+            findings.failures.push(format!("answered {line}"));
+        }
+        if seen.transport_errors + seen.unavailable.values().sum::<u64>() == 0 {
+            findings
+                .failures
+                .push("no client felt the fault: the case tested nothing".to_string());
+        }
+        println!("{}", self.summary(&findings, &seen, logged, drained.ok()));
+        let logs: Vec<String> = self
+            .brokers
+            .iter()
+            .map(|b| b.log.display().to_string())
+            .collect();
+        for b in &mut self.brokers {
+            b.kill().await;
+        }
+        self.cluster.stop().await.expect("stopping the cluster");
+        assert!(
+            findings.failures.is_empty(),
+            "{}: {} findings (broker logs: {logs:?}; first transport errors: {:#?}):\n{}",
+            self.name,
+            findings.failures.len(),
+            seen.transport_samples,
+            findings.failures.join("\n")
+        );
+        book
+    }
+
+    fn summary(
+        &self,
+        f: &Findings,
+        seen: &client::Seen,
+        logged: usize,
+        drained: Option<Duration>,
+    ) -> String {
+        let redelivered: u64 = f.redelivered.values().sum();
+        let why: Vec<String> = f
+            .redelivered
+            .iter()
+            .map(|(k, v)| format!("{v} {k}"))
+            .collect();
+        let s503: u64 = seen.unavailable.values().sum();
+        let which: Vec<String> = seen
+            .unavailable
+            .iter()
+            .map(|(k, v)| format!("{v} \"{k}\""))
+            .collect();
+        let ms =
+            |d: Option<Duration>| d.map_or("-".into(), |d| format!("{:.1} s", d.as_secs_f64()));
+        format!(
+            "fault case {}: {} pushes acknowledged ({} as duplicates of a lost answer), \
+             {} unconfirmed ({} of them delivered); \
+             {} stored; {} delivered {} times ({} redeliveries{}{}); {} 503s ({}); {} transport errors \
+             ({} timeouts); recovered in {}, drained in {}; {:.1} s",
+            self.name,
+            f.acknowledged,
+            f.duplicates,
+            f.unconfirmed,
+            f.unconfirmed_delivered,
+            logged,
+            f.unique_delivered,
+            f.deliveries,
+            redelivered,
+            if why.is_empty() { "" } else { ": " },
+            why.join(", "),
+            s503,
+            if which.is_empty() { "none".into() } else { which.join(", ") },
+            seen.transport_errors,
+            seen.timeouts,
+            ms(self.recovered_in),
+            ms(drained),
+            self.started.elapsed().as_secs_f64()
+        )
+    }
+}
+
+/// Sets the queue's lease time.
+pub async fn configure(url: &str, queue: &str, lease: Duration) {
+    let answer = reqwest::Client::new()
+        .post(format!("{url}/api/v1/configure"))
+        .json(&json!({"queue": queue, "options": {"leaseTime": lease.as_secs()}}))
+        .send()
+        .await
+        .expect("configure");
+    assert!(
+        answer.status().is_success(),
+        "configure: {}",
+        answer.status()
+    );
+}
