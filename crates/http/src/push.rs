@@ -135,11 +135,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for Present<'a> {
     }
 }
 
-pub async fn push(
-    AxState(s): State,
-    Extension(who): Extension<Principal>,
-    body: RawBody,
-) -> Result<Response, ApiError> {
+/// The push body's items, all valid or the first one's error (nothing is pushed then).
+pub(crate) fn parse_push(body: &RawBody, who: &Principal) -> Result<Vec<PushItem>, ApiError> {
     let raw = body.raw_json()?;
     let items_required = || ApiError::bad_request("items array is required");
     let top: HashMap<String, &RawValue> =
@@ -148,10 +145,17 @@ pub async fn push(
         .get("items")
         .and_then(|r| serde_json::from_str(r.get()).ok())
         .ok_or_else(items_required)?;
-    let items = list
-        .into_iter()
-        .map(|i| parse_item(i, &["payload"], &who))
-        .collect::<Result<Vec<_>, _>>()?;
+    list.into_iter()
+        .map(|i| parse_item(i, &["payload"], who))
+        .collect()
+}
+
+pub async fn push(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    body: RawBody,
+) -> Result<Response, ApiError> {
+    let items = parse_push(&body, &who)?;
     let (items, verdicts) = s.service.push(&who.tenant, items).await?;
     let results: Vec<PushResult<'_>> = items
         .iter()

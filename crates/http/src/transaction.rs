@@ -78,16 +78,21 @@ fn required_leases(v: &Value) -> Result<Vec<String>, ApiError> {
     }
 }
 
+/// The transaction body: its operations (push items flattened) and required leases.
+pub(crate) fn parse_bundle(body: &RawBody, who: &Principal) -> Result<Bundle, ApiError> {
+    let v = body.json()?;
+    Ok(Bundle {
+        ops: parse_ops(&v, who)?,
+        required_leases: required_leases(&v)?,
+    })
+}
+
 pub async fn transaction(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     body: RawBody,
 ) -> Result<Json<Value>, ApiError> {
-    let v = body.json()?;
-    let bundle = Bundle {
-        ops: parse_ops(&v, &who)?,
-        required_leases: required_leases(&v)?,
-    };
+    let bundle = parse_bundle(&body, &who)?;
     let bundle_id = Uuid::now_v7();
     let results = match s.service.transaction(&who.tenant, bundle).await? {
         BundleOutcome::Refused(error) => {
