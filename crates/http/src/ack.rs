@@ -72,11 +72,17 @@ pub async fn ack_single(
     Extension(who): Extension<Principal>,
     body: RawBody,
 ) -> Result<Json<Value>, ApiError> {
+    let (ack, group) = parse_single(&body)?;
+    process(&s, &who, vec![ack], &group).await
+}
+
+/// `POST /api/v1/ack`'s body: one ack and its consumer group.
+pub(crate) fn parse_single(body: &RawBody) -> Result<(SentAck, String), ApiError> {
     let v = body.ack_json()?;
     if !v.is_object() {
         return Err(ApiError::bad_request("bad body: expected a JSON object"));
     }
-    process(&s, &who, vec![parse_ack(&v)], &group_of(&v)).await
+    Ok((parse_ack(&v), group_of(&v)))
 }
 
 pub async fn ack_batch(
@@ -84,6 +90,12 @@ pub async fn ack_batch(
     Extension(who): Extension<Principal>,
     body: RawBody,
 ) -> Result<Json<Value>, ApiError> {
+    let (acks, group) = parse_batch(&body)?;
+    process(&s, &who, acks, &group).await
+}
+
+/// `POST /api/v1/ack/batch`'s body: the acks, in order, and their one consumer group.
+pub(crate) fn parse_batch(body: &RawBody) -> Result<(Vec<SentAck>, String), ApiError> {
     let v = body.ack_json()?;
     let Some(Value::Array(items)) = v.get("acknowledgments") else {
         return Err(ApiError::bad_request(
@@ -95,6 +107,5 @@ pub async fn ack_batch(
             "bad body: acknowledgments[{bad}] must be an object"
         )));
     }
-    let acks: Vec<SentAck> = items.iter().map(parse_ack).collect();
-    process(&s, &who, acks, &group_of(&v)).await
+    Ok((items.iter().map(parse_ack).collect(), group_of(&v)))
 }

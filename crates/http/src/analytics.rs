@@ -114,6 +114,12 @@ pub async fn retention(
     })))
 }
 
+/// The parked pops' window (the last hour by default) and queue (`None`: every queue).
+pub(crate) fn parked_query(p: &Params) -> Result<(Window, Option<&str>), ApiError> {
+    let w = Window::new(instant(p, "from")?, instant(p, "to")?, None, None)?;
+    Ok((w, p.str("queue").filter(|q| !q.is_empty())))
+}
+
 /// Long-polling pops parked per queue and broker (replica) over the window: each bucket's
 /// average over the broker's samples and the most in one sample, oldest bucket first; and the
 /// brokers that appear (`replicas`). Only the caller's tenant's queues are read.
@@ -122,8 +128,7 @@ pub async fn queue_parked_replicas(
     Extension(who): Extension<Principal>,
     p: Params,
 ) -> Result<Json<Value>, ApiError> {
-    let w = Window::new(instant(&p, "from")?, instant(&p, "to")?, None, None)?;
-    let queue = p.str("queue").filter(|q| !q.is_empty());
+    let (w, queue) = parked_query(&p)?;
     let points = s.service.parked_replicas(&who.tenant, queue, &w).await?;
     let series: Vec<Value> = points
         .iter()

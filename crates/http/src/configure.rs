@@ -12,11 +12,15 @@ use super::State;
 use regent_broker::options::{QueueOptions, BOOL_DEFAULTS, DLQ_FLAGS, INT_DEFAULTS};
 use regent_service::queues::Configure;
 
-pub async fn configure(
-    AxState(s): State,
-    Extension(who): Extension<Principal>,
-    body: RawBody,
-) -> Result<Json<Value>, ApiError> {
+/// The configure body, read.
+pub(crate) struct ConfigureBody {
+    pub queue: String,
+    pub namespace: String,
+    pub task: String,
+    pub options: QueueOptions,
+}
+
+pub(crate) fn parse_configure(body: &RawBody) -> Result<ConfigureBody, ApiError> {
     let v = body.json()?;
     // An empty name is a name, as in Queen 0.15 (a push may name it too).
     let queue = match v.get("queue") {
@@ -24,17 +28,30 @@ pub async fn configure(
         _ => return Err(ApiError::bad_request("queue is required")),
     };
     let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-    let (namespace, task) = (text("namespace"), text("task"));
     let options = match v.get("options") {
         None | Some(Value::Null) => QueueOptions::default(),
         Some(Value::Object(o)) => parse_options(o)?,
         Some(_) => return Err(ApiError::bad_request("options must be an object")),
     };
+    Ok(ConfigureBody {
+        queue,
+        namespace: text("namespace"),
+        task: text("task"),
+        options,
+    })
+}
+
+pub async fn configure(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    body: RawBody,
+) -> Result<Json<Value>, ApiError> {
+    let c = parse_configure(&body)?;
     let configure = Configure {
-        name: &queue,
-        namespace: &namespace,
-        task: &task,
-        options: &options,
+        name: &c.queue,
+        namespace: &c.namespace,
+        task: &c.task,
+        options: &c.options,
     };
     let (q, default_partition) = s.service.configure(&who.tenant, &configure).await?;
     let row = q.row;

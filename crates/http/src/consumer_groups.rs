@@ -90,6 +90,26 @@ pub async fn lagging(
     Extension(who): Extension<Principal>,
     p: Params,
 ) -> Result<Json<Value>, ApiError> {
+    let (min, page) = lagging_query(&p)?;
+    let rows = s.service.lagging(&who.tenant, min, page).await?;
+    let out: Vec<Value> = rows
+        .into_iter()
+        .map(|r| {
+            json!({
+                "consumer_group": r.group, "queue_name": r.queue, "partition_name": r.partition,
+                "partition_id": r.partition_id, "worker_id": null, "offset_lag": r.offset_lag,
+                "time_lag_seconds": r.time_lag_secs,
+                "lag_hours": r.time_lag_secs as f64 / 3600.0,
+                "oldest_unconsumed_at": millis(r.oldest_unread_at),
+                "last_consumed_at": null,
+            })
+        })
+        .collect();
+    Ok(Json(Value::Array(out)))
+}
+
+/// The lagging route's threshold in seconds (an hour by default) and page.
+pub(crate) fn lagging_query(p: &Params) -> Result<(f64, Page), ApiError> {
     let min = match p.str("minLagSeconds") {
         None => 3600.0,
         Some(v) => v
@@ -107,21 +127,12 @@ pub async fn lagging(
         limit: p.int("limit").unwrap_or(1000).clamp(1, 1000),
         offset: p.int("offset").unwrap_or(0).max(0),
     };
-    let rows = s.service.lagging(&who.tenant, min, page).await?;
-    let out: Vec<Value> = rows
-        .into_iter()
-        .map(|r| {
-            json!({
-                "consumer_group": r.group, "queue_name": r.queue, "partition_name": r.partition,
-                "partition_id": r.partition_id, "worker_id": null, "offset_lag": r.offset_lag,
-                "time_lag_seconds": r.time_lag_secs,
-                "lag_hours": r.time_lag_secs as f64 / 3600.0,
-                "oldest_unconsumed_at": millis(r.oldest_unread_at),
-                "last_consumed_at": null,
-            })
-        })
-        .collect();
-    Ok(Json(Value::Array(out)))
+    Ok((min, page))
+}
+
+/// The seek body (none is `{}`, which names no target).
+pub(crate) fn parse_seek(body: &RawBody) -> Result<SeekTo, ApiError> {
+    seek_to(&body.json_or_empty_object()?)
 }
 
 /// `{"toEnd": true}` or `{"timestamp": "<ISO-8601>"}`; `toEnd` wins when both are sent.
@@ -158,17 +169,23 @@ pub async fn resubscribe(
     PathParams(group): PathParams<String>,
     body: RawBody,
 ) -> Result<Json<Value>, ApiError> {
+    let (at, sent) = parse_subscription(&body)?;
+    let updated = s.service.resubscribe(&who.tenant, &group, at).await?;
+    Ok(Json(json!({
+        "success": true, "consumerGroup": group,
+        "newTimestamp": sent, "rowsUpdated": updated,
+    })))
+}
+
+/// The new start instant, and the text it was sent as (echoed back).
+pub(crate) fn parse_subscription(body: &RawBody) -> Result<(DateTime<Utc>, Value), ApiError> {
     let v = body.json_or_empty_object()?;
     let Some(at) = instant(&v, "subscriptionTimestamp")? else {
         return Err(ApiError::bad_request(
             "Missing subscriptionTimestamp in request body",
         ));
     };
-    let updated = s.service.resubscribe(&who.tenant, &group, at).await?;
-    Ok(Json(json!({
-        "success": true, "consumerGroup": group,
-        "newTimestamp": v["subscriptionTimestamp"], "rowsUpdated": updated,
-    })))
+    Ok((at, v["subscriptionTimestamp"].clone()))
 }
 
 /// `POST /api/v1/consumer-groups/:group/queues/:queue/seek`: every partition of the queue the
@@ -179,7 +196,7 @@ pub async fn seek_queue(
     PathParams((group, queue)): PathParams<(String, String)>,
     body: RawBody,
 ) -> Result<Json<Value>, ApiError> {
-    let to = seek_to(&body.json_or_empty_object()?)?;
+    let to = parse_seek(&body)?;
     let moved = match s
         .service
         .seek(&who.tenant, &queue, &group, None, to)

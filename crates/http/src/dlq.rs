@@ -16,21 +16,26 @@ use regent_service::dead_letters::{
     Bulk, BulkItem, BulkOutcome, BulkVerdict, Filter, Selector, MAX_BULK,
 };
 
+/// The listing's filter and page.
+pub(crate) fn list_filter(p: &Params) -> Result<Filter<'_>, ApiError> {
+    Ok(Filter {
+        queue: p.str("queue"),
+        group: p.str("consumerGroup"),
+        partition: p.str("partition"),
+        from: instant(p, "from")?,
+        to: instant(p, "to")?,
+        reason: p.str("reason"),
+        limit: p.int("limit").unwrap_or(100).clamp(1, 1000),
+        offset: p.int("offset").unwrap_or(0).max(0),
+    })
+}
+
 pub async fn list(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     p: Params,
 ) -> Result<Json<Value>, ApiError> {
-    let filter = Filter {
-        queue: p.str("queue"),
-        group: p.str("consumerGroup"),
-        partition: p.str("partition"),
-        from: instant(&p, "from")?,
-        to: instant(&p, "to")?,
-        reason: p.str("reason"),
-        limit: p.int("limit").unwrap_or(100).clamp(1, 1000),
-        offset: p.int("offset").unwrap_or(0).max(0),
-    };
+    let filter = list_filter(&p)?;
     let (letters, total) = s.service.dead_letters(&who.tenant, &filter).await?;
     let messages: Vec<Value> = letters
         .into_iter()
@@ -53,7 +58,7 @@ pub async fn list(
 }
 
 /// The bulk routes' body, read: a selector (ids, a filter, both, or `all`), `limit`, `dryRun`.
-struct BulkBody {
+pub(crate) struct BulkBody {
     ids: Option<Vec<i64>>,
     queue: Option<String>,
     partition: Option<String>,
@@ -82,7 +87,7 @@ pub(crate) const BULK_KEYS: [&str; 10] = [
 ];
 
 impl BulkBody {
-    fn parse(body: &RawBody) -> Result<BulkBody, ApiError> {
+    pub(crate) fn parse(body: &RawBody) -> Result<BulkBody, ApiError> {
         let v = body.json_or_empty_object()?;
         let o = v
             .as_object()

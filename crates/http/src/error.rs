@@ -105,9 +105,10 @@ impl From<Error> for ApiError {
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let status = match &self {
+impl ApiError {
+    /// The answer's status code.
+    pub fn status(&self) -> StatusCode {
+        match self {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
@@ -118,11 +119,18 @@ impl IntoResponse for ApiError {
                 StatusCode::PAYLOAD_TOO_LARGE
             }
             ApiError::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            ApiError::ServerError(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            ApiError::Internal(detail) => {
-                tracing::error!(%detail, "internal error");
-                StatusCode::INTERNAL_SERVER_ERROR
-            }
+            ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::ServerError(_) | ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        match &self {
+            ApiError::Internal(detail) => tracing::error!(%detail, "internal error"),
             ApiError::TooManyRequests {
                 text,
                 code,
@@ -130,15 +138,16 @@ impl IntoResponse for ApiError {
             } => {
                 let body = json!({ "error": text, "code": code, "retryAfter": retry_after_secs });
                 let retry = [(header::RETRY_AFTER, retry_after_secs.to_string())];
-                return (StatusCode::TOO_MANY_REQUESTS, retry, Json(body)).into_response();
+                return (status, retry, Json(body)).into_response();
             }
             ApiError::Unavailable { text, retry_after } => {
                 let secs = retry_after_secs(*retry_after);
                 let retry = [(header::RETRY_AFTER, secs.to_string())];
                 let body = json!({ "error": text });
-                return (StatusCode::SERVICE_UNAVAILABLE, retry, Json(body)).into_response();
+                return (status, retry, Json(body)).into_response();
             }
-        };
+            _ => {}
+        }
         (status, Json(json!({ "error": self.to_string() }))).into_response()
     }
 }

@@ -26,7 +26,7 @@ fn instant(p: &Params, key: &str) -> Result<Option<DateTime<Utc>>, ApiError> {
 }
 
 /// `from`, `to` (default: the last hour), `hostname`, `workerId` (a broker's id).
-fn window(p: &Params) -> Result<Window, ApiError> {
+pub(crate) fn window(p: &Params) -> Result<Window, ApiError> {
     Ok(Window::new(
         instant(p, "from")?,
         instant(p, "to")?,

@@ -16,23 +16,28 @@ use regent_service::lease::{Extended, MAX_EXTEND_SECONDS};
 
 const DEFAULT_SECONDS: i64 = 60;
 
+/// `{"seconds": n}` (or no body): how long to extend by, clamped to the service's maximum.
+pub(crate) fn parse_seconds(body: &RawBody) -> Result<i64, ApiError> {
+    let v = body.json_or_empty_object()?;
+    if !v.is_object() {
+        return Err(ApiError::bad_request("body must be a JSON object"));
+    }
+    match v.get("seconds") {
+        None | Some(Value::Null) => Ok(DEFAULT_SECONDS),
+        Some(n) => match n.as_i64() {
+            Some(n) if n > 0 => Ok(n.min(MAX_EXTEND_SECONDS)),
+            _ => Err(ApiError::bad_request("seconds must be a positive integer")),
+        },
+    }
+}
+
 pub async fn extend(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     PathParams(lease_id): PathParams<String>,
     body: RawBody,
 ) -> Result<Json<Value>, ApiError> {
-    let v = body.json_or_empty_object()?;
-    if !v.is_object() {
-        return Err(ApiError::bad_request("body must be a JSON object"));
-    }
-    let seconds = match v.get("seconds") {
-        None | Some(Value::Null) => DEFAULT_SECONDS,
-        Some(n) => match n.as_i64() {
-            Some(n) if n > 0 => n.min(MAX_EXTEND_SECONDS),
-            _ => return Err(ApiError::bad_request("seconds must be a positive integer")),
-        },
-    };
+    let seconds = parse_seconds(&body)?;
     let outcome = s
         .service
         .extend_lease(&who.tenant, &lease_id, seconds)

@@ -15,6 +15,8 @@ mod edge;
 pub mod error;
 mod fallback;
 mod fleet;
+#[doc(hidden)]
+pub mod fuzz_targets;
 mod handover;
 mod head;
 mod health;

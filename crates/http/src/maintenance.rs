@@ -12,7 +12,7 @@ use super::{AppState, State};
 use regent_service::maintenance::{Status, POLL};
 
 /// `{"enabled": <bool>}`, with the spec's text for anything else.
-fn enabled(body: RawBody) -> Result<bool, ApiError> {
+pub(crate) fn enabled(body: &RawBody) -> Result<bool, ApiError> {
     body.json_or_empty_object()?
         .get("enabled")
         .and_then(Value::as_bool)
@@ -52,7 +52,7 @@ pub async fn get_push(
 
 /// Sets the tenant's push switch (`push`) or pop switch from the body.
 async fn flip(s: &AppState, tenant: &str, body: RawBody, push: bool) -> Result<Status, ApiError> {
-    let on = Some(enabled(body)?);
+    let on = Some(enabled(&body)?);
     let (push, pop) = if push { (on, None) } else { (None, on) };
     Ok(s.service.set_maintenance(tenant, push, pop).await?)
 }

@@ -4,7 +4,7 @@
 
 use axum::extract::State as AxState;
 use axum::{Extension, Json};
-use chrono::{Duration, DurationRound, Utc};
+use chrono::{DateTime, Duration, DurationRound, Utc};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
@@ -19,7 +19,7 @@ use regent_broker::options::QueueOptions;
 use regent_service::messages::Scope;
 use regent_service::messages::{Done, Found, ListQuery};
 
-fn partition_id(pid: &str) -> Result<Uuid, ApiError> {
+pub(crate) fn partition_id(pid: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(pid).map_err(|_| ApiError::bad_request("partitionId must be a UUID"))
 }
 
@@ -47,15 +47,13 @@ fn common(f: &Found) -> Value {
     })
 }
 
-/// `Admin.list_messages`: newest first, without payloads. `from` defaults to an hour ago,
-/// `to` to now (rounded up to the end of its minute); `limit` 200 (at most 1,000).
-pub async fn list(
-    AxState(s): State,
-    Extension(who): Extension<Principal>,
-    p: Params,
-) -> Result<Json<Value>, ApiError> {
-    let now = Utc::now();
-    let to = instant(&p, "to")?.unwrap_or(now);
+/// The listing's query; `None` when it names a status no message can have (it matches
+/// nothing: Queen filters on the computed status).
+pub(crate) fn list_query(
+    p: &Params,
+    now: DateTime<Utc>,
+) -> Result<Option<ListQuery<'_>>, ApiError> {
+    let to = instant(p, "to")?.unwrap_or(now);
     let to = to.duration_trunc(Duration::minutes(1)).unwrap_or(to) + Duration::minutes(1)
         - Duration::microseconds(1);
     let scope = Scope {
@@ -63,22 +61,33 @@ pub async fn list(
         partition: p.str("partition").filter(|v| !v.is_empty()),
         namespace: p.str("ns").filter(|v| !v.is_empty()),
         task: p.str("task").filter(|v| !v.is_empty()),
-        from: instant(&p, "from")?.unwrap_or(now - Duration::hours(1)),
+        from: instant(p, "from")?.unwrap_or(now - Duration::hours(1)),
         to,
     };
     let status = p.str("status").filter(|v| !v.is_empty());
-    // Queen filters on the computed status: a value no message can have matches nothing.
     if status.is_some_and(|st| Status::parse(st).is_none()) {
-        return Ok(Json(
-            json!({ "messages": [], "mode": {"hasQueueMode": false,
-            "busGroupsCount": 0, "type": "none"} }),
-        ));
+        return Ok(None);
     }
-    let q = ListQuery {
+    Ok(Some(ListQuery {
         scope,
         status: status.and_then(Status::parse),
         limit: p.int("limit").unwrap_or(200).clamp(1, 1000),
         offset: p.int("offset").unwrap_or(0).max(0),
+    }))
+}
+
+/// `Admin.list_messages`: newest first, without payloads. `from` defaults to an hour ago,
+/// `to` to now (rounded up to the end of its minute); `limit` 200 (at most 1,000).
+pub async fn list(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    p: Params,
+) -> Result<Json<Value>, ApiError> {
+    let Some(q) = list_query(&p, Utc::now())? else {
+        return Ok(Json(
+            json!({ "messages": [], "mode": {"hasQueueMode": false,
+            "busGroupsCount": 0, "type": "none"} }),
+        ));
     };
     let found = s.service.list_messages(&who.tenant, &q).await?;
     let messages: Vec<Value> = found

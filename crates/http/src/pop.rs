@@ -13,6 +13,7 @@ use uuid::Uuid;
 
 use regent_broker::naming::QUEUE_MODE;
 use regent_broker::subscription::start_point;
+use regent_config::Config;
 use regent_service::pop::{Delivery, PopRequest, Popped, Target};
 
 use super::auth::Principal;
@@ -48,16 +49,21 @@ pub async fn pop_scope(
     Extension(who): Extension<Principal>,
     params: Params,
 ) -> Result<Response, ApiError> {
+    run(&s, &who, scope(&params)?, &params).await
+}
+
+/// `GET /api/v1/pop`'s target: a namespace, a task, or both.
+pub(crate) fn scope(params: &Params) -> Result<Target, ApiError> {
     let namespace = params.str("namespace").map(str::to_string);
     let task = params.str("task").map(str::to_string);
     if namespace.is_none() && task.is_none() {
         return Err(ApiError::bad_request("namespace or task is required"));
     }
-    run(&s, &who, Target::Scope { namespace, task }, &params).await
+    Ok(Target::Scope { namespace, task })
 }
 
 /// The knobs only the answer needs.
-struct Echo {
+pub(crate) struct Echo {
     autopilot: bool,
     batch: i64,
     partitions: i64,
@@ -69,14 +75,13 @@ async fn run(
     target: Target,
     p: &Params,
 ) -> Result<Response, ApiError> {
-    let (req, echo) = ask(s, p, target)?;
+    let (req, echo) = ask(&s.config, p, target)?;
     let popped = s.service.pop(&who.tenant, &req).await?;
     Ok(answer(popped, &req, &echo))
 }
 
 /// The request's knobs with Queen's defaults and clamps.
-fn ask(s: &AppState, p: &Params, target: Target) -> Result<(PopRequest, Echo), ApiError> {
-    let c = &s.config;
+pub(crate) fn ask(c: &Config, p: &Params, target: Target) -> Result<(PopRequest, Echo), ApiError> {
     let autopilot = p.flag("autopilot", false);
     let default_batch = if autopilot {
         c.autopilot_batch_size

@@ -150,8 +150,13 @@ pub async fn push(
     Ok((StatusCode::CREATED, answer(items, verdicts)).into_response())
 }
 
-/// The push body's items, validated.
-fn parse_push(body: &RawBody, who: &Principal, max: usize) -> Result<Vec<PushItem>, ApiError> {
+/// The push body's items, all valid or the first one's error (nothing is pushed then); at
+/// most `max` of them.
+pub(crate) fn parse_push(
+    body: &RawBody,
+    who: &Principal,
+    max: usize,
+) -> Result<Vec<PushItem>, ApiError> {
     let raw = body.raw_json()?;
     let items_required = || ApiError::bad_request("items array is required");
     let top: HashMap<String, &RawValue> =

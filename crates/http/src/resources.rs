@@ -19,16 +19,21 @@ pub async fn list_queues(
     Extension(who): Extension<Principal>,
     p: Params,
 ) -> Result<Json<Value>, ApiError> {
-    let Page { limit, offset } = page(&p);
-    let listing = Listing {
+    let listing = listing(&p);
+    let rows = s.service.list_queues(&who.tenant, &listing).await?;
+    let queues: Vec<Value> = rows.iter().map(queue_summary).collect();
+    Ok(Json(json!({ "queues": queues })))
+}
+
+/// The queue listing's search and page.
+pub(crate) fn listing(p: &Params) -> Listing<'_> {
+    let Page { limit, offset } = page(p);
+    Listing {
         search: p.str("search"),
         limit,
         offset,
         ..Listing::default()
-    };
-    let rows = s.service.list_queues(&who.tenant, &listing).await?;
-    let queues: Vec<Value> = rows.iter().map(queue_summary).collect();
-    Ok(Json(json!({ "queues": queues })))
+    }
 }
 
 /// The span a listed queue's rates are over, in seconds (the overview's).
@@ -241,6 +246,13 @@ pub async fn tasks(
     Ok(Json(json!({ "tasks": listed })))
 }
 
+/// The partition listing's queue (`None`: every queue), limit and offset.
+pub(crate) fn partitions_query(p: &Params) -> (Option<&str>, i64, i64) {
+    let limit = p.int("limit").unwrap_or(100).clamp(1, 1000);
+    let offset = p.int("offset").unwrap_or(0).max(0);
+    (p.str("queue").filter(|q| !q.is_empty()), limit, offset)
+}
+
 /// `Admin.get_partitions`: a page of partitions (`?queue=`, `limit` 100 by default, at most
 /// 1,000, `offset`), by queue then partition name, with `total`.
 pub async fn partitions(
@@ -248,9 +260,7 @@ pub async fn partitions(
     Extension(who): Extension<Principal>,
     p: Params,
 ) -> Result<Json<Value>, ApiError> {
-    let limit = p.int("limit").unwrap_or(100).clamp(1, 1000);
-    let offset = p.int("offset").unwrap_or(0).max(0);
-    let queue = p.str("queue").filter(|q| !q.is_empty());
+    let (queue, limit, offset) = partitions_query(&p);
     let (page, total) = s
         .service
         .partitions(&who.tenant, queue, limit, offset)

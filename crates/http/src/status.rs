@@ -35,7 +35,7 @@ pub(super) fn filter(p: &Params) -> Filter<'_> {
 }
 
 /// `from`/`to` as sent, else `to` now and `from` that long before it.
-pub(super) fn window(
+pub(crate) fn window(
     p: &Params,
     default: Duration,
     bucket: Option<i32>,
@@ -132,20 +132,25 @@ pub async fn status(
     })))
 }
 
+/// The queue statistics' namespace, task and page.
+pub(crate) fn queues_listing(p: &Params) -> Listing<'_> {
+    let f = filter(p);
+    Listing {
+        search: None,
+        namespace: f.namespace,
+        task: f.task,
+        limit: p.int("limit").unwrap_or(100).clamp(1, 1000),
+        offset: p.int("offset").unwrap_or(0).max(0),
+    }
+}
+
 /// `Admin.get_queue_stats`: a page of queues (`namespace`, `task`, `limit` 100, `offset`).
 pub async fn queues(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     p: Params,
 ) -> Result<Json<Value>, ApiError> {
-    let f = filter(&p);
-    let listing = Listing {
-        search: None,
-        namespace: f.namespace,
-        task: f.task,
-        limit: p.int("limit").unwrap_or(100).clamp(1, 1000),
-        offset: p.int("offset").unwrap_or(0).max(0),
-    };
+    let listing = queues_listing(&p);
     let rows = s.service.list_queues(&who.tenant, &listing).await?;
     let queues: Vec<Value> = rows.iter().map(queue_summary).collect();
     Ok(Json(json!({
@@ -210,6 +215,27 @@ fn queue_view(f: &Found) -> &'static str {
     }
 }
 
+/// The queue's messages up to `now`, a page (`limit` 50, `offset`).
+pub(crate) fn queue_messages_query<'a>(
+    name: &'a str,
+    p: &Params,
+    now: DateTime<Utc>,
+) -> ListQuery<'a> {
+    ListQuery {
+        scope: Scope {
+            queue: Some(name),
+            partition: None,
+            namespace: None,
+            task: None,
+            from: DateTime::<Utc>::UNIX_EPOCH,
+            to: now,
+        },
+        status: None,
+        limit: p.int("limit").unwrap_or(50).clamp(1, 1000),
+        offset: p.int("offset").unwrap_or(0).max(0),
+    }
+}
+
 /// A top-level array, newest first, with the status queue mode's cursor gives each message
 /// (`limit` 50, `offset`).
 pub async fn queue_messages(
@@ -218,19 +244,7 @@ pub async fn queue_messages(
     PathParams(name): PathParams<String>,
     p: Params,
 ) -> Result<Json<Value>, ApiError> {
-    let q = ListQuery {
-        scope: Scope {
-            queue: Some(&name),
-            partition: None,
-            namespace: None,
-            task: None,
-            from: DateTime::<Utc>::UNIX_EPOCH,
-            to: Utc::now(),
-        },
-        status: None,
-        limit: p.int("limit").unwrap_or(50).clamp(1, 1000),
-        offset: p.int("offset").unwrap_or(0).max(0),
-    };
+    let q = queue_messages_query(&name, &p, Utc::now());
     let found = s.service.list_messages(&who.tenant, &q).await?;
     Ok(Json(
         found
@@ -249,6 +263,16 @@ pub async fn queue_messages(
     ))
 }
 
+/// The analytics' bucket name and window.
+pub(crate) fn analytics_window(p: &Params) -> Result<(&'static str, Window), ApiError> {
+    let (interval, minutes) = match p.str("interval") {
+        Some("minute") => ("minute", 1),
+        Some("day") => ("day", 1440),
+        _ => ("hour", 60),
+    };
+    Ok((interval, window(p, Duration::hours(24), Some(minutes))?))
+}
+
 /// `Admin.get_analytics`: messages pushed per bucket (`interval` minute, hour (default) or
 /// day) over the window (the last 24 hours by default).
 pub async fn analytics(
@@ -256,12 +280,7 @@ pub async fn analytics(
     Extension(who): Extension<Principal>,
     p: Params,
 ) -> Result<Json<Value>, ApiError> {
-    let (interval, minutes) = match p.str("interval") {
-        Some("minute") => ("minute", 1),
-        Some("day") => ("day", 1440),
-        _ => ("hour", 60),
-    };
-    let w = window(&p, Duration::hours(24), Some(minutes))?;
+    let (interval, w) = analytics_window(&p)?;
     let points = s.service.series(&who.tenant, &filter(&p), w, false).await?;
     let data: Vec<Value> = points
         .iter()

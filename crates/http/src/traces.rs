@@ -28,32 +28,18 @@ pub async fn record(
     body: RawBody,
 ) -> Result<Response, ApiError> {
     let v = body.json()?;
-    let o = v
-        .as_object()
-        .ok_or_else(|| ApiError::bad_request("transactionId and partitionId are required"))?;
-    let (Some(txid), Some(pid)) = (text(o, "transactionId"), text(o, "partitionId")) else {
-        return Err(ApiError::bad_request(
-            "transactionId and partitionId are required",
-        ));
+    let Some(r) = parse_record(&v)? else {
+        return Ok(not_found());
     };
-    let data = match o.get("data") {
-        None => return Err(ApiError::bad_request("data is required")),
-        Some(Value::Null) => &Value::Object(Map::new()),
-        Some(d) => d,
-    };
-    let names = names(o.get("traceNames"))?;
+    let empty = Value::Object(Map::new());
     let event = TraceEvent {
-        // An id that is not a UUID names no message of this broker.
-        partition_id: match Uuid::parse_str(pid) {
-            Ok(id) => id,
-            Err(_) => return Ok(not_found()),
-        },
-        transaction_id: txid,
-        event_type: optional(o, "eventType")?.unwrap_or("info"),
-        data,
-        consumer_group: optional(o, "consumerGroup")?.unwrap_or(QUEUE_MODE),
-        worker_id: optional(o, "workerId")?,
-        names: &names,
+        partition_id: r.partition_id,
+        transaction_id: r.transaction_id,
+        event_type: r.event_type,
+        data: r.data.unwrap_or(&empty),
+        consumer_group: r.consumer_group,
+        worker_id: r.worker_id,
+        names: &r.names,
     };
     match s.service.record_trace(&who.tenant, &event).await {
         Ok(id) => Ok((
@@ -64,6 +50,48 @@ pub async fn record(
         Err(Error::NotFound(_)) => Ok(not_found()),
         Err(e) => Err(e.into()),
     }
+}
+
+/// A trace event as sent; `data` is `None` for JSON `null` (stored as `{}`).
+pub(crate) struct Record<'a> {
+    pub partition_id: Uuid,
+    pub transaction_id: &'a str,
+    pub event_type: &'a str,
+    pub data: Option<&'a Value>,
+    pub consumer_group: &'a str,
+    pub worker_id: Option<&'a str>,
+    pub names: Vec<String>,
+}
+
+/// The trace body, read; `None` when its partition id is not a UUID: it names no message of
+/// this broker (a 404, not a 400).
+pub(crate) fn parse_record(v: &Value) -> Result<Option<Record<'_>>, ApiError> {
+    let o = v
+        .as_object()
+        .ok_or_else(|| ApiError::bad_request("transactionId and partitionId are required"))?;
+    let (Some(txid), Some(pid)) = (text(o, "transactionId"), text(o, "partitionId")) else {
+        return Err(ApiError::bad_request(
+            "transactionId and partitionId are required",
+        ));
+    };
+    let data = match o.get("data") {
+        None => return Err(ApiError::bad_request("data is required")),
+        Some(Value::Null) => None,
+        Some(d) => Some(d),
+    };
+    let names = names(o.get("traceNames"))?;
+    let Ok(partition_id) = Uuid::parse_str(pid) else {
+        return Ok(None);
+    };
+    Ok(Some(Record {
+        partition_id,
+        transaction_id: txid,
+        event_type: optional(o, "eventType")?.unwrap_or("info"),
+        data,
+        consumer_group: optional(o, "consumerGroup")?.unwrap_or(QUEUE_MODE),
+        worker_id: optional(o, "workerId")?,
+        names,
+    }))
 }
 
 /// 404 in the shape the clients read (`success: false`); they never raise on it.
@@ -152,7 +180,7 @@ pub async fn names_list(
     })))
 }
 
-fn page(p: &Params, default_limit: i64) -> Page {
+pub(crate) fn page(p: &Params, default_limit: i64) -> Page {
     Page {
         limit: p.int("limit").unwrap_or(default_limit).clamp(1, 1000),
         offset: p.int("offset").unwrap_or(0).max(0),

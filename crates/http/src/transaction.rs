@@ -78,27 +78,35 @@ fn required_leases(v: &Value) -> Result<Vec<String>, ApiError> {
     }
 }
 
-pub async fn transaction(
-    AxState(s): State,
-    Extension(who): Extension<Principal>,
-    body: RawBody,
-) -> Result<Json<Value>, ApiError> {
+/// The transaction body: its operations (push items flattened), at most `max` of them, and
+/// required leases.
+pub(crate) fn parse_bundle(
+    body: &RawBody,
+    who: &Principal,
+    max: usize,
+) -> Result<Bundle, ApiError> {
     let v = body.json()?;
-    drop(body);
-    let ops = parse_ops(&v, &who)?;
-    let required_leases = required_leases(&v)?;
-    drop(v);
-    let max = s.config.max_push_items;
+    let ops = parse_ops(&v, who)?;
     if ops.len() > max {
         return Err(ApiError::TooManyItems {
             items: ops.len(),
             max,
         });
     }
-    let bundle = Bundle {
+    Ok(Bundle {
         ops,
-        required_leases,
-    };
+        required_leases: required_leases(&v)?,
+    })
+}
+
+pub async fn transaction(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    body: RawBody,
+) -> Result<Json<Value>, ApiError> {
+    let bundle = parse_bundle(&body, &who, s.config.max_push_items)?;
+    // The bundle owns copies of what it needs: the body's bytes are not kept while it runs.
+    drop(body);
     let bundle_id = Uuid::now_v7();
     let results = match s.service.transaction(&who.tenant, bundle).await? {
         BundleOutcome::Refused(error) => {

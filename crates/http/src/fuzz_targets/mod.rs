@@ -1,0 +1,160 @@
+//! The request parsers as fuzz targets (`crates/fuzz` drives them): every body the broker
+//! reads, and every route's path segments and query string. Whatever the input, a parser
+//! answers or refuses with a 4xx: a panic, or a 5xx for what a client sent, is a defect.
+//!
+//! Each target stops where its real handler would call the service, so no database is
+//! needed: a run is millions of inputs in a few minutes.
+
+mod bodies;
+mod routes;
+
+use axum::http::{Method, StatusCode};
+
+use super::error::ApiError;
+
+/// What a target's input is, so a generator can build likely ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// A request body; `keys` are the field names its parser reads, at any depth.
+    Body,
+    /// A route's path segments (the template's parameters, in order, as sent on the wire:
+    /// percent-encoded) joined by `/`, then `?` and the raw query string; `keys` are the query
+    /// parameters it reads. Bytes that make no valid URI never reach a route (hyper refuses
+    /// them first), so they pass.
+    Route { params: usize },
+}
+
+/// What a parser made of one input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Read: the real handler would call the service now.
+    Accepted,
+    /// Refused with this 4xx.
+    Refused(StatusCode),
+    /// Not an HTTP request at all (a route input that makes no valid URI): hyper answers it
+    /// before any route does.
+    NotARequest,
+}
+
+/// A parser fed one input.
+type Parser = Box<dyn Fn(&[u8]) -> Outcome + Send + Sync>;
+
+/// One parser under fuzzing.
+pub struct Target {
+    /// The route and what of it is read: `POST /api/v1/push (body)`.
+    pub name: String,
+    pub input: Input,
+    /// The names the parser looks for: body fields or query parameters.
+    pub keys: &'static [&'static str],
+    /// Valid inputs (the spec's examples), for mutation.
+    pub seeds: Vec<String>,
+    /// The routes of the table this target covers.
+    pub routes: Vec<(Method, &'static str)>,
+    run: Parser,
+}
+
+impl Target {
+    /// A target of one's own (the fuzzer's tests use one that fails on purpose).
+    pub fn custom(
+        name: &str,
+        input: Input,
+        seeds: &[&str],
+        run: impl Fn(&[u8]) -> Outcome + Send + Sync + 'static,
+    ) -> Target {
+        Target {
+            name: name.to_string(),
+            input,
+            keys: &[],
+            seeds: seeds.iter().map(|s| s.to_string()).collect(),
+            routes: Vec::new(),
+            run: Box::new(run),
+        }
+    }
+
+    /// Feeds one input to the parser. Panics when it panics, or when it answers a 5xx.
+    pub fn run(&self, input: &[u8]) -> Outcome {
+        (self.run)(input)
+    }
+}
+
+/// Every target: the bodies first, then the routes.
+pub fn targets() -> Vec<Target> {
+    let mut all = bodies::targets();
+    all.extend(routes::targets());
+    all
+}
+
+/// The outcome of a parse; a 5xx panics: the parsers see only what the client sent.
+pub fn outcome<T>(r: Result<T, ApiError>) -> Outcome {
+    match r {
+        Ok(_) => Outcome::Accepted,
+        Err(e) => {
+            let status = e.status();
+            assert!(
+                status.is_client_error(),
+                "answered {status} to client input: {e}"
+            );
+            Outcome::Refused(status)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    /// A route added to the table must say what of the request it reads, or that it reads
+    /// nothing, so no parser goes unfuzzed.
+    #[test]
+    fn every_route_of_the_table_is_covered() {
+        let table: BTreeSet<(String, String)> = crate::routes()
+            .into_iter()
+            .map(|r| (r.method.to_string(), r.path.to_string()))
+            .collect();
+        let mut covered: BTreeSet<(String, String)> = targets()
+            .iter()
+            .flat_map(|t| t.routes.clone())
+            .map(|(m, p)| (m.to_string(), p.to_string()))
+            .chain(
+                routes::READS_NOTHING
+                    .iter()
+                    .map(|(m, p)| (m.to_string(), p.to_string())),
+            )
+            .collect();
+        let unknown: Vec<_> = covered.difference(&table).cloned().collect();
+        assert!(unknown.is_empty(), "not in the route table: {unknown:?}");
+        covered.retain(|r| table.contains(r));
+        let missing: Vec<_> = table.difference(&covered).collect();
+        assert!(
+            missing.is_empty(),
+            "routes with no fuzz target (add one, or list them in READS_NOTHING): {missing:?}"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "answered 500 Internal Server Error to client input")]
+    fn a_5xx_is_a_failure() {
+        outcome::<()>(Err(ApiError::Internal("a fault".into())));
+    }
+
+    #[test]
+    fn a_4xx_is_a_refusal() {
+        let o = outcome::<()>(Err(ApiError::bad_request("no")));
+        assert_eq!(o, Outcome::Refused(StatusCode::BAD_REQUEST));
+    }
+
+    #[test]
+    fn seeds_are_accepted_and_names_unique() {
+        let all = targets();
+        let names: BTreeSet<&str> = all.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names.len(), all.len());
+        for t in &all {
+            assert!(!t.seeds.is_empty(), "{} has no seed", t.name);
+            for s in &t.seeds {
+                assert_eq!(t.run(s.as_bytes()), Outcome::Accepted, "{}: {s}", t.name);
+            }
+        }
+    }
+}
