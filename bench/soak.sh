@@ -75,7 +75,7 @@ sampler=$!
 
 configure() {
     curl -sf -o /dev/null -H 'content-type: application/json' -X POST "$url/api/v1/configure" \
-        -d "{\"queue\":\"$1\",\"options\":{\"retentionSeconds\":120,\"completedRetentionSeconds\":60,\"leaseTime\":30,\"retryLimit\":3}}"
+        -d "{\"queue\":\"$1\",\"options\":{\"retentionEnabled\":true,\"retentionSeconds\":120,\"completedRetentionSeconds\":60,\"leaseTime\":30,\"retryLimit\":3}}"
 }
 
 summary() {

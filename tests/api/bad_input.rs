@@ -1721,20 +1721,18 @@ async fn large_requests_take_turns_and_small_ones_never_wait() {
     slow.write_all(head.as_bytes()).await.unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
 
-    let large = |tag: &str| -> String {
+    let push_large = |tag: &str| {
         let pad = "x".repeat(1100 * 1024);
-        json!({"items": [{"queue": "turns", "transactionId": tag, "payload": {"pad": pad}}]})
-            .to_string()
+        let body =
+            json!({"items": [{"queue": "turns", "transactionId": tag, "payload": {"pad": pad}}]});
+        b.http
+            .post(format!("{}/api/v1/push", b.url))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
     };
     let started = std::time::Instant::now();
-    let refused = b
-        .http
-        .post(format!("{}/api/v1/push", b.url))
-        .header("content-type", "application/json")
-        .body(large("second"))
-        .send()
-        .await
-        .unwrap();
+    let refused = push_large("second").await.unwrap();
     assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert!(
         started.elapsed() >= Duration::from_millis(250),
@@ -1751,14 +1749,7 @@ async fn large_requests_take_turns_and_small_ones_never_wait() {
     assert_eq!(small[0]["status"], "queued", "a small push never waits");
 
     drop(slow);
-    let served = b
-        .http
-        .post(format!("{}/api/v1/push", b.url))
-        .header("content-type", "application/json")
-        .body(large("third"))
-        .send()
-        .await
-        .unwrap();
+    let served = push_large("third").await.unwrap();
     assert_eq!(served.status(), StatusCode::CREATED);
     let answer: Value = served.json().await.unwrap();
     assert_eq!(answer[0]["status"], "queued");
