@@ -9,6 +9,8 @@
 #
 # Runs (name: regent bench arguments) are listed in `runs` below; `latency` derives its rate
 # from `batch1` (10% of it) and measures PostgreSQL's own commit latency at that rate.
+# `job-queue` (one message per push, pop and ack) is also printed as a ratio to the b=1
+# ceiling: pgbench's one-row INSERT of one distinct payload per transaction, $CLIENTS clients.
 #
 # Prints each result, then every figure as a ratio to the baseline. JSON reports are kept in
 # the work directory it names.
@@ -28,12 +30,13 @@ declare -A runs=(
     [pop-ack]="--scenario pop-ack --consumers 8 --pop-batch 1000 --prefill 1000000"
     [fan-out]="--scenario fan-out --groups 10 --producers 4 --consumers 1 --pop-batch 1000"
     [batch1]="--scenario push --push-batch 1 --producers 64"
+    [job-queue]="--scenario end-to-end --push-batch 1 --pop-batch 1 --producers 8 --consumers 8"
     [partitions-10]="--scenario end-to-end --producers 8 --pop-batch 1000 --partitions 10"
     [partitions-1000]="--scenario end-to-end --producers 8 --pop-batch 1000 --partitions 1000"
     [partitions-10000]="--scenario end-to-end --producers 8 --pop-batch 1000 --partitions 10000"
     [partitions-100000]="--scenario end-to-end --producers 8 --pop-batch 1000 --partitions 100000"
 )
-order=(push end-to-end end-to-end-b100 pop-ack fan-out batch1 latency
+order=(push end-to-end end-to-end-b100 pop-ack fan-out batch1 job-queue latency
        partitions-10 partitions-1000 partitions-10000 partitions-100000)
 scenarios=("$@")
 [ ${#scenarios[@]} -gt 0 ] || scenarios=("${order[@]}")
@@ -72,7 +75,8 @@ psql -q "$PG" -c "CREATE TABLE IF NOT EXISTS bench_queue (id bigserial PRIMARY K
 # 256-byte JSON payloads, sent by the client and parsed by PostgreSQL, as a naive queue's
 # producer would. The cheaper INSERT ... SELECT of one constant (no payload crosses the wire,
 # one jsonb parse per transaction) is measured too and printed beside it for reference.
-python3 - "$B" >"$work/insert.sql" <<'PY'
+insert_sql() { # rows per transaction -> the pgbench script
+    python3 - "$1" <<'PY'
 import random, sys
 random.seed(7)
 b = int(sys.argv[1])
@@ -82,22 +86,32 @@ for i in range(b):
     rows.append(f"""('{{"t":{1700000000000000 + i},"pad":"{pad}"}}')""")
 print("INSERT INTO bench_queue (payload) VALUES " + ",".join(rows) + ";")
 PY
+}
+insert_sql "$B" >"$work/insert.sql"
 pad=$(python3 -c "import random; random.seed(7); print(''.join(random.choice('abcdefghijklmnopqrstuvwxyz') for _ in range(225)))")
 cat >"$work/insert-constant.sql" <<SQL
 INSERT INTO bench_queue (payload) SELECT '{"t":1700000000000000,"pad":"$pad"}'::jsonb FROM generate_series(1, $B);
 SQL
-pgb() { # script, output file -> "msg/s postgres-cpu-seconds"
+pgb() { # script, output file[, rows per transaction: B] -> "msg/s postgres-cpu-seconds"
     local p0 p1 tps
     read -r _ p0 <<<"$(cpu)"
     "$pgbench" -n -c "$CLIENTS" -j 2 -T "$DURATION" -f "$1" "$PG" >"$2" 2>&1
     read -r _ p1 <<<"$(cpu)"
     tps=$(grep -oP 'tps = \K[0-9.]+' "$2" | head -1)
-    echo "$(python3 -c "print(round($tps * $B))") $(python3 -c "print(round($p1-$p0,1))")"
+    echo "$(python3 -c "print(round($tps * ${3:-$B}))") $(python3 -c "print(round($p1-$p0,1))")"
 }
 read -r constant constant_cpu <<<"$(pgb "$work/insert-constant.sql" "$work/pgbench-constant.txt")"
 read -r baseline baseline_cpu <<<"$(pgb "$work/insert.sql" "$work/pgbench.txt")"
 echo "baseline: pgbench INSERT ... VALUES of $B distinct rows per transaction, $CLIENTS clients: $baseline msg/s, postgres cpu $baseline_cpu s"
 echo "  (for reference, INSERT ... SELECT of one constant $B times: $constant msg/s, postgres cpu $constant_cpu s)"
+
+# The b=1 ceiling, measured only for the runs compared with it.
+ceiling1=
+if [[ " ${scenarios[*]} " == *" job-queue "* ]]; then
+    insert_sql 1 >"$work/insert1.sql"
+    read -r ceiling1 ceiling1_cpu <<<"$(pgb "$work/insert1.sql" "$work/pgbench-1.txt" 1)"
+    echo "b=1 ceiling: pgbench one-row INSERT per transaction, $CLIENTS clients: $ceiling1 msg/s, postgres cpu $ceiling1_cpu s"
+fi
 
 for s in "${scenarios[@]}"; do
     args=${runs[$s]:-}
@@ -133,7 +147,9 @@ PY
         echo "$baseline" >"$REPORTS/baseline"
     fi
     read -r b1 p1 <<<"$(cpu)"
-    python3 - "$work/$s.json" "$baseline" "$b0" "$b1" "$p0" "$p1" "$broker" "$s" <<'PY'
+    base=$baseline
+    [ "$s" = job-queue ] && base=$ceiling1
+    python3 - "$work/$s.json" "$base" "$b0" "$b1" "$p0" "$p1" "$broker" "$s" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 base = float(sys.argv[2])
