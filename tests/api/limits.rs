@@ -7,7 +7,7 @@ use regent::http::auth::{mint, Minted};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::{broker_with, Broker};
+use crate::support::{broker_with, with_retry_after, Broker};
 
 const SECRET: &str = "limits-secret";
 
@@ -46,12 +46,7 @@ async fn send(
         req = req.json(&body);
     }
     let res = req.send().await.unwrap();
-    let status = res.status();
-    let retry = res
-        .headers()
-        .get("retry-after")
-        .map(|v| v.to_str().unwrap().to_string());
-    (status, retry, res.json().await.unwrap_or(Value::Null))
+    with_retry_after(res).await
 }
 
 async fn push(b: &Broker, tenant: &str, queue: &str, txids: &[&str]) -> (StatusCode, Value) {

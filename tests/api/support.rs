@@ -393,6 +393,17 @@ impl Broker {
 }
 
 /// An HS256 token signed with `secret` for `tenant` and `role`, valid for ten minutes.
+/// An answer's status, its `Retry-After` (when it has one) and its JSON body (`null` when it
+/// has none): what the tests of refusals compare.
+pub async fn with_retry_after(res: reqwest::Response) -> (StatusCode, Option<String>, Value) {
+    let status = res.status();
+    let retry = res
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap().to_string());
+    (status, retry, res.json().await.unwrap_or(Value::Null))
+}
+
 pub fn tenant_token(secret: &str, tenant: &str, role: &str) -> String {
     regent::http::auth::mint(
         secret,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::{broker_with, Broker};
+use crate::support::{broker_with, with_retry_after, Broker};
 
 /// A connection to the cluster's `postgres` database, beside the broker's.
 async fn admin(b: &Broker) -> tokio_postgres::Client {
@@ -21,12 +21,7 @@ async fn admin(b: &Broker) -> tokio_postgres::Client {
 
 async fn get(b: &Broker, path: &str) -> (StatusCode, Option<String>, Value) {
     let res = b.http.get(format!("{}{path}", b.url)).send().await.unwrap();
-    let status = res.status();
-    let retry = res
-        .headers()
-        .get("retry-after")
-        .map(|v| v.to_str().unwrap().to_string());
-    (status, retry, res.json().await.unwrap_or(Value::Null))
+    with_retry_after(res).await
 }
 
 /// The broker's database refuses connections (and its sessions are cut): 503 "Database

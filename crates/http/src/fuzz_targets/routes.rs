@@ -154,6 +154,10 @@ fn readers() -> Readers {
         let _ = p.str("consumerGroup").filter(|g| !g.is_empty());
         read(messages::partition_id(&pid))
     };
+    let page = |p: Params| async move {
+        let _ = resources::page(&p);
+        Read::Ok(())
+    };
     let queue_and_page = |PathParams(_): PathParams<String>, p: Params| async move {
         let _ = resources::page(&p);
         Read::Ok(())
@@ -227,19 +231,13 @@ fn readers() -> Readers {
             (M::GET, "/api/v1/resources/namespaces"),
             PAGE,
             &["?limit=10&offset=0"],
-            |p: Params| async move {
-                let _ = resources::page(&p);
-                Read::Ok(())
-            },
+            page,
         )
         .at(
             (M::GET, "/api/v1/resources/tasks"),
             PAGE,
             &["?limit=10&offset=0"],
-            |p: Params| async move {
-                let _ = resources::page(&p);
-                Read::Ok(())
-            },
+            page,
         )
         .at(
             (M::GET, "/api/v1/resources/queues/{queue}/depth"),
