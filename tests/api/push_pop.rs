@@ -931,3 +931,74 @@ async fn a_long_poll_timeout_is_clamped_to_the_maximum() {
         );
     }
 }
+
+/// Concurrent pops of one queue by one group are claimed together (pop lanes), yet each
+/// keeps a lease of its own: the cursor of every partition names the lease of the pop that
+/// got its message, an ack under that lease is carried out, and one under another pop's
+/// lease is refused. A fused claim that left its partitions under one shared lease, or under
+/// the claim's own, fails here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_pops_fused_into_one_claim_each_keep_their_own_lease() {
+    const POPS: usize = 24;
+    let b = broker().await;
+    b.configure("q", json!({"leaseTime": 3600})).await;
+    for k in 0..POPS {
+        b.push("q", &format!("p{k}"), &[&format!("m{k}")]).await;
+    }
+    let mut got: Vec<Value> = Vec::new();
+    for _round in 0..20 {
+        let pops = (0..POPS).map(|_| b.pop("q", "batch=1&consumerGroup=g"));
+        for v in futures::future::join_all(pops).await {
+            if let Some(m) = v["messages"].as_array().and_then(|m| m.first()) {
+                assert_eq!(v["messages"].as_array().unwrap().len(), 1, "batch 1: {v}");
+                assert_eq!(m["leaseId"], v["leaseId"], "{v}");
+                got.push(m.clone());
+            }
+        }
+        if got.len() >= POPS {
+            break;
+        }
+    }
+    let mut txids: Vec<&str> = got
+        .iter()
+        .map(|m| m["transactionId"].as_str().unwrap())
+        .collect();
+    txids.sort();
+    txids.dedup();
+    assert_eq!(txids.len(), POPS, "every message once: {got:?}");
+    let mut leases: Vec<&str> = got.iter().map(|m| m["leaseId"].as_str().unwrap()).collect();
+    leases.sort();
+    leases.dedup();
+    assert_eq!(leases.len(), POPS, "a lease per pop");
+
+    let db = b.db().await;
+    for m in &got {
+        let pid = m["partitionId"].as_str().unwrap();
+        let row = db
+            .query_one(
+                "SELECT lease_id::text FROM cursors
+                  WHERE partition_id = $1::text::uuid AND consumer_group = 'g'",
+                &[&pid],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            row.get::<_, Option<String>>(0).as_deref(),
+            m["leaseId"].as_str(),
+            "the cursor is leased to the pop that got its message"
+        );
+    }
+    let ack = |m: &Value, lease: &Value| {
+        json!([{"transactionId": m["transactionId"], "partitionId": m["partitionId"],
+                "leaseId": lease, "status": "completed"}])
+    };
+    let (first, second) = (&got[0], &got[1]);
+    let res = b.ack_batch(Some("g"), ack(first, &second["leaseId"])).await;
+    assert_eq!(res[0]["success"], false, "another pop's lease: {res:?}");
+    assert_eq!(res[0]["error"], "invalid or expired lease");
+    for m in &got {
+        let res = b.ack_batch(Some("g"), ack(m, &m["leaseId"])).await;
+        assert_eq!(res[0]["success"], true, "{res:?}");
+    }
+    assert!(Broker::txids(&b.pop("q", "consumerGroup=g").await).is_empty());
+}

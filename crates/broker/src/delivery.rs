@@ -63,38 +63,84 @@ pub fn shares(
     let mut budget = batch.max(0);
     claims
         .iter()
+        .map(|c| share(c, &mut budget, cutoff, auto_ack))
+        .collect()
+}
+
+/// One pop of several whose claims were made together (concurrent pops of one queue by one
+/// group share a claim statement): its budget of messages and of partitions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ask {
+    pub batch: i64,
+    pub partitions: i64,
+}
+
+/// Shares one claim among several pops, in order: the first pop is served in claim order
+/// until its message budget or its partition count is spent, then the next, as if each had
+/// claimed alone right after the one before it. Each share names the pop it went to; a claim
+/// that delivered nothing goes to none (its finish releases it). With one pop this is exactly
+/// [`shares`].
+pub fn assign(
+    claims: &[Claimed],
+    asks: &[Ask],
+    cutoff: Option<DateTime<Utc>>,
+    auto_ack: bool,
+) -> Vec<(Option<usize>, Share)> {
+    let mut pops = asks
+        .iter()
+        .enumerate()
+        .map(|(j, a)| (j, a.batch.max(0), a.partitions));
+    let mut current = pops.next();
+    claims
+        .iter()
         .map(|c| {
-            let taken = upto(c, &mut budget, cutoff);
-            match live_range(c, taken) {
-                Live::Some { first, last } => {
-                    let finish = finish(&moved_to(c, first - 1), Some(last), auto_ack);
-                    // The cursor moves over deleted messages in front even when the lease
-                    // holds exactly what was delivered.
-                    let moved = (first - 1 > c.committed).then_some(Finish {
-                        committed: first - 1,
-                        release: false,
-                        lease_end: last,
-                    });
-                    Share {
-                        upto: Some(last),
-                        finish: finish.or(moved),
-                    }
-                }
-                Live::Deleted(end) => Share {
-                    upto: None,
-                    finish: Some(Finish {
-                        committed: end,
-                        release: true,
-                        lease_end: end,
-                    }),
-                },
-                Live::None => Share {
-                    upto: None,
-                    finish: finish(c, None, auto_ack),
-                },
+            while current.is_some_and(|(_, budget, left)| budget == 0 || left <= 0) {
+                current = pops.next();
             }
+            let Some((j, budget, left)) = current.as_mut() else {
+                return (None, share(c, &mut 0, cutoff, auto_ack));
+            };
+            let s = share(c, budget, cutoff, auto_ack);
+            if s.upto.is_none() {
+                return (None, s);
+            }
+            *left -= 1;
+            (Some(*j), s)
         })
         .collect()
+}
+
+/// One claim's share of what is left of `budget`, taken from it.
+fn share(c: &Claimed, budget: &mut i64, cutoff: Option<DateTime<Utc>>, auto_ack: bool) -> Share {
+    let taken = upto(c, budget, cutoff);
+    match live_range(c, taken) {
+        Live::Some { first, last } => {
+            let finish = finish(&moved_to(c, first - 1), Some(last), auto_ack);
+            // The cursor moves over deleted messages in front even when the lease holds
+            // exactly what was delivered.
+            let moved = (first - 1 > c.committed).then_some(Finish {
+                committed: first - 1,
+                release: false,
+                lease_end: last,
+            });
+            Share {
+                upto: Some(last),
+                finish: finish.or(moved),
+            }
+        }
+        Live::Deleted(end) => Share {
+            upto: None,
+            finish: Some(Finish {
+                committed: end,
+                release: true,
+                lease_end: end,
+            }),
+        },
+        Live::None => Share {
+            upto: None,
+            finish: finish(c, None, auto_ack),
+        },
+    }
 }
 
 /// What is live of (committed, taken].
@@ -347,6 +393,83 @@ mod tests {
                 })
             }
         );
+    }
+
+    #[test]
+    fn one_claim_is_shared_by_several_pops_in_order() {
+        let c = |n: i64| claim(-1, n - 1, &[(0, n - 1, 0)]);
+        let claims = [c(3), c(3), c(3), c(3)];
+        let asks = [
+            Ask {
+                batch: 1,
+                partitions: 1,
+            },
+            Ask {
+                batch: 5,
+                partitions: 2,
+            },
+        ];
+        let a = assign(&claims, &asks, None, false);
+        let owners: Vec<Option<usize>> = a.iter().map(|(j, _)| *j).collect();
+        assert_eq!(owners, vec![Some(0), Some(1), Some(1), None]);
+        assert_eq!(
+            a[0].1,
+            Share {
+                upto: Some(0),
+                finish: Some(Finish {
+                    committed: -1,
+                    release: false,
+                    lease_end: 0
+                })
+            },
+            "the first pop takes one message, its lease trimmed to it"
+        );
+        assert_eq!(a[1].1.upto, Some(2), "the second pop takes a whole claim");
+        assert_eq!(
+            a[2].1.upto,
+            Some(1),
+            "and what its budget leaves of the next"
+        );
+        assert_eq!(
+            a[3].1.finish.map(|f| f.release),
+            Some(true),
+            "a claim left over is released"
+        );
+    }
+
+    #[test]
+    fn a_claim_that_gives_a_pop_nothing_does_not_count_against_it() {
+        // The first claim is all too young for its delayed queue; the second is not.
+        let young = claim(-1, 2, &[(0, 2, 10)]);
+        let old = claim(-1, 2, &[(0, 2, 0)]);
+        let asks = [Ask {
+            batch: 1,
+            partitions: 1,
+        }];
+        let a = assign(&[young, old], &asks, Some(at(5)), false);
+        assert_eq!(a[0].0, None, "nothing delivered, so nobody's");
+        assert_eq!(a[0].1.finish.map(|f| f.release), Some(true));
+        assert_eq!(a[1].0, Some(0));
+        assert_eq!(a[1].1.upto, Some(0));
+    }
+
+    #[test]
+    fn one_pop_alone_is_served_as_shares_serves_it() {
+        let a = claim(-1, 9, &[(0, 5, 0), (6, 12, 1)]);
+        let b = claim(-1, 4, &[(0, 4, 0)]);
+        let claims = [a, b];
+        for batch in [0, 3, 10, 12, 100] {
+            let alone = shares(&claims, batch, None, false);
+            let asks = [Ask {
+                batch,
+                partitions: 2,
+            }];
+            let assigned: Vec<Share> = assign(&claims, &asks, None, false)
+                .into_iter()
+                .map(|(_, s)| s)
+                .collect();
+            assert_eq!(assigned, alone, "batch {batch}");
+        }
     }
 
     #[test]

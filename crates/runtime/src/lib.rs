@@ -13,6 +13,7 @@ pub mod announcement;
 pub mod deliveries;
 pub mod handovers;
 pub mod histogram;
+pub mod lanes;
 pub mod limiter;
 pub mod parked;
 pub mod peers;

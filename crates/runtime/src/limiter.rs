@@ -25,7 +25,7 @@ const RECOUNT: Duration = Duration::from_secs(1);
 pub const MAX_TENANTS: usize = 10_000;
 
 /// Why a request was refused.
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Refusal {
     /// Over the request rate: a token is back after the wait.
     Rate { wait: Duration },

@@ -6,7 +6,8 @@ use std::time::Duration;
 use regent_runtime::limiter::Refusal;
 use regent_store::StoreError;
 
-#[derive(Debug, thiserror::Error)]
+/// Clone: one failure of a claim made for several pops is every one's answer.
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum Error {
     /// The request cannot be carried out as sent: the text says why, for the client.
     #[error("{0}")]
@@ -48,6 +49,15 @@ pub const SHUTDOWN_RETRY: Duration = Duration::from_secs(1);
 impl Error {
     pub fn invalid(text: impl Into<String>) -> Error {
         Error::Invalid(text.into())
+    }
+
+    /// The request's answer never came: the task carrying it out panicked, or the broker is
+    /// going away. Nothing of it was acknowledged.
+    pub fn interrupted() -> Error {
+        Error::Unavailable {
+            reason: "the request was interrupted; it is safe to retry",
+            retry_after: BUSY_RETRY,
+        }
     }
 
     pub fn shutting_down() -> Error {

@@ -185,7 +185,7 @@ impl Service {
                 before[Op::Transaction as usize],
             ),
         };
-        let sizes = self.runtime.sizes();
+        let sizes = self.runtime_sizes();
         let clamp = |n: usize| n.min(i32::MAX as usize) as i32;
         let top = self.runtime.parked.top(PARKED_QUEUES);
         let parked: Vec<Parked> = top

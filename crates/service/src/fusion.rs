@@ -22,7 +22,7 @@ use crate::{Error, Service};
 /// the waiting requests into smaller transactions.
 const FLUSHERS: usize = 2;
 /// Items (messages or acks) fused into one transaction at most.
-const MAX_FUSED_ITEMS: usize = 10_000;
+pub(crate) const MAX_FUSED_ITEMS: usize = 10_000;
 
 /// A request that can be fused with others of its kind.
 pub(crate) trait Fusable: Send + Sized + 'static {
@@ -78,10 +78,7 @@ impl<J: Fusable> Batcher<J> {
             .map_err(|_| Error::shutting_down())?;
         // No answer: the flusher holding the request panicked (its supervisor restarts it),
         // or the broker is going away. Nothing of the request was acknowledged.
-        answer.await.map_err(|_| Error::Unavailable {
-            reason: "the request was interrupted; it is safe to retry",
-            retry_after: crate::error::BUSY_RETRY,
-        })
+        answer.await.map_err(|_| Error::interrupted())
     }
 }
 

@@ -49,16 +49,22 @@ impl Drop for Handover {
         let Some(tenant) = self.service.runtime.handovers.take(self.lease) else {
             return;
         };
-        // A runtime that is shutting down has no room for the release: the lease expires.
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let running = Releasing::begin(&self.service);
-        let lease = self.lease;
-        rt.spawn(async move {
-            release(&running.0, lease, &tenant).await;
-        });
+        release_in_background(&self.service, self.lease, tenant);
     }
+}
+
+/// Releases `lease` in a task of its own, counted so shutdown waits for it. Also for a fused
+/// claim that committed after its pop's client went away: that pop's handover may have been
+/// released before the claim named the lease, so the claim's leader releases it again.
+pub(crate) fn release_in_background(s: &Arc<Service>, lease: Uuid, tenant: String) {
+    // A runtime that is shutting down has no room for the release: the lease expires.
+    let Ok(rt) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let running = Releasing::begin(s);
+    rt.spawn(async move {
+        release(&running.0, lease, &tenant).await;
+    });
 }
 
 /// A release in progress, counted until dropped (however its task ends), so shutdown waits

@@ -45,7 +45,7 @@ impl Service {
             pool: self.store.pool_status(),
             process: ProcessUse::now(),
             pending_handovers: self.runtime.handovers.pending(),
-            runtime: self.runtime.sizes(),
+            runtime: self.runtime_sizes(),
         }
     }
 }

@@ -96,6 +96,8 @@ pub struct Service {
     pushes: fusion::Batcher<push::PushJob>,
     /// Where ack requests go to be fused into shared transactions.
     acks: fusion::Batcher<ack::AckJob>,
+    /// Where pops of one queue by one group wait to share a claim.
+    pop_lanes: regent_runtime::lanes::Lanes<pop::LaneKey, pop::LaneJob>,
     /// Flips to true when the broker starts shutting down: parked long-polls answer at once.
     stopping: watch::Sender<bool>,
     /// Flips to true last, once the shutdown's own releases are announced: the peer link
@@ -151,6 +153,7 @@ impl Service {
             database_url: database_url.to_string(),
             pushes: Default::default(),
             acks: Default::default(),
+            pop_lanes: Default::default(),
             stopping: watch::Sender::new(false),
             peers_stop: watch::Sender::new(false),
             supervisor: Supervisor::default(),

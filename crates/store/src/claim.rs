@@ -98,6 +98,9 @@ pub struct Finish {
     pub committed: i64,
     pub release: bool,
     pub lease_end: i64,
+    /// The lease the partition is handed to, when not the claim's own (a claim made for
+    /// several pops gives each its own lease).
+    pub lease: Option<Uuid>,
 }
 
 /// Why a partition-route pop found nothing.
@@ -214,9 +217,10 @@ const CLAIM_HINTED: &str = claim_and_read!(" AND c.partition_id = ANY ($9::uuid[
 
 const FINISH: &str = "UPDATE cursors c
         SET committed = u.committed,
-            lease_id = CASE WHEN u.release THEN NULL ELSE c.lease_id END,
+            lease_id = CASE WHEN u.release THEN NULL ELSE coalesce(u.lease, c.lease_id) END,
             lease_end = u.lease_end
-       FROM unnest($1::uuid[], $2::bigint[], $3::bool[], $4::bigint[]) AS u(pid, committed, release, lease_end)
+       FROM unnest($1::uuid[], $2::bigint[], $3::bool[], $4::bigint[], $6::uuid[])
+            AS u(pid, committed, release, lease_end, lease)
       WHERE c.partition_id = u.pid AND c.consumer_group = $5";
 
 type Params<'a> = Vec<&'a (dyn ToSql + Sync)>;
@@ -341,8 +345,9 @@ pub async fn finish(
     let committed: Vec<i64> = finishes.iter().map(|f| f.committed).collect();
     let release: Vec<bool> = finishes.iter().map(|f| f.release).collect();
     let end: Vec<i64> = finishes.iter().map(|f| f.lease_end).collect();
+    let lease: Vec<Option<Uuid>> = finishes.iter().map(|f| f.lease).collect();
     let st = tx.prepare_cached(FINISH).await?;
-    tx.execute(&st, &[&pids, &committed, &release, &end, &group])
+    tx.execute(&st, &[&pids, &committed, &release, &end, &group, &lease])
         .await?;
     Ok(())
 }

@@ -38,39 +38,60 @@ struct Taken {
     delivered_before: Option<i64>,
 }
 
+/// What a pop's claim found: the target's queues (none: no such queue), what it took of
+/// them, and why a partition route took nothing.
+pub(super) struct Found {
+    queues: Arc<[Queue]>,
+    taken: Vec<Taken>,
+    reason: Option<EmptyReason>,
+}
+
+/// One pop's budget in a claim, and the lease its partitions go to.
+#[derive(Clone, Copy)]
+pub(super) struct Ask {
+    pub lease_id: Uuid,
+    pub batch: i64,
+    pub partitions: i64,
+}
+
+impl Ask {
+    pub(super) fn of(req: &PopRequest, lease_id: Uuid) -> Ask {
+        Ask {
+            lease_id,
+            batch: req.batch,
+            partitions: req.partitions,
+        }
+    }
+}
+
 impl Service {
     pub(super) async fn attempt(
         self: &Arc<Self>,
         tenant: &str,
         req: &PopRequest,
     ) -> Result<Popped, Error> {
-        let queues = self.target_queues(tenant, &req.target).await?;
-        let partition = req.target.partition_name();
-        if queues.is_empty() {
-            return Ok(Popped::Nothing(match partition {
-                Some(_) => "partition_not_found",
-                None => "no_available_partition",
-            }));
-        }
         let lease_id = Uuid::now_v7();
         // Before the claim: if this request is dropped from here on, what it claimed is
         // released.
         let handover = (!req.auto_ack).then(|| Handover::open(self, lease_id, tenant));
-        let (taken, reason) = in_transaction!(self.store, |tx| {
-            let taken = self.claim_all(tx, &queues, req, lease_id).await?;
-            let reason = match partition {
-                Some(name) if taken.is_empty() => {
-                    let q = &queues[0];
-                    let window = q.options.window_buffer_seconds();
-                    Some(claim::diagnose_empty(tx, q.row.id, name, &req.group, window).await?)
-                }
-                _ => None,
-            };
-            Ok((taken, reason))
-        })?;
+        let found = match &req.target {
+            Target::Queue(queue) => self.claim_in_lane(tenant, queue, req, lease_id).await?,
+            _ => self.claim_alone(tenant, req, lease_id).await?,
+        };
+        let Found {
+            queues,
+            taken,
+            reason,
+        } = found;
         if taken.is_empty() {
             if let Some(h) = handover {
                 h.claimed_nothing();
+            }
+            if queues.is_empty() {
+                return Ok(Popped::Nothing(match req.target.partition_name() {
+                    Some(_) => "partition_not_found",
+                    None => "no_available_partition",
+                }));
             }
             return Ok(empty(reason));
         }
@@ -87,6 +108,63 @@ impl Service {
             partitions: self.opened(&queues, taken),
             handover,
         }))
+    }
+
+    /// One pop's claim in a transaction of its own: over the target's queues, and for a
+    /// partition route, why it found nothing.
+    pub(super) async fn claim_alone(
+        &self,
+        tenant: &str,
+        req: &PopRequest,
+        lease_id: Uuid,
+    ) -> Result<Found, Error> {
+        let queues: Arc<[Queue]> = self.target_queues(tenant, &req.target).await?.into();
+        if queues.is_empty() {
+            return Ok(Found::none(&queues));
+        }
+        let partition = req.target.partition_name();
+        let (taken, reason) = in_transaction!(self.store, |tx| {
+            let taken = self.claim_all(tx, &queues, req, lease_id).await?;
+            let reason = match partition {
+                Some(name) if taken.is_empty() => {
+                    let q = &queues[0];
+                    let window = q.options.window_buffer_seconds();
+                    Some(claim::diagnose_empty(tx, q.row.id, name, &req.group, window).await?)
+                }
+                _ => None,
+            };
+            Ok((taken, reason))
+        })?;
+        Ok(Found {
+            queues,
+            taken,
+            reason,
+        })
+    }
+
+    /// Several pops of one queue (`req` is the first of them; they share its queue, group
+    /// and acking) in one transaction and one claim: what each took, in the order asked.
+    pub(super) async fn claim_together(
+        &self,
+        tenant: &str,
+        req: &PopRequest,
+        asks: &[Ask],
+    ) -> Result<Vec<Found>, Error> {
+        let queues: Arc<[Queue]> = self.target_queues(tenant, &req.target).await?.into();
+        let Some(q) = queues.first() else {
+            return Ok(asks.iter().map(|_| Found::none(&queues)).collect());
+        };
+        let taken = in_transaction!(self.store, |tx| {
+            self.claim_queue(tx, q, req, asks).await
+        })?;
+        Ok(taken
+            .into_iter()
+            .map(|taken| Found {
+                queues: queues.clone(),
+                taken,
+                reason: None,
+            })
+            .collect())
     }
 
     /// The queues a pop may claim from. The lookup's connection goes back to the pool before
@@ -126,10 +204,13 @@ impl Service {
             if batch == 0 || partitions == 0 {
                 break;
             }
-            for t in self
-                .claim_queue(tx, q, req, lease_id, batch, partitions)
-                .await?
-            {
+            let ask = Ask {
+                lease_id,
+                batch,
+                partitions,
+            };
+            let mine = self.claim_queue(tx, q, req, &[ask]).await?;
+            for t in mine.into_iter().flatten() {
                 batch -= t.messages.len() as i64;
                 partitions -= 1;
                 taken.push(Taken { queue: i, ..t });
@@ -138,28 +219,36 @@ impl Service {
         Ok(taken)
     }
 
-    /// One queue: sweep when due, claim (hinted partitions first), deliver, finish.
+    /// One queue for one pop or several: sweep when due, claim (hinted partitions first) for
+    /// all of them at once, share what was claimed among them in order, finish. What each
+    /// took, in the order asked. Several pops' claim is made under a lease of its own, and
+    /// the finish hands each partition to its pop's lease (or releases it), so no pop's lease
+    /// ever names another's partition.
     async fn claim_queue(
         &self,
         tx: &Transaction<'_>,
         q: &Queue,
         req: &PopRequest,
-        lease_id: Uuid,
-        batch: i64,
-        partitions: i64,
-    ) -> Result<Vec<Taken>, StoreError> {
+        asks: &[Ask],
+    ) -> Result<Vec<Vec<Taken>>, StoreError> {
         let partition = req.target.partition_name();
+        let partitions = asks.iter().map(|a| a.partitions).sum();
         let (sweep, hint) = self.plan_claim(q, req, partitions);
         if let Some(which) = sweep.as_ref().map(sweep_of) {
             claim::sweep(tx, q.row.id, &req.group, partition, start(req), which).await?;
         }
+        let alone = asks.len() == 1;
         let c = Claim {
             queue_id: q.row.id,
-            lease_id,
+            lease_id: if alone {
+                asks[0].lease_id
+            } else {
+                Uuid::now_v7()
+            },
             partition,
             group: &req.group,
             max_partitions: partitions,
-            batch,
+            batch: asks.iter().map(|a| a.batch).max().unwrap_or(0),
             lease_seconds: q.options.lease_seconds(),
             window_buffer_seconds: q.options.window_buffer_seconds(),
             hint: &hint,
@@ -169,20 +258,31 @@ impl Service {
         let cutoff = (delayed > 0).then(|| claimed.db_now - chrono::Duration::seconds(delayed));
         delivery::claim_order(&mut claimed.partitions, |p| (p.last_claim, p.id));
         let views: Vec<delivery::Claimed> = claimed.partitions.iter().map(view).collect();
-        let shares = delivery::shares(&views, batch, cutoff, req.auto_ack);
+        let budgets: Vec<delivery::Ask> = asks
+            .iter()
+            .map(|a| delivery::Ask {
+                batch: a.batch,
+                partitions: a.partitions,
+            })
+            .collect();
+        let shares = delivery::assign(&views, &budgets, cutoff, req.auto_ack);
         let finishes: Vec<Finish> = claimed
             .partitions
             .iter()
             .zip(&shares)
-            .filter_map(|(p, s)| s.finish.map(|f| finish(p.id, f)))
+            .filter_map(|(p, (owner, s))| {
+                let handed = owner.filter(|_| !alone).map(|j| asks[j].lease_id);
+                finish(p, s.finish, handed)
+            })
             .collect();
         claim::finish(tx, &req.group, &finishes).await?;
-        claimed
-            .partitions
-            .into_iter()
-            .zip(shares)
-            .filter_map(|(p, s)| s.upto.map(|upto| read(p, upto)))
-            .collect()
+        let mut taken: Vec<Vec<Taken>> = asks.iter().map(|_| Vec::new()).collect();
+        for (p, (owner, s)) in claimed.partitions.into_iter().zip(shares) {
+            if let (Some(j), Some(upto)) = (owner, s.upto) {
+                taken[j].push(read(p, upto)?);
+            }
+        }
+        Ok(taken)
     }
 
     /// Whether to sweep first, and which partitions to try before walking every cursor: once
@@ -316,13 +416,29 @@ fn view(p: &ClaimedPartition) -> delivery::Claimed {
     }
 }
 
-fn finish(partition: Uuid, f: delivery::Finish) -> Finish {
-    Finish {
-        partition,
+/// The cursor update a claimed partition needs: its share's, and when it is handed to
+/// another lease than the claim's, that too (even where the share needs none).
+fn finish(
+    p: &ClaimedPartition,
+    f: Option<delivery::Finish>,
+    handed: Option<Uuid>,
+) -> Option<Finish> {
+    let f = match (f, handed) {
+        (Some(f), _) => f,
+        (None, Some(_)) => delivery::Finish {
+            committed: p.committed,
+            release: false,
+            lease_end: p.lease_end,
+        },
+        (None, None) => return None,
+    };
+    Some(Finish {
+        partition: p.id,
         committed: f.committed,
         release: f.release,
         lease_end: f.lease_end,
-    }
+        lease: handed,
+    })
 }
 
 /// The messages of a claimed partition after its cursor, up to `upto`, deleted ones left out.
@@ -354,6 +470,21 @@ fn read(p: ClaimedPartition, upto: i64) -> Result<Taken, StoreError> {
         partition: p.name,
         messages,
     })
+}
+
+impl Found {
+    fn none(queues: &Arc<[Queue]>) -> Found {
+        Found {
+            queues: queues.clone(),
+            taken: Vec::new(),
+            reason: None,
+        }
+    }
+
+    /// Nothing was claimed.
+    pub(super) fn is_empty(&self) -> bool {
+        self.taken.is_empty()
+    }
 }
 
 /// The empty answer for why nothing was claimed.

@@ -4,6 +4,9 @@
 //! so a lost wakeup costs latency, never a message.
 
 mod attempt;
+mod lane;
+
+pub(crate) use lane::{LaneJob, LaneKey};
 
 use std::sync::Arc;
 use std::time::Duration;
