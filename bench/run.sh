@@ -9,7 +9,8 @@
 #
 # Runs (name: regent bench arguments) are listed in `runs` below; `latency` derives its rate
 # from `batch1` (10% of it) and measures PostgreSQL's own commit latency at that rate.
-# `job-queue` (one message per push, pop and ack) is also printed as a ratio to the b=1
+# `job-queue` (one message per push, pop and ack) and `consume-b1` (its consumers alone, on a
+# 30,000-message backlog: one pop and one ack per message) are printed as ratios to the b=1
 # ceiling: pgbench's one-row INSERT of one distinct payload per transaction, $CLIENTS clients.
 #
 # Prints each result, then every figure as a ratio to the baseline. JSON reports are kept in
@@ -31,12 +32,13 @@ declare -A runs=(
     [fan-out]="--scenario fan-out --groups 10 --producers 4 --consumers 1 --pop-batch 1000"
     [batch1]="--scenario push --push-batch 1 --producers 64"
     [job-queue]="--scenario end-to-end --push-batch 1 --pop-batch 1 --producers 8 --consumers 8"
+    [consume-b1]="--scenario pop-ack --consumers 8 --pop-batch 1 --prefill 30000"
     [partitions-10]="--scenario end-to-end --producers 8 --pop-batch 1000 --partitions 10"
     [partitions-1000]="--scenario end-to-end --producers 8 --pop-batch 1000 --partitions 1000"
     [partitions-10000]="--scenario end-to-end --producers 8 --pop-batch 1000 --partitions 10000"
     [partitions-100000]="--scenario end-to-end --producers 8 --pop-batch 1000 --partitions 100000"
 )
-order=(push end-to-end end-to-end-b100 pop-ack fan-out batch1 job-queue latency
+order=(push end-to-end end-to-end-b100 pop-ack fan-out batch1 job-queue consume-b1 latency
        partitions-10 partitions-1000 partitions-10000 partitions-100000)
 scenarios=("$@")
 [ ${#scenarios[@]} -gt 0 ] || scenarios=("${order[@]}")
@@ -107,7 +109,7 @@ echo "  (for reference, INSERT ... SELECT of one constant $B times: $constant ms
 
 # The b=1 ceiling, measured only for the runs compared with it.
 ceiling1=
-if [[ " ${scenarios[*]} " == *" job-queue "* ]]; then
+if [[ " ${scenarios[*]} " == *" job-queue "* || " ${scenarios[*]} " == *" consume-b1 "* ]]; then
     insert_sql 1 >"$work/insert1.sql"
     read -r ceiling1 ceiling1_cpu <<<"$(pgb "$work/insert1.sql" "$work/pgbench-1.txt" 1)"
     echo "b=1 ceiling: pgbench one-row INSERT per transaction, $CLIENTS clients: $ceiling1 msg/s, postgres cpu $ceiling1_cpu s"
@@ -148,7 +150,7 @@ PY
     fi
     read -r b1 p1 <<<"$(cpu)"
     base=$baseline
-    [ "$s" = job-queue ] && base=$ceiling1
+    [ "$s" = job-queue ] || [ "$s" = consume-b1 ] && base=$ceiling1
     python3 - "$work/$s.json" "$base" "$b0" "$b1" "$p0" "$p1" "$broker" "$s" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
