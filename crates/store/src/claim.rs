@@ -13,13 +13,16 @@ use uuid::Uuid;
 
 use crate::StoreError;
 
-/// One claim: up to `max_partitions` of the group's partitions of a queue, leased under
-/// `lease_id` (one lease id per pop request, shared by every partition it claims, so one
-/// extend call renews them all), each up to `batch` messages past its cursor.
+/// One claim: up to `max_partitions` of the group's partitions of a queue, each up to
+/// `batch` messages past its cursor, the k-th claimed (in claim order) leased under
+/// `leases[k]`. A pop's lease id is shared by every partition it claims, so one extend call
+/// renews them all; a claim for several pops names each pop's lease once per partition it
+/// may take, in the order the pops are served.
 #[derive(Clone, Copy)]
 pub struct Claim<'a> {
     pub queue_id: Uuid,
-    pub lease_id: Uuid,
+    /// One per partition slot: `max_partitions` of them.
+    pub leases: &'a [Uuid],
     /// `Some` on the partition route: only this partition (by name).
     pub partition: Option<&'a str>,
     pub group: &'a str,
@@ -56,6 +59,8 @@ pub enum Sweep<'a> {
 /// in offset order.
 pub struct ClaimedPartition {
     pub id: Uuid,
+    /// The lease the claim put it under (its slot's).
+    pub lease_id: Uuid,
     pub name: String,
     pub committed: i64,
     pub lease_end: i64,
@@ -159,8 +164,8 @@ macro_rules! ensure_named {
 const ENSURE_NAMED: &str = ensure_named!("");
 const ENSURE_NAMED_ONLY: &str = ensure_named!(" AND p.id = ANY ($5::uuid[])");
 
-/// Claims up to `$5` partitions for the group under lease `$6` and reads their segments, in
-/// one statement. Least recently claimed partitions first, so a hot partition cannot starve
+/// Claims up to `$5` partitions for the group, the k-th under lease `$6[k]`, and reads their
+/// segments, in one statement. Least recently claimed partitions first, so a hot partition cannot starve
 /// the others. Each claimed partition comes back once per segment overlapping its leased
 /// range (committed, lease_end]: the segments ending inside the range plus the first one
 /// ending after it, both bounded index scans however long the backlog behind the range is.
@@ -183,16 +188,19 @@ macro_rules! claim_and_read {
         FOR UPDATE OF c SKIP LOCKED),
      claimed AS (
        UPDATE cursors c
-          SET lease_id = $6, lease_expires_at = now() + make_interval(secs => $7::float8),
+          SET lease_id = ($6::uuid[])[cand.k],
+              lease_expires_at = now() + make_interval(secs => $7::float8),
               lease_end = least(cand.next_offset - 1, cand.committed + $8)
-         FROM cand
+         FROM (SELECT cand.*,
+                      row_number() OVER (ORDER BY cand.last_claim NULLS FIRST, cand.partition_id) AS k
+                 FROM cand) cand
         WHERE c.partition_id = cand.partition_id AND c.consumer_group = $2
-       RETURNING c.partition_id, cand.name, cand.committed, c.lease_end, cand.old_end,
+       RETURNING c.partition_id, c.lease_id, cand.name, cand.committed, c.lease_end, cand.old_end,
                  cand.last_claim,
                  (SELECT array_agg(t.\"offset\" ORDER BY t.\"offset\") FROM tombstones t
                    WHERE t.partition_id = c.partition_id AND t.\"offset\" > cand.committed
                      AND t.\"offset\" <= c.lease_end) AS tombstoned)
-     SELECT cl.partition_id, cl.name, cl.committed, cl.lease_end, cl.old_end, cl.last_claim,
+     SELECT cl.partition_id, cl.lease_id, cl.name, cl.committed, cl.lease_end, cl.old_end, cl.last_claim,
             cl.tombstoned, now() AS db_now, s.base_offset, s.end_offset, s.created_at, s.frames
        FROM claimed cl
        LEFT JOIN LATERAL (
@@ -271,7 +279,7 @@ pub async fn claim(tx: &Transaction<'_>, c: &Claim<'_>) -> Result<Claimed, Store
         &c.partition,
         &window,
         &c.max_partitions,
-        &c.lease_id,
+        &c.leases,
         &lease,
         &c.batch,
     ];
@@ -302,6 +310,7 @@ fn claimed(rows: Vec<Row>) -> Claimed {
         if partitions.last().is_none_or(|p| p.id != id) {
             partitions.push(ClaimedPartition {
                 id,
+                lease_id: row.get("lease_id"),
                 name: row.get("name"),
                 committed: row.get("committed"),
                 lease_end: row.get("lease_end"),

@@ -221,9 +221,10 @@ impl Service {
 
     /// One queue for one pop or several: sweep when due, claim (hinted partitions first) for
     /// all of them at once, share what was claimed among them in order, finish. What each
-    /// took, in the order asked. Several pops' claim is made under a lease of its own, and
-    /// the finish hands each partition to its pop's lease (or releases it), so no pop's lease
-    /// ever names another's partition.
+    /// took, in the order asked. The claim puts the k-th partition under the lease of the pop
+    /// that would be served it if every partition had something to deliver (`slots`); where
+    /// the sharing differs, the finish hands the partition to its pop's lease (or releases
+    /// it), so no pop's lease ever names another's partition.
     async fn claim_queue(
         &self,
         tx: &Transaction<'_>,
@@ -237,14 +238,10 @@ impl Service {
         if let Some(which) = sweep.as_ref().map(sweep_of) {
             claim::sweep(tx, q.row.id, &req.group, partition, start(req), which).await?;
         }
-        let alone = asks.len() == 1;
+        let leases = slots(asks);
         let c = Claim {
             queue_id: q.row.id,
-            lease_id: if alone {
-                asks[0].lease_id
-            } else {
-                Uuid::now_v7()
-            },
+            leases: &leases,
             partition,
             group: &req.group,
             max_partitions: partitions,
@@ -271,7 +268,7 @@ impl Service {
             .iter()
             .zip(&shares)
             .filter_map(|(p, (owner, s))| {
-                let handed = owner.filter(|_| !alone).map(|j| asks[j].lease_id);
+                let handed = owner.map(|j| asks[j].lease_id).filter(|l| *l != p.lease_id);
                 finish(p, s.finish, handed)
             })
             .collect();
@@ -414,6 +411,14 @@ fn view(p: &ClaimedPartition) -> delivery::Claimed {
             .map(|s| (s.base_offset, s.end_offset, s.created_at))
             .collect(),
     }
+}
+
+/// A claim's leases by partition slot: each pop's lease once per partition it may take, in
+/// the order the pops are served.
+fn slots(asks: &[Ask]) -> Vec<Uuid> {
+    asks.iter()
+        .flat_map(|a| std::iter::repeat_n(a.lease_id, a.partitions.max(0) as usize))
+        .collect()
 }
 
 /// The cursor update a claimed partition needs: its share's, and when it is handed to
