@@ -340,6 +340,16 @@ fn claimed(rows: Vec<Row>) -> Claimed {
     Claimed { db_now, partitions }
 }
 
+/// Makes the transaction's commit return without waiting for its WAL flush. Only for a claim
+/// that consumes nothing (no autoAck): lost in a crash, its leases are as if they had
+/// expired (the messages redeliver and acks under them are refused), which at-least-once
+/// delivery allows; a later durable commit (an ack's) flushes it with its own.
+pub async fn lease_only(tx: &Transaction<'_>) -> Result<(), StoreError> {
+    tx.batch_execute("SET LOCAL synchronous_commit = off")
+        .await?;
+    Ok(())
+}
+
 /// Ends the claim as decided: trims leases to what was delivered, releases empty ones, and
 /// commits auto-acked deliveries. One statement for every partition of the claim.
 pub async fn finish(

@@ -63,7 +63,7 @@ pub async fn upsert(
 }
 
 pub async fn find(
-    client: &Client,
+    client: &impl deadpool_postgres::GenericClient,
     tenant: &str,
     name: &str,
 ) -> Result<Option<QueueRow>, StoreError> {

@@ -27,6 +27,15 @@ struct Queue {
     options: QueueOptions,
 }
 
+impl Queue {
+    fn of(row: QueueRow) -> Queue {
+        Queue {
+            options: QueueOptions::from_stored(&row.options),
+            row,
+        }
+    }
+}
+
 /// What the claim transaction took from one queue's partition.
 struct Taken {
     queue: usize,
@@ -142,21 +151,37 @@ impl Service {
         })
     }
 
-    /// Several pops of one queue (`req` is the first of them; they share its queue, group
-    /// and acking) in one transaction and one claim: what each took, in the order asked.
+    /// Several pops of `queue` (`req` is the first of them; they share its queue, group and
+    /// acking) in one transaction, the queue's lookup included, and one claim: what each
+    /// took, in the order asked.
     pub(super) async fn claim_together(
         &self,
         tenant: &str,
+        queue: &str,
         req: &PopRequest,
         asks: &[Ask],
     ) -> Result<Vec<Found>, Error> {
-        let queues: Arc<[Queue]> = self.target_queues(tenant, &req.target).await?.into();
-        let Some(q) = queues.first() else {
-            return Ok(asks.iter().map(|_| Found::none(&queues)).collect());
-        };
-        let taken = in_transaction!(self.store, |tx| {
-            self.claim_queue(tx, q, req, asks).await
+        let claimed = in_transaction!(self.store, |tx| {
+            // Pipelined: one round trip for both.
+            let durability = async {
+                match req.auto_ack {
+                    true => Ok(()),
+                    false => claim::lease_only(tx).await,
+                }
+            };
+            let (row, ()) = tokio::try_join!(queues::find(tx, tenant, queue), durability)?;
+            let Some(row) = row else {
+                return Ok(None);
+            };
+            let q = Queue::of(row);
+            let taken = self.claim_queue(tx, &q, req, asks).await?;
+            Ok(Some((q, taken)))
         })?;
+        let Some((q, taken)) = claimed else {
+            let none: Arc<[Queue]> = Arc::new([]);
+            return Ok(asks.iter().map(|_| Found::none(&none)).collect());
+        };
+        let queues: Arc<[Queue]> = Arc::new([q]);
         Ok(taken
             .into_iter()
             .map(|taken| Found {
@@ -181,13 +206,7 @@ impl Service {
                 queues::find_scoped(&client, tenant, namespace.as_deref(), task.as_deref()).await?
             }
         };
-        Ok(rows
-            .into_iter()
-            .map(|row| Queue {
-                options: QueueOptions::from_stored(&row.options),
-                row,
-            })
-            .collect())
+        Ok(rows.into_iter().map(Queue::of).collect())
     }
 
     /// Claims over the queues in order until the batch or the partition count is used up.

@@ -75,21 +75,21 @@ impl Service {
         };
         let weight = |j: &LaneJob| j.req.batch.max(1) as usize;
         while let Some(jobs) = self.pop_lanes.next(&key, MAX_FUSED_ITEMS, weight) {
-            self.claim_for(&key.tenant, jobs).await;
+            self.claim_for(&key.tenant, &key.queue, jobs).await;
         }
         turn.over = true;
     }
 
-    /// One claim for `jobs`, each answered with its share. A lone job is claimed exactly as
-    /// an unfused pop is.
-    async fn claim_for(self: &Arc<Self>, tenant: &str, jobs: Vec<LaneJob>) {
+    /// One claim for `jobs`, each answered with its share; a lone job's claim is the same
+    /// transaction with one ask.
+    async fn claim_for(self: &Arc<Self>, tenant: &str, queue: &str, jobs: Vec<LaneJob>) {
         // A pop whose client went away while it waited is not claimed for.
         let jobs: Vec<LaneJob> = jobs.into_iter().filter(|j| !j.reply.is_closed()).collect();
         let Some(first) = jobs.first() else {
             return;
         };
         let asks: Vec<Ask> = jobs.iter().map(|j| Ask::of(&j.req, j.lease_id)).collect();
-        match self.claim_together(tenant, &first.req, &asks).await {
+        match self.claim_together(tenant, queue, &first.req, &asks).await {
             Ok(found) => {
                 for (job, found) in jobs.into_iter().zip(found) {
                     let claimed = !found.is_empty();
