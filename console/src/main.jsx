@@ -117,15 +117,22 @@ function App() {
         </div>
       )}
       <main>
-        <View
-          key={page.path}
-          query={route.query}
-          epoch={epoch}
-          theme={theme}
-          session={session}
-          onToken={onToken}
-          navigate={navigate}
-        />
+        {/* Not before the broker says who the token is: a page drawn for an unknown session
+            shows everything, and would call routes the role may not (a read-only token's
+            first look at the system page fetched the fleet's admin figures). */}
+        {whoami.loading && !whoami.data && !whoami.error ? (
+          <p class="muted">Loading…</p>
+        ) : (
+          <View
+            key={page.path}
+            query={route.query}
+            epoch={epoch}
+            theme={theme}
+            session={session}
+            onToken={onToken}
+            navigate={navigate}
+          />
+        )}
       </main>
     </div>
   );
