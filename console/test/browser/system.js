@@ -82,6 +82,12 @@ export async function authenticated({ browser, b, tokens }) {
     (t) => sessionStorage.setItem('regent.token', t),
     tokens['read-only'],
   );
+  // whoami answers late, as over a slow link: until it has, no page may call a route the
+  // role may not (a page drawn for an unknown session shows everything).
+  await context.route('**/api/v1/whoami', async (route) => {
+    await new Promise((done) => setTimeout(done, 500));
+    await route.continue();
+  });
   await open(page, b, '');
   await page.waitForSelector('[data-testid=session][data-role=read-only]');
   same(
