@@ -125,6 +125,7 @@ async fn random_group_names_do_not_grow_the_runtime_maps() {
     let text = text.as_str().unwrap().to_string();
     let entries = |map: &str| sample(&text, &format!("regent_runtime_entries{{map=\"{map}\"}}"));
     assert_eq!(entries("wakeups"), 0.0, "no pop in flight: no notifier");
+    assert_eq!(entries("pop_lanes"), 0.0, "no pop in flight: no lane");
     assert_eq!(entries("ready_queues"), 1.0);
     let groups = entries("ready_groups");
     assert!(
