@@ -189,6 +189,9 @@ export async function anonymous({ browser, b }) {
   // A window before the pushes holds none of them; one around them holds them all.
   await page.selectOption('[data-testid=filter-status]', '');
   await page.waitForFunction(() => !location.hash.includes('status='));
+  // Settled first: the form takes its fields from the new address after it renders, and a
+  // window typed before that was overwritten (seen under load in CI).
+  await rowsBecome(page, byQueue);
   const now = Date.now();
   await page.fill('[data-testid=filter-from]', minute(now - 3 * 3600e3));
   await page.fill('[data-testid=filter-to]', minute(now - 2 * 3600e3));
