@@ -73,7 +73,7 @@ impl Service {
             key: &key,
             over: false,
         };
-        let weight = |j: &LaneJob| j.req.batch.max(1) as usize;
+        let weight = |j: &LaneJob| weight(j.req.batch, j.req.partitions);
         while let Some(jobs) = self.pop_lanes.next(&key, MAX_FUSED_ITEMS, weight) {
             self.claim_for(&key.tenant, &key.queue, jobs).await;
         }
@@ -109,6 +109,13 @@ impl Service {
     }
 }
 
+/// What a pop weighs in a fused claim: its batch, or its partitions when more (each is a slot
+/// of the claim's lease array and a cursor row the claim may lock), so a claim stays within
+/// `MAX_FUSED_ITEMS` of both however many pops wait.
+fn weight(batch: i64, partitions: i64) -> usize {
+    batch.max(partitions).max(1) as usize
+}
+
 /// A leader's place in its lane: one that stops before its turn is over (a panic) leaves the
 /// lane, and when it was the last, the requests still waiting are answered as interrupted
 /// instead of waiting for a claim no one will make.
@@ -123,5 +130,18 @@ impl Drop for Turn<'_> {
         if !self.over {
             drop(self.service.pop_lanes.abandon(self.key));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pop_weighs_its_batch_or_its_partitions_whichever_is_more() {
+        assert_eq!(weight(1, 1), 1);
+        assert_eq!(weight(100, 1), 100);
+        assert_eq!(weight(1, 1000), 1000, "partition slots count too");
+        assert_eq!(weight(0, 0), 1, "every pop weighs something");
     }
 }
