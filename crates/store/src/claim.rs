@@ -165,8 +165,8 @@ const ENSURE_NAMED: &str = ensure_named!("");
 const ENSURE_NAMED_ONLY: &str = ensure_named!(" AND p.id = ANY ($5::uuid[])");
 
 /// Claims up to `$5` partitions for the group, the k-th under lease `$6[k]`, and reads their
-/// segments, in one statement. Least recently claimed partitions first, so a hot partition cannot starve
-/// the others. Each claimed partition comes back once per segment overlapping its leased
+/// segments, in one statement. Least recently claimed partitions first, so a hot partition
+/// cannot starve the others. Each claimed partition comes back once per segment overlapping its leased
 /// range (committed, lease_end]: the segments ending inside the range plus the first one
 /// ending after it, both bounded index scans however long the backlog behind the range is.
 /// `$candidates` narrows the cursors considered (see the two forms below).

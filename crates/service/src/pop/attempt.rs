@@ -59,16 +59,17 @@ pub(super) struct Found {
 #[derive(Clone, Copy)]
 pub(super) struct Ask {
     pub lease_id: Uuid,
-    pub batch: i64,
-    pub partitions: i64,
+    pub budget: delivery::Ask,
 }
 
 impl Ask {
     pub(super) fn of(req: &PopRequest, lease_id: Uuid) -> Ask {
         Ask {
             lease_id,
-            batch: req.batch,
-            partitions: req.partitions,
+            budget: delivery::Ask {
+                batch: req.batch,
+                partitions: req.partitions,
+            },
         }
     }
 }
@@ -225,8 +226,7 @@ impl Service {
             }
             let ask = Ask {
                 lease_id,
-                batch,
-                partitions,
+                budget: delivery::Ask { batch, partitions },
             };
             let mine = self.claim_queue(tx, q, req, &[ask]).await?;
             for t in mine.into_iter().flatten() {
@@ -252,7 +252,7 @@ impl Service {
         asks: &[Ask],
     ) -> Result<Vec<Vec<Taken>>, StoreError> {
         let partition = req.target.partition_name();
-        let partitions = asks.iter().map(|a| a.partitions).sum();
+        let partitions = asks.iter().map(|a| a.budget.partitions).sum();
         let (sweep, hint) = self.plan_claim(q, req, partitions);
         if let Some(which) = sweep.as_ref().map(sweep_of) {
             claim::sweep(tx, q.row.id, &req.group, partition, start(req), which).await?;
@@ -264,7 +264,7 @@ impl Service {
             partition,
             group: &req.group,
             max_partitions: partitions,
-            batch: asks.iter().map(|a| a.batch).max().unwrap_or(0),
+            batch: asks.iter().map(|a| a.budget.batch).max().unwrap_or(0),
             lease_seconds: q.options.lease_seconds(),
             window_buffer_seconds: q.options.window_buffer_seconds(),
             hint: &hint,
@@ -274,13 +274,7 @@ impl Service {
         let cutoff = (delayed > 0).then(|| claimed.db_now - chrono::Duration::seconds(delayed));
         delivery::claim_order(&mut claimed.partitions, |p| (p.last_claim, p.id));
         let views: Vec<delivery::Claimed> = claimed.partitions.iter().map(view).collect();
-        let budgets: Vec<delivery::Ask> = asks
-            .iter()
-            .map(|a| delivery::Ask {
-                batch: a.batch,
-                partitions: a.partitions,
-            })
-            .collect();
+        let budgets: Vec<delivery::Ask> = asks.iter().map(|a| a.budget).collect();
         let shares = delivery::assign(&views, &budgets, cutoff, req.auto_ack);
         let finishes: Vec<Finish> = claimed
             .partitions
@@ -436,7 +430,7 @@ fn view(p: &ClaimedPartition) -> delivery::Claimed {
 /// the order the pops are served.
 fn slots(asks: &[Ask]) -> Vec<Uuid> {
     asks.iter()
-        .flat_map(|a| std::iter::repeat_n(a.lease_id, a.partitions.max(0) as usize))
+        .flat_map(|a| std::iter::repeat_n(a.lease_id, a.budget.partitions.max(0) as usize))
         .collect()
 }
 
