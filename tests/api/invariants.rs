@@ -792,3 +792,81 @@ async fn concurrent_pushes_each_get_their_own_verdicts() {
         .expect("the NUL-key payload is delivered");
     assert_eq!(nul["data"], serde_json::json!({"k\u{0}": 1}));
 }
+
+/// Every pooled connection plans a statement once and keeps the plan (`regent_store`'s
+/// session settings). A plan made while a table was tiny must not scan that table whole once
+/// it has grown: a claim planned on a one-row `partitions` table once walked 3,000 cursors
+/// with a sequential scan of `partitions` for each (a second per pop at 10,000 partitions).
+/// One connection, statistics taken while the table is tiny and autovacuum off, so the broker
+/// plans the claim exactly as it did then; the growth is written behind its back.
+#[tokio::test]
+async fn a_plan_made_on_a_small_table_does_not_scan_it_whole_once_it_grows() {
+    let b = crate::support::broker_with(|c| c.db_pool_size = 1).await;
+    let db = b.db().await;
+    db.batch_execute(
+        "ALTER TABLE partitions SET (autovacuum_enabled = off);
+         ALTER TABLE cursors SET (autovacuum_enabled = off)",
+    )
+    .await
+    .unwrap();
+    b.push("grow", "p0", &["t0"]).await;
+    db.batch_execute("ANALYZE partitions; ANALYZE cursors")
+        .await
+        .unwrap();
+    // The first pop claims the hinted partition; the second finds no hint and walks.
+    assert_eq!(
+        Broker::txids(&pop_prompt(&b, "grow", None, 1).await),
+        ["t0"]
+    );
+    let walk = "/api/v1/pop/queue/grow?wait=false&batch=1";
+    let (s, v) = b.get(walk).await;
+    assert!(
+        s == StatusCode::OK && Broker::txids(&v).is_empty(),
+        "{s} {v}"
+    );
+
+    db.batch_execute(
+        "INSERT INTO partitions (id, tenant, queue_id, name)
+              SELECT gen_random_uuid(), p.tenant, p.queue_id, 'g' || i
+                FROM partitions p, generate_series(1, 3000) i WHERE p.name = 'p0';
+         INSERT INTO cursors (partition_id, consumer_group, committed, queue_id)
+              SELECT p.id, c.consumer_group, -1, p.queue_id
+                FROM partitions p JOIN cursors c ON c.queue_id = p.queue_id
+               WHERE p.name LIKE 'g%'",
+    )
+    .await
+    .unwrap();
+    let stats = "SELECT seq_tup_read, seq_scan + coalesce(idx_scan, 0) AS scans
+                   FROM pg_stat_user_tables WHERE relname = 'partitions'";
+    db.batch_execute("SET stats_fetch_consistency = none")
+        .await
+        .unwrap();
+    let before = db.query_one(stats, &[]).await.unwrap();
+    let (read0, scans0): (i64, i64) = (before.get(0), before.get(1));
+
+    // A walk over 3,000 cursors with nothing to read.
+    let (s, v) = b.get(walk).await;
+    assert!(
+        s == StatusCode::OK && Broker::txids(&v).is_empty(),
+        "{s} {v}"
+    );
+    // The broker's backend reports its table counters when idle, within a few seconds.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let read = loop {
+        let r = db.query_one(stats, &[]).await.unwrap();
+        let (read, scans): (i64, i64) = (r.get(0), r.get(1));
+        if scans > scans0 {
+            break read;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the broker's table counters never arrived"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(
+        read - read0 < 100_000,
+        "the claim read {} partition rows by sequential scans",
+        read - read0
+    );
+}

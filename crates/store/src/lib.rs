@@ -91,7 +91,15 @@ const POOL_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// statements look rows up by key, where the generic plan is the one a custom plan would
 /// pick. The few whose best plan could depend on a value (the time ranges of the inspection
 /// and retention statements) get the generic plan too: write statements for it.
-const GENERIC_PLANS: &str = "SET plan_cache_mode = force_generic_plan";
+///
+/// A plan kept for the life of a connection was made with the table sizes of its first run,
+/// so sequential scans are priced out (`enable_seqscan = off`; one is still taken where no
+/// index serves). Otherwise a statement first planned while `partitions` held a few rows
+/// joined it by a sequential scan per cursor, and at 10,000 partitions a claim walking 3,000
+/// cursors read nine million rows (`invariants::a_plan_made_on_a_small_table_...`). An index
+/// scan of a table that stays small costs little; a sequential scan frozen into a plan
+/// grows with the table.
+const SESSION_PLANNING: &str = "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off";
 
 /// Serialises concurrent migrations when several brokers start at once.
 const MIGRATION_LOCK: i64 = 0x5245_4745_4e54; // "REGENT"
@@ -134,7 +142,7 @@ impl Store {
             .post_create(Hook::async_fn(|client, _| {
                 Box::pin(async move {
                     client
-                        .batch_execute(GENERIC_PLANS)
+                        .batch_execute(SESSION_PLANNING)
                         .await
                         .map_err(HookError::Backend)
                 })
