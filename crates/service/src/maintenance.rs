@@ -97,6 +97,7 @@ impl Service {
 
     /// One poll: read every switch, then drain the tenants whose maintenance has ended.
     async fn poll_switches(&self) -> Result<(), Error> {
+        let read_at = self.runtime.switches.generation();
         let all = {
             let client = self.store.client().await?;
             maintenance::poll(&client).await?
@@ -104,21 +105,17 @@ impl Service {
         let paused = self
             .runtime
             .switches
-            .replace(all.iter().map(|(t, s)| (t.clone(), switch(*s))));
+            .replace(read_at, all.iter().map(|(t, s)| (t.clone(), switch(*s))));
         for tenant in paused {
             self.runtime.wakeups.paused(&tenant);
         }
-        for (tenant, s) in all.iter().filter(|(_, s)| s.buffered && !s.push) {
+        for (tenant, _) in all.iter().filter(|(_, s)| s.buffered && !s.push) {
             loop {
                 match self.drain_once(tenant).await? {
                     Drain::Appended(_) => continue,
                     // Drained by this broker: its pushes go straight to the log again.
                     Drain::Empty => {
-                        let now = Switches {
-                            buffered: false,
-                            ..*s
-                        };
-                        self.runtime.switches.set(tenant, switch(now));
+                        self.runtime.switches.drained(tenant);
                         break;
                     }
                 }
