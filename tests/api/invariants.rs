@@ -870,3 +870,44 @@ async fn a_plan_made_on_a_small_table_does_not_scan_it_whole_once_it_grows() {
         read - read0
     );
 }
+
+/// The plan of a statement that must scan a table whole (no index serves it) carries
+/// `enable_seqscan = off`'s penalty of 10^10, far past `jit_above_cost`: with JIT on,
+/// PostgreSQL compiled such a statement with LLVM on every run. The stats round's claim of a
+/// one-row table spent 330 ms of CPU in the compiler each time, four a second, and the
+/// latency run's push p99 went from 11 to 86 ms. Pooled connections run without JIT.
+#[tokio::test]
+async fn a_pooled_statement_priced_past_the_jit_threshold_is_not_compiled() {
+    let b = broker().await;
+    let scan = "EXPLAIN ANALYZE SELECT count(*) FROM stats_rounds
+                 WHERE finished_at IS NULL OR started_at < now()";
+    let plan = |rows: Vec<tokio_postgres::Row>| -> String {
+        rows.iter().map(|r| r.get::<_, String>(0) + "\n").collect()
+    };
+    // Where this PostgreSQL can compile at all, a plain connection priced the same way does.
+    let db = b.db().await;
+    let jit: bool = db
+        .query_one("SELECT pg_jit_available()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    db.batch_execute("SET enable_seqscan = off").await.unwrap();
+    let control = plan(db.query(scan, &[]).await.unwrap());
+    assert_eq!(control.contains("JIT:"), jit, "{control}");
+
+    let store = Store::connect(&b.db_url, 2).unwrap();
+    let pooled = plan(
+        store
+            .client()
+            .await
+            .unwrap()
+            .query(scan, &[])
+            .await
+            .unwrap(),
+    );
+    assert!(pooled.contains("Seq Scan"), "{pooled}");
+    assert!(
+        !pooled.contains("JIT:"),
+        "compiled on a pooled connection:\n{pooled}"
+    );
+}
