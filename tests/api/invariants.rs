@@ -874,8 +874,8 @@ async fn a_plan_made_on_a_small_table_does_not_scan_it_whole_once_it_grows() {
 /// The plan of a statement that must scan a table whole (no index serves it) carries
 /// `enable_seqscan = off`'s penalty of 10^10, far past `jit_above_cost`: with JIT on,
 /// PostgreSQL compiled such a statement with LLVM on every run. The stats round's claim of a
-/// one-row table spent 330 ms of CPU in the compiler each time, four a second, and the
-/// latency run's push p99 went from 11 to 86 ms. Pooled connections run without JIT.
+/// one-row table spent up to 330 ms of CPU in the compiler each time, every few seconds.
+/// Pooled connections run without JIT.
 #[tokio::test]
 async fn a_pooled_statement_priced_past_the_jit_threshold_is_not_compiled() {
     let b = broker().await;

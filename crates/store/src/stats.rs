@@ -24,8 +24,8 @@ pub const PAUSE_PER_ROUND: f64 = 4.0;
 /// [`PAUSE_PER_ROUND`] times its own length ago (or always, with `force`). A round already
 /// running holds the row: without `force` this broker skips at once; with it, it waits for
 /// that round and then runs its own, which sees every write committed before the call.
-/// The round's statements run without JIT (their row estimates over CTEs are wild, and
-/// compiling them cost more than running them) and with room to sort in memory.
+/// The round's statements run with room to sort in memory (and, as on every pooled
+/// connection, without JIT: `SESSION_PLANNING` in this crate's root).
 pub async fn begin_round(
     tx: &Transaction<'_>,
     force: bool,
@@ -49,8 +49,7 @@ pub async fn begin_round(
         .await?
         .is_some();
     if taken {
-        tx.batch_execute("SET LOCAL jit = off; SET LOCAL work_mem = '64MB'")
-            .await?;
+        tx.batch_execute("SET LOCAL work_mem = '64MB'").await?;
     }
     Ok(taken)
 }
