@@ -8,7 +8,9 @@
 #   DURATION=10 bench/run.sh push end-to-end
 #
 # Runs (name: regent bench arguments) are listed in `runs` below; `latency` derives its rate
-# from `batch1` (10% of it) and measures PostgreSQL's own commit latency at that rate.
+# from `batch1` (10% of it) and measures PostgreSQL's own commit latency beside it, at the
+# same time (LATENCY_TRACE=MS also lists every push and delivery later than MS ms, with its
+# wall-clock time, in the work directory's latency.slow, to line up with PostgreSQL's log).
 # `job-queue` (one message per push, pop and ack) and `consume-b1` (its consumers alone, on a
 # 30,000-message backlog: one pop and one ack per message) are printed as ratios to the b=1
 # ceiling: pgbench's one-row INSERT of one distinct payload per transaction, $CLIENTS clients.
@@ -32,7 +34,7 @@ declare -A runs=(
     [fan-out]="--scenario fan-out --groups 10 --producers 4 --consumers 1 --pop-batch 1000"
     [batch1]="--scenario push --push-batch 1 --producers 64"
     [job-queue]="--scenario end-to-end --push-batch 1 --pop-batch 1 --producers 8 --consumers 8"
-    [consume-b1]="--scenario pop-ack --consumers 8 --pop-batch 1 --prefill 30000"
+    [consume-b1]="--scenario pop-ack --consumers 8 --pop-batch 1 --prefill 30000 --drain-timeout 120"
     [partitions-10]="--scenario end-to-end --producers 8 --pop-batch 1000 --partitions 10"
     [partitions-1000]="--scenario end-to-end --producers 8 --pop-batch 1000 --partitions 1000"
     [partitions-10000]="--scenario end-to-end --producers 8 --pop-batch 1000 --partitions 10000"
@@ -114,41 +116,56 @@ if [[ " ${scenarios[*]} " == *" job-queue "* || " ${scenarios[*]} " == *" consum
     read -r ceiling1 ceiling1_cpu <<<"$(pgb "$work/insert1.sql" "$work/pgbench-1.txt" 1)"
     echo "b=1 ceiling: pgbench one-row INSERT per transaction, $CLIENTS clients: $ceiling1 msg/s, postgres cpu $ceiling1_cpu s"
 fi
+# The baseline's table is gigabytes by now, and its insert-triggered autovacuum would scan and
+# dirty all of it through every broker run after it: disk writes the broker did not cause,
+# which stall the WAL flushes its commits wait on. Measured, not needed: emptied.
+psql -q "$PG" -c "TRUNCATE bench_queue"
 
 for s in "${scenarios[@]}"; do
     args=${runs[$s]:-}
+    commit_probe=
     if [ "$s" = latency ]; then
         # 10% of the batch-1 push rate (measured now if batch1 was not run), 8 producers, and
-        # consumers parked on long-polls; beside it, pgbench's one-row INSERT commit latency
-        # at the same rate (per-transaction log, percentiles computed here).
+        # consumers parked on long-polls. PostgreSQL's own commit latency is measured beside it,
+        # at the same time on the same disk: pgbench's one-row INSERT at a tenth of that rate
+        # (per-transaction log, percentiles computed after the run). Measured before or after
+        # instead, it missed the stalls the run itself met (checkpoint and writeback flushes).
         if [ ! -f "$work/batch1.json" ]; then
             "$gen" bench --url "http://127.0.0.1:$PORT" ${runs[batch1]} --duration "$DURATION" \
                 --json --quiet >"$work/batch1.json"
         fi
         rate=$(python3 -c "import json; print(max(10, round(json.load(open('$work/batch1.json'))['push_rate'] / 10)))")
         args="--scenario end-to-end --push-batch 1 --producers 8 --consumers 8 --rate $rate"
+        # LATENCY_TRACE=MS: every push and delivery later than MS, stamped, in $work/latency.slow.
+        [ -z "${LATENCY_TRACE:-}" ] || args="$args --trace-slower-than $LATENCY_TRACE"
+        probe_rate=$(( rate / 10 > 20 ? rate / 10 : 20 ))
         psql -q "$PG" -c "CREATE TABLE IF NOT EXISTS bench_commit (id bigserial PRIMARY KEY, at timestamptz DEFAULT now())"
         echo "INSERT INTO bench_commit DEFAULT VALUES;" >"$work/commit.sql"
-        (cd "$work" && "$pgbench" -n -c 8 -j 2 -T "$DURATION" -R "$rate" -l --log-prefix=commitlog \
-            -f "$work/commit.sql" "$PG" >"$work/pgbench-commit.txt" 2>&1)
-        python3 - "$work" "$rate" <<'PY'
-import glob, sys
-lat = sorted(int(l.split()[2]) for f in glob.glob(f"{sys.argv[1]}/commitlog.*") for l in open(f))
-pct = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] / 1000
-print(f"   latency: PostgreSQL's own commit (pgbench one-row INSERT at {sys.argv[2]}/s): "
-      f"p50 {pct(0.5):.2f} ms, p99 {pct(0.99):.2f} ms, p99.9 {pct(0.999):.2f} ms")
-PY
+        rm -f "$work"/commitlog.*
+        (cd "$work" && exec "$pgbench" -n -c 8 -j 2 -T "$DURATION" -R "$probe_rate" -l --log-prefix=commitlog \
+            -f "$work/commit.sql" "$PG" >"$work/pgbench-commit.txt" 2>&1) &
+        commit_probe=$!
     fi
     [ -n "$args" ] || { echo "unknown run: $s"; exit 2; }
     read -r b0 p0 <<<"$(cpu)"
     "$gen" bench --url "http://127.0.0.1:$PORT" $args --duration "$DURATION" \
-        --pg-url "$PG" --json --quiet ${BENCH_ARGS:-} >"$work/$s.json"
+        --pg-url "$PG" --json --quiet ${BENCH_ARGS:-} >"$work/$s.json" 2> >(tee -a "$work/$s.slow" | grep -v '^slow ' >&2)
     # REPORTS (bench/ab.sh): keep each report and the baseline beside it.
     if [ -n "${REPORTS:-}" ]; then
         cp "$work/$s.json" "$REPORTS/$s.json"
         echo "$baseline" >"$REPORTS/baseline"
     fi
     read -r b1 p1 <<<"$(cpu)"
+    if [ -n "$commit_probe" ]; then
+        wait "$commit_probe"
+        python3 - "$work" "$probe_rate" <<'PY'
+import glob, sys
+lat = sorted(int(l.split()[2]) for f in glob.glob(f"{sys.argv[1]}/commitlog.*") for l in open(f))
+pct = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] / 1000
+print(f"   latency: PostgreSQL's own commit beside it (pgbench one-row INSERT at {sys.argv[2]}/s): "
+      f"p50 {pct(0.5):.2f} ms, p99 {pct(0.99):.2f} ms, p99.9 {pct(0.999):.2f} ms")
+PY
+    fi
     base=$baseline
     [ "$s" = job-queue ] || [ "$s" = consume-b1 ] && base=$ceiling1
     python3 - "$work/$s.json" "$base" "$b0" "$b1" "$p0" "$p1" "$broker" "$s" <<'PY'

@@ -29,6 +29,7 @@ fn args(url: &str, scenario: Scenario) -> BenchArgs {
         drain_timeout: 20.0,
         token: None,
         pg_url: None,
+        trace_slower_than: None,
         json: false,
         quiet: true,
     }

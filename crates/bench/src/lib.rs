@@ -110,6 +110,11 @@ pub struct BenchArgs {
     /// PostgreSQL URL of the broker's database, to report commits/s (optional).
     #[arg(long)]
     pub pg_url: Option<String>,
+    /// Print every push answered, and every message delivered, later than this many
+    /// milliseconds after it was due, with the wall-clock time (Unix ms) on stderr: a tail
+    /// named by the second it happened in can be lined up with PostgreSQL's log.
+    #[arg(long)]
+    pub trace_slower_than: Option<u64>,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,

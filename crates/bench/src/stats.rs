@@ -13,6 +13,29 @@ pub fn record(h: &mut Histogram<u64>, micros: u64) {
     h.saturating_record(micros.max(1));
 }
 
+/// `--trace-slower-than`: one stderr line per sample over the threshold, stamped with the
+/// wall-clock time it was taken at (`what` says which latency).
+pub fn trace_slow(threshold_ms: Option<u64>, what: &str, micros: u64, now_unix_ms: u64) {
+    if let Some(line) = slow_line(threshold_ms, what, micros, now_unix_ms) {
+        eprintln!("{line}");
+    }
+}
+
+fn slow_line(
+    threshold_ms: Option<u64>,
+    what: &str,
+    micros: u64,
+    now_unix_ms: u64,
+) -> Option<String> {
+    let over = micros > threshold_ms? * 1000;
+    over.then(|| {
+        format!(
+            "slow {what} at {now_unix_ms} ms: {:.1} ms",
+            micros as f64 / 1000.0
+        )
+    })
+}
+
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Percentiles {
     pub count: u64,
@@ -52,5 +75,15 @@ mod tests {
         assert_eq!(p.count, 100);
         assert!((p.p50_ms - 1.0).abs() < 0.01);
         assert!((p.max_ms - 100.0).abs() < 0.1);
+    }
+
+    #[test]
+    fn only_samples_over_the_threshold_are_traced_with_their_time() {
+        assert_eq!(slow_line(None, "push", 900_000, 1), None);
+        assert_eq!(slow_line(Some(30), "push", 30_000, 1), None);
+        assert_eq!(
+            slow_line(Some(30), "delivery", 30_500, 1_796_307_204_400),
+            Some("slow delivery at 1796307204400 ms: 30.5 ms".to_string())
+        );
     }
 }

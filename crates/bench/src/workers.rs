@@ -9,7 +9,7 @@ use hdrhistogram::Histogram;
 use serde::Deserialize;
 
 use super::ledger::{txid, Ledger};
-use super::stats::{histogram, record};
+use super::stats::{histogram, record, trace_slow};
 use super::{AckMode, BenchArgs, Shared};
 
 pub(crate) struct Ctx {
@@ -131,7 +131,14 @@ pub(crate) async fn producer(ctx: Arc<Ctx>, p: usize) -> anyhow::Result<Histogra
                     l.pushed(p, seq);
                 }
                 ctx.shared.pushed.fetch_add(batch as u64, Relaxed);
-                record(&mut h, scheduled.elapsed().as_micros() as u64);
+                let micros = scheduled.elapsed().as_micros() as u64;
+                trace_slow(
+                    ctx.args.trace_slower_than,
+                    "push",
+                    micros,
+                    unix_micros() / 1000,
+                );
+                record(&mut h, micros);
             }
             failed => {
                 ctx.shared.errors.fetch_add(1, Relaxed);
@@ -257,7 +264,9 @@ pub(crate) async fn consumer(ctx: Arc<Ctx>, g: usize) -> anyhow::Result<Histogra
         // A nacked batch's latency is the one its redelivery sees.
         for m in pop.messages.iter().filter(|_| !nack) {
             if let Some(d) = &m.data {
-                record(&mut h, now.saturating_sub(d.t));
+                let micros = now.saturating_sub(d.t);
+                trace_slow(ctx.args.trace_slower_than, "delivery", micros, now / 1000);
+                record(&mut h, micros);
             }
         }
         let n = pop.messages.len() as u64;
