@@ -6,6 +6,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tokio::net::TcpListener;
 
+use regent::cluster::citus::CitusCluster;
 use regent::cluster::key::Origin;
 use regent::cluster::PrivateCluster;
 use regent::config::Config;
@@ -34,6 +35,10 @@ enum Command {
         /// Keep the private cluster in this directory between runs (default: a temporary one).
         #[arg(long)]
         data_dir: Option<PathBuf>,
+        /// A private Citus cluster instead: a coordinator and this many workers on loopback,
+        /// the broker on the coordinator (Citus must be installed: ../shared/citus/build.sh).
+        #[arg(long, value_name = "WORKERS")]
+        citus: Option<usize>,
     },
     /// Load a running broker and report throughput, latency and a delivery ledger.
     Bench(regent::bench::BenchArgs),
@@ -114,7 +119,11 @@ async fn main() -> anyhow::Result<()> {
                 _ => Ok(()),
             }
         }
-        Command::Dev { port, data_dir } => {
+        Command::Dev {
+            port,
+            data_dir,
+            citus,
+        } => {
             if let Some(p) = port {
                 config.port = p;
             }
@@ -128,16 +137,39 @@ async fn main() -> anyhow::Result<()> {
                 let url = config.database_url();
                 return run(config, &url).await;
             }
-            let cluster = PrivateCluster::start(data_dir).await?;
-            tracing::info!(url = %cluster.url(), "private PostgreSQL started");
-            let result = match dev_key(&mut config, &cluster) {
-                Ok(()) => run(config, &cluster.url()).await,
-                Err(e) => Err(e),
-            };
-            cluster.stop().await?;
-            result
+            match citus {
+                Some(workers) => dev_on_citus(config, workers, data_dir).await,
+                None => dev_on_postgres(config, data_dir).await,
+            }
         }
     }
+}
+
+async fn dev_on_postgres(mut config: Config, data_dir: Option<PathBuf>) -> anyhow::Result<()> {
+    let cluster = PrivateCluster::start(data_dir).await?;
+    tracing::info!(url = %cluster.url(), "private PostgreSQL started");
+    let result = match dev_key(&mut config, &cluster) {
+        Ok(()) => run(config, &cluster.url()).await,
+        Err(e) => Err(e),
+    };
+    cluster.stop().await?;
+    result
+}
+
+async fn dev_on_citus(
+    mut config: Config,
+    workers: usize,
+    data_dir: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let cluster = CitusCluster::start(workers, data_dir).await?;
+    let worker_urls: Vec<String> = cluster.workers().iter().map(PrivateCluster::url).collect();
+    tracing::info!(url = %cluster.url(), workers = ?worker_urls, "private Citus cluster started");
+    let result = match dev_key(&mut config, cluster.coordinator()) {
+        Ok(()) => run(config, &cluster.url()).await,
+        Err(e) => Err(e),
+    };
+    cluster.stop().await?;
+    result
 }
 
 /// Where `regent dev` listens when `HOST` is unset: loopback only.

@@ -274,3 +274,50 @@ async fn dev_listens_on_loopback_unless_host_says_otherwise() {
     );
     dev.stop().await;
 }
+
+/// `regent dev --citus 2`: the broker serves on a coordinator with two workers registered,
+/// and a stop takes every node with it. (The tables are not distributed yet: issue 17.)
+#[tokio::test]
+async fn dev_on_citus_serves_on_the_coordinator_and_stops_every_node() {
+    let dev = Dev::start(&["--citus", "2"]).await;
+    let started = dev
+        .startup
+        .iter()
+        .find(|l| l.contains("private Citus cluster started"))
+        .expect("the Citus cluster's start is logged")
+        .clone();
+    let worker_ports: Vec<u16> = started
+        .match_indices(PG_URL_PREFIX)
+        .skip(1)
+        .map(|(i, _)| pg_port(&started[i..]))
+        .collect();
+    assert_eq!(worker_ports.len(), 2, "{started}");
+
+    let (db, conn) = tokio_postgres::connect(&dev.pg_url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let workers: i64 = db
+        .query_one("SELECT count(*) FROM citus_get_active_worker_nodes()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(workers, 2);
+
+    let item = json!({"queue": "q", "transactionId": "t1", "payload": {"n": 1}});
+    let (s, v) = dev.post("/api/v1/push", json!({"items": [item]})).await;
+    assert_eq!(s, 201, "{v}");
+    let v = dev.pop("q").await;
+    assert_eq!(v["messages"][0]["data"]["n"], 1, "{v}");
+
+    let coordinator = pg_port(&dev.pg_url);
+    dev.stop().await;
+    for port in std::iter::once(coordinator).chain(worker_ports) {
+        assert!(
+            tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_err(),
+            "node on port {port} is stopped with regent dev"
+        );
+    }
+}

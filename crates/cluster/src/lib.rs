@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 
+pub mod citus;
 pub mod key;
 
 /// Start-up includes crash recovery of a persistent directory, which can take a while.
@@ -66,8 +67,19 @@ impl PrivateCluster {
     /// thrown away anyway. `synchronous_commit` stays on everywhere so that commit semantics and
     /// timings match a real deployment.
     pub async fn start(data_dir: Option<PathBuf>) -> Result<PrivateCluster> {
+        Self::start_with(data_dir, &[]).await
+    }
+
+    /// [`PrivateCluster::start`] with more server settings (`name=value`, each passed as
+    /// `-c`), at every start of this cluster: the nodes of a [`citus::CitusCluster`] preload
+    /// Citus this way.
+    pub async fn start_with(
+        data_dir: Option<PathBuf>,
+        settings: &[&str],
+    ) -> Result<PrivateCluster> {
+        let settings: Vec<String> = settings.iter().map(|s| s.to_string()).collect();
         // Binary lookup, directory set-up and initdb all block; keep them off the runtime.
-        let prepared = tokio::task::spawn_blocking(move || prepare(data_dir))
+        let prepared = tokio::task::spawn_blocking(move || prepare(data_dir, settings))
             .await
             .context("preparing the private PostgreSQL cluster panicked")??;
         match launch(&prepared).await {
@@ -208,6 +220,8 @@ async fn reap(pid: libc::pid_t) {
 #[derive(Debug)]
 struct Prepared {
     postgres: PathBuf,
+    /// Extra `-c` settings of every start.
+    settings: Vec<String>,
     run_as: Option<RunAs>,
     data_dir: PathBuf,
     temp_root: Option<PathBuf>,
@@ -221,7 +235,7 @@ struct RunAs {
     gid: u32,
 }
 
-fn prepare(data_dir: Option<PathBuf>) -> Result<Prepared> {
+fn prepare(data_dir: Option<PathBuf>, settings: Vec<String>) -> Result<Prepared> {
     let (initdb, postgres) = find_binaries()?;
     let run_as = run_as()?;
     match data_dir {
@@ -241,6 +255,7 @@ fn prepare(data_dir: Option<PathBuf>) -> Result<Prepared> {
                 run_initdb(&initdb, &data_dir, run_as)?;
                 Ok(Prepared {
                     postgres,
+                    settings,
                     run_as,
                     data_dir,
                     log_path: root.join(LOG_FILE),
@@ -273,6 +288,7 @@ fn prepare(data_dir: Option<PathBuf>) -> Result<Prepared> {
             }
             Ok(Prepared {
                 postgres,
+                settings,
                 run_as,
                 log_path: dir.join(LOG_FILE),
                 data_dir: dir,
@@ -486,6 +502,9 @@ async fn launch_on(
         // TCP only: no socket files to clash with a system cluster or to clean up.
         .args(["-c", "unix_socket_directories="])
         .args(["-c", "max_connections=200", "-c", "shared_buffers=128MB"]);
+    for setting in &prepared.settings {
+        cmd.arg("-c").arg(setting);
+    }
     if prepared.temp_root.is_some() {
         cmd.args(["-c", "fsync=off", "-c", "full_page_writes=off"]);
     }

@@ -1,0 +1,216 @@
+//! A private Citus cluster: a coordinator and N workers, each a [`PrivateCluster`] with Citus
+//! preloaded, the workers registered with the coordinator. `regent dev --citus N` serves on
+//! it and the Citus tests run against it, so that a distributed PostgreSQL is one command
+//! away on a machine where Citus is installed (`../shared/citus/build.sh` builds it).
+//!
+//! The broker only ever talks to the coordinator: workers are reached through it.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use super::PrivateCluster;
+
+/// Every node: Citus loaded at start (it must be first in the list); prepared transactions
+/// allowed, since a transaction that writes shards on two workers commits on them in two
+/// phases; and the nodes' connections to each other without TLS. They are on loopback, and
+/// a private cluster has no certificates (Citus asks for TLS by default, and libpq would then
+/// look for client certificates in the home directory of whoever started the broker).
+const NODE_SETTINGS: &[&str] = &[
+    "shared_preload_libraries=citus",
+    "max_prepared_transactions=200",
+    "citus.node_conninfo=sslmode=disable",
+];
+
+const MISSING: &str = "the Citus extension is not installed in this PostgreSQL (no citus.so in \
+    `pg_config --pkglibdir`); build it with ../shared/citus/build.sh";
+
+/// A running coordinator and its workers. Call [`CitusCluster::stop`] to shut them down.
+#[derive(Debug)]
+pub struct CitusCluster {
+    coordinator: PrivateCluster,
+    workers: Vec<PrivateCluster>,
+}
+
+impl CitusCluster {
+    /// Starts a coordinator and `workers` workers. `data_dir: None` => temporary clusters;
+    /// `Some(dir)` => `dir/coordinator` and `dir/worker-<i>`, kept between runs (the
+    /// coordinator's record of its workers is brought up to date with this run's ports).
+    pub async fn start(workers: usize, data_dir: Option<PathBuf>) -> Result<CitusCluster> {
+        if workers == 0 {
+            bail!("a Citus cluster needs at least one worker");
+        }
+        let node_dir = |name: &str| data_dir.as_deref().map(|d: &Path| d.join(name));
+        let coordinator = PrivateCluster::start_with(node_dir("coordinator"), NODE_SETTINGS)
+            .await
+            .map_err(explain_missing)?;
+        let mut cluster = CitusCluster {
+            coordinator,
+            workers: Vec::with_capacity(workers),
+        };
+        let started = cluster.start_workers(workers, node_dir).await;
+        let registered = match started {
+            Ok(()) => cluster.register().await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = registered {
+            cluster.stop().await.ok();
+            return Err(e);
+        }
+        Ok(cluster)
+    }
+
+    async fn start_workers(
+        &mut self,
+        n: usize,
+        node_dir: impl Fn(&str) -> Option<PathBuf>,
+    ) -> Result<()> {
+        for i in 1..=n {
+            let worker =
+                PrivateCluster::start_with(node_dir(&format!("worker-{i}")), NODE_SETTINGS)
+                    .await
+                    .with_context(|| format!("starting Citus worker {i}"))?;
+            self.workers.push(worker);
+        }
+        Ok(())
+    }
+
+    /// The extension on every node, then the coordinator told where it and each worker
+    /// listen. A persistent cluster's nodes come back on new ports, so a worker already
+    /// known is moved to its new port rather than added again.
+    async fn register(&self) -> Result<()> {
+        for node in std::iter::once(&self.coordinator).chain(&self.workers) {
+            execute(&node.url(), "CREATE EXTENSION IF NOT EXISTS citus").await?;
+        }
+        let client = connect(&self.coordinator.url()).await?;
+        client
+            .execute(
+                "SELECT citus_set_coordinator_host('127.0.0.1', $1)",
+                &[&i32::from(self.coordinator.port())],
+            )
+            .await
+            .context("registering the Citus coordinator")?;
+        let known = client
+            .query(
+                "SELECT nodeid FROM pg_dist_node WHERE groupid <> 0 ORDER BY nodeid",
+                &[],
+            )
+            .await
+            .context("reading the Citus node list")?;
+        for (i, worker) in self.workers.iter().enumerate() {
+            let port = i32::from(worker.port());
+            match known.get(i) {
+                Some(row) => client
+                    .execute(
+                        "SELECT citus_update_node($1, '127.0.0.1', $2)",
+                        &[&row.get::<_, i32>("nodeid"), &port],
+                    )
+                    .await
+                    .with_context(|| format!("moving Citus worker {} to port {port}", i + 1))?,
+                None => client
+                    .execute("SELECT citus_add_node('127.0.0.1', $1)", &[&port])
+                    .await
+                    .with_context(|| format!("adding Citus worker {}", i + 1))?,
+            };
+        }
+        Ok(())
+    }
+
+    /// The coordinator's URL: the only one a broker needs.
+    pub fn url(&self) -> String {
+        self.coordinator.url()
+    }
+
+    pub fn coordinator(&self) -> &PrivateCluster {
+        &self.coordinator
+    }
+
+    pub fn workers(&self) -> &[PrivateCluster] {
+        &self.workers
+    }
+
+    /// Stops the workers, then the coordinator (each as [`PrivateCluster::stop`]).
+    pub async fn stop(self) -> Result<()> {
+        let mut first_error = None;
+        for worker in self.workers {
+            if let Err(e) = worker.stop().await {
+                first_error.get_or_insert(e);
+            }
+        }
+        if let Err(e) = self.coordinator.stop().await {
+            first_error.get_or_insert(e);
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+/// A postmaster that cannot load Citus says so in its log tail; say what to do about it.
+fn explain_missing(e: anyhow::Error) -> anyhow::Error {
+    if format!("{e:#}").contains("citus") && format!("{e:#}").contains("could not access file") {
+        e.context(MISSING)
+    } else {
+        e
+    }
+}
+
+async fn connect(url: &str) -> Result<tokio_postgres::Client> {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .with_context(|| format!("connecting to {url}"))?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::debug!(error = %e, "Citus set-up connection ended");
+        }
+    });
+    Ok(client)
+}
+
+async fn execute(url: &str, sql: &str) -> Result<()> {
+    connect(url)
+        .await?
+        .batch_execute(sql)
+        .await
+        .with_context(|| format!("{sql} on {url}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Needs Citus installed (scripts/test builds it when it is missing).
+    #[tokio::test]
+    async fn a_coordinator_and_two_workers_route_a_distributed_table_to_both() {
+        let cluster = CitusCluster::start(2, None).await.unwrap();
+        let client = connect(&cluster.url()).await.unwrap();
+        let workers: i64 = client
+            .query_one("SELECT count(*) FROM citus_get_active_worker_nodes()", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(workers, 2);
+        client
+            .batch_execute(
+                "CREATE TABLE t (k int PRIMARY KEY, v text);
+                 SELECT create_distributed_table('t', 'k');
+                 INSERT INTO t SELECT g, 'x' FROM generate_series(1, 100) g;",
+            )
+            .await
+            .unwrap();
+        let nodes: i64 = client
+            .query_one(
+                "SELECT count(DISTINCT nodeport) FROM citus_shards WHERE table_name = 't'::regclass",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(nodes, 2, "the shards are spread over both workers");
+        let rows: i64 = client
+            .query_one("SELECT count(*) FROM t", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(rows, 100);
+        cluster.stop().await.unwrap();
+    }
+}
