@@ -6,6 +6,7 @@
 //! The broker only ever talks to the coordinator: workers are reached through it.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
@@ -75,7 +76,7 @@ impl CitusCluster {
         Ok(())
     }
 
-    /// The extension on every node, then the coordinator told where it and each worker
+    /// The extension on every node, then the coordinator told where each worker and it
     /// listen. A persistent cluster's nodes come back on new ports, so a worker already
     /// known is moved to its new port rather than added again.
     async fn register(&self) -> Result<()> {
@@ -83,13 +84,6 @@ impl CitusCluster {
             execute(&node.url(), "CREATE EXTENSION IF NOT EXISTS citus").await?;
         }
         let client = connect(&self.coordinator.url()).await?;
-        client
-            .execute(
-                "SELECT citus_set_coordinator_host('127.0.0.1', $1)",
-                &[&i32::from(self.coordinator.port())],
-            )
-            .await
-            .context("registering the Citus coordinator")?;
         let known = client
             .query(
                 "SELECT nodeid FROM pg_dist_node WHERE groupid <> 0 ORDER BY nodeid",
@@ -113,6 +107,17 @@ impl CitusCluster {
                     .with_context(|| format!("adding Citus worker {}", i + 1))?,
             };
         }
+        // Last: setting it syncs Citus's metadata to every worker, which must be where the
+        // node list says, and in sync, by then. A moved worker is out of sync until Citus's
+        // maintenance daemon has synced it, which it does within seconds.
+        wait_until_synced(&client).await?;
+        client
+            .execute(
+                "SELECT citus_set_coordinator_host('127.0.0.1', $1)",
+                &[&i32::from(self.coordinator.port())],
+            )
+            .await
+            .context("registering the Citus coordinator")?;
         Ok(())
     }
 
@@ -141,6 +146,30 @@ impl CitusCluster {
             first_error.get_or_insert(e);
         }
         first_error.map_or(Ok(()), Err)
+    }
+}
+
+/// How long a moved worker may take to get Citus's metadata again.
+const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
+
+async fn wait_until_synced(client: &tokio_postgres::Client) -> Result<()> {
+    let deadline = Instant::now() + SYNC_TIMEOUT;
+    loop {
+        let synced: bool = client
+            .query_one(
+                "SELECT coalesce(bool_and(metadatasynced), true) FROM pg_dist_node WHERE groupid <> 0",
+                &[],
+            )
+            .await
+            .context("reading the Citus workers' sync state")?
+            .get(0);
+        if synced {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            bail!("Citus workers still out of sync after {SYNC_TIMEOUT:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 
@@ -212,5 +241,54 @@ mod tests {
             .get(0);
         assert_eq!(rows, 100);
         cluster.stop().await.unwrap();
+    }
+
+    /// A persistent cluster's nodes come back on new ports: the coordinator's record of its
+    /// workers follows them, and the data on the workers is reachable again.
+    #[tokio::test]
+    async fn a_persistent_cluster_finds_its_workers_on_their_new_ports() {
+        let root = std::env::temp_dir().join(format!("regent-citustest-{}", uuid::Uuid::now_v7()));
+        let first = CitusCluster::start(2, Some(root.clone())).await.unwrap();
+        connect(&first.url())
+            .await
+            .unwrap()
+            .batch_execute(
+                "CREATE TABLE kept (k int PRIMARY KEY);
+                 SELECT create_distributed_table('kept', 'k');
+                 INSERT INTO kept SELECT generate_series(1, 100);",
+            )
+            .await
+            .unwrap();
+        first.stop().await.unwrap();
+
+        let second = CitusCluster::start(2, Some(root.clone())).await.unwrap();
+        let client = connect(&second.url()).await.unwrap();
+        let known: Vec<i32> = client
+            .query(
+                "SELECT nodeport FROM pg_dist_node WHERE groupid <> 0 ORDER BY nodeid",
+                &[],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let ports: Vec<i32> = second
+            .workers()
+            .iter()
+            .map(|w| i32::from(w.port()))
+            .collect();
+        assert_eq!(
+            known, ports,
+            "the coordinator knows its workers where they are now"
+        );
+        let rows: i64 = client
+            .query_one("SELECT count(*) FROM kept", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(rows, 100);
+        second.stop().await.unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }
