@@ -134,6 +134,12 @@ async fn main() -> anyhow::Result<()> {
                 config.host = DEV_HOST.into();
             }
             if config.database_configured() {
+                if citus.is_some() {
+                    anyhow::bail!(
+                        "--citus starts a Citus cluster of its own, but a database is configured \
+                         (DATABASE_URL or PG_*): unset it, or drop --citus to use that database"
+                    );
+                }
                 let url = config.database_url();
                 return run(config, &url).await;
             }
@@ -145,31 +151,32 @@ async fn main() -> anyhow::Result<()> {
     }
 }
 
-async fn dev_on_postgres(mut config: Config, data_dir: Option<PathBuf>) -> anyhow::Result<()> {
+async fn dev_on_postgres(config: Config, data_dir: Option<PathBuf>) -> anyhow::Result<()> {
     let cluster = PrivateCluster::start(data_dir).await?;
     tracing::info!(url = %cluster.url(), "private PostgreSQL started");
-    let result = match dev_key(&mut config, &cluster) {
-        Ok(()) => run(config, &cluster.url()).await,
-        Err(e) => Err(e),
-    };
+    let result = serve_dev(config, &cluster).await;
     cluster.stop().await?;
     result
 }
 
 async fn dev_on_citus(
-    mut config: Config,
+    config: Config,
     workers: usize,
     data_dir: Option<PathBuf>,
 ) -> anyhow::Result<()> {
     let cluster = CitusCluster::start(workers, data_dir).await?;
     let worker_urls: Vec<String> = cluster.workers().iter().map(PrivateCluster::url).collect();
     tracing::info!(url = %cluster.url(), workers = ?worker_urls, "private Citus cluster started");
-    let result = match dev_key(&mut config, cluster.coordinator()) {
-        Ok(()) => run(config, &cluster.url()).await,
-        Err(e) => Err(e),
-    };
+    let result = serve_dev(config, cluster.coordinator()).await;
     cluster.stop().await?;
     result
+}
+
+/// Serves on the private cluster the broker keeps its data (and its dev key) in, until
+/// shutdown.
+async fn serve_dev(mut config: Config, cluster: &PrivateCluster) -> anyhow::Result<()> {
+    dev_key(&mut config, cluster)?;
+    run(config, &cluster.url()).await
 }
 
 /// Where `regent dev` listens when `HOST` is unset: loopback only.

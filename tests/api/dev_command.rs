@@ -321,3 +321,26 @@ async fn dev_on_citus_serves_on_the_coordinator_and_stops_every_node() {
         );
     }
 }
+
+/// `--citus` starts a cluster of its own: with a database configured it is refused, not
+/// ignored in favour of that database.
+#[tokio::test]
+async fn dev_refuses_citus_beside_a_configured_database() {
+    let out = tokio::time::timeout(
+        Duration::from_secs(20),
+        Command::new(env!("CARGO_BIN_EXE_regent"))
+            .args(["dev", "--port", "0", "--citus", "2"])
+            .env("DATABASE_URL", "postgres://postgres@127.0.0.1:1/postgres")
+            .env("NO_COLOR", "1")
+            .output(),
+    )
+    .await
+    .expect("regent dev answers at once")
+    .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--citus") && err.contains("DATABASE_URL"),
+        "{err}"
+    );
+}

@@ -175,7 +175,8 @@ async fn wait_until_synced(client: &tokio_postgres::Client) -> Result<()> {
 
 /// A postmaster that cannot load Citus says so in its log tail; say what to do about it.
 fn explain_missing(e: anyhow::Error) -> anyhow::Error {
-    if format!("{e:#}").contains("citus") && format!("{e:#}").contains("could not access file") {
+    let shown = format!("{e:#}");
+    if shown.contains("citus") && shown.contains("could not access file") {
         e.context(MISSING)
     } else {
         e
