@@ -83,30 +83,21 @@ impl CitusCluster {
         for node in std::iter::once(&self.coordinator).chain(&self.workers) {
             execute(&node.url(), "CREATE EXTENSION IF NOT EXISTS citus").await?;
         }
-        let client = connect(&self.coordinator.url()).await?;
-        let known = client
-            .query(
-                "SELECT nodeid FROM pg_dist_node WHERE groupid <> 0 ORDER BY nodeid",
-                &[],
+        let mut client = connect(&self.coordinator.url()).await?;
+        let ports: Vec<u16> = self.workers.iter().map(PrivateCluster::port).collect();
+        let tx = client.transaction().await?;
+        let known = place_known_workers(&tx, &ports).await?;
+        for (i, port) in ports.iter().enumerate().skip(known) {
+            tx.execute(
+                "SELECT citus_add_node('127.0.0.1', $1)",
+                &[&i32::from(*port)],
             )
             .await
-            .context("reading the Citus node list")?;
-        for (i, worker) in self.workers.iter().enumerate() {
-            let port = i32::from(worker.port());
-            match known.get(i) {
-                Some(row) => client
-                    .execute(
-                        "SELECT citus_update_node($1, '127.0.0.1', $2)",
-                        &[&row.get::<_, i32>("nodeid"), &port],
-                    )
-                    .await
-                    .with_context(|| format!("moving Citus worker {} to port {port}", i + 1))?,
-                None => client
-                    .execute("SELECT citus_add_node('127.0.0.1', $1)", &[&port])
-                    .await
-                    .with_context(|| format!("adding Citus worker {}", i + 1))?,
-            };
+            .with_context(|| format!("adding Citus worker {}", i + 1))?;
         }
+        tx.commit()
+            .await
+            .context("committing the Citus node list")?;
         // Last: setting it syncs Citus's metadata to every worker, which must be where the
         // node list says, and in sync, by then. A moved worker is out of sync until Citus's
         // maintenance daemon has synced it, which it does within seconds.
@@ -147,6 +138,46 @@ impl CitusCluster {
         }
         first_error.map_or(Ok(()), Err)
     }
+}
+
+/// Moves the workers the coordinator already knows, in node order, to `ports`; returns how
+/// many it knew. Every row of the node list must keep a distinct address, and a node's new
+/// port may be the old port of another, the coordinator's included (ports are picked free
+/// at each start, and a port one node left is free for the next). So every row is first
+/// set aside to an address no node has (a name under `.invalid`, which never resolves),
+/// then each worker put where it is now; the caller sets the coordinator's own row last.
+async fn place_known_workers(tx: &tokio_postgres::Transaction<'_>, ports: &[u16]) -> Result<usize> {
+    const MOVE: &str = "SELECT citus_update_node($1, $2, $3)";
+    let nodes = tx
+        .query(
+            "SELECT nodeid, nodeport, groupid <> 0 AS is_worker FROM pg_dist_node ORDER BY nodeid",
+            &[],
+        )
+        .await
+        .context("reading the Citus node list")?;
+    for node in &nodes {
+        let id: i32 = node.get("nodeid");
+        let aside = format!("regent-moving-{id}.invalid");
+        tx.execute(MOVE, &[&id, &aside, &node.get::<_, i32>("nodeport")])
+            .await
+            .context("setting the Citus node list aside")?;
+    }
+    let workers = nodes.iter().filter(|n| n.get::<_, bool>("is_worker"));
+    let mut moved = 0;
+    for (row, port) in workers.zip(ports) {
+        moved += 1;
+        tx.execute(
+            MOVE,
+            &[
+                &row.get::<_, i32>("nodeid"),
+                &"127.0.0.1",
+                &i32::from(*port),
+            ],
+        )
+        .await
+        .with_context(|| format!("moving Citus worker {moved} to port {port}"))?;
+    }
+    Ok(moved)
 }
 
 /// How long a moved worker may take to get Citus's metadata again.
@@ -241,6 +272,36 @@ mod tests {
             .unwrap()
             .get(0);
         assert_eq!(rows, 100);
+        cluster.stop().await.unwrap();
+    }
+
+    /// A node's new port can be another node's old one: a worker can come back on the port
+    /// another worker had, or on the coordinator's. Both moves are made (inside a transaction
+    /// rolled back, so the running cluster is left as it was).
+    #[tokio::test]
+    async fn workers_that_take_other_nodes_ports_are_moved() {
+        let cluster = CitusCluster::start(2, None).await.unwrap();
+        let mut client = connect(&cluster.url()).await.unwrap();
+        let ports: Vec<u16> = cluster.workers().iter().map(PrivateCluster::port).collect();
+        let traded = vec![ports[1], cluster.coordinator().port()];
+        let tx = client.transaction().await.unwrap();
+        let moved = place_known_workers(&tx, &traded).await.unwrap();
+        assert_eq!(moved, 2);
+        let known: Vec<i32> = tx
+            .query(
+                "SELECT nodeport FROM pg_dist_node WHERE groupid <> 0 ORDER BY nodeid",
+                &[],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(
+            known,
+            traded.iter().map(|p| i32::from(*p)).collect::<Vec<_>>()
+        );
+        tx.rollback().await.unwrap();
         cluster.stop().await.unwrap();
     }
 
