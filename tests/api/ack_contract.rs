@@ -9,7 +9,8 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::support::{broker, Broker};
+use crate::support::{broker, layout, Broker};
+use regent::store::Layout;
 
 const QUEUE_MODE: &str = "__QUEUE_MODE__";
 const CONSUMER_NOT_FOUND: &str = "consumer not found";
@@ -1530,11 +1531,25 @@ async fn a_partition_of_another_tenant_is_not_owned() {
     )
     .await
     .unwrap();
-    db.execute(
-        "INSERT INTO tx_index (hash, \"offset\", created_at) VALUES ($1, 0, now())",
-        &[&tx_hash(pid, "theirs")],
-    )
-    .await
+    let hash = tx_hash(pid, "theirs");
+    match layout().await {
+        Layout::Single => {
+            db.execute(
+                "INSERT INTO tx_index (hash, \"offset\", created_at) VALUES ($1, 0, now())",
+                &[&hash],
+            )
+            .await
+        }
+        // On Citus the index row carries its partition (its distribution column).
+        Layout::Citus => {
+            db.execute(
+                "INSERT INTO tx_index (hash, \"offset\", created_at, partition_id)
+                 VALUES ($1, 0, now(), $2)",
+                &[&hash, &pid],
+            )
+            .await
+        }
+    }
     .unwrap();
     db.execute(
         "INSERT INTO cursors (partition_id, consumer_group, committed, queue_id, lease_id, lease_expires_at, lease_end)

@@ -6,10 +6,12 @@
 use std::time::Duration;
 
 use regent::broker::tx_hash::tx_hash;
+use regent::cluster::citus::CitusCluster;
 use regent::cluster::PrivateCluster;
 use regent::config::Config;
 use regent::server::{self, RunningServer};
 use regent::store::frames;
+use regent::store::Layout;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
@@ -19,41 +21,102 @@ use uuid::Uuid;
 
 const TEMPLATE: &str = "regent_template";
 
-/// The PostgreSQL server every test of this binary uses: (admin URL, base URL without db).
-static SERVER: OnceCell<(String, String)> = OnceCell::const_new();
+/// The PostgreSQL every test of this binary uses.
+enum Server {
+    /// One PostgreSQL: its admin URL, and that URL without the database name.
+    Single { admin: String, base: String },
+    /// A Citus coordinator and workers, with `REGENT_TEST_CITUS=<workers>` set: the same tests
+    /// against Regent's tables distributed over the workers.
+    Citus(CitusCluster),
+}
 
-async fn server() -> &'static (String, String) {
+static SERVER: OnceCell<Server> = OnceCell::const_new();
+
+async fn server() -> &'static Server {
     SERVER
         .get_or_init(|| async {
-            let admin = match std::env::var("DATABASE_URL") {
-                Ok(url) => url,
-                Err(_) => {
-                    let cluster = PrivateCluster::start(None).await.expect("private cluster");
-                    let url = cluster.url();
-                    // The postmaster dies with this process (PDEATHSIG); nothing to stop.
-                    std::mem::forget(cluster);
-                    url
-                }
+            // `RUST_LOG=...` shows the brokers' logs beside a failing test's output.
+            if std::env::var_os("RUST_LOG").is_some() {
+                let _ = tracing_subscriber::fmt()
+                    .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+                    .with_test_writer()
+                    .try_init();
+            }
+            let server = match citus_workers() {
+                Some(workers) => citus_server(workers).await,
+                None => single_server().await,
             };
-            let base = admin[..admin.rfind('/').expect("url has a database")].to_string();
-            let (c, conn) = tokio_postgres::connect(&admin, NoTls)
-                .await
-                .expect("connect");
-            let h = tokio::spawn(conn);
-            c.batch_execute(&format!("DROP DATABASE IF EXISTS {TEMPLATE}"))
-                .await
-                .expect("drop template");
-            c.batch_execute(&format!("CREATE DATABASE {TEMPLATE}"))
-                .await
-                .expect("create template");
-            drop(c);
-            let _ = h.await;
-            regent::store::Store::migrate(&format!("{base}/{TEMPLATE}"))
+            let template = match &server {
+                Server::Single { base, .. } => format!("{base}/{TEMPLATE}"),
+                Server::Citus(cluster) => cluster
+                    .create_database(TEMPLATE)
+                    .await
+                    .expect("Citus template database"),
+            };
+            regent::store::Store::migrate(&template)
                 .await
                 .expect("migrate template");
-            (admin, base)
+            server
         })
         .await
+}
+
+/// `REGENT_TEST_CITUS`: how many Citus workers the tests run against (none when unset).
+fn citus_workers() -> Option<usize> {
+    let v = std::env::var("REGENT_TEST_CITUS").ok()?;
+    Some(v.parse().expect("REGENT_TEST_CITUS is a number of workers"))
+}
+
+async fn citus_server(workers: usize) -> Server {
+    let cluster = CitusCluster::start(workers, None)
+        .await
+        .expect("private Citus cluster");
+    Server::Citus(cluster)
+}
+
+async fn single_server() -> Server {
+    let admin = match std::env::var("DATABASE_URL") {
+        Ok(url) => url,
+        Err(_) => {
+            let cluster = PrivateCluster::start(None).await.expect("private cluster");
+            let url = cluster.url();
+            // The postmaster dies with this process (PDEATHSIG); nothing to stop.
+            std::mem::forget(cluster);
+            url
+        }
+    };
+    let base = admin[..admin.rfind('/').expect("url has a database")].to_string();
+    let (c, conn) = tokio_postgres::connect(&admin, NoTls)
+        .await
+        .expect("connect");
+    let h = tokio::spawn(conn);
+    c.batch_execute(&format!("DROP DATABASE IF EXISTS {TEMPLATE}"))
+        .await
+        .expect("drop template");
+    c.batch_execute(&format!("CREATE DATABASE {TEMPLATE}"))
+        .await
+        .expect("create template");
+    drop(c);
+    let _ = h.await;
+    Server::Single { admin, base }
+}
+
+/// True, after saying so, when the tests run on Citus and `what` is only one PostgreSQL's:
+/// the caller returns early.
+pub async fn single_only(what: &str) -> bool {
+    let citus = layout().await == Layout::Citus;
+    if citus {
+        eprintln!("not on Citus: {what}");
+    }
+    citus
+}
+
+/// The layout the tests' databases have.
+pub async fn layout() -> Layout {
+    match server().await {
+        Server::Single { .. } => Layout::Single,
+        Server::Citus(_) => Layout::Citus,
+    }
 }
 
 /// A broker on its own fresh database.
@@ -108,8 +171,16 @@ async fn start_on(config: Config, db_url: String) -> Broker {
 
 /// A new database cloned from the migrated template.
 pub async fn fresh_database() -> String {
-    let (admin, base) = server().await;
     let name = format!("t_{}", Uuid::now_v7().simple());
+    let (admin, base) = match server().await {
+        Server::Single { admin, base } => (admin, base),
+        Server::Citus(cluster) => {
+            return cluster
+                .copy_database(TEMPLATE, &name)
+                .await
+                .expect("create test database");
+        }
+    };
     let (c, conn) = tokio_postgres::connect(admin, NoTls)
         .await
         .expect("connect");

@@ -415,7 +415,8 @@ async fn broker_reaches_postgres_over_tls() {
 
 /// Encrypted, as the server sees this very connection; Err is the connect error's text.
 async fn connect(url: &str) -> Result<bool, String> {
-    let store = Store::connect(url, 2).map_err(|e| format!("{e:#}"))?;
+    let store =
+        Store::connect(url, 2, regent::store::Layout::Single).map_err(|e| format!("{e:#}"))?;
     let c = store.client().await.map_err(|e| format!("{e:?}"))?;
     let row = c
         .query_one(

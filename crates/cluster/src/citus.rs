@@ -17,10 +17,15 @@ use super::PrivateCluster;
 /// phases; and the nodes' connections to each other without TLS. They are on loopback, and
 /// a private cluster has no certificates (Citus asks for TLS by default, and libpq would then
 /// look for client certificates in the home directory of whoever started the broker).
+/// Citus runs a maintenance daemon (a background worker) in every database that has the
+/// extension, and each keeps connections to the workers; the integration tests make a
+/// database per test, so the nodes allow many of both.
 const NODE_SETTINGS: &[&str] = &[
     "shared_preload_libraries=citus",
     "max_prepared_transactions=200",
     "citus.node_conninfo=sslmode=disable",
+    "max_worker_processes=256",
+    "max_connections=1000",
 ];
 
 const MISSING: &str = "the Citus extension is not installed in this PostgreSQL (no citus.so in \
@@ -31,6 +36,8 @@ const MISSING: &str = "the Citus extension is not installed in this PostgreSQL (
 pub struct CitusCluster {
     coordinator: PrivateCluster,
     workers: Vec<PrivateCluster>,
+    /// One copy of a database at a time: two would race to close the template.
+    copying: tokio::sync::Mutex<()>,
 }
 
 impl CitusCluster {
@@ -48,6 +55,7 @@ impl CitusCluster {
         let mut cluster = CitusCluster {
             coordinator,
             workers: Vec::with_capacity(workers),
+            copying: Default::default(),
         };
         let started = cluster.start_workers(workers, node_dir).await;
         let registered = match started {
@@ -80,10 +88,19 @@ impl CitusCluster {
     /// listen. A persistent cluster's nodes come back on new ports, so a worker already
     /// known is moved to its new port rather than added again.
     async fn register(&self) -> Result<()> {
-        for node in std::iter::once(&self.coordinator).chain(&self.workers) {
-            execute(&node.url(), "CREATE EXTENSION IF NOT EXISTS citus").await?;
+        self.register_in(DEFAULT_DATABASE).await
+    }
+
+    /// [`CitusCluster::register`] for database `db` (Citus keeps its node list per database).
+    async fn register_in(&self, db: &str) -> Result<()> {
+        for node in self.nodes() {
+            execute(
+                &in_database(&node.url(), db),
+                "CREATE EXTENSION IF NOT EXISTS citus",
+            )
+            .await?;
         }
-        let mut client = connect(&self.coordinator.url()).await?;
+        let mut client = connect(&in_database(&self.coordinator.url(), db)).await?;
         let ports: Vec<u16> = self.workers.iter().map(PrivateCluster::port).collect();
         let tx = client.transaction().await?;
         let known = place_known_workers(&tx, &ports).await?;
@@ -115,6 +132,53 @@ impl CitusCluster {
     /// The coordinator's URL: the only one a broker needs.
     pub fn url(&self) -> String {
         self.coordinator.url()
+    }
+
+    /// The coordinator first, then the workers.
+    fn nodes(&self) -> impl Iterator<Item = &PrivateCluster> {
+        std::iter::once(&self.coordinator).chain(&self.workers)
+    }
+
+    /// Creates database `name` on every node, with the extension, the workers registered in
+    /// the coordinator's copy. Returns its URL on the coordinator.
+    pub async fn create_database(&self, name: &str) -> Result<String> {
+        for node in self.nodes() {
+            execute(&node.url(), &format!("CREATE DATABASE {name}")).await?;
+        }
+        self.register_in(name).await?;
+        Ok(in_database(&self.url(), name))
+    }
+
+    /// Copies database `template` (one [`CitusCluster::create_database`] made) to `name` on
+    /// every node, workers first, and returns the copy's URL on the coordinator. Each copy
+    /// names the same nodes and shards, so the copies make one distributed database as the
+    /// templates do. The template takes no connections from the first copy on: PostgreSQL
+    /// copies only a database nobody is connected to, and Citus's own daemon would connect.
+    pub async fn copy_database(&self, template: &str, name: &str) -> Result<String> {
+        let _one_at_a_time = self.copying.lock().await;
+        for node in self
+            .workers
+            .iter()
+            .chain(std::iter::once(&self.coordinator))
+        {
+            let client = connect(&node.url()).await?;
+            // One statement at a time: CREATE DATABASE refuses to run in a batch's implicit
+            // transaction.
+            for sql in [
+                format!("ALTER DATABASE {template} ALLOW_CONNECTIONS false"),
+                format!(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                      WHERE datname = '{template}'"
+                ),
+                format!("CREATE DATABASE {name} TEMPLATE {template}"),
+            ] {
+                client
+                    .batch_execute(&sql)
+                    .await
+                    .with_context(|| format!("copying {template} to {name} on {}", node.url()))?;
+            }
+        }
+        Ok(in_database(&self.url(), name))
     }
 
     pub fn coordinator(&self) -> &PrivateCluster {
@@ -212,6 +276,15 @@ fn explain_missing(e: anyhow::Error) -> anyhow::Error {
     } else {
         e
     }
+}
+
+/// Where `regent dev` serves, and the node list the cluster starts with.
+const DEFAULT_DATABASE: &str = "postgres";
+
+/// `url` (a private cluster's, ending in its database name) for database `db`.
+fn in_database(url: &str, db: &str) -> String {
+    let base = url.rsplit_once('/').map_or(url, |(base, _)| base);
+    format!("{base}/{db}")
 }
 
 async fn connect(url: &str) -> Result<tokio_postgres::Client> {

@@ -22,7 +22,7 @@ use regent_runtime::tallies::Tally;
 use regent_runtime::{Announcement, Op, Outcome};
 use regent_store::cursor::{self, Locked};
 use regent_store::dead_letters::{self, Letter};
-use regent_store::{retrying, StoreError, Transaction};
+use regent_store::{retrying, StoreError, Tx};
 
 use crate::fusion::Fusable;
 use crate::{Error, Service};
@@ -313,7 +313,7 @@ async fn committed(
 ) -> Result<Result<Vec<Acked>, StoreError>, StoreError> {
     retrying(|| async {
         let mut client = s.store.client().await?;
-        let tx = client.transaction().await?;
+        let tx = client.begin().await?;
         let mut acked = Vec::with_capacity(groups.len());
         for g in groups {
             acked.push(ack_group(&tx, tenant, g, LeaseCheck::Strict).await?);
@@ -322,7 +322,7 @@ async fn committed(
             Ok(()) => Ok(acked),
             Err(e) => {
                 tracing::warn!(error = %e, "ack commit failed");
-                Err(e.into())
+                Err(e)
             }
         })
     })
@@ -332,7 +332,7 @@ async fn committed(
 /// Resolves and commits one group inside the caller's transaction and returns the plan that
 /// was carried out (its `items` align with `group.items`).
 pub(crate) async fn ack_group(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     tenant: &str,
     group: &AckGroup,
     check: LeaseCheck,
@@ -362,7 +362,7 @@ pub(crate) async fn ack_group(
     let offsets = match &group.known {
         Some(known) => known.iter().copied().map(Some).collect(),
         None if sent_partition != Some(c.partition_id) => {
-            cursor::resolve(tx, &hashes(group, c.partition_id)).await?
+            cursor::resolve(tx, c.partition_id, &hashes(group, c.partition_id)).await?
         }
         None => c.offsets.clone(),
     };
@@ -396,7 +396,7 @@ fn hashes(group: &AckGroup, partition: Uuid) -> Vec<Uuid> {
 /// Plans the acks against the locked cursor and writes what the plan says: the cursor, and
 /// the dead letter when one is due.
 async fn carry_out(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     tenant: &str,
     group: &AckGroup,
     c: &Locked,

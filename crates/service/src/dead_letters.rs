@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use regent_store::dead_letters as store;
 pub use regent_store::dead_letters::{DeadLetter, Filter, Picked, Selector};
-use regent_store::{in_transaction, StoreError, Transaction};
+use regent_store::{in_transaction, StoreError, Tx};
 
 use crate::{Error, Service};
 
@@ -107,7 +107,7 @@ impl Selection {
 /// The dead letters a bulk call considers, inside the caller's transaction. With ids, the
 /// first `limit` distinct ids sent, each found or not; without, up to `limit` matches.
 pub(crate) async fn select(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     tenant: &str,
     bulk: &Bulk<'_>,
 ) -> Result<Selection, StoreError> {

@@ -120,8 +120,8 @@ impl Service {
             .map(PayloadCipher::from_hex)
             .transpose()?;
         let limits = config.tenant_limits()?;
-        Store::migrate(database_url).await?;
-        let store = Store::connect(database_url, config.db_pool_size)?;
+        let layout = Store::migrate(database_url).await?;
+        let store = Store::connect(database_url, config.db_pool_size, layout)?;
         let index_retention = Duration::from_secs(config.tx_index_retention_seconds);
         let runtime = Runtime::new(regent_runtime::Settings {
             index_retention,

@@ -93,7 +93,7 @@ impl Service {
             return Ok(None);
         };
         let hash = tx_hash(partition, transaction_id);
-        let mut stored = match store::indexed_offset(&client, hash).await? {
+        let mut stored = match store::indexed_offset(&client, partition, hash).await? {
             Some(offset) => store::at(&client, partition, offset).await?,
             None => store::search(&client, partition, transaction_id, SEARCHED_SEGMENTS).await?,
         };
@@ -297,7 +297,7 @@ type Picked = (HashMap<Uuid, Arc<Place>>, Vec<Pick>);
 /// The newest `want` messages in scope, newest first: partitions are read most recently
 /// pushed first, in rounds, until no partition left can change the page.
 async fn pick_recent(
-    client: &regent_store::Client,
+    client: &regent_store::Conn,
     tenant: &str,
     q: &ListQuery<'_>,
     want: usize,
@@ -329,7 +329,7 @@ async fn pick_recent(
 /// rare status: searching the log's newest messages for it would read thousands of
 /// partitions to fill a page).
 async fn pick_dead(
-    client: &regent_store::Client,
+    client: &regent_store::Conn,
     tenant: &str,
     q: &ListQuery<'_>,
     want: usize,
@@ -351,7 +351,7 @@ async fn pick_dead(
 /// These messages of these partitions with their statuses, deleted ones and other statuses
 /// left out.
 async fn classify(
-    client: &regent_store::Client,
+    client: &regent_store::Conn,
     tenant: &str,
     q: &ListQuery<'_>,
     ids: &[Uuid],

@@ -21,7 +21,7 @@ use regent_runtime::{Announcement, Op, Outcome};
 use regent_store::append::{append_many, Appended, Batch, Dedup};
 use regent_store::maintenance;
 use regent_store::partitions::{self, NewPartition, PartitionKey, PartitionRef};
-use regent_store::{frames, in_transaction, Message, StoreError, Transaction};
+use regent_store::{frames, in_transaction, Message, StoreError, Tx};
 
 use crate::fusion::Fusable;
 use crate::{Error, Service};
@@ -305,7 +305,7 @@ struct Target {
 /// sorted by name: creation is the first step of the global lock order. Returns the
 /// partitions by name and the (queue id, partition id) of those it created.
 async fn resolve(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     tenant: &str,
     keys: &[PartitionKey],
 ) -> Result<(HashMap<PartitionKey, Target>, Vec<(Uuid, Uuid)>), StoreError> {
@@ -351,7 +351,7 @@ async fn resolve(
 /// Resolves the items to partitions (creating missing ones) inside the caller's transaction,
 /// then frames the messages.
 pub(crate) async fn prepare(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     s: &Service,
     tenant: &str,
     items: &[PushItem],
@@ -459,7 +459,7 @@ fn frame(s: &Service, item: &PushItem, encrypted: bool) -> Result<Vec<u8>, Strin
 /// Appends every batch inside the caller's transaction, partitions in id order (the global
 /// lock order). Returns one verdict per item.
 pub(crate) async fn append(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     p: &Prepared,
     dedup: Dedup,
 ) -> Result<Vec<Verdict>, StoreError> {
@@ -475,7 +475,7 @@ pub(crate) async fn append(
 /// Holds every batch in the push buffer instead (push maintenance), deduplicated as an
 /// append is. Returns one verdict per item.
 pub(crate) async fn hold(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     tenant: &str,
     p: &Prepared,
 ) -> Result<Vec<Verdict>, StoreError> {

@@ -92,7 +92,7 @@ impl Service {
         page: Page,
     ) -> Result<Option<QueueDetail>, Error> {
         let client = self.store.client().await?;
-        let Some(row) = queues::find(&client, tenant, name).await? else {
+        let Some(row) = queues::find(&*client, tenant, name).await? else {
             return Ok(None);
         };
         let partitions =
@@ -115,7 +115,7 @@ impl Service {
         group: Option<&str>,
     ) -> Result<Option<Depth>, Error> {
         let client = self.store.client().await?;
-        let Some(q) = queues::find(&client, tenant, name).await? else {
+        let Some(q) = queues::find(&*client, tenant, name).await? else {
             return Ok(None);
         };
         Ok(Some(

@@ -25,7 +25,7 @@ use regent_store::append::{append_many, logged, Appended, Batch, Dedup};
 use regent_store::dead_letters::{self as store, Taken};
 use regent_store::traces::{record_requeued, Requeued};
 use regent_store::{commit_if, frames, in_transaction, maintenance, partitions};
-use regent_store::{Message, StoreError, Transaction};
+use regent_store::{Message, StoreError, Tx};
 
 use crate::dead_letters::{select, Bulk, BulkOutcome, BulkVerdict, Selection};
 use crate::{Error, Service};
@@ -197,7 +197,7 @@ struct Requeue {
 /// The requeue of the selected dead letters, in the caller's transaction: partitions locked,
 /// dead letters taken, copies appended and traced. `Ok(None)` under push maintenance.
 async fn requeue(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     tenant: &str,
     selection: &Selection,
 ) -> Result<Option<Requeue>, StoreError> {
@@ -229,7 +229,7 @@ async fn requeue(
 
 /// What a requeue would do, in the caller's transaction, changing nothing.
 async fn rehearse(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     tenant: &str,
     selection: &Selection,
 ) -> Result<Option<Requeue>, StoreError> {

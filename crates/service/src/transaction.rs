@@ -12,7 +12,7 @@ use regent_runtime::{Announcement, Op};
 use regent_store::append::Dedup;
 use regent_store::lease::all_live;
 use regent_store::maintenance;
-use regent_store::{commit_if, StoreError, Transaction};
+use regent_store::{commit_if, StoreError, Tx};
 use uuid::Uuid;
 
 use crate::ack::{ack_group, group_acks, AckGroup, LeaseCheck, SentAck};
@@ -170,7 +170,7 @@ type AcksDone = (
 
 /// Every ack group inside the bundle's transaction; `Ok(Err)` when one is refused.
 async fn run_acks(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     tenant: &str,
     groups: &[(AckGroup, Vec<usize>)],
 ) -> Result<Result<AcksDone, String>, StoreError> {

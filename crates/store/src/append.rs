@@ -1,10 +1,24 @@
 //! Appending to a partition's log.
 
-use deadpool_postgres::Transaction;
 use uuid::Uuid;
 
 use crate::frames;
-use crate::StoreError;
+use crate::{Layout, StoreError, Tx};
+
+/// The positions of a batch's hashes (`$1`, of partition `$2`) that the index holds, with
+/// their offsets. `$partition` is a condition naming the partition in the index on Citus.
+macro_rules! logged {
+    ($partition:literal) => {
+        concat!(
+            "SELECT w.ord, x.\"offset\"
+               FROM unnest($1::uuid[]) WITH ORDINALITY AS w(hash, ord)
+               JOIN tx_index x ON x.hash = w.hash AND ",
+            $partition,
+            "
+              ORDER BY w.ord"
+        )
+    };
+}
 
 /// One partition's share of an append: its messages' index hashes and frames, in order,
 /// free of duplicates among themselves.
@@ -57,7 +71,7 @@ const SEGMENTS_OF: &str = "WITH e AS (
 /// until the transaction ends, which is what makes offsets visible in commit order. Returns
 /// one verdict per message, batch by batch.
 pub async fn append_many(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     batches: &[Batch],
     dedup: Dedup,
 ) -> Result<Vec<Vec<Appended>>, StoreError> {
@@ -93,7 +107,7 @@ pub async fn append_many(
 /// The ids of the messages stored at `offsets` of a partition, in the same order; `None`
 /// for an offset whose segment has been deleted.
 pub(crate) async fn stored_ids(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     partition: Uuid,
     offsets: &[i64],
 ) -> Result<Vec<Option<Uuid>>, StoreError> {
@@ -122,19 +136,14 @@ pub(crate) async fn stored_ids(
 }
 
 /// The batch's messages whose transaction ids are in the log: (position, stored id).
-pub async fn logged(
-    tx: &Transaction<'_>,
-    b: &Batch,
-) -> Result<Vec<(usize, Option<Uuid>)>, StoreError> {
+pub async fn logged(tx: &Tx<'_>, b: &Batch) -> Result<Vec<(usize, Option<Uuid>)>, StoreError> {
     let st = tx
-        .prepare_cached(
-            "SELECT w.ord, x.\"offset\"
-               FROM unnest($1::uuid[]) WITH ORDINALITY AS w(hash, ord)
-               JOIN tx_index x ON x.hash = w.hash
-              ORDER BY w.ord",
-        )
+        .prepare_cached(match tx.layout() {
+            Layout::Single => logged!("$2::uuid IS NOT NULL"),
+            Layout::Citus => logged!("x.partition_id = $2"),
+        })
         .await?;
-    let rows = tx.query(&st, &[&b.hashes]).await?;
+    let rows = tx.query(&st, &[&b.hashes, &b.partition]).await?;
     let at: Vec<usize> = rows
         .iter()
         .map(|r| r.get::<_, i64>("ord") as usize - 1)

@@ -4,23 +4,26 @@
 //! The cursor row is locked first and the caller checks the lease on that locked row in the
 //! same transaction that moves it: the lease is a fencing token, never a separate pre-check.
 
-use deadpool_postgres::Transaction;
 use serde_json::Value;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
-use crate::StoreError;
+use crate::{Layout, StoreError, Tx};
 
 /// The offsets of the transaction ids whose index hashes are in `$hashes` (a `uuid[]`), in
-/// the same order, NULL where one resolves nowhere, as an SQL array expression.
+/// the same order, NULL where one resolves nowhere, as an SQL array expression. `$partition`
+/// names the partition on Citus, where its index rows are found on its shard (on one
+/// PostgreSQL the partition is inside the hash, and the condition is left out).
 macro_rules! offsets_of {
-    ($hashes:literal) => {
+    ($hashes:literal, $partition:literal) => {
         concat!(
             "ARRAY(SELECT x.\"offset\"
                      FROM unnest(",
             $hashes,
             "::uuid[]) WITH ORDINALITY AS w(hash, ord)
-                     LEFT JOIN tx_index x ON x.hash = w.hash
+                     LEFT JOIN tx_index x ON x.hash = w.hash",
+            $partition,
+            "
                     ORDER BY w.ord)"
         )
     };
@@ -29,22 +32,33 @@ macro_rules! offsets_of {
 /// Locks the cursor row and resolves the transaction ids (`$4`, their index hashes) in one
 /// round trip; the queue's name and the partition's end say whether an ended lease leaves
 /// the group something to claim.
-const LOCK_AND_RESOLVE: &str = concat!(
-    "SELECT c.committed, c.lease_id,
+macro_rules! lock_and_resolve {
+    ($partition:literal) => {
+        concat!(
+            "SELECT c.committed, c.lease_id,
             (c.lease_id IS NOT NULL AND c.lease_expires_at > now()) AS live, c.lease_end,
             c.retry_count, q.options, q.id AS queue_id, q.name AS queue, p.id AS partition_id,
             p.next_offset, ",
-    offsets_of!("$4"),
-    " AS offsets
+            offsets_of!("$4", $partition),
+            " AS offsets
        FROM cursors c
        JOIN partitions p ON p.id = c.partition_id
        JOIN queues q ON q.id = p.queue_id
       WHERE c.partition_id = $1::text::uuid AND c.consumer_group = $2 AND p.tenant = $3
         FOR UPDATE OF c"
-);
+        )
+    };
+}
+const LOCK_AND_RESOLVE: &str = lock_and_resolve!("");
+const LOCK_AND_RESOLVE_CITUS: &str = lock_and_resolve!(" AND x.partition_id = $1::text::uuid");
 
-/// The resolution of [`LOCK_AND_RESOLVE`] on its own.
-const RESOLVE: &str = concat!("SELECT ", offsets_of!("$1"), " AS offsets");
+/// The resolution of [`LOCK_AND_RESOLVE`] on its own, in partition `$2`.
+const RESOLVE: &str = concat!("SELECT ", offsets_of!("$1", ""), " AS offsets");
+const RESOLVE_CITUS: &str = concat!(
+    "SELECT ",
+    offsets_of!("$1", " AND x.partition_id = $2"),
+    " AS offsets"
+);
 
 const WRITE: &str = "UPDATE cursors
         SET committed = $3, retry_count = $4,
@@ -95,13 +109,18 @@ impl From<&Row> for Locked {
 /// here with its own message, which the ack contract reports as it is. `None` when the
 /// tenant's partition has no cursor of the group.
 pub async fn lock(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     tenant: &str,
     partition_id: &str,
     group: &str,
     hashes: &[Uuid],
 ) -> Result<Option<Locked>, StoreError> {
-    let st = tx.prepare_cached(LOCK_AND_RESOLVE).await?;
+    let st = tx
+        .prepare_cached(match tx.layout() {
+            Layout::Single => LOCK_AND_RESOLVE,
+            Layout::Citus => LOCK_AND_RESOLVE_CITUS,
+        })
+        .await?;
     Ok(tx
         .query_opt(&st, &[&partition_id, &group, &tenant, &hashes])
         .await?
@@ -109,17 +128,27 @@ pub async fn lock(
         .map(Locked::from))
 }
 
-/// The offsets of `hashes` in the index, in order.
+/// The offsets of `hashes` (of transaction ids in `partition`) in the index, in order.
 pub async fn resolve(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
+    partition: Uuid,
     hashes: &[Uuid],
 ) -> Result<Vec<Option<i64>>, StoreError> {
-    let st = tx.prepare_cached(RESOLVE).await?;
-    Ok(tx.query_one(&st, &[&hashes]).await?.get("offsets"))
+    let row = match tx.layout() {
+        Layout::Single => {
+            let st = tx.prepare_cached(RESOLVE).await?;
+            tx.query_one(&st, &[&hashes]).await?
+        }
+        Layout::Citus => {
+            let st = tx.prepare_cached(RESOLVE_CITUS).await?;
+            tx.query_one(&st, &[&hashes, &partition]).await?
+        }
+    };
+    Ok(row.get("offsets"))
 }
 
 /// The tenant a partition belongs to (its id as the client sent it), if it exists.
-pub async fn owner(tx: &Transaction<'_>, partition_id: &str) -> Result<Option<String>, StoreError> {
+pub async fn owner(tx: &Tx<'_>, partition_id: &str) -> Result<Option<String>, StoreError> {
     let st = tx
         .prepare_cached("SELECT tenant FROM partitions WHERE id = $1::text::uuid")
         .await?;
@@ -131,7 +160,7 @@ pub async fn owner(tx: &Transaction<'_>, partition_id: &str) -> Result<Option<St
 
 /// Writes a locked cursor back.
 pub async fn write(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     partition_id: Uuid,
     group: &str,
     committed: i64,

@@ -2,12 +2,12 @@
 //! they outlive the log.
 
 use chrono::{DateTime, Utc};
-use deadpool_postgres::{Client, Transaction};
+use deadpool_postgres::Client;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
 use crate::message::{Message, StoredMessage};
-use crate::{frames, StoreError};
+use crate::{frames, Layout, StoreError, Tx};
 
 /// A message to dead-letter: where it is and why.
 pub struct Letter<'a> {
@@ -22,7 +22,7 @@ pub struct Letter<'a> {
 
 /// Files the message at `letter.offset` as a dead letter: its frame's bytes, copied from the
 /// log.
-pub async fn file(tx: &Transaction<'_>, letter: &Letter<'_>) -> Result<(), StoreError> {
+pub async fn file(tx: &Tx<'_>, letter: &Letter<'_>) -> Result<(), StoreError> {
     let st = tx
         .prepare_cached(
             "SELECT base_offset, created_at, frames FROM segments
@@ -163,11 +163,7 @@ pub async fn list(
 
 /// Deletes up to `limit` dead letters filed before `before`, oldest first, in the caller's
 /// transaction; how many went.
-pub async fn expire(
-    tx: &Transaction<'_>,
-    before: DateTime<Utc>,
-    limit: i64,
-) -> Result<i64, StoreError> {
+pub async fn expire(tx: &Tx<'_>, before: DateTime<Utc>, limit: i64) -> Result<i64, StoreError> {
     let st = tx
         .prepare_cached(
             "DELETE FROM dead_letters WHERE id IN (
@@ -204,7 +200,7 @@ pub struct Picked {
 /// Up to `limit` of the tenant's dead letters that `sel` matches, oldest failure first. Only
 /// dead letters whose queue and partition still exist match (as in [`list`]).
 pub async fn pick(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     tenant: &str,
     sel: &Selector<'_>,
     limit: i64,
@@ -286,26 +282,38 @@ impl TryFrom<&Row> for Taken {
     }
 }
 
+/// Deletes the dead letters `$which` selects, with their queue's name, where their partition
+/// still exists.
+macro_rules! take {
+    ($which:literal) => {
+        concat!(
+            "DELETE FROM dead_letters d
+              USING queues q, partitions p
+              WHERE ",
+            $which,
+            "
+                AND q.id = d.queue_id AND p.id = d.partition_id
+             RETURNING d.id, d.queue_id, q.name AS queue, d.partition_id, d.consumer_group,
+                       d.error, d.\"offset\", d.frame"
+        )
+    };
+}
+
 /// Deletes the tenant's dead letters `ids` in the caller's transaction and returns them,
 /// locked in id order (two bulk calls over the same rows then wait for each other instead
 /// of deadlocking). One another transaction took first, or whose partition is gone, is not
 /// returned (and, orphaned, is left alone).
-pub async fn take(
-    tx: &Transaction<'_>,
-    tenant: &str,
-    ids: &[i64],
-) -> Result<Vec<Taken>, StoreError> {
+pub async fn take(tx: &Tx<'_>, tenant: &str, ids: &[i64]) -> Result<Vec<Taken>, StoreError> {
+    // On Citus the rows are deleted on every shard at once, in no global order: two bulk calls
+    // over the same rows may deadlock there, which Citus breaks and the retry loop repeats.
     let st = tx
-        .prepare_cached(
-            "DELETE FROM dead_letters d
-              USING queues q, partitions p
-              WHERE d.id IN (SELECT id FROM dead_letters
-                              WHERE tenant = $1 AND id = ANY ($2)
-                              ORDER BY id FOR UPDATE)
-                AND q.id = d.queue_id AND p.id = d.partition_id
-             RETURNING d.id, d.queue_id, q.name AS queue, d.partition_id, d.consumer_group,
-                       d.error, d.\"offset\", d.frame",
-        )
+        .prepare_cached(match tx.layout() {
+            Layout::Single => take!(
+                "d.id IN (SELECT id FROM dead_letters WHERE tenant = $1 AND id = ANY ($2)
+                           ORDER BY id FOR UPDATE)"
+            ),
+            Layout::Citus => take!("d.tenant = $1 AND d.id = ANY ($2)"),
+        })
         .await?;
     let rows = tx.query(&st, &[&tenant, &ids]).await?;
     rows.iter().map(Taken::try_from).collect()
@@ -313,11 +321,7 @@ pub async fn take(
 
 /// The tenant's dead letters `ids` whose partitions exist, read as [`take`] would delete
 /// them (a dry run), without locking anything.
-pub async fn read(
-    tx: &Transaction<'_>,
-    tenant: &str,
-    ids: &[i64],
-) -> Result<Vec<Taken>, StoreError> {
+pub async fn read(tx: &Tx<'_>, tenant: &str, ids: &[i64]) -> Result<Vec<Taken>, StoreError> {
     let st = tx
         .prepare_cached(
             "SELECT d.id, d.queue_id, q.name AS queue, d.partition_id, d.consumer_group,

@@ -5,10 +5,10 @@
 //! minutes shows its latest minute.
 
 use chrono::{DateTime, Utc};
-use deadpool_postgres::{Client, Transaction};
+use deadpool_postgres::Client;
 use tokio_postgres::Row;
 
-use crate::{series, StoreError};
+use crate::{series, StoreError, Tx};
 
 /// The backlog of a tenant at one minute (or the latest minute of a bucket).
 #[derive(Clone, Debug, PartialEq)]
@@ -23,7 +23,7 @@ pub struct DepthPoint {
 
 /// Writes every tenant's totals from the snapshot the round just wrote (in its
 /// transaction): one statement, the queue and group rows summed per tenant.
-pub async fn record(tx: &Transaction<'_>) -> Result<(), StoreError> {
+pub async fn record(tx: &Tx<'_>) -> Result<(), StoreError> {
     let st = tx
         .prepare_cached(
             "INSERT INTO depth_minutes AS d (tenant, minute, pending, processing, dead_letters,
@@ -48,7 +48,7 @@ pub async fn record(tx: &Transaction<'_>) -> Result<(), StoreError> {
 
 /// Writes a row for each of these queues (just recounted, in the round's transaction)
 /// whose figures differ from its latest row: a queue that did not change writes nothing.
-pub async fn record_queues(tx: &Transaction<'_>, queues: &[uuid::Uuid]) -> Result<(), StoreError> {
+pub async fn record_queues(tx: &Tx<'_>, queues: &[uuid::Uuid]) -> Result<(), StoreError> {
     let st = tx
         .prepare_cached(
             "INSERT INTO queue_depth_minutes AS d (queue_id, minute, pending, processing,
@@ -149,11 +149,7 @@ pub async fn read(
 
 /// Deletes up to `limit` minutes older than `before` of the tenants' and of the queues'
 /// rows each, in the caller's transaction; the most of either that went.
-pub async fn expire(
-    tx: &Transaction<'_>,
-    before: DateTime<Utc>,
-    limit: i64,
-) -> Result<i64, StoreError> {
+pub async fn expire(tx: &Tx<'_>, before: DateTime<Utc>, limit: i64) -> Result<i64, StoreError> {
     let tenants = series::expire_minutes(tx, "depth_minutes", "tenant", before, limit).await?;
     let queues =
         series::expire_minutes(tx, "queue_depth_minutes", "queue_id", before, limit).await?;

@@ -113,10 +113,11 @@ pub async fn cursors(
 ) -> Result<Vec<PartitionLag>, StoreError> {
     let st = client
         .prepare_cached(
-            "WITH page AS (
-               SELECT c.partition_id, c.queue_id, c.committed,
-                      (c.lease_id IS NOT NULL AND c.lease_expires_at > now()) AS leased
-                 FROM cursors c
+            // The page is chosen first, then its cursors read again with their partitions
+            // and log probes: on Citus that second read is one statement every shard runs,
+            // a lateral probe from the page's rows themselves being one it cannot plan.
+            "WITH page AS MATERIALIZED (
+               SELECT c.partition_id FROM cursors c
                 WHERE c.consumer_group = $2
                   AND c.queue_id IN (SELECT id FROM queues WHERE tenant = $1)
                 ORDER BY c.partition_id LIMIT $3 OFFSET $4)
@@ -125,14 +126,15 @@ pub async fn cursors(
                     greatest(p.next_offset - 1 - c.committed, 0) AS lag,
                     o.created_at AS oldest_unread_at,
                     coalesce(floor(extract(epoch FROM now() - o.created_at)), 0)::bigint AS lag_secs,
-                    c.leased
-               FROM page c
+                    (c.lease_id IS NOT NULL AND c.lease_expires_at > now()) AS leased
+               FROM cursors c
                JOIN partitions p ON p.id = c.partition_id
                JOIN queues q ON q.id = c.queue_id
                LEFT JOIN LATERAL (
                     SELECT g.created_at FROM segments g
                      WHERE g.partition_id = c.partition_id AND g.end_offset > c.committed
                      ORDER BY g.end_offset LIMIT 1) o ON c.committed < p.next_offset - 1
+              WHERE c.consumer_group = $2 AND c.partition_id IN (SELECT partition_id FROM page)
               ORDER BY q.name, p.name",
         )
         .await?;

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
 use uuid::Uuid;
 
-use crate::StoreError;
+use crate::{StoreError, Tx};
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Extended {
@@ -62,11 +62,7 @@ pub async fn extend(
 
 /// Whether every lease id is live for this tenant (a transaction's `requiredLeases`). A
 /// malformed id is simply not live.
-pub async fn all_live(
-    tx: &deadpool_postgres::Transaction<'_>,
-    tenant: &str,
-    lease_ids: &[String],
-) -> Result<bool, StoreError> {
+pub async fn all_live(tx: &Tx<'_>, tenant: &str, lease_ids: &[String]) -> Result<bool, StoreError> {
     if lease_ids.is_empty() {
         return Ok(true);
     }

@@ -44,6 +44,7 @@ macro_rules! partition_counts {
 }
 
 pub mod append;
+pub mod citus;
 pub mod claim;
 pub mod cursor;
 pub mod dead_letters;
@@ -52,6 +53,7 @@ pub mod error;
 pub mod fleet;
 pub mod frames;
 pub mod groups;
+pub mod layout;
 pub mod lease;
 pub mod maintenance;
 pub mod message;
@@ -73,6 +75,7 @@ pub mod traces;
 
 pub use deadpool_postgres::{Client, Transaction};
 pub use error::StoreError;
+pub use layout::Layout;
 pub use message::{Message, StoredMessage};
 pub use retry::{retrying, ATTEMPTS};
 
@@ -108,6 +111,13 @@ const POOL_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 const SESSION_PLANNING: &str =
     "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off; SET jit = off";
 
+/// On Citus a statement is planned at each execution: the coordinator routes a statement to
+/// the worker holding its partition by the parameter's value, which a generic plan does not
+/// have ("could not create distributed plan"), and a distributed function call is delegated
+/// only when its partition argument is a constant.
+const SESSION_PLANNING_CITUS: &str =
+    "SET plan_cache_mode = force_custom_plan; SET enable_seqscan = off; SET jit = off";
+
 /// Serialises concurrent migrations when several brokers start at once.
 const MIGRATION_LOCK: i64 = 0x5245_4745_4e54; // "REGENT"
 
@@ -123,10 +133,73 @@ pub struct PoolStatus {
 #[derive(Clone)]
 pub struct Store {
     pool: Pool,
+    layout: Layout,
+}
+
+/// A transaction, and the layout its statements are written for. Everything a
+/// `Transaction` does, it does (it dereferences to one).
+pub struct Tx<'a> {
+    inner: Transaction<'a>,
+    layout: Layout,
+}
+
+impl<'a> std::ops::Deref for Tx<'a> {
+    type Target = Transaction<'a>;
+    fn deref(&self) -> &Transaction<'a> {
+        &self.inner
+    }
+}
+
+/// A pooled connection, and the layout its statements are written for. Everything a pooled
+/// `Client` does, it does (it dereferences to one); [`Conn::begin`] starts a [`Tx`].
+pub struct Conn {
+    inner: Object,
+    layout: Layout,
+}
+
+impl std::ops::Deref for Conn {
+    type Target = Object;
+    fn deref(&self) -> &Object {
+        &self.inner
+    }
+}
+
+impl std::ops::DerefMut for Conn {
+    fn deref_mut(&mut self) -> &mut Object {
+        &mut self.inner
+    }
+}
+
+impl Conn {
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    pub async fn begin(&mut self) -> Result<Tx<'_>, StoreError> {
+        Ok(Tx {
+            inner: self.inner.transaction().await?,
+            layout: self.layout,
+        })
+    }
+}
+
+impl Tx<'_> {
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    pub async fn commit(self) -> Result<(), StoreError> {
+        Ok(self.inner.commit().await?)
+    }
+
+    pub async fn rollback(self) -> Result<(), StoreError> {
+        Ok(self.inner.rollback().await?)
+    }
 }
 
 impl Store {
-    pub fn connect(url: &str, pool_size: usize) -> anyhow::Result<Store> {
+    /// `layout` is what [`Store::migrate`] found.
+    pub fn connect(url: &str, pool_size: usize, layout: Layout) -> anyhow::Result<Store> {
         let target = tls::target(url)?;
         if target.unverified {
             tracing::warn!(
@@ -146,16 +219,24 @@ impl Store {
             .max_size(pool_size.max(2))
             .wait_timeout(Some(POOL_WAIT))
             .runtime(deadpool_postgres::Runtime::Tokio1)
-            .post_create(Hook::async_fn(|client, _| {
+            .post_create(Hook::async_fn(move |client, _| {
+                let planning = match layout {
+                    Layout::Single => SESSION_PLANNING,
+                    Layout::Citus => SESSION_PLANNING_CITUS,
+                };
                 Box::pin(async move {
                     client
-                        .batch_execute(SESSION_PLANNING)
+                        .batch_execute(planning)
                         .await
                         .map_err(HookError::Backend)
                 })
             }))
             .build()?;
-        Ok(Store { pool })
+        Ok(Store { pool, layout })
+    }
+
+    pub fn layout(&self) -> Layout {
+        self.layout
     }
 
     /// The pool now: (most connections, open, idle, requests waiting for one).
@@ -174,13 +255,18 @@ impl Store {
         self.pool.close();
     }
 
-    pub async fn client(&self) -> Result<Object, StoreError> {
-        Ok(self.pool.get().await?)
+    pub async fn client(&self) -> Result<Conn, StoreError> {
+        Ok(Conn {
+            inner: self.pool.get().await?,
+            layout: self.layout,
+        })
     }
 
-    /// Runs the SQL files of `migrations/` that this database has not seen, under an
-    /// advisory lock so brokers starting together do not race.
-    pub async fn migrate(url: &str) -> anyhow::Result<()> {
+    /// Runs the SQL files of `migrations/` that this database has not seen, then lays the
+    /// tables out for Citus when the database is a Citus coordinator with workers
+    /// ([`Layout::of`], `citus::distribute`), all under an advisory lock so brokers starting
+    /// together do not race. Returns the layout.
+    pub async fn migrate(url: &str) -> anyhow::Result<Layout> {
         let target = tls::target(url)?;
         let (mut client, handle) = match target.tls {
             Some(tls) => {
@@ -195,16 +281,13 @@ impl Store {
         client
             .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
             .await?;
-        let report = embedded::migrations::runner().run_async(&mut client).await;
+        let migrated = migrate_locked(&mut client).await;
         client
             .execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK])
             .await?;
         drop(client);
         let _ = handle.await;
-        for m in report?.applied_migrations() {
-            tracing::info!(migration = %m, "applied");
-        }
-        Ok(())
+        migrated
     }
 
     /// Checks that the database answers.
@@ -213,4 +296,17 @@ impl Store {
         c.simple_query("SELECT 1").await?;
         Ok(())
     }
+}
+
+/// The migrations, then the layout, on a connection holding the migration lock.
+async fn migrate_locked(client: &mut tokio_postgres::Client) -> anyhow::Result<Layout> {
+    let report = embedded::migrations::runner().run_async(client).await?;
+    for m in report.applied_migrations() {
+        tracing::info!(migration = %m, "applied");
+    }
+    let layout = Layout::of(client).await?;
+    if layout == Layout::Citus {
+        citus::distribute(client).await?;
+    }
+    Ok(layout)
 }

@@ -3,11 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use deadpool_postgres::{Client, Transaction};
+use deadpool_postgres::Client;
 use uuid::Uuid;
 
 use crate::append::{append_many, logged, Appended, Batch, Dedup};
-use crate::{frames, StoreError};
+use crate::{frames, StoreError, Tx};
 
 /// A tenant's switches, and whether pushes of it wait in the buffer.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -26,10 +26,13 @@ pub async fn set(
 ) -> Result<Switches, StoreError> {
     let st = client
         .prepare_cached(
-            "INSERT INTO maintenance AS m (tenant, push, pop)
-             VALUES ($1, coalesce($2, false), coalesce($3, false))
+            // The time comes in through EXCLUDED: Citus evaluates `now()` in VALUES on the
+            // coordinator, but takes no volatile call in a reference table's DO UPDATE.
+            "INSERT INTO maintenance AS m (tenant, push, pop, changed_at)
+             VALUES ($1, coalesce($2, false), coalesce($3, false), now())
              ON CONFLICT (tenant) DO UPDATE
-                SET push = coalesce($2, m.push), pop = coalesce($3, m.pop), changed_at = now()
+                SET push = coalesce($2, m.push), pop = coalesce($3, m.pop),
+                    changed_at = EXCLUDED.changed_at
              RETURNING push, pop",
         )
         .await?;
@@ -92,7 +95,7 @@ pub async fn poll(client: &Client) -> Result<Vec<(String, Switches)>, StoreError
 /// as an append is: per message, `New` when it was taken, `Duplicate` with the id of the
 /// message that has its transaction id, in the log or already in the buffer.
 pub async fn hold(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     tenant: &str,
     batches: &[Batch],
 ) -> Result<Vec<Vec<Appended>>, StoreError> {
@@ -122,7 +125,7 @@ pub async fn hold(
 /// Buffers the messages at `which`, in that order; the hashes taken (a hash already
 /// buffered is not).
 async fn insert(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     tenant: &str,
     b: &Batch,
     which: &[usize],
@@ -147,11 +150,7 @@ async fn insert(
 
 /// The id of the message already holding the transaction id of the batch's message `i`: in
 /// the buffer, or, when a drain appended it between our insert and this read, in the log.
-async fn duplicate_id(
-    tx: &Transaction<'_>,
-    b: &Batch,
-    i: usize,
-) -> Result<Option<Uuid>, StoreError> {
+async fn duplicate_id(tx: &Tx<'_>, b: &Batch, i: usize) -> Result<Option<Uuid>, StoreError> {
     let st = tx
         .prepare_cached("SELECT frame FROM push_buffer WHERE hash = $1")
         .await?;
@@ -174,7 +173,7 @@ async fn duplicate_id(
 /// pushes wait to be drained. Takes the drain lock shared, so that no drain can find the
 /// buffer empty while this transaction may still add to it: a broker whose poll is behind
 /// the switch never buffers a push after one that went straight to the log.
-pub async fn still_buffering(tx: &Transaction<'_>, tenant: &str) -> Result<bool, StoreError> {
+pub async fn still_buffering(tx: &Tx<'_>, tenant: &str) -> Result<bool, StoreError> {
     let lock = tx
         .prepare_cached("SELECT pg_advisory_xact_lock_shared(hashtext('regent-drain:' || $1))")
         .await?;
@@ -203,7 +202,7 @@ pub enum Drain {
 /// and waited for (pushes into the buffer hold it shared; PostgreSQL queues new shared
 /// requests behind a waiting exclusive one, so a steady stream of them cannot starve the
 /// drain); brokers draining at once take turns, each batch the oldest left.
-pub async fn drain(tx: &Transaction<'_>, tenant: &str, limit: i64) -> Result<Drain, StoreError> {
+pub async fn drain(tx: &Tx<'_>, tenant: &str, limit: i64) -> Result<Drain, StoreError> {
     let lock = tx
         .prepare_cached("SELECT pg_advisory_xact_lock(hashtext('regent-drain:' || $1))")
         .await?;

@@ -4,13 +4,31 @@
 //! decided by `regent_broker::message_status`.
 
 use chrono::{DateTime, Utc};
-use deadpool_postgres::{Client, Transaction};
+use deadpool_postgres::Client;
 use serde_json::Value;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
 use crate::message::StoredMessage;
-use crate::{frames, StoreError};
+use crate::{frames, Conn, Layout, StoreError, Tx};
+
+/// Deletes message `$2` of partition `$1` (index hash `$3`): its tombstone, its index entry,
+/// its traces. `$partition` names the partition in the index on Citus.
+macro_rules! tombstone {
+    ($partition:literal) => {
+        concat!(
+            "WITH t AS (INSERT INTO tombstones (partition_id, \"offset\") VALUES ($1, $2)
+                        ON CONFLICT DO NOTHING RETURNING 1),
+                  x AS (DELETE FROM tx_index WHERE hash = $3 AND \"offset\" = $2",
+            $partition,
+            "
+                           AND EXISTS (SELECT 1 FROM t)),
+                  r AS (DELETE FROM traces WHERE partition_id = $1 AND \"offset\" = $2
+                           AND EXISTS (SELECT 1 FROM t))
+             SELECT count(*) AS n FROM t"
+        )
+    };
+}
 
 /// A tenant's partition with its queue.
 #[derive(Clone, Debug)]
@@ -61,12 +79,23 @@ pub async fn place(
 
 /// The offset the transaction index holds for `hash` (of this partition and a transaction
 /// id), while it is inside the index's window.
-pub async fn indexed_offset(client: &Client, hash: Uuid) -> Result<Option<i64>, StoreError> {
+pub async fn indexed_offset(
+    client: &Conn,
+    partition: Uuid,
+    hash: Uuid,
+) -> Result<Option<i64>, StoreError> {
     let st = client
-        .prepare_cached("SELECT \"offset\" FROM tx_index WHERE hash = $1")
+        .prepare_cached(match client.layout() {
+            Layout::Single => {
+                "SELECT \"offset\" FROM tx_index WHERE hash = $1 AND $2::uuid IS NOT NULL"
+            }
+            Layout::Citus => {
+                "SELECT \"offset\" FROM tx_index WHERE hash = $1 AND partition_id = $2"
+            }
+        })
         .await?;
     Ok(client
-        .query_opt(&st, &[&hash])
+        .query_opt(&st, &[&hash, &partition])
         .await?
         .map(|r| r.get("offset")))
 }
@@ -235,21 +264,16 @@ pub async fn tombstoned(
 /// its transaction-index entry (`hash`) so that the id may be pushed again, and its traces.
 /// False when it was already deleted.
 pub async fn tombstone(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     partition: Uuid,
     offset: i64,
     hash: Uuid,
 ) -> Result<bool, StoreError> {
     let st = tx
-        .prepare_cached(
-            "WITH t AS (INSERT INTO tombstones (partition_id, \"offset\") VALUES ($1, $2)
-                        ON CONFLICT DO NOTHING RETURNING 1),
-                  x AS (DELETE FROM tx_index WHERE hash = $3 AND \"offset\" = $2
-                           AND EXISTS (SELECT 1 FROM t)),
-                  r AS (DELETE FROM traces WHERE partition_id = $1 AND \"offset\" = $2
-                           AND EXISTS (SELECT 1 FROM t))
-             SELECT count(*) AS n FROM t",
-        )
+        .prepare_cached(match tx.layout() {
+            Layout::Single => tombstone!(""),
+            Layout::Citus => tombstone!(" AND partition_id = $1"),
+        })
         .await?;
     let n: i64 = tx
         .query_one(&st, &[&partition, &offset, &hash])
@@ -355,6 +379,23 @@ pub async fn dead_letter_places(
         .collect())
 }
 
+/// The newest `$4` segments appended in [`$2`, `$3`] of each partition of `$1`.
+const HEADS: &str = "SELECT s.partition_id, s.base_offset, s.end_offset, s.created_at
+       FROM unnest($1::uuid[]) AS u(p)
+       CROSS JOIN LATERAL (
+         SELECT partition_id, base_offset, end_offset, created_at FROM segments
+          WHERE partition_id = u.p AND created_at >= $2 AND created_at <= $3
+          ORDER BY end_offset DESC LIMIT $4) s";
+
+/// The segment holding each (partition of `$1`, offset of `$2`), each once.
+const SEGMENTS_AT: &str = "SELECT DISTINCT ON (s.partition_id, s.end_offset)
+            s.partition_id, s.base_offset, s.end_offset, s.created_at, s.frames
+       FROM unnest($1::uuid[], $2::bigint[]) AS u(p, o)
+       CROSS JOIN LATERAL (
+         SELECT partition_id, base_offset, end_offset, created_at, frames FROM segments
+          WHERE partition_id = u.p AND end_offset >= u.o
+          ORDER BY end_offset LIMIT 1) s";
+
 /// A segment's place and age, without its frames.
 #[derive(Clone, Copy, Debug)]
 pub struct Head {
@@ -366,25 +407,41 @@ pub struct Head {
 
 /// Per partition, its newest `per_partition` segments appended in [from, to], newest first.
 pub async fn heads(
-    client: &Client,
+    client: &Conn,
     partitions: &[Uuid],
     from: DateTime<Utc>,
     to: DateTime<Utc>,
     per_partition: i64,
 ) -> Result<Vec<Head>, StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT s.partition_id, s.base_offset, s.end_offset, s.created_at
-               FROM unnest($1::uuid[]) AS u(p)
-               CROSS JOIN LATERAL (
-                 SELECT partition_id, base_offset, end_offset, created_at FROM segments
-                  WHERE partition_id = u.p AND created_at >= $2 AND created_at <= $3
-                  ORDER BY end_offset DESC LIMIT $4) s",
-        )
-        .await?;
-    Ok(client
-        .query(&st, &[&partitions, &from, &to, &per_partition])
-        .await?
+    let rows = match client.layout() {
+        Layout::Single => {
+            let st = client.prepare_cached(HEADS).await?;
+            client
+                .query(&st, &[&partitions, &from, &to, &per_partition])
+                .await?
+        }
+        // Citus plans no lateral probe of a distributed table from a list; one statement per
+        // partition, each routed to its shard, pipelined.
+        Layout::Citus => {
+            let st = client
+                .prepare_cached(
+                    "SELECT partition_id, base_offset, end_offset, created_at FROM segments
+                      WHERE partition_id = $1 AND created_at >= $2 AND created_at <= $3
+                      ORDER BY end_offset DESC LIMIT $4",
+                )
+                .await?;
+            let st = &st;
+            let calls = partitions
+                .iter()
+                .map(|p| async move { client.query(st, &[p, &from, &to, &per_partition]).await });
+            futures::future::try_join_all(calls)
+                .await?
+                .into_iter()
+                .flatten()
+                .collect()
+        }
+    };
+    Ok(rows
         .iter()
         .map(|r| Head {
             partition_id: r.get("partition_id"),
@@ -398,23 +455,44 @@ pub async fn heads(
 /// The messages at these (partition, offset) pairs, read from their segments (each segment
 /// fetched once).
 pub async fn read(
-    client: &Client,
+    client: &Conn,
     at: &[(Uuid, i64)],
 ) -> Result<Vec<(Uuid, StoredMessage)>, StoreError> {
-    let partitions: Vec<Uuid> = at.iter().map(|(p, _)| *p).collect();
-    let offsets: Vec<i64> = at.iter().map(|(_, o)| *o).collect();
-    let st = client
-        .prepare_cached(
-            "SELECT DISTINCT ON (s.partition_id, s.end_offset)
-                    s.partition_id, s.base_offset, s.end_offset, s.created_at, s.frames
-               FROM unnest($1::uuid[], $2::bigint[]) AS u(p, o)
-               CROSS JOIN LATERAL (
-                 SELECT partition_id, base_offset, end_offset, created_at, frames FROM segments
-                  WHERE partition_id = u.p AND end_offset >= u.o
-                  ORDER BY end_offset LIMIT 1) s",
-        )
-        .await?;
-    let rows = client.query(&st, &[&partitions, &offsets]).await?;
+    let rows = match client.layout() {
+        Layout::Single => {
+            let partitions: Vec<Uuid> = at.iter().map(|(p, _)| *p).collect();
+            let offsets: Vec<i64> = at.iter().map(|(_, o)| *o).collect();
+            let st = client.prepare_cached(SEGMENTS_AT).await?;
+            client.query(&st, &[&partitions, &offsets]).await?
+        }
+        // One statement per partition, routed to its shard, pipelined (see `heads`).
+        Layout::Citus => {
+            let mut by_partition: std::collections::BTreeMap<Uuid, Vec<i64>> = Default::default();
+            for &(p, o) in at {
+                by_partition.entry(p).or_default().push(o);
+            }
+            let st = client
+                .prepare_cached(
+                    "SELECT DISTINCT ON (s.end_offset)
+                            s.partition_id, s.base_offset, s.end_offset, s.created_at, s.frames
+                       FROM unnest($2::bigint[]) AS u(o)
+                       CROSS JOIN LATERAL (
+                         SELECT partition_id, base_offset, end_offset, created_at, frames
+                           FROM segments WHERE partition_id = $1 AND end_offset >= u.o
+                          ORDER BY end_offset LIMIT 1) s",
+                )
+                .await?;
+            let st = &st;
+            let calls = by_partition
+                .iter()
+                .map(|(p, offsets)| async move { client.query(st, &[p, offsets]).await });
+            futures::future::try_join_all(calls)
+                .await?
+                .into_iter()
+                .flatten()
+                .collect()
+        }
+    };
     let mut out = Vec::with_capacity(at.len());
     for &(p, o) in at {
         let Some(r) = rows.iter().find(|r| {

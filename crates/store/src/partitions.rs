@@ -2,12 +2,11 @@
 
 use std::collections::HashMap;
 
-use deadpool_postgres::Transaction;
 use serde_json::Value;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
-use crate::StoreError;
+use crate::{Layout, StoreError, Tx};
 
 /// A partition together with what its queue says about it.
 #[derive(Clone, Debug)]
@@ -48,12 +47,35 @@ const LOOKUP: &str = "SELECT q.id AS queue_id, q.name AS queue, q.options, p.id,
        JOIN queues q ON q.tenant = $1 AND q.name = r.qn
        JOIN partitions p ON p.queue_id = q.id AND p.name = r.pn";
 
+/// On Citus: the queues first (a reference table, read on the coordinator), then the
+/// partitions by the ids their names give ([`id_of`]), so only the shards holding them are
+/// asked.
+const LOOKUP_QUEUES: &str = "SELECT q.id AS queue_id, q.name AS queue, q.options
+       FROM queues q WHERE q.tenant = $1 AND q.name = ANY ($2::text[])";
+const LOOKUP_BY_ID: &str = "SELECT p.queue_id, p.id, p.name FROM partitions p
+      WHERE p.id = ANY ($1::uuid[])";
+
+/// The id of a partition created on Citus: derived from its queue and name (a name-based,
+/// SHA-1 UUID under the queue's id), so that the primary key alone keeps one partition per
+/// name, which Citus requires of a table distributed by it, and a name is found on its shard
+/// without asking the others. On one PostgreSQL ids are time-ordered (v7) and a unique
+/// constraint on (queue, name) keeps names unique.
+pub fn id_of(layout: Layout, queue_id: Uuid, name: &str) -> Uuid {
+    match layout {
+        Layout::Single => Uuid::now_v7(),
+        Layout::Citus => Uuid::new_v5(&queue_id, name.as_bytes()),
+    }
+}
+
 /// The partitions of `keys` that exist, by key.
 pub async fn lookup(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     tenant: &str,
     keys: &[&PartitionKey],
 ) -> Result<HashMap<PartitionKey, PartitionRef>, StoreError> {
+    if tx.layout() == Layout::Citus {
+        return lookup_by_id(tx, tenant, keys).await;
+    }
     let (qs, ps): (Vec<&str>, Vec<&str>) =
         keys.iter().map(|(q, p)| (q.as_str(), p.as_str())).unzip();
     let st = tx.prepare_cached(LOOKUP).await?;
@@ -65,11 +87,51 @@ pub async fn lookup(
         .collect())
 }
 
+async fn lookup_by_id(
+    tx: &Tx<'_>,
+    tenant: &str,
+    keys: &[&PartitionKey],
+) -> Result<HashMap<PartitionKey, PartitionRef>, StoreError> {
+    let names: Vec<&str> = keys.iter().map(|(q, _)| q.as_str()).collect();
+    let st = tx.prepare_cached(LOOKUP_QUEUES).await?;
+    let queues: HashMap<String, (Uuid, Value)> = tx
+        .query(&st, &[&tenant, &names])
+        .await?
+        .iter()
+        .map(|r| (r.get("queue"), (r.get("queue_id"), r.get("options"))))
+        .collect();
+    let ids: Vec<Uuid> = keys
+        .iter()
+        .filter_map(|(q, p)| Some(id_of(Layout::Citus, queues.get(q)?.0, p)))
+        .collect();
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let st = tx.prepare_cached(LOOKUP_BY_ID).await?;
+    let by_queue: HashMap<Uuid, (&String, &Value)> =
+        queues.iter().map(|(n, (id, o))| (*id, (n, o))).collect();
+    let mut found = HashMap::new();
+    for row in tx.query(&st, &[&ids]).await? {
+        let Some((queue, options)) = by_queue.get(&row.get::<_, Uuid>("queue_id")) else {
+            continue;
+        };
+        let p = PartitionRef {
+            id: row.get("id"),
+            name: row.get("name"),
+            queue_id: row.get("queue_id"),
+            queue: (*queue).clone(),
+            options: (*options).clone(),
+        };
+        found.insert((p.queue.clone(), p.name.clone()), p);
+    }
+    Ok(found)
+}
+
 /// Creates the queues and partitions named, in the order given (callers sort by name: the
 /// head of the global lock order), and returns (queue id, partition id) of each. A queue that
 /// exists keeps its configuration.
 pub async fn create(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     tenant: &str,
     missing: &[NewPartition<'_>],
 ) -> Result<Vec<(Uuid, Uuid)>, StoreError> {
@@ -98,45 +160,59 @@ pub async fn create(
 
 /// The id of the named partition of a queue, created if missing.
 pub async fn ensure(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     tenant: &str,
     queue_id: Uuid,
     name: &str,
 ) -> Result<Uuid, StoreError> {
     // Two statements, not one: when a concurrent transaction commits the same partition, the
     // insert waits for it and returns nothing, and only a statement started after that sees
-    // the committed row (a single statement keeps its older snapshot).
+    // the committed row (a single statement keeps its older snapshot). The conflict is on
+    // (queue, name) on one PostgreSQL, on the id derived from them on Citus.
     let ins = tx
         .prepare_cached(
             "INSERT INTO partitions (id, tenant, queue_id, name) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (queue_id, name) DO NOTHING RETURNING id",
+             ON CONFLICT DO NOTHING RETURNING id",
         )
         .await?;
+    let id = id_of(tx.layout(), queue_id, name);
     if let Some(row) = tx
-        .query_opt(&ins, &[&Uuid::now_v7(), &tenant, &queue_id, &name])
+        .query_opt(&ins, &[&id, &tenant, &queue_id, &name])
         .await?
     {
         return Ok(row.get("id"));
     }
     let sel = tx
-        .prepare_cached("SELECT id FROM partitions WHERE queue_id = $1 AND name = $2")
+        .prepare_cached(
+            "SELECT id FROM partitions WHERE queue_id = $1 AND name = $2
+                AND ($3::uuid IS NULL OR id = $3)",
+        )
         .await?;
-    Ok(tx.query_one(&sel, &[&queue_id, &name]).await?.get("id"))
+    let routed = (tx.layout() == Layout::Citus).then_some(id);
+    Ok(tx
+        .query_one(&sel, &[&queue_id, &name, &routed])
+        .await?
+        .get("id"))
 }
 
 /// Locks the tenant's partitions `ids` (their sequencer rows) in id order, the global lock
 /// order, for the rest of the caller's transaction: for a writer that must hold them before
 /// it takes locks of its own (a requeue, before the dead letters it deletes). Returns the
 /// ids that exist.
-pub async fn lock(
-    tx: &Transaction<'_>,
-    tenant: &str,
-    ids: &[Uuid],
-) -> Result<Vec<Uuid>, StoreError> {
+pub async fn lock(tx: &Tx<'_>, tenant: &str, ids: &[Uuid]) -> Result<Vec<Uuid>, StoreError> {
+    // Citus locks rows with FOR UPDATE only in a statement routed to one shard; an update
+    // that changes nothing locks them on every shard at once, in no global order (a deadlock
+    // between shards is broken by Citus and the transaction retried).
     let st = tx
-        .prepare_cached(
-            "SELECT id FROM partitions WHERE tenant = $1 AND id = ANY ($2) ORDER BY id FOR UPDATE",
-        )
+        .prepare_cached(match tx.layout() {
+            Layout::Single => {
+                "SELECT id FROM partitions WHERE tenant = $1 AND id = ANY ($2) ORDER BY id FOR UPDATE"
+            }
+            Layout::Citus => {
+                "UPDATE partitions SET first_offset = first_offset
+                  WHERE tenant = $1 AND id = ANY ($2) RETURNING id"
+            }
+        })
         .await?;
     let rows = tx.query(&st, &[&tenant, &ids]).await?;
     Ok(rows.iter().map(|r| r.get("id")).collect())

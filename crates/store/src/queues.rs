@@ -2,13 +2,13 @@
 //! inspected partition by partition, deleted with everything that hangs off them.
 
 use chrono::{DateTime, Utc};
-use deadpool_postgres::{Client, Transaction};
+use deadpool_postgres::Client;
 use serde_json::Value;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
 use crate::overview::PER_PARTITION;
-use crate::StoreError;
+use crate::{Layout, StoreError, Tx};
 
 #[derive(Clone, Debug)]
 pub struct QueueRow {
@@ -38,7 +38,7 @@ const QUEUE_COLUMNS: &str = "q.id, q.name, q.namespace, q.task, q.options, q.cre
 
 /// Creates the queue or replaces its whole configuration (not a patch).
 pub async fn upsert(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     tenant: &str,
     name: &str,
     namespace: &str,
@@ -263,24 +263,42 @@ pub async fn depth_now(
     queue_id: Uuid,
     group: &str,
 ) -> Result<crate::stats::Depth, StoreError> {
+    // The group's start point first: Citus plans no correlated subquery over a reference
+    // table such as `subscriptions`.
+    let st = client
+        .prepare_cached(
+            "SELECT start_after FROM subscriptions WHERE queue_id = $1 AND consumer_group = $2",
+        )
+        .await?;
+    let start_after: Option<DateTime<Utc>> = client
+        .query_opt(&st, &[&queue_id, &group])
+        .await?
+        .and_then(|r| r.get("start_after"));
     let st = client
         .prepare_cached(concat!(
             "SELECT name, pending, sum(pending) OVER ()::bigint AS sum, count(*) OVER () AS n
                FROM (SELECT p.name, p.next_offset - 1 - coalesce(
                               (SELECT c.committed FROM cursors c
                                 WHERE c.partition_id = p.id AND c.consumer_group = $2),
-                              (SELECT ",
-            last_offset_at!("p.id", "s.start_after"),
-            " FROM subscriptions s
-                                WHERE s.queue_id = $1 AND s.consumer_group = $2),
-                              p.first_offset - 1) AS pending
+                              CASE WHEN $4::timestamptz IS NULL THEN p.first_offset - 1
+                                   ELSE ",
+            last_offset_at!("p.id", "$4::timestamptz"),
+            " END) AS pending
                        FROM partitions p WHERE p.queue_id = $1) d
               WHERE pending > 0
               ORDER BY pending DESC, name LIMIT $3"
         ))
         .await?;
     let rows = client
-        .query(&st, &[&queue_id, &group, &crate::stats::TOP_PARTITIONS])
+        .query(
+            &st,
+            &[
+                &queue_id,
+                &group,
+                &crate::stats::TOP_PARTITIONS,
+                &start_after,
+            ],
+        )
         .await?;
     let first = rows.first();
     Ok(crate::stats::Depth {
@@ -296,7 +314,7 @@ pub async fn depth_now(
 
 /// Deletes a queue with everything that hangs off it: partitions, the log, cursors,
 /// subscriptions, dead letters, traces, its series and buffered pushes. Returns whether it existed.
-pub async fn delete(tx: &Transaction<'_>, tenant: &str, name: &str) -> Result<bool, StoreError> {
+pub async fn delete(tx: &Tx<'_>, tenant: &str, name: &str) -> Result<bool, StoreError> {
     let st = tx
         .prepare_cached("DELETE FROM queues WHERE tenant = $1 AND name = $2 RETURNING id")
         .await?;
@@ -306,8 +324,14 @@ pub async fn delete(tx: &Transaction<'_>, tenant: &str, name: &str) -> Result<bo
     let qid: Uuid = row.get("id");
     // Wait for in-flight appends first, so the deletes below (a fresh snapshot) see every
     // segment those appends commit.
+    // (On Citus an update that changes nothing takes the locks: see `partitions::lock`.)
     let lock = tx
-        .prepare_cached("SELECT id FROM partitions WHERE queue_id = $1 FOR UPDATE")
+        .prepare_cached(match tx.layout() {
+            Layout::Single => "SELECT id FROM partitions WHERE queue_id = $1 FOR UPDATE",
+            Layout::Citus => {
+                "UPDATE partitions SET first_offset = first_offset WHERE queue_id = $1"
+            }
+        })
         .await?;
     tx.query(&lock, &[&qid]).await?;
     // The transaction index is left to its purge clock: its rows hold only hashes keyed by
@@ -358,7 +382,7 @@ pub enum Cleared {
 /// before, later ones after), then the cursors (partition, then group), as retention does.
 /// Dead letters, which are snapshots, and the transaction index, on its own clock, stay.
 pub async fn clear(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     tenant: &str,
     queue: &str,
     partition: Option<&str>,
@@ -371,10 +395,16 @@ pub async fn clear(
     };
     let queue_id: Uuid = q.get("id");
     let st = tx
-        .prepare_cached(
-            "SELECT id FROM partitions WHERE queue_id = $1 AND ($2::text IS NULL OR name = $2)
-              ORDER BY id FOR UPDATE",
-        )
+        .prepare_cached(match tx.layout() {
+            Layout::Single => {
+                "SELECT id FROM partitions WHERE queue_id = $1 AND ($2::text IS NULL OR name = $2)
+                  ORDER BY id FOR UPDATE"
+            }
+            Layout::Citus => {
+                "UPDATE partitions SET first_offset = first_offset
+                  WHERE queue_id = $1 AND ($2::text IS NULL OR name = $2) RETURNING id"
+            }
+        })
         .await?;
     let ids: Vec<Uuid> = tx
         .query(&st, &[&queue_id, &partition])
@@ -386,10 +416,15 @@ pub async fn clear(
         return Ok(Cleared::NoPartition);
     }
     let st = tx
-        .prepare_cached(
-            "SELECT 1 FROM cursors WHERE partition_id = ANY($1)
-              ORDER BY partition_id, consumer_group FOR UPDATE",
-        )
+        .prepare_cached(match tx.layout() {
+            Layout::Single => {
+                "SELECT 1 FROM cursors WHERE partition_id = ANY($1)
+                  ORDER BY partition_id, consumer_group FOR UPDATE"
+            }
+            Layout::Citus => {
+                "UPDATE cursors SET committed = committed WHERE partition_id = ANY($1)"
+            }
+        })
         .await?;
     tx.query(&st, &[&ids]).await?;
     let st = tx

@@ -5,11 +5,11 @@
 //! move up to it (a lease entirely over deleted messages is released), and their traces go.
 
 use chrono::{DateTime, Utc};
-use deadpool_postgres::{Client, Transaction};
+use deadpool_postgres::Client;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::StoreError;
+use crate::{Layout, StoreError, Tx};
 
 /// A queue whose options mention retention.
 pub struct RetainedQueue {
@@ -54,10 +54,11 @@ pub async fn queues(client: &Client) -> Result<Vec<RetainedQueue>, StoreError> {
 /// Per partition of the queue, how far every group has passed: the lowest cursor, or -1
 /// while a group of the queue has no cursor there yet (it may start from the beginning) or
 /// no group has one at all (nothing has been consumed).
-const PASSED: &str = "CASE WHEN EXISTS (
-            SELECT 1 FROM subscriptions s WHERE s.queue_id = p.queue_id
-               AND NOT EXISTS (SELECT 1 FROM cursors c
-                                WHERE c.partition_id = p.id AND c.consumer_group = s.consumer_group))
+/// `$5` holds the queue's named groups, read first ([`subscribed`]): Citus plans no
+/// correlated subquery over a reference table such as `subscriptions`.
+const PASSED: &str = "CASE WHEN (SELECT count(*) FROM cursors c
+                       WHERE c.partition_id = p.id AND c.consumer_group = ANY ($5::text[]))
+                    < cardinality($5::text[])
           THEN -1
           ELSE coalesce((SELECT min(c.committed) FROM cursors c WHERE c.partition_id = p.id), -1)
         END";
@@ -67,7 +68,7 @@ const PASSED: &str = "CASE WHEN EXISTS (
 /// offset order up to its first segment not due, through the primary key: a partition with
 /// nothing due costs one index probe.
 pub async fn expire(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     queue_id: Uuid,
     cut: Cutoffs,
     limit: i64,
@@ -97,11 +98,18 @@ pub async fn expire(
                 count(*) AS segments, sum(end_offset - base_offset + 1)::bigint AS messages
            FROM gone GROUP BY partition_id ORDER BY partition_id"
     );
+    let groups = subscribed(tx, queue_id).await?;
     let st = tx.prepare_cached(&sql).await?;
     let rows = tx
         .query(
             &st,
-            &[&queue_id, &cut.all_before, &cut.passed_before, &limit],
+            &[
+                &queue_id,
+                &cut.all_before,
+                &cut.passed_before,
+                &limit,
+                &groups,
+            ],
         )
         .await?;
     if rows.is_empty() {
@@ -116,21 +124,39 @@ pub async fn expire(
     })
 }
 
+/// The queue's named consumer groups.
+async fn subscribed(tx: &Tx<'_>, queue_id: Uuid) -> Result<Vec<String>, StoreError> {
+    let st = tx
+        .prepare_cached("SELECT consumer_group FROM subscriptions WHERE queue_id = $1")
+        .await?;
+    Ok(tx
+        .query(&st, &[&queue_id])
+        .await?
+        .iter()
+        .map(|r| r.get("consumer_group"))
+        .collect())
+}
+
 /// Moves the partitions' first offsets, the cursors below them (locked in the global order
 /// first: partition, then group) and drops the traces of the deleted messages.
-async fn move_past(
-    tx: &Transaction<'_>,
-    partitions: &[Uuid],
-    first_kept: &[i64],
-) -> Result<(), StoreError> {
+async fn move_past(tx: &Tx<'_>, partitions: &[Uuid], first_kept: &[i64]) -> Result<(), StoreError> {
+    // (On Citus an update that changes nothing takes the locks: see `partitions::lock`.)
     let st = tx
-        .prepare_cached(
-            "SELECT 1 FROM cursors c
-               JOIN unnest($1::uuid[], $2::bigint[]) AS u(pid, first_kept) ON c.partition_id = u.pid
-              WHERE c.committed < u.first_kept - 1
-              ORDER BY c.partition_id, c.consumer_group
-                FOR UPDATE OF c",
-        )
+        .prepare_cached(match tx.layout() {
+            Layout::Single => {
+                "SELECT 1 FROM cursors c
+                   JOIN unnest($1::uuid[], $2::bigint[]) AS u(pid, first_kept)
+                     ON c.partition_id = u.pid
+                  WHERE c.committed < u.first_kept - 1
+                  ORDER BY c.partition_id, c.consumer_group
+                    FOR UPDATE OF c"
+            }
+            Layout::Citus => {
+                "UPDATE cursors c SET committed = c.committed
+                   FROM unnest($1::uuid[], $2::bigint[]) AS u(pid, first_kept)
+                  WHERE c.partition_id = u.pid AND c.committed < u.first_kept - 1"
+            }
+        })
         .await?;
     tx.query(&st, &[&partitions, &first_kept]).await?;
     let st = tx

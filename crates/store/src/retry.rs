@@ -43,7 +43,7 @@ fn backoff(attempt: u32) -> Duration {
 }
 
 /// Runs a block in a transaction and commits it, under [`retrying`]. The block sees
-/// `tx: &Transaction` and evaluates to `Result<T, StoreError>`. (A macro rather than a
+/// `tx: &Tx` and evaluates to `Result<T, StoreError>`. (A macro rather than a
 /// closure-taking function: a closure handed a borrowed transaction cannot be proven `Send`
 /// for the futures axum runs.)
 #[macro_export]
@@ -68,7 +68,7 @@ macro_rules! commit_if {
         let store: &$crate::Store = &$store;
         $crate::retrying(|| async {
             let mut client = store.client().await?;
-            let txn = client.transaction().await?;
+            let txn = client.begin().await?;
             let out: Result<_, $crate::StoreError> = {
                 let $tx = &txn;
                 async { $body }.await

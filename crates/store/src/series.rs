@@ -1,10 +1,10 @@
 //! The per-minute series of each queue (`queue_minutes`): what brokers counted, added up.
 
 use chrono::{DateTime, Utc};
-use deadpool_postgres::{Client, Transaction};
+use deadpool_postgres::Client;
 use uuid::Uuid;
 
-use crate::StoreError;
+use crate::{StoreError, Tx};
 
 /// What happened to one queue's messages over some span.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -94,18 +94,14 @@ pub async fn since(
 }
 
 /// Deletes up to `limit` minutes older than `before`, in the caller's transaction.
-pub async fn expire(
-    tx: &Transaction<'_>,
-    before: DateTime<Utc>,
-    limit: i64,
-) -> Result<i64, StoreError> {
+pub async fn expire(tx: &Tx<'_>, before: DateTime<Utc>, limit: i64) -> Result<i64, StoreError> {
     expire_minutes(tx, "queue_minutes", "queue_id", before, limit).await
 }
 
 /// Deletes up to `limit` rows older than `before` of a per-minute table keyed by (`key`,
 /// `minute`) with an index on `minute`: a bounded batch, so expiry never holds a long lock.
 pub(crate) async fn expire_minutes(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     table: &'static str,
     key: &'static str,
     before: DateTime<Utc>,

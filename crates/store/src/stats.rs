@@ -5,11 +5,10 @@
 //! reader sees a whole round or none of it.
 
 use chrono::{DateTime, Utc};
-use deadpool_postgres::Transaction;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
-use crate::StoreError;
+use crate::{Layout, StoreError, Tx};
 
 /// Partitions kept in a queue's (or a group's) depth list: those with the most pending.
 pub const TOP_PARTITIONS: i64 = 100;
@@ -27,7 +26,7 @@ pub const PAUSE_PER_ROUND: f64 = 4.0;
 /// The round's statements run with room to sort in memory (and, as on every pooled
 /// connection, without JIT: `SESSION_PLANNING` in this crate's root).
 pub async fn begin_round(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     force: bool,
     interval: std::time::Duration,
 ) -> Result<bool, StoreError> {
@@ -55,7 +54,7 @@ pub async fn begin_round(
 }
 
 /// Marks the round finished and drops the rows of queues deleted since the last one.
-pub async fn finish_round(tx: &Transaction<'_>) -> Result<(), StoreError> {
+pub async fn finish_round(tx: &Tx<'_>) -> Result<(), StoreError> {
     let st = tx
         .prepare_cached(
             "WITH q AS (DELETE FROM queue_stats s
@@ -72,7 +71,7 @@ pub async fn finish_round(tx: &Transaction<'_>) -> Result<(), StoreError> {
 }
 
 /// Every queue of the fleet, by tenant: what a round recounts.
-pub async fn queues(tx: &Transaction<'_>) -> Result<Vec<(String, Uuid)>, StoreError> {
+pub async fn queues(tx: &Tx<'_>) -> Result<Vec<(String, Uuid)>, StoreError> {
     let st = tx
         .prepare_cached("SELECT tenant, id FROM queues ORDER BY tenant, id")
         .await?;
@@ -130,6 +129,29 @@ const CURSORS: &str = "
                 ORDER BY g.end_offset LIMIT 1) o ON c.committed < p.next_offset - 1
          WHERE c.queue_id = ANY($1))";
 
+/// [`CURSORS`] on Citus: `cur` reads the partitions table itself, not `parts`, so that the
+/// cursors, their partitions and the log probes are one statement Citus runs on every shard
+/// (a join of distributed tables on the partition); `parts` is read on its own.
+const CURSORS_CITUS: &str = "
+    parts AS MATERIALIZED (
+        SELECT p.id, p.queue_id, p.name, p.next_offset, p.first_offset, p.last_push_at
+          FROM partitions p WHERE p.queue_id = ANY($1)),
+    cur AS MATERIALIZED (
+        SELECT c.queue_id, c.partition_id, c.consumer_group, c.committed, c.retry_count,
+               c.lease_id, c.lease_expires_at, c.lease_end,
+               p.name AS partition_name, p.last_push_at,
+               CASE WHEN c.lease_id IS NOT NULL AND c.lease_expires_at > now()
+                    THEN c.lease_end - c.committed END AS leased,
+               greatest(p.next_offset - 1 - c.committed, 0) AS behind,
+               o.created_at AS oldest_unread_at
+          FROM cursors c
+          JOIN partitions p ON p.id = c.partition_id
+          LEFT JOIN LATERAL (
+               SELECT g.created_at FROM segments g
+                WHERE g.partition_id = p.id AND g.end_offset > c.committed
+                ORDER BY g.end_offset LIMIT 1) o ON c.committed < p.next_offset - 1
+         WHERE c.queue_id = ANY($1))";
+
 /// Per partition, the counts the queue pages show (`partition_counts!`, as they count).
 const PER_PARTITION: &str = concat!(
     "
@@ -166,6 +188,36 @@ macro_rules! group_depth {
         )
     };
 }
+
+/// [`group_depth!`] on Citus, where a correlated probe of the log from the coordinator's
+/// `parts` cannot be planned: where each named group would start on each partition
+/// (`last_offset_at!`) is read first, on every shard at once (`starts`).
+const GROUP_DEPTH_CITUS: &str = "
+    groups AS MATERIALIZED (
+        SELECT g.queue_id, g.consumer_group, s.start_after
+          FROM (SELECT queue_id, consumer_group FROM cur
+                UNION SELECT queue_id, consumer_group FROM subscriptions
+                       WHERE queue_id = ANY($1)) g
+          LEFT JOIN subscriptions s
+                 ON s.queue_id = g.queue_id AND s.consumer_group = g.consumer_group),
+    starts AS MATERIALIZED (
+        SELECT p.id AS partition_id, s.consumer_group,
+               greatest(coalesce(x.last, -1), p.first_offset - 1) AS start
+          FROM partitions p
+          JOIN subscriptions s ON s.queue_id = p.queue_id AND s.start_after IS NOT NULL
+          LEFT JOIN LATERAL (
+               SELECT max(g.end_offset) AS last FROM segments g
+                WHERE g.partition_id = p.id AND g.created_at <= s.start_after) x ON true
+         WHERE p.queue_id = ANY($1)),
+    depth AS MATERIALIZED (
+        SELECT gr.queue_id, gr.consumer_group, p.name,
+               p.next_offset - 1 - coalesce(c.committed,
+                   CASE WHEN gr.start_after IS NULL THEN p.first_offset - 1
+                        ELSE st.start END) AS pending
+          FROM groups gr JOIN parts p ON p.queue_id = gr.queue_id
+          LEFT JOIN cur c ON c.partition_id = p.id AND c.consumer_group = gr.consumer_group
+          LEFT JOIN starts st
+                 ON st.partition_id = p.id AND st.consumer_group = gr.consumer_group)";
 
 const QUEUE_ROWS: &str = "
     qs AS (
@@ -275,16 +327,19 @@ pub const QUEUES_PER_STATEMENT: usize = 500;
 /// cursors whose first unread message is oldest (at most [`TOP_LAGGING`]) for the tenant's
 /// lagging list.
 pub async fn recount(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     tenant: &str,
     queues: &[Uuid],
 ) -> Result<Vec<Lagging>, StoreError> {
+    let (cursors, depth) = match tx.layout() {
+        Layout::Single => (CURSORS, group_depth!()),
+        Layout::Citus => (CURSORS_CITUS, GROUP_DEPTH_CITUS),
+    };
     let sql = format!(
-        "WITH {CURSORS}, {PER_PARTITION}, {}, {QUEUE_ROWS}, {GROUP_ROWS}
+        "WITH {cursors}, {PER_PARTITION}, {depth}, {QUEUE_ROWS}, {GROUP_ROWS}
          SELECT queue_id, consumer_group, partition_id, partition_name, behind, oldest_unread_at
            FROM cur WHERE oldest_unread_at IS NOT NULL
-          ORDER BY oldest_unread_at, partition_id, consumer_group LIMIT $4",
-        group_depth!()
+          ORDER BY oldest_unread_at, partition_id, consumer_group LIMIT $4"
     );
     let st = tx.prepare_cached(&sql).await?;
     let rows = tx
@@ -297,11 +352,7 @@ pub async fn recount(
 }
 
 /// Replaces the tenant's lagging list.
-pub async fn write_lagging(
-    tx: &Transaction<'_>,
-    tenant: &str,
-    rows: &[Lagging],
-) -> Result<(), StoreError> {
+pub async fn write_lagging(tx: &Tx<'_>, tenant: &str, rows: &[Lagging]) -> Result<(), StoreError> {
     let st = tx
         .prepare_cached("DELETE FROM lagging_stats WHERE tenant = $1")
         .await?;

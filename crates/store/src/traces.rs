@@ -3,14 +3,58 @@
 //! when the trace is recorded, and only to a message the log still holds.
 
 use chrono::{DateTime, Utc};
-use deadpool_postgres::{Client, Transaction};
+use deadpool_postgres::Client;
 use serde_json::Value;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
 use crate::dead_letters::Taken;
 use crate::message::Message;
-use crate::{frames, StoreError};
+use crate::{frames, Conn, Layout, StoreError, Tx};
+
+/// Records a trace (`$1`) of the message with index hash `$4` in the tenant's (`$3`)
+/// partition `$2`, while the log holds it. `$partition` names the partition in the index on
+/// Citus.
+macro_rules! record {
+    ($partition:literal) => {
+        concat!(
+            "INSERT INTO traces (id, tenant, queue_id, partition_id, transaction_id, \"offset\",
+                                 event_type, data, consumer_group, worker_id, trace_names)
+             SELECT $1, p.tenant, p.queue_id, p.id, $5, x.\"offset\", $6, $7, $8, $9, $10
+               FROM partitions p JOIN tx_index x ON x.hash = $4",
+            $partition,
+            "
+              WHERE p.id = $2 AND p.tenant = $3
+                AND (SELECT s.base_offset <= x.\"offset\" FROM segments s
+                      WHERE s.partition_id = p.id AND s.end_offset >= x.\"offset\"
+                      ORDER BY s.end_offset LIMIT 1)"
+        )
+    };
+}
+
+/// The `requeued` traces of a requeue's copies (see [`record_requeued`]).
+macro_rules! record_requeued {
+    ($partition:literal) => {
+        concat!(
+            "INSERT INTO traces (id, tenant, queue_id, partition_id, transaction_id, \"offset\",
+                                 event_type, data, consumer_group, worker_id, trace_names)
+             SELECT c.id, p.tenant, p.queue_id, p.id, c.txid, x.\"offset\", $2,
+                    jsonb_build_object('deadLetterId', c.dead_letter,
+                                       'originalMessageId', c.message_id,
+                                       'originalTransactionId', c.original_txid,
+                                       'consumerGroup', c.consumer_group,
+                                       'reason', c.reason),
+                    c.consumer_group, NULL, '{}'
+               FROM unnest($3::uuid[], $4::uuid[], $5::uuid[], $6::text[], $7::bigint[],
+                           $8::uuid[], $9::text[], $10::text[], $11::text[])
+                    AS c(id, partition_id, hash, txid, dead_letter, message_id, original_txid,
+                         consumer_group, reason)
+               JOIN partitions p ON p.id = c.partition_id AND p.tenant = $1
+               JOIN tx_index x ON x.hash = c.hash",
+            $partition
+        )
+    };
+}
 
 /// A trace event as the client sends it, parsed.
 pub struct TraceEvent<'a> {
@@ -79,23 +123,18 @@ pub struct TraceName {
 }
 
 /// Records the trace if the tenant's partition holds the message; `None` when it does not.
-pub async fn record(client: &Client, t: &NewTrace<'_>) -> Result<Option<Uuid>, StoreError> {
+pub async fn record(client: &Conn, t: &NewTrace<'_>) -> Result<Option<Uuid>, StoreError> {
     let st = client
-        .prepare_cached(
-            "INSERT INTO traces (id, tenant, queue_id, partition_id, transaction_id, \"offset\",
-                                 event_type, data, consumer_group, worker_id, trace_names)
-             SELECT $1, p.tenant, p.queue_id, p.id, $5, x.\"offset\", $6, $7, $8, $9, $10
-               FROM partitions p JOIN tx_index x ON x.hash = $4
-              WHERE p.id = $2 AND p.tenant = $3
-                AND (SELECT s.base_offset <= x.\"offset\" FROM segments s
-                      WHERE s.partition_id = p.id AND s.end_offset >= x.\"offset\"
-                      ORDER BY s.end_offset LIMIT 1)
-             RETURNING id",
-        )
+        .prepare_cached(match client.layout() {
+            Layout::Single => record!(""),
+            Layout::Citus => record!(" AND x.partition_id = $2"),
+        })
         .await?;
     let e = t.event;
-    let row = client
-        .query_opt(
+    // Whether it was written, not RETURNING: Citus names the table, not its shard, in the
+    // RETURNING clause of an INSERT ... SELECT it routes to one shard.
+    let written = client
+        .execute(
             &st,
             &[
                 &t.id,
@@ -111,7 +150,7 @@ pub async fn record(client: &Client, t: &NewTrace<'_>) -> Result<Option<Uuid>, S
             ],
         )
         .await?;
-    Ok(row.map(|r| r.get("id")))
+    Ok((written > 0).then_some(t.id))
 }
 
 /// Where a copy came from: the trace a copy of a message carries (`event_type` says how it
@@ -127,7 +166,7 @@ pub struct Origin<'a> {
 /// Records on the copy (`copy_txid` in `partition`, index key `hash`) the trace naming its
 /// original; `None` when the log does not hold the copy (yet).
 pub async fn record_origin(
-    client: &Client,
+    client: &Conn,
     tenant: &str,
     partition: Uuid,
     copy_txid: &str,
@@ -167,29 +206,16 @@ pub struct Requeued<'a> {
 /// appended them), under the dead letter's consumer group, its data naming the dead letter
 /// and the original message.
 pub async fn record_requeued(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     tenant: &str,
     event_type: &str,
     copies: &[Requeued<'_>],
 ) -> Result<(), StoreError> {
     let st = tx
-        .prepare_cached(
-            "INSERT INTO traces (id, tenant, queue_id, partition_id, transaction_id, \"offset\",
-                                 event_type, data, consumer_group, worker_id, trace_names)
-             SELECT c.id, p.tenant, p.queue_id, p.id, c.txid, x.\"offset\", $2,
-                    jsonb_build_object('deadLetterId', c.dead_letter,
-                                       'originalMessageId', c.message_id,
-                                       'originalTransactionId', c.original_txid,
-                                       'consumerGroup', c.consumer_group,
-                                       'reason', c.reason),
-                    c.consumer_group, NULL, '{}'
-               FROM unnest($3::uuid[], $4::uuid[], $5::uuid[], $6::text[], $7::bigint[],
-                           $8::uuid[], $9::text[], $10::text[], $11::text[])
-                    AS c(id, partition_id, hash, txid, dead_letter, message_id, original_txid,
-                         consumer_group, reason)
-               JOIN partitions p ON p.id = c.partition_id AND p.tenant = $1
-               JOIN tx_index x ON x.hash = c.hash",
-        )
+        .prepare_cached(match tx.layout() {
+            Layout::Single => record_requeued!(""),
+            Layout::Citus => record_requeued!(" AND x.partition_id = p.id"),
+        })
         .await?;
     let ids: Vec<Uuid> = copies.iter().map(|_| Uuid::now_v7()).collect();
     let partitions: Vec<Uuid> = copies.iter().map(|c| c.dead_letter.partition_id).collect();

@@ -16,7 +16,7 @@ use regent_runtime::tallies::Tally;
 use regent_runtime::Op;
 use regent_store::claim::{self, Claim, ClaimedPartition, EmptyReason, Finish, Start, Sweep};
 use regent_store::queues::{self, QueueRow};
-use regent_store::{frames, in_transaction, StoreError, StoredMessage, Transaction};
+use regent_store::{frames, in_transaction, StoreError, StoredMessage, Tx};
 
 use super::{DeliveredPartition, Delivery, PopRequest, Popped, Target};
 use crate::{Error, Handover, Service};
@@ -170,7 +170,7 @@ impl Service {
                     false => claim::lease_only(tx).await,
                 }
             };
-            let (row, ()) = tokio::try_join!(queues::find(tx, tenant, queue), durability)?;
+            let (row, ()) = tokio::try_join!(queues::find(&**tx, tenant, queue), durability)?;
             let Some(row) = row else {
                 return Ok(None);
             };
@@ -199,7 +199,7 @@ impl Service {
     async fn target_queues(&self, tenant: &str, target: &Target) -> Result<Vec<Queue>, Error> {
         let client = self.store.client().await?;
         let rows = match target {
-            Target::Queue(q) | Target::Partition(q, _) => queues::find(&client, tenant, q)
+            Target::Queue(q) | Target::Partition(q, _) => queues::find(&*client, tenant, q)
                 .await?
                 .into_iter()
                 .collect(),
@@ -213,7 +213,7 @@ impl Service {
     /// Claims over the queues in order until the batch or the partition count is used up.
     async fn claim_all(
         &self,
-        tx: &Transaction<'_>,
+        tx: &Tx<'_>,
         queues: &[Queue],
         req: &PopRequest,
         lease_id: Uuid,
@@ -246,7 +246,7 @@ impl Service {
     /// it), so no pop's lease ever names another's partition.
     async fn claim_queue(
         &self,
-        tx: &Transaction<'_>,
+        tx: &Tx<'_>,
         q: &Queue,
         req: &PopRequest,
         asks: &[Ask],

@@ -6,12 +6,13 @@
 //! releases the leases to match.
 
 use chrono::{DateTime, Utc};
-use deadpool_postgres::Transaction;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
-use crate::StoreError;
+use crate::{Layout, StoreError, Tx};
+
+mod citus;
 
 /// One claim: up to `max_partitions` of the group's partitions of a queue, each up to
 /// `batch` messages past its cursor, the k-th claimed (in claim order) leased under
@@ -236,7 +237,7 @@ type Params<'a> = Vec<&'a (dyn ToSql + Sync)>;
 /// Gives the group a cursor on the partitions of the queue (or the one named) it has none on
 /// yet. Returns how many it created.
 pub async fn sweep(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     queue_id: Uuid,
     group: &str,
     partition: Option<&str>,
@@ -264,13 +265,26 @@ pub async fn sweep(
         (true, false) => ENSURE_NAMED,
         (true, true) => ENSURE_NAMED_ONLY,
     };
+    if tx.layout() == Layout::Citus {
+        // Two sweeps of one group insert the same cursors on every shard at once, each
+        // waiting on the other's rows in a different order: on Citus they take turns.
+        let st = tx
+            .prepare_cached(
+                "SELECT pg_advisory_xact_lock(hashtextextended($1::uuid::text || '/' || $2, 0))",
+            )
+            .await?;
+        tx.query_one(&st, &[&queue_id, &group]).await?;
+    }
     let st = tx.prepare_cached(sql).await?;
     Ok(tx.execute(&st, &params).await?)
 }
 
 /// Claims and reads in one statement: the hinted partitions first (when there are hints and
 /// they yield anything), else the group's cursors in claim order.
-pub async fn claim(tx: &Transaction<'_>, c: &Claim<'_>) -> Result<Claimed, StoreError> {
+pub async fn claim(tx: &Tx<'_>, c: &Claim<'_>) -> Result<Claimed, StoreError> {
+    if tx.layout() == Layout::Citus {
+        return citus::claim(tx, c).await;
+    }
     let window = c.window_buffer_seconds as f64;
     let lease = c.lease_seconds as f64;
     let params: Params<'_> = vec![
@@ -344,7 +358,7 @@ fn claimed(rows: Vec<Row>) -> Claimed {
 /// that consumes nothing (no autoAck): lost in a crash, its leases are as if they had
 /// expired (the messages redeliver and acks under them are refused), which at-least-once
 /// delivery allows; a later durable commit (an ack's) flushes it with its own.
-pub async fn lease_only(tx: &Transaction<'_>) -> Result<(), StoreError> {
+pub async fn lease_only(tx: &Tx<'_>) -> Result<(), StoreError> {
     tx.batch_execute("SET LOCAL synchronous_commit = off")
         .await?;
     Ok(())
@@ -352,11 +366,7 @@ pub async fn lease_only(tx: &Transaction<'_>) -> Result<(), StoreError> {
 
 /// Ends the claim as decided: trims leases to what was delivered, releases empty ones, and
 /// commits auto-acked deliveries. One statement for every partition of the claim.
-pub async fn finish(
-    tx: &Transaction<'_>,
-    group: &str,
-    finishes: &[Finish],
-) -> Result<(), StoreError> {
+pub async fn finish(tx: &Tx<'_>, group: &str, finishes: &[Finish]) -> Result<(), StoreError> {
     if finishes.is_empty() {
         return Ok(());
     }
@@ -373,7 +383,7 @@ pub async fn finish(
 
 /// Explains an empty partition-route pop, so the answer can carry Queen's error shapes.
 pub async fn diagnose_empty(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     queue_id: Uuid,
     partition: &str,
     group: &str,

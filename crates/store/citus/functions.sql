@@ -1,0 +1,78 @@
+-- The Citus bodies of Regent's functions (crates/store/src/citus.rs applies them after the
+-- migrations, at every start, so a migration that redefines a function for one PostgreSQL
+-- is followed by its Citus body).
+--
+-- regent_append as in V3, but the transaction index carries its partition (the distribution
+-- column) and every statement names the partition, so the whole call runs on the worker that
+-- holds it: Citus delegates the call there (create_distributed_function below, by p_partition)
+-- even inside the push's transaction (force_delegation), one round trip as on one PostgreSQL.
+-- The segment's bytes are put together before its INSERT: Citus takes no subquery in one.
+CREATE OR REPLACE FUNCTION regent_append(p_partition uuid, p_hashes uuid[], p_frames bytea[],
+                                         p_careful boolean)
+RETURNS TABLE (item integer, stored_offset bigint)
+LANGUAGE plpgsql SET enable_seqscan = off AS $$
+DECLARE
+    v_next    bigint;
+    v_n       integer := cardinality(p_hashes);
+    v_dups    integer[];
+    v_count   integer;
+    v_now     timestamptz;
+    v_fresh   boolean := true;
+    v_frames  bytea;
+BEGIN
+    SELECT p.next_offset INTO v_next FROM partitions p WHERE p.id = p_partition FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'partition % does not exist', p_partition USING ERRCODE = 'P0002';
+    END IF;
+    v_now := clock_timestamp();
+
+    IF p_careful THEN
+        v_fresh := NOT EXISTS (SELECT 1 FROM tx_index x
+                                WHERE x.partition_id = p_partition AND x.hash = ANY (p_hashes));
+    END IF;
+    IF v_fresh THEN
+        INSERT INTO tx_index (partition_id, hash, "offset", created_at)
+        SELECT p_partition, a.hash, v_next + a.ord - 1, v_now
+          FROM unnest(p_hashes) WITH ORDINALITY AS a(hash, ord);
+        v_frames := (SELECT string_agg(f, ''::bytea ORDER BY ord)
+                       FROM unnest(p_frames) WITH ORDINALITY AS e(f, ord));
+        INSERT INTO segments (partition_id, end_offset, base_offset, created_at, frames)
+        VALUES (p_partition, v_next + v_n - 1, v_next, v_now, v_frames);
+        UPDATE partitions SET next_offset = v_next + v_n, last_push_at = v_now
+         WHERE id = p_partition;
+        RETURN;
+    END IF;
+
+    SELECT coalesce(array_agg(a.ord::integer), '{}') INTO v_dups
+      FROM unnest(p_hashes) WITH ORDINALITY AS a(hash, ord)
+      JOIN tx_index x ON x.partition_id = p_partition AND x.hash = a.hash;
+
+    RETURN QUERY
+      SELECT a.ord::integer, x."offset"
+        FROM unnest(p_hashes) WITH ORDINALITY AS a(hash, ord)
+        JOIN tx_index x ON x.partition_id = p_partition AND x.hash = a.hash;
+
+    v_count := v_n - cardinality(v_dups);
+    IF v_count = 0 THEN
+        RETURN;
+    END IF;
+
+    v_frames := (SELECT string_agg(e.f, ''::bytea ORDER BY e.ord)
+                   FROM unnest(p_frames) WITH ORDINALITY AS e(f, ord)
+                  WHERE NOT (e.ord::integer = ANY (v_dups)));
+    INSERT INTO segments (partition_id, end_offset, base_offset, created_at, frames)
+    VALUES (p_partition, v_next + v_count - 1, v_next, v_now, v_frames);
+
+    INSERT INTO tx_index (partition_id, hash, "offset", created_at)
+    SELECT p_partition, f.hash, v_next + f.rn - 1, v_now
+      FROM (SELECT a.hash, row_number() OVER (ORDER BY a.ord) AS rn
+              FROM unnest(p_hashes) WITH ORDINALITY AS a(hash, ord)
+             WHERE NOT (a.ord::integer = ANY (v_dups))) f;
+
+    UPDATE partitions SET next_offset = v_next + v_count, last_push_at = v_now
+     WHERE id = p_partition;
+END
+$$;
+SELECT create_distributed_function('regent_append(uuid, uuid[], bytea[], boolean)',
+                                   'p_partition', colocate_with := 'partitions',
+                                   force_delegation := true);

@@ -1,0 +1,165 @@
+//! Regent's tables laid out over a Citus cluster, after the migrations made them as ordinary
+//! tables on the coordinator.
+//!
+//! A partition is the shard key: every hot statement touches one partition, so everything
+//! about one partition lives on one worker, co-located by partition id, and a push, a claim
+//! or an ack of one partition is one round trip to one worker. Small tables read by every
+//! request (queues, subscriptions, maintenance switches) are reference tables, copied to
+//! every node, so they join anything. The broker's own bookkeeping (series, samples, the stats
+//! snapshot) stays on the coordinator as Citus-managed local tables.
+//!
+//! Applied once, to a database with no partitions yet, under the migration lock; each step
+//! checks what is already done, so a start interrupted half-way finishes at the next start.
+
+use tokio_postgres::Client;
+
+use anyhow::{bail, Result};
+
+/// Replicated to every node: read by every request, written rarely.
+const REFERENCE: &[&str] = &["queues", "subscriptions", "maintenance"];
+
+/// Distributed by partition, co-located with `partitions` (table, distribution column).
+const BY_PARTITION: &[(&str, &str)] = &[
+    ("partitions", "id"),
+    ("segments", "partition_id"),
+    ("cursors", "partition_id"),
+    ("tombstones", "partition_id"),
+    ("tx_index", "partition_id"),
+    ("dead_letters", "partition_id"),
+    ("traces", "partition_id"),
+];
+
+/// The coordinator's own tables, and the push buffer: local, added to Citus's metadata so
+/// that they may join the reference tables.
+const LOCAL: &[&str] = &[
+    // Written only under push maintenance, drained in arrival order (its local sequence).
+    "push_buffer",
+    "queue_minutes",
+    "broker_samples",
+    "broker_parked",
+    "depth_minutes",
+    "queue_depth_minutes",
+    "stats_rounds",
+    "queue_stats",
+    "group_stats",
+    "lagging_stats",
+];
+
+/// The schema changes distribution needs, run before the first table is distributed:
+/// Citus keeps a unique constraint only when it includes the distribution column.
+/// - `partitions` loses `UNIQUE (queue_id, name)`: a partition's id is derived from its
+///   queue and name instead (`crate::partitions`), so the primary key is the same guarantee.
+/// - The transaction index gets its partition as a column (16 bytes a message that one
+///   PostgreSQL does without: there the partition is only inside the hash).
+/// - Dead letters and traces keep their ids, unique with the partition.
+const RESHAPE: &str = "
+    ALTER TABLE partitions DROP CONSTRAINT partitions_queue_id_name_key;
+    CREATE INDEX partitions_by_name ON partitions (queue_id, name);
+    ALTER TABLE tx_index ADD COLUMN partition_id uuid NOT NULL;
+    ALTER TABLE tx_index DROP CONSTRAINT tx_index_pkey;
+    ALTER TABLE tx_index ADD PRIMARY KEY (partition_id, hash);
+    ALTER TABLE dead_letters DROP CONSTRAINT dead_letters_pkey;
+    ALTER TABLE dead_letters ADD PRIMARY KEY (partition_id, id);
+    ALTER TABLE traces DROP CONSTRAINT traces_pkey;
+    ALTER TABLE traces ADD PRIMARY KEY (partition_id, id);
+";
+
+/// The Citus bodies of the functions the migrations define for one PostgreSQL, and how each
+/// is routed.
+const FUNCTIONS: &str = include_str!("../citus/functions.sql");
+
+/// Lays the tables out for Citus, if not done yet. Refuses a database that already holds
+/// partitions in one PostgreSQL's layout: their transaction index rows carry no partition
+/// and cannot be distributed.
+pub async fn distribute(client: &Client) -> Result<()> {
+    if !distributed(client, "partitions").await? {
+        let held: bool = client
+            .query_one("SELECT EXISTS (SELECT 1 FROM partitions) AS held", &[])
+            .await?
+            .get("held");
+        if held {
+            bail!(
+                "this database already holds Regent data laid out for one PostgreSQL; \
+                 moving it onto Citus is not supported: start on an empty database"
+            );
+        }
+        if !reshaped(client).await? {
+            client
+                .batch_execute(&format!("BEGIN; {RESHAPE} COMMIT;"))
+                .await?;
+        }
+    }
+    for table in REFERENCE {
+        if !placed(client, table).await? {
+            client
+                .execute(
+                    "SELECT create_reference_table($1::text::regclass)",
+                    &[table],
+                )
+                .await?;
+        }
+    }
+    for (table, column) in BY_PARTITION {
+        if !placed(client, table).await? {
+            let colocate = if *table == "partitions" {
+                "none"
+            } else {
+                "partitions"
+            };
+            client
+                .execute(
+                    "SELECT create_distributed_table($1::text::regclass, $2, colocate_with => $3)",
+                    &[table, column, &colocate],
+                )
+                .await?;
+        }
+    }
+    for table in LOCAL {
+        if !placed(client, table).await? {
+            client
+                .execute(
+                    "SELECT citus_add_local_table_to_metadata($1::text::regclass)",
+                    &[table],
+                )
+                .await?;
+        }
+    }
+    client.batch_execute(FUNCTIONS).await?;
+    Ok(())
+}
+
+/// Whether Citus already knows the table (distributed, reference or local).
+async fn placed(client: &Client, table: &str) -> Result<bool> {
+    Ok(client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = $1::text::regclass)
+               AS placed",
+            &[&table],
+        )
+        .await?
+        .get("placed"))
+}
+
+/// Whether the table is distributed (hash-partitioned).
+async fn distributed(client: &Client, table: &str) -> Result<bool> {
+    Ok(client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_dist_partition
+                             WHERE logicalrelid = $1::text::regclass AND partmethod = 'h') AS d",
+            &[&table],
+        )
+        .await?
+        .get("d"))
+}
+
+/// Whether [`RESHAPE`] already ran (it is one transaction: all of it or none).
+async fn reshaped(client: &Client) -> Result<bool> {
+    Ok(client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM information_schema.columns
+                             WHERE table_name = 'tx_index' AND column_name = 'partition_id') AS r",
+            &[],
+        )
+        .await?
+        .get("r"))
+}

@@ -1,0 +1,49 @@
+//! Where Regent's tables live: in one PostgreSQL, or spread over a Citus cluster.
+//!
+//! The layout is read from the database when the broker starts (`Store::migrate`), never
+//! configured: a database with the Citus extension and at least one active worker is laid out
+//! for Citus (`crate::citus`), any other is one PostgreSQL. Most statements are the same text
+//! in both; the few that differ ask their transaction's layout ([`crate::Tx::layout`]).
+
+use tokio_postgres::Client;
+
+use crate::StoreError;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Every table in one PostgreSQL.
+    Single,
+    /// Everything about one partition (its sequencer row, segments, cursors, tombstones,
+    /// transaction index, dead letters, traces, buffered pushes) on the worker that holds the
+    /// partition's shard; queues, subscriptions and maintenance switches copied to every node;
+    /// the broker's own bookkeeping on the coordinator.
+    Citus,
+}
+
+impl Layout {
+    /// The layout a database calls for: Citus when the extension is installed in it and a
+    /// worker is registered, else one PostgreSQL.
+    pub async fn of(client: &Client) -> Result<Layout, StoreError> {
+        let row = client
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS citus",
+                &[],
+            )
+            .await?;
+        if !row.get::<_, bool>("citus") {
+            return Ok(Layout::Single);
+        }
+        let workers: i64 = client
+            .query_one(
+                "SELECT count(*) AS n FROM citus_get_active_worker_nodes()",
+                &[],
+            )
+            .await?
+            .get("n");
+        Ok(if workers > 0 {
+            Layout::Citus
+        } else {
+            Layout::Single
+        })
+    }
+}
