@@ -7,6 +7,7 @@ mod auth;
 mod bad_input;
 mod bench_smoke;
 mod brokers;
+mod citus;
 mod connections;
 mod console;
 mod consumer_groups;

@@ -288,7 +288,12 @@ async fn the_queue_listing_says_each_queues_dead_letters_and_throughput() {
     b.db()
         .await
         .execute(
-            "UPDATE queue_minutes SET minute = minute - interval '10 minutes'",
+            // The shifted minute computed beside the update, not in its SET: on Citus a
+            // stable function may not take the updated row's columns.
+            "UPDATE queue_minutes q SET minute = s.earlier
+               FROM (SELECT queue_id, minute, minute - interval '10 minutes' AS earlier
+                       FROM queue_minutes) s
+              WHERE q.queue_id = s.queue_id AND q.minute = s.minute",
             &[],
         )
         .await

@@ -405,6 +405,31 @@ impl Broker {
 }
 
 impl Broker {
+    /// On Citus, a connection to this broker's database on each worker, with each worker's
+    /// port (the node Citus names for a shard); none on one PostgreSQL.
+    pub async fn workers(&self) -> Vec<(u16, tokio_postgres::Client)> {
+        let Server::Citus(cluster) = server().await else {
+            return Vec::new();
+        };
+        let db = &self.db_url[self.db_url.rfind('/').expect("url has a database") + 1..];
+        let mut out = Vec::new();
+        for w in cluster.workers() {
+            let url = w.url();
+            let url = format!(
+                "{}/{db}",
+                &url[..url.rfind('/').expect("url has a database")]
+            );
+            let (c, conn) = tokio_postgres::connect(&url, NoTls)
+                .await
+                .expect("connect to a worker");
+            tokio::spawn(conn);
+            out.push((w.port(), c));
+        }
+        out
+    }
+}
+
+impl Broker {
     /// This broker's in-memory state (wakeups, peers, ...), for tests that watch it.
     pub fn runtime(&self) -> &regent::runtime::Runtime {
         self.server.as_ref().expect("running").service.runtime()

@@ -156,6 +156,12 @@ impl Service {
                 }
                 _ = stopping.changed() => {}
             }
+            // Out of time: answer now rather than after one more claim, which could take
+            // longer than the margin left before the client's own timeout (a claim on Citus
+            // asks every shard when nothing is hinted).
+            if Instant::now() >= deadline {
+                return Ok(Popped::TimedOut);
+            }
         }
     }
 }
