@@ -114,9 +114,13 @@ const SESSION_PLANNING: &str =
 /// On Citus a statement is planned at each execution: the coordinator routes a statement to
 /// the worker holding its partition by the parameter's value, which a generic plan does not
 /// have ("could not create distributed plan"), and a distributed function call is delegated
-/// only when its partition argument is a constant.
-const SESSION_PLANNING_CITUS: &str =
-    "SET plan_cache_mode = force_custom_plan; SET enable_seqscan = off; SET jit = off";
+/// only when its partition argument is a constant. A statement over every shard uses one
+/// connection per worker: by default Citus opens more for it, and closes all but one at the
+/// end of the transaction, so every such statement forked new backends on the workers (pops
+/// spent more time in the kernel making processes than in PostgreSQL; end to end 1.4x with
+/// one, BENCHMARKS.md "Regent on Citus").
+const SESSION_PLANNING_CITUS: &str = "SET plan_cache_mode = force_custom_plan; \
+     SET enable_seqscan = off; SET jit = off; SET citus.max_adaptive_executor_pool_size = 1";
 
 /// Serialises concurrent migrations when several brokers start at once.
 const MIGRATION_LOCK: i64 = 0x5245_4745_4e54; // "REGENT"
