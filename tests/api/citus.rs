@@ -115,28 +115,7 @@ async fn a_partition_lives_on_one_worker_and_a_queue_on_all_of_them() {
 /// committed either; once it accepts, the same bundle commits on both.
 #[tokio::test]
 async fn a_bundle_across_two_workers_is_all_or_nothing_when_one_refuses_a_write() {
-    let b = broker().await;
-    let workers = b.workers().await;
-    if workers.len() < 2 {
-        eprintln!("not on Citus with two workers: nothing to check");
-        return;
-    }
-    let [(a_name, a_id, _), (b_name, b_id, b_node)] = on_two_workers(&b, "hand").await;
-    let refusing = worker(&workers, b_node);
-    let coordinator = b.db().await;
-    let segments = shard_of(&coordinator, "segments", &b_id).await;
-    refuse(&coordinator, refusing, &segments, "BEFORE INSERT ON", "").await;
-
-    let (lease, txid) = popped(&b, &a_name).await;
-    let bundle = hand_off(&a_id, &txid, &lease, &b_name);
-    let (s, v) = b.post("/api/v1/transaction", bundle.clone()).await;
-    assert_ne!(v["success"], true, "{s} {v}");
-    assert_nothing_committed(&b, &a_id, &b_id).await;
-
-    unrefuse(refusing, &segments).await;
-    let (s, v) = b.post("/api/v1/transaction", bundle).await;
-    assert_eq!((s, &v["success"]), (StatusCode::OK, &json!(true)), "{v}");
-    assert_both_committed(&b, &a_id, &b_id).await;
+    refused_then_accepted("BEFORE INSERT ON", "").await;
 }
 
 /// As above, but the worker refuses only when asked to commit: a deferred trigger fires at
@@ -144,6 +123,12 @@ async fn a_bundle_across_two_workers_is_all_or_nothing_when_one_refuses_a_write(
 /// then rolls the other worker's prepared part back.
 #[tokio::test]
 async fn a_bundle_across_two_workers_is_all_or_nothing_when_one_refuses_to_commit() {
+    refused_then_accepted("AFTER INSERT ON", "DEFERRABLE INITIALLY DEFERRED").await;
+}
+
+/// A hand-off bundle refused by the push's worker (a trigger `when`, `deferral`, on its
+/// shard of `segments`) commits nothing; the same bundle commits whole once it accepts.
+async fn refused_then_accepted(when: &str, deferral: &str) {
     let b = broker().await;
     let workers = b.workers().await;
     if workers.len() < 2 {
@@ -154,14 +139,7 @@ async fn a_bundle_across_two_workers_is_all_or_nothing_when_one_refuses_to_commi
     let refusing = worker(&workers, b_node);
     let coordinator = b.db().await;
     let segments = shard_of(&coordinator, "segments", &b_id).await;
-    refuse(
-        &coordinator,
-        refusing,
-        &segments,
-        "AFTER INSERT ON",
-        "DEFERRABLE INITIALLY DEFERRED",
-    )
-    .await;
+    refuse(&coordinator, refusing, &segments, when, deferral).await;
 
     let (lease, txid) = popped(&b, &a_name).await;
     let bundle = hand_off(&a_id, &txid, &lease, &b_name);

@@ -72,7 +72,7 @@ const FUNCTIONS: &str = include_str!("../citus/functions.sql");
 /// partitions in one PostgreSQL's layout: their transaction index rows carry no partition
 /// and cannot be distributed.
 pub async fn distribute(client: &Client) -> Result<()> {
-    if !distributed(client, "partitions").await? {
+    if method(client, "partitions").await?.as_deref() != Some("h") {
         let held: bool = client
             .query_one("SELECT EXISTS (SELECT 1 FROM partitions) AS held", &[])
             .await?
@@ -89,19 +89,45 @@ pub async fn distribute(client: &Client) -> Result<()> {
                 .await?;
         }
     }
-    for table in REFERENCE {
-        if !placed(client, table).await? {
+    let tables = REFERENCE
+        .iter()
+        .map(|t| (*t, Placement::Reference))
+        .chain(
+            BY_PARTITION
+                .iter()
+                .map(|(t, c)| (*t, Placement::ByPartition(c))),
+        )
+        .chain(LOCAL.iter().map(|t| (*t, Placement::Local)));
+    for (table, placement) in tables {
+        if method(client, table).await?.is_none() {
+            place(client, table, placement).await?;
+        }
+    }
+    client.batch_execute(FUNCTIONS).await?;
+    Ok(())
+}
+
+/// Where a table goes.
+#[derive(Clone, Copy)]
+enum Placement {
+    Reference,
+    /// Distributed by this column, co-located with `partitions`.
+    ByPartition(&'static str),
+    Local,
+}
+
+async fn place(client: &Client, table: &str, placement: Placement) -> Result<()> {
+    match placement {
+        Placement::Reference => {
             client
                 .execute(
                     "SELECT create_reference_table($1::text::regclass)",
-                    &[table],
+                    &[&table],
                 )
-                .await?;
+                .await?
         }
-    }
-    for (table, column) in BY_PARTITION {
-        if !placed(client, table).await? {
-            let colocate = if *table == "partitions" {
+        Placement::ByPartition(column) => {
+            let colocate = if table == "partitions" {
                 "none"
             } else {
                 "partitions"
@@ -109,47 +135,33 @@ pub async fn distribute(client: &Client) -> Result<()> {
             client
                 .execute(
                     "SELECT create_distributed_table($1::text::regclass, $2, colocate_with => $3)",
-                    &[table, column, &colocate],
+                    &[&table, &column, &colocate],
                 )
-                .await?;
+                .await?
         }
-    }
-    for table in LOCAL {
-        if !placed(client, table).await? {
+        Placement::Local => {
             client
                 .execute(
                     "SELECT citus_add_local_table_to_metadata($1::text::regclass)",
-                    &[table],
+                    &[&table],
                 )
-                .await?;
+                .await?
         }
-    }
-    client.batch_execute(FUNCTIONS).await?;
+    };
     Ok(())
 }
 
-/// Whether Citus already knows the table (distributed, reference or local).
-async fn placed(client: &Client, table: &str) -> Result<bool> {
+/// How Citus holds the table: `h` distributed by hash, `n` a reference or local table, `None`
+/// not at all yet.
+async fn method(client: &Client, table: &str) -> Result<Option<String>> {
     Ok(client
-        .query_one(
-            "SELECT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = $1::text::regclass)
-               AS placed",
+        .query_opt(
+            "SELECT partmethod::text AS m FROM pg_dist_partition
+              WHERE logicalrelid = $1::text::regclass",
             &[&table],
         )
         .await?
-        .get("placed"))
-}
-
-/// Whether the table is distributed (hash-partitioned).
-async fn distributed(client: &Client, table: &str) -> Result<bool> {
-    Ok(client
-        .query_one(
-            "SELECT EXISTS (SELECT 1 FROM pg_dist_partition
-                             WHERE logicalrelid = $1::text::regclass AND partmethod = 'h') AS d",
-            &[&table],
-        )
-        .await?
-        .get("d"))
+        .map(|r| r.get("m")))
 }
 
 /// Whether [`RESHAPE`] already ran (it is one transaction: all of it or none).

@@ -109,7 +109,13 @@ impl From<&Row> for Lagging {
 
 /// The partitions of the queues and their cursors, each cursor with its first unread
 /// message's time (one index probe of the log per cursor behind its partition's end).
-const CURSORS: &str = "
+/// `$partitions` is what `cur` joins the cursors with: `parts` on one PostgreSQL; on Citus the
+/// partitions table itself, so that the cursors, their partitions and the log probes are one
+/// statement Citus runs on every shard (a join of distributed tables on the partition).
+macro_rules! cursors {
+    ($partitions:literal) => {
+        concat!(
+            "
     parts AS MATERIALIZED (
         SELECT p.id, p.queue_id, p.name, p.next_offset, p.first_offset, p.last_push_at
           FROM partitions p WHERE p.queue_id = ANY($1)),
@@ -122,35 +128,19 @@ const CURSORS: &str = "
                greatest(p.next_offset - 1 - c.committed, 0) AS behind,
                o.created_at AS oldest_unread_at
           FROM cursors c
-          JOIN parts p ON p.id = c.partition_id
+          JOIN ",
+            $partitions,
+            " p ON p.id = c.partition_id
           LEFT JOIN LATERAL (
                SELECT g.created_at FROM segments g
                 WHERE g.partition_id = p.id AND g.end_offset > c.committed
                 ORDER BY g.end_offset LIMIT 1) o ON c.committed < p.next_offset - 1
-         WHERE c.queue_id = ANY($1))";
-
-/// [`CURSORS`] on Citus: `cur` reads the partitions table itself, not `parts`, so that the
-/// cursors, their partitions and the log probes are one statement Citus runs on every shard
-/// (a join of distributed tables on the partition); `parts` is read on its own.
-const CURSORS_CITUS: &str = "
-    parts AS MATERIALIZED (
-        SELECT p.id, p.queue_id, p.name, p.next_offset, p.first_offset, p.last_push_at
-          FROM partitions p WHERE p.queue_id = ANY($1)),
-    cur AS MATERIALIZED (
-        SELECT c.queue_id, c.partition_id, c.consumer_group, c.committed, c.retry_count,
-               c.lease_id, c.lease_expires_at, c.lease_end,
-               p.name AS partition_name, p.last_push_at,
-               CASE WHEN c.lease_id IS NOT NULL AND c.lease_expires_at > now()
-                    THEN c.lease_end - c.committed END AS leased,
-               greatest(p.next_offset - 1 - c.committed, 0) AS behind,
-               o.created_at AS oldest_unread_at
-          FROM cursors c
-          JOIN partitions p ON p.id = c.partition_id
-          LEFT JOIN LATERAL (
-               SELECT g.created_at FROM segments g
-                WHERE g.partition_id = p.id AND g.end_offset > c.committed
-                ORDER BY g.end_offset LIMIT 1) o ON c.committed < p.next_offset - 1
-         WHERE c.queue_id = ANY($1))";
+         WHERE c.queue_id = ANY($1))"
+        )
+    };
+}
+const CURSORS: &str = cursors!("parts");
+const CURSORS_CITUS: &str = cursors!("partitions");
 
 /// Per partition, the counts the queue pages show (`partition_counts!`, as they count).
 const PER_PARTITION: &str = concat!(
@@ -163,19 +153,28 @@ const PER_PARTITION: &str = concat!(
          GROUP BY p.id, p.queue_id, p.name, p.next_offset, p.first_offset)"
 );
 
-/// Every group of each queue (a cursor or a subscription) and its backlog on every
-/// partition; a partition it has no cursor on counts from where its first pop would start.
-macro_rules! group_depth {
+/// Every group of each queue: one with a cursor or a subscription, and where a named one
+/// starts.
+macro_rules! groups {
     () => {
-        concat!(
-            "
+        "
     groups AS MATERIALIZED (
         SELECT g.queue_id, g.consumer_group, s.start_after
           FROM (SELECT queue_id, consumer_group FROM cur
                 UNION SELECT queue_id, consumer_group FROM subscriptions
                        WHERE queue_id = ANY($1)) g
           LEFT JOIN subscriptions s
-                 ON s.queue_id = g.queue_id AND s.consumer_group = g.consumer_group),
+                 ON s.queue_id = g.queue_id AND s.consumer_group = g.consumer_group),"
+    };
+}
+
+/// Every group of each queue (a cursor or a subscription) and its backlog on every
+/// partition; a partition it has no cursor on counts from where its first pop would start.
+macro_rules! group_depth {
+    () => {
+        concat!(
+            groups!(),
+            "
     depth AS MATERIALIZED (
         SELECT gr.queue_id, gr.consumer_group, p.name,
                p.next_offset - 1 - coalesce(c.committed,
@@ -192,14 +191,9 @@ macro_rules! group_depth {
 /// [`group_depth!`] on Citus, where a correlated probe of the log from the coordinator's
 /// `parts` cannot be planned: where each named group would start on each partition
 /// (`last_offset_at!`) is read first, on every shard at once (`starts`).
-const GROUP_DEPTH_CITUS: &str = "
-    groups AS MATERIALIZED (
-        SELECT g.queue_id, g.consumer_group, s.start_after
-          FROM (SELECT queue_id, consumer_group FROM cur
-                UNION SELECT queue_id, consumer_group FROM subscriptions
-                       WHERE queue_id = ANY($1)) g
-          LEFT JOIN subscriptions s
-                 ON s.queue_id = g.queue_id AND s.consumer_group = g.consumer_group),
+const GROUP_DEPTH_CITUS: &str = concat!(
+    groups!(),
+    "
     starts AS MATERIALIZED (
         SELECT p.id AS partition_id, s.consumer_group,
                greatest(coalesce(x.last, -1), p.first_offset - 1) AS start
@@ -217,7 +211,8 @@ const GROUP_DEPTH_CITUS: &str = "
           FROM groups gr JOIN parts p ON p.queue_id = gr.queue_id
           LEFT JOIN cur c ON c.partition_id = p.id AND c.consumer_group = gr.consumer_group
           LEFT JOIN starts st
-                 ON st.partition_id = p.id AND st.consumer_group = gr.consumer_group)";
+                 ON st.partition_id = p.id AND st.consumer_group = gr.consumer_group)"
+);
 
 const QUEUE_ROWS: &str = "
     qs AS (
