@@ -224,13 +224,24 @@ const CLAIM_AND_READ: &str = claim_and_read!("");
 /// key lookups instead of a walk past every partition with nothing to read.
 const CLAIM_HINTED: &str = claim_and_read!(" AND c.partition_id = ANY ($9::uuid[])");
 
-const FINISH: &str = "UPDATE cursors c
+macro_rules! finish {
+    ($shards:literal) => {
+        concat!(
+            "UPDATE cursors c
         SET committed = u.committed,
             lease_id = CASE WHEN u.release THEN NULL ELSE coalesce(u.lease, c.lease_id) END,
             lease_end = u.lease_end
        FROM unnest($1::uuid[], $2::bigint[], $3::bool[], $4::bigint[], $6::uuid[])
             AS u(pid, committed, release, lease_end, lease)
-      WHERE c.partition_id = u.pid AND c.consumer_group = $5";
+      WHERE c.partition_id = u.pid AND c.consumer_group = $5",
+            $shards
+        )
+    };
+}
+const FINISH: &str = finish!("");
+/// On Citus the partitions are named again as a list, which Citus reads to send the update
+/// to their shards only (the join with the list alone it sends to every shard).
+const FINISH_CITUS: &str = finish!(" AND c.partition_id = ANY ($1::uuid[])");
 
 type Params<'a> = Vec<&'a (dyn ToSql + Sync)>;
 
@@ -375,7 +386,12 @@ pub async fn finish(tx: &Tx<'_>, group: &str, finishes: &[Finish]) -> Result<(),
     let release: Vec<bool> = finishes.iter().map(|f| f.release).collect();
     let end: Vec<i64> = finishes.iter().map(|f| f.lease_end).collect();
     let lease: Vec<Option<Uuid>> = finishes.iter().map(|f| f.lease).collect();
-    let st = tx.prepare_cached(FINISH).await?;
+    let st = tx
+        .prepare_cached(match tx.layout() {
+            Layout::Single => FINISH,
+            Layout::Citus => FINISH_CITUS,
+        })
+        .await?;
     tx.execute(&st, &[&pids, &committed, &release, &end, &group, &lease])
         .await?;
     Ok(())
