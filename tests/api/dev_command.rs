@@ -276,7 +276,8 @@ async fn dev_listens_on_loopback_unless_host_says_otherwise() {
 }
 
 /// `regent dev --citus 2`: the broker serves on a coordinator with two workers registered,
-/// and a stop takes every node with it. (The tables are not distributed yet: issue 17.)
+/// its tables laid out over them (the log distributed, queues copied to every node), and a
+/// stop takes every node with it.
 #[tokio::test]
 async fn dev_on_citus_serves_on_the_coordinator_and_stops_every_node() {
     let dev = Dev::start(&["--citus", "2"]).await;
@@ -303,6 +304,24 @@ async fn dev_on_citus_serves_on_the_coordinator_and_stops_every_node() {
         .unwrap()
         .get(0);
     assert_eq!(workers, 2);
+    let placed: Vec<(String, String)> = db
+        .query(
+            "SELECT table_name::text, citus_table_type FROM citus_tables
+              WHERE table_name::text IN ('segments', 'queues') ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(
+        placed,
+        [
+            ("queues".to_string(), "reference".to_string()),
+            ("segments".to_string(), "distributed".to_string())
+        ]
+    );
 
     let item = json!({"queue": "q", "transactionId": "t1", "payload": {"n": 1}});
     let (s, v) = dev.post("/api/v1/push", json!({"items": [item]})).await;

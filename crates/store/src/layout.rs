@@ -14,9 +14,9 @@ pub enum Layout {
     /// Every table in one PostgreSQL.
     Single,
     /// Everything about one partition (its sequencer row, segments, cursors, tombstones,
-    /// transaction index, dead letters, traces, buffered pushes) on the worker that holds the
-    /// partition's shard; queues, subscriptions and maintenance switches copied to every node;
-    /// the broker's own bookkeeping on the coordinator.
+    /// transaction index, dead letters, traces) on the worker that holds the partition's
+    /// shard; queues, subscriptions and maintenance switches copied to every node; the
+    /// broker's own bookkeeping and the push buffer on the coordinator.
     Citus,
 }
 
