@@ -53,6 +53,27 @@ pub enum Dedup {
 
 const APPEND: &str = "SELECT item, stored_offset FROM regent_append($1, $2, $3, $4)";
 
+/// On Citus the frames go as one segment and each frame's end in it: Citus sends a delegated
+/// call's arguments as text, and a `bytea[]`'s text form is written and read a character at
+/// a time (`citus/functions.sql`).
+const APPEND_CITUS: &str =
+    "SELECT item, stored_offset FROM regent_append($1, $2, $3::bytea, $4::int4[], $5)";
+
+/// The frames as one segment, and where each ends in it (in bytes).
+fn joined(frames: &[Vec<u8>]) -> Result<(Vec<u8>, Vec<i32>), StoreError> {
+    let mut segment = Vec::with_capacity(frames.iter().map(Vec::len).sum());
+    let mut ends = Vec::with_capacity(frames.len());
+    for f in frames {
+        segment.extend_from_slice(f);
+        let end = i32::try_from(segment.len()).map_err(|_| frames::TooLarge {
+            field: "segment",
+            len: segment.len(),
+        })?;
+        ends.push(end);
+    }
+    Ok((segment, ends))
+}
+
 /// The segments holding the offsets `$2` of partition `$1`, each once, in offset order:
 /// where duplicates' stored message ids are read. (One row per offset would send a segment
 /// once per duplicate in it: a resent batch of 1,000 would carry its segment 1,000 times.)
@@ -76,13 +97,26 @@ pub async fn append_many(
     dedup: Dedup,
 ) -> Result<Vec<Vec<Appended>>, StoreError> {
     let careful = dedup == Dedup::Careful;
-    let st = tx.prepare_cached(APPEND).await?;
+    let st = tx
+        .prepare_cached(match tx.layout() {
+            Layout::Single => APPEND,
+            Layout::Citus => APPEND_CITUS,
+        })
+        .await?;
     let calls = batches.iter().map(|b| {
         let st = &st;
         async move {
-            let rows = tx
-                .query(st, &[&b.partition, &b.hashes, &b.frames, &careful])
-                .await?;
+            let rows = match tx.layout() {
+                Layout::Single => {
+                    tx.query(st, &[&b.partition, &b.hashes, &b.frames, &careful])
+                        .await?
+                }
+                Layout::Citus => {
+                    let (segment, ends) = joined(&b.frames)?;
+                    tx.query(st, &[&b.partition, &b.hashes, &segment, &ends, &careful])
+                        .await?
+                }
+            };
             let mut out = vec![Appended::New; b.frames.len()];
             if rows.is_empty() {
                 return Ok(out);
