@@ -7,6 +7,7 @@
 #
 #   bench/citus.sh                      # ROUNDS=2, DURATION=20 s a run
 #   ROUNDS=1 DURATION=10 bench/citus.sh push
+#   BIN=/path/to/other/regent LAYOUTS=citus2 ROUNDS=1 bench/citus.sh   # one layout, another build
 #
 # Each round starts every layout on a fresh persistent cluster (fsync and synchronous commit
 # on), in alternating order (one PostgreSQL, Citus 1, Citus 2, then the reverse), and runs
@@ -79,8 +80,8 @@ PY
 echo "layout round scenario in_msg_s out_msg_s e2e_p50_ms e2e_p99_ms cpu_broker cpu_nodes ledger" \
     >"$work/results.txt"
 for round in $(seq 1 "$ROUNDS"); do
-    order=(single citus1 citus2)
-    [ $((round % 2)) -eq 1 ] || order=(citus2 citus1 single)
+    read -ra order <<<"${LAYOUTS:-single citus1 citus2}"
+    [ $((round % 2)) -eq 1 ] || order=($(printf '%s\n' "${order[@]}" | tac))
     for name in "${order[@]}"; do
         workers=${name#citus}
         [ "$name" != single ] || workers=0

@@ -7,7 +7,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use tokio_postgres::Client;
 
-use crate::support::{broker, Broker};
+use crate::support::{broker, broker_with, Broker};
 
 const QUEUE_MODE: &str = "__QUEUE_MODE__";
 
@@ -108,6 +108,113 @@ async fn a_partition_lives_on_one_worker_and_a_queue_on_all_of_them() {
         nodes.insert(placed[0]);
     }
     assert_eq!(nodes.len(), 2, "16 partitions on {nodes:?}");
+}
+
+/// Concurrent pushes, each to one partition, are fused by worker, and so are their acks:
+/// once the broker knows where the partitions lie, none of those transactions commits in two
+/// phases (Citus records every two-phase commit in the coordinator's `pg_dist_transaction`
+/// until its recovery clears the committed ones). A push naming partitions on both workers
+/// does, which shows that the count moves.
+#[tokio::test]
+async fn concurrent_requests_fuse_by_worker_and_commit_in_one_phase() {
+    // No background clock that writes on every shard while the test counts.
+    let b = broker_with(|c| {
+        c.purge_interval_seconds = 3600;
+        c.retention_interval = 3_600_000;
+        c.metrics_sample_interval = 3600;
+    })
+    .await;
+    let workers = b.workers().await;
+    if workers.len() < 2 {
+        eprintln!("not on Citus with two workers: nothing to check");
+        return;
+    }
+    let [(a_name, ..), (b_name, ..)] = on_two_workers(&b, "fused").await;
+    let db = b.db().await;
+    recover(&db).await;
+
+    let pushes = (0..256).map(|i| {
+        let b = &b;
+        async move {
+            b.push("fused", &format!("p{}", i % 16), &[&format!("burst-{i}")])
+                .await
+        }
+    });
+    futures::future::join_all(pushes).await;
+    assert_eq!(
+        two_phase_records(&db).await,
+        0,
+        "a fused push committed on two workers"
+    );
+
+    // A pop may give its group cursors on every partition: that is not what is counted.
+    let popped = pop_each(&b, 16).await;
+    recover(&db).await;
+    let acks = popped.into_iter().map(|items| {
+        let b = &b;
+        async move {
+            for r in b.ack_batch(None, items).await {
+                assert_eq!(r["success"], true, "{r}");
+            }
+        }
+    });
+    futures::future::join_all(acks).await;
+    assert_eq!(
+        two_phase_records(&db).await,
+        0,
+        "a fused ack committed on two workers"
+    );
+
+    let both = json!({"items": [
+        {"queue": "fused", "partition": a_name, "transactionId": "both-a", "payload": {}},
+        {"queue": "fused", "partition": b_name, "transactionId": "both-b", "payload": {}}]});
+    let (s, v) = b.post("/api/v1/push", both).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    assert!(
+        two_phase_records(&db).await > 0,
+        "a push to two workers commits in two phases"
+    );
+}
+
+/// Clears the records of committed two-phase commits, as Citus's recovery does every minute.
+async fn recover(db: &Client) {
+    db.batch_execute("SELECT recover_prepared_transactions()")
+        .await
+        .unwrap();
+    assert_eq!(two_phase_records(db).await, 0, "recovered");
+}
+
+/// The two-phase commits the coordinator still records.
+async fn two_phase_records(db: &Client) -> i64 {
+    db.query_one("SELECT count(*) FROM pg_dist_transaction", &[])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// Pops every message of partitions `p0`..`p{n-1}` of `fused`, a partition at a time: the
+/// acknowledgments of each partition's messages.
+async fn pop_each(b: &Broker, n: usize) -> Vec<Value> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        let (s, v) = b
+            .get(&format!(
+                "/api/v1/pop/queue/fused/partition/p{i}?wait=false&batch=100"
+            ))
+            .await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        let items: Vec<Value> = v["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                json!({"transactionId": m["transactionId"], "partitionId": m["partitionId"],
+                       "leaseId": v["leaseId"], "status": "completed"})
+            })
+            .collect();
+        out.push(Value::Array(items));
+    }
+    out
 }
 
 /// The pipeline hand-off of the transaction route, its ack on one worker and its push on the

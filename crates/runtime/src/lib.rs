@@ -17,6 +17,7 @@ pub mod lanes;
 pub mod limiter;
 pub mod parked;
 pub mod peers;
+pub mod placements;
 pub mod queue_totals;
 pub mod ready;
 pub mod sweeps;
@@ -40,6 +41,8 @@ pub struct Settings {
     pub limits: LimitTable,
     /// Whether announcements go to the other brokers at all (`PEER_WAKEUPS`).
     pub peer_wakeups: bool,
+    /// Whether the database keeps partitions on more than one node (Citus).
+    pub spread: bool,
 }
 
 /// One broker's in-memory state.
@@ -68,6 +71,8 @@ pub struct Runtime {
     pub tallies: tallies::Tallies,
     /// Messages pushed and delivered per queue since start, as the series flush wrote them.
     pub queue_totals: queue_totals::QueueTotals,
+    /// Which node holds each partition, for fusion to keep a transaction on one.
+    pub placements: placements::Placements,
 }
 
 impl Runtime {
@@ -85,6 +90,7 @@ impl Runtime {
             switches: Default::default(),
             tallies: Default::default(),
             queue_totals: Default::default(),
+            placements: placements::Placements::new(s.spread),
         }
     }
 
@@ -124,6 +130,7 @@ impl Runtime {
             ("maintenance_tenants", self.switches.len()),
             ("series_queues", self.tallies.len()),
             ("queue_totals", self.queue_totals.len()),
+            ("placements", self.placements.len()),
         ]
     }
 }

@@ -18,13 +18,14 @@ use regent_broker::ack_plan::{
 use regent_broker::options::QueueOptions;
 use regent_broker::status::AckStatus;
 use regent_broker::tx_hash::tx_hash;
+use regent_runtime::placements::Place;
 use regent_runtime::tallies::Tally;
 use regent_runtime::{Announcement, Op, Outcome};
 use regent_store::cursor::{self, Locked};
 use regent_store::dead_letters::{self, Letter};
 use regent_store::{retrying, StoreError, Tx};
 
-use crate::fusion::Fusable;
+use crate::fusion::{self, Fusable};
 use crate::{Error, Service};
 
 /// One ack as sent, with the contract's defaults applied for absent fields.
@@ -209,6 +210,11 @@ pub(crate) fn group_acks(acks: Vec<SentAck>, group: &str) -> Vec<(AckGroup, Vec<
     groups
 }
 
+/// The group's partition id, unless it is not a UUID (then the database answers it).
+fn partition_uuid(g: &AckGroup) -> Option<Uuid> {
+    Uuid::parse_str(&g.partition_id).ok()
+}
+
 /// (request, group of the request).
 type Slot = (usize, usize);
 
@@ -225,6 +231,11 @@ impl Fusable for AckJob {
 
     fn weight(&self) -> usize {
         self.groups.iter().map(|g| g.items.len()).sum()
+    }
+
+    fn place(&self, s: &Service) -> Option<Place> {
+        let ids: Option<Vec<Uuid>> = self.groups.iter().map(partition_uuid).collect();
+        s.runtime.placements.of_ids(ids?)
     }
 
     /// Every group of every request in one transaction, in the global lock order. A group
@@ -318,6 +329,7 @@ async fn committed(
         for g in groups {
             acked.push(ack_group(&tx, tenant, g, LeaseCheck::Strict).await?);
         }
+        fusion::learn_places(&tx, s, groups.iter().copied().filter_map(partition_uuid)).await?;
         Ok(match tx.commit().await {
             Ok(()) => Ok(acked),
             Err(e) => {

@@ -8,13 +8,24 @@
 //! arrives during a commit. A fused transaction that fails on one request's data is re-run
 //! piece by piece, so a bad item fails only its own request.
 //!
+//! On Citus a transaction that writes on two workers commits in two phases on each, so the
+//! requests are fused by node as well as by tenant: a request whose partitions all lie on
+//! one worker (as far as this broker knows, `regent_runtime::placements`) is fused only
+//! with others for that worker, and the groups commit side by side. On one PostgreSQL every
+//! request has the same place, and a batch is one transaction per tenant as before.
+//!
 //! Flushers run supervised: one that panics loses the requests of the batch it held (they
 //! are answered 503, and every write is safe to retry) and is started again.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot, Mutex};
+
+use regent_runtime::placements::Place;
+use regent_store::{partitions, StoreError, Tx};
+use uuid::Uuid;
 
 use crate::{Error, Service};
 
@@ -28,6 +39,9 @@ pub(crate) const MAX_FUSED_ITEMS: usize = 10_000;
 pub(crate) trait Fusable: Send + Sized + 'static {
     fn tenant(&self) -> &str;
     fn weight(&self) -> usize;
+    /// The node all of the request's partitions lie on, if known; `None` requests are fused
+    /// with each other.
+    fn place(&self, s: &Service) -> Option<Place>;
     /// Runs `jobs` (all of one tenant) and answers each.
     fn flush(s: &Service, tenant: &str, jobs: Vec<Self>) -> impl Future<Output = ()> + Send;
 }
@@ -87,16 +101,31 @@ async fn flusher<J: Fusable>(s: Arc<Service>, rx: Queue<J>) {
         let Some(batch) = next_batch(&rx).await else {
             return;
         };
-        // One transaction per tenant in the batch.
-        let mut rest = batch;
-        while !rest.is_empty() {
-            let tenant = rest[0].tenant().to_string();
-            let (same, other): (Vec<J>, Vec<J>) =
-                rest.into_iter().partition(|j| j.tenant() == tenant);
-            rest = other;
-            J::flush(&s, &tenant, same).await;
+        let flushes = by_tenant_and_place(&s, batch)
+            .into_iter()
+            .map(|((tenant, _), jobs)| {
+                let s = &s;
+                async move { J::flush(s, &tenant, jobs).await }
+            });
+        futures::future::join_all(flushes).await;
+    }
+}
+
+/// A transaction's worth of requests: their tenant and place, and the requests.
+type Group<J> = ((String, Option<Place>), Vec<J>);
+
+/// The batch split into one transaction's worth per (tenant, place), in arrival order
+/// within each.
+fn by_tenant_and_place<J: Fusable>(s: &Service, batch: Vec<J>) -> Vec<Group<J>> {
+    let mut groups: Vec<Group<J>> = Vec::new();
+    for job in batch {
+        let key = (job.tenant().to_string(), job.place(s));
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, jobs)) => jobs.push(job),
+            None => groups.push((key, vec![job])),
         }
     }
+    groups
 }
 
 /// Every request waiting, up to [`MAX_FUSED_ITEMS`]; `None` once the queue is closed.
@@ -115,4 +144,20 @@ async fn next_batch<J: Fusable>(rx: &Queue<J>) -> Option<Vec<J>> {
         }
     }
     Some(batch)
+}
+
+/// Asks where the partitions in `ids` lie, for those this broker does not know yet, and
+/// remembers it (nothing to ask on one PostgreSQL). Returns what it found.
+pub(crate) async fn learn_places(
+    tx: &Tx<'_>,
+    s: &Service,
+    ids: impl IntoIterator<Item = Uuid>,
+) -> Result<HashMap<Uuid, Place>, StoreError> {
+    let unknown = s.runtime.placements.unknown(ids);
+    if unknown.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let found = partitions::places(tx, &unknown).await?;
+    s.runtime.placements.learn_ids(&found);
+    Ok(found.into_iter().collect())
 }

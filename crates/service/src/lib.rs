@@ -127,6 +127,7 @@ impl Service {
             index_retention,
             limits,
             peer_wakeups: config.peer_wakeups,
+            spread: layout.spreads_partitions(),
         });
         let fleet = fleet::Sampler::new(
             config.metrics_sample_interval,

@@ -16,6 +16,7 @@ use regent_broker::naming::derive_namespace_task;
 use regent_broker::options::QueueOptions;
 use regent_broker::push_plan::repeats;
 use regent_broker::tx_hash::tx_hash;
+use regent_runtime::placements::Place;
 use regent_runtime::tallies::Tally;
 use regent_runtime::{Announcement, Op, Outcome};
 use regent_store::append::{append_many, Appended, Batch, Dedup};
@@ -23,7 +24,7 @@ use regent_store::maintenance;
 use regent_store::partitions::{self, NewPartition, PartitionKey, PartitionRef};
 use regent_store::{frames, in_transaction, Message, StoreError, Tx};
 
-use crate::fusion::Fusable;
+use crate::fusion::{self, Fusable};
 use crate::{Error, Service};
 
 /// One pushed item: where it goes, and the message.
@@ -137,6 +138,12 @@ impl Fusable for PushJob {
         self.items.len()
     }
 
+    fn place(&self, s: &Service) -> Option<Place> {
+        let names = self.items.iter();
+        let names = names.map(|i| (i.queue.as_str(), i.partition.as_str()));
+        s.runtime.placements.of_names(&self.tenant, names)
+    }
+
     async fn flush(s: &Service, tenant: &str, mut jobs: Vec<PushJob>) {
         // One request: its items go back as they came, not through a copy of them all.
         if jobs.len() == 1 {
@@ -211,6 +218,7 @@ async fn push_transaction(
         in_transaction!(s.store, |tx| {
             let prepared = prepare(tx, s, tenant, items).await?;
             let verdicts = append(tx, &prepared, dedup).await?;
+            learn_places(tx, s, tenant, items, &prepared).await?;
             Ok((prepared.written(tenant), verdicts))
         })
     };
@@ -224,6 +232,38 @@ async fn push_transaction(
     s.tally_pushed(&written, &verdicts);
     s.announce(&written);
     Ok(verdicts)
+}
+
+/// Learns where the partitions just written to lie, by name too, so that this broker's next
+/// fused pushes to them keep to one node.
+async fn learn_places(
+    tx: &Tx<'_>,
+    s: &Service,
+    tenant: &str,
+    items: &[PushItem],
+    p: &Prepared,
+) -> Result<(), StoreError> {
+    let places = fusion::learn_places(tx, s, p.batches.iter().map(|b| b.partition)).await?;
+    if places.is_empty() {
+        return Ok(());
+    }
+    let found: Vec<(&str, &str, Uuid, Place)> = p
+        .slots
+        .iter()
+        .zip(&p.batches)
+        .filter_map(|(slots, batch)| {
+            let place = *places.get(&batch.partition)?;
+            let named = &items[slots.first()?.0];
+            Some((
+                named.queue.as_str(),
+                named.partition.as_str(),
+                batch.partition,
+                place,
+            ))
+        })
+        .collect();
+    s.runtime.placements.learn(tenant, &found);
+    Ok(())
 }
 
 impl Service {

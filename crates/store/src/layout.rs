@@ -21,6 +21,12 @@ pub enum Layout {
 }
 
 impl Layout {
+    /// Whether partitions live on more than one node, so that which node holds each is worth
+    /// knowing ([`crate::partitions::places`]).
+    pub fn spreads_partitions(self) -> bool {
+        self == Layout::Citus
+    }
+
     /// The layout a database calls for: Citus when the extension is installed in it and a
     /// worker is registered, else one PostgreSQL.
     pub async fn of(client: &Client) -> Result<Layout, StoreError> {

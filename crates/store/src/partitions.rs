@@ -87,6 +87,23 @@ pub async fn lookup(
         .collect())
 }
 
+/// The node group holding each partition's shard on Citus (every table of a partition is
+/// co-located with `partitions`), asked of the coordinator's metadata alone. On one PostgreSQL
+/// every partition is in group 0, asked of nobody.
+pub async fn places(tx: &Tx<'_>, ids: &[Uuid]) -> Result<Vec<(Uuid, i32)>, StoreError> {
+    if !tx.layout().spreads_partitions() || ids.is_empty() {
+        return Ok(ids.iter().map(|&id| (id, 0)).collect());
+    }
+    let st = tx.prepare_cached(PLACES).await?;
+    let rows = tx.query(&st, &[&ids]).await?;
+    Ok(rows.iter().map(|r| (r.get("id"), r.get("place"))).collect())
+}
+
+const PLACES: &str = "SELECT u.id, pl.groupid AS place
+    FROM unnest($1::uuid[]) AS u(id)
+    JOIN pg_dist_placement pl
+      ON pl.shardid = get_shard_id_for_distribution_column('partitions', u.id)";
+
 async fn lookup_by_id(
     tx: &Tx<'_>,
     tenant: &str,
