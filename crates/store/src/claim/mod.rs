@@ -118,6 +118,16 @@ pub enum EmptyReason {
     NothingReadable,
 }
 
+/// The end of both cursor-making statements: only partitions the group has no cursor on, and
+/// a cursor another pop made meanwhile wins.
+macro_rules! only_missing {
+    () => {
+        "
+        AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.consumer_group = $2)
+     ON CONFLICT DO NOTHING"
+    };
+}
+
 macro_rules! ensure_queue_mode {
     ($partitions:literal) => {
         concat!(
@@ -125,9 +135,7 @@ macro_rules! ensure_queue_mode {
      SELECT p.id, $2, p.first_offset - 1, p.queue_id FROM partitions p
       WHERE p.queue_id = $1 AND ($3::text IS NULL OR p.name = $3)",
             $partitions,
-            "
-        AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.consumer_group = $2)
-     ON CONFLICT DO NOTHING"
+            only_missing!()
         )
     };
 }
@@ -156,9 +164,7 @@ macro_rules! ensure_named {
        FROM partitions p
       WHERE p.queue_id = $1 AND ($3::text IS NULL OR p.name = $3)",
             $partitions,
-            "
-        AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.consumer_group = $2)
-     ON CONFLICT DO NOTHING"
+            only_missing!()
         )
     };
 }
