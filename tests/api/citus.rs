@@ -217,6 +217,42 @@ async fn pop_each(b: &Broker, n: usize) -> Vec<Value> {
     out
 }
 
+/// `postgres-stats` sizes a distributed table by its shards on the workers, not by its empty
+/// shell on the coordinator the broker is connected to.
+#[tokio::test]
+async fn postgres_stats_size_the_log_over_every_worker() {
+    let b = broker().await;
+    if b.workers().await.len() < 2 {
+        eprintln!("not on Citus with two workers: nothing to check");
+        return;
+    }
+    spread(&b, "sized", 16).await;
+    let (s, v) = b.get("/api/v1/analytics/postgres-stats").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let segments = v["tableSizes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["table"] == "segments")
+        .unwrap_or_else(|| panic!("segments among the largest tables: {v}"))
+        .clone();
+    let shards: i64 = b
+        .db()
+        .await
+        .query_one(
+            "SELECT sum(shard_size)::bigint FROM citus_shards
+              WHERE table_name = 'segments'::regclass",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(segments["totalBytes"], json!(shards), "{segments}");
+    let parts = ["tableBytes", "indexBytes"].map(|k| segments[k].as_i64().unwrap());
+    assert_eq!(parts[0] + parts[1], shards, "{segments}");
+    assert!(parts[0] > 0, "{segments}");
+}
+
 /// The pipeline hand-off of the transaction route, its ack on one worker and its push on the
 /// other: when the push's worker refuses the write, the ack on the first worker is not
 /// committed either; once it accepts, the same bundle commits on both.

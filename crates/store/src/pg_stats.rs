@@ -2,6 +2,8 @@
 //! views (`pg_stat_database`, `pg_statio_user_tables`, `pg_statio_user_indexes`,
 //! `pg_stat_user_tables`, `pg_stat_activity`), `pg_settings`, relation sizes, and what the
 //! shared buffers hold when `pg_buffercache` is installed. Every list is bounded ([`TOP`]).
+//! On Citus these are the coordinator's own, whose distributed tables are empty shells, but
+//! for table sizes: those are summed over the shards on every node.
 //!
 //! No statement text of another session is read: only its first keyword (`SELECT`,
 //! `INSERT`, ...). Another session's text can carry data (a literal payload, another
@@ -11,7 +13,7 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
 use tokio_postgres::Row;
 
-use crate::StoreError;
+use crate::{Conn, Layout, StoreError};
 
 /// Rows each list holds at most.
 pub const TOP: i64 = 20;
@@ -196,7 +198,7 @@ const TABLE_STATS: &str = "
              FROM pg_options_to_table(c.reloptions)) o";
 
 /// Reads it all, one statement after another on one connection.
-pub async fn read(client: &Client) -> Result<PgStats, StoreError> {
+pub async fn read(client: &Conn) -> Result<PgStats, StoreError> {
     let r = client
         .query_one(
             "SELECT now() AS at, d.datname::text AS name,
@@ -354,35 +356,7 @@ pub async fn read(client: &Client) -> Result<PgStats, StoreError> {
 
     let buffered = buffer_usage(client).await?;
 
-    let table_sizes = client
-        .query(
-            "SELECT schemaname::text, relname::text,
-                    pg_total_relation_size(relid) AS total_bytes,
-                    pg_table_size(relid) AS table_bytes,
-                    pg_indexes_size(relid) AS index_bytes,
-                    pg_size_pretty(pg_total_relation_size(relid)) AS total,
-                    pg_size_pretty(pg_table_size(relid)) AS table_size,
-                    pg_size_pretty(pg_indexes_size(relid)) AS index_size,
-                    n_live_tup
-               FROM pg_stat_user_tables
-              ORDER BY pg_total_relation_size(relid) DESC, relname
-              LIMIT $1",
-            &[&TOP],
-        )
-        .await?
-        .iter()
-        .map(|r| TableSize {
-            schema: r.get("schemaname"),
-            table: r.get("relname"),
-            total_bytes: r.get("total_bytes"),
-            table_bytes: r.get("table_bytes"),
-            index_bytes: r.get("index_bytes"),
-            total: r.get("total"),
-            table_size: r.get("table_size"),
-            index_size: r.get("index_size"),
-            live_tuples: r.get("n_live_tup"),
-        })
-        .collect();
+    let table_sizes = table_sizes(client).await?;
 
     Ok(PgStats {
         at,
@@ -444,3 +418,65 @@ async fn buffer_usage(client: &Client) -> Result<Option<Vec<Buffered>>, StoreErr
             .collect(),
     ))
 }
+
+/// The largest tables, sizes on disk. On Citus a distributed, reference or coordinator-local
+/// table's size is its shards' on every node (`citus_total_relation_size`), not its
+/// coordinator shell's; its `rows` are still the coordinator's count, which is 0.
+async fn table_sizes(client: &Conn) -> Result<Vec<TableSize>, StoreError> {
+    let sql = match client.layout() {
+        Layout::Single => TABLE_SIZES,
+        Layout::Citus => TABLE_SIZES_CITUS,
+    };
+    Ok(client
+        .query(sql, &[&TOP])
+        .await?
+        .iter()
+        .map(|r| TableSize {
+            schema: r.get("schemaname"),
+            table: r.get("relname"),
+            total_bytes: r.get("total_bytes"),
+            table_bytes: r.get("table_bytes"),
+            index_bytes: r.get("index_bytes"),
+            total: r.get("total"),
+            table_size: r.get("table_size"),
+            index_size: r.get("index_size"),
+            live_tuples: r.get("n_live_tup"),
+        })
+        .collect())
+}
+
+/// Each table's sizes from `sizes` (schemaname, relname, n_live_tup, total_bytes,
+/// table_bytes), largest first.
+macro_rules! largest {
+    ($sizes:literal) => {
+        concat!(
+            "WITH sizes AS (",
+            $sizes,
+            ")
+             SELECT schemaname, relname, n_live_tup, total_bytes, table_bytes,
+                    total_bytes - table_bytes AS index_bytes,
+                    pg_size_pretty(total_bytes) AS total,
+                    pg_size_pretty(table_bytes) AS table_size,
+                    pg_size_pretty(total_bytes - table_bytes) AS index_size
+               FROM sizes
+              ORDER BY total_bytes DESC, relname
+              LIMIT $1"
+        )
+    };
+}
+
+const TABLE_SIZES: &str = largest!(
+    "SELECT schemaname::text, relname::text, n_live_tup,
+            pg_total_relation_size(relid) AS total_bytes, pg_table_size(relid) AS table_bytes
+       FROM pg_stat_user_tables"
+);
+
+const TABLE_SIZES_CITUS: &str = largest!(
+    "SELECT s.schemaname::text, s.relname::text, s.n_live_tup,
+            CASE WHEN d.logicalrelid IS NULL THEN pg_total_relation_size(s.relid)
+                 ELSE citus_total_relation_size(s.relid) END AS total_bytes,
+            CASE WHEN d.logicalrelid IS NULL THEN pg_table_size(s.relid)
+                 ELSE citus_table_size(s.relid) END AS table_bytes
+       FROM pg_stat_user_tables s
+       LEFT JOIN pg_dist_partition d ON d.logicalrelid = s.relid"
+);
