@@ -56,6 +56,14 @@ fn common<K>(
     keys.all(|k| place(k) == Some(first)).then_some(first)
 }
 
+/// Inserts into a map emptied first when it is full.
+fn remember<K: Hash + Eq>(map: &mut HashMap<K, Place>, key: K, place: Place) {
+    if map.len() >= MAX_KEPT {
+        map.clear();
+    }
+    map.insert(key, place);
+}
+
 impl Placements {
     /// `spread`: whether the database keeps partitions on more than one node.
     pub fn new(spread: bool) -> Placements {
@@ -108,16 +116,12 @@ impl Placements {
         }
         let mut inner = lock(&self.inner);
         for &(queue, partition, id, place) in found {
-            if inner.by_name.len() >= MAX_KEPT {
-                inner.by_name.clear();
-            }
-            if inner.by_id.len() >= MAX_KEPT {
-                inner.by_id.clear();
-            }
-            inner
-                .by_name
-                .insert(name_key(tenant, queue, partition), place);
-            inner.by_id.insert(id, place);
+            remember(
+                &mut inner.by_name,
+                name_key(tenant, queue, partition),
+                place,
+            );
+            remember(&mut inner.by_id, id, place);
         }
     }
 
@@ -128,10 +132,7 @@ impl Placements {
         }
         let mut inner = lock(&self.inner);
         for &(id, place) in found {
-            if inner.by_id.len() >= MAX_KEPT {
-                inner.by_id.clear();
-            }
-            inner.by_id.insert(id, place);
+            remember(&mut inner.by_id, id, place);
         }
     }
 
