@@ -26,7 +26,7 @@ declare -A runs=(
 scenarios=("$@")
 [ ${#scenarios[@]} -gt 0 ] || scenarios=(push end-to-end)
 
-../shared/citus/build.sh >/dev/null
+scripts/citus >/dev/null || { scripts/citus | tail -1; exit 1; }
 . bench/lib.sh
 
 layout_pid=

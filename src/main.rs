@@ -36,7 +36,7 @@ enum Command {
         #[arg(long)]
         data_dir: Option<PathBuf>,
         /// A private Citus cluster instead: a coordinator and this many workers on loopback,
-        /// the broker on the coordinator (Citus must be installed: ../shared/citus/build.sh).
+        /// the broker on the coordinator (Citus must be installed: scripts/citus).
         #[arg(long, value_name = "WORKERS")]
         citus: Option<usize>,
     },

@@ -1,4 +1,4 @@
-//! The ack contract (`/work/shared/seed/ack-contract.md`, http-api.md §6) end to end: every
+//! The ack contract (docs/api.md, "Acknowledgement") end to end: every
 //! status, every per-item outcome and every error string, each checked both in the per-item
 //! answer and in the state it leaves behind (cursor row, next pop, dead-letter rows).
 

@@ -280,6 +280,10 @@ async fn dev_listens_on_loopback_unless_host_says_otherwise() {
 /// stop takes every node with it.
 #[tokio::test]
 async fn dev_on_citus_serves_on_the_coordinator_and_stops_every_node() {
+    if !regent::cluster::citus::installed() {
+        eprintln!("skipped: Citus is not installed (scripts/citus)");
+        return;
+    }
     let dev = Dev::start(&["--citus", "2"]).await;
     let started = dev
         .startup

@@ -1,4 +1,4 @@
-//! The design invariants (see `/work/shared/design/architecture.md`), each checked against a
+//! The design invariants (ARCHITECTURE.md, "Invariants"), each checked against a
 //! real broker and a real PostgreSQL:
 //!
 //! 1. offsets become visible in commit order (a held push is never skipped);

@@ -1,4 +1,4 @@
-//! `POST /api/v1/transaction` (http-api.md §7) end to end: acks and pushes commit together or
+//! `POST /api/v1/transaction` (Queen's transaction route) end to end: acks and pushes commit together or
 //! not at all. Every test checks both the answer and the state it leaves behind: what the next
 //! pop delivers, the cursor rows, the transaction index and the dead-letter listing.
 

@@ -83,7 +83,9 @@ use deadpool_postgres::{Hook, HookError, Manager, ManagerConfig, Object, Pool, R
 use tokio_postgres::NoTls;
 
 mod embedded {
-    refinery::embed_migrations!("migrations");
+    // The migrations sit at the repository's top level (`migrations/`), beside `src` and
+    // `deploy`; refinery resolves the path from this crate's manifest.
+    refinery::embed_migrations!("../../migrations");
 }
 
 const POOL_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
