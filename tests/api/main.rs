@@ -3,6 +3,7 @@
 mod support;
 
 mod ack_contract;
+mod answers;
 mod auth;
 mod bad_input;
 mod bench_smoke;
