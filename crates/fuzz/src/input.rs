@@ -17,7 +17,7 @@ pub fn next(u: &mut Unstructured, target: &Target) -> Result<Vec<u8>> {
 }
 
 fn body(u: &mut Unstructured, target: &Target) -> Result<Vec<u8>> {
-    let gen = Gen { keys: target.keys };
+    let gen = Gen { keys: &target.keys };
     let seed = u.choose(&target.seeds)?;
     let mut out = Vec::new();
     match u.int_in_range(0..=19)? {
@@ -62,11 +62,11 @@ fn body(u: &mut Unstructured, target: &Target) -> Result<Vec<u8>> {
 
 fn route_input(u: &mut Unstructured, target: &Target, params: usize) -> Result<Vec<u8>> {
     if u.ratio(1, 2)? {
-        return route::generate(u, params, target.keys);
+        return route::generate(u, params, &target.keys);
     }
     let seed = u.choose(&target.seeds)?;
     let mut out = seed.as_bytes().to_vec();
-    let fresh = route::generate(u, params, target.keys)?;
+    let fresh = route::generate(u, params, &target.keys)?;
     mutate::bytes(u, &mut out, &fresh)?;
     if u.ratio(9, 10)? {
         out = route::escape_invalid(&out);

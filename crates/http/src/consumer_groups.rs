@@ -3,113 +3,331 @@
 //! partition; delete a group, on every queue or one.
 
 use axum::extract::State as AxState;
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+use axum::Extension;
 use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde_json::{json, Value};
+use uuid::Uuid;
 
+use super::answer::{Answer, Millis, Null, True};
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
-use super::params::Params;
+use super::openapi::schemas::{flag_param, string};
+use super::openapi::Doc;
+use super::params::{Paging, Params};
 use super::path::PathParams;
-use super::resources::page;
-use super::time::millis;
+use super::routes::{route, Entry, Level::*};
 use super::{AppState, State};
 use regent_broker::group_state::group_state;
-use regent_service::groups::{Seek, SeekTo};
+use regent_service::groups::{GroupOnQueue, Lagging, PartitionLag, Seek, SeekTo};
 use regent_service::queues::Page;
 
-/// `GET /api/v1/consumer-groups`: a page (`limit` 1,000, `offset`) of elements, one per
-/// (group, queue) the group has cursors on, `__QUEUE_MODE__` included. `totalLag` is the
-/// real count of messages after the cursors.
-pub async fn list(
+pub(crate) const TAG: (&str, &str) = (
+    "consumer groups",
+    "What each group is doing on each queue; seeking its cursors (skip or replay); deleting it.",
+);
+
+const GROUP: &str = "/api/v1/consumer-groups/{group}";
+
+/// The lagging listing pages at most 1,000 cursors: the stats snapshot keeps no more.
+const LAGGING: Paging = Paging {
+    default: 1000,
+    max: 1000,
+};
+
+const DELETE_METADATA: &str = "Also forget the group's stored start point (its next pop starts it afresh); only `true` or `1` are true, so anything else sent keeps it.";
+
+pub(crate) fn routes() -> Vec<Entry> {
+    use Method as M;
+    let op = |summary| Doc::op(TAG.0, summary);
+    vec![
+        route(M::GET, "/api/v1/consumer-groups", ReadOnly, list)
+            .doc(op("Consumer groups on each queue")
+                .about(r#"
+A top-level array with one element per (group, queue) the group has cursors on, `__QUEUE_MODE__` included, from the stats snapshot, a page at a time (by group, then queue): `members` (partitions), `partitionsWithLag`, `totalLag` (messages after the cursors; Queen 0.15 always sends null), `maxTimeLag` (seconds since the last push to a partition it has not read to the end), `state` (`Lagging` past 300 s, else `Stable` while it consumes, else `Dead`) and its subscription. `[]` with no groups (Queen 0.15 sends an empty body). Python: `Admin.list_consumer_groups()`.
+"#)
+                .query("queue", string(), "Only this queue's groups (a Regent extension).")
+                .query("search", string(), "Only groups whose name contains this (a Regent extension).")
+                .paged(Paging::LISTING, "(Group, queue) pairs")
+                .answers::<Vec<GroupAnswer>>(200, "The groups."))
+            .reads_request(&["?queue=orders&search=led&limit=10"], |p: Params| async move {
+                let _ = list_query(&p);
+            }),
+        route(M::GET, "/api/v1/consumer-groups/lagging", ReadOnly, lagging)
+            .doc(op("Cursors lagging past a threshold")
+                .about(r#"
+The cursors whose first unread message is older than `minLagSeconds`, longest first, in the route's snake_case, from the stats snapshot (which keeps each tenant's 1,000 oldest; the ages are computed when asked); `limit` and `offset` page it. A non-number is a 400 (Queen 0.15: 500). Python: `Admin.get_lagging_consumers()` (which sends 60).
+"#)
+                .query("minLagSeconds", json!({"type": "number", "minimum": 0, "default": 3600}), "The threshold in seconds.")
+                .paged(LAGGING, "Cursors")
+                .fails(400, "`minLagSeconds must be a non-negative number, got '<v>'`.")
+                .answers::<Vec<LaggingCursor>>(200, "The lagging cursors."))
+            .reads_request(&["?minLagSeconds=60.5&limit=10&offset=5"], |p: Params| async move {
+                lagging_query(&p).map(drop)
+            }),
+        route(M::GET, GROUP, ReadOnly, detail)
+            .doc(op("One group's cursors, by queue")
+                .about(r#"
+A page of the group's cursors (`limit`, `offset`; pages in the order partitions were created, so a page is read off the cursors' index; within a page by queue, then partition), counted now, as an object keyed by queue name: per partition `totalConsumed`, `offsetLag`, `timeLagSeconds` (since its first unread message was appended), `leaseActive`. Regent keeps no worker ids or consumption times (`workerId`, `lastConsumedAt` null). `{}` for an unknown group. Python: `Admin.get_consumer_group(name)`.
+"#)
+                .paged(Paging::LISTING, "Cursors")
+                .answers::<GroupDetail>(200, "The cursors by queue."))
+            .reads_request(&["ledger?limit=10"], |_: PathParams<String>, p: Params| async move {
+                let _ = p.page(Paging::LISTING);
+            }),
+        route(M::DELETE, GROUP, Admin, delete)
+            .doc(op("Delete a group on every queue")
+                .about(r#"
+The group's cursors and leases on every queue, and (unless `deleteMetadata` says otherwise) its stored start points; its dead letters stay. Idempotent. Python: `queen.delete_consumer_group(group, delete_metadata)`.
+"#)
+                .query("deleteMetadata", flag_param(true), DELETE_METADATA)
+                .answers::<GroupDeleted>(200, "Deleted."))
+            .reads_request(&["ledger?deleteMetadata=true"], |_: PathParams<String>, p: Params| async move {
+                let _ = delete_metadata(&p);
+            }),
+        route(M::POST, "/api/v1/consumer-groups/{group}/subscription", ReadWrite, resubscribe)
+            .doc(op("Set a group's start instant")
+                .about(r#"
+The group's start instant on every queue it has joined, for the partitions it meets from then on (new partitions start after it); cursors it already has stay where they are (seek moves those). `rowsUpdated` is the number of queues. Python: `queen.update_consumer_group_timestamp(group, timestamp)`.
+"#)
+                .body(true, "The instant.", json!({
+                    "type": "object", "required": ["subscriptionTimestamp"],
+                    "properties": { "subscriptionTimestamp": {"type": "string", "format": "date-time"} },
+                }))
+                .fails(400, "`Missing subscriptionTimestamp in request body`, `subscriptionTimestamp must be an ISO-8601 timestamp, got …` (Queen 0.15: 500); `Invalid JSON: …`.")
+                .answers::<Resubscribed>(200, "Updated."))
+            .reads_request(&["ledger"], |_: PathParams<String>| async {})
+            .reads_body(&["subscriptionTimestamp"], &[r#"{"subscriptionTimestamp": "2026-01-02T03:04:05Z"}"#], parse_subscription),
+        route(M::DELETE, "/api/v1/consumer-groups/{group}/queues/{queue}", Admin, delete_for_queue)
+            .doc(op("Delete a group on one queue")
+                .about("As the delete on every queue, on one. Python: `Admin.delete_consumer_group_for_queue(group, queue, delete_metadata)`.")
+                .query("deleteMetadata", flag_param(true), DELETE_METADATA)
+                .answers::<GroupDeleted>(200, "Deleted."))
+            .reads_request(&["ledger/orders?deleteMetadata=false"], |_: PathParams<(String, String)>, p: Params| async move {
+                let _ = delete_metadata(&p);
+            }),
+        route(M::POST, "/api/v1/consumer-groups/{group}/queues/{queue}/seek", ReadWrite, seek_queue)
+            .doc(op("Seek a group's cursors on a queue")
+                .about(r#"
+Moves the group's cursor on every partition of the queue it has read: `{"toEnd": true}` skips the backlog, `{"timestamp": "<ISO-8601>"}` replays everything appended after that instant (`toEnd` wins when both are sent). Their leases are released (acks under them are then refused) and the group's parked pops are woken. A group that never popped is left to its subscription. Python: `Admin.seek_consumer_group(group, queue, options)`.
+"#)
+                .body(true, "Where to.", json!({
+                    "type": "object",
+                    "properties": {
+                        "toEnd": {"type": "boolean"},
+                        "timestamp": {"type": "string", "format": "date-time"},
+                    },
+                }))
+                .fails(400, "`Must specify either 'toEnd': true or 'timestamp'` (an empty body too), `timestamp must be an ISO-8601 timestamp, got …`; `Invalid JSON: …`.")
+                .fails(404, "`Queue not found`.")
+                .answers::<QueueSought>(200, "Moved."))
+            .reads_request(&["ledger/orders"], |_: PathParams<(String, String)>| async {})
+            .reads_body(&["toEnd", "timestamp"], &[
+                r#"{"toEnd": true}"#,
+                r#"{"timestamp": "2026-01-02T03:04:05.123Z"}"#,
+                r#"{"toEnd": false, "timestamp": "2026-01-02T03:04:05+02:00"}"#,
+            ], parse_seek),
+        route(M::POST, "/api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek", ReadWrite, seek_partition)
+            .doc(op("Seek one partition's cursor to its end")
+                .about(r#"
+One partition's cursor onto its newest message, its lease released. No body. Unknown queue or partition: 404 in the route's own shape (Queen 0.15: 200 with it). No Python client method.
+"#)
+                .answers::<PartitionNotFound>(404, "`Partition not found`.")
+                .answers::<PartitionSought>(200, "Moved."))
+            .reads_request(&["ledger/orders/customer-42"], |_: PathParams<(String, String, String)>| async {}),
+    ]
+}
+
+/// One (group, queue) of `GET /api/v1/consumer-groups`.
+#[derive(Serialize, JsonSchema)]
+struct GroupAnswer {
+    name: String,
+    topics: [String; 1],
+    #[serde(rename = "queueName")]
+    queue_name: String,
+    /// Partitions the group has cursors on.
+    members: i64,
+    #[serde(rename = "partitionsWithLag")]
+    partitions_with_lag: i64,
+    /// Messages after the cursors.
+    #[serde(rename = "totalLag")]
+    total_lag: i64,
+    /// Seconds since the last push to a partition it has not read to the end.
+    #[serde(rename = "maxTimeLag")]
+    max_time_lag: i64,
+    #[schemars(extend("enum" = ["Stable", "Lagging", "Dead"]))]
+    state: &'static str,
+    #[serde(rename = "subscriptionMode")]
+    #[schemars(extend("enum" = ["new", null]))]
+    subscription_mode: Option<&'static str>,
+    #[serde(rename = "subscriptionTimestamp")]
+    subscription_timestamp: Option<Millis>,
+    #[serde(rename = "subscriptionCreatedAt")]
+    subscription_created_at: Option<Millis>,
+}
+
+impl From<GroupOnQueue> for GroupAnswer {
+    fn from(g: GroupOnQueue) -> GroupAnswer {
+        GroupAnswer {
+            topics: [g.queue.clone()],
+            name: g.group,
+            queue_name: g.queue,
+            members: g.partitions,
+            partitions_with_lag: g.partitions_with_lag,
+            total_lag: g.lag,
+            max_time_lag: g.max_time_lag_secs,
+            state: group_state(g.max_time_lag_secs, g.consuming),
+            subscription_mode: g.starts_after.map(|_| "new"),
+            subscription_timestamp: g.starts_after.map(Millis),
+            subscription_created_at: g.joined_at.map(Millis),
+        }
+    }
+}
+
+/// The consumer-group listing's filters and page.
+fn list_query(p: &Params) -> (Option<&str>, Option<&str>, Page) {
+    let search = p.str("search").filter(|s| !s.is_empty());
+    (p.str("queue"), search, p.page(Paging::LISTING))
+}
+
+/// `GET /api/v1/consumer-groups`: a page of elements, one per (group, queue) the group has
+/// cursors on, `__QUEUE_MODE__` included. `totalLag` is the real count of messages after the
+/// cursors.
+async fn list(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     p: Params,
-) -> Result<Json<Value>, ApiError> {
-    let (queue, search) = (p.str("queue"), p.str("search").filter(|s| !s.is_empty()));
+) -> Result<Answer<Vec<GroupAnswer>>, ApiError> {
+    let (queue, search, page) = list_query(&p);
     let rows = s
         .service
-        .consumer_groups(&who.tenant, queue, search, page(&p))
+        .consumer_groups(&who.tenant, queue, search, page)
         .await?;
-    let out: Vec<Value> = rows
-        .into_iter()
-        .map(|g| {
-            json!({
-                "name": g.group, "topics": [g.queue], "queueName": g.queue,
-                "members": g.partitions, "partitionsWithLag": g.partitions_with_lag,
-                "totalLag": g.lag, "maxTimeLag": g.max_time_lag_secs,
-                "state": group_state(g.max_time_lag_secs, g.consuming),
-                "subscriptionMode": g.starts_after.map(|_| "new"),
-                "subscriptionTimestamp": g.starts_after.map(millis),
-                "subscriptionCreatedAt": g.joined_at.map(millis),
-            })
-        })
-        .collect();
-    Ok(Json(Value::Array(out)))
+    Ok(Answer(rows.into_iter().map(GroupAnswer::from).collect()))
 }
 
-/// `GET /api/v1/consumer-groups/:group`: a page of the group's cursors (`limit`, 1,000 by
-/// default, `offset`; pages in partition creation order), counted now and keyed by queue name; `{}`
-/// for a group with none. Regent keeps no worker ids nor consumption times: `workerId` and
-/// `lastConsumedAt` are null.
-pub async fn detail(
+/// `GET /api/v1/consumer-groups/:group`: the group's cursors keyed by queue name.
+#[derive(Serialize, JsonSchema)]
+#[serde(transparent)]
+struct GroupDetail(std::collections::BTreeMap<String, QueueCursors>);
+
+#[derive(Serialize, JsonSchema)]
+struct QueueCursors {
+    partitions: Vec<CursorAnswer>,
+}
+
+/// One cursor of a group, counted now.
+#[derive(Serialize, JsonSchema)]
+struct CursorAnswer {
+    partition: String,
+    #[serde(rename = "workerId")]
+    worker_id: Null,
+    #[serde(rename = "lastConsumedAt")]
+    last_consumed_at: Null,
+    #[serde(rename = "totalConsumed")]
+    total_consumed: i64,
+    #[serde(rename = "offsetLag")]
+    offset_lag: i64,
+    /// Seconds since its first unread message was appended.
+    #[serde(rename = "timeLagSeconds")]
+    time_lag_seconds: i64,
+    #[serde(rename = "leaseActive")]
+    lease_active: bool,
+}
+
+/// `GET /api/v1/consumer-groups/:group`: a page of the group's cursors (pages in partition
+/// creation order), counted now and keyed by queue name; `{}` for a group with none. Regent
+/// keeps no worker ids nor consumption times: `workerId` and `lastConsumedAt` are null.
+async fn detail(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     PathParams(group): PathParams<String>,
     p: Params,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<GroupDetail>, ApiError> {
     let rows = s
         .service
-        .group_cursors(&who.tenant, &group, page(&p))
+        .group_cursors(&who.tenant, &group, p.page(Paging::LISTING))
         .await?;
-    let mut out = serde_json::Map::new();
+    let mut out = GroupDetail(Default::default());
     for r in rows {
-        let entry = out
-            .entry(r.queue.clone())
-            .or_insert_with(|| json!({"partitions": []}));
-        entry["partitions"]
-            .as_array_mut()
-            .expect("built above")
-            .push(json!({
-                "partition": r.partition, "workerId": null, "lastConsumedAt": null,
-                "totalConsumed": r.consumed, "offsetLag": r.lag,
-                "timeLagSeconds": r.time_lag_secs, "leaseActive": r.leased,
-            }));
+        let PartitionLag {
+            queue,
+            partition,
+            consumed,
+            lag,
+            time_lag_secs,
+            leased,
+            ..
+        } = r;
+        let cursor = CursorAnswer {
+            partition,
+            worker_id: Null,
+            last_consumed_at: Null,
+            total_consumed: consumed,
+            offset_lag: lag,
+            time_lag_seconds: time_lag_secs,
+            lease_active: leased,
+        };
+        out.0
+            .entry(queue)
+            .or_insert_with(|| QueueCursors { partitions: vec![] })
+            .partitions
+            .push(cursor);
     }
-    Ok(Json(Value::Object(out)))
+    Ok(Answer(out))
+}
+
+/// One cursor of `GET /api/v1/consumer-groups/lagging`, in the route's snake_case.
+#[derive(Serialize, JsonSchema)]
+struct LaggingCursor {
+    consumer_group: String,
+    queue_name: String,
+    partition_name: String,
+    partition_id: Uuid,
+    worker_id: Null,
+    offset_lag: i64,
+    time_lag_seconds: i64,
+    lag_hours: f64,
+    oldest_unconsumed_at: Millis,
+    last_consumed_at: Null,
+}
+
+impl From<Lagging> for LaggingCursor {
+    fn from(r: Lagging) -> LaggingCursor {
+        LaggingCursor {
+            lag_hours: r.time_lag_secs as f64 / 3600.0,
+            consumer_group: r.group,
+            queue_name: r.queue,
+            partition_name: r.partition,
+            partition_id: r.partition_id,
+            worker_id: Null,
+            offset_lag: r.offset_lag,
+            time_lag_seconds: r.time_lag_secs,
+            oldest_unconsumed_at: Millis(r.oldest_unread_at),
+            last_consumed_at: Null,
+        }
+    }
 }
 
 /// `GET /api/v1/consumer-groups/lagging?minLagSeconds=3600`: the cursors whose first unread
-/// message is older than the threshold, longest first, in the route's snake_case, from the
-/// stats snapshot (which keeps the tenant's 1,000 oldest); `limit` (1,000) and `offset`.
-pub async fn lagging(
+/// message is older than the threshold, longest first, from the stats snapshot (which keeps
+/// the tenant's 1,000 oldest).
+async fn lagging(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     p: Params,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<Vec<LaggingCursor>>, ApiError> {
     let (min, page) = lagging_query(&p)?;
     let rows = s.service.lagging(&who.tenant, min, page).await?;
-    let out: Vec<Value> = rows
-        .into_iter()
-        .map(|r| {
-            json!({
-                "consumer_group": r.group, "queue_name": r.queue, "partition_name": r.partition,
-                "partition_id": r.partition_id, "worker_id": null, "offset_lag": r.offset_lag,
-                "time_lag_seconds": r.time_lag_secs,
-                "lag_hours": r.time_lag_secs as f64 / 3600.0,
-                "oldest_unconsumed_at": millis(r.oldest_unread_at),
-                "last_consumed_at": null,
-            })
-        })
-        .collect();
-    Ok(Json(Value::Array(out)))
+    Ok(Answer(rows.into_iter().map(LaggingCursor::from).collect()))
 }
 
 /// The lagging route's threshold in seconds (an hour by default) and page.
-pub(crate) fn lagging_query(p: &Params) -> Result<(f64, Page), ApiError> {
+fn lagging_query(p: &Params) -> Result<(f64, Page), ApiError> {
     let min = match p.str("minLagSeconds") {
         None => 3600.0,
         Some(v) => v
@@ -123,15 +341,11 @@ pub(crate) fn lagging_query(p: &Params) -> Result<(f64, Page), ApiError> {
                 ))
             })?,
     };
-    let page = Page {
-        limit: p.int("limit").unwrap_or(1000).clamp(1, 1000),
-        offset: p.int("offset").unwrap_or(0).max(0),
-    };
-    Ok((min, page))
+    Ok((min, p.page(LAGGING)))
 }
 
 /// The seek body (none is `{}`, which names no target).
-pub(crate) fn parse_seek(body: &RawBody) -> Result<SeekTo, ApiError> {
+fn parse_seek(body: &RawBody) -> Result<SeekTo, ApiError> {
     seek_to(&body.json_or_empty_object()?)
 }
 
@@ -160,25 +374,41 @@ fn instant(v: &Value, key: &str) -> Result<Option<DateTime<Utc>>, ApiError> {
     }
 }
 
+/// What a resubscription changed.
+#[derive(Serialize, JsonSchema)]
+struct Resubscribed {
+    success: True,
+    #[serde(rename = "consumerGroup")]
+    consumer_group: String,
+    /// As sent.
+    #[serde(rename = "newTimestamp")]
+    new_timestamp: Value,
+    /// Queues whose start instant changed.
+    #[serde(rename = "rowsUpdated")]
+    rows_updated: u64,
+}
+
 /// `POST /api/v1/consumer-groups/:group/subscription`: the group's start instant on every
 /// queue it has joined, for the partitions it meets from now on (its cursors stay; seek
 /// moves those).
-pub async fn resubscribe(
+async fn resubscribe(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     PathParams(group): PathParams<String>,
     body: RawBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<Resubscribed>, ApiError> {
     let (at, sent) = parse_subscription(&body)?;
     let updated = s.service.resubscribe(&who.tenant, &group, at).await?;
-    Ok(Json(json!({
-        "success": true, "consumerGroup": group,
-        "newTimestamp": sent, "rowsUpdated": updated,
-    })))
+    Ok(Answer(Resubscribed {
+        success: True,
+        consumer_group: group,
+        new_timestamp: sent,
+        rows_updated: updated,
+    }))
 }
 
 /// The new start instant, and the text it was sent as (echoed back).
-pub(crate) fn parse_subscription(body: &RawBody) -> Result<(DateTime<Utc>, Value), ApiError> {
+fn parse_subscription(body: &RawBody) -> Result<(DateTime<Utc>, Value), ApiError> {
     let v = body.json_or_empty_object()?;
     let Some(at) = instant(&v, "subscriptionTimestamp")? else {
         return Err(ApiError::bad_request(
@@ -188,14 +418,31 @@ pub(crate) fn parse_subscription(body: &RawBody) -> Result<(DateTime<Utc>, Value
     Ok((at, v["subscriptionTimestamp"].clone()))
 }
 
+/// Where a queue seek moved the group.
+#[derive(Serialize, JsonSchema)]
+struct QueueSought {
+    success: True,
+    #[serde(rename = "consumerGroup")]
+    consumer_group: String,
+    #[serde(rename = "queueName")]
+    queue_name: String,
+    #[serde(rename = "seekToEnd")]
+    seek_to_end: bool,
+    /// The instant sought, or null for the end.
+    #[serde(rename = "targetTimestamp")]
+    target_timestamp: Option<Millis>,
+    #[serde(rename = "partitionsUpdated")]
+    partitions_updated: usize,
+}
+
 /// `POST /api/v1/consumer-groups/:group/queues/:queue/seek`: every partition of the queue the
 /// group has a cursor on. Leases are released; acks under them are refused from then on.
-pub async fn seek_queue(
+async fn seek_queue(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     PathParams((group, queue)): PathParams<(String, String)>,
     body: RawBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<QueueSought>, ApiError> {
     let to = parse_seek(&body)?;
     let moved = match s
         .service
@@ -207,21 +454,48 @@ pub async fn seek_queue(
             return Err(ApiError::NotFound("Queue not found".into()))
         }
     };
-    let target = match to {
-        SeekTo::End => Value::Null,
-        SeekTo::At(t) => json!(millis(t)),
-    };
-    Ok(Json(json!({
-        "success": true, "consumerGroup": group, "queueName": queue,
-        "seekToEnd": to == SeekTo::End, "targetTimestamp": target,
-        "partitionsUpdated": moved.len(),
-    })))
+    Ok(Answer(QueueSought {
+        success: True,
+        consumer_group: group,
+        queue_name: queue,
+        seek_to_end: to == SeekTo::End,
+        target_timestamp: match to {
+            SeekTo::End => None,
+            SeekTo::At(t) => Some(Millis(t)),
+        },
+        partitions_updated: moved.len(),
+    }))
+}
+
+/// Where a partition seek moved the group.
+#[derive(Serialize, JsonSchema)]
+struct PartitionSought {
+    success: True,
+    #[serde(rename = "consumerGroup")]
+    consumer_group: String,
+    #[serde(rename = "queueName")]
+    queue_name: String,
+    #[serde(rename = "partitionName")]
+    partition_name: String,
+    /// The group had a cursor there.
+    updated: bool,
+    /// When the message the cursor is now on was appended.
+    #[serde(rename = "cursorMovedTo")]
+    cursor_moved_to: Option<Millis>,
+}
+
+/// The partition seek's 404, in the route's own shape.
+#[derive(Serialize, JsonSchema)]
+struct PartitionNotFound {
+    #[schemars(extend("const" = false))]
+    success: bool,
+    error: &'static str,
 }
 
 /// `POST /api/v1/consumer-groups/:group/queues/:queue/partitions/:partition/seek`: one
 /// partition's cursor onto its newest message. No body. An unknown queue or partition is a
 /// 404 in the route's own shape, `{"success": false, "error": "Partition not found"}`.
-pub async fn seek_partition(
+async fn seek_partition(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     PathParams((group, queue, partition)): PathParams<(String, String, String)>,
@@ -233,16 +507,44 @@ pub async fn seek_partition(
     {
         Seek::Moved(moved) => moved,
         Seek::NoQueue | Seek::NoPartition => {
-            let body = json!({"success": false, "error": "Partition not found"});
-            return Ok((StatusCode::NOT_FOUND, Json(body)).into_response());
+            let body = PartitionNotFound {
+                success: false,
+                error: "Partition not found",
+            };
+            return Ok(Answer(body).with_status(StatusCode::NOT_FOUND));
         }
     };
-    let moved_to = moved.first().and_then(|m| m.appended_at).map(millis);
-    Ok(Json(json!({
-        "success": true, "consumerGroup": group, "queueName": queue,
-        "partitionName": partition, "updated": !moved.is_empty(), "cursorMovedTo": moved_to,
-    }))
+    Ok(Answer(PartitionSought {
+        success: True,
+        consumer_group: group,
+        queue_name: queue,
+        partition_name: partition,
+        updated: !moved.is_empty(),
+        cursor_moved_to: moved.first().and_then(|m| m.appended_at).map(Millis),
+    })
     .into_response())
+}
+
+/// What a group deletion removed.
+#[derive(Serialize, JsonSchema)]
+struct GroupDeleted {
+    success: True,
+    #[serde(rename = "consumerGroup")]
+    consumer_group: String,
+    /// Cursors deleted.
+    #[serde(rename = "deletedPartitions")]
+    deleted_partitions: u64,
+    /// Whether its stored start points were deleted (`deleteMetadata`).
+    #[serde(rename = "metadataDeleted")]
+    metadata_deleted: bool,
+    /// The queue, when the group was deleted on one.
+    #[serde(rename = "queueName", skip_serializing_if = "Option::is_none")]
+    queue_name: Option<String>,
+}
+
+/// `deleteMetadata`: true unless sent as anything but `true` or `1`.
+fn delete_metadata(p: &Params) -> bool {
+    p.flag("deleteMetadata", true)
 }
 
 /// Deletes the group on one queue or all. Its next pop on this broker gives it cursors at
@@ -253,41 +555,39 @@ async fn delete_in(
     group: String,
     queue: Option<String>,
     p: &Params,
-) -> Result<Json<Value>, ApiError> {
-    let metadata = p.flag("deleteMetadata", true);
+) -> Result<Answer<GroupDeleted>, ApiError> {
     let deleted = s
         .service
-        .delete_group(&who.tenant, &group, queue.as_deref(), metadata)
+        .delete_group(&who.tenant, &group, queue.as_deref(), delete_metadata(p))
         .await?;
-    let mut body = json!({
-        "success": true, "consumerGroup": group, "deletedPartitions": deleted.cursors,
-        "metadataDeleted": deleted.start_points,
-    });
-    if let Some(q) = queue {
-        body["queueName"] = json!(q);
-    }
-    Ok(Json(body))
+    Ok(Answer(GroupDeleted {
+        success: True,
+        consumer_group: group,
+        deleted_partitions: deleted.cursors,
+        metadata_deleted: deleted.start_points,
+        queue_name: queue,
+    }))
 }
 
 /// `DELETE /api/v1/consumer-groups/:group[?deleteMetadata=true]`: the group's cursors and
 /// leases on every queue, and (unless `deleteMetadata` is sent as anything but `true`/`1`)
 /// its stored start points. Idempotent.
-pub async fn delete(
+async fn delete(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     PathParams(group): PathParams<String>,
     p: Params,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<GroupDeleted>, ApiError> {
     delete_in(&s, &who, group, None, &p).await
 }
 
 /// `DELETE /api/v1/consumer-groups/:group/queues/:queue[?deleteMetadata=true]`: the same on
 /// one queue.
-pub async fn delete_for_queue(
+async fn delete_for_queue(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     PathParams((group, queue)): PathParams<(String, String)>,
     p: Params,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<GroupDeleted>, ApiError> {
     delete_in(&s, &who, group, Some(queue), &p).await
 }

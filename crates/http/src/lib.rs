@@ -5,6 +5,7 @@
 
 mod ack;
 mod analytics;
+mod answer;
 pub mod auth;
 mod body;
 mod configure;
@@ -92,10 +93,9 @@ pub type State = axum::extract::State<Arc<AppState>>;
 /// request passes (its id, CORS, the shutdown cut-off, panic isolation, the body limit).
 pub fn router(mut state: AppState) -> Router {
     let table = routes::table();
-    state.routes = table.routes;
+    state.routes = table.entries.iter().map(routes::Entry::route).collect();
     let state = Arc::new(state);
-    let app = table
-        .router
+    let app = routes::router(&table.entries)
         // Matched routes only: an unknown path is a 404 whatever the token says.
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),

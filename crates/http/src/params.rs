@@ -7,6 +7,8 @@ use std::collections::HashMap;
 use axum::extract::{FromRequestParts, Query};
 use axum::http::request::Parts;
 
+use regent_service::queues::Page;
+
 use super::error::ApiError;
 
 pub struct Params(HashMap<String, String>);
@@ -43,5 +45,35 @@ impl Params {
 
     pub fn int(&self, key: &str) -> Option<i64> {
         self.str(key).and_then(|v| v.trim().parse().ok())
+    }
+}
+
+/// A listing's page size: what `limit` is when absent or not a number, and the most one page
+/// holds. The routes' documentation reads the same values (`Doc::paged`).
+#[derive(Clone, Copy, Debug)]
+pub struct Paging {
+    pub default: i64,
+    pub max: i64,
+}
+
+impl Paging {
+    /// Most listings: 1,000 a page by default, at most 10,000.
+    pub const LISTING: Paging = Paging {
+        default: 1000,
+        max: 10_000,
+    };
+}
+
+impl Params {
+    /// The page asked for: `limit` clamped to 1 through `paging.max`, from `offset` (at
+    /// least 0; garbage is 0).
+    pub fn page(&self, paging: Paging) -> Page {
+        Page {
+            limit: self
+                .int("limit")
+                .unwrap_or(paging.default)
+                .clamp(1, paging.max),
+            offset: self.int("offset").unwrap_or(0).max(0),
+        }
     }
 }

@@ -12,8 +12,12 @@ use std::sync::Arc;
 
 use axum::handler::Handler;
 use axum::http::Method;
-use axum::routing::{on, MethodFilter};
+use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::Router;
+
+use crate::body::RawBody;
+use crate::error::ApiError;
+use crate::openapi::Doc;
 
 use super::{
     ack, analytics, configure, console, consumer_groups, dlq, fleet, health, lease, maintenance,
@@ -39,10 +43,120 @@ pub struct Route {
     pub level: Level,
 }
 
-/// The table being built: the router and the routes it serves.
+/// One route, declared once: where it is, who may call it, what serves it, its OpenAPI
+/// operation and what of the request the fuzzer feeds its reader. Each route family
+/// declares its entries beside its handlers (`fn routes()` in its module); [`table`] joins
+/// them.
+pub struct Entry {
+    pub method: Method,
+    pub path: &'static str,
+    pub level: Level,
+    /// The OpenAPI operation (`crate::openapi`).
+    pub(crate) doc: Option<Doc>,
+    /// What the fuzzer feeds (`crate::fuzz_targets`); empty for a route that reads nothing.
+    pub(crate) reads: Reads,
+    handler: MethodRouter<Arc<AppState>>,
+}
+
+/// A route of the table: `method path`, at `level`, served by `handler`.
+pub(crate) fn route<H, T>(method: Method, path: &'static str, level: Level, handler: H) -> Entry
+where
+    H: Handler<T, Arc<AppState>>,
+    T: 'static,
+{
+    Entry {
+        handler: on(filter(&method), handler),
+        method,
+        path,
+        level,
+        doc: None,
+        reads: Reads::default(),
+    }
+}
+
+fn filter(method: &Method) -> MethodFilter {
+    MethodFilter::try_from(method.clone()).expect("a method the router knows")
+}
+
+impl Entry {
+    /// The route's OpenAPI operation.
+    pub(crate) fn doc(mut self, doc: Doc) -> Entry {
+        self.doc = Some(doc);
+        self
+    }
+
+    /// The route reads its path segments or query string with `reader`: the handler's own
+    /// reading, up to where it would call the service. `seeds` are valid inputs (the path's
+    /// segments, then `?` and the query), for the fuzzer to mutate; the query keys it tries
+    /// are the ones the operation documents.
+    pub(crate) fn reads_request<H, T>(mut self, seeds: &[&str], reader: H) -> Entry
+    where
+        H: Handler<T, ()>,
+        T: 'static,
+    {
+        self.reads.request = Some(RequestReader {
+            seeds: seeds.iter().map(|s| s.to_string()).collect(),
+            reader: on(filter(&self.method), reader),
+        });
+        self
+    }
+
+    /// The route reads a JSON body with `parse`; `keys` are the field names it looks for, at
+    /// any depth, `seeds` valid bodies.
+    pub(crate) fn reads_body<T>(
+        mut self,
+        keys: &'static [&'static str],
+        seeds: &[&str],
+        parse: impl Fn(&RawBody) -> Result<T, ApiError> + Send + Sync + 'static,
+    ) -> Entry {
+        self.reads.body = Some(BodyReader {
+            keys,
+            seeds: seeds.iter().map(|s| s.to_string()).collect(),
+            parse: Box::new(move |b| parse(b).map(drop)),
+        });
+        self
+    }
+
+    /// The route as the access policy sees it.
+    pub fn route(&self) -> Route {
+        Route {
+            method: self.method.clone(),
+            path: self.path,
+            level: self.level,
+        }
+    }
+}
+
+/// What of a request a route reads before it calls the service, for the fuzzer.
+#[derive(Default)]
+pub(crate) struct Reads {
+    pub(crate) request: Option<RequestReader>,
+    pub(crate) body: Option<BodyReader>,
+}
+
+/// A route's path segments and query string, read through axum's matching and decoding.
+pub(crate) struct RequestReader {
+    pub(crate) seeds: Vec<String>,
+    pub(crate) reader: MethodRouter<()>,
+}
+
+/// A route's body parser.
+pub(crate) struct BodyReader {
+    pub(crate) keys: &'static [&'static str],
+    pub(crate) seeds: Vec<String>,
+    pub(crate) parse: Box<dyn Fn(&RawBody) -> Result<(), ApiError> + Send + Sync>,
+}
+
+/// The router serving every entry.
+pub(crate) fn router(entries: &[Entry]) -> Router<Arc<AppState>> {
+    entries.iter().fold(Router::new(), |router, e| {
+        router.route(e.path, e.handler.clone())
+    })
+}
+
+/// The table being built.
 pub struct Table {
-    pub router: Router<Arc<AppState>>,
-    pub routes: Vec<Route>,
+    pub entries: Vec<Entry>,
 }
 
 impl Table {
@@ -51,13 +165,7 @@ impl Table {
         H: Handler<T, Arc<AppState>>,
         T: 'static,
     {
-        let filter = MethodFilter::try_from(method.clone()).expect("a method the router knows");
-        self.router = self.router.route(path, on(filter, handler));
-        self.routes.push(Route {
-            method,
-            path,
-            level,
-        });
+        self.entries.push(route(method, path, level, handler));
         self
     }
 }
@@ -66,7 +174,6 @@ impl Table {
 pub fn table() -> Table {
     use Level::*;
     use Method as M;
-    const GROUP: &str = "/api/v1/consumer-groups/{group}";
     const MESSAGE: &str = "/api/v1/messages/{partition_id}/{transaction_id}";
     const MAINTENANCE: &str = "/api/v1/system/maintenance";
     const POP_MAINTENANCE: &str = "/api/v1/system/maintenance/pop";
@@ -74,8 +181,7 @@ pub fn table() -> Table {
     const ANALYTICS_WORKER: &str = "/api/v1/analytics/worker-metrics";
     const ANALYTICS_POSTGRES: &str = "/api/v1/analytics/postgres-stats";
     let t = Table {
-        router: Router::new(),
-        routes: Vec::new(),
+        entries: consumer_groups::routes(),
     };
     t.at(M::GET, "/health", Public, health::health)
         .at(M::GET, "/metrics", Public, metrics::json_snapshot)
@@ -244,44 +350,6 @@ pub fn table() -> Table {
             ReadOnly,
             analytics::retention,
         )
-        .at(
-            M::GET,
-            "/api/v1/consumer-groups",
-            ReadOnly,
-            consumer_groups::list,
-        )
-        .at(
-            M::GET,
-            "/api/v1/consumer-groups/lagging",
-            ReadOnly,
-            consumer_groups::lagging,
-        )
-        .at(M::GET, GROUP, ReadOnly, consumer_groups::detail)
-        .at(M::DELETE, GROUP, Admin, consumer_groups::delete)
-        .at(
-            M::POST,
-            "/api/v1/consumer-groups/{group}/subscription",
-            ReadWrite,
-            consumer_groups::resubscribe,
-        )
-        .at(
-            M::DELETE,
-            "/api/v1/consumer-groups/{group}/queues/{queue}",
-            Admin,
-            consumer_groups::delete_for_queue,
-        )
-        .at(
-            M::POST,
-            "/api/v1/consumer-groups/{group}/queues/{queue}/seek",
-            ReadWrite,
-            consumer_groups::seek_queue,
-        )
-        .at(
-            M::POST,
-            "/api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek",
-            ReadWrite,
-            consumer_groups::seek_partition,
-        )
         .at(M::POST, "/api/v1/stats/refresh", Admin, stats::refresh)
         .at(M::GET, "/api/v1/whoami", ReadOnly, whoami::whoami)
         .at(M::GET, MAINTENANCE, Admin, maintenance::get_push)
@@ -317,7 +385,7 @@ pub fn table() -> Table {
 
 /// Every route Regent serves, without the handlers.
 pub fn routes() -> Vec<Route> {
-    table().routes
+    table().entries.iter().map(Entry::route).collect()
 }
 
 /// The level of a matched route; `None` for one the table does not name.

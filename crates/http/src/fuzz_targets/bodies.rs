@@ -37,14 +37,40 @@ fn body(
     Target {
         name: format!("{} (body)", names.join(", ")),
         input: Input::Body,
-        keys,
+        keys: keys.to_vec(),
         seeds: seeds.iter().map(|s| s.to_string()).collect(),
         routes: routes.to_vec(),
         run: Box::new(move |bytes| parse(&RawBody(Bytes::copy_from_slice(bytes)))),
     }
 }
 
+/// The body parsers the route table's entries declare.
+fn declared() -> Vec<Target> {
+    crate::routes::table()
+        .entries
+        .into_iter()
+        .filter_map(|e| {
+            let r = e.reads.body?;
+            let parse = r.parse;
+            Some(Target {
+                name: format!("{} {} (body)", e.method, e.path),
+                input: Input::Body,
+                keys: r.keys.to_vec(),
+                seeds: r.seeds,
+                routes: vec![(e.method, e.path)],
+                run: Box::new(move |bytes| outcome(parse(&RawBody(Bytes::copy_from_slice(bytes))))),
+            })
+        })
+        .collect()
+}
+
 pub(super) fn targets() -> Vec<Target> {
+    let mut all = declared();
+    all.extend(listed());
+    all
+}
+
+fn listed() -> Vec<Target> {
     let who = principal();
     let who2 = principal();
     vec![
@@ -132,25 +158,6 @@ pub(super) fn targets() -> Vec<Target> {
             &["seconds"],
             &["{\"seconds\": 120}", "{}", "", "{\"seconds\": null}"],
             |b| outcome(lease::parse_seconds(b)),
-        ),
-        body(
-            &[(
-                Method::POST,
-                "/api/v1/consumer-groups/{group}/queues/{queue}/seek",
-            )],
-            &["toEnd", "timestamp"],
-            &[
-                "{\"toEnd\": true}",
-                "{\"timestamp\": \"2026-01-02T03:04:05.123Z\"}",
-                "{\"toEnd\": false, \"timestamp\": \"2026-01-02T03:04:05+02:00\"}",
-            ],
-            |b| outcome(consumer_groups::parse_seek(b)),
-        ),
-        body(
-            &[(Method::POST, "/api/v1/consumer-groups/{group}/subscription")],
-            &["subscriptionTimestamp"],
-            &["{\"subscriptionTimestamp\": \"2026-01-02T03:04:05Z\"}"],
-            |b| outcome(consumer_groups::parse_subscription(b)),
         ),
         body(
             &[

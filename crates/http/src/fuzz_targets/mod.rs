@@ -45,7 +45,7 @@ pub struct Target {
     pub name: String,
     pub input: Input,
     /// The names the parser looks for: body fields or query parameters.
-    pub keys: &'static [&'static str],
+    pub keys: Vec<&'static str>,
     /// Valid inputs (the spec's examples), for mutation.
     pub seeds: Vec<String>,
     /// The routes of the table this target covers.
@@ -64,7 +64,7 @@ impl Target {
         Target {
             name: name.to_string(),
             input,
-            keys: &[],
+            keys: Vec::new(),
             seeds: seeds.iter().map(|s| s.to_string()).collect(),
             routes: Vec::new(),
             run: Box::new(run),

@@ -69,7 +69,7 @@ fn read<T>(r: Result<T, ApiError>) -> Read {
 struct Reader {
     method: Method,
     path: &'static str,
-    keys: &'static [&'static str],
+    keys: Vec<&'static str>,
     seeds: Vec<String>,
 }
 
@@ -95,9 +95,24 @@ impl Readers {
         self.list.push(Reader {
             method,
             path,
-            keys,
+            keys: keys.to_vec(),
             seeds: seeds.iter().map(|s| s.to_string()).collect(),
         });
+        self
+    }
+
+    /// The readers the route table's entries declare, in the same router.
+    fn declared(mut self) -> Readers {
+        for e in crate::routes::table().entries {
+            let Some(r) = e.reads.request else { continue };
+            self.router = self.router.route(e.path, r.reader);
+            self.list.push(Reader {
+                method: e.method,
+                path: e.path,
+                keys: e.doc.as_ref().map(|d| d.query_names()).unwrap_or_default(),
+                seeds: r.seeds,
+            });
+        }
         self
     }
 }
@@ -129,7 +144,6 @@ const GROUP_QUEUE_SEEDS: &[&str] = &["ledger/orders?deleteMetadata=false"];
 
 fn readers() -> Readers {
     use Method as M;
-    const GROUP: &str = "/api/v1/consumer-groups/{group}";
     const MESSAGE: &str = "/api/v1/messages/{partition_id}/{transaction_id}";
     let assets: Vec<String> = console::asset_names()
         .iter()
@@ -314,58 +328,6 @@ fn readers() -> Readers {
             |p: Params| async move { read(fleet::window(&p)) },
         )
         .at(
-            (M::GET, "/api/v1/consumer-groups"),
-            &["queue", "search", "limit", "offset"],
-            &["?queue=orders&search=led&limit=10"],
-            |p: Params| async move {
-                let _ = (p.str("queue"), p.str("search"), resources::page(&p));
-                Read::Ok(())
-            },
-        )
-        .at(
-            (M::GET, "/api/v1/consumer-groups/lagging"),
-            &["minLagSeconds", "limit", "offset"],
-            &["?minLagSeconds=60.5&limit=10&offset=5"],
-            |p: Params| async move { read(consumer_groups::lagging_query(&p)) },
-        )
-        .at((M::GET, GROUP), PAGE, &["ledger?limit=10"], |PathParams(_): PathParams<String>, p: Params| async move {
-            let _ = resources::page(&p);
-            Read::Ok(())
-        })
-        .at(
-            (M::DELETE, GROUP),
-            &["deleteMetadata"],
-            &["ledger?deleteMetadata=true"],
-            move |PathParams(_): PathParams<String>, p: Params| group_delete(p),
-        )
-        .at(
-            (M::POST, "/api/v1/consumer-groups/{group}/subscription"),
-            &[],
-            &["ledger"],
-            |PathParams(_): PathParams<String>| async { Read::Ok(()) },
-        )
-        .at(
-            (M::DELETE, "/api/v1/consumer-groups/{group}/queues/{queue}"),
-            &["deleteMetadata"],
-            GROUP_QUEUE_SEEDS,
-            move |PathParams(_): PathParams<(String, String)>, p: Params| group_delete(p),
-        )
-        .at(
-            (M::POST, "/api/v1/consumer-groups/{group}/queues/{queue}/seek"),
-            &[],
-            GROUP_QUEUE_SEEDS,
-            |PathParams(_): PathParams<(String, String)>| async { Read::Ok(()) },
-        )
-        .at(
-            (
-                M::POST,
-                "/api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek",
-            ),
-            &[],
-            &["ledger/orders/customer-42"],
-            |PathParams(_): PathParams<(String, String, String)>| async { Read::Ok(()) },
-        )
-        .at(
             (M::POST, "/api/v1/lease/{lease_id}/extend"),
             &[],
             &["0190a6c4-0000-7000-8000-000000000001"],
@@ -408,7 +370,7 @@ fn readers() -> Readers {
 }
 
 pub(super) fn targets() -> Vec<Target> {
-    let Readers { router, list } = readers();
+    let Readers { router, list } = readers().declared();
     let router = Arc::new(router);
     list.into_iter()
         .map(|r| {

@@ -19,11 +19,10 @@ mod analytics;
 mod console;
 mod consume;
 mod dlq;
-mod groups;
 mod messages;
 mod produce;
 mod queues;
-mod schemas;
+pub(crate) mod schemas;
 mod status;
 mod system;
 mod traces;
@@ -34,28 +33,53 @@ use std::sync::OnceLock;
 use axum::body::Bytes;
 use axum::http::{header, Method};
 use axum::response::{IntoResponse, Response};
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{json, Map, Value};
 
-use super::routes::{self, Level, Route};
+use super::params::Paging;
+use super::routes::{self, Entry as Routed, Level, Route};
 
-/// One documented operation: what the registry says about a (method, path) of the table.
-pub struct Entry {
+/// A route's OpenAPI operation: what it does, its query parameters, its body, and its
+/// answers; answers that are typed values are described by their types' own schemas.
+pub struct Doc {
+    /// Transitional: the (method, path) a registry entry documents; a route's `Doc` takes
+    /// them from its table entry.
     pub method: Method,
-    /// The template exactly as in the route table (`{param}` segments).
     pub path: &'static str,
     pub summary: &'static str,
     description: String,
     tag: &'static str,
-    query: Vec<Value>,
+    /// Each query parameter's name and its parameter object.
+    query: Vec<(&'static str, Value)>,
     body: Option<Value>,
-    responses: BTreeMap<u16, Value>,
+    responses: BTreeMap<u16, Reply>,
     /// Whether a refused quota (`maxMessages`) is among this route's 429s.
     quota: bool,
 }
 
-impl Entry {
-    fn new(tag: &'static str, method: Method, path: &'static str, summary: &'static str) -> Entry {
-        Entry {
+/// One documented answer.
+enum Reply {
+    /// A response object as given (an error component, another content type).
+    Raw(Value),
+    /// A JSON answer described by the schema of the type the handler returns.
+    Typed {
+        description: String,
+        schema: fn(&mut SchemaGenerator) -> Schema,
+    },
+}
+
+/// Transitional name of a registry entry.
+pub type Entry = Doc;
+
+impl Doc {
+    /// A route's operation, under `tag`, with its one-line summary.
+    pub(crate) fn op(tag: &'static str, summary: &'static str) -> Doc {
+        Doc::new(tag, Method::GET, "", summary)
+    }
+
+    fn new(tag: &'static str, method: Method, path: &'static str, summary: &'static str) -> Doc {
+        Doc {
             method,
             path,
             summary,
@@ -69,22 +93,44 @@ impl Entry {
     }
 
     /// What the route does, Queen compatibility notes, and the Python client's caller.
-    fn about(mut self, text: &str) -> Entry {
+    pub(crate) fn about(mut self, text: &str) -> Doc {
         self.description = text.trim().to_string();
         self
     }
 
     /// A query parameter: its JSON Schema (type, default, bounds) and what it means.
-    fn query(mut self, name: &str, schema: Value, description: &str) -> Entry {
-        self.query.push(json!({
-            "name": name, "in": "query", "required": false,
-            "description": description, "schema": schema,
-        }));
+    pub(crate) fn query(mut self, name: &'static str, schema: Value, description: &str) -> Doc {
+        self.query.push((
+            name,
+            json!({
+                "name": name, "in": "query", "required": false,
+                "description": description, "schema": schema,
+            }),
+        ));
         self
     }
 
+    /// `limit` and `offset`, as [`crate::params::Params::page`] reads them for `paging`.
+    pub(crate) fn paged(self, paging: Paging, what: &str) -> Doc {
+        self.query(
+            "limit",
+            schemas::int_param(paging.default, Some(1), Some(paging.max)),
+            &format!("{what} per page."),
+        )
+        .query(
+            "offset",
+            schemas::int_param(0, Some(0), None),
+            &format!("{what} to skip."),
+        )
+    }
+
+    /// The names of the documented query parameters (what the fuzzer tries).
+    pub(crate) fn query_names(&self) -> Vec<&'static str> {
+        self.query.iter().map(|(name, _)| *name).collect()
+    }
+
     /// The JSON request body; `required: false` when an empty body is read as `{}`.
-    fn body(mut self, required: bool, description: &str, schema: Value) -> Entry {
+    pub(crate) fn body(mut self, required: bool, description: &str, schema: Value) -> Doc {
         self.body = Some(json!({
             "required": required, "description": description,
             "content": { "application/json": { "schema": schema } },
@@ -92,42 +138,70 @@ impl Entry {
         self
     }
 
-    /// A JSON answer with this status.
-    fn reply(mut self, status: u16, description: &str, schema: Value) -> Entry {
+    /// A JSON answer with this status, of type `T`: the schema is `T`'s own.
+    pub(crate) fn answers<T: JsonSchema>(mut self, status: u16, description: &str) -> Doc {
         self.responses.insert(
             status,
-            json!({
+            Reply::Typed {
+                description: description.to_string(),
+                schema: |g| g.subschema_for::<T>(),
+            },
+        );
+        self
+    }
+
+    /// A JSON answer with this status (transitional: hand-written schema).
+    fn reply(mut self, status: u16, description: &str, schema: Value) -> Doc {
+        self.responses.insert(
+            status,
+            Reply::Raw(json!({
                 "description": description,
                 "headers": request_id_header(),
                 "content": { "application/json": { "schema": schema } },
-            }),
+            })),
         );
         self
     }
 
     /// A response object as given (another content type, extra headers).
-    fn reply_raw(mut self, status: u16, response: Value) -> Entry {
-        self.responses.insert(status, response);
+    pub(crate) fn reply_raw(mut self, status: u16, response: Value) -> Doc {
+        self.responses.insert(status, Reply::Raw(response));
         self
     }
 
     /// An error answer in the shared envelope, with the texts this route gives.
-    fn fails(mut self, status: u16, texts: &str) -> Entry {
+    pub(crate) fn fails(mut self, status: u16, texts: &str) -> Doc {
         let component = error_component(status).expect("an error status with a component");
         self.responses.insert(
             status,
-            json!({
+            Reply::Raw(json!({
                 "$ref": format!("#/components/responses/{component}"),
                 "description": texts,
-            }),
+            })),
         );
         self
     }
 
     /// A push or a requeue: over `maxMessages` it is refused whole with 429.
-    fn quota(mut self) -> Entry {
+    pub(crate) fn quota(mut self) -> Doc {
         self.quota = true;
         self
+    }
+}
+
+impl Reply {
+    fn render(&self, g: &mut SchemaGenerator) -> Value {
+        match self {
+            Reply::Raw(v) => v.clone(),
+            Reply::Typed {
+                description,
+                schema,
+            } => json!({
+                "description": description,
+                "headers": request_id_header(),
+                "content": { "application/json": { "schema": schema(g) } },
+            }),
+        }
     }
 }
 
@@ -145,7 +219,6 @@ pub fn registry() -> Vec<Entry> {
         messages::entries(),
         dlq::entries(),
         status::entries(),
-        groups::entries(),
         traces::entries(),
         analytics::entries(),
         console::entries(),
@@ -227,20 +300,27 @@ fn path_parameter(name: &str) -> Value {
 }
 
 /// The operation object of one route of the table.
-fn operation(route: &Route, entry: Option<&Entry>) -> Value {
+fn operation(route: &Route, entry: Option<&Doc>, g: &mut SchemaGenerator) -> Value {
     let mut op = Map::new();
     let level = level_name(route.level);
     let mut parameters: Vec<Value> = path_params(route.path)
         .into_iter()
         .map(path_parameter)
         .collect();
-    let mut responses = entry.map(|e| e.responses.clone()).unwrap_or_default();
+    let mut responses: BTreeMap<u16, Value> = entry
+        .map(|e| {
+            e.responses
+                .iter()
+                .map(|(status, r)| (*status, r.render(g)))
+                .collect()
+        })
+        .unwrap_or_default();
     match entry {
         Some(e) => {
             op.insert("tags".into(), json!([e.tag]));
             op.insert("summary".into(), json!(e.summary));
             op.insert("description".into(), json!(e.description));
-            parameters.extend(e.query.iter().cloned());
+            parameters.extend(e.query.iter().map(|(_, p)| p.clone()));
             if let Some(body) = &e.body {
                 op.insert("requestBody".into(), body.clone());
             }
@@ -306,17 +386,44 @@ fn operation(route: &Route, entry: Option<&Entry>) -> Value {
     Value::Object(op)
 }
 
-/// The whole document for these routes and this registry.
-fn build(routes: &[Route], registry: &[Entry]) -> Value {
+/// The settings of the answers' schemas: JSON Schema 2020-12 (OpenAPI 3.1's), describing
+/// what is serialised, each named type under `components/schemas`.
+fn generator() -> SchemaGenerator {
+    SchemaSettings::draft2020_12()
+        .for_serialize()
+        .with(|s| {
+            s.definitions_path = "/components/schemas".into();
+            s.meta_schema = None;
+        })
+        .into_generator()
+}
+
+/// The whole document for these entries (a registry entry stands in for a route's own
+/// documentation while the route has none).
+fn build(entries: &[Routed], registry: &[Doc]) -> Value {
+    let mut g = generator();
     let mut paths = Map::new();
-    for route in routes {
-        let entry = registry
-            .iter()
-            .find(|e| e.method == route.method && e.path == route.path);
+    for e in entries {
+        let route = e.route();
+        let doc = e.doc.as_ref().or_else(|| {
+            registry
+                .iter()
+                .find(|d| d.method == route.method && d.path == route.path)
+        });
         let item = paths
             .entry(openapi_path(route.path))
             .or_insert_with(|| json!({}));
-        item[route.method.as_str().to_ascii_lowercase()] = operation(route, entry);
+        item[route.method.as_str().to_ascii_lowercase()] = operation(&route, doc, &mut g);
+    }
+    let mut components = schemas::components();
+    let named = components["schemas"]
+        .as_object_mut()
+        .expect("the shared schemas");
+    for (name, schema) in g.take_definitions(true) {
+        assert!(
+            named.insert(name.clone(), schema).is_none(),
+            "two schemas named {name}"
+        );
     }
     json!({
         "openapi": "3.1.0",
@@ -330,12 +437,12 @@ fn build(routes: &[Route], registry: &[Entry]) -> Value {
         "tags": system::TAGS.iter()
             .chain(queues::TAGS).chain(produce::TAGS).chain(consume::TAGS)
             .chain(messages::TAGS).chain(dlq::TAGS).chain(status::TAGS)
-            .chain(groups::TAGS).chain(traces::TAGS).chain(analytics::TAGS)
+            .chain(&[crate::consumer_groups::TAG]).chain(traces::TAGS).chain(analytics::TAGS)
             .chain(console::TAGS)
             .map(|(name, description)| json!({ "name": name, "description": description }))
             .collect::<Vec<_>>(),
         "paths": paths,
-        "components": schemas::components(),
+        "components": components,
     })
 }
 
@@ -359,7 +466,7 @@ is a 405, an unknown path a 404 `{\"error\": \"Not found\"}`.";
 /// The document, built once.
 pub fn document() -> &'static Value {
     static DOC: OnceLock<Value> = OnceLock::new();
-    DOC.get_or_init(|| build(&routes::routes(), &registry()))
+    DOC.get_or_init(|| build(&routes::table().entries, &registry()))
 }
 
 /// `GET /api/v1/openapi.json`.

@@ -9,17 +9,17 @@ use regent_broker::options::{BOOL_DEFAULTS, DLQ_FLAGS, INT_DEFAULTS};
 use crate::push::MAX_NAME_BYTES;
 
 /// A reference to a shared schema.
-pub(super) fn r(name: &str) -> Value {
+pub(crate) fn r(name: &str) -> Value {
     json!({ "$ref": format!("#/components/schemas/{name}") })
 }
 
 /// An object with these required keys and these properties.
-pub(super) fn obj(required: &[&str], properties: Value) -> Value {
+pub(crate) fn obj(required: &[&str], properties: Value) -> Value {
     json!({ "type": "object", "required": required, "properties": properties })
 }
 
 /// An object whose every property is required.
-pub(super) fn all_required(props: Value) -> Value {
+pub(crate) fn all_required(props: Value) -> Value {
     let keys: Vec<String> = props
         .as_object()
         .expect("an object")
@@ -30,57 +30,57 @@ pub(super) fn all_required(props: Value) -> Value {
     obj(&keys, props)
 }
 
-pub(super) fn array(items: Value) -> Value {
+pub(crate) fn array(items: Value) -> Value {
     json!({ "type": "array", "items": items })
 }
 
 /// `schema` or `null`.
-pub(super) fn nullable(schema: Value) -> Value {
+pub(crate) fn nullable(schema: Value) -> Value {
     json!({ "anyOf": [schema, { "type": "null" }] })
 }
 
-pub(super) fn uuid() -> Value {
+pub(crate) fn uuid() -> Value {
     json!({ "type": "string", "format": "uuid" })
 }
 
 /// A timestamp as most routes write it: ISO-8601 UTC with milliseconds.
-pub(super) fn ts() -> Value {
+pub(crate) fn ts() -> Value {
     json!({ "type": "string", "format": "date-time", "examples": ["2026-04-26T10:59:28.267Z"] })
 }
 
-pub(super) fn ts_or_null() -> Value {
+pub(crate) fn ts_or_null() -> Value {
     json!({ "type": ["string", "null"], "format": "date-time" })
 }
 
-pub(super) fn string() -> Value {
+pub(crate) fn string() -> Value {
     json!({ "type": "string" })
 }
 
-pub(super) fn int() -> Value {
+pub(crate) fn int() -> Value {
     json!({ "type": "integer" })
 }
 
-pub(super) fn num() -> Value {
+pub(crate) fn num() -> Value {
     json!({ "type": "number" })
 }
 
-pub(super) fn boolean() -> Value {
+pub(crate) fn boolean() -> Value {
     json!({ "type": "boolean" })
 }
 
 /// A field Queen has and Regent does not measure: always `null`.
-pub(super) fn always_null(what: &str) -> Value {
+pub(crate) fn always_null(what: &str) -> Value {
     json!({ "type": "null", "description": format!("Always null: Regent has no {what}.") })
 }
 
 /// A schema with a description.
-pub(super) fn about(mut schema: Value, description: &str) -> Value {
+pub(crate) fn about(mut schema: Value, description: &str) -> Value {
     schema["description"] = json!(description);
     schema
 }
 
 /// A query parameter's integer schema with its default and bounds.
-pub(super) fn int_param(default: i64, min: Option<i64>, max: Option<i64>) -> Value {
+pub(crate) fn int_param(default: i64, min: Option<i64>, max: Option<i64>) -> Value {
     let mut s = json!({ "type": "integer", "default": default });
     if let Some(m) = min {
         s["minimum"] = json!(m);
@@ -92,12 +92,12 @@ pub(super) fn int_param(default: i64, min: Option<i64>, max: Option<i64>) -> Val
 }
 
 /// A query flag: only `true` or `1` are true (Queen's rule).
-pub(super) fn flag_param(default: bool) -> Value {
+pub(crate) fn flag_param(default: bool) -> Value {
     json!({ "type": "string", "examples": ["true", "false"], "default": default.to_string() })
 }
 
 /// What a path parameter of the route table means, and its schema.
-pub(super) fn path_param(name: &str) -> (&'static str, Value) {
+pub(crate) fn path_param(name: &str) -> (&'static str, Value) {
     let name_schema = json!({ "type": "string", "maxLength": MAX_NAME_BYTES });
     match name {
         "queue" => ("The queue's name, percent-decoded once (a name holding `/` cannot be addressed by path).", name_schema),
@@ -697,7 +697,7 @@ fn error_response(description: &str, schema: &str, retry_after: bool) -> Value {
 }
 
 /// Every component of the document.
-pub(super) fn components() -> Value {
+pub(crate) fn components() -> Value {
     json!({
         "schemas": schemas(),
         "responses": {
