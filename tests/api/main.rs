@@ -3,6 +3,7 @@
 mod support;
 
 mod ack_contract;
+mod architecture;
 mod auth;
 mod bad_input;
 mod bench_smoke;
