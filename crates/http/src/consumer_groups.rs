@@ -17,7 +17,7 @@ use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
 use super::openapi::schemas::{flag_param, string};
-use super::openapi::Doc;
+use super::openapi::{Doc, Tag};
 use super::params::{Paging, Params};
 use super::path::PathParams;
 use super::routes::{route, Entry, Level::*};
@@ -26,7 +26,7 @@ use regent_broker::group_state::group_state;
 use regent_service::groups::{GroupOnQueue, Lagging, PartitionLag, Seek, SeekTo};
 use regent_service::queues::Page;
 
-pub(crate) const TAG: (&str, &str) = (
+const TAG: Tag = (
     "consumer groups",
     "What each group is doing on each queue; seeking its cursors (skip or replay); deleting it.",
 );
@@ -43,7 +43,7 @@ const DELETE_METADATA: &str = "Also forget the group's stored start point (its n
 
 pub(crate) fn routes() -> Vec<Entry> {
     use Method as M;
-    let op = |summary| Doc::op(TAG.0, summary);
+    let op = |summary| Doc::op(TAG, summary);
     vec![
         route(M::GET, "/api/v1/consumer-groups", ReadOnly, list)
             .doc(op("Consumer groups on each queue")

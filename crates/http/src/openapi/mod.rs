@@ -50,6 +50,9 @@ pub struct Doc {
     pub summary: &'static str,
     description: String,
     tag: &'static str,
+    /// What the tag's operations have in common (`None` for a registry entry, whose family
+    /// lists its tags).
+    tag_about: Option<&'static str>,
     /// Each query parameter's name and its parameter object.
     query: Vec<(&'static str, Value)>,
     body: Option<Value>,
@@ -57,6 +60,9 @@ pub struct Doc {
     /// Whether a refused quota (`maxMessages`) is among this route's 429s.
     quota: bool,
 }
+
+/// An operation's group in the document: its name and what its operations have in common.
+pub(crate) type Tag = (&'static str, &'static str);
 
 /// One documented answer.
 enum Reply {
@@ -73,9 +79,13 @@ enum Reply {
 pub type Entry = Doc;
 
 impl Doc {
-    /// A route's operation, under `tag`, with its one-line summary.
-    pub(crate) fn op(tag: &'static str, summary: &'static str) -> Doc {
-        Doc::new(tag, Method::GET, "", summary)
+    /// A route's operation, under `tag` (its name and what its operations have in common),
+    /// with its one-line summary.
+    pub(crate) fn op(tag: Tag, summary: &'static str) -> Doc {
+        Doc {
+            tag_about: Some(tag.1),
+            ..Doc::new(tag.0, Method::GET, "", summary)
+        }
     }
 
     fn new(tag: &'static str, method: Method, path: &'static str, summary: &'static str) -> Doc {
@@ -85,6 +95,7 @@ impl Doc {
             summary,
             description: String::new(),
             tag,
+            tag_about: None,
             query: Vec::new(),
             body: None,
             responses: BTreeMap::new(),
@@ -403,7 +414,13 @@ fn generator() -> SchemaGenerator {
 fn build(entries: &[Routed], registry: &[Doc]) -> Value {
     let mut g = generator();
     let mut paths = Map::new();
+    let mut tags: Vec<Tag> = Vec::new();
     for e in entries {
+        if let Some(tag) = e.doc.as_ref().and_then(|d| Some((d.tag, d.tag_about?))) {
+            if !tags.contains(&tag) {
+                tags.push(tag);
+            }
+        }
         let route = e.route();
         let doc = e.doc.as_ref().or_else(|| {
             registry
@@ -434,10 +451,10 @@ fn build(entries: &[Routed], registry: &[Doc]) -> Value {
             "description": INFO,
             "license": { "name": env!("CARGO_PKG_LICENSE"), "identifier": env!("CARGO_PKG_LICENSE") },
         },
-        "tags": system::TAGS.iter()
-            .chain(queues::TAGS).chain(produce::TAGS).chain(consume::TAGS)
+        "tags": tags.iter()
+            .chain(system::TAGS).chain(queues::TAGS).chain(produce::TAGS).chain(consume::TAGS)
             .chain(messages::TAGS).chain(dlq::TAGS).chain(status::TAGS)
-            .chain(&[crate::consumer_groups::TAG]).chain(traces::TAGS).chain(analytics::TAGS)
+            .chain(traces::TAGS).chain(analytics::TAGS)
             .chain(console::TAGS)
             .map(|(name, description)| json!({ "name": name, "description": description }))
             .collect::<Vec<_>>(),
