@@ -1,38 +1,15 @@
 //! JWT authentication (HS256): the route table walked with every kind of token, Queen's 401
 //! and 403 texts, and unknown paths staying 404.
 
-use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
-use regent::http::auth::{mint, Level, Minted};
+use jsonwebtoken::Algorithm;
+use regent::http::auth::Level;
 use regent::http::routes;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::support::{broker_with, Broker};
-
-const SECRET: &str = "test-secret";
-
-/// A token of tenant `acme`.
-fn tok(role: &str, sub: Option<&str>, expires_in_secs: Option<u64>) -> String {
-    tok_as(SECRET, role, sub, expires_in_secs)
-}
-
-fn tok_as(secret: &str, role: &str, sub: Option<&str>, expires_in_secs: Option<u64>) -> String {
-    let claims = Minted {
-        role,
-        tenant: Some("acme"),
-        sub,
-        expires_in_secs,
-    };
-    mint(secret, &claims)
-}
-
-async fn authed() -> Broker {
-    broker_with(|c| {
-        c.jwt_enabled = "true".into();
-        c.jwt_secret = Some(SECRET.into());
-    })
-    .await
-}
+use crate::support::{
+    authed_broker, authed_broker_with, broker_with, signed, token, Broker, SECRET,
+};
 
 /// A concrete path for a route template.
 fn path_of(template: &str) -> String {
@@ -64,15 +41,6 @@ async fn call(b: &Broker, method: &Method, path: &str, token: Option<&str>) -> (
     let status = res.status();
     let v = res.json::<Value>().await.unwrap_or(Value::Null);
     (status, v)
-}
-
-fn signed(claims: Value, alg: Algorithm, secret: &str) -> String {
-    encode(
-        &Header::new(alg),
-        &claims,
-        &EncodingKey::from_secret(secret.as_bytes()),
-    )
-    .unwrap()
 }
 
 /// The levels of spec appendix B.5, for the routes Regent serves: the table must say the same.
@@ -284,7 +252,7 @@ async fn the_router_serves_exactly_the_route_table() {
 
 #[tokio::test]
 async fn every_route_with_every_kind_of_token() {
-    let b = authed().await;
+    let b = authed_broker().await;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -292,31 +260,36 @@ async fn every_route_with_every_kind_of_token() {
     let granting: Vec<(&str, String, Option<Level>)> = vec![
         (
             "read-only",
-            tok("read-only", None, Some(600)),
+            token("read-only").tenant("acme").mint(),
             Some(Level::ReadOnly),
         ),
         (
             "read-write",
-            tok("read-write", None, Some(600)),
+            token("read-write").tenant("acme").mint(),
             Some(Level::ReadWrite),
         ),
         (
             "admin",
-            tok("admin", Some("ops"), Some(600)),
+            token("admin").tenant("acme").sub("ops").mint(),
             Some(Level::Admin),
         ),
         (
             "no role",
-            signed(json!({"sub": "x"}), Algorithm::HS256, SECRET),
+            signed(Algorithm::HS256, SECRET, None, json!({"sub": "x"})),
             None,
         ),
-        ("unknown role", tok("superuser", None, None), None),
+        (
+            "unknown role",
+            token("superuser").tenant("acme").expires_in(None).mint(),
+            None,
+        ),
         (
             "roles array",
             signed(
-                json!({"roles": ["read-only", "admin"], "tenant": "acme"}),
                 Algorithm::HS256,
                 SECRET,
+                None,
+                json!({"roles": ["read-only", "admin"], "tenant": "acme"}),
             ),
             Some(Level::Admin),
         ),
@@ -326,24 +299,35 @@ async fn every_route_with_every_kind_of_token() {
         (
             "expired",
             Some(signed(
-                json!({"role": "admin", "exp": now - 3600}),
                 Algorithm::HS256,
                 SECRET,
+                None,
+                json!({"role": "admin", "exp": now - 3600}),
             )),
             "Token has expired",
         ),
         (
             "bad signature",
-            Some(tok_as("another-secret", "admin", None, Some(600))),
+            Some(
+                token("admin")
+                    .tenant("acme")
+                    .secret("another-secret")
+                    .mint(),
+            ),
             "Invalid token signature",
         ),
         (
             "wrong algorithm",
-            Some(signed(json!({"role": "admin"}), Algorithm::HS384, SECRET)),
+            Some(signed(
+                Algorithm::HS384,
+                SECRET,
+                None,
+                json!({"role": "admin"}),
+            )),
             "Token uses HS384, expected HS256",
         ),
     ];
-    let no_tenant = signed(json!({"role": "admin"}), Algorithm::HS256, SECRET);
+    let no_tenant = signed(Algorithm::HS256, SECRET, None, json!({"role": "admin"}));
     for r in routes() {
         let (method, need) = (&r.method, &r.level);
         let path = path_of(r.path);
@@ -388,9 +372,9 @@ async fn every_route_with_every_kind_of_token() {
 /// nothing refused.
 #[tokio::test]
 async fn whoami_says_the_tenant_and_role_a_token_acts_as() {
-    let b = authed().await;
+    let b = authed_broker().await;
     for role in ["read-only", "read-write", "admin"] {
-        let t = tok(role, Some("ops@acme"), Some(600));
+        let t = token(role).tenant("acme").sub("ops@acme").mint();
         let (s, v) = call(&b, &Method::GET, "/api/v1/whoami", Some(&t)).await;
         assert_eq!(s, StatusCode::OK, "{v}");
         assert_eq!(
@@ -415,12 +399,12 @@ async fn whoami_says_the_tenant_and_role_a_token_acts_as() {
         assert!((590..=600).contains(&left), "{v}");
     }
     // The highest of the token's roles is the one it acts as.
-    let both = encode(
-        &Header::new(Algorithm::HS256),
-        &json!({"role": "read-only", "roles": ["admin"], "tenant": "acme"}),
-        &EncodingKey::from_secret(SECRET.as_bytes()),
-    )
-    .unwrap();
+    let both = signed(
+        Algorithm::HS256,
+        SECRET,
+        None,
+        json!({"role": "read-only", "roles": ["admin"], "tenant": "acme"}),
+    );
     let (_, v) = call(&b, &Method::GET, "/api/v1/whoami", Some(&both)).await;
     assert_eq!(
         (&v["role"], &v["expiresAt"]),
@@ -444,8 +428,8 @@ async fn whoami_says_the_tenant_and_role_a_token_acts_as() {
 
 #[tokio::test]
 async fn tokens_are_read_from_the_header_and_unknown_paths_stay_404() {
-    let b = authed().await;
-    let admin = tok("admin", None, Some(600));
+    let b = authed_broker().await;
+    let admin = token("admin").tenant("acme").mint();
     // Without `Bearer `, the whole header value is the token.
     let res = b
         .http
@@ -466,7 +450,7 @@ async fn tokens_are_read_from_the_header_and_unknown_paths_stay_404() {
     let (s, _) = call(&b, &Method::GET, "/api/v1/nowhere", None).await;
     assert_eq!(s, StatusCode::NOT_FOUND);
     // A granted push really happens.
-    let rw = tok("read-write", None, Some(600));
+    let rw = token("read-write").tenant("acme").mint();
     let res = b
         .http
         .post(format!("{}/api/v1/push", b.url))
@@ -483,10 +467,10 @@ async fn tokens_are_read_from_the_header_and_unknown_paths_stay_404() {
 
 #[tokio::test]
 async fn producer_sub_is_the_tokens_subject_never_the_clients() {
-    let b = authed().await;
-    let alice = tok("read-write", Some("alice"), Some(600));
-    let bob = tok("read-write", Some("bob"), Some(600));
-    let nobody = tok("read-write", None, Some(600));
+    let b = authed_broker().await;
+    let alice = token("read-write").tenant("acme").sub("alice").mint();
+    let bob = token("read-write").tenant("acme").sub("bob").mint();
+    let nobody = token("read-write").tenant("acme").mint();
     let send = |token: String, path: &'static str, body: Value| {
         let req = b
             .http
@@ -546,7 +530,7 @@ async fn producer_sub_is_the_tokens_subject_never_the_clients() {
 /// the broker goes on pushing; the longest accepted `sub` is stored whole.
 #[tokio::test]
 async fn an_oversized_subject_is_refused_and_the_broker_keeps_pushing() {
-    let b = authed().await;
+    let b = authed_broker().await;
     let push = |token: String, txid: &'static str| {
         let body = json!({"items": [{"queue": "subs", "transactionId": txid, "payload": {}}]});
         let b = &b;
@@ -558,7 +542,7 @@ async fn an_oversized_subject_is_refused_and_the_broker_keeps_pushing() {
     };
     let huge = "s".repeat(64 * 1024);
     for _ in 0..3 {
-        let (s, v) = push(tok("read-write", Some(&huge), Some(600)), "huge").await;
+        let (s, v) = push(token("read-write").tenant("acme").sub(&huge).mint(), "huge").await;
         assert_eq!(s, StatusCode::UNAUTHORIZED, "{v}");
         assert_eq!(
             v,
@@ -566,16 +550,24 @@ async fn an_oversized_subject_is_refused_and_the_broker_keeps_pushing() {
         );
     }
     let longest = "l".repeat(regent::http::auth::MAX_SUB_BYTES);
-    let (s, v) = push(tok("read-write", Some(&longest), Some(600)), "longest").await;
+    let (s, v) = push(
+        token("read-write").tenant("acme").sub(&longest).mint(),
+        "longest",
+    )
+    .await;
     assert_eq!(s, StatusCode::CREATED, "{v}");
     assert_eq!(v[0]["status"], "queued", "{v}");
-    let (s, v) = push(tok("read-write", Some("after"), Some(600)), "after").await;
+    let (s, v) = push(
+        token("read-write").tenant("acme").sub("after").mint(),
+        "after",
+    )
+    .await;
     assert_eq!(
         (s, &v[0]["status"]),
         (StatusCode::CREATED, &json!("queued")),
         "{v}"
     );
-    let reader = tok("read-write", None, Some(600));
+    let reader = token("read-write").tenant("acme").mint();
     let (s, v) = call(
         &b,
         &Method::GET,
@@ -603,9 +595,7 @@ async fn an_oversized_subject_is_refused_and_the_broker_keeps_pushing() {
 /// claims must be numbers, and a token may not be issued in the future.
 #[tokio::test]
 async fn issuer_audience_and_time_claims_are_enforced() {
-    let b = broker_with(|c| {
-        c.jwt_enabled = "true".into();
-        c.jwt_secret = Some(SECRET.into());
+    let b = authed_broker_with(|c| {
         c.jwt_issuer = Some("idp".into());
         c.jwt_audience = Some("regent".into());
     })
@@ -622,7 +612,7 @@ async fn issuer_audience_and_time_claims_are_enforced() {
                 v => claims.as_object_mut().unwrap().insert(k.clone(), v.clone()),
             };
         }
-        signed(claims, Algorithm::HS256, SECRET)
+        signed(Algorithm::HS256, SECRET, None, claims)
     };
     let path = "/api/v1/resources/queues";
     for (name, token, want) in [
