@@ -222,31 +222,131 @@ fn the_route_table_gives_the_specs_levels() {
     );
 }
 
-/// What the router really serves: every route of the spec list answers (not the fallback's
-/// 404 or 405), and nothing else is served.
+/// The methods a route may have: each path of the table must answer exactly its own.
+const METHODS: [Method; 5] = [
+    Method::GET,
+    Method::POST,
+    Method::PUT,
+    Method::PATCH,
+    Method::DELETE,
+];
+
+/// Whether the router's template `template` takes the concrete `path`: `{name}` takes one
+/// segment, `{*name}` the rest (at least one segment), anything else itself.
+fn takes(template: &str, path: &str) -> bool {
+    let mut path = path.split('/');
+    for want in template.split('/') {
+        let Some(got) = path.next() else {
+            return false;
+        };
+        if want.starts_with("{*") {
+            return !got.is_empty();
+        }
+        if want.starts_with('{') {
+            if got.is_empty() {
+                return false;
+            }
+        } else if want != got {
+            return false;
+        }
+    }
+    path.next().is_none()
+}
+
+/// Templates next to `template` that the router must not take for it: a segment more, one
+/// fewer, another prefix.
+fn near(template: &str) -> Vec<String> {
+    let mut out = vec![if template == "/" {
+        "/extra".to_string()
+    } else {
+        format!("{template}/extra")
+    }];
+    if let Some((fewer, _)) = template.rsplit_once('/').filter(|(f, _)| !f.is_empty()) {
+        out.push(fewer.to_string());
+    }
+    out.push(match template.strip_prefix("/api/v1/") {
+        Some(rest) => format!("/api/v2/{rest}"),
+        None => format!("/x{template}"),
+    });
+    out
+}
+
+/// What the router really serves: the table, and nothing else. At every path of the table,
+/// each of its methods is served (not the fallback's 404 or 405) and each other method is
+/// refused with 405; HEAD is served wherever GET is (axum runs the GET handler, without the
+/// body) and is 405 elsewhere; OPTIONS is CORS's 204 on any path. Paths next to the table's
+/// (a segment more, one fewer, another prefix) are 404 for every method.
 #[tokio::test]
 async fn the_router_serves_exactly_the_route_table() {
     let b = broker_with(|_| {}).await;
-    for r in routes() {
-        let path = path_of(r.path);
-        let (s, v) = call(&b, &r.method, &path, None).await;
-        assert_ne!(
-            s,
-            StatusCode::METHOD_NOT_ALLOWED,
-            "{} {path}: {v}",
-            r.method
-        );
-        assert_ne!(v, json!({"error": "Not found"}), "{} {path}: {s}", r.method);
+    let table = routes();
+    let mut templates: Vec<&str> = Vec::new();
+    for r in &table {
+        if !templates.contains(&r.path) {
+            templates.push(r.path);
+        }
     }
-    // A method the table does not give a path is refused, as is a path it does not name.
-    for (method, path) in [(Method::PUT, "/api/v1/push"), (Method::GET, "/api/v1/ack")] {
-        let (s, _) = call(&b, &method, path, None).await;
-        assert_eq!(s, StatusCode::METHOD_NOT_ALLOWED, "{method} {path}");
+    let served = |method: &Method, template: &str| {
+        table
+            .iter()
+            .any(|r| r.method == method && r.path == template)
+    };
+    let not_found = json!({"error": "Not found"});
+    let not_allowed = json!({"error": "Method not allowed"});
+    for template in &templates {
+        let path = path_of(template);
+        let mut get = StatusCode::METHOD_NOT_ALLOWED;
+        for method in &METHODS {
+            let (s, v) = call(&b, method, &path, None).await;
+            if served(method, template) {
+                assert_ne!(s, StatusCode::METHOD_NOT_ALLOWED, "{method} {path}: {v}");
+                assert_ne!(v, not_found, "{method} {path}: {s}");
+            } else {
+                assert_eq!(
+                    (s, &v),
+                    (StatusCode::METHOD_NOT_ALLOWED, &not_allowed),
+                    "{method} {path}"
+                );
+            }
+            if *method == Method::GET {
+                get = s;
+            }
+        }
+        // The GET handler's status (its own 404 for a queue that does not exist, say), or 405.
+        let (s, _) = call(&b, &Method::HEAD, &path, None).await;
+        assert_eq!(s, get, "HEAD {path}");
+        let (s, _) = call(&b, &Method::OPTIONS, &path, None).await;
+        assert_eq!(s, StatusCode::NO_CONTENT, "OPTIONS {path}");
     }
-    let (s, v) = call(&b, &Method::GET, "/api/v1/not-a-route", None).await;
-    assert_eq!(
-        (s, v),
-        (StatusCode::NOT_FOUND, json!({"error": "Not found"}))
+
+    let mut checked = 0;
+    for template in &templates {
+        for next_to in near(template) {
+            let path = path_of(&next_to);
+            if templates.iter().any(|t| takes(t, &path)) {
+                // Another route's path (`/api/v1/system/maintenance` is one fewer than
+                // `.../maintenance/pop`; a wildcard takes a segment more): checked above.
+                continue;
+            }
+            checked += 1;
+            for method in &METHODS {
+                let (s, v) = call(&b, method, &path, None).await;
+                assert_eq!(
+                    (s, &v),
+                    (StatusCode::NOT_FOUND, &not_found),
+                    "{method} {path}, next to {template}"
+                );
+            }
+            let (s, _) = call(&b, &Method::HEAD, &path, None).await;
+            assert_eq!(s, StatusCode::NOT_FOUND, "HEAD {path}, next to {template}");
+            let (s, _) = call(&b, &Method::OPTIONS, &path, None).await;
+            assert_eq!(s, StatusCode::NO_CONTENT, "OPTIONS {path}");
+        }
+    }
+    assert!(
+        checked >= 2 * templates.len(),
+        "{checked} paths next to {} templates",
+        templates.len()
     );
 }
 
