@@ -1,38 +1,15 @@
 //! JWT authentication (HS256): the route table walked with every kind of token, Queen's 401
 //! and 403 texts, and unknown paths staying 404.
 
-use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
-use regent::http::auth::{mint, Level, Minted};
+use jsonwebtoken::Algorithm;
+use regent::http::auth::Level;
 use regent::http::routes;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::support::{broker_with, Broker};
-
-const SECRET: &str = "test-secret";
-
-/// A token of tenant `acme`.
-fn tok(role: &str, sub: Option<&str>, expires_in_secs: Option<u64>) -> String {
-    tok_as(SECRET, role, sub, expires_in_secs)
-}
-
-fn tok_as(secret: &str, role: &str, sub: Option<&str>, expires_in_secs: Option<u64>) -> String {
-    let claims = Minted {
-        role,
-        tenant: Some("acme"),
-        sub,
-        expires_in_secs,
-    };
-    mint(secret, &claims)
-}
-
-async fn authed() -> Broker {
-    broker_with(|c| {
-        c.jwt_enabled = "true".into();
-        c.jwt_secret = Some(SECRET.into());
-    })
-    .await
-}
+use crate::support::{
+    authed_broker, authed_broker_with, broker_with, signed, token, Broker, SECRET,
+};
 
 /// A concrete path for a route template.
 fn path_of(template: &str) -> String {
@@ -64,15 +41,6 @@ async fn call(b: &Broker, method: &Method, path: &str, token: Option<&str>) -> (
     let status = res.status();
     let v = res.json::<Value>().await.unwrap_or(Value::Null);
     (status, v)
-}
-
-fn signed(claims: Value, alg: Algorithm, secret: &str) -> String {
-    encode(
-        &Header::new(alg),
-        &claims,
-        &EncodingKey::from_secret(secret.as_bytes()),
-    )
-    .unwrap()
 }
 
 /// The levels of spec appendix B.5, for the routes Regent serves: the table must say the same.
@@ -254,37 +222,137 @@ fn the_route_table_gives_the_specs_levels() {
     );
 }
 
-/// What the router really serves: every route of the spec list answers (not the fallback's
-/// 404 or 405), and nothing else is served.
+/// The methods a route may have: each path of the table must answer exactly its own.
+const METHODS: [Method; 5] = [
+    Method::GET,
+    Method::POST,
+    Method::PUT,
+    Method::PATCH,
+    Method::DELETE,
+];
+
+/// Whether the router's template `template` takes the concrete `path`: `{name}` takes one
+/// segment, `{*name}` the rest (at least one segment), anything else itself.
+fn takes(template: &str, path: &str) -> bool {
+    let mut path = path.split('/');
+    for want in template.split('/') {
+        let Some(got) = path.next() else {
+            return false;
+        };
+        if want.starts_with("{*") {
+            return !got.is_empty();
+        }
+        if want.starts_with('{') {
+            if got.is_empty() {
+                return false;
+            }
+        } else if want != got {
+            return false;
+        }
+    }
+    path.next().is_none()
+}
+
+/// Templates next to `template` that the router must not take for it: a segment more, one
+/// fewer, another prefix.
+fn near(template: &str) -> Vec<String> {
+    let mut out = vec![if template == "/" {
+        "/extra".to_string()
+    } else {
+        format!("{template}/extra")
+    }];
+    if let Some((fewer, _)) = template.rsplit_once('/').filter(|(f, _)| !f.is_empty()) {
+        out.push(fewer.to_string());
+    }
+    out.push(match template.strip_prefix("/api/v1/") {
+        Some(rest) => format!("/api/v2/{rest}"),
+        None => format!("/x{template}"),
+    });
+    out
+}
+
+/// What the router really serves: the table, and nothing else. At every path of the table,
+/// each of its methods is served (not the fallback's 404 or 405) and each other method is
+/// refused with 405; HEAD is served wherever GET is (axum runs the GET handler, without the
+/// body) and is 405 elsewhere; OPTIONS is CORS's 204 on any path. Paths next to the table's
+/// (a segment more, one fewer, another prefix) are 404 for every method.
 #[tokio::test]
 async fn the_router_serves_exactly_the_route_table() {
     let b = broker_with(|_| {}).await;
-    for r in routes() {
-        let path = path_of(r.path);
-        let (s, v) = call(&b, &r.method, &path, None).await;
-        assert_ne!(
-            s,
-            StatusCode::METHOD_NOT_ALLOWED,
-            "{} {path}: {v}",
-            r.method
-        );
-        assert_ne!(v, json!({"error": "Not found"}), "{} {path}: {s}", r.method);
+    let table = routes();
+    let mut templates: Vec<&str> = Vec::new();
+    for r in &table {
+        if !templates.contains(&r.path) {
+            templates.push(r.path);
+        }
     }
-    // A method the table does not give a path is refused, as is a path it does not name.
-    for (method, path) in [(Method::PUT, "/api/v1/push"), (Method::GET, "/api/v1/ack")] {
-        let (s, _) = call(&b, &method, path, None).await;
-        assert_eq!(s, StatusCode::METHOD_NOT_ALLOWED, "{method} {path}");
+    let served = |method: &Method, template: &str| {
+        table
+            .iter()
+            .any(|r| r.method == method && r.path == template)
+    };
+    let not_found = json!({"error": "Not found"});
+    let not_allowed = json!({"error": "Method not allowed"});
+    for template in &templates {
+        let path = path_of(template);
+        let mut get = StatusCode::METHOD_NOT_ALLOWED;
+        for method in &METHODS {
+            let (s, v) = call(&b, method, &path, None).await;
+            if served(method, template) {
+                assert_ne!(s, StatusCode::METHOD_NOT_ALLOWED, "{method} {path}: {v}");
+                assert_ne!(v, not_found, "{method} {path}: {s}");
+            } else {
+                assert_eq!(
+                    (s, &v),
+                    (StatusCode::METHOD_NOT_ALLOWED, &not_allowed),
+                    "{method} {path}"
+                );
+            }
+            if *method == Method::GET {
+                get = s;
+            }
+        }
+        // The GET handler's status (its own 404 for a queue that does not exist, say), or 405.
+        let (s, _) = call(&b, &Method::HEAD, &path, None).await;
+        assert_eq!(s, get, "HEAD {path}");
+        let (s, _) = call(&b, &Method::OPTIONS, &path, None).await;
+        assert_eq!(s, StatusCode::NO_CONTENT, "OPTIONS {path}");
     }
-    let (s, v) = call(&b, &Method::GET, "/api/v1/not-a-route", None).await;
-    assert_eq!(
-        (s, v),
-        (StatusCode::NOT_FOUND, json!({"error": "Not found"}))
+
+    let mut checked = 0;
+    for template in &templates {
+        for next_to in near(template) {
+            let path = path_of(&next_to);
+            if templates.iter().any(|t| takes(t, &path)) {
+                // Another route's path (`/api/v1/system/maintenance` is one fewer than
+                // `.../maintenance/pop`; a wildcard takes a segment more): checked above.
+                continue;
+            }
+            checked += 1;
+            for method in &METHODS {
+                let (s, v) = call(&b, method, &path, None).await;
+                assert_eq!(
+                    (s, &v),
+                    (StatusCode::NOT_FOUND, &not_found),
+                    "{method} {path}, next to {template}"
+                );
+            }
+            let (s, _) = call(&b, &Method::HEAD, &path, None).await;
+            assert_eq!(s, StatusCode::NOT_FOUND, "HEAD {path}, next to {template}");
+            let (s, _) = call(&b, &Method::OPTIONS, &path, None).await;
+            assert_eq!(s, StatusCode::NO_CONTENT, "OPTIONS {path}");
+        }
+    }
+    assert!(
+        checked >= 2 * templates.len(),
+        "{checked} paths next to {} templates",
+        templates.len()
     );
 }
 
 #[tokio::test]
 async fn every_route_with_every_kind_of_token() {
-    let b = authed().await;
+    let b = authed_broker().await;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -292,31 +360,36 @@ async fn every_route_with_every_kind_of_token() {
     let granting: Vec<(&str, String, Option<Level>)> = vec![
         (
             "read-only",
-            tok("read-only", None, Some(600)),
+            token("read-only").tenant("acme").mint(),
             Some(Level::ReadOnly),
         ),
         (
             "read-write",
-            tok("read-write", None, Some(600)),
+            token("read-write").tenant("acme").mint(),
             Some(Level::ReadWrite),
         ),
         (
             "admin",
-            tok("admin", Some("ops"), Some(600)),
+            token("admin").tenant("acme").sub("ops").mint(),
             Some(Level::Admin),
         ),
         (
             "no role",
-            signed(json!({"sub": "x"}), Algorithm::HS256, SECRET),
+            signed(Algorithm::HS256, SECRET, None, json!({"sub": "x"})),
             None,
         ),
-        ("unknown role", tok("superuser", None, None), None),
+        (
+            "unknown role",
+            token("superuser").tenant("acme").expires_in(None).mint(),
+            None,
+        ),
         (
             "roles array",
             signed(
-                json!({"roles": ["read-only", "admin"], "tenant": "acme"}),
                 Algorithm::HS256,
                 SECRET,
+                None,
+                json!({"roles": ["read-only", "admin"], "tenant": "acme"}),
             ),
             Some(Level::Admin),
         ),
@@ -326,24 +399,35 @@ async fn every_route_with_every_kind_of_token() {
         (
             "expired",
             Some(signed(
-                json!({"role": "admin", "exp": now - 3600}),
                 Algorithm::HS256,
                 SECRET,
+                None,
+                json!({"role": "admin", "exp": now - 3600}),
             )),
             "Token has expired",
         ),
         (
             "bad signature",
-            Some(tok_as("another-secret", "admin", None, Some(600))),
+            Some(
+                token("admin")
+                    .tenant("acme")
+                    .secret("another-secret")
+                    .mint(),
+            ),
             "Invalid token signature",
         ),
         (
             "wrong algorithm",
-            Some(signed(json!({"role": "admin"}), Algorithm::HS384, SECRET)),
+            Some(signed(
+                Algorithm::HS384,
+                SECRET,
+                None,
+                json!({"role": "admin"}),
+            )),
             "Token uses HS384, expected HS256",
         ),
     ];
-    let no_tenant = signed(json!({"role": "admin"}), Algorithm::HS256, SECRET);
+    let no_tenant = signed(Algorithm::HS256, SECRET, None, json!({"role": "admin"}));
     for r in routes() {
         let (method, need) = (&r.method, &r.level);
         let path = path_of(r.path);
@@ -388,9 +472,9 @@ async fn every_route_with_every_kind_of_token() {
 /// nothing refused.
 #[tokio::test]
 async fn whoami_says_the_tenant_and_role_a_token_acts_as() {
-    let b = authed().await;
+    let b = authed_broker().await;
     for role in ["read-only", "read-write", "admin"] {
-        let t = tok(role, Some("ops@acme"), Some(600));
+        let t = token(role).tenant("acme").sub("ops@acme").mint();
         let (s, v) = call(&b, &Method::GET, "/api/v1/whoami", Some(&t)).await;
         assert_eq!(s, StatusCode::OK, "{v}");
         assert_eq!(
@@ -415,12 +499,12 @@ async fn whoami_says_the_tenant_and_role_a_token_acts_as() {
         assert!((590..=600).contains(&left), "{v}");
     }
     // The highest of the token's roles is the one it acts as.
-    let both = encode(
-        &Header::new(Algorithm::HS256),
-        &json!({"role": "read-only", "roles": ["admin"], "tenant": "acme"}),
-        &EncodingKey::from_secret(SECRET.as_bytes()),
-    )
-    .unwrap();
+    let both = signed(
+        Algorithm::HS256,
+        SECRET,
+        None,
+        json!({"role": "read-only", "roles": ["admin"], "tenant": "acme"}),
+    );
     let (_, v) = call(&b, &Method::GET, "/api/v1/whoami", Some(&both)).await;
     assert_eq!(
         (&v["role"], &v["expiresAt"]),
@@ -444,8 +528,8 @@ async fn whoami_says_the_tenant_and_role_a_token_acts_as() {
 
 #[tokio::test]
 async fn tokens_are_read_from_the_header_and_unknown_paths_stay_404() {
-    let b = authed().await;
-    let admin = tok("admin", None, Some(600));
+    let b = authed_broker().await;
+    let admin = token("admin").tenant("acme").mint();
     // Without `Bearer `, the whole header value is the token.
     let res = b
         .http
@@ -466,7 +550,7 @@ async fn tokens_are_read_from_the_header_and_unknown_paths_stay_404() {
     let (s, _) = call(&b, &Method::GET, "/api/v1/nowhere", None).await;
     assert_eq!(s, StatusCode::NOT_FOUND);
     // A granted push really happens.
-    let rw = tok("read-write", None, Some(600));
+    let rw = token("read-write").tenant("acme").mint();
     let res = b
         .http
         .post(format!("{}/api/v1/push", b.url))
@@ -483,10 +567,10 @@ async fn tokens_are_read_from_the_header_and_unknown_paths_stay_404() {
 
 #[tokio::test]
 async fn producer_sub_is_the_tokens_subject_never_the_clients() {
-    let b = authed().await;
-    let alice = tok("read-write", Some("alice"), Some(600));
-    let bob = tok("read-write", Some("bob"), Some(600));
-    let nobody = tok("read-write", None, Some(600));
+    let b = authed_broker().await;
+    let alice = token("read-write").tenant("acme").sub("alice").mint();
+    let bob = token("read-write").tenant("acme").sub("bob").mint();
+    let nobody = token("read-write").tenant("acme").mint();
     let send = |token: String, path: &'static str, body: Value| {
         let req = b
             .http
@@ -546,7 +630,7 @@ async fn producer_sub_is_the_tokens_subject_never_the_clients() {
 /// the broker goes on pushing; the longest accepted `sub` is stored whole.
 #[tokio::test]
 async fn an_oversized_subject_is_refused_and_the_broker_keeps_pushing() {
-    let b = authed().await;
+    let b = authed_broker().await;
     let push = |token: String, txid: &'static str| {
         let body = json!({"items": [{"queue": "subs", "transactionId": txid, "payload": {}}]});
         let b = &b;
@@ -558,7 +642,7 @@ async fn an_oversized_subject_is_refused_and_the_broker_keeps_pushing() {
     };
     let huge = "s".repeat(64 * 1024);
     for _ in 0..3 {
-        let (s, v) = push(tok("read-write", Some(&huge), Some(600)), "huge").await;
+        let (s, v) = push(token("read-write").tenant("acme").sub(&huge).mint(), "huge").await;
         assert_eq!(s, StatusCode::UNAUTHORIZED, "{v}");
         assert_eq!(
             v,
@@ -566,16 +650,24 @@ async fn an_oversized_subject_is_refused_and_the_broker_keeps_pushing() {
         );
     }
     let longest = "l".repeat(regent::http::auth::MAX_SUB_BYTES);
-    let (s, v) = push(tok("read-write", Some(&longest), Some(600)), "longest").await;
+    let (s, v) = push(
+        token("read-write").tenant("acme").sub(&longest).mint(),
+        "longest",
+    )
+    .await;
     assert_eq!(s, StatusCode::CREATED, "{v}");
     assert_eq!(v[0]["status"], "queued", "{v}");
-    let (s, v) = push(tok("read-write", Some("after"), Some(600)), "after").await;
+    let (s, v) = push(
+        token("read-write").tenant("acme").sub("after").mint(),
+        "after",
+    )
+    .await;
     assert_eq!(
         (s, &v[0]["status"]),
         (StatusCode::CREATED, &json!("queued")),
         "{v}"
     );
-    let reader = tok("read-write", None, Some(600));
+    let reader = token("read-write").tenant("acme").mint();
     let (s, v) = call(
         &b,
         &Method::GET,
@@ -603,9 +695,7 @@ async fn an_oversized_subject_is_refused_and_the_broker_keeps_pushing() {
 /// claims must be numbers, and a token may not be issued in the future.
 #[tokio::test]
 async fn issuer_audience_and_time_claims_are_enforced() {
-    let b = broker_with(|c| {
-        c.jwt_enabled = "true".into();
-        c.jwt_secret = Some(SECRET.into());
+    let b = authed_broker_with(|c| {
         c.jwt_issuer = Some("idp".into());
         c.jwt_audience = Some("regent".into());
     })
@@ -622,7 +712,7 @@ async fn issuer_audience_and_time_claims_are_enforced() {
                 v => claims.as_object_mut().unwrap().insert(k.clone(), v.clone()),
             };
         }
-        signed(claims, Algorithm::HS256, SECRET)
+        signed(Algorithm::HS256, SECRET, None, claims)
     };
     let path = "/api/v1/resources/queues";
     for (name, token, want) in [

@@ -4,7 +4,7 @@
 
 use regent::bench::{run, AckMode, BenchArgs, Scenario};
 
-use crate::support::{broker, broker_with, Broker};
+use crate::support::{authed_broker, broker, token, Broker};
 
 fn args(url: &str, scenario: Scenario) -> BenchArgs {
     BenchArgs {
@@ -92,19 +92,9 @@ async fn bench_nacks_are_redelivered() {
 /// errors and its ledger is whole; without the token every push fails, and the report says why.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bench_sends_its_token() {
-    let b = broker_with(|c| {
-        c.jwt_enabled = "true".into();
-        c.jwt_secret = Some("bench".into());
-    })
-    .await;
-    let claims = regent::http::auth::Minted {
-        role: "read-write",
-        tenant: Some("bench"),
-        sub: None,
-        expires_in_secs: Some(600),
-    };
+    let b = authed_broker().await;
     let mut with = args(&b.url, Scenario::EndToEnd);
-    with.token = Some(regent::http::auth::mint("bench", &claims));
+    with.token = Some(token("read-write").tenant("bench").mint());
     let r = run(with).await.unwrap();
     assert_eq!(r.errors, 0, "{}", r.text());
     assert!(

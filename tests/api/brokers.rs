@@ -14,7 +14,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::support::{broker, Broker};
+use crate::support::{acks, broker, Broker};
 
 const QUEUE_MODE: &str = "__QUEUE_MODE__";
 const INVALID_LEASE: &str = "invalid or expired lease";
@@ -65,13 +65,7 @@ impl Node {
 
     /// Acks every message of a pop answer with `status` under the lease it was popped with.
     async fn ack(&self, group: Option<&str>, messages: &[Value], status: &str) -> Vec<Value> {
-        let items: Vec<Value> = messages
-            .iter()
-            .map(|m| {
-                json!({"transactionId": m["transactionId"], "partitionId": m["partitionId"],
-                       "leaseId": m["leaseId"], "status": status})
-            })
-            .collect();
+        let items = acks(messages, status);
         let (s, v) = self
             .post(
                 "/api/v1/ack/batch",

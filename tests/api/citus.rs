@@ -7,7 +7,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use tokio_postgres::Client;
 
-use crate::support::{broker, broker_with, Broker};
+use crate::support::{acks, broker, broker_with, Broker};
 
 const QUEUE_MODE: &str = "__QUEUE_MODE__";
 
@@ -203,16 +203,10 @@ async fn pop_each(b: &Broker, n: usize) -> Vec<Value> {
             ))
             .await;
         assert_eq!(s, StatusCode::OK, "{v}");
-        let items: Vec<Value> = v["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| {
-                json!({"transactionId": m["transactionId"], "partitionId": m["partitionId"],
-                       "leaseId": v["leaseId"], "status": "completed"})
-            })
-            .collect();
-        out.push(Value::Array(items));
+        out.push(Value::Array(acks(
+            v["messages"].as_array().unwrap(),
+            "completed",
+        )));
     }
     out
 }

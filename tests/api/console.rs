@@ -9,7 +9,7 @@ use reqwest::header::{
 };
 use reqwest::StatusCode;
 
-use crate::support::{broker, broker_with};
+use crate::support::{authed_broker, broker};
 
 fn script() -> String {
     asset_names()
@@ -92,11 +92,7 @@ async fn the_page_and_its_assets_are_served_typed_cached_and_compressed() {
 
 #[tokio::test]
 async fn with_authentication_on_the_console_is_public_and_the_api_it_calls_is_not() {
-    let b = broker_with(|c| {
-        c.jwt_enabled = "true".into();
-        c.jwt_secret = Some("console-secret".into());
-    })
-    .await;
+    let b = authed_broker().await;
     for path in ["/".to_string(), format!("/{}", script())] {
         let res = b.http.get(format!("{}{path}", b.url)).send().await.unwrap();
         assert_eq!(res.status(), StatusCode::OK, "{path}");

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use chrono::SecondsFormat;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -63,11 +64,15 @@ async fn seek_to_the_end_skips_and_back_to_an_instant_replays() {
     woken.as_mut().enable();
     let (s, v) = b.post(SEEK, json!({"timestamp": mark.to_rfc3339()})).await;
     assert_eq!(s, StatusCode::OK, "{v}");
+    // The instant sent, in UTC to the millisecond; the cursor on a1, the last message
+    // appended before it.
+    let target = mark.to_rfc3339_opts(SecondsFormat::Millis, true);
     assert_eq!(
-        (&v["seekToEnd"], &v["partitionsUpdated"]),
-        (&json!(false), &json!(1))
+        v,
+        json!({"success": true, "consumerGroup": "g", "queueName": "sq", "seekToEnd": false,
+               "targetTimestamp": target, "partitionsUpdated": 1})
     );
-    assert!(v["targetTimestamp"].is_string(), "{v}");
+    assert_eq!(b.cursor(&pid, "g").await, Some((0, false, 0)));
     assert!(
         futures::FutureExt::now_or_never(woken.as_mut()).is_some(),
         "the group's parked pops are woken"
@@ -150,7 +155,10 @@ async fn seek_refuses_bad_input_and_unknown_queues() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn seek_one_partition_to_its_end() {
     let b = broker().await;
-    b.push("sq", "p1", &["a1", "a2"]).await;
+    // Appended 10 ms apart, so that the answer's instant tells a2 from a1.
+    b.push("sq", "p1", &["a1"]).await;
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    b.push("sq", "p1", &["a2"]).await;
     b.push("sq", "p2", &["b1"]).await;
     let popped = b.pop("sq", "consumerGroup=g&batch=10&partitions=2").await;
     assert_eq!(txids_of(&popped).len(), 3, "{popped}");
@@ -174,11 +182,18 @@ async fn seek_one_partition_to_its_end() {
         )
         .await;
     assert_eq!(s, StatusCode::OK, "{v}");
+    // The cursor is on a2, p1's newest message: the answer says when a2 was appended.
+    let appended = |tx: &'static str| {
+        let (b, p1) = (&b, &p1);
+        async move { b.get(&format!("/api/v1/messages/{p1}/{tx}")).await.1["createdAt"].clone() }
+    };
+    let (a1, a2) = (appended("a1").await, appended("a2").await);
+    assert!(a2.is_string() && a1 != a2, "{a1} {a2}");
     assert_eq!(
-        (&v["success"], &v["partitionName"], &v["updated"]),
-        (&json!(true), &json!("p1"), &json!(true))
+        v,
+        json!({"success": true, "consumerGroup": "g", "queueName": "sq", "partitionName": "p1",
+               "updated": true, "cursorMovedTo": a2})
     );
-    assert!(v["cursorMovedTo"].is_string(), "{v}");
     assert_eq!(b.cursor(&p1, "g").await, Some((1, false, 0)));
     assert_eq!(
         b.cursor(&p2, "g").await,

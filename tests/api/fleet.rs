@@ -10,7 +10,7 @@ use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::support::{broker_with, single_only, tenant_token, Broker};
+use crate::support::{authed_broker_with, broker_with, single_only, token, Broker};
 
 /// Long enough that the background sampler never writes during a test: the tests sample
 /// when they mean to.
@@ -220,16 +220,7 @@ async fn worker_metrics_count_what_the_fleet_did() {
     let b = quiet().await;
     b.push("work-q", "p", &["1", "2", "3"]).await;
     let popped = b.pop("work-q", "batch=2").await;
-    let acks: Vec<Value> = popped["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            json!({"transactionId": m["transactionId"], "partitionId": m["partitionId"],
-                   "leaseId": m["leaseId"], "status": "completed"})
-        })
-        .collect();
-    b.ack_batch(None, json!(acks)).await;
+    b.ack_all(None, &popped).await;
     b.flush_series().await;
     b.sample_now().await;
     // A second sample counts only what happened since the first.
@@ -563,17 +554,9 @@ async fn samples_expire_in_bounded_batches_and_the_sampler_writes_and_expires_on
     }
 }
 
-const SECRET: &str = "fleet-secret";
-
-fn token(tenant: &str, role: &str) -> String {
-    tenant_token(SECRET, tenant, role)
-}
-
 #[tokio::test]
 async fn the_fleets_figures_are_admin_only_and_the_buffer_is_the_tenants() {
-    let b = broker_with(|c| {
-        c.jwt_enabled = "true".into();
-        c.jwt_secret = Some(SECRET.into());
+    let b = authed_broker_with(|c| {
         c.metrics_sample_interval = NEVER;
     })
     .await;
@@ -587,7 +570,7 @@ async fn the_fleets_figures_are_admin_only_and_the_buffer_is_the_tenants() {
         "/api/v1/analytics/postgres-stats",
     ] {
         for role in ["read-only", "read-write"] {
-            let (s, v) = call(token("acme", role), path).await;
+            let (s, v) = call(token(role).tenant("acme").mint(), path).await;
             assert_eq!(
                 (s, v),
                 (
@@ -597,14 +580,18 @@ async fn the_fleets_figures_are_admin_only_and_the_buffer_is_the_tenants() {
                 "{path} with {role}"
             );
         }
-        let (s, v) = call(token("acme", "admin"), path).await;
+        let (s, v) = call(token("admin").tenant("acme").mint(), path).await;
         assert_eq!(s, StatusCode::OK, "{path}: {v}");
     }
-    let (s, v) = call(token("acme", "read-only"), "/api/v1/status/buffers").await;
+    let (s, v) = call(
+        token("read-only").tenant("acme").mint(),
+        "/api/v1/status/buffers",
+    )
+    .await;
     assert_eq!((s, &v["pending"]), (StatusCode::OK, &json!(0)), "{v}");
 
     // Acme's buffered push is acme's alone.
-    let acme = token("acme", "admin");
+    let acme = token("admin").tenant("acme").mint();
     let (s, _) = b
         .request_as(
             Some(&acme),
@@ -627,8 +614,16 @@ async fn the_fleets_figures_are_admin_only_and_the_buffer_is_the_tenants() {
         (StatusCode::CREATED, &json!("buffered")),
         "{v}"
     );
-    let (_, v) = call(token("acme", "read-only"), "/api/v1/status/buffers").await;
+    let (_, v) = call(
+        token("read-only").tenant("acme").mint(),
+        "/api/v1/status/buffers",
+    )
+    .await;
     assert_eq!(v["pending"], json!(1), "{v}");
-    let (_, v) = call(token("zenith", "read-only"), "/api/v1/status/buffers").await;
+    let (_, v) = call(
+        token("read-only").tenant("zenith").mint(),
+        "/api/v1/status/buffers",
+    )
+    .await;
     assert_eq!(v["pending"], json!(0), "{v}");
 }

@@ -10,12 +10,11 @@ use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
+use jsonwebtoken::Algorithm;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
 };
 use regent::config::Config;
-use regent::http::auth::mint;
 use regent::http::jwks::MIN_REFETCH_INTERVAL;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -23,7 +22,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_rustls::rustls;
 
-use crate::support::{broker_with, Broker};
+use crate::support::{authed_broker_with, signed, token, Broker, SECRET};
 
 const RSA_A: &str = include_str!("../fixtures/jwt/rsa_a.key.pem");
 const RSA_A_PUB: &str = include_str!("../fixtures/jwt/rsa_a.pub.pem");
@@ -46,28 +45,6 @@ fn jwk(name: &str, kid: &str) -> Value {
 
 fn jwks(keys: &[Value]) -> Value {
     json!({ "keys": keys })
-}
-
-/// A token with `claims` signed by a fixture private key, `alg` and `kid` in its header.
-fn signed(alg: Algorithm, pem: &str, kid: Option<&str>, claims: Value) -> String {
-    let mut header = Header::new(alg);
-    header.kid = kid.map(str::to_string);
-    let key = match alg {
-        Algorithm::EdDSA => EncodingKey::from_ed_pem(pem.as_bytes()),
-        _ => EncodingKey::from_rsa_pem(pem.as_bytes()),
-    };
-    encode(&header, &claims, &key.unwrap()).unwrap()
-}
-
-/// An HS256 admin token of tenant `acme`.
-fn hs(secret: &str, expires_in_secs: Option<u64>) -> String {
-    let claims = regent::http::auth::Minted {
-        role: "admin",
-        tenant: Some("acme"),
-        sub: None,
-        expires_in_secs,
-    };
-    mint(secret, &claims)
 }
 
 fn admin() -> Value {
@@ -222,8 +199,8 @@ impl JwksServer {
 /// A broker verifying with `algorithm` against this JWKS server, trusting `ca`.
 async fn with_jwks(algorithm: &str, url: &str, ca: &Ca, tune: impl FnOnce(&mut Config)) -> Broker {
     let (algorithm, url, ca) = (algorithm.to_string(), url.to_string(), ca.file.clone());
-    broker_with(move |c| {
-        c.jwt_enabled = "true".into();
+    authed_broker_with(move |c| {
+        c.jwt_secret = None;
         c.jwt_algorithm = algorithm;
         c.jwt_jwks_url = Some(url);
         c.jwt_jwks_ca_file = Some(ca.to_string_lossy().into_owned());
@@ -234,8 +211,8 @@ async fn with_jwks(algorithm: &str, url: &str, ca: &Ca, tune: impl FnOnce(&mut C
 
 async fn with_public_key(algorithm: &str, pem: &str) -> Broker {
     let (algorithm, pem) = (algorithm.to_string(), pem.to_string());
-    broker_with(move |c| {
-        c.jwt_enabled = "true".into();
+    authed_broker_with(move |c| {
+        c.jwt_secret = None;
         c.jwt_algorithm = algorithm;
         c.jwt_public_key = Some(pem);
     })
@@ -268,7 +245,10 @@ async fn rs256_with_a_static_public_key() {
             ),
             "Token has expired",
         ),
-        (hs("secret", None), "Token uses HS256, expected RS256"),
+        (
+            token("admin").tenant("acme").expires_in(None).mint(),
+            "Token uses HS256, expected RS256",
+        ),
         (
             signed(Algorithm::EdDSA, ED, None, admin()),
             "Token uses EdDSA, expected RS256",
@@ -372,16 +352,20 @@ async fn auto_picks_the_path_by_the_tokens_alg() {
     let ca = Ca::new();
     let server = JwksServer::start(&ca, jwks(&[jwk("rsa_a", "a"), jwk("ed25519", "ed")])).await;
     let b = with_jwks("auto", &server.url, &ca, |c| {
-        c.jwt_secret = Some("hs-secret".into());
+        c.jwt_secret = Some(SECRET.into());
     })
     .await;
-    accepted(&b, &hs("hs-secret", Some(600))).await;
+    accepted(&b, &token("admin").tenant("acme").mint()).await;
     accepted(&b, &signed(Algorithm::RS256, RSA_A, Some("a"), admin())).await;
     accepted(&b, &signed(Algorithm::EdDSA, ED, Some("ed"), admin())).await;
     let unauthorized = StatusCode::UNAUTHORIZED;
     refused(
         &b,
-        &hs("other", None),
+        &token("admin")
+            .tenant("acme")
+            .secret("other")
+            .expires_in(None)
+            .mint(),
         unauthorized,
         "Invalid token signature",
     )

@@ -3,31 +3,13 @@
 
 use std::time::Duration;
 
-use regent::http::auth::{mint, Minted};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::{broker_with, with_retry_after, Broker};
-
-const SECRET: &str = "limits-secret";
+use crate::support::{authed_broker_with, broker_with, token, with_retry_after, Broker};
 
 async fn limited(limits: Value) -> Broker {
-    broker_with(|c| {
-        c.jwt_enabled = "true".into();
-        c.jwt_secret = Some(SECRET.into());
-        c.tenant_limits = Some(limits.to_string());
-    })
-    .await
-}
-
-fn token(tenant: &str) -> String {
-    let claims = Minted {
-        role: "admin",
-        tenant: Some(tenant),
-        sub: None,
-        expires_in_secs: Some(600),
-    };
-    mint(SECRET, &claims)
+    authed_broker_with(|c| c.tenant_limits = Some(limits.to_string())).await
 }
 
 /// Status, `Retry-After` and body of one request.
@@ -38,10 +20,10 @@ async fn send(
     path: &str,
     body: Option<Value>,
 ) -> (StatusCode, Option<String>, Value) {
-    let mut req = b
-        .http
-        .request(method, format!("{}{path}", b.url))
-        .header("Authorization", format!("Bearer {}", token(tenant)));
+    let mut req = b.http.request(method, format!("{}{path}", b.url)).header(
+        "Authorization",
+        format!("Bearer {}", token("admin").tenant(tenant).mint()),
+    );
     if let Some(body) = body {
         req = req.json(&body);
     }
@@ -310,15 +292,16 @@ async fn acks_pass_over_the_cap_and_a_push_larger_than_it_is_a_400() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_pushes_do_not_overshoot_the_cap() {
     let b = limited(json!({"acme": {"maxMessages": 50}})).await;
+    let bearer = format!("Bearer {}", token("admin").tenant("acme").mint());
     let mut tasks = Vec::new();
     for i in 0..40 {
-        let (url, http) = (b.url.clone(), b.http.clone());
+        let (url, http, bearer) = (b.url.clone(), b.http.clone(), bearer.clone());
         tasks.push(tokio::spawn(async move {
             let items: Vec<Value> = (0..3)
                 .map(|k| json!({"queue": "q", "partition": format!("p{}", i % 4), "transactionId": format!("{i}-{k}"), "payload": 1}))
                 .collect();
             http.post(format!("{url}/api/v1/push"))
-                .header("Authorization", format!("Bearer {}", token("acme")))
+                .header("Authorization", bearer)
                 .json(&json!({ "items": items }))
                 .send()
                 .await

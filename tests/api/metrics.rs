@@ -22,16 +22,7 @@ async fn metrics_count_what_this_broker_did() {
     assert_eq!(s, StatusCode::CREATED);
     let popped = b.pop("tenant-secret-queue", "batch=2").await;
     assert_eq!(Broker::txids(&popped).len(), 2);
-    let acks: Vec<_> = popped["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            json!({"transactionId": m["transactionId"], "partitionId": m["partitionId"],
-                        "leaseId": m["leaseId"], "status": "completed"})
-        })
-        .collect();
-    b.ack_batch(None, json!(acks)).await;
+    b.ack_all(None, &popped).await;
 
     let (s, v) = b.get("/metrics").await;
     assert_eq!(s, StatusCode::OK);

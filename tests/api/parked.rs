@@ -6,20 +6,20 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::support::{broker_with, tenant_token, Broker};
+use crate::support::{authed_broker_with, broker_with, token, Broker};
 
-const SECRET: &str = "parked-secret";
 /// The background sampler never writes during a test: the tests sample when they mean to.
 const NEVER: u64 = 3_600_000;
 const ROUTE: &str = "/api/v1/analytics/queue-parked-replicas";
 
-fn token(tenant: &str, role: &str) -> String {
-    tenant_token(SECRET, tenant, role)
-}
-
 async fn get(b: &Broker, tenant: &str, path: &str) -> Value {
     let (s, v) = b
-        .request_as(Some(&token(tenant, "read-only")), Method::GET, path, None)
+        .request_as(
+            Some(&token("read-only").tenant(tenant).mint()),
+            Method::GET,
+            path,
+            None,
+        )
         .await;
     assert_eq!(s, StatusCode::OK, "{path}: {v}");
     v
@@ -29,7 +29,12 @@ async fn get(b: &Broker, tenant: &str, path: &str) -> Value {
 async fn park(b: &Broker, tenant: &str, queue: &str, ms: u64) {
     let path = format!("/api/v1/pop/queue/{queue}?wait=true&timeout={ms}");
     let (s, v) = b
-        .request_as(Some(&token(tenant, "read-write")), Method::GET, &path, None)
+        .request_as(
+            Some(&token("read-write").tenant(tenant).mint()),
+            Method::GET,
+            &path,
+            None,
+        )
         .await;
     assert_eq!(
         (s, &v["messages"]),
@@ -75,9 +80,7 @@ fn points(v: &Value) -> Vec<(String, f64, i64)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parked_pops_are_counted_per_queue_and_broker_for_their_tenant_only() {
-    let b = broker_with(|c| {
-        c.jwt_enabled = "true".into();
-        c.jwt_secret = Some(SECRET.into());
+    let b = authed_broker_with(|c| {
         c.metrics_sample_interval = NEVER;
     })
     .await;
@@ -174,7 +177,7 @@ async fn parked_pops_are_counted_per_queue_and_broker_for_their_tenant_only() {
     );
     let (s, v) = b
         .request_as(
-            Some(&token("acme", "read-only")),
+            Some(&token("read-only").tenant("acme").mint()),
             Method::GET,
             &format!("{ROUTE}?from=2020-01-02T00:00:00Z&to=2020-01-01T00:00:00Z"),
             None,

@@ -16,7 +16,7 @@ use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
 use crate::dev_command::Dev;
-use crate::support::broker_with;
+use crate::support::{authed_broker_with, broker_with, token};
 
 const CLIENT_VERSION: &str = "1.3.0";
 const SCRIPT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -83,22 +83,14 @@ async fn python_client_1_3_0_full_flow() {
 /// is admin's, since the flow ends by deleting its queues.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_1_3_0_with_authentication() {
-    let b = broker_with(|c| {
-        c.jwt_enabled = "true".into();
-        c.jwt_secret = Some("python-secret".into());
+    let b = authed_broker_with(|c| {
         c.queen_encryption_key = Some(FLOW_KEY.into());
         c.retention_interval = 200;
         c.implicit_retention = true;
     })
     .await;
-    let claims = regent::http::auth::Minted {
-        role: "admin",
-        tenant: Some("py-tenant"),
-        sub: Some("py"),
-        expires_in_secs: Some(600),
-    };
-    let token = regent::http::auth::mint("python-secret", &claims);
-    run_flow(&b.url, Some(token)).await;
+    let admin = token("admin").tenant("py-tenant").sub("py").mint();
+    run_flow(&b.url, Some(admin)).await;
 }
 
 async fn run_flow(url: &str, token: Option<String>) {

@@ -8,13 +8,7 @@ use std::collections::HashSet;
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
-use crate::support::{broker, broker_with, tenant_token, Broker};
-
-const SECRET: &str = "queue-metrics-secret";
-
-fn token(tenant: &str, role: &str) -> String {
-    tenant_token(SECRET, tenant, role)
-}
+use crate::support::{authed_broker_with, broker, token, Broker};
 
 /// An exposition's text, checked: the Prometheus content type, every sample after its
 /// family's TYPE, every series once.
@@ -131,14 +125,12 @@ async fn the_public_exposition_names_queues_only_when_the_broker_is_told_to() {
 
 #[tokio::test]
 async fn the_admin_route_shows_the_tenants_deepest_queues_and_sums_the_rest() {
-    let b = broker_with(|c| {
-        c.jwt_enabled = "true".into();
-        c.jwt_secret = Some(SECRET.into());
+    let b = authed_broker_with(|c| {
         c.metrics_top_queues = 1;
     })
     .await;
-    let acme = token("acme", "admin");
-    let zenith = token("zenith", "admin");
+    let acme = token("admin").tenant("acme").mint();
+    let zenith = token("admin").tenant("zenith").mint();
     b.push_as(Some(&acme), "big", "p", &["1", "2", "3"]).await;
     b.push_as(Some(&acme), "small", "p", &["1"]).await;
     // A queue named like the sum is always in it, never a second `_other` series.
@@ -179,14 +171,19 @@ async fn the_admin_route_shows_the_tenants_deepest_queues_and_sums_the_rest() {
     );
     assert!(!text.contains("acme") && !text.contains("big"), "{text}");
     // An admin of a tenant without queues gets the families, empty.
-    let text = scrape(&b, route, Some(&token("nobody", "admin"))).await;
+    let text = scrape(&b, route, Some(&token("admin").tenant("nobody").mint())).await;
     assert!(text.contains("# TYPE regent_queue_depth gauge"), "{text}");
     assert!(!text.contains("tenant="), "{text}");
 
     // Admin only; and the public exposition, without the setting, names nothing.
     for role in ["read-only", "read-write"] {
         let (s, v) = b
-            .request_as(Some(&token("acme", role)), Method::GET, route, None)
+            .request_as(
+                Some(&token(role).tenant("acme").mint()),
+                Method::GET,
+                route,
+                None,
+            )
             .await;
         assert_eq!(
             (s, v),

@@ -8,50 +8,13 @@
 //! so its push counts as not acknowledged, and its pop as not delivered.
 
 use std::collections::HashSet;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
-use crate::support::fresh_database;
-
-/// `regent serve` as a child process on `db_url` with extra environment, once it serves;
-/// and its port.
-async fn serve(db_url: &str, env: &[(&str, &str)]) -> (Child, u16) {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let mut child = Command::new(env!("CARGO_BIN_EXE_regent"))
-        .arg("serve")
-        .env("DATABASE_URL", db_url)
-        .env("HOST", "127.0.0.1")
-        .env("PORT", port.to_string())
-        .env("NO_COLOR", "1")
-        .env_remove("JWT_ENABLED")
-        .env_remove("TENANT_LIMITS")
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("regent serve starts");
-    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
-    tokio::time::timeout(Duration::from_secs(30), async {
-        while let Ok(Some(line)) = out.next_line().await {
-            if line.contains("Regent is serving on") {
-                return;
-            }
-        }
-        panic!("regent serve exited before serving");
-    })
-    .await
-    .expect("regent serve starts within 30 s");
-    (child, port)
-}
+use crate::support::{acks, fresh_database, serve};
 
 /// SIGTERM, then the exit status within `within`.
 async fn terminate(child: &mut Child, within: Duration) -> std::process::ExitStatus {
@@ -164,13 +127,7 @@ async fn sigterm_under_load_loses_no_acknowledged_push_and_leaves_no_lease_behin
                             .insert(m["transactionId"].as_str().unwrap().into());
                     }
                 }
-                let acks: Vec<Value> = messages
-                    .iter()
-                    .map(|m| {
-                        json!({"transactionId": m["transactionId"], "partitionId": m["partitionId"],
-                                    "leaseId": m["leaseId"], "status": "completed"})
-                    })
-                    .collect();
+                let acks = acks(&messages, "completed");
                 // An ack refused because the listener closed leaves the lease to expire:
                 // the messages were delivered, which is what the check below is about.
                 let _ = http

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
 use regent::broker::tx_hash::tx_hash;
 use regent::cluster::citus::CitusCluster;
 use regent::cluster::PrivateCluster;
@@ -15,9 +16,14 @@ use regent::store::Layout;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
+use tokio::process::Child;
 use tokio::sync::OnceCell;
 use tokio_postgres::NoTls;
 use uuid::Uuid;
+
+#[path = "../common/mod.rs"]
+mod common;
+pub use common::acks;
 
 const TEMPLATE: &str = "regent_template";
 
@@ -134,6 +140,29 @@ pub async fn broker() -> Broker {
 pub async fn broker_with(tune: impl FnOnce(&mut Config)) -> Broker {
     let db_url = fresh_database().await;
     start_on(test_config(tune), db_url).await
+}
+
+/// A broker that verifies tokens (`JWT_ENABLED`): HS256 with [`SECRET`], the tokens
+/// [`token`] mints.
+pub async fn authed_broker() -> Broker {
+    authed_broker_with(|_| {}).await
+}
+
+/// [`authed_broker`], then `tune` (another algorithm, keys, an issuer, tenant settings...).
+pub async fn authed_broker_with(tune: impl FnOnce(&mut Config)) -> Broker {
+    broker_with(|c| {
+        c.jwt_enabled = "true".into();
+        c.jwt_secret = Some(SECRET.into());
+        tune(c);
+    })
+    .await
+}
+
+/// `regent serve` as a child process on `db_url` with extra environment, once it serves (its
+/// log dropped); and its port.
+pub async fn serve(db_url: &str, env: &[(&str, &str)]) -> (Child, u16) {
+    let port = common::free_port();
+    (common::serve(db_url, port, env, None).await, port)
 }
 
 /// The defaults, but stats rounds only when a test asks for one (`refresh_stats`), so what
@@ -379,6 +408,19 @@ impl Broker {
             .unwrap_or_default()
     }
 
+    /// Acks every message of a pop answer as completed, each under the lease it was delivered
+    /// with; asserts that every one of them was acknowledged.
+    pub async fn ack_all(&self, group: Option<&str>, pop: &Value) {
+        let messages = pop["messages"].as_array().expect("a pop answer");
+        let answers = self
+            .ack_batch(group, json!(acks(messages, "completed")))
+            .await;
+        assert_eq!(answers.len(), messages.len(), "{answers:?}");
+        for a in &answers {
+            assert_eq!(a["success"], true, "ack of {pop}: {answers:?}");
+        }
+    }
+
     pub async fn ack_batch(&self, group: Option<&str>, items: Value) -> Vec<Value> {
         let (s, v) = self
             .post(
@@ -488,7 +530,6 @@ impl Broker {
     }
 }
 
-/// An HS256 token signed with `secret` for `tenant` and `role`, valid for ten minutes.
 /// An answer's status, its `Retry-After` (when it has one) and its JSON body (`null` when it
 /// has none): what the tests of refusals compare.
 pub async fn with_retry_after(res: reqwest::Response) -> (StatusCode, Option<String>, Value) {
@@ -500,16 +541,87 @@ pub async fn with_retry_after(res: reqwest::Response) -> (StatusCode, Option<Str
     (status, retry, res.json().await.unwrap_or(Value::Null))
 }
 
-pub fn tenant_token(secret: &str, tenant: &str, role: &str) -> String {
-    regent::http::auth::mint(
-        secret,
-        &regent::http::auth::Minted {
-            role,
+/// The secret of [`authed_broker`]'s brokers and of [`token`]'s tokens.
+pub const SECRET: &str = "test-secret";
+
+/// A token for `role` as `regent token` mints one: HS256 with [`SECRET`], valid for ten
+/// minutes, naming no tenant and no subject until told to.
+pub fn token(role: &str) -> Token<'_> {
+    Token {
+        secret: SECRET,
+        role,
+        tenant: None,
+        sub: None,
+        expires_in_secs: Some(600),
+    }
+}
+
+/// The claims of a token to mint ([`token`]); [`Token::mint`] signs them.
+pub struct Token<'a> {
+    secret: &'a str,
+    role: &'a str,
+    tenant: Option<&'a str>,
+    sub: Option<&'a str>,
+    expires_in_secs: Option<u64>,
+}
+
+impl<'a> Token<'a> {
+    pub fn tenant(self, tenant: &'a str) -> Self {
+        Token {
             tenant: Some(tenant),
-            sub: None,
-            expires_in_secs: Some(600),
-        },
-    )
+            ..self
+        }
+    }
+
+    pub fn sub(self, sub: &'a str) -> Self {
+        Token {
+            sub: Some(sub),
+            ..self
+        }
+    }
+
+    /// Valid for `secs` from now; `None`: no `exp` claim, valid for ever.
+    pub fn expires_in(self, secs: Option<u64>) -> Self {
+        Token {
+            expires_in_secs: secs,
+            ..self
+        }
+    }
+
+    /// Signed with another secret than [`SECRET`].
+    pub fn secret(self, secret: &'a str) -> Self {
+        Token { secret, ..self }
+    }
+
+    pub fn mint(&self) -> String {
+        regent::http::auth::mint(
+            self.secret,
+            &regent::http::auth::Minted {
+                role: self.role,
+                tenant: self.tenant,
+                sub: self.sub,
+                expires_in_secs: self.expires_in_secs,
+            },
+        )
+    }
+}
+
+/// A token of exactly `claims` (nothing added), signed with `alg` by `key`: a shared secret
+/// for the HS algorithms, a PEM private key for the others; `kid` in its header when given.
+/// For the tokens [`token`] cannot make: no tenant, a roles array, claims of the wrong type,
+/// other algorithms and keys.
+pub fn signed(alg: Algorithm, key: &str, kid: Option<&str>, claims: Value) -> String {
+    let mut header = Header::new(alg);
+    header.kid = kid.map(str::to_string);
+    let key = match alg {
+        Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512 => {
+            Ok(EncodingKey::from_secret(key.as_bytes()))
+        }
+        Algorithm::EdDSA => EncodingKey::from_ed_pem(key.as_bytes()),
+        Algorithm::ES256 | Algorithm::ES384 => EncodingKey::from_ec_pem(key.as_bytes()),
+        _ => EncodingKey::from_rsa_pem(key.as_bytes()),
+    };
+    encode(&header, &claims, &key.expect("a key for the algorithm")).unwrap()
 }
 
 /// The `name` of each element of an answer's `partitions`, in order.

@@ -2,42 +2,13 @@
 //! queues, partition ids, transaction ids, lease ids and dead letters sees nothing and changes
 //! nothing (issue 4's isolation matrix).
 
-use regent::http::auth::{mint, Minted};
+use jsonwebtoken::Algorithm;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::support::{broker_with, Broker};
+use crate::support::{authed_broker, authed_broker_with, signed, token, Broker, SECRET};
 
-const SECRET: &str = "tenant-secret";
 const NOT_OWNED: &str = "partition not owned by tenant";
-
-async fn tenanted(tune: impl FnOnce(&mut regent::config::Config)) -> Broker {
-    broker_with(|c| {
-        c.jwt_enabled = "true".into();
-        c.jwt_secret = Some(SECRET.into());
-        tune(c);
-    })
-    .await
-}
-
-fn token(tenant: Option<&str>, role: &str) -> String {
-    let claims = Minted {
-        role,
-        tenant,
-        sub: tenant,
-        expires_in_secs: Some(600),
-    };
-    mint(SECRET, &claims)
-}
-
-fn signed(claims: Value) -> String {
-    jsonwebtoken::encode(
-        &jsonwebtoken::Header::default(),
-        &claims,
-        &jsonwebtoken::EncodingKey::from_secret(SECRET.as_bytes()),
-    )
-    .unwrap()
-}
 
 /// One caller: a broker and a token.
 struct As<'a> {
@@ -94,7 +65,7 @@ impl As<'_> {
 fn acme_and_zenith<'a>(b: &'a Broker, role: &str) -> (As<'a>, As<'a>) {
     let caller = |tenant| As {
         b,
-        token: token(Some(tenant), role),
+        token: token(role).tenant(tenant).sub(tenant).mint(),
     };
     (caller("acme"), caller("zenith"))
 }
@@ -152,7 +123,7 @@ async fn snapshot(b: &Broker, tenant: &str) -> String {
 
 #[tokio::test]
 async fn two_tenants_each_have_their_own_orders_queue() {
-    let b = tenanted(|_| {}).await;
+    let b = authed_broker().await;
     let (a, z) = acme_and_zenith(&b, "admin");
     a.push("orders", "p", &["a1", "a2"]).await;
     // The same transaction id in the other tenant is a new message, not a duplicate.
@@ -178,7 +149,7 @@ async fn two_tenants_each_have_their_own_orders_queue() {
 /// A long-poll of one tenant is not answered with another tenant's push to the same name.
 #[tokio::test]
 async fn a_long_poll_is_not_answered_by_another_tenants_push() {
-    let b = tenanted(|_| {}).await;
+    let b = authed_broker().await;
     let (a, z) = acme_and_zenith(&b, "read-write");
     a.push("orders", "p", &["seed"]).await;
     let first = a.pop("/api/v1/pop/queue/orders?wait=false").await;
@@ -203,7 +174,7 @@ async fn a_long_poll_is_not_answered_by_another_tenants_push() {
 
 #[tokio::test]
 async fn another_tenant_sees_nothing_and_changes_nothing() {
-    let b = tenanted(|_| {}).await;
+    let b = authed_broker().await;
     let (a, z) = acme_and_zenith(&b, "admin");
 
     // Tenant A: a configured queue, two partitions, a live lease in a named group and a
@@ -598,12 +569,22 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
 
 #[tokio::test]
 async fn a_token_without_a_tenant_is_refused_unless_a_default_is_configured() {
-    let b = tenanted(|_| {}).await;
-    let no_tenant = token(None, "admin");
+    let b = authed_broker().await;
+    let no_tenant = token("admin").mint();
     for t in [
         no_tenant.clone(),
-        signed(json!({"role": "admin", "tenant": 7})),
-        signed(json!({"role": "admin", "tenant": ""})),
+        signed(
+            Algorithm::HS256,
+            SECRET,
+            None,
+            json!({"role": "admin", "tenant": 7}),
+        ),
+        signed(
+            Algorithm::HS256,
+            SECRET,
+            None,
+            json!({"role": "admin", "tenant": ""}),
+        ),
     ] {
         let (s, v) = b
             .request_as(Some(&t), Method::GET, "/api/v1/resources/queues", None)
@@ -615,7 +596,7 @@ async fn a_token_without_a_tenant_is_refused_unless_a_default_is_configured() {
     // write route.
     let (s, v) = b
         .request_as(
-            Some(&token(None, "read-only")),
+            Some(&token("read-only").mint()),
             Method::POST,
             "/api/v1/push",
             Some("{}"),
@@ -630,18 +611,18 @@ async fn a_token_without_a_tenant_is_refused_unless_a_default_is_configured() {
     );
 
     // With a default tenant, a token without the claim acts for it.
-    let b = tenanted(|c| c.jwt_default_tenant = Some("shared".into())).await;
+    let b = authed_broker_with(|c| c.jwt_default_tenant = Some("shared".into())).await;
     let anonymous = As {
         b: &b,
-        token: token(None, "read-write"),
+        token: token("read-write").mint(),
     };
     let shared = As {
         b: &b,
-        token: token(Some("shared"), "read-write"),
+        token: token("read-write").tenant("shared").sub("shared").mint(),
     };
     let other = As {
         b: &b,
-        token: token(Some("other"), "read-write"),
+        token: token("read-write").tenant("other").sub("other").mint(),
     };
     anonymous.push("jobs", "p", &["j1"]).await;
     assert_eq!(shared.queue_names().await, vec![("jobs".to_string(), 1)]);
@@ -650,17 +631,22 @@ async fn a_token_without_a_tenant_is_refused_unless_a_default_is_configured() {
 
 #[tokio::test]
 async fn the_tenant_claim_is_configurable() {
-    let b = tenanted(|c| c.jwt_tenant_claim = "org".into()).await;
+    let b = authed_broker_with(|c| c.jwt_tenant_claim = "org".into()).await;
     let org = As {
         b: &b,
-        token: signed(json!({"role": "read-write", "org": "acme"})),
+        token: signed(
+            Algorithm::HS256,
+            SECRET,
+            None,
+            json!({"role": "read-write", "org": "acme"}),
+        ),
     };
     org.push("jobs", "p", &["j1"]).await;
     assert_eq!(org.queue_names().await, vec![("jobs".to_string(), 1)]);
     // `tenant` is now an ordinary claim.
     let (s, v) = b
         .request_as(
-            Some(&token(Some("acme"), "read-write")),
+            Some(&token("read-write").tenant("acme").sub("acme").mint()),
             Method::GET,
             "/api/v1/resources/queues",
             None,

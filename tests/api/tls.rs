@@ -17,7 +17,6 @@ use regent::config::Config;
 use regent::server;
 use regent::store::Store;
 use reqwest::StatusCode;
-use serde_json::json;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::OnceCell;
@@ -146,18 +145,7 @@ async fn push_and_pop_over_https_trusting_only_the_test_ca() {
     b.push("orders", "p", &["o-1", "o-2"]).await;
     let popped = b.pop("orders", "batch=10").await;
     assert_eq!(Broker::txids(&popped), ["o-1", "o-2"]);
-    let acks = b
-        .ack_batch(
-            None,
-            json!([
-                {"transactionId": "o-1", "partitionId": popped["messages"][0]["partitionId"],
-                 "leaseId": popped["leaseId"], "status": "completed"},
-                {"transactionId": "o-2", "partitionId": popped["messages"][1]["partitionId"],
-                 "leaseId": popped["leaseId"], "status": "completed"},
-            ]),
-        )
-        .await;
-    assert!(acks.iter().all(|a| a["success"] == true), "{acks:?}");
+    b.ack_all(None, &popped).await;
     assert_eq!(
         Broker::txids(&b.pop("orders", "batch=10").await),
         [] as [&str; 0]

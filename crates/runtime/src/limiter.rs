@@ -229,6 +229,8 @@ impl Limiter {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashSet;
+
     use super::*;
 
     fn table(rate: Option<f64>, max_messages: Option<i64>) -> LimitTable {
@@ -287,17 +289,111 @@ mod tests {
         );
     }
 
+    /// How many tenants `map` holds beside `want`, and which of `want` it does not hold.
+    fn kept_beside<V>(
+        map: &Mutex<HashMap<Arc<str>, V>>,
+        want: &HashSet<Arc<str>>,
+    ) -> (usize, Vec<Arc<str>>) {
+        let kept = lock(map);
+        let beside = kept.keys().filter(|t| !want.contains(*t)).count();
+        let lost = want.iter().filter(|t| !kept.contains_key(*t)).cloned();
+        (beside, lost.collect())
+    }
+
+    /// Past the bound, a new tenant makes the limiter forget what no longer matters: full
+    /// buckets (the same as new ones) and idle accounts (no room held: the next request reads
+    /// the log afresh). A bucket still refilling, and an account with a push in flight, are
+    /// kept whole. Time is made not to matter: the busy tenants' buckets take 1,000 s to get
+    /// a token back, the others' a nanosecond, so the pause below (which only guarantees that
+    /// some time passed) fills every idle bucket and no busy one, however slow the machine.
     #[test]
     fn many_tenants_keep_only_what_matters() {
-        let l = Limiter::new(table(Some(1000.0), None));
-        for i in 0..(3 * MAX_TENANTS) {
-            let t: Arc<str> = format!("tenant-{i}").into();
-            l.admit(&t).unwrap();
+        const BUSY: usize = 100;
+        let busy: Vec<Arc<str>> = (0..BUSY).map(|i| format!("busy-{i}").into()).collect();
+        let slow = Limits {
+            rate: Some(0.001),
+            burst: None,
+            max_messages: None,
+        };
+        let l = Limiter::new(LimitTable {
+            default: Some(Limits {
+                rate: Some(1e9),
+                burst: None,
+                max_messages: None,
+            }),
+            tenants: busy.iter().map(|t| (t.to_string(), slow.clone())).collect(),
+        });
+        for t in &busy {
+            l.admit(t).unwrap();
         }
-        // Every bucket just lost a token, so none is full yet: the map may exceed the bound
-        // only by what is really in use. A millisecond later they have refilled.
-        std::thread::sleep(Duration::from_millis(5));
-        l.admit(&"one-more".into()).unwrap();
-        assert!(l.tenants() <= MAX_TENANTS, "{}", l.tenants());
+        for i in BUSY..MAX_TENANTS {
+            l.admit(&format!("idle-{i}").into()).unwrap();
+        }
+        assert_eq!(
+            l.tenants(),
+            MAX_TENANTS,
+            "nothing is forgotten up to the bound"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+        let newcomer: Arc<str> = "newcomer".into();
+        l.admit(&newcomer).unwrap();
+        let want: HashSet<Arc<str>> = busy.iter().chain([&newcomer]).cloned().collect();
+        assert_eq!(
+            kept_beside(&l.buckets, &want),
+            (0, vec![]),
+            "(idle buckets kept, busy ones forgotten)"
+        );
+        // The busy buckets were kept as they were, empty: a forgotten one would be full again.
+        for t in &busy {
+            assert!(matches!(l.admit(t), Err(Refusal::Rate { .. })), "{t}");
+        }
+
+        // Accounts: those with room held for a push in flight are kept, the settled ones
+        // forgotten.
+        let l = Limiter::new(table(None, Some(10)));
+        let mut in_flight = Vec::new();
+        for i in 0..MAX_TENANTS {
+            let t: Arc<str> = format!("tenant-{i}").into();
+            let room = held(l.reserve(&t, 1));
+            if i < BUSY {
+                in_flight.push((t, room));
+            } else {
+                room.committed(1);
+            }
+        }
+        assert_eq!(
+            l.tenants(),
+            MAX_TENANTS,
+            "nothing is forgotten up to the bound"
+        );
+        let Reserve::Count(c) = l.reserve(&newcomer, 1) else {
+            panic!("a first reservation reads the log");
+        };
+        c.done(0).unwrap().committed(1);
+        let want: HashSet<Arc<str>> = in_flight
+            .iter()
+            .map(|(t, _)| t.clone())
+            .chain([newcomer])
+            .collect();
+        assert_eq!(
+            kept_beside(&l.stored, &want),
+            (0, vec![]),
+            "(idle accounts kept, accounts in use forgotten)"
+        );
+        for (t, _) in &in_flight {
+            // Its room is still held: 0 stored + 1 held + 10 is over the cap of 10. (Should
+            // its count be a second old by now, it is read again: the log holds nothing.)
+            let refusal = match l.reserve(t, 10) {
+                Reserve::Held(_) => None,
+                Reserve::Refused(r) => Some(r),
+                Reserve::Count(c) => c.done(0).err(),
+            };
+            assert_eq!(refusal, Some(Refusal::Stored { cap: 10, stored: 0 }), "{t}");
+        }
+        // A forgotten tenant is new again: its next reservation reads the log.
+        assert!(matches!(
+            l.reserve(&format!("tenant-{BUSY}").into(), 1),
+            Reserve::Count(_)
+        ));
     }
 }

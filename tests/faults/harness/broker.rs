@@ -2,16 +2,13 @@
 //! the same port (its clients keep their URL), its log kept in a file for the reader of a
 //! failure.
 
-use std::fs::OpenOptions;
-use std::path::PathBuf;
-use std::process::{ExitStatus, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
-/// Start-up runs the migrations; a loaded machine can be slow at it.
-const START_TIMEOUT: Duration = Duration::from_secs(30);
+use super::common;
 
 pub struct Broker {
     child: Child,
@@ -25,10 +22,7 @@ pub struct Broker {
 impl Broker {
     /// Starts `regent serve` on `db_url` with extra environment; returns once it serves.
     pub async fn serve(db_url: &str, env: &[(&str, &str)], log: PathBuf) -> Broker {
-        let port = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap().port()
-        };
+        let port = common::free_port();
         let env = owned(env);
         let _ = std::fs::remove_file(&log);
         let child = spawn(db_url, port, &env, &log).await;
@@ -73,57 +67,7 @@ fn owned(env: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
-async fn spawn(db_url: &str, port: u16, env: &[(String, String)], log: &PathBuf) -> Child {
-    let stderr = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-        .expect("opening the broker's log");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_regent"));
-    // SAFETY: setrlimit is async-signal-safe. A broker the crash hook aborts leaves no core
-    // file in the working directory.
-    unsafe {
-        command.pre_exec(|| {
-            let none = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
-            };
-            libc::setrlimit(libc::RLIMIT_CORE, &none);
-            Ok(())
-        });
-    }
-    let mut child = command
-        .arg("serve")
-        .env("DATABASE_URL", db_url)
-        .env("HOST", "127.0.0.1")
-        .env("PORT", port.to_string())
-        .env("NO_COLOR", "1")
-        .env_remove("JWT_ENABLED")
-        .env_remove("TENANT_LIMITS")
-        .env_remove("REGENT_TEST_ABORT_AFTER_COMMIT")
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::from(stderr))
-        .kill_on_drop(true)
-        .spawn()
-        .expect("regent serve starts");
-    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
-    tokio::time::timeout(START_TIMEOUT, async {
-        while let Ok(Some(line)) = out.next_line().await {
-            if line.contains("Regent is serving on") {
-                return;
-            }
-        }
-        panic!("regent serve exited before serving; see {}", log.display());
-    })
-    .await
-    .unwrap_or_else(|_| {
-        panic!(
-            "regent serve starts within {START_TIMEOUT:?}; see {}",
-            log.display()
-        )
-    });
-    // Keep reading, so a line written later never meets a closed pipe.
-    tokio::spawn(async move { while let Ok(Some(_)) = out.next_line().await {} });
-    child
+async fn spawn(db_url: &str, port: u16, env: &[(String, String)], log: &Path) -> Child {
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    common::serve(db_url, port, &env, Some(log)).await
 }

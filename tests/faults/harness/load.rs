@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 
 use super::client::{Client, Until};
+use super::common::acks;
 use super::ledger::{payload, Ack, Ledger};
 
 pub const QUEUE: &str = "jobs";
@@ -157,14 +158,7 @@ async fn ack(
     deliveries: &[usize],
     until: Instant,
 ) {
-    let acks: Vec<Value> = messages
-        .iter()
-        .map(|m| {
-            json!({"transactionId": m["transactionId"], "partitionId": m["partitionId"],
-                   "leaseId": m["leaseId"], "status": "completed"})
-        })
-        .collect();
-    let body = json!({ "acknowledgments": acks });
+    let body = json!({ "acknowledgments": acks(messages, "completed") });
     let answer = client
         .post("/api/v1/ack/batch", &body, Until::Deadline(until))
         .await;

@@ -5,6 +5,8 @@
 mod audit;
 pub mod broker;
 pub mod client;
+#[path = "../../common/mod.rs"]
+mod common;
 pub mod ledger;
 pub mod load;
 
