@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 use reqwest::Method;
 use serde_json::json;
 
-use crate::support::{broker_with, tenant_token, Broker};
+use crate::support::{authed_broker, broker_with, token, Broker};
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/answers.txt");
 
@@ -662,13 +662,8 @@ async fn scenario(r: &mut Recorder) {
 
 /// What a broker with authentication on answers of the caller, and its refusals.
 async fn authenticated(r: &mut Recorder) {
-    let secret = "answers-secret";
-    let b = broker_with(|c| {
-        c.jwt_enabled = "true".into();
-        c.jwt_secret = Some(secret.into());
-    })
-    .await;
-    let reader = tenant_token(secret, "acme", "read-only");
+    let b = authed_broker().await;
+    let reader = token("read-only").tenant("acme").mint();
     let get = Method::GET;
     r.call(
         &b,
