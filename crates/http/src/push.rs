@@ -5,12 +5,13 @@ use std::ops::Range;
 
 use axum::body::Body;
 use axum::extract::State as AxState;
-use axum::http::{header, StatusCode};
+use axum::http::{header, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{json, Value};
 use uuid::Uuid;
 
 use regent_broker::naming::DEFAULT_PARTITION;
@@ -20,7 +21,66 @@ use regent_service::Message;
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
+use super::openapi::{schemas, Doc, Tag};
+use super::routes::{route, Entry, Level, Level::ReadWrite};
 use super::State;
+
+/// Pushing, alone or with acks (`crate::transaction`).
+pub(crate) const TAG: Tag = (
+    "produce",
+    "Pushing messages, alone or with acks in one transaction.",
+);
+
+pub(crate) fn routes() -> Vec<Entry> {
+    vec![route(Method::POST, "/api/v1/push", ReadWrite, push)
+        .doc(Doc::op(TAG, "Push messages")
+            .about(r#"
+Appends the items to their queues' partitions in one PostgreSQL transaction, creating queues and partitions on first use, and answers one verdict per item, in request order. Deduplicated by (partition, `transactionId`) within `TX_INDEX_RETENTION_SECONDS`: a repeat is `duplicate` naming the existing message, so a client's retry after a 5xx is harmless. Validation is all-or-nothing: one bad item refuses the request with 400 before anything is written; `items: []` answers 201 `[]`. The verified token's `sub` is stamped as `producerSub`. Under push maintenance the items are `buffered`. Queen differs: 201 on the wire (Queen 0.15 sends 200), `index` is always the request position, a non-UUID `traceId` is a 400 (Queen fails the whole database call), and a database outage is a 503 (Queen spills to a file buffer). Python: `queue(name).push(items)` (`PushBuilder`), and the client's buffered producer.
+"#)
+            .body(true, "The messages.", json!({
+                "type": "object", "required": ["items"],
+                "properties": {
+                    "items": {
+                        "type": "array", "items": schemas::r("PushItem"),
+                        "description": "Not an array: 400 `items array is required`.",
+                    },
+                },
+            }))
+            .quota()
+            .fails(400, "`items array is required`, `Queue must be a string`, `Partition must be a string`, `TransactionId must be a string`, `TraceId must be a string`, `TraceId must be a UUID`, `<field> must be at most 512 bytes`, `<field> must not contain NUL`, `A push of <n> messages exceeds the stored message limit of <cap>`; `Empty request body`, `Invalid JSON: …`.")
+            .answers::<Vec<PushResult<'static>>>(201, "One verdict per item, in request order."))
+        .reads_body(
+            &["items", "queue", "partition", "payload", "transactionId", "traceId", "namespace",
+              "task", "producerSub", "bufferMs", "bufferMax"],
+            PUSH_SEEDS,
+            |b| parse_push(b, &fuzz_principal(), FUZZ_MAX_ITEMS),
+        )]
+}
+
+/// Valid push bodies (the spec's examples), for the fuzzer.
+const PUSH_SEEDS: &[&str] = &[
+    r#"{"items": [{"queue": "orders", "partition": "customer-42", "payload": {"id": 1},
+        "transactionId": "ord-77-created", "traceId": "5f0c2a9e-1b7d-4c3e-9a21-6d4b8e0f1a23"}]}"#,
+    r#"{"items": []}"#,
+    r#"{"items": [{"queue": "q", "payload": null},
+        {"queue": "q", "partition": "", "transactionId": "", "traceId": ""}]}"#,
+    r#"{"items": [{"queue": "a", "payload": [1, "two", {"three": 3.0}], "producerSub": "x"}],
+        "bufferMs": 10}"#,
+];
+
+/// A small `MAX_PUSH_ITEMS` for the fuzzer, so that generated arrays reach the limit too.
+pub(crate) const FUZZ_MAX_ITEMS: usize = 64;
+
+/// Who pushes when the fuzzer does: the parsers stamp the token's `sub` on pushed messages.
+pub(crate) fn fuzz_principal() -> Principal {
+    Principal {
+        sub: Some("fuzz".into()),
+        tenant: std::sync::Arc::from("fuzz"),
+        level: Level::Admin,
+        verified: false,
+        expires: None,
+    }
+}
 
 /// Names and transaction ids are index keys: PostgreSQL cannot store a NUL in text, and a
 /// btree entry must fit in a page, so both are refused here rather than by the database.
@@ -137,7 +197,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Present<'a> {
     }
 }
 
-pub async fn push(
+async fn push(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     body: RawBody,
@@ -212,25 +272,37 @@ fn render(items: &[PushItem], verdicts: &[Verdict], range: Range<usize>) -> Vec<
     out
 }
 
-/// One element of the push answer, with Queen's mixed key casing.
-#[derive(Serialize)]
+/// One element of the push answer, with Queen's mixed key casing. Written straight to the
+/// wire (the push path's answer is streamed), so its keys come in this declared order.
+#[derive(Serialize, JsonSchema)]
 struct PushResult<'a> {
+    /// The item's position in the request (the answer has one element per item, in order).
     index: usize,
     transaction_id: &'a str,
+    /// `queued`: stored; `duplicate`: the partition already had this transaction id
+    /// (nothing stored); `buffered`: held under push maintenance, appended when it ends;
+    /// `failed`: not stored, `error` says why.
+    #[schemars(extend("enum" = ["queued", "duplicate", "buffered", "failed"]))]
     status: &'static str,
+    /// queued, buffered: the new message's id; duplicate: the message it duplicates
+    /// (absent once that message is gone: cleared or expired).
     #[serde(skip_serializing_if = "Option::is_none")]
     message_id: Option<Uuid>,
     #[serde(skip_serializing_if = "Option::is_none")]
     partition_id: Option<Uuid>,
-    /// Present (possibly null) on queued items only.
+    /// Queued items only (possibly null).
     #[serde(skip_serializing_if = "Option::is_none")]
     trace_id: Option<Option<Uuid>>,
+    /// Queued and duplicate items (Queen's one camelCase key).
     #[serde(rename = "queueName", skip_serializing_if = "Option::is_none")]
     queue_name: Option<&'a str>,
+    /// Buffered and failed items.
     #[serde(skip_serializing_if = "Option::is_none")]
     queue: Option<&'a str>,
+    /// Buffered and failed items.
     #[serde(skip_serializing_if = "Option::is_none")]
     partition: Option<&'a str>,
+    /// Failed items.
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a str>,
     /// Buffered items carry Queen's camelCase key as well.

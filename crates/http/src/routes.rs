@@ -172,7 +172,12 @@ impl Table {
 
 /// Every route Regent serves: each family's, in the order the OpenAPI document lists them.
 pub fn table() -> Table {
-    let families = [consumer_groups::routes(), legacy().entries];
+    let families = [
+        push::routes(),
+        transaction::routes(),
+        consumer_groups::routes(),
+        legacy().entries,
+    ];
     Table {
         entries: families.into_iter().flatten().collect(),
     }
@@ -213,7 +218,6 @@ fn legacy() -> Table {
             ReadWrite,
             configure::configure,
         )
-        .at(M::POST, "/api/v1/push", ReadWrite, push::push)
         .at(
             M::GET,
             "/api/v1/pop/queue/{queue}",
@@ -229,12 +233,6 @@ fn legacy() -> Table {
         .at(M::GET, "/api/v1/pop", ReadWrite, pop::pop_scope)
         .at(M::POST, "/api/v1/ack", ReadWrite, ack::ack_single)
         .at(M::POST, "/api/v1/ack/batch", ReadWrite, ack::ack_batch)
-        .at(
-            M::POST,
-            "/api/v1/transaction",
-            ReadWrite,
-            transaction::transaction,
-        )
         .at(
             M::POST,
             "/api/v1/lease/{lease_id}/extend",

@@ -2,19 +2,52 @@
 //! `regent_service::transaction`).
 
 use axum::extract::State as AxState;
-use axum::{Extension, Json};
-use serde_json::{json, Value};
+use axum::http::Method;
+use axum::Extension;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
 use uuid::Uuid;
 
 use regent_service::push::Verdict;
 use regent_service::transaction::{Bundle, BundleOp, BundleOutcome, OpOutcome};
 
 use super::ack::{group_of, parse_ack};
+use super::answer::{Answer, Null, True};
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
-use super::push::parse_item;
+use super::openapi::{schemas, Doc};
+use super::push::{self, parse_item};
+use super::routes::{route, Entry, Level::ReadWrite};
 use super::State;
+
+pub(crate) fn routes() -> Vec<Entry> {
+    vec![route(Method::POST, "/api/v1/transaction", ReadWrite, transaction)
+        .doc(Doc::op(push::TAG, "Acks and pushes in one transaction")
+            .about(r#"
+Everything in the bundle commits in ONE PostgreSQL transaction, or nothing does: the exactly-once hand-off between pipeline stages. Pushes behave as on the push route (deduplicated, so a retried bundle is harmless; `producerSub` stamped); acks follow the ack contract per (partition, lease), and any refusal other than a duplicate `completed` rolls the bundle back (200 with `success: false`). `requiredLeases` must all be live. Queen 0.15 differs: it ignores `requiredLeases`, does not deduplicate pushes (a repeat aborts the bundle), dead-letters `failed` acks at once, and stamps no `producerSub`; the KV and timer riders of 1.x brokers are not supported. Python: `queen.transaction()...commit()` (`TransactionBuilder.commit`).
+"#)
+            .body(true, "The bundle.", schemas::r("TransactionRequest"))
+            .quota()
+            .fails(400, "`operations array required`, `operations array cannot be empty`, `Unknown operation type: <type>`, `items array is required`, `requiredLeases must be an array`, a push item's texts (as on the push route); `Empty request body`, `Invalid JSON: …`.")
+            .answers::<TransactionAnswer>(200, "Committed (`success: true`) or refused with nothing written (`success: false`)."))
+        .reads_body(
+            &["operations", "type", "ack", "push", "items", "queue", "partition", "payload",
+              "data", "transactionId", "traceId", "partitionId", "status", "consumerGroup",
+              "leaseId", "error", "requiredLeases", "kv", "timers"],
+            &[
+                r#"{"operations": [
+                    {"type": "ack", "transactionId": "in-1", "partitionId": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d",
+                     "status": "completed", "consumerGroup": "stage2", "leaseId": "l-1"},
+                    {"type": "push", "items": [{"queue": "invoices.render", "partition": "acct-9",
+                     "payload": {"total": 42}, "transactionId": "out-1"}]}],
+                   "requiredLeases": ["l-1"]}"#,
+                r#"{"operations": [{"type": "push", "queue": "q", "data": {"x": 1}}], "requiredLeases": null}"#,
+            ],
+            |b| parse_bundle(b, &push::fuzz_principal(), push::FUZZ_MAX_ITEMS),
+        )]
+}
 
 /// The transaction body is read as a tree (its shape is small and irregular); push items go
 /// back to JSON text for the shared item parser.
@@ -99,43 +132,130 @@ pub(crate) fn parse_bundle(
     })
 }
 
-pub async fn transaction(
+/// The bundle's answer.
+#[derive(Serialize, JsonSchema)]
+pub(crate) struct TransactionAnswer {
+    /// A fresh id of the bundle, not a message id.
+    #[serde(rename = "transactionId")]
+    transaction_id: Uuid,
+    /// false: nothing committed, `error` says why (the Python client raises it).
+    success: bool,
+    /// Why the bundle was refused: `invalid or expired lease`, `unresolvable: …`, `already
+    /// committed: …`, `consumer not found`, …
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    /// One per ack and per pushed item (pushes flattened), in request order; empty when
+    /// refused.
+    results: Vec<OpResult>,
+}
+
+/// One operation's result.
+#[derive(Serialize, JsonSchema)]
+#[serde(untagged)]
+enum OpResult {
+    Acked(Acked),
+    Pushed(Pushed),
+    NotPushed(NotPushed),
+}
+
+/// An ack of the bundle, carried out.
+#[derive(Serialize, JsonSchema)]
+struct Acked {
+    index: usize,
+    #[serde(rename = "type")]
+    #[schemars(extend("const" = "ack"))]
+    kind: &'static str,
+    success: True,
+    #[serde(rename = "transactionId")]
+    transaction_id: String,
+    error: Null,
+    dlq: bool,
+    #[serde(rename = "leaseReleased")]
+    lease_released: bool,
+    noop: bool,
+}
+
+/// A pushed item of the bundle.
+#[derive(Serialize, JsonSchema)]
+struct Pushed {
+    index: usize,
+    #[serde(rename = "type")]
+    #[schemars(extend("const" = "push"))]
+    kind: &'static str,
+    success: True,
+    #[serde(rename = "transactionId")]
+    transaction_id: String,
+    /// The new message, or the one a duplicate names.
+    #[serde(rename = "messageId")]
+    message_id: Option<Uuid>,
+    #[serde(rename = "partitionId")]
+    partition_id: Uuid,
+    #[serde(rename = "queueName")]
+    queue_name: String,
+    #[schemars(extend("enum" = ["queued", "duplicate", "buffered"]))]
+    status: &'static str,
+}
+
+/// A push item of the bundle that failed.
+#[derive(Serialize, JsonSchema)]
+struct NotPushed {
+    index: usize,
+    #[serde(rename = "type")]
+    #[schemars(extend("const" = "push"))]
+    kind: &'static str,
+    #[schemars(extend("const" = false))]
+    success: bool,
+    #[serde(rename = "transactionId")]
+    transaction_id: String,
+    error: String,
+    #[serde(rename = "queueName")]
+    queue_name: String,
+}
+
+async fn transaction(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     body: RawBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<TransactionAnswer>, ApiError> {
     let bundle = parse_bundle(&body, &who, s.config.max_push_items)?;
     // The bundle owns copies of what it needs: the body's bytes are not kept while it runs.
     drop(body);
-    let bundle_id = Uuid::now_v7();
-    let results = match s.service.transaction(&who.tenant, bundle).await? {
-        BundleOutcome::Refused(error) => {
-            return Ok(Json(json!({
-                "transactionId": bundle_id, "success": false, "error": error, "results": [],
-            })))
-        }
-        BundleOutcome::Committed(outcomes) => outcomes
-            .iter()
-            .enumerate()
-            .map(|(index, o)| result(index, o))
-            .collect::<Vec<Value>>(),
-    };
-    Ok(Json(
-        json!({ "transactionId": bundle_id, "success": true, "results": results }),
+    let transaction_id = Uuid::now_v7();
+    Ok(Answer(
+        match s.service.transaction(&who.tenant, bundle).await? {
+            BundleOutcome::Refused(error) => TransactionAnswer {
+                transaction_id,
+                success: false,
+                error: Some(error),
+                results: vec![],
+            },
+            BundleOutcome::Committed(outcomes) => TransactionAnswer {
+                transaction_id,
+                success: true,
+                error: None,
+                results: outcomes.into_iter().enumerate().map(result).collect(),
+            },
+        },
     ))
 }
 
-fn result(index: usize, o: &OpOutcome) -> Value {
+fn result((index, o): (usize, OpOutcome)) -> OpResult {
     match o {
         OpOutcome::Ack {
             transaction_id,
             outcome: o,
-        } => json!({
-            "index": index, "type": "ack", "success": true, "transactionId": transaction_id,
-            "error": null, "dlq": o.dlq, "leaseReleased": o.lease_released, "noop": o.noop,
+        } => OpResult::Acked(Acked {
+            index,
+            kind: "ack",
+            success: True,
+            transaction_id,
+            error: Null,
+            dlq: o.dlq,
+            lease_released: o.lease_released,
+            noop: o.noop,
         }),
         OpOutcome::Push { item, verdict } => {
-            let txid = &item.message.transaction_id;
+            let transaction_id = item.message.transaction_id;
             let status = match verdict {
                 Verdict::Queued { .. } => "queued",
                 Verdict::Buffered { .. } => "buffered",
@@ -143,16 +263,25 @@ fn result(index: usize, o: &OpOutcome) -> Value {
                 Verdict::Failed { .. } => "failed",
             };
             match verdict {
-                Verdict::Failed { error } => json!({
-                    "index": index, "type": "push", "success": false, "transactionId": txid,
-                    "error": error, "queueName": item.queue,
+                Verdict::Failed { error } => OpResult::NotPushed(NotPushed {
+                    index,
+                    kind: "push",
+                    success: false,
+                    transaction_id,
+                    error,
+                    queue_name: item.queue,
                 }),
                 stored => {
-                    let (message_id, partition) = stored.stored().unwrap_or_default();
-                    json!({
-                        "index": index, "type": "push", "success": true, "transactionId": txid,
-                        "messageId": message_id, "partitionId": partition,
-                        "queueName": item.queue, "status": status,
+                    let (message_id, partition_id) = stored.stored().unwrap_or_default();
+                    OpResult::Pushed(Pushed {
+                        index,
+                        kind: "push",
+                        success: True,
+                        transaction_id,
+                        message_id,
+                        partition_id,
+                        queue_name: item.queue,
+                        status,
                     })
                 }
             }

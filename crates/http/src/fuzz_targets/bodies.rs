@@ -74,24 +74,6 @@ fn listed() -> Vec<Target> {
     let who = principal();
     let who2 = principal();
     vec![
-        body(
-            &[(Method::POST, "/api/v1/push")],
-            &[
-                "items",
-                "queue",
-                "partition",
-                "payload",
-                "transactionId",
-                "traceId",
-                "namespace",
-                "task",
-                "producerSub",
-                "bufferMs",
-                "bufferMax",
-            ],
-            PUSH,
-            move |b| outcome(push::parse_push(b, &who, MAX_ITEMS)),
-        ),
         body(&[(Method::POST, "/api/v1/ack")], ACK_KEYS, ACK, |b| {
             outcome(ack::parse_single(b))
         }),
@@ -100,32 +82,6 @@ fn listed() -> Vec<Target> {
             ACK_KEYS,
             ACK_BATCH,
             |b| outcome(ack::parse_batch(b)),
-        ),
-        body(
-            &[(Method::POST, "/api/v1/transaction")],
-            &[
-                "operations",
-                "type",
-                "ack",
-                "push",
-                "items",
-                "queue",
-                "partition",
-                "payload",
-                "data",
-                "transactionId",
-                "traceId",
-                "partitionId",
-                "status",
-                "consumerGroup",
-                "leaseId",
-                "error",
-                "requiredLeases",
-                "kv",
-                "timers",
-            ],
-            TRANSACTION,
-            move |b| outcome(transaction::parse_bundle(b, &who2, MAX_ITEMS)),
         ),
         body(
             &[(Method::POST, "/api/v1/configure")],
@@ -194,16 +150,6 @@ fn listed() -> Vec<Target> {
     ]
 }
 
-const PUSH: &[&str] = &[
-    r#"{"items": [{"queue": "orders", "partition": "customer-42", "payload": {"id": 1},
-        "transactionId": "ord-77-created", "traceId": "5f0c2a9e-1b7d-4c3e-9a21-6d4b8e0f1a23"}]}"#,
-    r#"{"items": []}"#,
-    r#"{"items": [{"queue": "q", "payload": null},
-        {"queue": "q", "partition": "", "transactionId": "", "traceId": ""}]}"#,
-    r#"{"items": [{"queue": "a", "payload": [1, "two", {"three": 3.0}], "producerSub": "x"}],
-        "bufferMs": 10}"#,
-];
-
 const ACK_KEYS: &[&str] = &[
     "acknowledgments",
     "transactionId",
@@ -230,16 +176,6 @@ const ACK_BATCH: &[&str] = &[
          "status": "failed", "leaseId": "0190a6c4-0000-7000-8000-000000000001",
          "error": "tax service timeout"}]}"#,
     r#"{"acknowledgments": []}"#,
-];
-
-const TRANSACTION: &[&str] = &[
-    r#"{"operations": [
-        {"type": "ack", "transactionId": "in-1", "partitionId": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d",
-         "status": "completed", "consumerGroup": "stage2", "leaseId": "l-1"},
-        {"type": "push", "items": [{"queue": "invoices.render", "partition": "acct-9",
-         "payload": {"total": 42}, "transactionId": "out-1"}]}],
-       "requiredLeases": ["l-1"]}"#,
-    r#"{"operations": [{"type": "push", "queue": "q", "data": {"x": 1}}], "requiredLeases": null}"#,
 ];
 
 const CONFIGURE: &[&str] = &[

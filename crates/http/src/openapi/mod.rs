@@ -20,7 +20,6 @@ mod console;
 mod consume;
 mod dlq;
 mod messages;
-mod produce;
 mod queues;
 pub(crate) mod schemas;
 mod status;
@@ -225,7 +224,6 @@ pub fn registry() -> Vec<Entry> {
     [
         system::entries(),
         queues::entries(),
-        produce::entries(),
         consume::entries(),
         messages::entries(),
         dlq::entries(),
@@ -452,7 +450,7 @@ fn build(entries: &[Routed], registry: &[Doc]) -> Value {
             "license": { "name": env!("CARGO_PKG_LICENSE"), "identifier": env!("CARGO_PKG_LICENSE") },
         },
         "tags": tags.iter()
-            .chain(system::TAGS).chain(queues::TAGS).chain(produce::TAGS).chain(consume::TAGS)
+            .chain(system::TAGS).chain(queues::TAGS).chain(consume::TAGS)
             .chain(messages::TAGS).chain(dlq::TAGS).chain(status::TAGS)
             .chain(traces::TAGS).chain(analytics::TAGS)
             .chain(console::TAGS)

@@ -221,26 +221,6 @@ fn push_item() -> Value {
     )
 }
 
-fn push_result() -> Value {
-    obj(
-        &["index", "transaction_id", "status"],
-        json!({
-            "index": about(int(), "The item's position in the request (the answer has one element per item, in order)."),
-            "transaction_id": string(),
-            "status": about(json!({"enum": ["queued", "duplicate", "buffered", "failed"]}),
-                "`queued`: stored; `duplicate`: the partition already had this transaction id (nothing stored); `buffered`: held under push maintenance, appended when it ends; `failed`: not stored, `error` says why."),
-            "message_id": about(uuid(), "queued, buffered: the new message's id; duplicate: the message it duplicates (absent once that message is gone: cleared or expired)."),
-            "partition_id": uuid(),
-            "trace_id": about(json!({"type": ["string", "null"], "format": "uuid"}), "queued items only."),
-            "queueName": about(string(), "queued and duplicate items (Queen's one camelCase key)."),
-            "queue": about(string(), "buffered and failed items."),
-            "partition": about(string(), "buffered and failed items."),
-            "error": about(string(), "failed items."),
-            "transactionId": about(string(), "buffered items, in Queen's camelCase."),
-        }),
-    )
-}
-
 fn pop_message() -> Value {
     obj(
         &[
@@ -422,47 +402,6 @@ fn transaction_request() -> Value {
             ]}}), "Not an array: 400 `operations array required`; empty: 400 `operations array cannot be empty`; another `type`: 400 `Unknown operation type: <type>`."),
             "requiredLeases": about(json!({"type": ["array", "null"], "items": string()}),
                 "Leases that must all be live (the Python client sends its acked messages' leases); an ack without its own `leaseId` is fenced by the single one named here."),
-        }),
-    )
-}
-
-fn transaction_answer() -> Value {
-    let ack = obj(
-        &[
-            "index",
-            "type",
-            "success",
-            "transactionId",
-            "error",
-            "dlq",
-            "leaseReleased",
-            "noop",
-        ],
-        json!({
-            "index": int(), "type": {"const": "ack"}, "success": boolean(),
-            "transactionId": string(), "error": {"type": "null"},
-            "dlq": boolean(), "leaseReleased": boolean(), "noop": boolean(),
-        }),
-    );
-    let pushed = obj(
-        &["index", "type", "success", "transactionId", "queueName"],
-        json!({
-            "index": int(), "type": {"const": "push"}, "success": boolean(),
-            "transactionId": string(),
-            "messageId": about(json!({"type": ["string", "null"], "format": "uuid"}), "The new message, or the one a duplicate names."),
-            "partitionId": uuid(), "queueName": string(),
-            "status": {"enum": ["queued", "duplicate", "buffered"]},
-            "error": about(string(), "A push item that failed."),
-        }),
-    );
-    obj(
-        &["transactionId", "success", "results"],
-        json!({
-            "transactionId": about(uuid(), "A fresh id of the bundle, not a message id."),
-            "success": about(boolean(), "false: nothing committed, `error` says why (the Python client raises it)."),
-            "error": about(string(), "Why the bundle was refused: `invalid or expired lease`, `unresolvable: …`, `already committed: …`, `consumer not found`, …"),
-            "results": about(array(json!({"oneOf": [ack, pushed]})),
-                "One per ack and per pushed item (pushes flattened), in request order; empty when refused."),
         }),
     )
 }
@@ -665,14 +604,12 @@ fn schemas() -> Value {
         "QueueOptions": options_echo(),
         "QueueSummary": queue_summary(),
         "PushItem": push_item(),
-        "PushResult": push_result(),
         "PopMessage": pop_message(),
         "PopAnswer": pop_answer(),
         "Autopilot": autopilot(),
         "AckItem": ack_item(),
         "AckResult": ack_result(),
         "TransactionRequest": transaction_request(),
-        "TransactionAnswer": transaction_answer(),
         "DeadLetter": dead_letter(),
         "BulkSelector": bulk_selector(),
         "BulkItem": bulk_item(),
