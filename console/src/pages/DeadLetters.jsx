@@ -30,8 +30,8 @@ import {
 import { count } from '../format.js';
 import { useAction, useApi } from '../hooks.js';
 import { moveRow, useListKeys } from '../keys.js';
-import { href } from '../route.js';
-import { can } from '../session.js';
+import { href, navigate } from '../route.js';
+import { can, useSession } from '../session.js';
 import '../actions.css';
 import { Pager } from '../pager.jsx';
 import { DeadLetterFilters } from './DeadLetterFilters.jsx';
@@ -85,10 +85,11 @@ function Question({ pending, filter }) {
   );
 }
 
-export function DeadLetters({ query, epoch, session, onToken, navigate }) {
+export function DeadLetters({ query }) {
+  const { session } = useSession();
   const filter = readFilter(query);
   const page = pageNumber(query);
-  const listing = useApi(listPath(filter, page), { epoch });
+  const listing = useApi(listPath(filter, page));
   const action = useAction();
   const [selected, setSelected] = useState(() => new Set());
   const [pending, setPending] = useState(null);
@@ -160,7 +161,7 @@ export function DeadLetters({ query, epoch, session, onToken, navigate }) {
   const all = pageState(selected, ids);
   let body;
   if (listing.error && !listing.data) {
-    body = <ErrorState error={listing.error} onToken={onToken} onRetry={listing.reload} />;
+    body = <ErrorState error={listing.error} onRetry={listing.reload} />;
   } else if (!listing.data) {
     body = <div class="state muted">Loading…</div>;
   } else if (rows.length === 0) {

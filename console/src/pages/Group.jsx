@@ -21,8 +21,8 @@ import {
 } from '../groups.js';
 import { useAction, useApi } from '../hooks.js';
 import { moveRow } from '../keys.js';
-import { href } from '../route.js';
-import { can } from '../session.js';
+import { href, navigate } from '../route.js';
+import { can, useSession } from '../session.js';
 import '../actions.css';
 import { Pager } from '../pager.jsx';
 
@@ -247,7 +247,7 @@ function QueueCursors({ group, q, mayWrite, mayAdmin, ask }) {
   );
 }
 
-export function Group({ query, epoch, session, onToken, navigate }) {
+export function Group({ query }) {
   if (!query.name) {
     return (
       <EmptyState title="No group named">
@@ -255,21 +255,13 @@ export function Group({ query, epoch, session, onToken, navigate }) {
       </EmptyState>
     );
   }
-  return (
-    <GroupCursors
-      name={query.name}
-      query={query}
-      epoch={epoch}
-      session={session}
-      onToken={onToken}
-      navigate={navigate}
-    />
-  );
+  return <GroupCursors name={query.name} query={query} />;
 }
 
-function GroupCursors({ name, query, epoch, session, onToken, navigate }) {
+function GroupCursors({ name, query }) {
+  const { session } = useSession();
   const page = Math.max(1, Number.parseInt(query.page, 10) || 1);
-  const detail = useApi(cursorsPath(name, page), { epoch, everyMs: 10000 });
+  const detail = useApi(cursorsPath(name, page), { everyMs: 10000 });
   const action = useAction();
   const [pending, setPending] = useState(null);
   const [result, setResult] = useState(null);
@@ -294,7 +286,7 @@ function GroupCursors({ name, query, epoch, session, onToken, navigate }) {
 
   let body;
   if (detail.error && !detail.data) {
-    body = <ErrorState error={detail.error} onToken={onToken} onRetry={detail.reload} />;
+    body = <ErrorState error={detail.error} onRetry={detail.reload} />;
   } else if (!detail.data) {
     body = <div class="state muted">Loading…</div>;
   } else if (queues.length === 0) {

@@ -11,16 +11,16 @@ import { groupLabel, groupsPath, stateClass } from '../groups.js';
 import { useApi } from '../hooks.js';
 import { moveRow, useListKeys } from '../keys.js';
 import { pageOf } from '../paging.js';
-import { href } from '../route.js';
+import { href, navigate } from '../route.js';
 import '../actions.css';
 import { Pager } from '../pager.jsx';
 
-export function Groups({ query, epoch, onToken, navigate }) {
+export function Groups({ query }) {
   const page = Math.max(1, Number.parseInt(query.page, 10) || 1);
   const search = query.search || '';
   const [text, setText] = useState(search);
-  const listing = useApi(groupsPath(page, { search }), { epoch, everyMs: 10000 });
-  const overview = useApi('/api/v1/resources/overview', { epoch, everyMs: 10000 });
+  const listing = useApi(groupsPath(page, { search }), { everyMs: 10000 });
+  const overview = useApi('/api/v1/resources/overview', { everyMs: 10000 });
   const input = useRef(null);
   const table = useRef(null);
 
@@ -48,7 +48,7 @@ export function Groups({ query, epoch, onToken, navigate }) {
 
   let body;
   if (listing.error && !listing.data) {
-    body = <ErrorState error={listing.error} onToken={onToken} onRetry={listing.reload} />;
+    body = <ErrorState error={listing.error} onRetry={listing.reload} />;
   } else if (!listing.data) {
     body = <div class="state muted">Loading…</div>;
   } else if (rows.length === 0) {

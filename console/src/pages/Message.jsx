@@ -8,7 +8,7 @@ import { useAction, useApi } from '../hooks.js';
 import { JsonBlock, StatusBadge } from '../message-parts.jsx';
 import { instant, messageHref, messagesHref, timeline } from '../messages.js';
 import { href } from '../route.js';
-import { can } from '../session.js';
+import { can, useSession } from '../session.js';
 
 const QUEUE_MODE = '__QUEUE_MODE__';
 
@@ -255,12 +255,11 @@ function Actions({ m, path, onDone }) {
   );
 }
 
-function Detail({ pid, tx, epoch, session, onToken, onGone }) {
+function Detail({ pid, tx, onGone }) {
+  const { session } = useSession();
   const path = `/api/v1/messages/${encodeURIComponent(pid)}/${encodeURIComponent(tx)}`;
-  const message = useApi(path, { epoch });
-  const traces = useApi(`/api/v1/traces/${encodeURIComponent(pid)}/${encodeURIComponent(tx)}`, {
-    epoch,
-  });
+  const message = useApi(path);
+  const traces = useApi(`/api/v1/traces/${encodeURIComponent(pid)}/${encodeURIComponent(tx)}`);
   const [retried, setRetried] = useState(null);
   const m = message.data;
 
@@ -275,7 +274,7 @@ function Detail({ pid, tx, epoch, session, onToken, onGone }) {
           <a href={messagesHref({})}>Browse the messages</a>
         </EmptyState>
       );
-    return <ErrorState error={message.error} onToken={onToken} onRetry={message.reload} />;
+    return <ErrorState error={message.error} onRetry={message.reload} />;
   }
   if (!m) return <div class="state muted">Loading…</div>;
 
@@ -391,7 +390,7 @@ function Gone({ gone }) {
   );
 }
 
-export function Message({ query, epoch, session, onToken }) {
+export function Message({ query }) {
   const pid = query.partition || '';
   const tx = query.tx || '';
   // Which message was acted on: a deleted message is not asked for again.
@@ -411,17 +410,7 @@ export function Message({ query, epoch, session, onToken }) {
   } else if (gone?.here === here) {
     body = <Gone gone={gone} />;
   } else {
-    body = (
-      <Detail
-        key={here}
-        pid={pid}
-        tx={tx}
-        epoch={epoch}
-        session={session}
-        onToken={onToken}
-        onGone={(g) => setGone({ ...g, here })}
-      />
-    );
+    body = <Detail key={here} pid={pid} tx={tx} onGone={(g) => setGone({ ...g, here })} />;
   }
   return <section aria-label="Message">{body}</section>;
 }

@@ -21,6 +21,7 @@ import {
 } from '../messages.js';
 import { Pager } from '../pager.jsx';
 import { pageOf } from '../paging.js';
+import { navigate } from '../route.js';
 
 const REFRESH_MS = 10000;
 
@@ -48,7 +49,7 @@ function Suggest({ id, path, pick }) {
   );
 }
 
-function Filters({ filters, navigate, firstField }) {
+function Filters({ filters, firstField }) {
   const [draft, setDraft] = useState(draftOf(filters));
   const [typing, setTyping] = useState(false);
   const key = messagesHref(filters);
@@ -214,9 +215,9 @@ function Peek({ row }) {
   );
 }
 
-export function Messages({ query, epoch, onToken, navigate }) {
+export function Messages({ query }) {
   const filters = filtersOf(query);
-  const listing = useApi(messagesQuery(filters), { epoch, everyMs: REFRESH_MS });
+  const listing = useApi(messagesQuery(filters), { everyMs: REFRESH_MS });
   const { rows, more } = pageOf(listing.data?.messages || []);
   const [focused, setFocused] = useState(null);
   const settled = useDebounced(focused, 200);
@@ -245,7 +246,7 @@ export function Messages({ query, epoch, onToken, navigate }) {
 
   let body;
   if (listing.error && !listing.data) {
-    body = <ErrorState error={listing.error} onToken={onToken} onRetry={listing.reload} />;
+    body = <ErrorState error={listing.error} onRetry={listing.reload} />;
   } else if (!listing.data) {
     body = <div class="state muted">Loading…</div>;
   } else if (rows.length === 0) {
@@ -329,7 +330,7 @@ export function Messages({ query, epoch, onToken, navigate }) {
           </span>
         )}
       </header>
-      <Filters filters={filters} navigate={navigate} firstField={firstField} />
+      <Filters filters={filters} firstField={firstField} />
       {listing.error && listing.data && (
         <p class="stale">Refresh failed: {listing.error.message}.</p>
       )}

@@ -9,20 +9,21 @@ import { count, duration, rate, statsAge } from '../format.js';
 import { useApi } from '../hooks.js';
 import { href } from '../route.js';
 import { levelColumns, throughputColumns } from '../series.js';
-import { can } from '../session.js';
+import { can, useSession } from '../session.js';
 
 const REFRESH_MS = 5000;
 
-export function Overview({ epoch, theme, session, onToken }) {
-  const overview = useApi('/api/v1/resources/overview', { epoch, everyMs: REFRESH_MS });
-  const status = useApi('/api/v1/status', { epoch, everyMs: REFRESH_MS });
+export function Overview() {
+  const { session } = useSession();
+  const overview = useApi('/api/v1/resources/overview', { everyMs: REFRESH_MS });
+  const status = useApi('/api/v1/status', { everyMs: REFRESH_MS });
   const columns = useMemo(() => throughputColumns(status.data), [status.data]);
   const depth = useMemo(() => levelColumns(status.data, ['pending', 'lagMessages']), [status.data]);
   const lag = useMemo(() => levelColumns(status.data, ['maxTimeLagSeconds']), [status.data]);
   const o = overview.data;
 
   if (!o && overview.error) {
-    return <ErrorState error={overview.error} onToken={onToken} onRetry={overview.reload} />;
+    return <ErrorState error={overview.error} onRetry={overview.reload} />;
   }
   if (!o) return <div class="state muted">Loading…</div>;
 
@@ -109,13 +110,12 @@ export function Overview({ epoch, theme, session, onToken }) {
           </span>
         </div>
         {status.error && !status.data ? (
-          <ErrorState error={status.error} onToken={onToken} onRetry={status.reload} />
+          <ErrorState error={status.error} onRetry={status.reload} />
         ) : !status.data?.throughput?.length ? (
           <p class="muted">No traffic in the last hour.</p>
         ) : (
           <LineChart
             columns={columns}
-            theme={theme}
             series={[
               { label: 'pushed', color: '--accent' },
               { label: 'processed', color: '--ok' },
@@ -136,7 +136,6 @@ export function Overview({ epoch, theme, session, onToken }) {
           ) : (
             <LineChart
               columns={depth}
-              theme={theme}
               height={180}
               series={[
                 { label: 'pending', color: '--accent', spanGaps: true },
@@ -154,7 +153,6 @@ export function Overview({ epoch, theme, session, onToken }) {
           ) : (
             <LineChart
               columns={lag}
-              theme={theme}
               height={180}
               yFormat={duration}
               series={[{ label: 'age', color: '--danger', spanGaps: true }]}
@@ -162,7 +160,7 @@ export function Overview({ epoch, theme, session, onToken }) {
           )}
         </div>
       </div>
-      {can(session, 'admin') && <Brokers epoch={epoch} />}
+      {can(session, 'admin') && <Brokers />}
       {o.queues === 0 && (
         <EmptyState title="No queues yet">
           <p>A queue is created by its first push:</p>
@@ -177,8 +175,8 @@ export function Overview({ epoch, theme, session, onToken }) {
 }
 
 /** The fleet's brokers (an admin route: shown only to admins). */
-function Brokers({ epoch }) {
-  const fleet = useApi('/api/v1/analytics/worker-metrics', { epoch, everyMs: 10000 });
+function Brokers() {
+  const fleet = useApi('/api/v1/analytics/worker-metrics', { everyMs: 10000 });
   const workers = fleet.data?.workers;
   return (
     <div class="panel">

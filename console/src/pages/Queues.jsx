@@ -8,13 +8,13 @@ import { useApi } from '../hooks.js';
 import { rowKeys, useListKeys } from '../keys.js';
 import { Pager } from '../pager.jsx';
 import { listingQuery, pageOf } from '../paging.js';
-import { href } from '../route.js';
+import { href, navigate } from '../route.js';
 
-export function Queues({ query, epoch, onToken, navigate }) {
+export function Queues({ query }) {
   const page = Math.max(1, Number.parseInt(query.page, 10) || 1);
   const search = query.search || '';
   const [text, setText] = useState(search);
-  const listing = useApi(listingQuery(page, search), { epoch, everyMs: 10000 });
+  const listing = useApi(listingQuery(page, search), { everyMs: 10000 });
   const table = useRef(null);
   const input = useRef(null);
 
@@ -40,7 +40,7 @@ export function Queues({ query, epoch, onToken, navigate }) {
 
   let body;
   if (listing.error && !listing.data) {
-    body = <ErrorState error={listing.error} onToken={onToken} onRetry={listing.reload} />;
+    body = <ErrorState error={listing.error} onRetry={listing.reload} />;
   } else if (!listing.data) {
     body = <div class="state muted">Loading…</div>;
   } else if (rows.length === 0) {

@@ -7,7 +7,7 @@ import { Card, Confirm, ErrorState } from '../components.jsx';
 import { BrokerTable, lastPools } from '../fleet.jsx';
 import { bytes, count, percent } from '../format.js';
 import { useAction, useApi } from '../hooks.js';
-import { can } from '../session.js';
+import { can, useSession } from '../session.js';
 
 const SWITCHES = [
   {
@@ -28,31 +28,31 @@ const SWITCHES = [
   },
 ];
 
-export function System({ epoch, session, onToken }) {
+export function System() {
+  const { session } = useSession();
   if (!can(session, 'admin')) {
     const error = Object.assign(new Error('The system page needs an admin token.'), {
       status: 403,
     });
-    return <ErrorState error={error} onToken={onToken} />;
+    return <ErrorState error={error} />;
   }
   return (
     <section aria-labelledby="system-title">
       <header class="page-head">
         <h1 id="system-title">System</h1>
       </header>
-      <Maintenance epoch={epoch} onToken={onToken} />
-      <Fleet epoch={epoch} />
-      <Postgres epoch={epoch} />
+      <Maintenance />
+      <Fleet />
+      <Postgres />
     </section>
   );
 }
 
-function Maintenance({ epoch, onToken }) {
-  const state = useApi('/api/v1/system/maintenance', { epoch, everyMs: 5000 });
+function Maintenance() {
+  const state = useApi('/api/v1/system/maintenance', { everyMs: 5000 });
   const action = useAction();
   const [asking, setAsking] = useState(null);
-  if (state.error && !state.data)
-    return <ErrorState error={state.error} onToken={onToken} onRetry={state.reload} />;
+  if (state.error && !state.data) return <ErrorState error={state.error} onRetry={state.reload} />;
   const m = state.data;
   const flip = async () => {
     const done = await action.run(asking.path, {
@@ -121,9 +121,9 @@ function Maintenance({ epoch, onToken }) {
   );
 }
 
-function Fleet({ epoch }) {
-  const workers = useApi('/api/v1/analytics/worker-metrics', { epoch, everyMs: 10000 });
-  const system = useApi('/api/v1/analytics/system-metrics', { epoch, everyMs: 10000 });
+function Fleet() {
+  const workers = useApi('/api/v1/analytics/worker-metrics', { everyMs: 10000 });
+  const system = useApi('/api/v1/analytics/system-metrics', { everyMs: 10000 });
   const list = workers.data?.workers;
   return (
     <div class="panel">
@@ -144,8 +144,8 @@ function Fleet({ epoch }) {
   );
 }
 
-function Postgres({ epoch }) {
-  const pg = useApi('/api/v1/analytics/postgres-stats', { epoch, everyMs: 15000 });
+function Postgres() {
+  const pg = useApi('/api/v1/analytics/postgres-stats', { everyMs: 15000 });
   if (pg.error && !pg.data)
     return <p class="stale">PostgreSQL's statistics could not be read: {pg.error.message}.</p>;
   const p = pg.data;

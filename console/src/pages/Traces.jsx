@@ -8,7 +8,7 @@ import { count } from '../format.js';
 import { useApi } from '../hooks.js';
 import { rowKeys, useListKeys } from '../keys.js';
 import { instant, messageHref, preview } from '../messages.js';
-import { href } from '../route.js';
+import { href, navigate } from '../route.js';
 import { byNameQuery, namesQuery, pageCount } from '../traces.js';
 import '../messages.css';
 import { Pager } from '../pager.jsx';
@@ -22,8 +22,8 @@ const RECORD_EXAMPLE = `POST /api/v1/traces
   "eventType": "processed",
   "data": { "step": "charged", "amount": 42 } }`;
 
-function Names({ page, epoch, onToken, navigate }) {
-  const names = useApi(namesQuery(page), { epoch, everyMs: REFRESH_MS });
+function Names({ page }) {
+  const names = useApi(namesQuery(page), { everyMs: REFRESH_MS });
   const [text, setText] = useState('');
   const input = useRef(null);
   const total = names.data?.total ?? 0;
@@ -39,7 +39,7 @@ function Names({ page, epoch, onToken, navigate }) {
 
   let body;
   if (names.error && !names.data) {
-    body = <ErrorState error={names.error} onToken={onToken} onRetry={names.reload} />;
+    body = <ErrorState error={names.error} onRetry={names.reload} />;
   } else if (!names.data) {
     body = <div class="state muted">Loading…</div>;
   } else if (rows.length === 0) {
@@ -137,8 +137,8 @@ function Names({ page, epoch, onToken, navigate }) {
   );
 }
 
-function ByName({ name, page, epoch, onToken, navigate }) {
-  const events = useApi(byNameQuery(name, page), { epoch, everyMs: REFRESH_MS });
+function ByName({ name, page }) {
+  const events = useApi(byNameQuery(name, page), { everyMs: REFRESH_MS });
   const total = events.data?.total ?? 0;
   const pages = pageCount(total);
   const go = (p) => navigate(href('/traces', { name, page: p > 1 ? p : undefined }));
@@ -150,7 +150,7 @@ function ByName({ name, page, epoch, onToken, navigate }) {
 
   let body;
   if (events.error && !events.data) {
-    body = <ErrorState error={events.error} onToken={onToken} onRetry={events.reload} />;
+    body = <ErrorState error={events.error} onRetry={events.reload} />;
   } else if (!events.data) {
     body = <div class="state muted">Loading…</div>;
   } else if (rows.length === 0) {
@@ -230,11 +230,11 @@ function ByName({ name, page, epoch, onToken, navigate }) {
   );
 }
 
-export function Traces({ query, ...props }) {
+export function Traces({ query }) {
   const page = Math.max(1, Number.parseInt(query.page, 10) || 1);
   return query.name ? (
-    <ByName key={query.name} name={query.name} page={page} {...props} />
+    <ByName key={query.name} name={query.name} page={page} />
   ) : (
-    <Names page={page} {...props} />
+    <Names page={page} />
   );
 }

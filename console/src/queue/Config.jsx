@@ -7,10 +7,11 @@ import { explain } from '../api.js';
 import { ErrorState } from '../components.jsx';
 import { useAction, useApi } from '../hooks.js';
 import { configureBody, deadLettering, formValues, OPTIONS } from '../queue-options.js';
-import { can } from '../session.js';
+import { can, useSession } from '../session.js';
 
-export function Config({ name, session, epoch, onToken, onSaved }) {
-  const status = useApi(`/api/v1/status/queues/${encodeURIComponent(name)}?limit=1`, { epoch });
+export function Config({ name, onSaved }) {
+  const { session } = useSession();
+  const status = useApi(`/api/v1/status/queues/${encodeURIComponent(name)}?limit=1`);
   const save = useAction();
   const [values, setValues] = useState(null);
   const [dirty, setDirtyState] = useState(false);
@@ -36,7 +37,7 @@ export function Config({ name, session, epoch, onToken, onSaved }) {
     return (
       <div class="panel">
         <h2 class="panel-title">Configuration</h2>
-        <ErrorState error={status.error} onToken={onToken} onRetry={status.reload} />
+        <ErrorState error={status.error} onRetry={status.reload} />
       </div>
     );
   if (!values) return null;

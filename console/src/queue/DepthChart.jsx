@@ -16,13 +16,11 @@ const LEVELS = ['pending', 'lagMessages', 'deadLetter'];
 // line too short to see, or none.
 const NEWEST = { show: true, size: 7, filter: (u) => [u.data[0].length - 1] };
 
-export function DepthChart({ name, theme, epoch, onToken }) {
+export function DepthChart({ name }) {
   const ops = useApi(`/api/v1/analytics/queue-ops?queue=${encodeURIComponent(name)}`, {
-    epoch,
     everyMs: REFRESH_MS,
   });
   const status = useApi(`/api/v1/status?queue=${encodeURIComponent(name)}`, {
-    epoch,
     everyMs: REFRESH_MS,
   });
   const cols = useMemo(() => opsColumns(ops.data), [ops.data]);
@@ -41,7 +39,7 @@ export function DepthChart({ name, theme, epoch, onToken }) {
           </span>
         </div>
         {ops.error && !ops.data ? (
-          <ErrorState error={ops.error} onToken={onToken} onRetry={ops.reload} />
+          <ErrorState error={ops.error} onRetry={ops.reload} />
         ) : !ops.data ? (
           <div class="muted">Loading…</div>
         ) : quiet ? (
@@ -49,7 +47,6 @@ export function DepthChart({ name, theme, epoch, onToken }) {
         ) : (
           <LineChart
             columns={flow}
-            theme={theme}
             height={180}
             series={[
               { label: 'pushed', color: '--accent' },
@@ -66,15 +63,15 @@ export function DepthChart({ name, theme, epoch, onToken }) {
             <i class="dot dot-dead" /> dead letters
           </span>
         </div>
-        <Depth status={status} depth={depth} theme={theme} onToken={onToken} />
+        <Depth status={status} depth={depth} />
       </div>
     </div>
   );
 }
 
-function Depth({ status, depth, theme, onToken }) {
+function Depth({ status, depth }) {
   if (status.error && !status.data)
-    return <ErrorState error={status.error} onToken={onToken} onRetry={status.reload} />;
+    return <ErrorState error={status.error} onRetry={status.reload} />;
   if (!status.data) return <div class="muted">Loading…</div>;
   if (!status.data.depth?.length)
     return (
@@ -88,7 +85,6 @@ function Depth({ status, depth, theme, onToken }) {
     <div data-testid="depth-chart">
       <LineChart
         columns={depth}
-        theme={theme}
         height={180}
         series={[
           { label: 'pending', color: '--accent', spanGaps: true, points: NEWEST },

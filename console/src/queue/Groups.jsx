@@ -7,14 +7,14 @@ import { useApi } from '../hooks.js';
 import { rowKeys } from '../keys.js';
 import { Pager } from '../pager.jsx';
 import { pageOf } from '../paging.js';
-import { href } from '../route.js';
+import { href, navigate } from '../route.js';
 
-export function Groups({ name, page, turn, epoch, onToken, navigate }) {
-  const listing = useApi(groupsPath(page, { queue: name }), { epoch, everyMs: 30000 });
+export function Groups({ name, page, turn }) {
+  const listing = useApi(groupsPath(page, { queue: name }), { everyMs: 30000 });
   const { data, error, reload } = listing;
   const { rows, more } = pageOf(Array.isArray(data) ? data : [], GROUPS_PAGE);
   let body;
-  if (!data && error) body = <ErrorState error={error} onToken={onToken} onRetry={reload} />;
+  if (!data && error) body = <ErrorState error={error} onRetry={reload} />;
   else if (!data) body = <div class="state muted">Loading…</div>;
   else if (rows.length === 0 && page > 1)
     body = (

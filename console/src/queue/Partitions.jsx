@@ -27,7 +27,7 @@ function pageValue(key) {
   return (p) => p.stats?.[key];
 }
 
-export function Partitions({ name, query, go, listing, epoch, onToken }) {
+export function Partitions({ name, query, go, listing }) {
   const deepest = query.view === 'deepest';
   const page = Math.max(1, Number.parseInt(query.page, 10) || 1);
   const sort = parseSort(query.sort, deepest ? DEEP_KEYS : PAGE_KEYS);
@@ -69,7 +69,7 @@ export function Partitions({ name, query, go, listing, epoch, onToken }) {
         </fieldset>
       </div>
       {deepest ? (
-        <Deepest name={name} sort={sort} onSort={onSort} epoch={epoch} onToken={onToken} />
+        <Deepest name={name} sort={sort} onSort={onSort} />
       ) : (
         <>
           <p class="muted panel-note">
@@ -138,14 +138,12 @@ export function Partitions({ name, query, go, listing, epoch, onToken }) {
   );
 }
 
-function Deepest({ name, sort, onSort, epoch, onToken }) {
+function Deepest({ name, sort, onSort }) {
   const depth = useApi(`/api/v1/resources/queues/${encodeURIComponent(name)}/depth`, {
-    epoch,
     everyMs: 10000,
   });
   const d = depth.data;
-  if (!d && depth.error)
-    return <ErrorState error={depth.error} onToken={onToken} onRetry={depth.reload} />;
+  if (!d && depth.error) return <ErrorState error={depth.error} onRetry={depth.reload} />;
   if (!d) return <div class="state muted">Loading…</div>;
   if (d.statsAge < 0)
     return (
