@@ -7,6 +7,7 @@ import { EmptyState, ErrorState } from '../components.jsx';
 import { useDebounced } from '../debounced.js';
 import { useApi } from '../hooks.js';
 import { rowKeys, useListKeys } from '../keys.js';
+import { Loaded } from '../loaded.jsx';
 import { StatusBadge } from '../message-parts.jsx';
 import {
   filtersOf,
@@ -205,11 +206,9 @@ function Peek({ row }) {
         <a href={messageHref(row.partitionId, row.transactionId)}>Open (Enter) →</a>
       </div>
       <code data-testid="peek-payload">
-        {m.error
-          ? `Payload unavailable: ${m.error.message}`
-          : m.data
-            ? preview(m.data.payload, 400)
-            : '…'}
+        <Loaded get={m} loading="…" failed={(e) => `Payload unavailable: ${e.message}`}>
+          {(d) => preview(d.payload, 400)}
+        </Loaded>
       </code>
     </div>
   );

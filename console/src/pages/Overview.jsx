@@ -3,15 +3,17 @@
 // rounds counted them (`/status`), and, for an admin, the brokers of the fleet.
 import { useMemo } from 'preact/hooks';
 import { LineChart } from '../chart.jsx';
-import { Card, EmptyState, ErrorState } from '../components.jsx';
-import { BrokerTable } from '../fleet.jsx';
+import { Card, EmptyState } from '../components.jsx';
+import { Brokers } from '../fleet.jsx';
 import { count, duration, rate, statsAge } from '../format.js';
 import { useApi } from '../hooks.js';
+import { Loaded, Stale } from '../loaded.jsx';
 import { href } from '../route.js';
 import { levelColumns, throughputColumns } from '../series.js';
 import { can, useSession } from '../session.js';
 
 const REFRESH_MS = 5000;
+const QUIET = <p class="muted">No traffic in the last hour.</p>;
 
 export function Overview() {
   const { session } = useSession();
@@ -21,11 +23,7 @@ export function Overview() {
   const depth = useMemo(() => levelColumns(status.data, ['pending', 'lagMessages']), [status.data]);
   const lag = useMemo(() => levelColumns(status.data, ['maxTimeLagSeconds']), [status.data]);
   const o = overview.data;
-
-  if (!o && overview.error) {
-    return <ErrorState error={overview.error} onRetry={overview.reload} />;
-  }
-  if (!o) return <div class="state muted">Loading…</div>;
+  if (!o) return <Loaded get={overview} />;
 
   const m = o.messages;
   return (
@@ -41,9 +39,7 @@ export function Overview() {
           {statsAge(o.statsAge)}
         </span>
       </header>
-      {overview.error && (
-        <p class="stale">Refresh failed: {overview.error.message}. Showing the last answer.</p>
-      )}
+      <Stale get={overview}> Showing the last answer.</Stale>
       <div class="cards">
         <Card
           id="queues-count"
@@ -109,11 +105,7 @@ export function Overview() {
             second)
           </span>
         </div>
-        {status.error && !status.data ? (
-          <ErrorState error={status.error} onRetry={status.reload} />
-        ) : !status.data?.throughput?.length ? (
-          <p class="muted">No traffic in the last hour.</p>
-        ) : (
+        <Loaded get={status} loading={QUIET} empty={!status.data?.throughput?.length && QUIET}>
           <LineChart
             columns={columns}
             series={[
@@ -121,7 +113,7 @@ export function Overview() {
               { label: 'processed', color: '--ok' },
             ]}
           />
-        )}
+        </Loaded>
       </div>
       <div class="panel-row">
         <div class="panel">
@@ -160,7 +152,7 @@ export function Overview() {
           )}
         </div>
       </div>
-      {can(session, 'admin') && <Brokers />}
+      {can(session, 'admin') && <Fleet />}
       {o.queues === 0 && (
         <EmptyState title="No queues yet">
           <p>A queue is created by its first push:</p>
@@ -175,24 +167,15 @@ export function Overview() {
 }
 
 /** The fleet's brokers (an admin route: shown only to admins). */
-function Brokers() {
+function Fleet() {
   const fleet = useApi('/api/v1/analytics/worker-metrics', { everyMs: 10000 });
-  const workers = fleet.data?.workers;
   return (
     <div class="panel">
       <div class="panel-head">
         <h2>Brokers</h2>
         <a href={href('/system')}>system</a>
       </div>
-      {fleet.error && !fleet.data ? (
-        <p class="stale">The brokers could not be read: {fleet.error.message}.</p>
-      ) : !workers ? (
-        <p class="muted">Loading…</p>
-      ) : workers.length === 0 ? (
-        <p class="muted">No broker has written a sample in the last hour.</p>
-      ) : (
-        <BrokerTable workers={workers} />
-      )}
+      <Brokers fleet={fleet} />
     </div>
   );
 }

@@ -2,9 +2,10 @@
 // partitions (paged by the broker, or the snapshot's deepest), its consumer groups (paged by
 // the broker), its configuration, and the admin actions. Everything comes from the public API; nothing here reads all partitions.
 import { useState } from 'preact/hooks';
-import { Card, EmptyState, ErrorState } from '../components.jsx';
+import { Card, EmptyState } from '../components.jsx';
 import { count, date, statsAge } from '../format.js';
 import { useApi } from '../hooks.js';
+import { Loaded, Stale } from '../loaded.jsx';
 import { PAGE_SIZE, pageOf } from '../paging.js';
 import { AdminActions } from '../queue/AdminActions.jsx';
 import { Config } from '../queue/Config.jsx';
@@ -45,17 +46,22 @@ function QueueView({ name, query }) {
   const go = (changes) => navigate(href('/queue', { ...query, ...changes }));
 
   const q = listing.data;
-  if (!q && listing.error?.status === 404)
+  if (!q)
     return (
-      <EmptyState title="Queue not found">
-        <p data-testid="not-found">
-          There is no queue named <code>{name}</code> in this tenant (it may have been deleted).{' '}
-          <a href={href('/queues')}>Back to the queues</a>.
-        </p>
-      </EmptyState>
+      <Loaded
+        get={listing}
+        failed={(e) =>
+          e.status === 404 && (
+            <EmptyState title="Queue not found">
+              <p data-testid="not-found">
+                There is no queue named <code>{name}</code> in this tenant (it may have been
+                deleted). <a href={href('/queues')}>Back to the queues</a>.
+              </p>
+            </EmptyState>
+          )
+        }
+      />
     );
-  if (!q && listing.error) return <ErrorState error={listing.error} onRetry={listing.reload} />;
-  if (!q) return <div class="state muted">Loading…</div>;
 
   const t = q.totals;
   const partitions = q.pagination?.total ?? 0;
@@ -103,9 +109,7 @@ function QueueView({ name, query }) {
           {notice.text}
         </p>
       )}
-      {listing.error && (
-        <p class="stale">Refresh failed: {listing.error.message}. Showing the last answer.</p>
-      )}
+      <Stale get={listing}> Showing the last answer.</Stale>
       <div class="cards">
         <Card
           id="queue-total"

@@ -6,6 +6,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { explain } from '../api.js';
 import { ErrorState } from '../components.jsx';
 import { useAction, useApi } from '../hooks.js';
+import { Loaded } from '../loaded.jsx';
 import { configureBody, deadLettering, formValues, OPTIONS } from '../queue-options.js';
 import { can, useSession } from '../session.js';
 
@@ -33,14 +34,19 @@ export function Config({ name, onSaved }) {
     if (queue && !editing.current) setValues(formValues(queue));
   }, [status.data]);
 
-  if (!status.data && status.error)
+  if (!values)
     return (
-      <div class="panel">
-        <h2 class="panel-title">Configuration</h2>
-        <ErrorState error={status.error} onRetry={status.reload} />
-      </div>
+      <Loaded
+        get={status}
+        loading={null}
+        failed={(e) => (
+          <div class="panel">
+            <h2 class="panel-title">Configuration</h2>
+            <ErrorState error={e} onRetry={status.reload} />
+          </div>
+        )}
+      />
     );
-  if (!values) return null;
 
   const set = (key) => (e) => {
     const typed = e.currentTarget.value;

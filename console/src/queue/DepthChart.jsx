@@ -4,9 +4,9 @@
 // forward between rows (`queueLevelColumns`); the newest is the snapshot's, as the totals.
 import { useMemo } from 'preact/hooks';
 import { LineChart } from '../chart.jsx';
-import { ErrorState } from '../components.jsx';
 import { count } from '../format.js';
 import { useApi } from '../hooks.js';
+import { Loaded } from '../loaded.jsx';
 import { opsColumns } from '../queue-ops.js';
 import { queueLevelColumns } from '../series.js';
 
@@ -38,13 +38,11 @@ export function DepthChart({ name }) {
             cursor), messages per minute
           </span>
         </div>
-        {ops.error && !ops.data ? (
-          <ErrorState error={ops.error} onRetry={ops.reload} />
-        ) : !ops.data ? (
-          <div class="muted">Loading…</div>
-        ) : quiet ? (
-          <p class="muted">No pushes or acks on this queue in the last hour.</p>
-        ) : (
+        <Loaded
+          get={ops}
+          inline
+          empty={quiet && <p class="muted">No pushes or acks on this queue in the last hour.</p>}
+        >
           <LineChart
             columns={flow}
             height={180}
@@ -53,7 +51,7 @@ export function DepthChart({ name }) {
               { label: 'processed', color: '--ok' },
             ]}
           />
-        )}
+        </Loaded>
       </div>
       <div class="panel">
         <div class="panel-head">
@@ -70,14 +68,17 @@ export function DepthChart({ name }) {
 }
 
 function Depth({ status, depth }) {
-  if (status.error && !status.data)
-    return <ErrorState error={status.error} onRetry={status.reload} />;
-  if (!status.data) return <div class="muted">Loading…</div>;
-  if (!status.data.depth?.length)
+  if (!status.data?.depth?.length)
     return (
-      <p class="muted" data-testid="depth-none">
-        No stats round has counted this queue in the last hour yet.
-      </p>
+      <Loaded
+        get={status}
+        inline
+        empty={
+          <p class="muted" data-testid="depth-none">
+            No stats round has counted this queue in the last hour yet.
+          </p>
+        }
+      />
     );
   const [, pending, lag, dead] = depth;
   const last = (col) => col[col.length - 1];
