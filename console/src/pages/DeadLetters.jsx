@@ -7,7 +7,7 @@
 // Enter opens its message, r requeues it, Delete deletes it, `[` and `]` turn the page.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { explain } from '../api.js';
-import { Confirm, EmptyState, ErrorState } from '../components.jsx';
+import { Confirm, EmptyState } from '../components.jsx';
 import {
   BULK_LIMIT,
   DLQ_PAGE,
@@ -30,10 +30,10 @@ import {
 import { count } from '../format.js';
 import { useAction, useApi } from '../hooks.js';
 import { moveRow, useListKeys } from '../keys.js';
+import { ListPage } from '../list-page.jsx';
 import { href, navigate } from '../route.js';
 import { can, useSession } from '../session.js';
 import '../actions.css';
-import { Pager } from '../pager.jsx';
 import { DeadLetterFilters } from './DeadLetterFilters.jsx';
 
 function groupName(g) {
@@ -159,31 +159,146 @@ export function DeadLetters({ query }) {
   };
 
   const all = pageState(selected, ids);
-  let body;
-  if (listing.error && !listing.data) {
-    body = <ErrorState error={listing.error} onRetry={listing.reload} />;
-  } else if (!listing.data) {
-    body = <div class="state muted">Loading…</div>;
-  } else if (rows.length === 0) {
-    body =
-      page > 1 && total > 0 ? (
-        <EmptyState title="Past the last page">
-          <a href={href('/dlq', { ...filter, page: undefined })}>Back to the first page</a>
-        </EmptyState>
-      ) : describeFilter(filter) ? (
-        <EmptyState title="No dead letter matches the filter">
-          <a href={href('/dlq')}>Show every dead letter</a>
-        </EmptyState>
-      ) : (
-        <EmptyState title="No dead letters">
-          <p>
-            A message lands here when a consumer acks it with <code>"status": "dlq"</code>, or fails
-            it past its queue's <code>retryLimit</code>.
-          </p>
-        </EmptyState>
-      );
-  } else {
-    body = (
+  const chosen = ids.filter((id) => selected.has(id));
+  const filtered = describeFilter(filter);
+  return (
+    <ListPage
+      id="dlq"
+      title="Dead letters"
+      head={
+        <>
+          {listing.data && (
+            <span class="badge" data-testid="dlq-total" data-value={total}>
+              {`${plural(total, 'dead letter')}${filtered ? ' match' : ''}`}
+            </span>
+          )}
+          <button
+            type="button"
+            class="secondary"
+            onClick={listing.reload}
+            disabled={listing.loading}
+          >
+            Reload
+          </button>
+        </>
+      }
+      top={
+        <>
+          <DeadLetterFilters
+            filter={filter}
+            reasons={reasons}
+            inputRef={input}
+            onApply={(f) => navigate(href('/dlq', f))}
+          />
+          {mayAct && listing.data && (
+            <div class="toolbar" role="toolbar" aria-label="Dead-letter actions">
+              <span data-testid="dlq-selected" data-value={chosen.length}>
+                {chosen.length} selected
+              </span>
+              <button
+                type="button"
+                data-testid="dlq-requeue-selected"
+                disabled={!chosen.length}
+                onClick={() => ask('requeue', 'selection', chosen)}
+              >
+                Requeue selected
+              </button>
+              <button
+                type="button"
+                class="danger"
+                data-testid="dlq-delete-selected"
+                disabled={!chosen.length}
+                onClick={() => ask('delete', 'selection', chosen)}
+              >
+                Delete selected
+              </button>
+              <span class="spacer" />
+              <button
+                type="button"
+                class="secondary"
+                data-testid="dlq-requeue-filter"
+                disabled={action.busy}
+                onClick={() => askFilter('requeue')}
+              >
+                {filtered ? 'Requeue all matching…' : 'Requeue all…'}
+              </button>
+              <button
+                type="button"
+                class="secondary"
+                data-testid="dlq-delete-filter"
+                disabled={action.busy}
+                onClick={() => askFilter('delete')}
+              >
+                {filtered ? 'Delete all matching…' : 'Delete all…'}
+              </button>
+            </div>
+          )}
+          {!mayAct && listing.data && (
+            <p class="note" data-testid="dlq-read-only">
+              This token is {session?.role}: requeueing and deleting dead letters need read-write.
+            </p>
+          )}
+          {action.error && !pending && (
+            <p class="result result-error" role="alert" data-testid="dlq-action-error">
+              {explain(action.error).title}: {action.error.message}
+            </p>
+          )}
+          {result && (
+            <p
+              class="result"
+              role="status"
+              data-testid="dlq-result"
+              data-requeued={result.verdicts?.requeued}
+              data-deleted={result.verdicts?.deleted}
+              data-duplicate={result.verdicts?.duplicate}
+              data-gone={result.verdicts?.gone}
+              data-more={result.verdicts?.more}
+            >
+              {result.text}
+            </p>
+          )}
+        </>
+      }
+      get={listing}
+      empty={
+        rows.length === 0 &&
+        (page > 1 && total > 0 ? (
+          <EmptyState title="Past the last page">
+            <a href={href('/dlq', { ...filter, page: undefined })}>Back to the first page</a>
+          </EmptyState>
+        ) : describeFilter(filter) ? (
+          <EmptyState title="No dead letter matches the filter">
+            <a href={href('/dlq')}>Show every dead letter</a>
+          </EmptyState>
+        ) : (
+          <EmptyState title="No dead letters">
+            <p>
+              A message lands here when a consumer acks it with <code>"status": "dlq"</code>, or
+              fails it past its queue's <code>retryLimit</code>.
+            </p>
+          </EmptyState>
+        ))
+      }
+      pager={{ page, pages, go }}
+      bottom={
+        pending && (
+          <Confirm
+            title={`${pending.kind === 'requeue' ? 'Requeue' : 'Delete'} ${plural(pending.count, 'dead letter')}?`}
+            action={pending.kind === 'requeue' ? 'Requeue' : 'Delete'}
+            danger={pending.kind === 'delete'}
+            busy={action.busy}
+            error={action.error}
+            onConfirm={act}
+            onCancel={() => {
+              setPending(null);
+              action.clear();
+            }}
+          >
+            <Question pending={pending} filter={filter} />
+          </Confirm>
+        )
+      }
+    >
       <table class="grid" ref={table} data-testid="dlq-table">
         <thead>
           <tr>
@@ -293,131 +408,17 @@ export function DeadLetters({ query }) {
           })}
         </tbody>
       </table>
-    );
-  }
-
-  const chosen = ids.filter((id) => selected.has(id));
-  const filtered = describeFilter(filter);
-  return (
-    <section aria-labelledby="dlq-title">
-      <header class="page-head">
-        <h1 id="dlq-title">Dead letters</h1>
-        {listing.data && (
-          <span class="badge" data-testid="dlq-total" data-value={total}>
-            {`${plural(total, 'dead letter')}${filtered ? ' match' : ''}`}
-          </span>
-        )}
-        <button type="button" class="secondary" onClick={listing.reload} disabled={listing.loading}>
-          Reload
-        </button>
-      </header>
-      <DeadLetterFilters
-        filter={filter}
-        reasons={reasons}
-        inputRef={input}
-        onApply={(f) => navigate(href('/dlq', f))}
-      />
-      {mayAct && listing.data && (
-        <div class="toolbar" role="toolbar" aria-label="Dead-letter actions">
-          <span data-testid="dlq-selected" data-value={chosen.length}>
-            {chosen.length} selected
-          </span>
-          <button
-            type="button"
-            data-testid="dlq-requeue-selected"
-            disabled={!chosen.length}
-            onClick={() => ask('requeue', 'selection', chosen)}
-          >
-            Requeue selected
-          </button>
-          <button
-            type="button"
-            class="danger"
-            data-testid="dlq-delete-selected"
-            disabled={!chosen.length}
-            onClick={() => ask('delete', 'selection', chosen)}
-          >
-            Delete selected
-          </button>
-          <span class="spacer" />
-          <button
-            type="button"
-            class="secondary"
-            data-testid="dlq-requeue-filter"
-            disabled={action.busy}
-            onClick={() => askFilter('requeue')}
-          >
-            {filtered ? 'Requeue all matching…' : 'Requeue all…'}
-          </button>
-          <button
-            type="button"
-            class="secondary"
-            data-testid="dlq-delete-filter"
-            disabled={action.busy}
-            onClick={() => askFilter('delete')}
-          >
-            {filtered ? 'Delete all matching…' : 'Delete all…'}
-          </button>
-        </div>
-      )}
-      {!mayAct && listing.data && (
-        <p class="note" data-testid="dlq-read-only">
-          This token is {session?.role}: requeueing and deleting dead letters need read-write.
-        </p>
-      )}
-      {action.error && !pending && (
-        <p class="result result-error" role="alert" data-testid="dlq-action-error">
-          {explain(action.error).title}: {action.error.message}
-        </p>
-      )}
-      {result && (
-        <p
-          class="result"
-          role="status"
-          data-testid="dlq-result"
-          data-requeued={result.verdicts?.requeued}
-          data-deleted={result.verdicts?.deleted}
-          data-duplicate={result.verdicts?.duplicate}
-          data-gone={result.verdicts?.gone}
-          data-more={result.verdicts?.more}
-        >
-          {result.text}
-        </p>
-      )}
-      {listing.error && listing.data && (
-        <p class="stale">Refresh failed: {listing.error.message}.</p>
-      )}
-      {body}
-      {rows.length > 0 && (
-        <p class="keys muted">
-          <kbd>↑</kbd> <kbd>↓</kbd> or <kbd>j</kbd> <kbd>k</kbd> move · <kbd>Enter</kbd> opens the
-          message
-          {mayAct && (
-            <>
-              {' '}
-              · <kbd>space</kbd> selects · <kbd>r</kbd> requeues · <kbd>Delete</kbd> deletes
-            </>
-          )}{' '}
-          · <kbd>[</kbd> <kbd>]</kbd> turn the page
-        </p>
-      )}
-      <Pager page={page} pages={pages} go={go} />
-      {pending && (
-        <Confirm
-          title={`${pending.kind === 'requeue' ? 'Requeue' : 'Delete'} ${plural(pending.count, 'dead letter')}?`}
-          action={pending.kind === 'requeue' ? 'Requeue' : 'Delete'}
-          danger={pending.kind === 'delete'}
-          busy={action.busy}
-          error={action.error}
-          onConfirm={act}
-          onCancel={() => {
-            setPending(null);
-            action.clear();
-          }}
-        >
-          <Question pending={pending} filter={filter} />
-        </Confirm>
-      )}
-    </section>
+      <p class="keys muted">
+        <kbd>↑</kbd> <kbd>↓</kbd> or <kbd>j</kbd> <kbd>k</kbd> move · <kbd>Enter</kbd> opens the
+        message
+        {mayAct && (
+          <>
+            {' '}
+            · <kbd>space</kbd> selects · <kbd>r</kbd> requeues · <kbd>Delete</kbd> deletes
+          </>
+        )}{' '}
+        · <kbd>[</kbd> <kbd>]</kbd> turn the page
+      </p>
+    </ListPage>
   );
 }

@@ -3,15 +3,15 @@
 // (`GET /api/v1/traces/by-name/{name}`), each opening that message. Both are paged by the
 // broker, which answers a total.
 import { useRef, useState } from 'preact/hooks';
-import { EmptyState, ErrorState } from '../components.jsx';
+import { EmptyState } from '../components.jsx';
 import { count } from '../format.js';
 import { useApi } from '../hooks.js';
 import { rowKeys, useListKeys } from '../keys.js';
+import { ListPage } from '../list-page.jsx';
 import { instant, messageHref, preview } from '../messages.js';
 import { href, navigate } from '../route.js';
 import { byNameQuery, namesQuery, pageCount } from '../traces.js';
 import '../messages.css';
-import { Pager } from '../pager.jsx';
 
 const REFRESH_MS = 10000;
 
@@ -37,33 +37,60 @@ function Names({ page }) {
   });
   const rows = names.data?.trace_names || [];
 
-  let body;
-  if (names.error && !names.data) {
-    body = <ErrorState error={names.error} onRetry={names.reload} />;
-  } else if (!names.data) {
-    body = <div class="state muted">Loading…</div>;
-  } else if (rows.length === 0) {
-    body =
-      page > 1 ? (
-        <EmptyState title="Past the last page">
-          <a href={href('/traces')}>Back to the first page</a>
-        </EmptyState>
-      ) : (
-        <EmptyState title="No traces recorded yet">
-          <p>
-            A trace is an event a consumer records on a message it handles; naming it (
-            <code>traceNames</code>) groups the events of one flow across queues, so they can be
-            followed here. Record one with:
-          </p>
-          <pre>{RECORD_EXAMPLE}</pre>
-          <p class="muted">
-            The Python client records them with <code>message.trace(…)</code> in a consume loop. A
-            message's own events are on its page, under Messages.
-          </p>
-        </EmptyState>
-      );
-  } else {
-    body = (
+  return (
+    <ListPage
+      id="traces"
+      title="Traces"
+      head={
+        <>
+          {names.data && (
+            <span class="badge" data-testid="names-total" data-value={total}>
+              {count(total)} names
+            </span>
+          )}
+          <form
+            onSubmit={(e) => {
+              e.preventDefault();
+              if (text.trim()) openName(text.trim());
+            }}
+          >
+            <input
+              ref={input}
+              class="search"
+              type="search"
+              placeholder="Open a trace name  ( / )"
+              aria-label="Open a trace name"
+              data-testid="trace-name-input"
+              value={text}
+              onInput={(e) => setText(e.currentTarget.value)}
+            />
+          </form>
+        </>
+      }
+      get={names}
+      empty={
+        rows.length === 0 &&
+        (page > 1 ? (
+          <EmptyState title="Past the last page">
+            <a href={href('/traces')}>Back to the first page</a>
+          </EmptyState>
+        ) : (
+          <EmptyState title="No traces recorded yet">
+            <p>
+              A trace is an event a consumer records on a message it handles; naming it (
+              <code>traceNames</code>) groups the events of one flow across queues, so they can be
+              followed here. Record one with:
+            </p>
+            <pre>{RECORD_EXAMPLE}</pre>
+            <p class="muted">
+              The Python client records them with <code>message.trace(…)</code> in a consume loop. A
+              message's own events are on its page, under Messages.
+            </p>
+          </EmptyState>
+        ))
+      }
+      pager={{ page, pages, go }}
+    >
       <table class="grid" data-testid="trace-names">
         <caption class="keys-hint">Arrows or j/k move, Enter opens, [ and ] turn the page.</caption>
         <thead>
@@ -100,40 +127,7 @@ function Names({ page }) {
           ))}
         </tbody>
       </table>
-    );
-  }
-
-  return (
-    <section aria-labelledby="traces-title">
-      <header class="page-head">
-        <h1 id="traces-title">Traces</h1>
-        {names.data && (
-          <span class="badge" data-testid="names-total" data-value={total}>
-            {count(total)} names
-          </span>
-        )}
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            if (text.trim()) openName(text.trim());
-          }}
-        >
-          <input
-            ref={input}
-            class="search"
-            type="search"
-            placeholder="Open a trace name  ( / )"
-            aria-label="Open a trace name"
-            data-testid="trace-name-input"
-            value={text}
-            onInput={(e) => setText(e.currentTarget.value)}
-          />
-        </form>
-      </header>
-      {names.error && names.data && <p class="stale">Refresh failed: {names.error.message}.</p>}
-      {body}
-      <Pager page={page} pages={pages} go={go} />
-    </section>
+    </ListPage>
   );
 }
 
@@ -148,23 +142,38 @@ function ByName({ name, page }) {
   });
   const rows = events.data?.traces || [];
 
-  let body;
-  if (events.error && !events.data) {
-    body = <ErrorState error={events.error} onRetry={events.reload} />;
-  } else if (!events.data) {
-    body = <div class="state muted">Loading…</div>;
-  } else if (rows.length === 0) {
-    body = (
-      <EmptyState title={page > 1 ? 'Past the last page' : `No events named “${name}”`}>
-        <p>
-          Trace names are exact. Events go with their message: once it is deleted (or removed by
-          retention) its events are gone too.
-        </p>
-        <a href={href('/traces')}>All trace names</a>
-      </EmptyState>
-    );
-  } else {
-    body = (
+  return (
+    <ListPage
+      id="trace"
+      title={
+        <>
+          Trace <span data-testid="trace-name">{name}</span>
+        </>
+      }
+      head={
+        <>
+          {events.data && (
+            <span class="badge" data-testid="events-total" data-value={total}>
+              {count(total)} events
+            </span>
+          )}
+          <a href={href('/traces')}>← All trace names</a>
+        </>
+      }
+      get={events}
+      empty={
+        rows.length === 0 && (
+          <EmptyState title={page > 1 ? 'Past the last page' : `No events named “${name}”`}>
+            <p>
+              Trace names are exact. Events go with their message: once it is deleted (or removed by
+              retention) its events are gone too.
+            </p>
+            <a href={href('/traces')}>All trace names</a>
+          </EmptyState>
+        )
+      }
+      pager={{ page, pages, go }}
+    >
       <table class="grid" data-testid="trace-events">
         <caption class="keys-hint">
           Arrows or j/k move, Enter opens the message, [ and ] turn the page.
@@ -207,26 +216,7 @@ function ByName({ name, page }) {
           })}
         </tbody>
       </table>
-    );
-  }
-
-  return (
-    <section aria-labelledby="trace-title">
-      <header class="page-head">
-        <h1 id="trace-title">
-          Trace <span data-testid="trace-name">{name}</span>
-        </h1>
-        {events.data && (
-          <span class="badge" data-testid="events-total" data-value={total}>
-            {count(total)} events
-          </span>
-        )}
-        <a href={href('/traces')}>← All trace names</a>
-      </header>
-      {events.error && events.data && <p class="stale">Refresh failed: {events.error.message}.</p>}
-      {body}
-      <Pager page={page} pages={pages} go={go} />
-    </section>
+    </ListPage>
   );
 }
 
