@@ -3,6 +3,7 @@
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
+import { useSession } from './session.js';
 
 function css(name) {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
@@ -12,7 +13,8 @@ function css(name) {
  * `series`: `{ label, color }` (a CSS variable), with `spanGaps` to bridge `null`s (levels
  * sampled now and then) and `points` (uPlot's series points) to mark some values. `yFormat` writes the y axis' values (seconds as durations).
  */
-export function LineChart({ columns, series, height = 220, theme, yFormat }) {
+export function LineChart({ columns, series, height = 220, yFormat }) {
+  const { theme } = useSession();
   const box = useRef(null);
   const plot = useRef(null);
   // Made anew when the theme changes: uPlot reads its colours once.

@@ -1,6 +1,7 @@
 // The pieces every page uses: cards, the error and empty states, the token form.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { explain, getToken, setToken } from './api.js';
+import { useSession } from './session.js';
 
 export function Card({ label, value, raw, hint, id, tone }) {
   return (
@@ -14,7 +15,8 @@ export function Card({ label, value, raw, hint, id, tone }) {
   );
 }
 
-export function TokenForm({ onToken, compact }) {
+export function TokenForm({ compact }) {
+  const { onToken } = useSession();
   const [value, setValue] = useState('');
   const submit = (e) => {
     e.preventDefault();
@@ -54,7 +56,7 @@ export function TokenForm({ onToken, compact }) {
 }
 
 /** A failed call, said plainly; 401 and 403 offer the token form. */
-export function ErrorState({ error, onToken, onRetry }) {
+export function ErrorState({ error, onRetry }) {
   const e = explain(error);
   return (
     <div class="state state-error" role="alert" data-testid="error" data-status={error?.status}>
@@ -66,7 +68,7 @@ export function ErrorState({ error, onToken, onRetry }) {
             The broker runs with authentication on. Paste a token (for instance one from{' '}
             <code>regent token --tenant NAME --role read-only</code>); it is kept in this tab only.
           </p>
-          <TokenForm onToken={onToken} />
+          <TokenForm />
         </>
       ) : (
         <button type="button" onClick={onRetry}>

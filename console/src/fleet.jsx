@@ -2,9 +2,31 @@
 // `workers`, admin): every broker writes one every few seconds, so any broker can answer
 // for all of them. Shown on the overview and, with each pool's detail, on the system page.
 import { bytes, count, date, percent } from './format.js';
+import { Loaded } from './loaded.jsx';
 
-/** `pools`: optional, the last pool figures per worker id (from `system-metrics`). */
-export function BrokerTable({ workers, pools }) {
+/**
+ * The brokers of a `worker-metrics` answer (`fleet`, a `useApi`), or why none are shown;
+ * `pools`: optional, the last pool figures per worker id (from `system-metrics`).
+ */
+export function Brokers({ fleet, pools }) {
+  const workers = fleet.data?.workers;
+  return (
+    <Loaded
+      get={fleet}
+      inline
+      failed={(e) => <p class="stale">The brokers could not be read: {e.message}.</p>}
+      empty={
+        workers?.length === 0 && (
+          <p class="muted">No broker has written a sample in the last hour.</p>
+        )
+      }
+    >
+      <BrokerTable workers={workers} pools={pools} />
+    </Loaded>
+  );
+}
+
+function BrokerTable({ workers, pools }) {
   return (
     <table class="grid" data-testid="brokers">
       <thead>

@@ -1,12 +1,16 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { api } from './api.js';
+import { useSession } from './session.js';
 
 /**
- * The answer of a GET, fetched again when `path` or `epoch` (bumped when the token changes)
- * does, and every `everyMs` while the tab is visible. Keeps the last good answer on screen
- * while a refresh is in flight, so numbers do not flicker.
+ * The answer of a GET, fetched again when `path` or the session's `epoch` (bumped when the
+ * token changes) does, and every `everyMs` while the tab is visible. Keeps the last good
+ * answer on screen while a refresh is in flight, so numbers do not flicker. `epoch` is given
+ * only by the shell, which provides the session rather than reads it.
  */
-export function useApi(path, { epoch = 0, everyMs = 0 } = {}) {
+export function useApi(path, { everyMs = 0, epoch: own } = {}) {
+  const shared = useSession().epoch;
+  const epoch = own ?? shared;
   const [state, setState] = useState({ data: null, error: null, loading: true });
   const seq = useRef(0);
   const load = useCallback(async () => {

@@ -1,5 +1,5 @@
 // The console's shell: the navigation, the theme switch, the token, and the page of the
-// current hash route.
+// current hash route, under the session every page reads (`session.js`).
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { getToken } from './api.js';
@@ -16,7 +16,7 @@ import { Queues } from './pages/Queues.jsx';
 import { System } from './pages/System.jsx';
 import { Traces } from './pages/Traces.jsx';
 import { parse } from './route.js';
-import { can, describe } from './session.js';
+import { can, describe, Session } from './session.js';
 import { applyTheme, initialTheme } from './theme.js';
 import './style.css';
 
@@ -59,82 +59,75 @@ function App() {
     setTokenOpen(false);
     setEpoch((n) => n + 1);
   };
-  const navigate = (to) => {
-    location.hash = to;
-  };
 
   return (
-    <div class="shell">
-      <header class="top">
-        <a class="brand" href="#/">
-          <span class="logo" aria-hidden="true" />
-          Regent
-        </a>
-        <nav class="tabs" aria-label="Pages">
-          {PAGES.filter((p) => p.nav !== false && can(session, p.level || 'read-only')).map((p) => (
-            <a
-              key={p.path}
-              href={`#${p.path}`}
-              aria-current={p === page || p.path === page.tab ? 'page' : undefined}
+    <Session.Provider value={{ epoch, session, onToken, theme }}>
+      <div class="shell">
+        <header class="top">
+          <a class="brand" href="#/">
+            <span class="logo" aria-hidden="true" />
+            Regent
+          </a>
+          <nav class="tabs" aria-label="Pages">
+            {PAGES.filter((p) => p.nav !== false && can(session, p.level || 'read-only')).map(
+              (p) => (
+                <a
+                  key={p.path}
+                  href={`#${p.path}`}
+                  aria-current={p === page || p.path === page.tab ? 'page' : undefined}
+                >
+                  {p.label}
+                </a>
+              ),
+            )}
+          </nav>
+          <div class="tools">
+            {session && (
+              <span
+                class="badge"
+                data-testid="session"
+                data-tenant={session.tenant}
+                data-role={session.role}
+              >
+                {describe(session)}
+              </span>
+            )}
+            <button
+              type="button"
+              class="secondary"
+              onClick={() => setTokenOpen(!tokenOpen)}
+              aria-expanded={tokenOpen}
             >
-              {p.label}
-            </a>
-          ))}
-        </nav>
-        <div class="tools">
-          {session && (
-            <span
-              class="badge"
-              data-testid="session"
-              data-tenant={session.tenant}
-              data-role={session.role}
+              {getToken() ? 'Token set' : 'Token'}
+            </button>
+            <button
+              type="button"
+              class="secondary"
+              data-testid="theme"
+              onClick={() => setTheme(theme === 'dark' ? 'light' : 'dark')}
+              aria-label={`Switch to the ${theme === 'dark' ? 'light' : 'dark'} theme`}
             >
-              {describe(session)}
-            </span>
-          )}
-          <button
-            type="button"
-            class="secondary"
-            onClick={() => setTokenOpen(!tokenOpen)}
-            aria-expanded={tokenOpen}
-          >
-            {getToken() ? 'Token set' : 'Token'}
-          </button>
-          <button
-            type="button"
-            class="secondary"
-            data-testid="theme"
-            onClick={() => setTheme(theme === 'dark' ? 'light' : 'dark')}
-            aria-label={`Switch to the ${theme === 'dark' ? 'light' : 'dark'} theme`}
-          >
-            {theme === 'dark' ? '☀' : '☾'}
-          </button>
-        </div>
-      </header>
-      {tokenOpen && (
-        <div class="token-bar">
-          <TokenForm compact onToken={onToken} />
-        </div>
-      )}
-      <main>
-        {/* Not before the broker says who the token is: a page drawn for an unknown session
+              {theme === 'dark' ? '☀' : '☾'}
+            </button>
+          </div>
+        </header>
+        {tokenOpen && (
+          <div class="token-bar">
+            <TokenForm compact />
+          </div>
+        )}
+        <main>
+          {/* Not before the broker says who the token is: a page drawn for an unknown session
             shows everything, and would call routes the role may not (a read-only token's
             first look at the system page fetched the fleet's admin figures). */}
-        {whoami.loading && !whoami.data && !whoami.error ? (
-          <p class="muted">Loading…</p>
-        ) : (
-          <View
-            key={page.path}
-            query={route.query}
-            epoch={epoch}
-            theme={theme}
-            session={session}
-            onToken={onToken}
-            navigate={navigate}
-          />
-        )}
-      </main>
-    </div>
+          {whoami.loading && !whoami.data && !whoami.error ? (
+            <p class="muted">Loading…</p>
+          ) : (
+            <View key={page.path} query={route.query} />
+          )}
+        </main>
+      </div>
+    </Session.Provider>
   );
 }
 

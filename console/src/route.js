@@ -13,3 +13,7 @@ export function href(path, query = {}) {
   ).toString();
   return `#${path}${q ? `?${q}` : ''}`;
 }
+
+export function navigate(to) {
+  location.hash = to;
+}

@@ -1,94 +1,43 @@
 // Dead letters: the broker's listing (`GET /api/v1/dlq`, filtered and paged by the broker,
 // with its total), and what may be done about them with a read-write token: requeue or
 // delete one, the rows selected, or everything the filter matches (the bulk routes, asked
-// with `dryRun` first so the question names the real count).
+// with `dryRun` first so the question names the real count). The parts are under `dlq/`;
+// this page holds the listing, the selection and the action in progress.
 //
 // Keys: `/` focuses the filters, arrows or j/k move between rows, space selects a row,
 // Enter opens its message, r requeues it, Delete deletes it, `[` and `]` turn the page.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { explain } from '../api.js';
-import { Confirm, EmptyState, ErrorState } from '../components.jsx';
 import {
-  BULK_LIMIT,
   DLQ_PAGE,
   describeFilter,
-  failedAt,
   filterBody,
   idsBody,
   listPath,
   pageNumber,
-  pageState,
   plural,
-  preview,
   prune,
   readFilter,
-  selectPage,
-  toggle,
   verdicts,
   verdictText,
 } from '../deadletters.js';
-import { count } from '../format.js';
+import { Confirmation } from '../dlq/Confirmation.jsx';
+import { Empty } from '../dlq/Empty.jsx';
+import { Filters } from '../dlq/Filters.jsx';
+import { Outcome } from '../dlq/Outcome.jsx';
+import { Table } from '../dlq/Table.jsx';
+import { Toolbar } from '../dlq/Toolbar.jsx';
 import { useAction, useApi } from '../hooks.js';
-import { moveRow, useListKeys } from '../keys.js';
-import { href } from '../route.js';
-import { can } from '../session.js';
+import { useListKeys } from '../keys.js';
+import { ListPage } from '../list-page.jsx';
+import { href, navigate } from '../route.js';
+import { can, useSession } from '../session.js';
 import '../actions.css';
-import { Pager } from '../pager.jsx';
-import { DeadLetterFilters } from './DeadLetterFilters.jsx';
 
-function groupName(g) {
-  return g === '__QUEUE_MODE__' ? <span class="muted">queue mode</span> : g;
-}
-
-function messageHref(d) {
-  return d.partitionId && d.transactionId
-    ? href('/message', { partition: d.partitionId, tx: d.transactionId })
-    : null;
-}
-
-/** The question before an action: what it takes, and what it does to them. */
-function Question({ pending, filter }) {
-  const what = describeFilter(filter);
-  const n = (
-    <strong data-testid="confirm-count" data-value={pending.count}>
-      {plural(pending.count, 'dead letter')}
-    </strong>
-  );
-  const verb = pending.kind === 'requeue' ? 'Requeue' : 'Delete';
-  let scope;
-  if (pending.scope === 'filter') {
-    scope = what ? <> matching {what}</> : <>: every dead letter of the tenant</>;
-  } else if (pending.scope === 'one') {
-    scope = <> (message {pending.label})</>;
-  } else scope = <>, the ones selected</>;
-  return (
-    <>
-      <p>
-        {verb} {n}
-        {scope}?
-      </p>
-      {pending.kind === 'requeue' ? (
-        <p class="muted">
-          Each one's payload is appended to its partition as a new message, and the dead letter is
-          removed. The log is shared: every consumer group of the queue reads the copy.
-        </p>
-      ) : (
-        <p class="muted">The dead letters and their payload snapshots are gone for good.</p>
-      )}
-      {pending.more && (
-        <p class="stale" data-testid="confirm-more">
-          More than {count(BULK_LIMIT)} match: this takes the {count(BULK_LIMIT)} oldest failures.
-          Run it again for the rest.
-        </p>
-      )}
-    </>
-  );
-}
-
-export function DeadLetters({ query, epoch, session, onToken, navigate }) {
+export function DeadLetters({ query }) {
+  const { session } = useSession();
   const filter = readFilter(query);
   const page = pageNumber(query);
-  const listing = useApi(listPath(filter, page), { epoch });
+  const listing = useApi(listPath(filter, page));
   const action = useAction();
   const [selected, setSelected] = useState(() => new Set());
   const [pending, setPending] = useState(null);
@@ -142,281 +91,81 @@ export function DeadLetters({ query, epoch, session, onToken, navigate }) {
     listing.reload();
   };
 
-  const rowKey = (d) => (e) => {
-    if (moveRow(e, () => input.current?.focus())) return;
-    if (e.target !== e.currentTarget) return;
-    if (e.key === ' ' && mayAct) {
-      e.preventDefault();
-      setSelected((s) => toggle(s, d.deadLetterId));
-    } else if (e.key === 'Enter' && messageHref(d)) {
-      navigate(messageHref(d));
-    } else if (e.key === 'r' && mayAct) {
-      ask('requeue', 'one', [d.deadLetterId], d.id);
-    } else if (e.key === 'Delete' && mayAct) {
-      ask('delete', 'one', [d.deadLetterId], d.id);
-    }
-  };
-
-  const all = pageState(selected, ids);
-  let body;
-  if (listing.error && !listing.data) {
-    body = <ErrorState error={listing.error} onToken={onToken} onRetry={listing.reload} />;
-  } else if (!listing.data) {
-    body = <div class="state muted">Loading…</div>;
-  } else if (rows.length === 0) {
-    body =
-      page > 1 && total > 0 ? (
-        <EmptyState title="Past the last page">
-          <a href={href('/dlq', { ...filter, page: undefined })}>Back to the first page</a>
-        </EmptyState>
-      ) : describeFilter(filter) ? (
-        <EmptyState title="No dead letter matches the filter">
-          <a href={href('/dlq')}>Show every dead letter</a>
-        </EmptyState>
-      ) : (
-        <EmptyState title="No dead letters">
-          <p>
-            A message lands here when a consumer acks it with <code>"status": "dlq"</code>, or fails
-            it past its queue's <code>retryLimit</code>.
-          </p>
-        </EmptyState>
-      );
-  } else {
-    body = (
-      <table class="grid" ref={table} data-testid="dlq-table">
-        <thead>
-          <tr>
-            {mayAct && (
-              <th scope="col" class="check">
-                <input
-                  type="checkbox"
-                  data-testid="dlq-select-page"
-                  aria-label="Select every dead letter on this page"
-                  checked={all === 'all'}
-                  indeterminate={all === 'some'}
-                  onChange={(e) => setSelected(selectPage(ids, e.currentTarget.checked))}
-                />
-              </th>
-            )}
-            <th scope="col">Failed (UTC)</th>
-            <th scope="col">Queue</th>
-            <th scope="col">Partition</th>
-            <th scope="col">Group</th>
-            <th scope="col">Reason</th>
-            <th scope="col" class="num">
-              Retries
-            </th>
-            <th scope="col">Payload</th>
-            {mayAct && (
-              <th scope="col">
-                <span class="sr-only">Actions</span>
-              </th>
-            )}
-          </tr>
-        </thead>
-        <tbody>
-          {rows.map((d) => {
-            const to = messageHref(d);
-            const on = selected.has(d.deadLetterId);
-            return (
-              <tr
-                key={d.deadLetterId}
-                tabIndex={0}
-                onKeyDown={rowKey(d)}
-                data-dlq={d.deadLetterId}
-                data-queue={d.queue}
-                aria-selected={mayAct ? String(on) : undefined}
-              >
-                {mayAct && (
-                  <td class="check">
-                    <input
-                      type="checkbox"
-                      tabIndex={-1}
-                      aria-label={`Select dead letter ${d.deadLetterId}`}
-                      checked={on}
-                      onChange={() => setSelected((s) => toggle(s, d.deadLetterId))}
-                    />
-                  </td>
-                )}
-                <td title={d.failedAt}>{failedAt(d.failedAt)}</td>
-                <td class="name">{d.queue}</td>
-                <td>{d.partition}</td>
-                <td>{groupName(d.consumerGroup)}</td>
-                <td class="reason">
-                  {d.errorMessage ? (
-                    <a
-                      href={href('/dlq', { ...filter, reason: d.errorMessage, page: undefined })}
-                      title="Show only this reason"
-                      tabIndex={-1}
-                    >
-                      {d.errorMessage}
-                    </a>
-                  ) : (
-                    <span class="muted">—</span>
-                  )}
-                </td>
-                <td class="num">{count(d.retryCount)}</td>
-                <td class="payload">
-                  {to ? (
-                    <a href={to} title="Open the message" tabIndex={-1}>
-                      <code>{preview(d.data)}</code>
-                    </a>
-                  ) : (
-                    <code>{preview(d.data)}</code>
-                  )}
-                </td>
-                {mayAct && (
-                  <td class="row-actions">
-                    <button
-                      type="button"
-                      class="small secondary"
-                      tabIndex={-1}
-                      data-testid="dlq-requeue-one"
-                      onClick={() => ask('requeue', 'one', [d.deadLetterId], d.id)}
-                    >
-                      Requeue
-                    </button>
-                    <button
-                      type="button"
-                      class="small secondary"
-                      tabIndex={-1}
-                      data-testid="dlq-delete-one"
-                      onClick={() => ask('delete', 'one', [d.deadLetterId], d.id)}
-                    >
-                      Delete
-                    </button>
-                  </td>
-                )}
-              </tr>
-            );
-          })}
-        </tbody>
-      </table>
-    );
-  }
-
-  const chosen = ids.filter((id) => selected.has(id));
   const filtered = describeFilter(filter);
   return (
-    <section aria-labelledby="dlq-title">
-      <header class="page-head">
-        <h1 id="dlq-title">Dead letters</h1>
-        {listing.data && (
-          <span class="badge" data-testid="dlq-total" data-value={total}>
-            {`${plural(total, 'dead letter')}${filtered ? ' match' : ''}`}
-          </span>
-        )}
-        <button type="button" class="secondary" onClick={listing.reload} disabled={listing.loading}>
-          Reload
-        </button>
-      </header>
-      <DeadLetterFilters
+    <ListPage
+      id="dlq"
+      title="Dead letters"
+      head={
+        <>
+          {listing.data && (
+            <span class="badge" data-testid="dlq-total" data-value={total}>
+              {`${plural(total, 'dead letter')}${filtered ? ' match' : ''}`}
+            </span>
+          )}
+          <button
+            type="button"
+            class="secondary"
+            onClick={listing.reload}
+            disabled={listing.loading}
+          >
+            Reload
+          </button>
+        </>
+      }
+      top={
+        <>
+          <Filters
+            filter={filter}
+            reasons={reasons}
+            inputRef={input}
+            onApply={(f) => navigate(href('/dlq', f))}
+          />
+          {mayAct && listing.data && (
+            <Toolbar
+              chosen={ids.filter((id) => selected.has(id))}
+              filtered={filtered}
+              busy={action.busy}
+              ask={ask}
+              askFilter={askFilter}
+            />
+          )}
+          {!mayAct && listing.data && (
+            <p class="note" data-testid="dlq-read-only">
+              This token is {session?.role}: requeueing and deleting dead letters need read-write.
+            </p>
+          )}
+          <Outcome error={!pending && action.error} result={result} />
+        </>
+      }
+      get={listing}
+      empty={rows.length === 0 && <Empty filter={filter} page={page} total={total} />}
+      pager={{ page, pages, go }}
+      bottom={
+        pending && (
+          <Confirmation
+            pending={pending}
+            filter={filter}
+            action={action}
+            onConfirm={act}
+            onCancel={() => {
+              setPending(null);
+              action.clear();
+            }}
+          />
+        )
+      }
+    >
+      <Table
+        rows={rows}
         filter={filter}
-        reasons={reasons}
+        selected={selected}
+        select={setSelected}
+        mayAct={mayAct}
+        ask={ask}
         inputRef={input}
-        onApply={(f) => navigate(href('/dlq', f))}
+        tableRef={table}
       />
-      {mayAct && listing.data && (
-        <div class="toolbar" role="toolbar" aria-label="Dead-letter actions">
-          <span data-testid="dlq-selected" data-value={chosen.length}>
-            {chosen.length} selected
-          </span>
-          <button
-            type="button"
-            data-testid="dlq-requeue-selected"
-            disabled={!chosen.length}
-            onClick={() => ask('requeue', 'selection', chosen)}
-          >
-            Requeue selected
-          </button>
-          <button
-            type="button"
-            class="danger"
-            data-testid="dlq-delete-selected"
-            disabled={!chosen.length}
-            onClick={() => ask('delete', 'selection', chosen)}
-          >
-            Delete selected
-          </button>
-          <span class="spacer" />
-          <button
-            type="button"
-            class="secondary"
-            data-testid="dlq-requeue-filter"
-            disabled={action.busy}
-            onClick={() => askFilter('requeue')}
-          >
-            {filtered ? 'Requeue all matching…' : 'Requeue all…'}
-          </button>
-          <button
-            type="button"
-            class="secondary"
-            data-testid="dlq-delete-filter"
-            disabled={action.busy}
-            onClick={() => askFilter('delete')}
-          >
-            {filtered ? 'Delete all matching…' : 'Delete all…'}
-          </button>
-        </div>
-      )}
-      {!mayAct && listing.data && (
-        <p class="note" data-testid="dlq-read-only">
-          This token is {session?.role}: requeueing and deleting dead letters need read-write.
-        </p>
-      )}
-      {action.error && !pending && (
-        <p class="result result-error" role="alert" data-testid="dlq-action-error">
-          {explain(action.error).title}: {action.error.message}
-        </p>
-      )}
-      {result && (
-        <p
-          class="result"
-          role="status"
-          data-testid="dlq-result"
-          data-requeued={result.verdicts?.requeued}
-          data-deleted={result.verdicts?.deleted}
-          data-duplicate={result.verdicts?.duplicate}
-          data-gone={result.verdicts?.gone}
-          data-more={result.verdicts?.more}
-        >
-          {result.text}
-        </p>
-      )}
-      {listing.error && listing.data && (
-        <p class="stale">Refresh failed: {listing.error.message}.</p>
-      )}
-      {body}
-      {rows.length > 0 && (
-        <p class="keys muted">
-          <kbd>↑</kbd> <kbd>↓</kbd> or <kbd>j</kbd> <kbd>k</kbd> move · <kbd>Enter</kbd> opens the
-          message
-          {mayAct && (
-            <>
-              {' '}
-              · <kbd>space</kbd> selects · <kbd>r</kbd> requeues · <kbd>Delete</kbd> deletes
-            </>
-          )}{' '}
-          · <kbd>[</kbd> <kbd>]</kbd> turn the page
-        </p>
-      )}
-      <Pager page={page} pages={pages} go={go} />
-      {pending && (
-        <Confirm
-          title={`${pending.kind === 'requeue' ? 'Requeue' : 'Delete'} ${plural(pending.count, 'dead letter')}?`}
-          action={pending.kind === 'requeue' ? 'Requeue' : 'Delete'}
-          danger={pending.kind === 'delete'}
-          busy={action.busy}
-          error={action.error}
-          onConfirm={act}
-          onCancel={() => {
-            setPending(null);
-            action.clear();
-          }}
-        >
-          <Question pending={pending} filter={filter} />
-        </Confirm>
-      )}
-    </section>
+    </ListPage>
   );
 }

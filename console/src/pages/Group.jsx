@@ -5,7 +5,7 @@
 // through a confirmation, as none can be undone.
 import { useState } from 'preact/hooks';
 import { explain } from '../api.js';
-import { Confirm, EmptyState, ErrorState } from '../components.jsx';
+import { Confirm, EmptyState } from '../components.jsx';
 import { count, duration } from '../format.js';
 import {
   byQueue,
@@ -21,10 +21,10 @@ import {
 } from '../groups.js';
 import { useAction, useApi } from '../hooks.js';
 import { moveRow } from '../keys.js';
-import { href } from '../route.js';
-import { can } from '../session.js';
+import { ListPage } from '../list-page.jsx';
+import { href, navigate } from '../route.js';
+import { can, useSession } from '../session.js';
 import '../actions.css';
-import { Pager } from '../pager.jsx';
 
 /** What an action's answer says, in a sentence. */
 function said(p, out) {
@@ -247,7 +247,7 @@ function QueueCursors({ group, q, mayWrite, mayAdmin, ask }) {
   );
 }
 
-export function Group({ query, epoch, session, onToken, navigate }) {
+export function Group({ query }) {
   if (!query.name) {
     return (
       <EmptyState title="No group named">
@@ -255,21 +255,13 @@ export function Group({ query, epoch, session, onToken, navigate }) {
       </EmptyState>
     );
   }
-  return (
-    <GroupCursors
-      name={query.name}
-      query={query}
-      epoch={epoch}
-      session={session}
-      onToken={onToken}
-      navigate={navigate}
-    />
-  );
+  return <GroupCursors name={query.name} query={query} />;
 }
 
-function GroupCursors({ name, query, epoch, session, onToken, navigate }) {
+function GroupCursors({ name, query }) {
+  const { session } = useSession();
   const page = Math.max(1, Number.parseInt(query.page, 10) || 1);
-  const detail = useApi(cursorsPath(name, page), { epoch, everyMs: 10000 });
+  const detail = useApi(cursorsPath(name, page), { everyMs: 10000 });
   const action = useAction();
   const [pending, setPending] = useState(null);
   const [result, setResult] = useState(null);
@@ -290,50 +282,25 @@ function GroupCursors({ name, query, epoch, session, onToken, navigate }) {
   };
   const go = (p) => navigate(href('/group', { name, page: p > 1 ? p : undefined }));
   const queues = byQueue(detail.data);
-  const full = cursorCount(detail.data) >= CURSORS_PAGE;
-
-  let body;
-  if (detail.error && !detail.data) {
-    body = <ErrorState error={detail.error} onToken={onToken} onRetry={detail.reload} />;
-  } else if (!detail.data) {
-    body = <div class="state muted">Loading…</div>;
-  } else if (queues.length === 0) {
-    body =
-      page > 1 ? (
-        <EmptyState title="Past the last page">
-          <a href={href('/group', { name })}>Back to the first page</a>
-        </EmptyState>
-      ) : (
-        <EmptyState title={`“${groupLabel(name)}” has no cursors`}>
-          <p>
-            The group has not popped any queue yet, or it was deleted. It gets cursors with its next
-            pop (<code>?consumerGroup={name}</code>).
-          </p>
-        </EmptyState>
-      );
-  } else {
-    body = queues.map((q) => (
-      <QueueCursors
-        key={q.queue}
-        group={name}
-        q={q}
-        mayWrite={mayWrite}
-        mayAdmin={mayAdmin}
-        ask={ask}
-      />
-    ));
-  }
+  const shown = cursorCount(detail.data);
+  const full = shown >= CURSORS_PAGE;
+  const first = (page - 1) * CURSORS_PAGE;
 
   return (
-    <section aria-labelledby="group-title">
-      <header class="page-head">
-        <h1 id="group-title">
+    <ListPage
+      id="group"
+      title={
+        <>
           <a href={href('/groups')} class="crumb">
             Consumer groups
           </a>{' '}
           / <span data-testid="group-name">{groupLabel(name)}</span>
-        </h1>
-        {mayAdmin && detail.data && queues.length > 0 && (
+        </>
+      }
+      head={
+        mayAdmin &&
+        detail.data &&
+        queues.length > 0 && (
           <button
             type="button"
             class="danger"
@@ -344,56 +311,92 @@ function GroupCursors({ name, query, epoch, session, onToken, navigate }) {
           >
             Delete group
           </button>
-        )}
-      </header>
-      {name === QUEUE_MODE && (
-        <p class="note">Queue mode: the cursors of consumers that pop without a consumer group.</p>
-      )}
-      {!mayWrite && detail.data && (
-        <p class="note" data-testid="group-read-only">
-          This token is {session?.role}: seeking needs read-write, deleting needs admin.
-        </p>
-      )}
-      {result && (
-        <p class="result" role="status" data-testid="group-result">
-          {result}
-        </p>
-      )}
-      {action.error && !pending && (
-        <p class="result result-error" role="alert">
-          {explain(action.error).title}: {action.error.message}
-        </p>
-      )}
-      {detail.error && detail.data && <p class="stale">Refresh failed: {detail.error.message}.</p>}
-      {body}
-      {(page > 1 || full) && (
-        <Pager page={page} more={full} go={go} label="Pages of cursors">
-          Cursors {count((page - 1) * CURSORS_PAGE + 1)}–
-          {count((page - 1) * CURSORS_PAGE + cursorCount(detail.data))}
-        </Pager>
-      )}
-      {pending && (
-        <Confirm
-          title={
-            pending.kind.startsWith('seek')
-              ? 'Move the cursors?'
-              : pending.kind === 'delete-queue'
-                ? 'Delete the cursors on this queue?'
-                : 'Delete the group?'
-          }
-          action={pending.kind.startsWith('seek') ? 'Seek' : 'Delete'}
-          danger={pending.kind.startsWith('delete')}
-          busy={action.busy}
-          error={action.error}
-          onConfirm={act}
-          onCancel={() => {
-            setPending(null);
-            action.clear();
-          }}
-        >
-          <Question p={pending} />
-        </Confirm>
-      )}
-    </section>
+        )
+      }
+      top={
+        <>
+          {name === QUEUE_MODE && (
+            <p class="note">
+              Queue mode: the cursors of consumers that pop without a consumer group.
+            </p>
+          )}
+          {!mayWrite && detail.data && (
+            <p class="note" data-testid="group-read-only">
+              This token is {session?.role}: seeking needs read-write, deleting needs admin.
+            </p>
+          )}
+          {result && (
+            <p class="result" role="status" data-testid="group-result">
+              {result}
+            </p>
+          )}
+          {action.error && !pending && (
+            <p class="result result-error" role="alert">
+              {explain(action.error).title}: {action.error.message}
+            </p>
+          )}
+        </>
+      }
+      get={detail}
+      empty={
+        queues.length === 0 &&
+        (page > 1 ? (
+          <EmptyState title="Past the last page">
+            <a href={href('/group', { name })}>Back to the first page</a>
+          </EmptyState>
+        ) : (
+          <EmptyState title={`“${groupLabel(name)}” has no cursors`}>
+            <p>
+              The group has not popped any queue yet, or it was deleted. It gets cursors with its
+              next pop (<code>?consumerGroup={name}</code>).
+            </p>
+          </EmptyState>
+        ))
+      }
+      pager={
+        (page > 1 || full) && {
+          page,
+          more: full,
+          go,
+          label: 'Pages of cursors',
+          children: `Cursors ${count(first + 1)}–${count(first + shown)}`,
+        }
+      }
+      bottom={
+        pending && (
+          <Confirm
+            title={
+              pending.kind.startsWith('seek')
+                ? 'Move the cursors?'
+                : pending.kind === 'delete-queue'
+                  ? 'Delete the cursors on this queue?'
+                  : 'Delete the group?'
+            }
+            action={pending.kind.startsWith('seek') ? 'Seek' : 'Delete'}
+            danger={pending.kind.startsWith('delete')}
+            busy={action.busy}
+            error={action.error}
+            onConfirm={act}
+            onCancel={() => {
+              setPending(null);
+              action.clear();
+            }}
+          >
+            <Question p={pending} />
+          </Confirm>
+        )
+      }
+    >
+      {queues.map((q) => (
+        <QueueCursors
+          key={q.queue}
+          group={name}
+          q={q}
+          mayWrite={mayWrite}
+          mayAdmin={mayAdmin}
+          ask={ask}
+        />
+      ))}
+    </ListPage>
   );
 }

@@ -5,22 +5,22 @@
 // Keys: `/` focuses the filter, arrows or j/k move between rows, Enter opens the group,
 // `[` and `]` turn the page.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { EmptyState, ErrorState } from '../components.jsx';
+import { EmptyState } from '../components.jsx';
 import { count, date, duration, statsAge } from '../format.js';
 import { groupLabel, groupsPath, stateClass } from '../groups.js';
 import { useApi } from '../hooks.js';
 import { moveRow, useListKeys } from '../keys.js';
+import { ListPage } from '../list-page.jsx';
 import { pageOf } from '../paging.js';
-import { href } from '../route.js';
+import { href, navigate } from '../route.js';
 import '../actions.css';
-import { Pager } from '../pager.jsx';
 
-export function Groups({ query, epoch, onToken, navigate }) {
+export function Groups({ query }) {
   const page = Math.max(1, Number.parseInt(query.page, 10) || 1);
   const search = query.search || '';
   const [text, setText] = useState(search);
-  const listing = useApi(groupsPath(page, { search }), { epoch, everyMs: 10000 });
-  const overview = useApi('/api/v1/resources/overview', { epoch, everyMs: 10000 });
+  const listing = useApi(groupsPath(page, { search }), { everyMs: 10000 });
+  const overview = useApi('/api/v1/resources/overview', { everyMs: 10000 });
   const input = useRef(null);
   const table = useRef(null);
 
@@ -46,34 +46,59 @@ export function Groups({ query, epoch, onToken, navigate }) {
     if (e.key === 'Enter' && e.target === e.currentTarget) navigate(open(g.name));
   };
 
-  let body;
-  if (listing.error && !listing.data) {
-    body = <ErrorState error={listing.error} onToken={onToken} onRetry={listing.reload} />;
-  } else if (!listing.data) {
-    body = <div class="state muted">Loading…</div>;
-  } else if (rows.length === 0) {
-    body =
-      page > 1 ? (
-        <EmptyState title="Past the last page">
-          <a href={href('/groups', { search })}>Back to the first page</a>
-        </EmptyState>
-      ) : search ? (
-        <EmptyState title={`No group's name contains “${search}”`}>
-          <p>The filter matches any part of a name, letter case included.</p>
-          <button type="button" class="secondary" onClick={() => setText('')}>
-            Clear the filter
-          </button>
-        </EmptyState>
-      ) : (
-        <EmptyState title="No consumer groups yet">
-          <p>
-            A group appears once it has popped a queue (<code>?consumerGroup=NAME</code>) and the
-            stats snapshot has counted it. Queue-mode consumers show as <em>queue mode</em>.
-          </p>
-        </EmptyState>
-      );
-  } else {
-    body = (
+  return (
+    <ListPage
+      id="groups"
+      title="Consumer groups"
+      head={
+        <>
+          {overview.data && (
+            <span
+              class="badge"
+              data-testid="stats-age"
+              data-value={overview.data.statsAge}
+              title="Lags come from the stats snapshot; a group's page counts its cursors now"
+            >
+              {statsAge(overview.data.statsAge)}
+            </span>
+          )}
+          <input
+            ref={input}
+            class="search"
+            type="search"
+            placeholder="Filter by group name  ( / )"
+            aria-label="Filter the groups by a part of their name"
+            data-testid="group-search"
+            value={text}
+            onInput={(e) => setText(e.currentTarget.value)}
+          />
+        </>
+      }
+      get={listing}
+      empty={
+        rows.length === 0 &&
+        (page > 1 ? (
+          <EmptyState title="Past the last page">
+            <a href={href('/groups', { search })}>Back to the first page</a>
+          </EmptyState>
+        ) : search ? (
+          <EmptyState title={`No group's name contains “${search}”`}>
+            <p>The filter matches any part of a name, letter case included.</p>
+            <button type="button" class="secondary" onClick={() => setText('')}>
+              Clear the filter
+            </button>
+          </EmptyState>
+        ) : (
+          <EmptyState title="No consumer groups yet">
+            <p>
+              A group appears once it has popped a queue (<code>?consumerGroup=NAME</code>) and the
+              stats snapshot has counted it. Queue-mode consumers show as <em>queue mode</em>.
+            </p>
+          </EmptyState>
+        ))
+      }
+      pager={{ page, more, go }}
+    >
       <table class="grid" ref={table} data-testid="groups-table">
         <thead>
           <tr>
@@ -138,39 +163,6 @@ export function Groups({ query, epoch, onToken, navigate }) {
           ))}
         </tbody>
       </table>
-    );
-  }
-
-  return (
-    <section aria-labelledby="groups-title">
-      <header class="page-head">
-        <h1 id="groups-title">Consumer groups</h1>
-        {overview.data && (
-          <span
-            class="badge"
-            data-testid="stats-age"
-            data-value={overview.data.statsAge}
-            title="Lags come from the stats snapshot; a group's page counts its cursors now"
-          >
-            {statsAge(overview.data.statsAge)}
-          </span>
-        )}
-        <input
-          ref={input}
-          class="search"
-          type="search"
-          placeholder="Filter by group name  ( / )"
-          aria-label="Filter the groups by a part of their name"
-          data-testid="group-search"
-          value={text}
-          onInput={(e) => setText(e.currentTarget.value)}
-        />
-      </header>
-      {listing.error && listing.data && (
-        <p class="stale">Refresh failed: {listing.error.message}.</p>
-      )}
-      {body}
-      <Pager page={page} more={more} go={go} />
-    </section>
+    </ListPage>
   );
 }

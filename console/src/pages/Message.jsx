@@ -2,13 +2,14 @@
 // broker knows of it, the trace events consumers recorded on it, and what an operator may
 // do to it (retry as a copy, move to the dead letters, delete), each confirmed first.
 import { useState } from 'preact/hooks';
-import { Confirm, EmptyState, ErrorState } from '../components.jsx';
+import { Confirm, EmptyState } from '../components.jsx';
 import { duration } from '../format.js';
 import { useAction, useApi } from '../hooks.js';
+import { Loaded, Stale } from '../loaded.jsx';
 import { JsonBlock, StatusBadge } from '../message-parts.jsx';
 import { instant, messageHref, messagesHref, timeline } from '../messages.js';
 import { href } from '../route.js';
-import { can } from '../session.js';
+import { can, useSession } from '../session.js';
 
 const QUEUE_MODE = '__QUEUE_MODE__';
 
@@ -86,10 +87,15 @@ function Groups({ groups }) {
 }
 
 function Timeline({ traces, message }) {
-  const events = timeline(traces.data?.traces);
-  if (traces.error && !traces.data)
-    return <p class="confirm-error">Trace events unavailable: {traces.error.message}</p>;
-  if (!traces.data) return <p class="muted">Loading…</p>;
+  if (!traces.data)
+    return (
+      <Loaded
+        get={traces}
+        inline
+        failed={(e) => <p class="confirm-error">Trace events unavailable: {e.message}</p>}
+      />
+    );
+  const events = timeline(traces.data.traces);
   return (
     <>
       <ol class="timeline" data-testid="timeline">
@@ -255,29 +261,31 @@ function Actions({ m, path, onDone }) {
   );
 }
 
-function Detail({ pid, tx, epoch, session, onToken, onGone }) {
+function Detail({ pid, tx, onGone }) {
+  const { session } = useSession();
   const path = `/api/v1/messages/${encodeURIComponent(pid)}/${encodeURIComponent(tx)}`;
-  const message = useApi(path, { epoch });
-  const traces = useApi(`/api/v1/traces/${encodeURIComponent(pid)}/${encodeURIComponent(tx)}`, {
-    epoch,
-  });
+  const message = useApi(path);
+  const traces = useApi(`/api/v1/traces/${encodeURIComponent(pid)}/${encodeURIComponent(tx)}`);
   const [retried, setRetried] = useState(null);
   const m = message.data;
 
-  if (message.error && !m) {
-    if (message.error.status === 404)
-      return (
-        <EmptyState title="Message not found">
-          <p>
-            No message <code>{tx}</code> on partition <code>{pid}</code>: it may have been deleted,
-            moved to the dead letters, or removed by retention.
-          </p>
-          <a href={messagesHref({})}>Browse the messages</a>
-        </EmptyState>
-      );
-    return <ErrorState error={message.error} onToken={onToken} onRetry={message.reload} />;
-  }
-  if (!m) return <div class="state muted">Loading…</div>;
+  if (!m)
+    return (
+      <Loaded
+        get={message}
+        failed={(e) =>
+          e.status === 404 && (
+            <EmptyState title="Message not found">
+              <p>
+                No message <code>{tx}</code> on partition <code>{pid}</code>: it may have been
+                deleted, moved to the dead letters, or removed by retention.
+              </p>
+              <a href={messagesHref({})}>Browse the messages</a>
+            </EmptyState>
+          )
+        }
+      />
+    );
 
   const done = (kind, result, group) => {
     if (kind === 'retry') {
@@ -306,7 +314,7 @@ function Detail({ pid, tx, epoch, session, onToken, onGone }) {
           Reload
         </button>
       </header>
-      {message.error && <p class="stale">Refresh failed: {message.error.message}.</p>}
+      <Stale get={message} />
       {retried && (
         <p class="notice" data-testid="retried" data-tx={retried.transactionId}>
           A copy was appended:{' '}
@@ -391,7 +399,7 @@ function Gone({ gone }) {
   );
 }
 
-export function Message({ query, epoch, session, onToken }) {
+export function Message({ query }) {
   const pid = query.partition || '';
   const tx = query.tx || '';
   // Which message was acted on: a deleted message is not asked for again.
@@ -411,17 +419,7 @@ export function Message({ query, epoch, session, onToken }) {
   } else if (gone?.here === here) {
     body = <Gone gone={gone} />;
   } else {
-    body = (
-      <Detail
-        key={here}
-        pid={pid}
-        tx={tx}
-        epoch={epoch}
-        session={session}
-        onToken={onToken}
-        onGone={(g) => setGone({ ...g, here })}
-      />
-    );
+    body = <Detail key={here} pid={pid} tx={tx} onGone={(g) => setGone({ ...g, here })} />;
   }
   return <section aria-label="Message">{body}</section>;
 }

@@ -3,10 +3,12 @@
 // live in the URL, so a reload or a shared link shows the same page. The listing carries no
 // payloads: the focused row's is fetched on its own and shown at the bottom.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { EmptyState, ErrorState } from '../components.jsx';
+import { EmptyState } from '../components.jsx';
 import { useDebounced } from '../debounced.js';
 import { useApi } from '../hooks.js';
 import { rowKeys, useListKeys } from '../keys.js';
+import { ListPage } from '../list-page.jsx';
+import { Loaded } from '../loaded.jsx';
 import { StatusBadge } from '../message-parts.jsx';
 import {
   filtersOf,
@@ -19,8 +21,8 @@ import {
   preview,
   STATUSES,
 } from '../messages.js';
-import { Pager } from '../pager.jsx';
 import { pageOf } from '../paging.js';
+import { navigate } from '../route.js';
 
 const REFRESH_MS = 10000;
 
@@ -48,7 +50,7 @@ function Suggest({ id, path, pick }) {
   );
 }
 
-function Filters({ filters, navigate, firstField }) {
+function Filters({ filters, firstField }) {
   const [draft, setDraft] = useState(draftOf(filters));
   const [typing, setTyping] = useState(false);
   const key = messagesHref(filters);
@@ -204,19 +206,17 @@ function Peek({ row }) {
         <a href={messageHref(row.partitionId, row.transactionId)}>Open (Enter) →</a>
       </div>
       <code data-testid="peek-payload">
-        {m.error
-          ? `Payload unavailable: ${m.error.message}`
-          : m.data
-            ? preview(m.data.payload, 400)
-            : '…'}
+        <Loaded get={m} loading="…" failed={(e) => `Payload unavailable: ${e.message}`}>
+          {(d) => preview(d.payload, 400)}
+        </Loaded>
       </code>
     </div>
   );
 }
 
-export function Messages({ query, epoch, onToken, navigate }) {
+export function Messages({ query }) {
   const filters = filtersOf(query);
-  const listing = useApi(messagesQuery(filters), { epoch, everyMs: REFRESH_MS });
+  const listing = useApi(messagesQuery(filters), { everyMs: REFRESH_MS });
   const { rows, more } = pageOf(listing.data?.messages || []);
   const [focused, setFocused] = useState(null);
   const settled = useDebounced(focused, 200);
@@ -243,34 +243,45 @@ export function Messages({ query, epoch, onToken, navigate }) {
     filters.status && `status ${filters.status.replace('_', ' ')}`,
   ].filter(Boolean);
 
-  let body;
-  if (listing.error && !listing.data) {
-    body = <ErrorState error={listing.error} onToken={onToken} onRetry={listing.reload} />;
-  } else if (!listing.data) {
-    body = <div class="state muted">Loading…</div>;
-  } else if (rows.length === 0) {
-    body =
-      page > 1 ? (
-        <EmptyState title="Past the last page">
-          <a href={messagesHref({ ...filters, page: 1 })}>Back to the first page</a>
-        </EmptyState>
-      ) : (
-        <EmptyState
-          title={`No messages${scope.length ? ` of ${scope.join(', ')}` : ''} in this window`}
-        >
-          <p>
-            The list shows messages created between From and To (the last hour when neither is set),
-            newest first. Widen the window, or check the queue's exact name on the{' '}
-            <a href="#/queues">Queues</a> page.
-          </p>
-          <p class="muted">
-            Messages are pushed with <code>POST /api/v1/push</code>; consumed ones stay listed
-            (status completed) until retention removes them.
-          </p>
-        </EmptyState>
-      );
-  } else {
-    body = (
+  return (
+    <ListPage
+      id="messages"
+      title="Messages"
+      head={
+        listing.data && (
+          <span class="badge" data-testid="messages-count" data-value={rows.length}>
+            {rows.length}
+            {more ? '+' : ''} on this page
+          </span>
+        )
+      }
+      top={<Filters filters={filters} firstField={firstField} />}
+      get={listing}
+      empty={
+        rows.length === 0 &&
+        (page > 1 ? (
+          <EmptyState title="Past the last page">
+            <a href={messagesHref({ ...filters, page: 1 })}>Back to the first page</a>
+          </EmptyState>
+        ) : (
+          <EmptyState
+            title={`No messages${scope.length ? ` of ${scope.join(', ')}` : ''} in this window`}
+          >
+            <p>
+              The list shows messages created between From and To (the last hour when neither is
+              set), newest first. Widen the window, or check the queue's exact name on the{' '}
+              <a href="#/queues">Queues</a> page.
+            </p>
+            <p class="muted">
+              Messages are pushed with <code>POST /api/v1/push</code>; consumed ones stay listed
+              (status completed) until retention removes them.
+            </p>
+          </EmptyState>
+        ))
+      }
+      pager={{ page, more, go }}
+      bottom={peeked && <Peek key={rowId(peeked)} row={peeked} />}
+    >
       <table class="grid" ref={table} data-testid="messages-table">
         <caption class="keys-hint">Arrows or j/k move, Enter opens, [ and ] turn the page.</caption>
         <thead>
@@ -315,27 +326,6 @@ export function Messages({ query, epoch, onToken, navigate }) {
           ))}
         </tbody>
       </table>
-    );
-  }
-
-  return (
-    <section aria-labelledby="messages-title">
-      <header class="page-head">
-        <h1 id="messages-title">Messages</h1>
-        {listing.data && (
-          <span class="badge" data-testid="messages-count" data-value={rows.length}>
-            {rows.length}
-            {more ? '+' : ''} on this page
-          </span>
-        )}
-      </header>
-      <Filters filters={filters} navigate={navigate} firstField={firstField} />
-      {listing.error && listing.data && (
-        <p class="stale">Refresh failed: {listing.error.message}.</p>
-      )}
-      {body}
-      <Pager page={page} more={more} go={go} />
-      {peeked && <Peek key={rowId(peeked)} row={peeked} />}
-    </section>
+    </ListPage>
   );
 }

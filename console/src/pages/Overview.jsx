@@ -3,28 +3,27 @@
 // rounds counted them (`/status`), and, for an admin, the brokers of the fleet.
 import { useMemo } from 'preact/hooks';
 import { LineChart } from '../chart.jsx';
-import { Card, EmptyState, ErrorState } from '../components.jsx';
-import { BrokerTable } from '../fleet.jsx';
+import { Card, EmptyState } from '../components.jsx';
+import { Brokers } from '../fleet.jsx';
 import { count, duration, rate, statsAge } from '../format.js';
 import { useApi } from '../hooks.js';
+import { Loaded, Stale } from '../loaded.jsx';
 import { href } from '../route.js';
 import { levelColumns, throughputColumns } from '../series.js';
-import { can } from '../session.js';
+import { can, useSession } from '../session.js';
 
 const REFRESH_MS = 5000;
+const QUIET = <p class="muted">No traffic in the last hour.</p>;
 
-export function Overview({ epoch, theme, session, onToken }) {
-  const overview = useApi('/api/v1/resources/overview', { epoch, everyMs: REFRESH_MS });
-  const status = useApi('/api/v1/status', { epoch, everyMs: REFRESH_MS });
+export function Overview() {
+  const { session } = useSession();
+  const overview = useApi('/api/v1/resources/overview', { everyMs: REFRESH_MS });
+  const status = useApi('/api/v1/status', { everyMs: REFRESH_MS });
   const columns = useMemo(() => throughputColumns(status.data), [status.data]);
   const depth = useMemo(() => levelColumns(status.data, ['pending', 'lagMessages']), [status.data]);
   const lag = useMemo(() => levelColumns(status.data, ['maxTimeLagSeconds']), [status.data]);
   const o = overview.data;
-
-  if (!o && overview.error) {
-    return <ErrorState error={overview.error} onToken={onToken} onRetry={overview.reload} />;
-  }
-  if (!o) return <div class="state muted">Loading…</div>;
+  if (!o) return <Loaded get={overview} />;
 
   const m = o.messages;
   return (
@@ -40,9 +39,7 @@ export function Overview({ epoch, theme, session, onToken }) {
           {statsAge(o.statsAge)}
         </span>
       </header>
-      {overview.error && (
-        <p class="stale">Refresh failed: {overview.error.message}. Showing the last answer.</p>
-      )}
+      <Stale get={overview}> Showing the last answer.</Stale>
       <div class="cards">
         <Card
           id="queues-count"
@@ -108,20 +105,15 @@ export function Overview({ epoch, theme, session, onToken }) {
             second)
           </span>
         </div>
-        {status.error && !status.data ? (
-          <ErrorState error={status.error} onToken={onToken} onRetry={status.reload} />
-        ) : !status.data?.throughput?.length ? (
-          <p class="muted">No traffic in the last hour.</p>
-        ) : (
+        <Loaded get={status} loading={QUIET} empty={!status.data?.throughput?.length && QUIET}>
           <LineChart
             columns={columns}
-            theme={theme}
             series={[
               { label: 'pushed', color: '--accent' },
               { label: 'processed', color: '--ok' },
             ]}
           />
-        )}
+        </Loaded>
       </div>
       <div class="panel-row">
         <div class="panel">
@@ -136,7 +128,6 @@ export function Overview({ epoch, theme, session, onToken }) {
           ) : (
             <LineChart
               columns={depth}
-              theme={theme}
               height={180}
               series={[
                 { label: 'pending', color: '--accent', spanGaps: true },
@@ -154,7 +145,6 @@ export function Overview({ epoch, theme, session, onToken }) {
           ) : (
             <LineChart
               columns={lag}
-              theme={theme}
               height={180}
               yFormat={duration}
               series={[{ label: 'age', color: '--danger', spanGaps: true }]}
@@ -162,7 +152,7 @@ export function Overview({ epoch, theme, session, onToken }) {
           )}
         </div>
       </div>
-      {can(session, 'admin') && <Brokers epoch={epoch} />}
+      {can(session, 'admin') && <Fleet />}
       {o.queues === 0 && (
         <EmptyState title="No queues yet">
           <p>A queue is created by its first push:</p>
@@ -177,24 +167,15 @@ export function Overview({ epoch, theme, session, onToken }) {
 }
 
 /** The fleet's brokers (an admin route: shown only to admins). */
-function Brokers({ epoch }) {
-  const fleet = useApi('/api/v1/analytics/worker-metrics', { epoch, everyMs: 10000 });
-  const workers = fleet.data?.workers;
+function Fleet() {
+  const fleet = useApi('/api/v1/analytics/worker-metrics', { everyMs: 10000 });
   return (
     <div class="panel">
       <div class="panel-head">
         <h2>Brokers</h2>
         <a href={href('/system')}>system</a>
       </div>
-      {fleet.error && !fleet.data ? (
-        <p class="stale">The brokers could not be read: {fleet.error.message}.</p>
-      ) : !workers ? (
-        <p class="muted">Loading…</p>
-      ) : workers.length === 0 ? (
-        <p class="muted">No broker has written a sample in the last hour.</p>
-      ) : (
-        <BrokerTable workers={workers} />
-      )}
+      <Brokers fleet={fleet} />
     </div>
   );
 }

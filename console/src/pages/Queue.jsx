@@ -2,17 +2,18 @@
 // partitions (paged by the broker, or the snapshot's deepest), its consumer groups (paged by
 // the broker), its configuration, and the admin actions. Everything comes from the public API; nothing here reads all partitions.
 import { useState } from 'preact/hooks';
-import { Card, EmptyState, ErrorState } from '../components.jsx';
+import { Card, EmptyState } from '../components.jsx';
 import { count, date, statsAge } from '../format.js';
 import { useApi } from '../hooks.js';
+import { Loaded, Stale } from '../loaded.jsx';
 import { PAGE_SIZE, pageOf } from '../paging.js';
 import { AdminActions } from '../queue/AdminActions.jsx';
 import { Config } from '../queue/Config.jsx';
 import { DepthChart } from '../queue/DepthChart.jsx';
 import { Groups } from '../queue/Groups.jsx';
 import { Partitions } from '../queue/Partitions.jsx';
-import { href } from '../route.js';
-import { can } from '../session.js';
+import { href, navigate } from '../route.js';
+import { can, useSession } from '../session.js';
 import '../queue.css';
 
 const REFRESH_MS = 10000;
@@ -31,31 +32,36 @@ export function Queue(props) {
   return <QueueView key={name} name={name} {...props} />;
 }
 
-function QueueView({ name, query, epoch, theme, session, onToken, navigate }) {
+function QueueView({ name, query }) {
+  const { session } = useSession();
   const page = Math.max(1, Number.parseInt(query.page, 10) || 1);
   const offset = query.view === 'deepest' ? 0 : (page - 1) * PAGE_SIZE;
   const groupPage = Math.max(1, Number.parseInt(query.groupPage, 10) || 1);
   // One row more than a page says whether another follows, whatever the snapshot's total.
   const listing = useApi(
     `/api/v1/resources/queues/${encodeURIComponent(name)}?limit=${PAGE_SIZE + 1}&offset=${offset}`,
-    { epoch, everyMs: REFRESH_MS },
+    { everyMs: REFRESH_MS },
   );
   const [notice, setNotice] = useState(null);
   const go = (changes) => navigate(href('/queue', { ...query, ...changes }));
 
   const q = listing.data;
-  if (!q && listing.error?.status === 404)
+  if (!q)
     return (
-      <EmptyState title="Queue not found">
-        <p data-testid="not-found">
-          There is no queue named <code>{name}</code> in this tenant (it may have been deleted).{' '}
-          <a href={href('/queues')}>Back to the queues</a>.
-        </p>
-      </EmptyState>
+      <Loaded
+        get={listing}
+        failed={(e) =>
+          e.status === 404 && (
+            <EmptyState title="Queue not found">
+              <p data-testid="not-found">
+                There is no queue named <code>{name}</code> in this tenant (it may have been
+                deleted). <a href={href('/queues')}>Back to the queues</a>.
+              </p>
+            </EmptyState>
+          )
+        }
+      />
     );
-  if (!q && listing.error)
-    return <ErrorState error={listing.error} onToken={onToken} onRetry={listing.reload} />;
-  if (!q) return <div class="state muted">Loading…</div>;
 
   const t = q.totals;
   const partitions = q.pagination?.total ?? 0;
@@ -103,9 +109,7 @@ function QueueView({ name, query, epoch, theme, session, onToken, navigate }) {
           {notice.text}
         </p>
       )}
-      {listing.error && (
-        <p class="stale">Refresh failed: {listing.error.message}. Showing the last answer.</p>
-      )}
+      <Stale get={listing}> Showing the last answer.</Stale>
       <div class="cards">
         <Card
           id="queue-total"
@@ -145,30 +149,15 @@ function QueueView({ name, query, epoch, theme, session, onToken, navigate }) {
         />
         <Card id="queue-partitions" label="Partitions" value={count(partitions)} raw={partitions} />
       </div>
-      <DepthChart name={name} theme={theme} epoch={epoch} onToken={onToken} />
+      <DepthChart name={name} />
       <Partitions
         name={name}
         query={query}
         go={go}
         listing={{ rows, more, total: partitions, offset, size: PAGE_SIZE }}
-        epoch={epoch}
-        onToken={onToken}
       />
-      <Groups
-        name={name}
-        page={groupPage}
-        turn={(p) => go({ groupPage: p > 1 ? p : undefined })}
-        epoch={epoch}
-        onToken={onToken}
-        navigate={navigate}
-      />
-      <Config
-        name={name}
-        session={session}
-        epoch={epoch}
-        onToken={onToken}
-        onSaved={listing.reload}
-      />
+      <Groups name={name} page={groupPage} turn={(p) => go({ groupPage: p > 1 ? p : undefined })} />
+      <Config name={name} onSaved={listing.reload} />
     </section>
   );
 }

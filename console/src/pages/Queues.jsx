@@ -2,19 +2,19 @@
 // `search`, `limit` and `offset`), each with its dead letters and last 5 minutes' rates. The table is for the keyboard: `/` focuses the search,
 // arrows (or j/k) move between rows, Enter opens one, `[` and `]` turn the page (`keys.js`).
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { EmptyState, ErrorState } from '../components.jsx';
+import { EmptyState } from '../components.jsx';
 import { count, date, rate } from '../format.js';
 import { useApi } from '../hooks.js';
 import { rowKeys, useListKeys } from '../keys.js';
-import { Pager } from '../pager.jsx';
+import { ListPage } from '../list-page.jsx';
 import { listingQuery, pageOf } from '../paging.js';
-import { href } from '../route.js';
+import { href, navigate } from '../route.js';
 
-export function Queues({ query, epoch, onToken, navigate }) {
+export function Queues({ query }) {
   const page = Math.max(1, Number.parseInt(query.page, 10) || 1);
   const search = query.search || '';
   const [text, setText] = useState(search);
-  const listing = useApi(listingQuery(page, search), { epoch, everyMs: 10000 });
+  const listing = useApi(listingQuery(page, search), { everyMs: 10000 });
   const table = useRef(null);
   const input = useRef(null);
 
@@ -38,29 +38,43 @@ export function Queues({ query, epoch, onToken, navigate }) {
     onTop: () => input.current?.focus(),
   });
 
-  let body;
-  if (listing.error && !listing.data) {
-    body = <ErrorState error={listing.error} onToken={onToken} onRetry={listing.reload} />;
-  } else if (!listing.data) {
-    body = <div class="state muted">Loading…</div>;
-  } else if (rows.length === 0) {
-    body = search ? (
-      <EmptyState title={`No queue matches “${search}”`}>
-        <p>The search matches any part of a queue's name.</p>
-      </EmptyState>
-    ) : page > 1 ? (
-      <EmptyState title="Past the last page">
-        <a href={href('/queues')}>Back to the first page</a>
-      </EmptyState>
-    ) : (
-      <EmptyState title="No queues yet">
-        <p>
-          A queue is created by its first push, or by <code>POST /api/v1/configure</code>.
-        </p>
-      </EmptyState>
-    );
-  } else {
-    body = (
+  return (
+    <ListPage
+      id="queues"
+      title="Queues"
+      head={
+        <input
+          ref={input}
+          class="search"
+          type="search"
+          placeholder="Search queues  ( / )"
+          aria-label="Search queues by name"
+          data-testid="queue-search"
+          value={text}
+          onInput={(e) => setText(e.currentTarget.value)}
+        />
+      }
+      get={listing}
+      empty={
+        rows.length === 0 &&
+        (search ? (
+          <EmptyState title={`No queue matches “${search}”`}>
+            <p>The search matches any part of a queue's name.</p>
+          </EmptyState>
+        ) : page > 1 ? (
+          <EmptyState title="Past the last page">
+            <a href={href('/queues')}>Back to the first page</a>
+          </EmptyState>
+        ) : (
+          <EmptyState title="No queues yet">
+            <p>
+              A queue is created by its first push, or by <code>POST /api/v1/configure</code>.
+            </p>
+          </EmptyState>
+        ))
+      }
+      pager={{ page, more, go }}
+    >
       <table class="grid" ref={table} data-testid="queues-table">
         <thead>
           <tr>
@@ -115,29 +129,6 @@ export function Queues({ query, epoch, onToken, navigate }) {
           ))}
         </tbody>
       </table>
-    );
-  }
-
-  return (
-    <section aria-labelledby="queues-title">
-      <header class="page-head">
-        <h1 id="queues-title">Queues</h1>
-        <input
-          ref={input}
-          class="search"
-          type="search"
-          placeholder="Search queues  ( / )"
-          aria-label="Search queues by name"
-          data-testid="queue-search"
-          value={text}
-          onInput={(e) => setText(e.currentTarget.value)}
-        />
-      </header>
-      {listing.error && listing.data && (
-        <p class="stale">Refresh failed: {listing.error.message}.</p>
-      )}
-      {body}
-      <Pager page={page} more={more} go={go} />
-    </section>
+    </ListPage>
   );
 }

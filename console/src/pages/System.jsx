@@ -4,10 +4,11 @@
 // text: it can hold a payload). Every route here is admin; other roles get a clear 403.
 import { useState } from 'preact/hooks';
 import { Card, Confirm, ErrorState } from '../components.jsx';
-import { BrokerTable, lastPools } from '../fleet.jsx';
+import { Brokers, lastPools } from '../fleet.jsx';
 import { bytes, count, percent } from '../format.js';
 import { useAction, useApi } from '../hooks.js';
-import { can } from '../session.js';
+import { Loaded } from '../loaded.jsx';
+import { can, useSession } from '../session.js';
 
 const SWITCHES = [
   {
@@ -28,31 +29,30 @@ const SWITCHES = [
   },
 ];
 
-export function System({ epoch, session, onToken }) {
+export function System() {
+  const { session } = useSession();
   if (!can(session, 'admin')) {
     const error = Object.assign(new Error('The system page needs an admin token.'), {
       status: 403,
     });
-    return <ErrorState error={error} onToken={onToken} />;
+    return <ErrorState error={error} />;
   }
   return (
     <section aria-labelledby="system-title">
       <header class="page-head">
         <h1 id="system-title">System</h1>
       </header>
-      <Maintenance epoch={epoch} onToken={onToken} />
-      <Fleet epoch={epoch} />
-      <Postgres epoch={epoch} />
+      <Maintenance />
+      <Fleet />
+      <Postgres />
     </section>
   );
 }
 
-function Maintenance({ epoch, onToken }) {
-  const state = useApi('/api/v1/system/maintenance', { epoch, everyMs: 5000 });
+function Maintenance() {
+  const state = useApi('/api/v1/system/maintenance', { everyMs: 5000 });
   const action = useAction();
   const [asking, setAsking] = useState(null);
-  if (state.error && !state.data)
-    return <ErrorState error={state.error} onToken={onToken} onRetry={state.reload} />;
   const m = state.data;
   const flip = async () => {
     const done = await action.run(asking.path, {
@@ -70,37 +70,37 @@ function Maintenance({ epoch, onToken }) {
         <h2>Maintenance (this tenant)</h2>
         {m && <span class="legend">{count(m.bufferedMessages)} pushes buffered</span>}
       </div>
-      {!m ? (
-        <p class="muted">Loading…</p>
-      ) : (
-        <ul class="switches">
-          {SWITCHES.map((sw) => (
-            <li key={sw.id}>
-              <span
-                class={`badge ${m[sw.key] ? 'badge-warn' : ''}`}
-                data-testid={`${sw.id}-maintenance`}
-                data-value={m[sw.key] ? 1 : 0}
-              >
-                {m[sw.key] ? 'on' : 'off'}
-              </span>
-              <span class="switch-text">
-                <strong>{sw.label}</strong> {m[sw.key] ? sw.on : sw.off}
-              </span>
-              <button
-                type="button"
-                class="secondary"
-                data-testid={`${sw.id}-switch`}
-                onClick={() => {
-                  action.clear();
-                  setAsking(sw);
-                }}
-              >
-                Switch {m[sw.key] ? 'off' : 'on'}
-              </button>
-            </li>
-          ))}
-        </ul>
-      )}
+      <Loaded get={state} inline>
+        {() => (
+          <ul class="switches">
+            {SWITCHES.map((sw) => (
+              <li key={sw.id}>
+                <span
+                  class={`badge ${m[sw.key] ? 'badge-warn' : ''}`}
+                  data-testid={`${sw.id}-maintenance`}
+                  data-value={m[sw.key] ? 1 : 0}
+                >
+                  {m[sw.key] ? 'on' : 'off'}
+                </span>
+                <span class="switch-text">
+                  <strong>{sw.label}</strong> {m[sw.key] ? sw.on : sw.off}
+                </span>
+                <button
+                  type="button"
+                  class="secondary"
+                  data-testid={`${sw.id}-switch`}
+                  onClick={() => {
+                    action.clear();
+                    setAsking(sw);
+                  }}
+                >
+                  Switch {m[sw.key] ? 'off' : 'on'}
+                </button>
+              </li>
+            ))}
+          </ul>
+        )}
+      </Loaded>
       {asking && (
         <Confirm
           title={`Switch ${asking.label.toLowerCase()} ${m[asking.key] ? 'off' : 'on'}?`}
@@ -121,35 +121,31 @@ function Maintenance({ epoch, onToken }) {
   );
 }
 
-function Fleet({ epoch }) {
-  const workers = useApi('/api/v1/analytics/worker-metrics', { epoch, everyMs: 10000 });
-  const system = useApi('/api/v1/analytics/system-metrics', { epoch, everyMs: 10000 });
-  const list = workers.data?.workers;
+function Fleet() {
+  const workers = useApi('/api/v1/analytics/worker-metrics', { everyMs: 10000 });
+  const system = useApi('/api/v1/analytics/system-metrics', { everyMs: 10000 });
   return (
     <div class="panel">
       <div class="panel-head">
         <h2>Brokers</h2>
         <span class="legend">from each broker's samples, the last hour</span>
       </div>
-      {workers.error && !workers.data ? (
-        <p class="stale">The brokers could not be read: {workers.error.message}.</p>
-      ) : !list ? (
-        <p class="muted">Loading…</p>
-      ) : list.length === 0 ? (
-        <p class="muted">No broker has written a sample in the last hour.</p>
-      ) : (
-        <BrokerTable workers={list} pools={lastPools(system.data)} />
-      )}
+      <Brokers fleet={workers} pools={lastPools(system.data)} />
     </div>
   );
 }
 
-function Postgres({ epoch }) {
-  const pg = useApi('/api/v1/analytics/postgres-stats', { epoch, everyMs: 15000 });
-  if (pg.error && !pg.data)
-    return <p class="stale">PostgreSQL's statistics could not be read: {pg.error.message}.</p>;
+function Postgres() {
+  const pg = useApi('/api/v1/analytics/postgres-stats', { everyMs: 15000 });
   const p = pg.data;
-  if (!p) return <p class="muted">Loading…</p>;
+  if (!p)
+    return (
+      <Loaded
+        get={pg}
+        inline
+        failed={(e) => <p class="stale">PostgreSQL's statistics could not be read: {e.message}.</p>}
+      />
+    );
   const db = p.databaseCache || {};
   return (
     <div class="panel" data-testid="postgres">

@@ -3,15 +3,15 @@
 // (`GET /api/v1/traces/by-name/{name}`), each opening that message. Both are paged by the
 // broker, which answers a total.
 import { useRef, useState } from 'preact/hooks';
-import { EmptyState, ErrorState } from '../components.jsx';
+import { EmptyState } from '../components.jsx';
 import { count } from '../format.js';
 import { useApi } from '../hooks.js';
 import { rowKeys, useListKeys } from '../keys.js';
+import { ListPage } from '../list-page.jsx';
 import { instant, messageHref, preview } from '../messages.js';
-import { href } from '../route.js';
+import { href, navigate } from '../route.js';
 import { byNameQuery, namesQuery, pageCount } from '../traces.js';
 import '../messages.css';
-import { Pager } from '../pager.jsx';
 
 const REFRESH_MS = 10000;
 
@@ -22,8 +22,8 @@ const RECORD_EXAMPLE = `POST /api/v1/traces
   "eventType": "processed",
   "data": { "step": "charged", "amount": 42 } }`;
 
-function Names({ page, epoch, onToken, navigate }) {
-  const names = useApi(namesQuery(page), { epoch, everyMs: REFRESH_MS });
+function Names({ page }) {
+  const names = useApi(namesQuery(page), { everyMs: REFRESH_MS });
   const [text, setText] = useState('');
   const input = useRef(null);
   const total = names.data?.total ?? 0;
@@ -37,33 +37,60 @@ function Names({ page, epoch, onToken, navigate }) {
   });
   const rows = names.data?.trace_names || [];
 
-  let body;
-  if (names.error && !names.data) {
-    body = <ErrorState error={names.error} onToken={onToken} onRetry={names.reload} />;
-  } else if (!names.data) {
-    body = <div class="state muted">Loading…</div>;
-  } else if (rows.length === 0) {
-    body =
-      page > 1 ? (
-        <EmptyState title="Past the last page">
-          <a href={href('/traces')}>Back to the first page</a>
-        </EmptyState>
-      ) : (
-        <EmptyState title="No traces recorded yet">
-          <p>
-            A trace is an event a consumer records on a message it handles; naming it (
-            <code>traceNames</code>) groups the events of one flow across queues, so they can be
-            followed here. Record one with:
-          </p>
-          <pre>{RECORD_EXAMPLE}</pre>
-          <p class="muted">
-            The Python client records them with <code>message.trace(…)</code> in a consume loop. A
-            message's own events are on its page, under Messages.
-          </p>
-        </EmptyState>
-      );
-  } else {
-    body = (
+  return (
+    <ListPage
+      id="traces"
+      title="Traces"
+      head={
+        <>
+          {names.data && (
+            <span class="badge" data-testid="names-total" data-value={total}>
+              {count(total)} names
+            </span>
+          )}
+          <form
+            onSubmit={(e) => {
+              e.preventDefault();
+              if (text.trim()) openName(text.trim());
+            }}
+          >
+            <input
+              ref={input}
+              class="search"
+              type="search"
+              placeholder="Open a trace name  ( / )"
+              aria-label="Open a trace name"
+              data-testid="trace-name-input"
+              value={text}
+              onInput={(e) => setText(e.currentTarget.value)}
+            />
+          </form>
+        </>
+      }
+      get={names}
+      empty={
+        rows.length === 0 &&
+        (page > 1 ? (
+          <EmptyState title="Past the last page">
+            <a href={href('/traces')}>Back to the first page</a>
+          </EmptyState>
+        ) : (
+          <EmptyState title="No traces recorded yet">
+            <p>
+              A trace is an event a consumer records on a message it handles; naming it (
+              <code>traceNames</code>) groups the events of one flow across queues, so they can be
+              followed here. Record one with:
+            </p>
+            <pre>{RECORD_EXAMPLE}</pre>
+            <p class="muted">
+              The Python client records them with <code>message.trace(…)</code> in a consume loop. A
+              message's own events are on its page, under Messages.
+            </p>
+          </EmptyState>
+        ))
+      }
+      pager={{ page, pages, go }}
+    >
       <table class="grid" data-testid="trace-names">
         <caption class="keys-hint">Arrows or j/k move, Enter opens, [ and ] turn the page.</caption>
         <thead>
@@ -100,45 +127,12 @@ function Names({ page, epoch, onToken, navigate }) {
           ))}
         </tbody>
       </table>
-    );
-  }
-
-  return (
-    <section aria-labelledby="traces-title">
-      <header class="page-head">
-        <h1 id="traces-title">Traces</h1>
-        {names.data && (
-          <span class="badge" data-testid="names-total" data-value={total}>
-            {count(total)} names
-          </span>
-        )}
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            if (text.trim()) openName(text.trim());
-          }}
-        >
-          <input
-            ref={input}
-            class="search"
-            type="search"
-            placeholder="Open a trace name  ( / )"
-            aria-label="Open a trace name"
-            data-testid="trace-name-input"
-            value={text}
-            onInput={(e) => setText(e.currentTarget.value)}
-          />
-        </form>
-      </header>
-      {names.error && names.data && <p class="stale">Refresh failed: {names.error.message}.</p>}
-      {body}
-      <Pager page={page} pages={pages} go={go} />
-    </section>
+    </ListPage>
   );
 }
 
-function ByName({ name, page, epoch, onToken, navigate }) {
-  const events = useApi(byNameQuery(name, page), { epoch, everyMs: REFRESH_MS });
+function ByName({ name, page }) {
+  const events = useApi(byNameQuery(name, page), { everyMs: REFRESH_MS });
   const total = events.data?.total ?? 0;
   const pages = pageCount(total);
   const go = (p) => navigate(href('/traces', { name, page: p > 1 ? p : undefined }));
@@ -148,23 +142,38 @@ function ByName({ name, page, epoch, onToken, navigate }) {
   });
   const rows = events.data?.traces || [];
 
-  let body;
-  if (events.error && !events.data) {
-    body = <ErrorState error={events.error} onToken={onToken} onRetry={events.reload} />;
-  } else if (!events.data) {
-    body = <div class="state muted">Loading…</div>;
-  } else if (rows.length === 0) {
-    body = (
-      <EmptyState title={page > 1 ? 'Past the last page' : `No events named “${name}”`}>
-        <p>
-          Trace names are exact. Events go with their message: once it is deleted (or removed by
-          retention) its events are gone too.
-        </p>
-        <a href={href('/traces')}>All trace names</a>
-      </EmptyState>
-    );
-  } else {
-    body = (
+  return (
+    <ListPage
+      id="trace"
+      title={
+        <>
+          Trace <span data-testid="trace-name">{name}</span>
+        </>
+      }
+      head={
+        <>
+          {events.data && (
+            <span class="badge" data-testid="events-total" data-value={total}>
+              {count(total)} events
+            </span>
+          )}
+          <a href={href('/traces')}>← All trace names</a>
+        </>
+      }
+      get={events}
+      empty={
+        rows.length === 0 && (
+          <EmptyState title={page > 1 ? 'Past the last page' : `No events named “${name}”`}>
+            <p>
+              Trace names are exact. Events go with their message: once it is deleted (or removed by
+              retention) its events are gone too.
+            </p>
+            <a href={href('/traces')}>All trace names</a>
+          </EmptyState>
+        )
+      }
+      pager={{ page, pages, go }}
+    >
       <table class="grid" data-testid="trace-events">
         <caption class="keys-hint">
           Arrows or j/k move, Enter opens the message, [ and ] turn the page.
@@ -207,34 +216,15 @@ function ByName({ name, page, epoch, onToken, navigate }) {
           })}
         </tbody>
       </table>
-    );
-  }
-
-  return (
-    <section aria-labelledby="trace-title">
-      <header class="page-head">
-        <h1 id="trace-title">
-          Trace <span data-testid="trace-name">{name}</span>
-        </h1>
-        {events.data && (
-          <span class="badge" data-testid="events-total" data-value={total}>
-            {count(total)} events
-          </span>
-        )}
-        <a href={href('/traces')}>← All trace names</a>
-      </header>
-      {events.error && events.data && <p class="stale">Refresh failed: {events.error.message}.</p>}
-      {body}
-      <Pager page={page} pages={pages} go={go} />
-    </section>
+    </ListPage>
   );
 }
 
-export function Traces({ query, ...props }) {
+export function Traces({ query }) {
   const page = Math.max(1, Number.parseInt(query.page, 10) || 1);
   return query.name ? (
-    <ByName key={query.name} name={query.name} page={page} {...props} />
+    <ByName key={query.name} name={query.name} page={page} />
   ) : (
-    <Names page={page} {...props} />
+    <Names page={page} />
   );
 }

@@ -6,11 +6,13 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { explain } from '../api.js';
 import { ErrorState } from '../components.jsx';
 import { useAction, useApi } from '../hooks.js';
+import { Loaded } from '../loaded.jsx';
 import { configureBody, deadLettering, formValues, OPTIONS } from '../queue-options.js';
-import { can } from '../session.js';
+import { can, useSession } from '../session.js';
 
-export function Config({ name, session, epoch, onToken, onSaved }) {
-  const status = useApi(`/api/v1/status/queues/${encodeURIComponent(name)}?limit=1`, { epoch });
+export function Config({ name, onSaved }) {
+  const { session } = useSession();
+  const status = useApi(`/api/v1/status/queues/${encodeURIComponent(name)}?limit=1`);
   const save = useAction();
   const [values, setValues] = useState(null);
   const [dirty, setDirtyState] = useState(false);
@@ -32,14 +34,19 @@ export function Config({ name, session, epoch, onToken, onSaved }) {
     if (queue && !editing.current) setValues(formValues(queue));
   }, [status.data]);
 
-  if (!status.data && status.error)
+  if (!values)
     return (
-      <div class="panel">
-        <h2 class="panel-title">Configuration</h2>
-        <ErrorState error={status.error} onToken={onToken} onRetry={status.reload} />
-      </div>
+      <Loaded
+        get={status}
+        loading={null}
+        failed={(e) => (
+          <div class="panel">
+            <h2 class="panel-title">Configuration</h2>
+            <ErrorState error={e} onRetry={status.reload} />
+          </div>
+        )}
+      />
     );
-  if (!values) return null;
 
   const set = (key) => (e) => {
     const typed = e.currentTarget.value;

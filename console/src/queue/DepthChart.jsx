@@ -4,9 +4,9 @@
 // forward between rows (`queueLevelColumns`); the newest is the snapshot's, as the totals.
 import { useMemo } from 'preact/hooks';
 import { LineChart } from '../chart.jsx';
-import { ErrorState } from '../components.jsx';
 import { count } from '../format.js';
 import { useApi } from '../hooks.js';
+import { Loaded } from '../loaded.jsx';
 import { opsColumns } from '../queue-ops.js';
 import { queueLevelColumns } from '../series.js';
 
@@ -16,13 +16,11 @@ const LEVELS = ['pending', 'lagMessages', 'deadLetter'];
 // line too short to see, or none.
 const NEWEST = { show: true, size: 7, filter: (u) => [u.data[0].length - 1] };
 
-export function DepthChart({ name, theme, epoch, onToken }) {
+export function DepthChart({ name }) {
   const ops = useApi(`/api/v1/analytics/queue-ops?queue=${encodeURIComponent(name)}`, {
-    epoch,
     everyMs: REFRESH_MS,
   });
   const status = useApi(`/api/v1/status?queue=${encodeURIComponent(name)}`, {
-    epoch,
     everyMs: REFRESH_MS,
   });
   const cols = useMemo(() => opsColumns(ops.data), [ops.data]);
@@ -40,23 +38,20 @@ export function DepthChart({ name, theme, epoch, onToken }) {
             cursor), messages per minute
           </span>
         </div>
-        {ops.error && !ops.data ? (
-          <ErrorState error={ops.error} onToken={onToken} onRetry={ops.reload} />
-        ) : !ops.data ? (
-          <div class="muted">Loading…</div>
-        ) : quiet ? (
-          <p class="muted">No pushes or acks on this queue in the last hour.</p>
-        ) : (
+        <Loaded
+          get={ops}
+          inline
+          empty={quiet && <p class="muted">No pushes or acks on this queue in the last hour.</p>}
+        >
           <LineChart
             columns={flow}
-            theme={theme}
             height={180}
             series={[
               { label: 'pushed', color: '--accent' },
               { label: 'processed', color: '--ok' },
             ]}
           />
-        )}
+        </Loaded>
       </div>
       <div class="panel">
         <div class="panel-head">
@@ -66,21 +61,24 @@ export function DepthChart({ name, theme, epoch, onToken }) {
             <i class="dot dot-dead" /> dead letters
           </span>
         </div>
-        <Depth status={status} depth={depth} theme={theme} onToken={onToken} />
+        <Depth status={status} depth={depth} />
       </div>
     </div>
   );
 }
 
-function Depth({ status, depth, theme, onToken }) {
-  if (status.error && !status.data)
-    return <ErrorState error={status.error} onToken={onToken} onRetry={status.reload} />;
-  if (!status.data) return <div class="muted">Loading…</div>;
-  if (!status.data.depth?.length)
+function Depth({ status, depth }) {
+  if (!status.data?.depth?.length)
     return (
-      <p class="muted" data-testid="depth-none">
-        No stats round has counted this queue in the last hour yet.
-      </p>
+      <Loaded
+        get={status}
+        inline
+        empty={
+          <p class="muted" data-testid="depth-none">
+            No stats round has counted this queue in the last hour yet.
+          </p>
+        }
+      />
     );
   const [, pending, lag, dead] = depth;
   const last = (col) => col[col.length - 1];
@@ -88,7 +86,6 @@ function Depth({ status, depth, theme, onToken }) {
     <div data-testid="depth-chart">
       <LineChart
         columns={depth}
-        theme={theme}
         height={180}
         series={[
           { label: 'pending', color: '--accent', spanGaps: true, points: NEWEST },

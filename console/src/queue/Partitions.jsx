@@ -2,10 +2,11 @@
 // each partition counted now), sortable within the page. "Deepest": the stats snapshot's
 // 100 partitions with the most pending, the only whole-queue order there is: at 100,000
 // partitions the browser must not fetch them all to sort them.
-import { EmptyState, ErrorState } from '../components.jsx';
+import { EmptyState } from '../components.jsx';
 import { count, date, statsAge } from '../format.js';
 import { useApi } from '../hooks.js';
 import { rowKeys, useListKeys } from '../keys.js';
+import { Loaded } from '../loaded.jsx';
 import { Pager } from '../pager.jsx';
 import { parseSort, sortRows } from '../sort.js';
 import { SortHeader } from '../sort-header.jsx';
@@ -27,7 +28,7 @@ function pageValue(key) {
   return (p) => p.stats?.[key];
 }
 
-export function Partitions({ name, query, go, listing, epoch, onToken }) {
+export function Partitions({ name, query, go, listing }) {
   const deepest = query.view === 'deepest';
   const page = Math.max(1, Number.parseInt(query.page, 10) || 1);
   const sort = parseSort(query.sort, deepest ? DEEP_KEYS : PAGE_KEYS);
@@ -69,7 +70,7 @@ export function Partitions({ name, query, go, listing, epoch, onToken }) {
         </fieldset>
       </div>
       {deepest ? (
-        <Deepest name={name} sort={sort} onSort={onSort} epoch={epoch} onToken={onToken} />
+        <Deepest name={name} sort={sort} onSort={onSort} />
       ) : (
         <>
           <p class="muted panel-note">
@@ -138,20 +139,21 @@ export function Partitions({ name, query, go, listing, epoch, onToken }) {
   );
 }
 
-function Deepest({ name, sort, onSort, epoch, onToken }) {
+function Deepest({ name, sort, onSort }) {
   const depth = useApi(`/api/v1/resources/queues/${encodeURIComponent(name)}/depth`, {
-    epoch,
     everyMs: 10000,
   });
   const d = depth.data;
-  if (!d && depth.error)
-    return <ErrorState error={depth.error} onToken={onToken} onRetry={depth.reload} />;
-  if (!d) return <div class="state muted">Loading…</div>;
-  if (d.statsAge < 0)
+  if (!d || d.statsAge < 0)
     return (
-      <EmptyState title="Not counted yet">
-        <p>The stats snapshot has not counted this queue yet; its next round will.</p>
-      </EmptyState>
+      <Loaded
+        get={depth}
+        empty={
+          <EmptyState title="Not counted yet">
+            <p>The stats snapshot has not counted this queue yet; its next round will.</p>
+          </EmptyState>
+        }
+      />
     );
   const ranked = d.partitions.map((p, i) => ({ ...p, rank: i + 1 }));
   const shown = sort

@@ -15,7 +15,7 @@ function fields(filter) {
   };
 }
 
-export function DeadLetterFilters({ filter, reasons, inputRef, onApply }) {
+export function Filters({ filter, reasons, inputRef, onApply }) {
   const [v, setV] = useState(fields(filter));
   const key = JSON.stringify(filter);
   // A filter set from elsewhere (a reason clicked in the table, back/forward) shows here.
