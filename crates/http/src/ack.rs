@@ -2,7 +2,10 @@
 //! seed contract says. Both answer 200 with one element per item, in request order.
 
 use axum::extract::State as AxState;
-use axum::{Extension, Json};
+use axum::http::Method;
+use axum::Extension;
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use regent_broker::ack_plan::ItemOutcome;
@@ -10,10 +13,75 @@ use regent_broker::naming::QUEUE_MODE;
 use regent_broker::status::AckStatus;
 use regent_service::ack::SentAck;
 
+use super::answer::Answer;
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
+use super::openapi::{schemas, Doc, Tag};
+use super::routes::{route, Entry, Level::ReadWrite};
 use super::State;
+
+/// Claiming messages, acknowledging them, extending their lease (`crate::pop`, `crate::lease`).
+pub(crate) const TAG: Tag = (
+    "consume",
+    "Claiming messages under a lease, acknowledging them (an offset commit per partition and group), extending the lease.",
+);
+
+pub(crate) fn routes() -> Vec<Entry> {
+    let results =
+        "One result per item, in request order (all per-item outcomes live inside a 200).";
+    vec![
+        route(Method::POST, "/api/v1/ack", ReadWrite, ack_single)
+            .doc(Doc::op(TAG, "Acknowledge one message")
+                .about(r#"
+The seed ack contract (it replaces Queen 0.15's): the message is named by `transactionId` within `partitionId` and resolved to its offset; `completed` commits the group's cursor up to it (acking a batch's last message completes the batch), `failed` clamps the cursor below it and charges the retry budget (`retryLimit`, then a dead letter), `retry` redelivers without charging, `dlq` dead-letters at once. An ack with a `leaseId` is checked against the live lease; one without is not. The answer is a one-element array saying exactly what happened. An ack that ends a lease with messages left to read wakes one parked pop of the same group, on every broker. Queen differs: its texts are `bad body: …` here, an odd status is a nack (Queen ignores it), a late ack never moves a cursor backwards. Python: `queen.ack(message, status)`.
+"#)
+                .body(true, "The ack.", schemas::r("AckItem"))
+                .fails(400, "`bad body: empty request body`, `bad body: expected a JSON object`, `bad body: <parser message>`.")
+                .answers::<Vec<AckResult>>(200, results))
+            .reads_body(ACK_KEYS, &[
+                r#"{"transactionId": "inv-3001", "partitionId": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d",
+                    "status": "completed", "leaseId": "0190a6c4-0000-7000-8000-000000000001",
+                    "consumerGroup": "ledger", "error": null}"#,
+                r#"{"transactionId": "t", "partitionId": "p", "status": "failed", "error": "boom"}"#,
+                r#"{"transactionId": "t", "partitionId": "p", "status": "dlq", "consumerGroup": null}"#,
+            ], parse_single),
+        route(Method::POST, "/api/v1/ack/batch", ReadWrite, ack_batch)
+            .doc(Doc::op(TAG, "Acknowledge several messages")
+                .about(r#"
+As the single route for every item: items are grouped by (partition, lease) and each group is committed on its own (a failure in one group changes no other's). Within one group, items above the lowest explicit signal (`failed`, `retry`, `dlq`) redeliver: a `completed` above it is answered `success: false` (`superseded: …`). The array key is spelled `acknowledgments`; `consumerGroup` is read at the top level only. Python: `queen.ack([messages], status)`.
+"#)
+                .body(true, "The acks.", json!({
+                    "type": "object", "required": ["acknowledgments"],
+                    "properties": {
+                        "acknowledgments": {"type": "array", "items": schemas::r("AckItem")},
+                        "consumerGroup": {"type": ["string", "null"], "default": QUEUE_MODE, "description": "The group of every item."},
+                    },
+                }))
+                .fails(400, "`bad body: acknowledgments array is required`, `bad body: acknowledgments[<i>] must be an object`, `bad body: empty request body`, `bad body: <parser message>`.")
+                .answers::<Vec<AckResult>>(200, results))
+            .reads_body(ACK_KEYS, &[
+                r#"{"consumerGroup": "ledger", "acknowledgments": [
+                    {"transactionId": "inv-3001", "partitionId": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d",
+                     "status": "completed", "leaseId": "0190a6c4-0000-7000-8000-000000000001"},
+                    {"transactionId": "inv-3002", "partitionId": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d",
+                     "status": "failed", "leaseId": "0190a6c4-0000-7000-8000-000000000001",
+                     "error": "tax service timeout"}]}"#,
+                r#"{"acknowledgments": []}"#,
+            ], parse_batch),
+    ]
+}
+
+/// The fields an ack body may carry, for the fuzzer.
+const ACK_KEYS: &[&str] = &[
+    "acknowledgments",
+    "transactionId",
+    "partitionId",
+    "status",
+    "consumerGroup",
+    "leaseId",
+    "error",
+];
 
 fn text(v: &Value, key: &str) -> Option<String> {
     v.get(key)
@@ -43,11 +111,42 @@ pub(crate) fn group_of(v: &Value) -> String {
     text(v, "consumerGroup").unwrap_or_else(|| QUEUE_MODE.to_string())
 }
 
-fn outcome_json(index: usize, transaction_id: &str, o: &ItemOutcome) -> Value {
-    json!({
-        "index": index, "transactionId": transaction_id, "success": o.success, "error": o.error,
-        "leaseReleased": o.lease_released, "dlq": o.dlq, "noop": o.noop,
-    })
+/// What became of one ack item.
+#[derive(Serialize, JsonSchema)]
+pub(crate) struct AckResult {
+    /// The item's position in the request.
+    index: usize,
+    #[serde(rename = "transactionId")]
+    transaction_id: String,
+    /// The broker carried out the instruction (a correctly processed nack is true).
+    success: bool,
+    /// Why the item was refused: `consumer not found`, `invalid or expired lease`, `already
+    /// committed: the cursor moved past this message before this ack`, `unresolvable:
+    /// transaction not in the ack window (hash purged or never pushed); if leased, the
+    /// message redelivers`, `ack flush failed; lease will expire and redeliver`, `pool`,
+    /// `partition not owned by tenant`, `superseded: …`, or the storage layer's text.
+    error: Option<String>,
+    /// This ack ended the live lease of its (partition, group).
+    #[serde(rename = "leaseReleased")]
+    lease_released: bool,
+    /// This ack filed a dead letter.
+    dlq: bool,
+    /// A `completed` at or below the cursor: nothing changed.
+    noop: bool,
+}
+
+impl AckResult {
+    fn of(index: usize, transaction_id: String, o: ItemOutcome) -> AckResult {
+        AckResult {
+            index,
+            transaction_id,
+            success: o.success,
+            error: o.error,
+            lease_released: o.lease_released,
+            dlq: o.dlq,
+            noop: o.noop,
+        }
+    }
 }
 
 async fn process(
@@ -55,23 +154,23 @@ async fn process(
     who: &Principal,
     acks: Vec<SentAck>,
     group: &str,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<Vec<AckResult>>, ApiError> {
     let ids: Vec<String> = acks.iter().map(|a| a.transaction_id.clone()).collect();
     let outcomes = s.service.ack(&who.tenant, acks, group).await?;
     let out = ids
-        .iter()
-        .zip(&outcomes)
+        .into_iter()
+        .zip(outcomes)
         .enumerate()
-        .map(|(i, (id, o))| outcome_json(i, id, o))
+        .map(|(i, (id, o))| AckResult::of(i, id, o))
         .collect();
-    Ok(Json(Value::Array(out)))
+    Ok(Answer(out))
 }
 
-pub async fn ack_single(
+async fn ack_single(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     body: RawBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<Vec<AckResult>>, ApiError> {
     let (ack, group) = parse_single(&body)?;
     process(&s, &who, vec![ack], &group).await
 }
@@ -85,11 +184,11 @@ pub(crate) fn parse_single(body: &RawBody) -> Result<(SentAck, String), ApiError
     Ok((parse_ack(&v), group_of(&v)))
 }
 
-pub async fn ack_batch(
+async fn ack_batch(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     body: RawBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<Vec<AckResult>>, ApiError> {
     let (acks, group) = parse_batch(&body)?;
     process(&s, &who, acks, &group).await
 }

@@ -2,19 +2,45 @@
 //! `newExpiresAt` from an object, so the answer is an object with every alias.
 
 use axum::extract::State as AxState;
-
-use super::path::PathParams;
-use axum::{Extension, Json};
+use axum::http::Method;
+use axum::Extension;
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde_json::{json, Value};
 
+use super::ack;
+use super::answer::{Answer, Millis};
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
-use super::time::millis;
+use super::openapi::Doc;
+use super::path::PathParams;
+use super::routes::{route, Entry, Level::ReadWrite};
 use super::State;
 use regent_service::lease::{Extended, MAX_EXTEND_SECONDS};
 
 const DEFAULT_SECONDS: i64 = 60;
+
+pub(crate) fn routes() -> Vec<Entry> {
+    vec![route(Method::POST, "/api/v1/lease/{lease_id}/extend", ReadWrite, extend)
+        .doc(Doc::op(ack::TAG, "Extend a lease")
+            .about(r#"
+Every (partition, group) whose live lease is this id gets expiry = max(current, now + `seconds`); an expired, released or unknown lease is not revived (`success: false`). An empty body is `{}` (the Python client sends none). The answer is an object with every alias (`newExpiresAt`, `expiresAt`, `lease_expires_at`): Queen 0.15 answers an array, which client 1.3.0 cannot read. Python: `queen.renew(message | leaseId)`.
+"#)
+            .body(false, "Optional; an empty body is `{}`.", json!({
+                "type": "object",
+                "properties": {
+                    "seconds": {
+                        "type": ["integer", "null"], "minimum": 1, "maximum": MAX_EXTEND_SECONDS,
+                        "default": DEFAULT_SECONDS, "description": "From now; larger values are clamped.",
+                    },
+                },
+            }))
+            .fails(400, "`seconds must be a positive integer`, `body must be a JSON object`, `Invalid JSON: …`.")
+            .answers::<LeaseExtended>(200, "Renewed, or not (`success: false`, the expiry keys null)."))
+        .reads_request(&["0190a6c4-0000-7000-8000-000000000001"], |_: PathParams<String>| async {})
+        .reads_body(&["seconds"], &[r#"{"seconds": 120}"#, "{}", "", r#"{"seconds": null}"#], parse_seconds)]
+}
 
 /// `{"seconds": n}` (or no body): how long to extend by, clamped to the service's maximum.
 pub(crate) fn parse_seconds(body: &RawBody) -> Result<i64, ApiError> {
@@ -31,35 +57,46 @@ pub(crate) fn parse_seconds(body: &RawBody) -> Result<i64, ApiError> {
     }
 }
 
-pub async fn extend(
+/// What an extension did.
+#[derive(Serialize, JsonSchema)]
+struct LeaseExtended {
+    #[serde(rename = "leaseId")]
+    lease_id: String,
+    success: bool,
+    /// (partition, group) rows renewed.
+    renewed: u64,
+    #[serde(rename = "newExpiresAt")]
+    new_expires_at: Option<Millis>,
+    #[serde(rename = "expiresAt")]
+    expires_at: Option<Millis>,
+    lease_expires_at: Option<Millis>,
+    #[schemars(extend("enum" = [null, "Lease not found", "Lease already expired"]))]
+    error: Option<&'static str>,
+}
+
+async fn extend(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     PathParams(lease_id): PathParams<String>,
     body: RawBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<LeaseExtended>, ApiError> {
     let seconds = parse_seconds(&body)?;
     let outcome = s
         .service
         .extend_lease(&who.tenant, &lease_id, seconds)
         .await?;
-    Ok(Json(match outcome {
-        Extended::Renewed { rows, expires_at } => {
-            let t = millis(expires_at);
-            json!({
-                "leaseId": lease_id, "success": true, "renewed": rows, "newExpiresAt": t,
-                "expiresAt": t, "lease_expires_at": t, "error": null,
-            })
-        }
-        Extended::NotFound | Extended::Expired => {
-            let error = if outcome == Extended::Expired {
-                "Lease already expired"
-            } else {
-                "Lease not found"
-            };
-            json!({
-                "leaseId": lease_id, "success": false, "renewed": 0, "newExpiresAt": null,
-                "expiresAt": null, "lease_expires_at": null, "error": error,
-            })
-        }
+    let (renewed, expires, error) = match outcome {
+        Extended::Renewed { rows, expires_at } => (rows, Some(Millis(expires_at)), None),
+        Extended::Expired => (0, None, Some("Lease already expired")),
+        Extended::NotFound => (0, None, Some("Lease not found")),
+    };
+    Ok(Answer(LeaseExtended {
+        lease_id,
+        success: error.is_none(),
+        renewed,
+        new_expires_at: expires,
+        expires_at: expires,
+        lease_expires_at: expires,
+        error,
     }))
 }

@@ -4,11 +4,13 @@
 use std::time::Duration;
 
 use axum::extract::State as AxState;
+use axum::http::Method;
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+use axum::Extension;
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use uuid::Uuid;
 
 use regent_broker::naming::QUEUE_MODE;
@@ -16,15 +18,88 @@ use regent_broker::subscription::start_point;
 use regent_config::Config;
 use regent_service::pop::{Delivery, PopRequest, Popped, Target};
 
+use super::ack;
+use super::answer::{Answer, Micros, True};
 use super::auth::Principal;
 use super::error::ApiError;
 use super::handover::respond;
+use super::openapi::schemas::{flag_param, int_param, string};
+use super::openapi::Doc;
 use super::params::Params;
 use super::path::PathParams;
-use super::time::micros;
+use super::routes::{route, Entry, Level::ReadWrite};
 use super::{AppState, State};
 
-pub async fn pop_queue(
+const POP: &str = r#"
+Claims up to `partitions` partitions with something to read for `consumerGroup` under ONE lease (queue's `leaseTime`) and answers up to `batch` messages, oldest first per partition. `wait=true` long-polls until messages arrive or `timeout` ms pass, answering before the deadline; a push through any broker of the database wakes it. A named group's first pop decides where it starts (`subscriptionMode`, `subscriptionFrom`), once per queue. Always 200 with a body, empty answers included (Queen 0.15 sends 204 for some, which the Python client reads the same way). Never cache it: it takes a lease."#;
+
+const SUBSCRIPTION_FROM_400: &str =
+    "`subscriptionFrom` unparsable; an undecodable query string or path segment.";
+
+pub(crate) fn routes() -> Vec<Entry> {
+    let c = Config::defaults();
+    let doc = |summary, about: String, partitions: bool| {
+        pop_params(Doc::op(ack::TAG, summary).about(&about), &c, partitions)
+    };
+    vec![
+        route(Method::GET, "/api/v1/pop/queue/{queue}", ReadWrite, pop_queue)
+            .doc(doc("Pop from any partition of a queue", format!("{POP} An unknown queue answers `no_available_partition`. Python: `queue(name).pop()` and `consume(handler)` (a partition named `Default` also uses this route)."), true)
+                .fails(400, SUBSCRIPTION_FROM_400))
+            .reads_request(&[
+                "orders?batch=10&wait=true&timeout=30000&consumerGroup=g&subscriptionMode=new&autoAck=true",
+                "orders?subscriptionFrom=2026-01-02T03:04:05Z&autopilot=1&partitions=5",
+            ], |PathParams(q): PathParams<String>, p: Params| async move {
+                ask(&FUZZ_CONFIG, &p, Target::Queue(q)).map(drop)
+            }),
+        route(Method::GET, "/api/v1/pop/queue/{queue}/partition/{partition}", ReadWrite, pop_partition)
+            .doc(doc("Pop from one named partition", format!("{POP} One partition (by name), so `partitions` does not apply; an unknown one answers `partition_not_found`, one leased to another consumer of the group `lease_held`. Python: `queue(name).partition(p).pop()` / `consume` when `p` is not `Default`."), false)
+                .fails(400, SUBSCRIPTION_FROM_400))
+            .reads_request(&["orders/customer-42?batch=1&wait=false&timeout=-5&consumerGroup=g"],
+                |PathParams((q, part)): PathParams<(String, String)>, p: Params| async move {
+                    ask(&FUZZ_CONFIG, &p, Target::Partition(q, part)).map(drop)
+                }),
+        route(Method::GET, "/api/v1/pop", ReadWrite, pop_scope)
+            .doc(doc("Pop across a namespace or task", format!("{POP} Across every queue whose namespace and/or task match, highest `priority` first; each message names its `queue`. Documented by Queen but not routed by Queen 0.15; the Python client calls it for a consumer that names no queue."), true)
+                .query("namespace", string(), "The queues' namespace (this or `task` is required).")
+                .query("task", string(), "The queues' task.")
+                .fails(400, "`namespace or task is required`; `subscriptionFrom` unparsable."))
+            .reads_request(&["?namespace=billing&task=invoice&batch=100&subscriptionMode=all"], |p: Params| async move {
+                scope(&p).and_then(|t| ask(&FUZZ_CONFIG, &p, t)).map(drop)
+            }),
+    ]
+}
+
+/// The pop defaults and clamps the fuzzer reads with: a broker's with an empty environment.
+static FUZZ_CONFIG: std::sync::LazyLock<Config> = std::sync::LazyLock::new(Config::defaults);
+
+/// The query parameters every pop reads, with `c`'s defaults and clamps, and its answer.
+fn pop_params(d: Doc, c: &Config, partitions: bool) -> Doc {
+    let d = d.query("batch", int_param(c.default_batch_size, Some(1), Some(c.max_batch_size)),
+        &format!("Most messages in the answer, over every claimed partition. Absent: `DEFAULT_BATCH_SIZE` ({}), or `AUTOPILOT_BATCH_SIZE` ({}) with `autopilot=true`; larger values are clamped to `MAX_BATCH_SIZE` ({}).", c.default_batch_size, c.autopilot_batch_size, c.max_batch_size));
+    let d = if partitions {
+        d.query(
+            "partitions",
+            int_param(1, Some(1), Some(MAX_PARTITIONS)),
+            "Most partitions claimed under the lease.",
+        )
+    } else {
+        d
+    };
+    d.query("wait", flag_param(false), "`true` or `1`: long-poll until messages arrive or `timeout` passes.")
+        .query("timeout", json!({"type": "integer", "minimum": 0, "default": c.default_timeout, "x-clamped-to": c.max_timeout}),
+            "The long-poll deadline in ms (`DEFAULT_TIMEOUT`), clamped to `MAX_TIMEOUT`; the Python client gives up at `timeout` + 5 s.")
+        .query("consumerGroup", json!({"type": "string", "default": QUEUE_MODE}), "The group whose cursor is read; absent or empty: queue mode.")
+        .query("autoAck", flag_param(false), "Commit at delivery: no lease, `leaseId` is `\"\"`, nothing to ack (at-most-once).")
+        .query("subscriptionMode", string(), "A named group's first-join start: `new`, `new-only` or `now` start at the end; anything else (`all`, `from_beginning`) from the first message, as in Queen 0.15. Absent: `DEFAULT_SUBSCRIPTION_MODE`.")
+        .query("subscriptionFrom", json!({"type": "string", "examples": ["2026-04-26T10:00:00Z", "now"]}), "A named group's first-join start instant (ISO-8601, or `now`); wins over `subscriptionMode`. Unparsable: 400 (Queen 0.15 silently starts from the beginning).")
+        .query("autopilot", flag_param(false), "1.2+ clients: the broker picks the `batch` and `partitions` left out, and echoes them under `autopilot`.")
+        .answers::<PopAnswer>(200, "Messages, or an empty shape.")
+}
+
+/// The most partitions one pop claims.
+const MAX_PARTITIONS: i64 = 1000;
+
+async fn pop_queue(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     PathParams(queue): PathParams<String>,
@@ -33,7 +108,7 @@ pub async fn pop_queue(
     run(&s, &who, Target::Queue(queue), &params).await
 }
 
-pub async fn pop_partition(
+async fn pop_partition(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     PathParams((queue, partition)): PathParams<(String, String)>,
@@ -44,7 +119,7 @@ pub async fn pop_partition(
 
 /// `GET /api/v1/pop?namespace=…&task=…`: documented by Queen and called by its client when
 /// a consumer names no queue.
-pub async fn pop_scope(
+async fn pop_scope(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     params: Params,
@@ -94,7 +169,7 @@ pub(crate) fn ask(c: &Config, p: &Params, target: Target) -> Result<(PopRequest,
         .clamp(1, c.max_batch_size);
     let partitions = match target {
         Target::Partition(..) => 1,
-        _ => p.int("partitions").unwrap_or(1).clamp(1, 1000),
+        _ => p.int("partitions").unwrap_or(1).clamp(1, MAX_PARTITIONS),
     };
     let timeout_ms = p
         .int("timeout")
@@ -124,67 +199,172 @@ pub(crate) fn ask(c: &Config, p: &Params, target: Target) -> Result<(PopRequest,
     Ok((req, echo))
 }
 
-fn answer(popped: Popped, req: &PopRequest, echo: &Echo) -> Response {
-    let empty = |partition_id: Value, lease_id: Value| {
-        json!({
-            "success": true, "queue": req.target.queue_name(),
-            "partition": req.target.partition_name().unwrap_or(""),
-            "partitionId": partition_id, "leaseId": lease_id, "consumerGroup": req.group,
-            "messages": [],
+/// What a pop answers: messages under one lease, or one of the empty shapes Queen answers
+/// (always 200 with a body: Queen 0.15 sends 204 for some, which the Python client reads the
+/// same way). Describes the answer; each shape is rendered on its own.
+#[derive(JsonSchema)]
+#[schemars(untagged)]
+#[allow(dead_code)]
+enum PopAnswer {
+    /// Messages were claimed.
+    Delivered(MessagesOut<'static>),
+    /// Nothing to deliver: the long-poll deadline passed, the claimed partition had nothing
+    /// readable yet, or pops are paused.
+    Empty(EmptyOut),
+    /// Nothing claimable now (no wait).
+    Nothing(NothingOut),
+}
+
+/// Nothing to deliver, from a claim or a long-poll.
+#[derive(Serialize, JsonSchema)]
+struct EmptyOut {
+    success: True,
+    /// The queue asked for (`""` on the namespace/task route).
+    queue: String,
+    /// The partition asked for, or `""`.
+    partition: String,
+    /// The claimed partition when one was claimed but nothing was readable (delayed, window
+    /// buffer); else null.
+    #[serde(rename = "partitionId")]
+    partition_id: Option<Uuid>,
+    /// `""` when a partition was claimed and released; null at a long-poll deadline or when
+    /// paused.
+    #[serde(rename = "leaseId")]
+    lease_id: Option<&'static str>,
+    #[serde(rename = "consumerGroup")]
+    consumer_group: String,
+    #[schemars(extend("maxItems" = 0))]
+    messages: [(); 0],
+    /// The partition's window buffer is still filling.
+    #[serde(rename = "windowBufferActive", skip_serializing_if = "Option::is_none")]
+    window_buffer_active: Option<True>,
+    /// Pop maintenance is on (`/api/v1/system/maintenance/pop`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    paused: Option<True>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    autopilot: Option<AutopilotEcho>,
+}
+
+/// Nothing claimable now.
+#[derive(Serialize, JsonSchema)]
+struct NothingOut {
+    #[schemars(extend("const" = false))]
+    success: bool,
+    /// `no_available_partition`: nothing claimable (or an unknown queue);
+    /// `partition_not_found`: the named partition does not exist; `lease_held`: another
+    /// consumer of the group holds the named partition. Under `wait=true` these become a
+    /// retry loop and, at the deadline, the empty shape.
+    #[schemars(extend("enum" = ["no_available_partition", "partition_not_found", "lease_held"]))]
+    error: &'static str,
+    #[schemars(extend("maxItems" = 0))]
+    messages: [(); 0],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    autopilot: Option<AutopilotEcho>,
+}
+
+/// Only with `autopilot=true`: the batch and partitions the broker used for the knobs the
+/// request left out.
+#[derive(Serialize, JsonSchema)]
+struct AutopilotEcho {
+    partitions: i64,
+    batch: i64,
+    /// Advice before the next poll; always 0.
+    #[serde(rename = "waitMs")]
+    wait_ms: u64,
+}
+
+impl Echo {
+    fn autopilot(&self) -> Option<AutopilotEcho> {
+        self.autopilot.then_some(AutopilotEcho {
+            partitions: self.partitions,
+            batch: self.batch,
+            wait_ms: 0,
         })
+    }
+}
+
+fn answer(popped: Popped, req: &PopRequest, echo: &Echo) -> Response {
+    let empty = |partition_id, lease_id| EmptyOut {
+        success: True,
+        queue: req.target.queue_name().to_string(),
+        partition: req.target.partition_name().unwrap_or("").to_string(),
+        partition_id,
+        lease_id,
+        consumer_group: req.group.clone(),
+        messages: [],
+        window_buffer_active: None,
+        paused: None,
+        autopilot: echo.autopilot(),
     };
-    let body = match popped {
-        Popped::Delivered(d) => return delivered(d, req, echo),
-        Popped::Nothing(code) => json!({"success": false, "error": code, "messages": []}),
+    match popped {
+        Popped::Delivered(d) => delivered(d, req, echo),
+        Popped::Nothing(code) => Answer(NothingOut {
+            success: false,
+            error: code,
+            messages: [],
+            autopilot: echo.autopilot(),
+        })
+        .into_response(),
         Popped::Empty {
             partition_id,
             window_buffer,
-        } => {
-            let mut body = empty(json!(partition_id), json!(""));
-            if window_buffer {
-                body["windowBufferActive"] = json!(true);
-            }
-            body
-        }
-        Popped::TimedOut => empty(Value::Null, Value::Null),
-        Popped::Paused => {
-            let mut body = empty(Value::Null, Value::Null);
-            body["paused"] = json!(true);
-            body
-        }
-    };
-    Json(with_autopilot(body, echo)).into_response()
+        } => Answer(EmptyOut {
+            window_buffer_active: window_buffer.then_some(True),
+            ..empty(partition_id, Some(""))
+        })
+        .into_response(),
+        Popped::TimedOut => Answer(empty(None, None)).into_response(),
+        Popped::Paused => Answer(EmptyOut {
+            paused: Some(True),
+            ..empty(None, None)
+        })
+        .into_response(),
+    }
 }
 
-#[derive(Serialize)]
+/// One delivered message. Written straight to the wire with its payload as the JSON text
+/// stored, so its keys come in this declared order.
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 struct MessageOut<'a> {
     id: Uuid,
     transaction_id: &'a str,
     trace_id: Option<Uuid>,
+    /// The payload as pushed (the key is `data` here, `payload` on the message routes).
+    #[schemars(with = "Value")]
     data: &'a RawValue,
+    /// The pushing token's `sub`; null with authentication off.
     producer_sub: Option<&'a str>,
-    created_at: String,
+    /// Microseconds, as Queen's pop.
+    created_at: Micros,
+    /// What an ack must name (with `transactionId`).
     partition_id: Uuid,
     partition: &'a str,
     queue: &'a str,
+    /// The lease to ack under; `""` for an `autoAck` pop (nothing to ack).
     lease_id: &'a str,
     consumer_group: &'a str,
 }
 
-#[derive(Serialize)]
+/// Messages under one lease, in the declared key order (see [`MessageOut`]).
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 struct MessagesOut<'a> {
-    success: bool,
+    success: True,
+    /// The first claimed partition's queue.
     queue: &'a str,
+    /// The first claimed partition; each message names its own.
     partition: &'a str,
     partition_id: Uuid,
+    /// One lease for every partition of the answer (one extend renews them all); `""` for
+    /// `autoAck`.
     lease_id: &'a str,
     consumer_group: &'a str,
     partitions_claimed: usize,
+    #[schemars(extend("minItems" = 1))]
     messages: Vec<MessageOut<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    autopilot: Option<Value>,
+    autopilot: Option<AutopilotEcho>,
 }
 
 /// The answer with messages, serialised once: payloads go out as the JSON text stored. The
@@ -201,7 +381,7 @@ fn delivered(d: Delivery, req: &PopRequest, echo: &Echo) -> Response {
                 trace_id: m.message.trace_id,
                 data: &m.message.payload,
                 producer_sub: m.message.producer_sub.as_deref(),
-                created_at: micros(m.created_at),
+                created_at: Micros(m.created_at),
                 partition_id: part.partition_id,
                 partition: &part.partition,
                 queue: &part.queue,
@@ -212,7 +392,7 @@ fn delivered(d: Delivery, req: &PopRequest, echo: &Echo) -> Response {
         .collect();
     let first = &d.partitions[0];
     let body = MessagesOut {
-        success: true,
+        success: True,
         queue: &first.queue,
         partition: &first.partition,
         partition_id: first.partition_id,
@@ -220,26 +400,8 @@ fn delivered(d: Delivery, req: &PopRequest, echo: &Echo) -> Response {
         consumer_group: &req.group,
         partitions_claimed: d.partitions.len(),
         messages,
-        autopilot: echo.autopilot.then(|| autopilot_echo(echo)),
+        autopilot: echo.autopilot(),
     };
     let json = serde_json::to_string(&body).expect("the answer serialises");
     respond(json, d.handover)
-}
-
-/// The 1.2+ autopilot echo: what the broker chose for the knobs the client left out.
-fn autopilot_echo(e: &Echo) -> Value {
-    let mut echo = Map::new();
-    echo.insert("partitions".into(), json!(e.partitions));
-    echo.insert("batch".into(), json!(e.batch));
-    echo.insert("waitMs".into(), json!(0));
-    Value::Object(echo)
-}
-
-fn with_autopilot(mut body: Value, e: &Echo) -> Value {
-    if e.autopilot {
-        if let Value::Object(m) = &mut body {
-            m.insert("autopilot".into(), autopilot_echo(e));
-        }
-    }
-    body
 }

@@ -175,6 +175,9 @@ pub fn table() -> Table {
     let families = [
         push::routes(),
         transaction::routes(),
+        pop::routes(),
+        ack::routes(),
+        lease::routes(),
         consumer_groups::routes(),
         legacy().entries,
     ];
@@ -217,27 +220,6 @@ fn legacy() -> Table {
             "/api/v1/configure",
             ReadWrite,
             configure::configure,
-        )
-        .at(
-            M::GET,
-            "/api/v1/pop/queue/{queue}",
-            ReadWrite,
-            pop::pop_queue,
-        )
-        .at(
-            M::GET,
-            "/api/v1/pop/queue/{queue}/partition/{partition}",
-            ReadWrite,
-            pop::pop_partition,
-        )
-        .at(M::GET, "/api/v1/pop", ReadWrite, pop::pop_scope)
-        .at(M::POST, "/api/v1/ack", ReadWrite, ack::ack_single)
-        .at(M::POST, "/api/v1/ack/batch", ReadWrite, ack::ack_batch)
-        .at(
-            M::POST,
-            "/api/v1/lease/{lease_id}/extend",
-            ReadWrite,
-            lease::extend,
         )
         .at(M::GET, "/api/v1/messages", ReadOnly, messages::list)
         .at(M::GET, MESSAGE, ReadOnly, messages::get)

@@ -74,15 +74,6 @@ fn listed() -> Vec<Target> {
     let who = principal();
     let who2 = principal();
     vec![
-        body(&[(Method::POST, "/api/v1/ack")], ACK_KEYS, ACK, |b| {
-            outcome(ack::parse_single(b))
-        }),
-        body(
-            &[(Method::POST, "/api/v1/ack/batch")],
-            ACK_KEYS,
-            ACK_BATCH,
-            |b| outcome(ack::parse_batch(b)),
-        ),
         body(
             &[(Method::POST, "/api/v1/configure")],
             &[
@@ -108,12 +99,6 @@ fn listed() -> Vec<Target> {
             ],
             CONFIGURE,
             |b| outcome(configure::parse_configure(b)),
-        ),
-        body(
-            &[(Method::POST, "/api/v1/lease/{lease_id}/extend")],
-            &["seconds"],
-            &["{\"seconds\": 120}", "{}", "", "{\"seconds\": null}"],
-            |b| outcome(lease::parse_seconds(b)),
         ),
         body(
             &[
@@ -149,34 +134,6 @@ fn listed() -> Vec<Target> {
         ),
     ]
 }
-
-const ACK_KEYS: &[&str] = &[
-    "acknowledgments",
-    "transactionId",
-    "partitionId",
-    "status",
-    "consumerGroup",
-    "leaseId",
-    "error",
-];
-
-const ACK: &[&str] = &[
-    r#"{"transactionId": "inv-3001", "partitionId": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d",
-        "status": "completed", "leaseId": "0190a6c4-0000-7000-8000-000000000001",
-        "consumerGroup": "ledger", "error": null}"#,
-    r#"{"transactionId": "t", "partitionId": "p", "status": "failed", "error": "boom"}"#,
-    r#"{"transactionId": "t", "partitionId": "p", "status": "dlq", "consumerGroup": null}"#,
-];
-
-const ACK_BATCH: &[&str] = &[
-    r#"{"consumerGroup": "ledger", "acknowledgments": [
-        {"transactionId": "inv-3001", "partitionId": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d",
-         "status": "completed", "leaseId": "0190a6c4-0000-7000-8000-000000000001"},
-        {"transactionId": "inv-3002", "partitionId": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d",
-         "status": "failed", "leaseId": "0190a6c4-0000-7000-8000-000000000001",
-         "error": "tax service timeout"}]}"#,
-    r#"{"acknowledgments": []}"#,
-];
 
 const CONFIGURE: &[&str] = &[
     r#"{"queue": "orders", "namespace": "billing", "task": "invoice",

@@ -186,20 +186,7 @@ fn readers() -> Readers {
         let _ = p.flag("deleteMetadata", true);
         Read::Ok(())
     };
-    r.at((M::GET, "/api/v1/pop/queue/{queue}"), POP, POP_SEEDS, pop_queue)
-        .at(
-            (M::GET, "/api/v1/pop/queue/{queue}/partition/{partition}"),
-            POP,
-            &["orders/customer-42?batch=1&wait=false&timeout=-5&consumerGroup=g"],
-            pop_partition,
-        )
-        .at(
-            (M::GET, "/api/v1/pop"),
-            POP,
-            &["?namespace=billing&task=invoice&batch=100&subscriptionMode=all"],
-            pop_scope,
-        )
-        .at(
+    r        .at(
             (M::GET, "/api/v1/messages"),
             &["from", "to", "queue", "partition", "ns", "task", "status", "limit", "offset"],
             &["?queue=q&partition=Default&ns=n&task=t&status=pending&limit=50&offset=10&from=2026-01-01T00:00:00Z"],
@@ -326,12 +313,6 @@ fn readers() -> Readers {
             FLEET,
             &["?to=2026-01-01T00:00:00Z&hostname=h"],
             |p: Params| async move { read(fleet::window(&p)) },
-        )
-        .at(
-            (M::POST, "/api/v1/lease/{lease_id}/extend"),
-            &[],
-            &["0190a6c4-0000-7000-8000-000000000001"],
-            |PathParams(_): PathParams<String>| async { Read::Ok(()) },
         )
         .at(
             (M::GET, "/api/v1/traces/names"),

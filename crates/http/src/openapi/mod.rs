@@ -17,7 +17,6 @@
 
 mod analytics;
 mod console;
-mod consume;
 mod dlq;
 mod messages;
 mod queues;
@@ -224,7 +223,6 @@ pub fn registry() -> Vec<Entry> {
     [
         system::entries(),
         queues::entries(),
-        consume::entries(),
         messages::entries(),
         dlq::entries(),
         status::entries(),
@@ -450,7 +448,7 @@ fn build(entries: &[Routed], registry: &[Doc]) -> Value {
             "license": { "name": env!("CARGO_PKG_LICENSE"), "identifier": env!("CARGO_PKG_LICENSE") },
         },
         "tags": tags.iter()
-            .chain(system::TAGS).chain(queues::TAGS).chain(consume::TAGS)
+            .chain(system::TAGS).chain(queues::TAGS)
             .chain(messages::TAGS).chain(dlq::TAGS).chain(status::TAGS)
             .chain(traces::TAGS).chain(analytics::TAGS)
             .chain(console::TAGS)

@@ -221,114 +221,6 @@ fn push_item() -> Value {
     )
 }
 
-fn pop_message() -> Value {
-    obj(
-        &[
-            "id",
-            "transactionId",
-            "traceId",
-            "data",
-            "producerSub",
-            "createdAt",
-            "partitionId",
-            "partition",
-            "queue",
-            "leaseId",
-            "consumerGroup",
-        ],
-        json!({
-            "id": uuid(),
-            "transactionId": string(),
-            "traceId": json!({"type": ["string", "null"], "format": "uuid"}),
-            "data": about(json!({}), "The payload as pushed (the key is `data` here, `payload` on the message routes)."),
-            "producerSub": about(json!({"type": ["string", "null"]}), "The pushing token's `sub`; null with authentication off."),
-            "createdAt": about(json!({"type": "string", "format": "date-time", "examples": ["2026-04-26T10:59:28.267966Z"]}), "Microseconds, as Queen's pop."),
-            "partitionId": about(uuid(), "What an ack must name (with `transactionId`)."),
-            "partition": string(),
-            "queue": string(),
-            "leaseId": about(string(), "The lease to ack under; `\"\"` for an `autoAck` pop (nothing to ack)."),
-            "consumerGroup": string(),
-        }),
-    )
-}
-
-fn autopilot() -> Value {
-    about(
-        obj(&["partitions", "batch", "waitMs"], json!({
-            "partitions": int(), "batch": int(),
-            "waitMs": about(int(), "Advice before the next poll; always 0."),
-        })),
-        "Only with `autopilot=true`: the batch and partitions the broker used for the knobs the request left out.",
-    )
-}
-
-fn pop_answer() -> Value {
-    let delivered = obj(
-        &[
-            "success",
-            "queue",
-            "partition",
-            "partitionId",
-            "leaseId",
-            "consumerGroup",
-            "partitionsClaimed",
-            "messages",
-        ],
-        json!({
-            "success": {"const": true},
-            "queue": about(string(), "The first claimed partition's queue."),
-            "partition": about(string(), "The first claimed partition; each message names its own."),
-            "partitionId": uuid(),
-            "leaseId": about(string(), "One lease for every partition of the answer (one extend renews them all); `\"\"` for `autoAck`."),
-            "consumerGroup": string(),
-            "partitionsClaimed": int(),
-            "messages": {"type": "array", "minItems": 1, "items": r("PopMessage")},
-            "autopilot": r("Autopilot"),
-        }),
-    );
-    let empty = obj(
-        &[
-            "success",
-            "queue",
-            "partition",
-            "partitionId",
-            "leaseId",
-            "consumerGroup",
-            "messages",
-        ],
-        json!({
-            "success": {"const": true},
-            "queue": about(string(), "The queue asked for (`\"\"` on the namespace/task route)."),
-            "partition": about(string(), "The partition asked for, or `\"\"`."),
-            "partitionId": about(json!({"type": ["string", "null"], "format": "uuid"}), "The claimed partition when one was claimed but nothing was readable (delayed, window buffer); else null."),
-            "leaseId": about(json!({"type": ["string", "null"]}), "`\"\"` when a partition was claimed and released; null at a long-poll deadline or when paused."),
-            "consumerGroup": string(),
-            "messages": {"type": "array", "maxItems": 0},
-            "windowBufferActive": about(json!({"const": true}), "The partition's window buffer is still filling."),
-            "paused": about(json!({"const": true}), "Pop maintenance is on (`/api/v1/system/maintenance/pop`)."),
-            "autopilot": r("Autopilot"),
-        }),
-    );
-    let nothing = obj(
-        &["success", "error", "messages"],
-        json!({
-            "success": {"const": false},
-            "error": about(json!({"enum": ["no_available_partition", "partition_not_found", "lease_held"]}),
-                "`no_available_partition`: nothing claimable (or an unknown queue); `partition_not_found`: the named partition does not exist; `lease_held`: another consumer of the group holds the named partition. Under `wait=true` these become a retry loop and, at the deadline, the empty shape."),
-            "messages": {"type": "array", "maxItems": 0},
-            "autopilot": r("Autopilot"),
-        }),
-    );
-    json!({
-        "description": "Messages under one lease; or, with none, the empty shapes Queen answers (always 200 with a body: Queen 0.15 sends 204 for some, which the Python client reads the same way).",
-        "oneOf": [
-            about(delivered, "Messages were claimed."),
-            about(empty, "Nothing to deliver: the long-poll deadline passed, the claimed partition had nothing readable yet, or pops are paused."),
-            about(nothing, "Nothing claimable now (no wait)."),
-        ],
-    })
-}
-
 fn ack_item() -> Value {
     obj(
         &[],
@@ -340,30 +232,6 @@ fn ack_item() -> Value {
             "leaseId": about(json!({"type": ["string", "null"]}), "When given, the ack is checked against that live lease (`invalid or expired lease` otherwise); without one there is no lease check."),
             "error": about(json!({"type": ["string", "null"]}), "The dead-letter reason, if this ack dead-letters."),
             "consumerGroup": about(json!({"type": ["string", "null"], "default": QUEUE_MODE}), "Single route only: the batch route reads the top-level one."),
-        }),
-    )
-}
-
-fn ack_result() -> Value {
-    obj(
-        &[
-            "index",
-            "transactionId",
-            "success",
-            "error",
-            "leaseReleased",
-            "dlq",
-            "noop",
-        ],
-        json!({
-            "index": about(int(), "The item's position in the request."),
-            "transactionId": string(),
-            "success": about(boolean(), "The broker carried out the instruction (a correctly processed nack is true)."),
-            "error": about(json!({"type": ["string", "null"]}),
-                "Why the item was refused: `consumer not found`, `invalid or expired lease`, `already committed: the cursor moved past this message before this ack`, `unresolvable: transaction not in the ack window (hash purged or never pushed); if leased, the message redelivers`, `ack flush failed; lease will expire and redeliver`, `pool`, `partition not owned by tenant`, `superseded: …`, or the storage layer's text."),
-            "leaseReleased": about(boolean(), "This ack ended the live lease of its (partition, group)."),
-            "dlq": about(boolean(), "This ack filed a dead letter."),
-            "noop": about(boolean(), "A `completed` at or below the cursor: nothing changed."),
         }),
     )
 }
@@ -604,11 +472,7 @@ fn schemas() -> Value {
         "QueueOptions": options_echo(),
         "QueueSummary": queue_summary(),
         "PushItem": push_item(),
-        "PopMessage": pop_message(),
-        "PopAnswer": pop_answer(),
-        "Autopilot": autopilot(),
         "AckItem": ack_item(),
-        "AckResult": ack_result(),
         "TransactionRequest": transaction_request(),
         "DeadLetter": dead_letter(),
         "BulkSelector": bulk_selector(),
