@@ -17,11 +17,14 @@
 use std::borrow::Cow;
 
 use axum::body::{Body, Bytes};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use rust_embed::Embed;
+use serde_json::json;
 
 use super::error::ApiError;
+use super::openapi::{Doc, Tag};
+use super::routes::{route, Entry, Level::Public};
 
 #[derive(Embed)]
 #[folder = "../../console/dist/"]
@@ -34,15 +37,53 @@ const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 const CSP: &str = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; \
                    frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
+const TAG: Tag = (
+    "console",
+    "The web console, embedded in the binary: public files; the API calls the page makes carry the user's token.",
+);
+
+pub(crate) fn routes() -> Vec<Entry> {
+    let file = |content: &str, description: &str| {
+        json!({
+            "description": description,
+            "headers": { "x-request-id": { "$ref": "#/components/headers/RequestId" } },
+            "content": { content: { "schema": { "type": "string" } } },
+        })
+    };
+    let current = json!({ "description": "The client's copy (its `If-None-Match`) is current." });
+    vec![
+        route(Method::GET, "/", Public, index)
+            .doc(Doc::op(TAG, "The web console's page")
+                .about(r#"
+A Regent extension: the console's `index.html`, which loads its script and style from `/assets/`. `Cache-Control: no-cache` with an `ETag` (304 to a matching `If-None-Match`), brotli or gzip by `Accept-Encoding`, and a Content-Security-Policy that lets the page talk to this broker only. With authentication on, the page asks for a token, keeps it in the tab's `sessionStorage` and sends it as a bearer on every API call. Queen serves its own dashboard at `/` too.
+"#)
+                .reply_raw(200, file("text/html", "The page."))
+                .reply_raw(304, current.clone())),
+        route(Method::GET, "/assets/{*file}", Public, asset)
+            .doc(Doc::op(TAG, "A file of the web console")
+                .about(r#"
+A Regent extension: a script or style of the console's bundle, named by its content hash, so `Cache-Control: public, max-age=31536000, immutable`; brotli or gzip by `Accept-Encoding`. A name the bundle does not hold is 404 `Not found`.
+"#)
+                .reply_raw(200, file("text/javascript", "The file, typed by its extension (`text/javascript`, `text/css`, …)."))
+                .reply_raw(304, current)
+                .fails(404, "`Not found`"))
+            // No state needed: the real handler, seeded with the embedded assets' names.
+            .reads_request(
+                &asset_names().iter().map(|a| a.trim_start_matches("assets/")).collect::<Vec<_>>(),
+                asset,
+            ),
+    ]
+}
+
 /// `GET /`: the console's page.
-pub async fn index(headers: HeaderMap) -> Response {
+async fn index(headers: HeaderMap) -> Response {
     serve("index.html", &headers)
 }
 
 /// `GET /assets/{*file}`: a file the page loads. The raw path is used (asset names are
 /// plain ASCII), so no percent-decoding can reach outside `assets/`: the lookup is in the
 /// embedded table, never on disk.
-pub async fn asset(uri: Uri, headers: HeaderMap) -> Response {
+async fn asset(uri: Uri, headers: HeaderMap) -> Response {
     let name = uri.path().trim_start_matches('/');
     serve(name, &headers)
 }

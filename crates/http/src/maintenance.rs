@@ -2,17 +2,79 @@
 //! tenant's two maintenance switches, read and set, for every broker of the database.
 
 use axum::extract::State as AxState;
-use axum::{Extension, Json};
+use axum::http::Method;
+use axum::Extension;
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde_json::{json, Value};
 
+use super::answer::{Answer, True};
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
+use super::openapi::{Doc, Tag};
+use super::routes::{route, Entry, Level::Admin};
 use super::{AppState, State};
 use regent_service::maintenance::{Status, POLL};
 
+/// The tenant's switches, its per-queue metrics, who a request is, the stats round
+/// (`crate::queue_metrics`, `crate::whoami`, `crate::stats`).
+pub(crate) const TAG: Tag = (
+    "system",
+    "The tenant's maintenance switches and its per-queue metrics (admin). Queen's switches are cluster-wide; Regent's belong to the token's tenant.",
+);
+
+const MAINTENANCE: &str = "/api/v1/system/maintenance";
+const POP_MAINTENANCE: &str = "/api/v1/system/maintenance/pop";
+
+pub(crate) fn routes() -> Vec<Entry> {
+    use Method as M;
+    let enabled_body = json!({
+        "type": "object", "required": ["enabled"],
+        "properties": { "enabled": {"type": "boolean"} },
+    });
+    let enabled_400 = "`enabled (boolean) is required`; `Empty request body`, `Invalid JSON: …`.";
+    let enabled_seeds = &[r#"{"enabled": true}"#, r#"{"enabled": false}"#];
+    vec![
+        route(M::GET, MAINTENANCE, Admin, get_push)
+            .doc(Doc::op(TAG, "Read the push maintenance switch")
+                .about(r#"
+The tenant's two switches and the pushes buffered under push maintenance. `bufferStats` keeps Queen's shape (its file buffer's figures; Regent's buffer is a PostgreSQL table, so only `pendingCount` is real). Python: `Admin.get_maintenance_mode()`.
+"#)
+                .answers::<Switches>(200, "The switches.")),
+        route(M::POST, MAINTENANCE, Admin, set_push)
+            .doc(Doc::op(TAG, "Set the push maintenance switch")
+                .about(r#"
+On: the tenant's pushes (and the pushes of `/api/v1/transaction`) are held in the database's push buffer, answered `buffered`, deduplicated as usual and invisible to pops; dead-letter requeues are refused with 409. Off: a broker appends them in arrival order, exactly once, before any new push of the tenant. Every broker of the database sees the switch within 250 ms. Python: `Admin.set_maintenance_mode(enabled)`.
+"#)
+                .body(true, "The switch.", enabled_body.clone())
+                .fails(400, enabled_400)
+                .answers::<PushSwitch>(200, "The switch now."))
+            .reads_body(&["enabled"], enabled_seeds, enabled),
+        route(M::GET, POP_MAINTENANCE, Admin, get_pop)
+            .doc(Doc::op(TAG, "Read the pop maintenance switch")
+                .about("Python: `Admin.get_pop_maintenance_mode()`.")
+                .answers::<PopSwitch>(200, "The switch.")),
+        route(M::POST, POP_MAINTENANCE, Admin, set_pop)
+            .doc(Doc::op(TAG, "Set the pop maintenance switch")
+                .about(r#"
+On: every pop of the tenant answers at once with its empty shape and `"paused": true` (200, where Queen 0.15 sends a 204 with a body), long-polls already parked included. Pushes and acks go on. Python: `Admin.set_pop_maintenance_mode(enabled)`.
+"#)
+                .body(true, "The switch.", enabled_body)
+                .fails(400, enabled_400)
+                .answers::<PopSwitch>(200, "The switch now."))
+            .reads_body(&["enabled"], enabled_seeds, enabled),
+        route(M::GET, "/api/v1/system/shared-state", Admin, shared_state)
+            .doc(Doc::op(TAG, "How the switches travel between brokers")
+                .about(r#"
+This broker's id and how maintenance switches reach the other brokers (polled from the database every 250 ms), with the tenant's switches. Queen answers its UDP cluster-sync statistics here; the keys kept are `enabled`, `running`, `server_id`, `maintenance_mode`, `pop_maintenance_mode`. No Python client method.
+"#)
+                .answers::<SharedState>(200, "The state.")),
+    ]
+}
+
 /// `{"enabled": <bool>}`, with the spec's text for anything else.
-pub(crate) fn enabled(body: &RawBody) -> Result<bool, ApiError> {
+fn enabled(body: &RawBody) -> Result<bool, ApiError> {
     body.json_or_empty_object()?
         .get("enabled")
         .and_then(Value::as_bool)
@@ -35,19 +97,65 @@ fn pop_text(s: &Status) -> &'static str {
     }
 }
 
-pub async fn get_push(
+/// Both switches and the buffer, as Queen's `GET /system/maintenance` answers them.
+#[derive(Serialize, JsonSchema)]
+struct Switches {
+    #[serde(rename = "maintenanceMode")]
+    maintenance_mode: bool,
+    #[serde(rename = "popMaintenanceMode")]
+    pop_maintenance_mode: bool,
+    #[serde(rename = "bufferedMessages")]
+    buffered_messages: i64,
+    #[serde(rename = "bufferHealthy")]
+    buffer_healthy: True,
+    #[serde(rename = "bufferStats")]
+    buffer_stats: BufferStats,
+}
+
+/// Queen's file buffer's figures; Regent's buffer is a table, so only `pendingCount` is real.
+#[derive(Serialize, JsonSchema)]
+struct BufferStats {
+    #[serde(rename = "pendingCount")]
+    pending_count: i64,
+    #[serde(rename = "failedCount")]
+    #[schemars(extend("const" = 0))]
+    failed_count: u64,
+    #[serde(rename = "dbHealthy")]
+    db_healthy: True,
+    #[serde(rename = "failedFiles")]
+    failed_files: FailedFiles,
+}
+
+#[derive(Serialize, JsonSchema, Default)]
+struct FailedFiles {
+    count: u64,
+    #[serde(rename = "totalBytes")]
+    total_bytes: u64,
+    #[serde(rename = "totalMB")]
+    total_mb: u64,
+    #[serde(rename = "failoverCount")]
+    failover_count: u64,
+    #[serde(rename = "qos0Count")]
+    qos0_count: u64,
+}
+
+async fn get_push(
     AxState(s): State,
     Extension(who): Extension<Principal>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<Switches>, ApiError> {
     let st = s.service.maintenance(&who.tenant).await?;
-    Ok(Json(json!({
-        "maintenanceMode": st.push, "popMaintenanceMode": st.pop,
-        "bufferedMessages": st.buffered, "bufferHealthy": true,
-        "bufferStats": {
-            "pendingCount": st.buffered, "failedCount": 0, "dbHealthy": true,
-            "failedFiles": {"count": 0, "totalBytes": 0, "totalMB": 0, "failoverCount": 0, "qos0Count": 0},
+    Ok(Answer(Switches {
+        maintenance_mode: st.push,
+        pop_maintenance_mode: st.pop,
+        buffered_messages: st.buffered,
+        buffer_healthy: True,
+        buffer_stats: BufferStats {
+            pending_count: st.buffered,
+            failed_count: 0,
+            db_healthy: True,
+            failed_files: FailedFiles::default(),
         },
-    })))
+    }))
 }
 
 /// Sets the tenant's push switch (`push`) or pop switch from the body.
@@ -57,50 +165,95 @@ async fn flip(s: &AppState, tenant: &str, body: RawBody, push: bool) -> Result<S
     Ok(s.service.set_maintenance(tenant, push, pop).await?)
 }
 
-pub async fn set_push(
+/// The push switch now.
+#[derive(Serialize, JsonSchema)]
+struct PushSwitch {
+    #[serde(rename = "maintenanceMode")]
+    maintenance_mode: bool,
+    /// Pushes held in the buffer, waiting to be appended.
+    #[serde(rename = "bufferedMessages")]
+    buffered_messages: i64,
+    #[serde(rename = "bufferHealthy")]
+    buffer_healthy: True,
+    message: String,
+}
+
+async fn set_push(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     body: RawBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<PushSwitch>, ApiError> {
     let st = flip(&s, &who.tenant, body, true).await?;
-    Ok(Json(json!({
-        "maintenanceMode": st.push, "bufferedMessages": st.buffered,
-        "bufferHealthy": true, "message": push_text(&st),
-    })))
+    Ok(Answer(PushSwitch {
+        maintenance_mode: st.push,
+        buffered_messages: st.buffered,
+        buffer_healthy: True,
+        message: push_text(&st),
+    }))
 }
 
-pub async fn get_pop(
+/// The pop switch now.
+#[derive(Serialize, JsonSchema)]
+struct PopSwitch {
+    #[serde(rename = "popMaintenanceMode")]
+    pop_maintenance_mode: bool,
+    message: &'static str,
+}
+
+impl PopSwitch {
+    fn of(st: &Status) -> PopSwitch {
+        PopSwitch {
+            pop_maintenance_mode: st.pop,
+            message: pop_text(st),
+        }
+    }
+}
+
+async fn get_pop(
     AxState(s): State,
     Extension(who): Extension<Principal>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<PopSwitch>, ApiError> {
     let st = s.service.maintenance(&who.tenant).await?;
-    Ok(Json(
-        json!({"popMaintenanceMode": st.pop, "message": pop_text(&st)}),
-    ))
+    Ok(Answer(PopSwitch::of(&st)))
 }
 
-pub async fn set_pop(
+async fn set_pop(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     body: RawBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<PopSwitch>, ApiError> {
     let st = flip(&s, &who.tenant, body, false).await?;
-    Ok(Json(
-        json!({"popMaintenanceMode": st.pop, "message": pop_text(&st)}),
-    ))
+    Ok(Answer(PopSwitch::of(&st)))
+}
+
+/// How the switches travel between brokers, in Queen's snake_case.
+#[derive(Serialize, JsonSchema)]
+struct SharedState {
+    enabled: True,
+    running: True,
+    server_id: String,
+    #[schemars(extend("const" = "database"))]
+    sync: &'static str,
+    poll_interval_ms: u64,
+    maintenance_mode: bool,
+    pop_maintenance_mode: bool,
+    buffered_messages: i64,
 }
 
 /// How the switches travel between brokers: through the database, polled.
-pub async fn shared_state(
+async fn shared_state(
     AxState(s): State,
     Extension(who): Extension<Principal>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<SharedState>, ApiError> {
     let st = s.service.maintenance(&who.tenant).await?;
-    Ok(Json(json!({
-        "enabled": true, "running": true,
-        "server_id": s.service.runtime().peers.id(),
-        "sync": "database", "poll_interval_ms": POLL.as_millis() as u64,
-        "maintenance_mode": st.push, "pop_maintenance_mode": st.pop,
-        "buffered_messages": st.buffered,
-    })))
+    Ok(Answer(SharedState {
+        enabled: True,
+        running: True,
+        server_id: s.service.broker_id().to_string(),
+        sync: "database",
+        poll_interval_ms: POLL.as_millis() as u64,
+        maintenance_mode: st.push,
+        pop_maintenance_mode: st.pop,
+        buffered_messages: st.buffered,
+    }))
 }

@@ -6,16 +6,103 @@
 
 use std::fmt::Write;
 
-use axum::http::header;
+use axum::http::{header, Method};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde_json::json;
 
+use super::answer::Answer;
+use super::health;
+use super::openapi::Doc;
+use super::routes::{route, Entry, Level::Public};
 use super::State;
 use regent_service::health::Metrics;
 use regent_service::{Op, Outcome, Recheck, Snapshot};
 
-pub async fn json_snapshot(axum::extract::State(s): State) -> Response {
+/// The text exposition's response in the document: no JSON, `Cache-Control: no-cache`.
+pub(crate) fn exposition_reply() -> serde_json::Value {
+    json!({
+        "description": "The exposition (`text/plain; version=0.0.4`), `Cache-Control: no-cache`.",
+        "headers": { "x-request-id": { "$ref": "#/components/headers/RequestId" } },
+        "content": { "text/plain; version=0.0.4; charset=utf-8": { "schema": { "type": "string" } } },
+    })
+}
+
+pub(crate) fn routes() -> Vec<Entry> {
+    vec![
+        route(Method::GET, "/metrics", Public, json_snapshot)
+            .doc(Doc::op(health::TAG, "Queen's JSON metrics snapshot")
+                .about(r#"
+Queen's JSON snapshot with real numbers for this process: requests and pushed messages since start, the PostgreSQL pool, resident memory, CPU (Queen 0.15 stubs most of these with zeros). Nothing per tenant or per queue: anyone may call it. Python: `Admin.metrics()` (its docstring says Prometheus; it returns this JSON).
+"#)
+                .answers::<MetricsSnapshot>(200, "The snapshot.")),
+        route(Method::GET, "/metrics/prometheus", Public, prometheus)
+            .doc(Doc::op(health::TAG, "Prometheus text exposition")
+                .about(r#"
+This broker's uptime, CPU, memory and pool under Queen's `queen_*` names, and Regent's `regent_requests_total{op}`, `regent_messages_total{op}` (push, pop, ack, transaction), `regent_db_pool_waiting`, `regent_pending_handovers`, `regent_pop_rechecks_total{by}` (what ended each wait of a parked long-poll: `wakeup` or `timer`), `regent_runtime_entries{map}`, the request-duration and first-delivery histograms and `regent_items_total{op,outcome}`. Names no queue or tenant, unless the broker runs with `METRICS_PER_QUEUE=true`: then every tenant's per-queue families follow (as `GET /api/v1/metrics/queues` serves them for one tenant). Not used by the Python client.
+"#)
+                .reply_raw(200, exposition_reply())),
+    ]
+}
+
+/// Queen's JSON metrics snapshot of this process.
+#[derive(Serialize, JsonSchema)]
+struct MetricsSnapshot {
+    /// Seconds since this broker started.
+    uptime: u64,
+    requests: Rate,
+    /// Messages pushed.
+    messages: Rate,
+    database: Pool,
+    memory: Memory,
+    cpu: Cpu,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Rate {
+    total: u64,
+    /// Per second since start.
+    rate: f64,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Pool {
+    #[serde(rename = "poolSize")]
+    pool_size: usize,
+    #[serde(rename = "idleConnections")]
+    idle_connections: usize,
+    #[serde(rename = "waitingRequests")]
+    waiting_requests: usize,
+}
+
+/// Queen's Node.js figures; only `rss` means something here.
+#[derive(Serialize, JsonSchema)]
+struct Memory {
+    /// Resident bytes.
+    rss: u64,
+    #[serde(rename = "heapTotal")]
+    #[schemars(extend("const" = 0))]
+    heap_total: u64,
+    #[serde(rename = "heapUsed")]
+    #[schemars(extend("const" = 0))]
+    heap_used: u64,
+    #[schemars(extend("const" = 0))]
+    external: u64,
+    #[serde(rename = "arrayBuffers")]
+    #[schemars(extend("const" = 0))]
+    array_buffers: u64,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Cpu {
+    /// Microseconds.
+    user: u64,
+    /// Microseconds.
+    system: u64,
+}
+
+async fn json_snapshot(axum::extract::State(s): State) -> Answer<MetricsSnapshot> {
     let Metrics {
         uptime_secs: uptime,
         activity,
@@ -26,22 +113,33 @@ pub async fn json_snapshot(axum::extract::State(s): State) -> Response {
     let per_second = |n: u64| if uptime > 0.0 { n as f64 / uptime } else { 0.0 };
     let requests: u64 = Op::ALL.iter().map(|&op| activity.requests(op)).sum();
     let messages = activity.messages(Op::Push);
-    Json(json!({
-        "uptime": uptime.floor() as u64,
-        "requests": {"total": requests, "rate": per_second(requests)},
-        "messages": {"total": messages, "rate": per_second(messages)},
-        "database": {
-            "poolSize": pool.max,
-            "idleConnections": pool.idle,
-            "waitingRequests": pool.waiting,
+    Answer(MetricsSnapshot {
+        uptime: uptime.floor() as u64,
+        requests: Rate {
+            total: requests,
+            rate: per_second(requests),
         },
-        "memory": {
-            "rss": process.resident_bytes,
-            "heapTotal": 0, "heapUsed": 0, "external": 0, "arrayBuffers": 0,
+        messages: Rate {
+            total: messages,
+            rate: per_second(messages),
         },
-        "cpu": {"user": process.cpu_user_micros, "system": process.cpu_system_micros},
-    }))
-    .into_response()
+        database: Pool {
+            pool_size: pool.max,
+            idle_connections: pool.idle,
+            waiting_requests: pool.waiting,
+        },
+        memory: Memory {
+            rss: process.resident_bytes,
+            heap_total: 0,
+            heap_used: 0,
+            external: 0,
+            array_buffers: 0,
+        },
+        cpu: Cpu {
+            user: process.cpu_user_micros,
+            system: process.cpu_system_micros,
+        },
+    })
 }
 
 /// How one counter family is read.
@@ -62,7 +160,7 @@ pub(super) fn exposition(text: String) -> Response {
         .into_response()
 }
 
-pub async fn prometheus(axum::extract::State(s): State) -> Response {
+async fn prometheus(axum::extract::State(s): State) -> Response {
     let m = s.service.metrics();
     let (pool, process) = (&m.pool, &m.process);
     let singles: [(&str, &str, &str, f64); 9] = [

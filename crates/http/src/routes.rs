@@ -173,6 +173,13 @@ impl Table {
 /// Every route Regent serves: each family's, in the order the OpenAPI document lists them.
 pub fn table() -> Table {
     let families = [
+        health::routes(),
+        metrics::routes(),
+        openapi::routes(),
+        maintenance::routes(),
+        queue_metrics::routes(),
+        whoami::routes(),
+        stats::routes(),
         push::routes(),
         transaction::routes(),
         pop::routes(),
@@ -180,6 +187,7 @@ pub fn table() -> Table {
         lease::routes(),
         consumer_groups::routes(),
         legacy().entries,
+        console::routes(),
     ];
     Table {
         entries: families.into_iter().flatten().collect(),
@@ -191,24 +199,13 @@ fn legacy() -> Table {
     use Level::*;
     use Method as M;
     const MESSAGE: &str = "/api/v1/messages/{partition_id}/{transaction_id}";
-    const MAINTENANCE: &str = "/api/v1/system/maintenance";
-    const POP_MAINTENANCE: &str = "/api/v1/system/maintenance/pop";
     const ANALYTICS_SYSTEM: &str = "/api/v1/analytics/system-metrics";
     const ANALYTICS_WORKER: &str = "/api/v1/analytics/worker-metrics";
     const ANALYTICS_POSTGRES: &str = "/api/v1/analytics/postgres-stats";
     let t = Table {
         entries: Vec::new(),
     };
-    t.at(M::GET, "/health", Public, health::health)
-        .at(M::GET, "/metrics", Public, metrics::json_snapshot)
-        .at(M::GET, "/metrics/prometheus", Public, metrics::prometheus)
-        // The same exposition's per-queue families, which name the tenant's queues.
-        .at(
-            M::GET,
-            "/api/v1/metrics/queues",
-            Admin,
-            queue_metrics::queues,
-        )
+    t
         // The fleet's figures name hosts and span every tenant: admin, not the spec's read-only
         // (README, "Authentication and tenants").
         .at(M::GET, ANALYTICS_SYSTEM, Admin, fleet::system_metrics)
@@ -338,18 +335,6 @@ fn legacy() -> Table {
             ReadOnly,
             analytics::retention,
         )
-        .at(M::POST, "/api/v1/stats/refresh", Admin, stats::refresh)
-        .at(M::GET, "/api/v1/whoami", ReadOnly, whoami::whoami)
-        .at(M::GET, MAINTENANCE, Admin, maintenance::get_push)
-        .at(M::POST, MAINTENANCE, Admin, maintenance::set_push)
-        .at(M::GET, POP_MAINTENANCE, Admin, maintenance::get_pop)
-        .at(M::POST, POP_MAINTENANCE, Admin, maintenance::set_pop)
-        .at(
-            M::GET,
-            "/api/v1/system/shared-state",
-            Admin,
-            maintenance::shared_state,
-        )
         .at(M::POST, "/api/v1/traces", ReadWrite, traces::record)
         .at(M::GET, "/api/v1/traces/names", ReadOnly, traces::names_list)
         .at(
@@ -364,11 +349,8 @@ fn legacy() -> Table {
             ReadOnly,
             traces::of_message,
         )
-        .at(M::GET, "/api/v1/openapi.json", Public, openapi::serve)
-        // The web console: public, since the page and its scripts name no tenant's data; the
-        // API calls it makes carry the user's token (`console.rs`).
-        .at(M::GET, "/", Public, console::index)
-        .at(M::GET, "/assets/{*file}", Public, console::asset)
+    // The web console: public, since the page and its scripts name no tenant's data; the
+    // API calls it makes carry the user's token (`console.rs`).
 }
 
 /// Every route Regent serves, without the handlers.

@@ -3,17 +3,41 @@
 //! every write committed before the call, and says what it counted.
 
 use axum::extract::State as AxState;
-use axum::Json;
-use serde_json::{json, Value};
+use axum::http::Method;
+use schemars::JsonSchema;
+use serde::Serialize;
 
+use super::answer::{Answer, True};
 use super::error::ApiError;
+use super::maintenance;
+use super::openapi::Doc;
+use super::routes::{route, Entry, Level::Admin};
 use super::State;
 
-pub async fn refresh(AxState(s): State) -> Result<Json<Value>, ApiError> {
+pub(crate) fn routes() -> Vec<Entry> {
+    vec![route(Method::POST, "/api/v1/stats/refresh", Admin, refresh)
+        .doc(Doc::op(maintenance::TAG, "Recount the stats snapshot now")
+            .about(r#"
+Runs a stats round at once (waiting for one another broker is running), so the counts of the overview, the listings, the queue totals, the depth and the consumer-group routes include every write committed before the call; answers when it is done. The round counts every queue of the fleet. The body is ignored. Python: `Admin.refresh_consumer_stats()`.
+"#)
+            .answers::<Refreshed>(200, "Counted."))]
+}
+
+/// What a stats round counted.
+#[derive(Serialize, JsonSchema)]
+struct Refreshed {
+    success: True,
+    /// Queues counted.
+    queues: usize,
+    #[serde(rename = "tookMs")]
+    took_ms: f64,
+}
+
+async fn refresh(AxState(s): State) -> Result<Answer<Refreshed>, ApiError> {
     let round = s.service.refresh_stats(true).await?;
-    Ok(Json(json!({
-        "success": true,
-        "queues": round.queues,
-        "tookMs": round.took.as_secs_f64() * 1000.0,
-    })))
+    Ok(Answer(Refreshed {
+        success: True,
+        queues: round.queues,
+        took_ms: round.took.as_secs_f64() * 1000.0,
+    }))
 }

@@ -3,25 +3,53 @@
 //! added by a proxy the page never sees. Read-only: any valid token may ask about itself.
 
 use axum::extract::State as AxState;
-use axum::{Extension, Json};
-use serde_json::{json, Value};
+use axum::http::Method;
+use axum::Extension;
+use schemars::JsonSchema;
+use serde::Serialize;
 
+use super::answer::{Answer, Millis};
 use super::auth::Principal;
-use super::openapi::level_name;
-use super::time::millis;
+use super::maintenance;
+use super::openapi::{level_name, Doc};
+use super::routes::{route, Entry, Level::ReadOnly};
 use super::State;
 
-pub async fn whoami(AxState(s): State, Extension(who): Extension<Principal>) -> Json<Value> {
-    let expires = who
-        .expires
-        .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0))
-        .map(millis);
-    Json(json!({
-        "authEnabled": s.auth.is_some(),
-        "tenant": &*who.tenant,
-        "role": level_name(who.level),
-        "verified": who.verified,
-        "sub": who.sub,
-        "expiresAt": expires,
-    }))
+pub(crate) fn routes() -> Vec<Entry> {
+    vec![route(Method::GET, "/api/v1/whoami", ReadOnly, whoami)
+        .doc(Doc::op(maintenance::TAG, "The tenant and role this request acts as")
+            .about(r#"
+A Regent extension, asked by the web console: the tenant and the role (as its access level) of the request's token, or of the one a proxy in front of the broker adds. With authentication off every request acts for the default tenant and nothing is refused, so the role is `admin` and `verified` is false.
+"#)
+            .answers::<WhoAmI>(200, "Who the request is."))]
+}
+
+/// Who a request acts as.
+#[derive(Serialize, JsonSchema)]
+struct WhoAmI {
+    #[serde(rename = "authEnabled")]
+    auth_enabled: bool,
+    tenant: String,
+    #[schemars(extend("enum" = ["read-only", "read-write", "admin"]))]
+    role: &'static str,
+    /// Whether a token was verified (false with authentication off, and on
+    /// `JWT_SKIP_PATHS`).
+    verified: bool,
+    sub: Option<String>,
+    #[serde(rename = "expiresAt")]
+    expires_at: Option<Millis>,
+}
+
+async fn whoami(AxState(s): State, Extension(who): Extension<Principal>) -> Answer<WhoAmI> {
+    Answer(WhoAmI {
+        auth_enabled: s.auth.is_some(),
+        tenant: who.tenant.to_string(),
+        role: level_name(who.level),
+        verified: who.verified,
+        sub: who.sub,
+        expires_at: who
+            .expires
+            .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0))
+            .map(Millis),
+    })
 }

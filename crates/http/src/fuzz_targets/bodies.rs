@@ -123,15 +123,6 @@ fn listed() -> Vec<Target> {
             TRACES,
             |b| outcome(b.json().and_then(|v| traces::parse_record(&v).map(drop))),
         ),
-        body(
-            &[
-                (Method::POST, "/api/v1/system/maintenance"),
-                (Method::POST, "/api/v1/system/maintenance/pop"),
-            ],
-            &["enabled"],
-            &["{\"enabled\": true}", "{\"enabled\": false}"],
-            |b| outcome(maintenance::enabled(b)),
-        ),
     ]
 }
 

@@ -341,13 +341,6 @@ fn readers() -> Readers {
                 Read::Ok(())
             },
         )
-        // No state needed: the real handler, seeded with the embedded assets' names.
-        .at(
-            (M::GET, "/assets/{*file}"),
-            &[],
-            &assets.iter().map(String::as_str).collect::<Vec<_>>(),
-            console::asset,
-        )
 }
 
 pub(super) fn targets() -> Vec<Target> {

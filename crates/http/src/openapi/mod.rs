@@ -16,13 +16,11 @@
 //! (queue options, server defaults, limits) the schema is built from it.
 
 mod analytics;
-mod console;
 mod dlq;
 mod messages;
 mod queues;
 pub(crate) mod schemas;
 mod status;
-mod system;
 mod traces;
 
 use std::collections::BTreeMap;
@@ -70,6 +68,8 @@ enum Reply {
     Typed {
         description: String,
         schema: fn(&mut SchemaGenerator) -> Schema,
+        /// The answer carries `Retry-After`.
+        retry_after: bool,
     },
 }
 
@@ -148,12 +148,22 @@ impl Doc {
     }
 
     /// A JSON answer with this status, of type `T`: the schema is `T`'s own.
-    pub(crate) fn answers<T: JsonSchema>(mut self, status: u16, description: &str) -> Doc {
+    pub(crate) fn answers<T: JsonSchema>(self, status: u16, description: &str) -> Doc {
+        self.typed::<T>(status, description, false)
+    }
+
+    /// As [`Doc::answers`], for an answer that carries `Retry-After`.
+    pub(crate) fn answers_with_retry<T: JsonSchema>(self, status: u16, description: &str) -> Doc {
+        self.typed::<T>(status, description, true)
+    }
+
+    fn typed<T: JsonSchema>(mut self, status: u16, description: &str, retry_after: bool) -> Doc {
         self.responses.insert(
             status,
             Reply::Typed {
                 description: description.to_string(),
                 schema: |g| g.subschema_for::<T>(),
+                retry_after,
             },
         );
         self
@@ -205,11 +215,18 @@ impl Reply {
             Reply::Typed {
                 description,
                 schema,
-            } => json!({
-                "description": description,
-                "headers": request_id_header(),
-                "content": { "application/json": { "schema": schema(g) } },
-            }),
+                retry_after,
+            } => {
+                let mut headers = request_id_header();
+                if *retry_after {
+                    headers["Retry-After"] = json!({ "$ref": "#/components/headers/RetryAfter" });
+                }
+                json!({
+                    "description": description,
+                    "headers": headers,
+                    "content": { "application/json": { "schema": schema(g) } },
+                })
+            }
         }
     }
 }
@@ -221,14 +238,12 @@ fn request_id_header() -> Value {
 /// Every entry of the registry, family by family.
 pub fn registry() -> Vec<Entry> {
     [
-        system::entries(),
         queues::entries(),
         messages::entries(),
         dlq::entries(),
         status::entries(),
         traces::entries(),
         analytics::entries(),
-        console::entries(),
     ]
     .into_iter()
     .flatten()
@@ -448,10 +463,9 @@ fn build(entries: &[Routed], registry: &[Doc]) -> Value {
             "license": { "name": env!("CARGO_PKG_LICENSE"), "identifier": env!("CARGO_PKG_LICENSE") },
         },
         "tags": tags.iter()
-            .chain(system::TAGS).chain(queues::TAGS)
+            .chain(queues::TAGS)
             .chain(messages::TAGS).chain(dlq::TAGS).chain(status::TAGS)
             .chain(traces::TAGS).chain(analytics::TAGS)
-            .chain(console::TAGS)
             .map(|(name, description)| json!({ "name": name, "description": description }))
             .collect::<Vec<_>>(),
         "paths": paths,
@@ -482,8 +496,23 @@ pub fn document() -> &'static Value {
     DOC.get_or_init(|| build(&routes::table().entries, &registry()))
 }
 
+pub(crate) fn routes() -> Vec<Routed> {
+    vec![routes::route(Method::GET, "/api/v1/openapi.json", Level::Public, serve)
+        .doc(Doc::op(crate::health::TAG, "This OpenAPI document")
+            .about(r#"
+A Regent extension: the OpenAPI 3.1 document of every route the broker serves, generated from its route table, so a route cannot be served undocumented. Public: it names no tenant's data.
+"#)
+            .reply_raw(200, json!({
+                "description": "The document.",
+                "headers": request_id_header(),
+                "content": { "application/json": { "schema": {
+                    "type": "object", "required": ["openapi", "info", "paths"],
+                } } },
+            })))]
+}
+
 /// `GET /api/v1/openapi.json`.
-pub async fn serve() -> Response {
+async fn serve() -> Response {
     static BODY: OnceLock<Bytes> = OnceLock::new();
     let body = BODY.get_or_init(|| {
         Bytes::from(serde_json::to_vec(document()).expect("the document serialises"))
