@@ -159,3 +159,202 @@ fn each_layer_names_none_of_the_crates_it_must_not_use() {
         }
     }
 }
+
+/// What `regent-service` hands out of the layers beneath it, by name: plain data the store
+/// reads and the runtime counts (rows, counts, ids, outcomes), no connection, lock or
+/// in-memory map. Every other type of `regent-store` and `regent-runtime` stays behind the
+/// service, so what `regent-http` can reach is this list (ARCHITECTURE.md, "The service's
+/// vocabulary"). A name added here is a decision: say why in its commit.
+const VOCABULARY: &[&str] = &[
+    // Messages and their place in the log.
+    "Message",
+    "StoredMessage",
+    "DeadMark",
+    "Place",
+    "Scope",
+    // Queues, partitions and their counts; the tenant at a glance.
+    "Overview",
+    "Label",
+    "Rollup",
+    "PartitionSummary",
+    "Leases",
+    "DeadSummary",
+    "DepthPoint",
+    "Expired",
+    "QueueRow",
+    "QueueSummary",
+    "PartitionStats",
+    "QueueTotals",
+    "Listing",
+    "Cleared",
+    "Depth",
+    "Counts",
+    "Filter",
+    "QueueCounts",
+    // Consumer groups and their cursors.
+    "GroupOnQueue",
+    "Lagging",
+    "PartitionLag",
+    "Deleted",
+    "Moved",
+    "Seek",
+    "SeekTo",
+    "Extended",
+    // Dead letters.
+    "DeadLetter",
+    "Picked",
+    "Selector",
+    // Traces.
+    "NamedTrace",
+    "Trace",
+    "TraceEvent",
+    "TraceName",
+    // The fleet's samples and PostgreSQL's statistics.
+    "SystemPoint",
+    "FleetPoint",
+    "Recent",
+    "QueueActivity",
+    "ParkedPoint",
+    "PgStats",
+    // This broker's counters, and a tenant's refusal.
+    "Activity",
+    "Op",
+    "Outcome",
+    "ProcessUse",
+    "Recheck",
+    "Snapshot",
+    "Refusal",
+    "Waiter",
+    "PoolStatus",
+];
+
+/// Every `.rs` file under `dir`, with its text.
+fn sources(dir: &std::path::Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("a source folder") {
+        let path = entry.expect("an entry").path();
+        if path.is_dir() {
+            out.extend(sources(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).expect("a source file");
+            out.push((path.display().to_string(), text));
+        }
+    }
+    out
+}
+
+/// The names a file takes from the crates beneath the service: `use regent_store::a::{B, C}`
+/// gives `B` and `C` (and `a` for paths through it).
+fn lower_names(text: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for stmt in text.split(';') {
+        let stmt = stmt.trim();
+        let Some(rest) = stmt
+            .strip_prefix("use ")
+            .or_else(|| stmt.strip_prefix("pub use "))
+            .or_else(|| stmt.strip_prefix("pub(crate) use "))
+        else {
+            continue;
+        };
+        if !(rest.starts_with("regent_store") || rest.starts_with("regent_runtime")) {
+            continue;
+        }
+        for word in rest.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+            if !word.is_empty() && word != "regent_store" && word != "regent_runtime" {
+                names.insert(word.to_string());
+            }
+        }
+    }
+    names
+}
+
+/// The items of `text` that the crate shows outside: `pub fn` signatures (up to their body),
+/// `pub use`s, and the fields of `pub struct`s, unless only built for the tests
+/// (`#[cfg(feature = "test-support")]`).
+fn public_items(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut in_pub_struct = false;
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i].trim_start();
+        let gated = i > 0 && lines[i - 1].contains("feature = \"test-support\"");
+        if lines[i].starts_with("pub struct ") && lines[i].trim_end().ends_with('{') {
+            in_pub_struct = true;
+        } else if lines[i].starts_with('}') {
+            in_pub_struct = false;
+        }
+        let field = in_pub_struct && line.starts_with("pub ") && line.contains(": ");
+        let start = line.starts_with("pub fn ")
+            || line.starts_with("pub async fn ")
+            || line.starts_with("pub use ");
+        if (start || field) && !gated {
+            let mut item = String::new();
+            while i < lines.len() {
+                item.push_str(lines[i]);
+                item.push(' ');
+                let end = lines[i].trim_end();
+                let done = if field {
+                    end.ends_with(',')
+                } else {
+                    end.ends_with('{') || end.ends_with(';')
+                };
+                if done {
+                    break;
+                }
+                i += 1;
+            }
+            out.push(item);
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The type names an item takes through a path of a lower crate (`regent_runtime::a::B`).
+fn through_paths(item: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for krate in ["regent_store::", "regent_runtime::"] {
+        for (at, _) in item.match_indices(krate) {
+            let path: String = item[at..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            if let Some(last) = path.rsplit("::").next() {
+                out.push(last.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// The use cases hand out their own types and the deliberate vocabulary above, nothing
+/// else of the layers beneath: no public method, field or re-export of `regent-service`
+/// names another type of `regent-store` or `regent-runtime` (`Service::runtime()` handed
+/// http the whole runtime until this test).
+#[test]
+fn the_service_hands_out_only_its_vocabulary() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/service/src");
+    let mut leaks = Vec::new();
+    for (path, text) in sources(&root) {
+        let lower = lower_names(&text);
+        for item in public_items(&text) {
+            let mut named: BTreeSet<String> = item
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .filter(|w| w.starts_with(char::is_uppercase) && lower.contains(*w))
+                .map(str::to_string)
+                .collect();
+            named.extend(through_paths(&item));
+            named
+                .retain(|w| w.starts_with(char::is_uppercase) && !VOCABULARY.contains(&w.as_str()));
+            if !named.is_empty() {
+                leaks.push(format!("{path}: {} names {named:?}", item.trim()));
+            }
+        }
+    }
+    assert!(
+        leaks.is_empty(),
+        "public items of regent-service that hand out a lower layer:\n{}",
+        leaks.join("\n")
+    );
+}

@@ -2,7 +2,8 @@
 //!
 //! An ack is an offset commit, not a per-message delete, so the whole decision is a pure
 //! function of the locked cursor row, the queue's retry policy and the resolved items. The
-//! store reads the row, calls [`plan`], and writes back exactly what the plan says.
+//! service reads the row through the store, calls [`plan`], and has the store write back
+//! exactly what the plan says, in the same transaction.
 
 use crate::status::AckStatus;
 
@@ -302,6 +303,8 @@ fn signal_at(
     // silent gaps below it complete; the counter resets because the poison message is gone.
     let (committed, retry_count, files_dead_letter) = match signal {
         AckStatus::Retry => (prefix, cursor.retry_count, false),
+        // The budget: with `retryLimit` 3, nacks at counts 0, 1 and 2 are charged and
+        // redeliver; the nack at count 3 finds the budget spent and dead-letters (or drops).
         AckStatus::Failed if cursor.retry_count < policy.retry_limit => {
             (prefix, cursor.retry_count.saturating_add(1), false)
         }
@@ -1255,7 +1258,7 @@ mod tests {
 
     #[test]
     fn budget_arithmetic() {
-        // limit 3: counts 0, 1 and 2 are charged and redeliver; at 3 the budget is exhausted.
+        // The budget as `plan` applies it (limit 3: counts 0, 1, 2 redeliver; 3 is spent).
         let table: &[(Policy, i32, i64, i32, Option<DeadLetter>)] = &[
             (DLQ_ON, 0, 9, 1, None),
             (DLQ_ON, 1, 9, 2, None),

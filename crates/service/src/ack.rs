@@ -285,10 +285,10 @@ impl Fusable for AckJob {
 async fn run_group(s: &Service, tenant: &str, group: &AckGroup) -> Acked {
     let n = group.items.len();
     match committed(s, tenant, std::slice::from_ref(&group)).await {
-        Ok(Ok(mut acked)) => acked.pop().expect("one group"),
-        Ok(Err(_)) => AckPlan::refuse_all(n, FLUSH_FAILED).into(),
-        Err(StoreError::Pool(_)) => AckPlan::refuse_all(n, POOL).into(),
-        Err(e) => AckPlan::refuse_all(n, &e.to_string()).into(),
+        Commit::Done(mut acked) => acked.pop().expect("one group"),
+        Commit::Failed => AckPlan::refuse_all(n, FLUSH_FAILED).into(),
+        Commit::NotRun(StoreError::Pool(_)) => AckPlan::refuse_all(n, POOL).into(),
+        Commit::NotRun(e) => AckPlan::refuse_all(n, &e.to_string()).into(),
     }
 }
 
@@ -307,22 +307,29 @@ async fn run_groups(
             .collect()
     };
     match committed(s, tenant, groups).await {
-        Ok(Ok(acked)) => Ok(acked),
-        Ok(Err(_)) => Ok(refuse(FLUSH_FAILED)),
-        Err(StoreError::Pool(_)) => Ok(refuse(POOL)),
-        Err(e) => Err(e),
+        Commit::Done(acked) => Ok(acked),
+        Commit::Failed => Ok(refuse(FLUSH_FAILED)),
+        Commit::NotRun(StoreError::Pool(_)) => Ok(refuse(POOL)),
+        Commit::NotRun(e) => Err(e),
     }
 }
 
-/// The groups in one transaction, retried while the failure is safe to retry. A failed
-/// commit is not retried: it is answered as the contract says (the lease expires and
-/// redelivers), so it comes back as the inner error.
-async fn committed(
-    s: &Service,
-    tenant: &str,
-    groups: &[&AckGroup],
-) -> Result<Result<Vec<Acked>, StoreError>, StoreError> {
-    retrying(|| async {
+/// How a transaction of ack groups ended.
+enum Commit {
+    /// Committed: the plans carried out.
+    Done(Vec<Acked>),
+    /// The COMMIT itself failed: not retried, since whether it took is unknown; answered as
+    /// the contract says (the lease expires and redelivers).
+    Failed,
+    /// A statement before the COMMIT failed, after the retries a safe failure gets: nothing
+    /// was written.
+    NotRun(StoreError),
+}
+
+/// The groups in one transaction, retried while the failure is safe to retry (a failed
+/// commit is not: see [`Commit::Failed`]).
+async fn committed(s: &Service, tenant: &str, groups: &[&AckGroup]) -> Commit {
+    let run = retrying(|| async {
         let mut client = s.store.client().await?;
         let tx = client.begin().await?;
         let mut acked = Vec::with_capacity(groups.len());
@@ -331,14 +338,15 @@ async fn committed(
         }
         fusion::learn_places(&tx, s, groups.iter().copied().filter_map(partition_uuid)).await?;
         Ok(match tx.commit().await {
-            Ok(()) => Ok(acked),
+            Ok(()) => Commit::Done(acked),
             Err(e) => {
                 tracing::warn!(error = %e, "ack commit failed");
-                Err(e)
+                Commit::Failed
             }
         })
     })
-    .await
+    .await;
+    run.unwrap_or_else(Commit::NotRun)
 }
 
 /// Resolves and commits one group inside the caller's transaction and returns the plan that

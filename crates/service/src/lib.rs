@@ -207,7 +207,10 @@ impl Service {
         });
     }
 
-    /// The in-memory state of this broker (wakeups, ready lists, counters...).
+    /// The in-memory state of this broker (wakeups, ready lists, counters...), for the
+    /// integration tests that watch it. Not for regent-http: only a build with the tests'
+    /// feature has it.
+    #[cfg(feature = "test-support")]
     pub fn runtime(&self) -> &Runtime {
         &self.runtime
     }
