@@ -1,13 +1,21 @@
 //! `POST /api/v1/configure`: create a queue or replace its whole configuration.
 
 use axum::extract::State as AxState;
-use axum::{Extension, Json};
+use axum::http::Method;
+use axum::Extension;
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde_json::{json, Map, Value};
+use uuid::Uuid;
 
+use super::answer::{Answer, Millis, True};
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
-use super::time::millis;
+use super::openapi::{schemas, Doc};
+use super::push::MAX_NAME_BYTES;
+use super::resources;
+use super::routes::{route, Entry, Level::ReadWrite};
 use super::State;
 use regent_broker::options::{QueueOptions, BOOL_DEFAULTS, DLQ_FLAGS, INT_DEFAULTS};
 use regent_service::queues::Configure;
@@ -41,11 +49,83 @@ pub(crate) fn parse_configure(body: &RawBody) -> Result<ConfigureBody, ApiError>
     })
 }
 
-pub async fn configure(
+pub(crate) fn routes() -> Vec<Entry> {
+    vec![route(Method::POST, "/api/v1/configure", ReadWrite, configure)
+        .doc(Doc::op(resources::TAG, "Create a queue or replace its configuration")
+            .about(r#"
+Creates the queue (and its `Default` partition) or replaces its WHOLE configuration: an option left out falls back to its default (as in Queen 0.15; not a patch). Messages and cursors are not touched. The echo gives every option's effective value, with the dead-letter flags as stored (`null` = never set; dead-lettering is off only when both are explicitly false). Queen differs: a type error is a 400 naming the field (Queen 0.15 answers 200 with the database's error); `encryptionEnabled` without `QUEEN_ENCRYPTION_KEY` is a 400 rather than stored in the clear. Python: `queue(name).config(...).create()` (`QueueBuilder.create`).
+"#)
+            .body(true, "The queue and its options.", json!({
+                "type": "object", "required": ["queue"],
+                "properties": {
+                    "queue": {"type": "string", "maxLength": MAX_NAME_BYTES, "description": "The queue; `\"\"` is a name like any other (as in Queen 0.15)."},
+                    "namespace": {"type": ["string", "null"], "description": "A non-string (null included) is stored as `\"\"`."},
+                    "task": {"type": ["string", "null"], "description": "As `namespace`."},
+                    "options": schemas::r("QueueOptionsIn"),
+                },
+            }))
+            .fails(400, "`queue is required` (missing or not a string); `options must be an object`; `<option> must be an integer` / `must be a boolean` / `must not be negative`; `queue must be at most 512 bytes`; encryption asked without a key; `Empty request body`, `Invalid JSON: …`.")
+            .answers::<Configured>(200, "The queue as configured."))
+        .reads_body(
+            &["queue", "namespace", "task", "options", "leaseTime", "retryLimit", "retryDelay",
+              "maxSize", "ttl", "deadLetterQueue", "dlqAfterMaxRetries", "priority",
+              "delayedProcessing", "windowBuffer", "retentionSeconds", "completedRetentionSeconds",
+              "retentionEnabled", "encryptionEnabled", "maxWaitTimeSeconds"],
+            &[
+                r#"{"queue": "orders", "namespace": "billing", "task": "invoice",
+                    "options": {"leaseTime": 300, "retryLimit": 3, "retryDelay": 1000, "maxSize": 0,
+                    "ttl": 3600, "deadLetterQueue": true, "dlqAfterMaxRetries": false, "priority": 0,
+                    "delayedProcessing": 0, "windowBuffer": 0, "retentionSeconds": 0,
+                    "completedRetentionSeconds": 0, "retentionEnabled": false, "encryptionEnabled": false,
+                    "maxWaitTimeSeconds": 0}}"#,
+                r#"{"queue": "q", "namespace": null, "options": {"leaseTime": "300", "deadLetterQueue": "true"}}"#,
+                r#"{"queue": ""}"#,
+            ],
+            parse_configure,
+        )]
+}
+
+/// The queue as configured.
+#[derive(Serialize, JsonSchema)]
+struct Configured {
+    configured: True,
+    #[serde(rename = "queueId")]
+    queue_id: Uuid,
+    /// The `Default` partition, created if missing.
+    #[serde(rename = "partitionId")]
+    partition_id: Uuid,
+    queue: String,
+    namespace: String,
+    task: String,
+    #[serde(rename = "createdAt")]
+    created_at: Millis,
+    options: OptionsEcho,
+}
+
+/// Every option with its effective value; the dead-letter flags as stored, `null` meaning
+/// "never set", so the tri-state that decides dead-lettering is visible. Built from the
+/// broker's option constants, as its schema is (`schemas::options_echo`).
+#[derive(Serialize)]
+#[serde(transparent)]
+pub(crate) struct OptionsEcho(Map<String, Value>);
+
+impl JsonSchema for OptionsEcho {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "QueueOptions".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemas::options_echo()
+            .try_into()
+            .expect("the options' schema is an object")
+    }
+}
+
+async fn configure(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     body: RawBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<Configured>, ApiError> {
     let c = parse_configure(&body)?;
     let configure = Configure {
         name: &c.queue,
@@ -55,16 +135,16 @@ pub async fn configure(
     };
     let (q, default_partition) = s.service.configure(&who.tenant, &configure).await?;
     let row = q.row;
-    Ok(Json(json!({
-        "configured": true,
-        "queueId": row.id,
-        "partitionId": default_partition,
-        "queue": row.name,
-        "namespace": row.namespace,
-        "task": row.task,
-        "createdAt": millis(row.created_at),
-        "options": echo_options(&q.options),
-    })))
+    Ok(Answer(Configured {
+        configured: True,
+        queue_id: row.id,
+        partition_id: default_partition,
+        queue: row.name,
+        namespace: row.namespace,
+        task: row.task,
+        created_at: Millis(row.created_at),
+        options: OptionsEcho::of(&q.options),
+    }))
 }
 
 /// Integers may come as JSON numbers or numeric strings (Queen casts through text); `null`
@@ -125,19 +205,24 @@ fn parse_options(o: &Map<String, Value>) -> Result<QueueOptions, ApiError> {
     Ok(opts)
 }
 
-/// Every option with its effective value; the dead-letter flags as stored, `null` meaning
-/// "never set", so the tri-state that decides dead-lettering is visible.
+impl OptionsEcho {
+    pub(crate) fn of(o: &QueueOptions) -> OptionsEcho {
+        let stored = serde_json::to_value(o).expect("options serialize");
+        let mut out = Map::new();
+        for (k, d) in INT_DEFAULTS {
+            out.insert(k.into(), stored.get(k).cloned().unwrap_or(json!(d)));
+        }
+        for k in DLQ_FLAGS {
+            out.insert(k.into(), stored.get(k).cloned().unwrap_or(Value::Null));
+        }
+        for k in BOOL_DEFAULTS {
+            out.insert(k.into(), stored.get(k).cloned().unwrap_or(json!(false)));
+        }
+        OptionsEcho(out)
+    }
+}
+
+/// Transitional: the status routes' JSON values.
 pub(crate) fn echo_options(o: &QueueOptions) -> Value {
-    let stored = serde_json::to_value(o).expect("options serialize");
-    let mut out = Map::new();
-    for (k, d) in INT_DEFAULTS {
-        out.insert(k.into(), stored.get(k).cloned().unwrap_or(json!(d)));
-    }
-    for k in DLQ_FLAGS {
-        out.insert(k.into(), stored.get(k).cloned().unwrap_or(Value::Null));
-    }
-    for k in BOOL_DEFAULTS {
-        out.insert(k.into(), stored.get(k).cloned().unwrap_or(json!(false)));
-    }
-    Value::Object(out)
+    Value::Object(OptionsEcho::of(o).0)
 }

@@ -1,33 +1,218 @@
-//! Inspection and administration of queues.
+//! Inspection and administration of queues: the tenant at a glance, the queue listings, one
+//! queue with its partitions, its backlog, namespaces and tasks, and deleting or clearing a
+//! queue.
 
 use axum::extract::State as AxState;
+use axum::http::Method;
+use axum::Extension;
+use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+use uuid::Uuid;
 
-use super::path::PathParams;
-use axum::{Extension, Json};
-use serde_json::{json, Value};
-
+use super::answer::{Answer, Millis, True};
 use super::auth::Principal;
 use super::error::ApiError;
-use super::params::Params;
-use super::time::millis;
+use super::openapi::schemas::string;
+use super::openapi::{Doc, Tag};
+use super::params::{Paging, Params};
+use super::path::PathParams;
+use super::routes::{route, Entry, Level::*};
 use super::State;
 use regent_service::overview::{Label, Messages, Spread, THROUGHPUT_SPAN};
 use regent_service::queues::{Cleared, Listing, Page, PartitionStats, QueueSummary, QueueTotals};
 
-pub async fn list_queues(
+/// Queues and their partitions (`crate::configure` too).
+pub(crate) const TAG: Tag = (
+    "queues",
+    "Queues and their partitions: configuration, counts, deletion, clearing.",
+);
+
+const QUEUE: &str = "/api/v1/resources/queues/{queue}";
+
+/// The partition listing: 100 a page, at most 1,000.
+const PARTITIONS: Paging = Paging {
+    default: 100,
+    max: 1000,
+};
+
+pub(crate) fn routes() -> Vec<Entry> {
+    use Method as M;
+    let op = |summary| Doc::op(TAG, summary);
+    let page_only = |_: PathParams<String>, p: Params| async move {
+        let _ = p.page(Paging::LISTING);
+    };
+    vec![
+        route(M::GET, "/api/v1/resources/overview", ReadOnly, overview)
+            .doc(op("The tenant at a glance")
+                .about(r#"
+The tenant's queues, partitions, namespaces, tasks and message counts, the spread of its cursors' time lag (seconds since the first unread message was appended) and offset lag, and `throughput` over the last 5 minutes of the per-minute series. The counts come from the stats snapshot one broker of the fleet refreshes every `STATS_INTERVAL_MS` (10 s), as Queen 0.15 reads its stats table: `statsAge` says how old they are (-1 before the first round); `POST /api/v1/stats/refresh` counts now. With several queues, the lag median is the cursor-weighted median of the queues' medians. Python: `Admin.get_overview()`.
+"#)
+                .answers::<TenantOverview>(200, "The overview.")),
+        route(M::GET, "/api/v1/resources/queues", ReadOnly, list_queues)
+            .doc(op("List queues")
+                .about(r#"
+Queues with partition and message counts (from the stats snapshot, as the overview), newest first. Queen 0.15 ignores the query; Regent honours `search`, `limit` and `offset` (the spec's recommendation). Python: `Admin.list_queues(**params)`.
+"#)
+                .query("search", string(), "Only queues whose name contains this.")
+                .paged(Paging::LISTING, "Queues")
+                .answers::<QueueList>(200, "The queues."))
+            .reads_request(&["?search=ord&limit=10&offset=20"], |p: Params| async move {
+                let _ = listing(&p);
+            }),
+        route(M::GET, QUEUE, ReadOnly, get_queue)
+            .doc(op("One queue with each partition's counts")
+                .about(r#"
+The queue and a page of its partitions (by name; `limit`, `offset`), each with its `stats` counted now (`total`, `pending`, `processing` under a live lease, `completed`, `failed` = 1 while a nacked message waits for its retry, `deadLetter`; each the largest over consumer groups) and its oldest and newest message times; `totals` over every partition come from the stats snapshot (`statsAge`). Queen 0.15 lists every partition; Regent pages them so the answer stays bounded at 100,000 partitions (`pagination.total` says how many there are). Unknown queue: 404 (Queen 0.15: 200 with the error body). Python: `Admin.get_queue(name)`.
+"#)
+                .paged(Paging::LISTING, "Partitions")
+                .fails(404, "`Queue not found`.")
+                .answers::<QueueDetail>(200, "The queue."))
+            .reads_request(&["orders?limit=5"], page_only),
+        route(M::DELETE, QUEUE, Admin, delete_queue)
+            .doc(op("Delete a queue")
+                .about(r#"
+Deletes the queue with its partitions, log, cursors, leases, buffered pushes, traces and dead letters; its transaction-index entries match nothing afterwards and expire with the purge clock. Idempotent: `existed` says whether there was one. Python: `queue(name).delete()` (`QueueBuilder.delete`).
+"#)
+                .answers::<QueueDeleted>(200, "Deleted (or never there)."))
+            .reads_request(&["orders"], |_: PathParams<String>| async {}),
+        route(M::GET, "/api/v1/resources/namespaces", ReadOnly, namespaces)
+            .doc(op("Namespaces with their counts")
+                .about(r#"
+A page of the namespaces, each with its `queues`, `partitions` and `messages` (`total`, `pending`, from the stats snapshot), by name; queues without one are not listed. Python: `Admin.get_namespaces()`.
+"#)
+                .paged(Paging::LISTING, "Namespaces")
+                .answers::<Namespaces>(200, "The namespaces."))
+            .reads_request(&["?limit=10&offset=0"], |p: Params| async move {
+                let _ = p.page(Paging::LISTING);
+            }),
+        route(M::GET, "/api/v1/resources/tasks", ReadOnly, tasks)
+            .doc(op("Tasks with their counts")
+                .about("As the namespaces, by task. Python: `Admin.get_tasks()`.")
+                .paged(Paging::LISTING, "Tasks")
+                .answers::<Tasks>(200, "The tasks."))
+            .reads_request(&["?limit=10&offset=0"], |p: Params| async move {
+                let _ = p.page(Paging::LISTING);
+            }),
+        route(M::GET, "/api/v1/resources/queues/{queue}/depth", ReadOnly, queue_depth)
+            .doc(op("A queue's backlog")
+                .about(r#"
+The backlog of `group` (or, without one, of each partition's furthest-behind cursor): `pending`, `partitionsPending` and the 100 partitions with the most pending, most first, from the stats snapshot (a group no round has seen on the queue is counted now, `statsAge` 0). Regent does not conflate, so `conflation` is false and `effectivePending` = `pending`. A 1.x-broker extension (absent from Queen 0.15). Python: `Admin.get_queue_depth(name, group)`.
+"#)
+                .query("group", string(), "The consumer group; absent: the furthest-behind cursor of each partition.")
+                .fails(404, "`Queue not found`.")
+                .answers::<QueueDepth>(200, "The backlog."))
+            .reads_request(&["orders?group=ledger"], |_: PathParams<String>, p: Params| async move {
+                let _ = depth_group(&p);
+            }),
+        route(M::GET, "/api/v1/resources/partitions", ReadOnly, partitions)
+            .doc(op("A page of partitions")
+                .about(r#"
+Partitions by queue and name, each with `messages` and `lastActivity` (its last push), and `total`. A 1.x-broker extension with no reference shape. Python: `Admin.get_partitions(**params)`.
+"#)
+                .query("queue", string(), "Only this queue's partitions.")
+                .paged(PARTITIONS, "Partitions")
+                .answers::<PartitionList>(200, "The page."))
+            .reads_request(&["?queue=orders&limit=100&offset=100"], |p: Params| async move {
+                let _ = partitions_query(&p);
+            }),
+        route(M::DELETE, "/api/v1/queues/{queue}/clear", Admin, clear_queue)
+            .doc(op("Delete every message of a queue")
+                .about(r#"
+Deletes every message of the queue (or of `partition`): its segments go, its cursors move to the end, their leases released and retry counts reset. Dead letters and the transaction index stay: a retried push of a cleared message is answered `duplicate` without a `message_id`. A 1.x-broker extension (admin). Python: `Admin.clear_queue(name, partition)`.
+"#)
+                .query("partition", string(), "Only this partition.")
+                .fails(404, "`Queue not found`, `Partition not found`.")
+                .answers::<QueueCleared>(200, "Cleared."))
+            .reads_request(&["orders?partition=Default"], |_: PathParams<String>, p: Params| async move {
+                let _ = clear_partition(&p);
+            }),
+    ]
+}
+
+/// A queue's message counts, as the listings show them.
+#[derive(Serialize, JsonSchema)]
+pub(crate) struct ListedCounts {
+    total: i64,
+    pending: i64,
+    processing: i64,
+    #[serde(rename = "deadLetter")]
+    dead_letter: i64,
+}
+
+/// Messages per second over the last 5 minutes of the series (the overview's span).
+#[derive(Serialize, JsonSchema)]
+pub(crate) struct Throughput {
+    /// Pushed.
+    #[serde(rename = "ingestedPerSecond")]
+    ingested_per_second: f64,
+    /// Passed by a cursor.
+    #[serde(rename = "processedPerSecond")]
+    processed_per_second: f64,
+}
+
+/// One queue of a listing, as both queue listings answer it.
+#[derive(Serialize, JsonSchema)]
+pub(crate) struct QueueListed {
+    id: Uuid,
+    name: String,
+    namespace: String,
+    task: String,
+    #[serde(rename = "createdAt")]
+    created_at: Millis,
+    partitions: i64,
+    messages: ListedCounts,
+    /// A Regent extension, the overview's rates for one queue: its last 5 minutes.
+    throughput: Throughput,
+}
+
+/// The span a listed queue's rates are over, in seconds (the overview's).
+const RECENT_SECS: f64 = THROUGHPUT_SPAN.as_secs() as f64;
+
+impl From<&QueueSummary> for QueueListed {
+    fn from(r: &QueueSummary) -> QueueListed {
+        QueueListed {
+            id: r.queue.id,
+            name: r.queue.name.clone(),
+            namespace: r.queue.namespace.clone(),
+            task: r.queue.task.clone(),
+            created_at: Millis(r.queue.created_at),
+            partitions: r.partitions,
+            messages: ListedCounts {
+                total: r.total,
+                pending: r.pending,
+                processing: r.processing,
+                dead_letter: r.dead_letters,
+            },
+            throughput: Throughput {
+                ingested_per_second: r.pushed_recently as f64 / RECENT_SECS,
+                processed_per_second: r.completed_recently as f64 / RECENT_SECS,
+            },
+        }
+    }
+}
+
+/// `GET /api/v1/resources/queues`.
+#[derive(Serialize, JsonSchema)]
+struct QueueList {
+    queues: Vec<QueueListed>,
+}
+
+async fn list_queues(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     p: Params,
-) -> Result<Json<Value>, ApiError> {
-    let listing = listing(&p);
-    let rows = s.service.list_queues(&who.tenant, &listing).await?;
-    let queues: Vec<Value> = rows.iter().map(queue_summary).collect();
-    Ok(Json(json!({ "queues": queues })))
+) -> Result<Answer<QueueList>, ApiError> {
+    let rows = s.service.list_queues(&who.tenant, &listing(&p)).await?;
+    Ok(Answer(QueueList {
+        queues: rows.iter().map(QueueListed::from).collect(),
+    }))
 }
 
 /// The queue listing's search and page.
 pub(crate) fn listing(p: &Params) -> Listing<'_> {
-    let Page { limit, offset } = page(p);
+    let Page { limit, offset } = p.page(Paging::LISTING);
     Listing {
         search: p.str("search"),
         limit,
@@ -36,261 +221,522 @@ pub(crate) fn listing(p: &Params) -> Listing<'_> {
     }
 }
 
-/// The span a listed queue's rates are over, in seconds (the overview's).
-const RECENT_SECS: f64 = THROUGHPUT_SPAN.as_secs() as f64;
-
-/// One queue of a listing, as both queue listings answer it.
-pub(super) fn queue_summary(r: &QueueSummary) -> Value {
-    json!({
-        "id": r.queue.id, "name": r.queue.name, "namespace": r.queue.namespace,
-        "task": r.queue.task, "createdAt": millis(r.queue.created_at),
-        "partitions": r.partitions,
-        "messages": {
-            "total": r.total, "pending": r.pending, "processing": r.processing,
-            "deadLetter": r.dead_letters,
-        },
-        // A Regent extension, the overview's rates for one queue: its last 5 minutes.
-        "throughput": {
-            "ingestedPerSecond": r.pushed_recently as f64 / RECENT_SECS,
-            "processedPerSecond": r.completed_recently as f64 / RECENT_SECS,
-        },
-    })
+/// The six counts of a partition, or of a queue over its partitions.
+#[derive(Serialize, JsonSchema)]
+pub(crate) struct Counts {
+    total: i64,
+    pending: i64,
+    /// Under a live lease.
+    processing: i64,
+    completed: i64,
+    /// 1 while a nacked message waits for its retry.
+    failed: i64,
+    #[serde(rename = "deadLetter")]
+    dead_letter: i64,
 }
 
-/// A partition's six counts, as the queue pages show them.
-pub(super) fn stats(p: &PartitionStats) -> Value {
-    json!({
-        "total": p.total, "pending": p.pending, "processing": p.processing,
-        "completed": p.completed, "failed": p.failed, "deadLetter": p.dead_letters,
-    })
+impl From<&PartitionStats> for Counts {
+    fn from(p: &PartitionStats) -> Counts {
+        Counts {
+            total: p.total,
+            pending: p.pending,
+            processing: p.processing,
+            completed: p.completed,
+            failed: p.failed,
+            dead_letter: p.dead_letters,
+        }
+    }
 }
 
-/// The six counts over every partition, from the stats snapshot.
-pub(super) fn totals(t: &QueueTotals) -> Value {
-    json!({
-        "total": t.total, "pending": t.pending, "processing": t.processing,
-        "completed": t.completed, "failed": t.failed, "deadLetter": t.dead_letters,
-    })
+impl From<&QueueTotals> for Counts {
+    fn from(t: &QueueTotals) -> Counts {
+        Counts {
+            total: t.total,
+            pending: t.pending,
+            processing: t.processing,
+            completed: t.completed,
+            failed: t.failed,
+            dead_letter: t.dead_letters,
+        }
+    }
 }
 
 /// Seconds since a round counted it; -1 when none has.
-pub(super) fn stats_age(at: Option<chrono::DateTime<chrono::Utc>>) -> Value {
-    stats_age_secs(at.map(|t| (chrono::Utc::now() - t).num_milliseconds() as f64 / 1000.0))
+pub(crate) fn stats_age(at: Option<DateTime<Utc>>) -> i64 {
+    stats_age_secs(at.map(|t| (Utc::now() - t).num_milliseconds() as f64 / 1000.0))
 }
 
 /// Whole seconds, as Queen's `statsAge`; -1 for never.
-pub(super) fn stats_age_secs(age: Option<f64>) -> Value {
-    match age {
-        Some(secs) => json!(secs.max(0.0).floor() as i64),
-        None => json!(-1),
+pub(crate) fn stats_age_secs(age: Option<f64>) -> i64 {
+    age.map_or(-1, |secs| secs.max(0.0).floor() as i64)
+}
+
+/// Where a page of partitions sits among all of them.
+#[derive(Serialize, JsonSchema)]
+pub(crate) struct PartitionPage {
+    limit: i64,
+    offset: i64,
+    /// Partitions of the queue, from the stats snapshot.
+    total: i64,
+}
+
+impl PartitionPage {
+    pub(crate) fn of(page: Page, total: i64) -> PartitionPage {
+        PartitionPage {
+            limit: page.limit,
+            offset: page.offset,
+            total,
+        }
     }
 }
 
-/// The page of a listing asked for: `limit` (1,000 by default, at most 10,000) from
-/// `offset`.
-pub(super) fn page(p: &Params) -> Page {
-    Page {
-        limit: p.int("limit").unwrap_or(1000).clamp(1, 10_000),
-        offset: p.int("offset").unwrap_or(0).max(0),
-    }
+/// One partition of a queue's page, counted now.
+#[derive(Serialize, JsonSchema)]
+struct PartitionDetail {
+    id: Uuid,
+    name: String,
+    #[serde(rename = "createdAt")]
+    created_at: Millis,
+    stats: Counts,
+    #[serde(rename = "oldestMessage")]
+    oldest_message: Option<Millis>,
+    #[serde(rename = "newestMessage")]
+    newest_message: Option<Millis>,
+}
+
+/// `GET /api/v1/resources/queues/:queue`.
+#[derive(Serialize, JsonSchema)]
+struct QueueDetail {
+    id: Uuid,
+    name: String,
+    namespace: String,
+    task: String,
+    #[serde(rename = "createdAt")]
+    created_at: Millis,
+    partitions: Vec<PartitionDetail>,
+    totals: Counts,
+    pagination: PartitionPage,
+    /// Seconds since a stats round counted these figures (`STATS_INTERVAL_MS`); -1 before
+    /// the first.
+    #[serde(rename = "statsAge")]
+    stats_age: i64,
 }
 
 /// `Admin.get_queue`: the queue, a page of its partitions with their counts counted now
 /// (each the largest over consumer groups; `failed` is 1 while a group's next message waits
 /// for the retry of a nack), and `totals` over every partition from the stats snapshot.
-pub async fn get_queue(
+async fn get_queue(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     PathParams(queue): PathParams<String>,
     p: Params,
-) -> Result<Json<Value>, ApiError> {
-    let page = page(&p);
+) -> Result<Answer<QueueDetail>, ApiError> {
+    let page = p.page(Paging::LISTING);
     let Some(d) = s.service.queue_detail(&who.tenant, &queue, page).await? else {
         return Err(ApiError::NotFound("Queue not found".into()));
     };
-    let listed: Vec<Value> = d
+    let partitions = d
         .partitions
         .iter()
-        .map(|p| {
-            json!({
-                "id": p.id, "name": p.name, "createdAt": millis(p.created_at),
-                "stats": stats(p),
-                "oldestMessage": p.oldest.map(millis), "newestMessage": p.newest.map(millis),
-            })
+        .map(|p| PartitionDetail {
+            id: p.id,
+            name: p.name.clone(),
+            created_at: Millis(p.created_at),
+            stats: Counts::from(p),
+            oldest_message: p.oldest.map(Millis),
+            newest_message: p.newest.map(Millis),
         })
         .collect();
-    let q = &d.row;
-    Ok(Json(json!({
-        "id": q.id, "name": q.name, "namespace": q.namespace, "task": q.task,
-        "createdAt": millis(q.created_at), "partitions": listed, "totals": totals(&d.totals),
-        "pagination": pagination(page, d.totals.partitions),
-        "statsAge": stats_age(d.totals.refreshed_at),
-    })))
+    let q = d.row;
+    Ok(Answer(QueueDetail {
+        id: q.id,
+        name: q.name,
+        namespace: q.namespace,
+        task: q.task,
+        created_at: Millis(q.created_at),
+        partitions,
+        totals: Counts::from(&d.totals),
+        pagination: PartitionPage::of(page, d.totals.partitions),
+        stats_age: stats_age(d.totals.refreshed_at),
+    }))
 }
 
-/// Where a page of partitions sits among all of them (`total` from the stats snapshot).
-pub(super) fn pagination(page: Page, total: i64) -> Value {
-    json!({ "limit": page.limit, "offset": page.offset, "total": total })
+/// `GET /api/v1/resources/queues/:queue/depth`.
+#[derive(Serialize, JsonSchema)]
+struct QueueDepth {
+    /// Seconds since a stats round counted these figures (`STATS_INTERVAL_MS`); -1 before
+    /// the first.
+    #[serde(rename = "statsAge")]
+    stats_age: i64,
+    queue: String,
+    group: Option<String>,
+    pending: i64,
+    #[serde(rename = "partitionsPending")]
+    partitions_pending: i64,
+    #[schemars(extend("const" = false))]
+    conflation: bool,
+    #[serde(rename = "effectivePending")]
+    effective_pending: i64,
+    partitions: Vec<PartitionPending>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct PartitionPending {
+    partition: String,
+    pending: i64,
+}
+
+/// The depth route's consumer group, if one is named.
+fn depth_group(p: &Params) -> Option<&str> {
+    p.str("group").filter(|g| !g.is_empty())
 }
 
 /// `Admin.get_queue_depth`: a queue's backlog for one consumer group (`?group=`), or for its
 /// furthest-behind cursors, from the stats snapshot. Regent does not conflate deliveries,
 /// so the work left is the backlog itself (`effectivePending` = `pending`). The partitions
 /// listed are the 100 with the most pending, most first.
-pub async fn queue_depth(
+async fn queue_depth(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     PathParams(queue): PathParams<String>,
     p: Params,
-) -> Result<Json<Value>, ApiError> {
-    let group = p.str("group").filter(|g| !g.is_empty());
+) -> Result<Answer<QueueDepth>, ApiError> {
+    let group = depth_group(&p);
     let Some(d) = s.service.queue_depth(&who.tenant, &queue, group).await? else {
         return Err(ApiError::NotFound("Queue not found".into()));
     };
-    let listed: Vec<Value> = d
-        .top
-        .iter()
-        .map(|(partition, n)| json!({ "partition": partition, "pending": n }))
-        .collect();
-    Ok(Json(json!({
-        "queue": queue, "group": group, "pending": d.pending,
-        "partitionsPending": d.partitions_pending, "conflation": false,
-        "effectivePending": d.pending, "partitions": listed,
-        "statsAge": if group.is_some() && d.refreshed_at.is_none() { json!(0) }
-                    else { stats_age(d.refreshed_at) },
-    })))
+    // A group no round has seen on the queue is counted now.
+    let counted_now = group.is_some() && d.refreshed_at.is_none();
+    Ok(Answer(QueueDepth {
+        stats_age: if counted_now {
+            0
+        } else {
+            stats_age(d.refreshed_at)
+        },
+        queue,
+        group: group.map(str::to_string),
+        pending: d.pending,
+        partitions_pending: d.partitions_pending,
+        conflation: false,
+        effective_pending: d.pending,
+        partitions: d
+            .top
+            .into_iter()
+            .map(|(partition, pending)| PartitionPending { partition, pending })
+            .collect(),
+    }))
+}
+
+/// What a queue deletion did.
+#[derive(Serialize, JsonSchema)]
+struct QueueDeleted {
+    deleted: True,
+    queue: String,
+    existed: bool,
 }
 
 /// Idempotent: deleting a queue that does not exist answers `existed: false`.
-pub async fn delete_queue(
+async fn delete_queue(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     PathParams(queue): PathParams<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<QueueDeleted>, ApiError> {
     let existed = s.service.delete_queue(&who.tenant, &queue).await?;
-    Ok(Json(
-        json!({ "deleted": true, "queue": queue, "existed": existed }),
-    ))
+    Ok(Answer(QueueDeleted {
+        deleted: True,
+        queue,
+        existed,
+    }))
 }
 
-pub(super) fn messages_json(m: &Messages) -> Value {
-    json!({
-        "total": m.total, "pending": m.pending, "processing": m.processing,
-        "completed": m.completed, "failed": m.failed,
-    })
+/// Five of the six counts, as the partition listing and the status routes show them.
+#[derive(Serialize, JsonSchema)]
+pub(crate) struct MessageCounts {
+    total: i64,
+    pending: i64,
+    processing: i64,
+    completed: i64,
+    failed: i64,
 }
 
-fn spread(s: &Spread) -> Value {
-    json!({ "avg": s.avg, "median": s.median, "min": s.min, "max": s.max })
+impl From<&Messages> for MessageCounts {
+    fn from(m: &Messages) -> MessageCounts {
+        MessageCounts {
+            total: m.total,
+            pending: m.pending,
+            processing: m.processing,
+            completed: m.completed,
+            failed: m.failed,
+        }
+    }
+}
+
+/// The spread of one lag over the tenant's cursors.
+#[derive(Serialize, JsonSchema)]
+struct LagSpread {
+    avg: f64,
+    median: f64,
+    min: f64,
+    max: f64,
+}
+
+impl From<&Spread> for LagSpread {
+    fn from(s: &Spread) -> LagSpread {
+        LagSpread {
+            avg: s.avg,
+            median: s.median,
+            min: s.min,
+            max: s.max,
+        }
+    }
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Lag {
+    /// Seconds.
+    time: LagSpread,
+    /// Messages.
+    offset: LagSpread,
+}
+
+/// `GET /api/v1/resources/overview`.
+#[derive(Serialize, JsonSchema)]
+struct TenantOverview {
+    queues: i64,
+    partitions: i64,
+    namespaces: i64,
+    tasks: i64,
+    messages: Counts,
+    lag: Lag,
+    throughput: Throughput,
+    timestamp: Millis,
+    /// Seconds since a stats round counted these figures (`STATS_INTERVAL_MS`); -1 before
+    /// the first.
+    #[serde(rename = "statsAge")]
+    stats_age: i64,
 }
 
 /// `Admin.get_overview`: the tenant's queues, partitions and messages at a glance, from the
 /// stats snapshot (`statsAge` seconds old); throughput is the last 5 minutes of the series.
-pub async fn overview(
+async fn overview(
     AxState(s): State,
     Extension(who): Extension<Principal>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<TenantOverview>, ApiError> {
     let (o, t) = s.service.overview(&who.tenant).await?;
-    let mut counts = messages_json(&o.messages);
-    counts["deadLetter"] = json!(o.dead_letters);
-    Ok(Json(json!({
-        "queues": o.queues, "partitions": o.partitions,
-        "namespaces": o.namespaces, "tasks": o.tasks,
-        "messages": counts,
-        "lag": { "time": spread(&o.time_lag), "offset": spread(&o.offset_lag) },
-        "throughput": { "ingestedPerSecond": t.ingested, "processedPerSecond": t.processed },
-        "timestamp": millis(chrono::Utc::now()), "statsAge": stats_age_secs(o.stats_age),
-    })))
+    let m = &o.messages;
+    Ok(Answer(TenantOverview {
+        queues: o.queues,
+        partitions: o.partitions,
+        namespaces: o.namespaces,
+        tasks: o.tasks,
+        messages: Counts {
+            total: m.total,
+            pending: m.pending,
+            processing: m.processing,
+            completed: m.completed,
+            failed: m.failed,
+            dead_letter: o.dead_letters,
+        },
+        lag: Lag {
+            time: LagSpread::from(&o.time_lag),
+            offset: LagSpread::from(&o.offset_lag),
+        },
+        throughput: Throughput {
+            ingested_per_second: t.ingested,
+            processed_per_second: t.processed,
+        },
+        timestamp: Millis(Utc::now()),
+        stats_age: stats_age_secs(o.stats_age),
+    }))
 }
 
+/// A namespace's or a task's counts.
+#[derive(Serialize, JsonSchema)]
+struct Rolled {
+    queues: i64,
+    partitions: i64,
+    messages: Backlog,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Backlog {
+    total: i64,
+    pending: i64,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Namespace {
+    namespace: String,
+    #[serde(flatten)]
+    counts: Rolled,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Task {
+    task: String,
+    #[serde(flatten)]
+    counts: Rolled,
+}
+
+/// `GET /api/v1/resources/namespaces`.
+#[derive(Serialize, JsonSchema)]
+struct Namespaces {
+    namespaces: Vec<Namespace>,
+}
+
+/// `GET /api/v1/resources/tasks`.
+#[derive(Serialize, JsonSchema)]
+struct Tasks {
+    tasks: Vec<Task>,
+}
+
+/// A page of the tenant's namespaces or tasks, by name, each with its name and counts.
 async fn rollup(
     s: &super::AppState,
     tenant: &str,
     by: Label,
     page: Page,
-) -> Result<Vec<Value>, ApiError> {
-    let key = match by {
-        Label::Namespace => "namespace",
-        Label::Task => "task",
-    };
+) -> Result<Vec<(String, Rolled)>, ApiError> {
     Ok(s.service
         .rollup(tenant, by, page)
         .await?
-        .iter()
+        .into_iter()
         .map(|r| {
-            json!({
-                key: r.name, "queues": r.queues, "partitions": r.partitions,
-                "messages": { "total": r.messages.total, "pending": r.messages.pending },
-            })
+            let counts = Rolled {
+                queues: r.queues,
+                partitions: r.partitions,
+                messages: Backlog {
+                    total: r.messages.total,
+                    pending: r.messages.pending,
+                },
+            };
+            (r.name, counts)
         })
         .collect())
 }
 
 /// A page (`limit` 1,000, `offset`) of the tenant's namespaces, by name.
-pub async fn namespaces(
+async fn namespaces(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     p: Params,
-) -> Result<Json<Value>, ApiError> {
-    let listed = rollup(&s, &who.tenant, Label::Namespace, page(&p)).await?;
-    Ok(Json(json!({ "namespaces": listed })))
+) -> Result<Answer<Namespaces>, ApiError> {
+    let page = p.page(Paging::LISTING);
+    let listed = rollup(&s, &who.tenant, Label::Namespace, page).await?;
+    Ok(Answer(Namespaces {
+        namespaces: listed
+            .into_iter()
+            .map(|(namespace, counts)| Namespace { namespace, counts })
+            .collect(),
+    }))
 }
 
 /// A page (`limit` 1,000, `offset`) of the tenant's tasks, by name.
-pub async fn tasks(
+async fn tasks(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     p: Params,
-) -> Result<Json<Value>, ApiError> {
-    let listed = rollup(&s, &who.tenant, Label::Task, page(&p)).await?;
-    Ok(Json(json!({ "tasks": listed })))
+) -> Result<Answer<Tasks>, ApiError> {
+    let page = p.page(Paging::LISTING);
+    let listed = rollup(&s, &who.tenant, Label::Task, page).await?;
+    Ok(Answer(Tasks {
+        tasks: listed
+            .into_iter()
+            .map(|(task, counts)| Task { task, counts })
+            .collect(),
+    }))
 }
 
-/// The partition listing's queue (`None`: every queue), limit and offset.
-pub(crate) fn partitions_query(p: &Params) -> (Option<&str>, i64, i64) {
-    let limit = p.int("limit").unwrap_or(100).clamp(1, 1000);
-    let offset = p.int("offset").unwrap_or(0).max(0);
-    (p.str("queue").filter(|q| !q.is_empty()), limit, offset)
+/// The partition listing's queue (`None`: every queue) and page.
+fn partitions_query(p: &Params) -> (Option<&str>, Page) {
+    (p.str("queue").filter(|q| !q.is_empty()), p.page(PARTITIONS))
+}
+
+/// One partition of the partition listing.
+#[derive(Serialize, JsonSchema)]
+struct PartitionListed {
+    id: Uuid,
+    name: String,
+    queue: String,
+    #[serde(rename = "createdAt")]
+    created_at: Millis,
+    /// Its last push.
+    #[serde(rename = "lastActivity")]
+    last_activity: Option<Millis>,
+    messages: MessageCounts,
+}
+
+/// `GET /api/v1/resources/partitions`.
+#[derive(Serialize, JsonSchema)]
+struct PartitionList {
+    partitions: Vec<PartitionListed>,
+    total: i64,
+    pagination: Pagination,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Pagination {
+    limit: i64,
+    offset: i64,
 }
 
 /// `Admin.get_partitions`: a page of partitions (`?queue=`, `limit` 100 by default, at most
 /// 1,000, `offset`), by queue then partition name, with `total`.
-pub async fn partitions(
+async fn partitions(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     p: Params,
-) -> Result<Json<Value>, ApiError> {
-    let (queue, limit, offset) = partitions_query(&p);
-    let (page, total) = s
+) -> Result<Answer<PartitionList>, ApiError> {
+    let (queue, page) = partitions_query(&p);
+    let (rows, total) = s
         .service
-        .partitions(&who.tenant, queue, limit, offset)
+        .partitions(&who.tenant, queue, page.limit, page.offset)
         .await?;
-    let listed: Vec<Value> = page
-        .iter()
-        .map(|p| {
-            json!({
-                "id": p.id, "name": p.name, "queue": p.queue,
-                "createdAt": millis(p.created_at), "lastActivity": p.last_push_at.map(millis),
-                "messages": messages_json(&p.messages),
+    Ok(Answer(PartitionList {
+        partitions: rows
+            .into_iter()
+            .map(|p| PartitionListed {
+                messages: MessageCounts::from(&p.messages),
+                id: p.id,
+                name: p.name,
+                queue: p.queue,
+                created_at: Millis(p.created_at),
+                last_activity: p.last_push_at.map(Millis),
             })
-        })
-        .collect();
-    Ok(Json(json!({
-        "partitions": listed, "total": total,
-        "pagination": { "limit": limit, "offset": offset },
-    })))
+            .collect(),
+        total,
+        pagination: Pagination {
+            limit: page.limit,
+            offset: page.offset,
+        },
+    }))
+}
+
+/// What a clear deleted.
+#[derive(Serialize, JsonSchema)]
+struct QueueCleared {
+    success: True,
+    queue: String,
+    partition: Option<String>,
+    /// Messages deleted.
+    deleted: i64,
+}
+
+/// The clear route's partition, if one is named.
+fn clear_partition(p: &Params) -> Option<&str> {
+    p.str("partition").filter(|p| !p.is_empty())
 }
 
 /// `Admin.clear_queue`: every message of the queue (or of `?partition=`) deleted, its
 /// cursors moved to the end with their leases released. Dead letters and the transaction
-/// index stay (README, "Clearing a queue").
-pub async fn clear_queue(
+/// index stay (docs/api.md, "Single messages").
+async fn clear_queue(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     PathParams(queue): PathParams<String>,
     p: Params,
-) -> Result<Json<Value>, ApiError> {
-    let partition = p.str("partition").filter(|p| !p.is_empty());
+) -> Result<Answer<QueueCleared>, ApiError> {
+    let partition = clear_partition(&p);
     match s
         .service
         .clear_queue(&who.tenant, &queue, partition)
@@ -298,8 +744,38 @@ pub async fn clear_queue(
     {
         Cleared::NoQueue => Err(ApiError::NotFound("Queue not found".into())),
         Cleared::NoPartition => Err(ApiError::NotFound("Partition not found".into())),
-        Cleared::Deleted(n) => Ok(Json(json!({
-            "success": true, "queue": queue, "partition": partition, "deleted": n,
-        }))),
+        Cleared::Deleted(n) => Ok(Answer(QueueCleared {
+            success: True,
+            queue,
+            partition: partition.map(str::to_string),
+            deleted: n,
+        })),
     }
+}
+
+// Transitional: the status routes render the same shapes as JSON values until they are
+// typed too.
+
+pub(super) fn queue_summary(r: &QueueSummary) -> Value {
+    serde_json::to_value(QueueListed::from(r)).expect("an answer serialises")
+}
+
+pub(super) fn stats(p: &PartitionStats) -> Value {
+    serde_json::to_value(Counts::from(p)).expect("an answer serialises")
+}
+
+pub(super) fn totals(t: &QueueTotals) -> Value {
+    serde_json::to_value(Counts::from(t)).expect("an answer serialises")
+}
+
+pub(super) fn messages_json(m: &Messages) -> Value {
+    serde_json::to_value(MessageCounts::from(m)).expect("an answer serialises")
+}
+
+pub(super) fn pagination(page: Page, total: i64) -> Value {
+    serde_json::to_value(PartitionPage::of(page, total)).expect("an answer serialises")
+}
+
+pub(super) fn page(p: &Params) -> Page {
+    p.page(Paging::LISTING)
 }

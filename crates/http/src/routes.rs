@@ -185,6 +185,8 @@ pub fn table() -> Table {
         pop::routes(),
         ack::routes(),
         lease::routes(),
+        configure::routes(),
+        resources::routes(),
         consumer_groups::routes(),
         legacy().entries,
         console::routes(),
@@ -212,12 +214,6 @@ fn legacy() -> Table {
         .at(M::GET, ANALYTICS_WORKER, Admin, fleet::worker_metrics)
         .at(M::GET, ANALYTICS_POSTGRES, Admin, fleet::postgres_stats)
         .at(M::GET, "/api/v1/status/buffers", ReadOnly, fleet::buffers)
-        .at(
-            M::POST,
-            "/api/v1/configure",
-            ReadWrite,
-            configure::configure,
-        )
         .at(M::GET, "/api/v1/messages", ReadOnly, messages::list)
         .at(M::GET, MESSAGE, ReadOnly, messages::get)
         .at(M::DELETE, MESSAGE, ReadWrite, messages::delete)
@@ -236,60 +232,6 @@ fn legacy() -> Table {
         .at(M::GET, "/api/v1/dlq", ReadOnly, dlq::list)
         .at(M::POST, "/api/v1/dlq/requeue", ReadWrite, dlq::requeue)
         .at(M::POST, "/api/v1/dlq/delete", ReadWrite, dlq::delete)
-        .at(
-            M::GET,
-            "/api/v1/resources/overview",
-            ReadOnly,
-            resources::overview,
-        )
-        .at(
-            M::GET,
-            "/api/v1/resources/queues",
-            ReadOnly,
-            resources::list_queues,
-        )
-        .at(
-            M::GET,
-            "/api/v1/resources/queues/{queue}",
-            ReadOnly,
-            resources::get_queue,
-        )
-        .at(
-            M::DELETE,
-            "/api/v1/resources/queues/{queue}",
-            Admin,
-            resources::delete_queue,
-        )
-        .at(
-            M::GET,
-            "/api/v1/resources/namespaces",
-            ReadOnly,
-            resources::namespaces,
-        )
-        .at(
-            M::GET,
-            "/api/v1/resources/tasks",
-            ReadOnly,
-            resources::tasks,
-        )
-        .at(
-            M::GET,
-            "/api/v1/resources/queues/{queue}/depth",
-            ReadOnly,
-            resources::queue_depth,
-        )
-        .at(
-            M::GET,
-            "/api/v1/resources/partitions",
-            ReadOnly,
-            resources::partitions,
-        )
-        .at(
-            M::DELETE,
-            "/api/v1/queues/{queue}/clear",
-            Admin,
-            resources::clear_queue,
-        )
         .at(M::GET, "/api/v1/status", ReadOnly, status::status)
         .at(M::GET, "/api/v1/status/queues", ReadOnly, status::queues)
         .at(

@@ -75,32 +75,6 @@ fn listed() -> Vec<Target> {
     let who2 = principal();
     vec![
         body(
-            &[(Method::POST, "/api/v1/configure")],
-            &[
-                "queue",
-                "namespace",
-                "task",
-                "options",
-                "leaseTime",
-                "retryLimit",
-                "retryDelay",
-                "maxSize",
-                "ttl",
-                "deadLetterQueue",
-                "dlqAfterMaxRetries",
-                "priority",
-                "delayedProcessing",
-                "windowBuffer",
-                "retentionSeconds",
-                "completedRetentionSeconds",
-                "retentionEnabled",
-                "encryptionEnabled",
-                "maxWaitTimeSeconds",
-            ],
-            CONFIGURE,
-            |b| outcome(configure::parse_configure(b)),
-        ),
-        body(
             &[
                 (Method::POST, "/api/v1/dlq/requeue"),
                 (Method::POST, "/api/v1/dlq/delete"),
@@ -125,17 +99,6 @@ fn listed() -> Vec<Target> {
         ),
     ]
 }
-
-const CONFIGURE: &[&str] = &[
-    r#"{"queue": "orders", "namespace": "billing", "task": "invoice",
-        "options": {"leaseTime": 300, "retryLimit": 3, "retryDelay": 1000, "maxSize": 0,
-        "ttl": 3600, "deadLetterQueue": true, "dlqAfterMaxRetries": false, "priority": 0,
-        "delayedProcessing": 0, "windowBuffer": 0, "retentionSeconds": 0,
-        "completedRetentionSeconds": 0, "retentionEnabled": false, "encryptionEnabled": false,
-        "maxWaitTimeSeconds": 0}}"#,
-    r#"{"queue": "q", "namespace": null, "options": {"leaseTime": "300", "deadLetterQueue": "true"}}"#,
-    r#"{"queue": ""}"#,
-];
 
 const DLQ_BULK: &[&str] = &[
     r#"{"ids": [1, 2, 3], "dryRun": true}"#,

@@ -212,61 +212,6 @@ fn readers() -> Readers {
             &["?queue=q&consumerGroup=g&partition=p&reason=boom&from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z&limit=10"],
             |p: Params| async move { read(dlq::list_filter(&p)) },
         )
-        .at(
-            (M::GET, "/api/v1/resources/queues"),
-            &["search", "limit", "offset"],
-            &["?search=ord&limit=10&offset=20"],
-            |p: Params| async move {
-                let _ = resources::listing(&p);
-                Read::Ok(())
-            },
-        )
-        .at((M::GET, "/api/v1/resources/queues/{queue}"), PAGE, &["orders?limit=5"], queue_and_page)
-        .at(
-            (M::DELETE, "/api/v1/resources/queues/{queue}"),
-            &[],
-            &["orders"],
-            |PathParams(_): PathParams<String>| async { Read::Ok(()) },
-        )
-        .at(
-            (M::GET, "/api/v1/resources/namespaces"),
-            PAGE,
-            &["?limit=10&offset=0"],
-            page,
-        )
-        .at(
-            (M::GET, "/api/v1/resources/tasks"),
-            PAGE,
-            &["?limit=10&offset=0"],
-            page,
-        )
-        .at(
-            (M::GET, "/api/v1/resources/queues/{queue}/depth"),
-            &["group"],
-            &["orders?group=ledger"],
-            |PathParams(_): PathParams<String>, p: Params| async move {
-                let _ = p.str("group").filter(|g| !g.is_empty());
-                Read::Ok(())
-            },
-        )
-        .at(
-            (M::GET, "/api/v1/resources/partitions"),
-            &["queue", "limit", "offset"],
-            &["?queue=orders&limit=100&offset=100"],
-            |p: Params| async move {
-                let _ = resources::partitions_query(&p);
-                Read::Ok(())
-            },
-        )
-        .at(
-            (M::DELETE, "/api/v1/queues/{queue}/clear"),
-            &["partition"],
-            &["orders?partition=Default"],
-            |PathParams(_): PathParams<String>, p: Params| async move {
-                let _ = p.str("partition").filter(|p| !p.is_empty());
-                Read::Ok(())
-            },
-        )
         .at((M::GET, "/api/v1/status"), WINDOW, WINDOW_SEEDS, status_window(1))
         .at(
             (M::GET, "/api/v1/status/queues"),

@@ -18,7 +18,6 @@
 mod analytics;
 mod dlq;
 mod messages;
-mod queues;
 pub(crate) mod schemas;
 mod status;
 mod traces;
@@ -238,7 +237,6 @@ fn request_id_header() -> Value {
 /// Every entry of the registry, family by family.
 pub fn registry() -> Vec<Entry> {
     [
-        queues::entries(),
         messages::entries(),
         dlq::entries(),
         status::entries(),
@@ -463,7 +461,7 @@ fn build(entries: &[Routed], registry: &[Doc]) -> Value {
             "license": { "name": env!("CARGO_PKG_LICENSE"), "identifier": env!("CARGO_PKG_LICENSE") },
         },
         "tags": tags.iter()
-            .chain(queues::TAGS)
+
             .chain(messages::TAGS).chain(dlq::TAGS).chain(status::TAGS)
             .chain(traces::TAGS).chain(analytics::TAGS)
             .map(|(name, description)| json!({ "name": name, "description": description }))

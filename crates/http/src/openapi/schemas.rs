@@ -156,7 +156,7 @@ fn options_in() -> Value {
 
 /// The options as a configure echoes them: each effective value, the dead-letter flags as
 /// stored.
-fn options_echo() -> Value {
+pub(crate) fn options_echo() -> Value {
     let mut props = Map::new();
     let mut required = Vec::new();
     for (k, d) in INT_DEFAULTS {
@@ -181,26 +181,6 @@ fn options_echo() -> Value {
         required.push(k);
     }
     json!({ "type": "object", "required": required, "properties": props })
-}
-
-fn counts_six() -> Value {
-    obj(
-        &[
-            "total",
-            "pending",
-            "processing",
-            "completed",
-            "failed",
-            "deadLetter",
-        ],
-        json!({
-            "total": int(), "pending": int(),
-            "processing": about(int(), "Under a live lease."),
-            "completed": int(),
-            "failed": about(int(), "1 while a nacked message waits for its retry."),
-            "deadLetter": int(),
-        }),
-    )
 }
 
 fn push_item() -> Value {
@@ -455,21 +435,8 @@ fn schemas() -> Value {
         })),
         "Failure": obj(&["success", "error"], json!({ "success": {"const": false}, "error": string() })),
         "Success": obj(&["success"], json!({ "success": {"const": true} })),
-        "Pagination": obj(&["limit", "offset"], json!({ "limit": int(), "offset": int() })),
-        "PartitionPage": obj(&["limit", "offset", "total"], json!({
-            "limit": int(), "offset": int(),
-            "total": about(int(), "Partitions of the queue, from the stats snapshot."),
-        })),
-        "MessageCounts": obj(&["total", "pending", "processing"], json!({
-            "total": int(), "pending": int(),
-            "processing": about(int(), "Under a live lease."),
-            "completed": int(), "failed": int(),
-            "deadLetter": about(int(), "In the queue listings: the queue's dead letters, from the stats snapshot."),
-        })),
-        "Counts": counts_six(),
         "Spread": obj(&["avg", "median", "min", "max"], json!({ "avg": num(), "median": num(), "min": num(), "max": num() })),
         "QueueOptionsIn": options_in(),
-        "QueueOptions": options_echo(),
         "QueueSummary": queue_summary(),
         "PushItem": push_item(),
         "AckItem": ack_item(),
