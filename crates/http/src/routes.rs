@@ -172,7 +172,11 @@ impl Table {
 
 /// Every route Regent serves: each family's, in the order the OpenAPI document lists them.
 pub fn table() -> Table {
-    let families = [consumer_groups::routes(), legacy().entries];
+    let families = [
+        consumer_groups::routes(),
+        messages::routes(),
+        legacy().entries,
+    ];
     Table {
         entries: families.into_iter().flatten().collect(),
     }
@@ -182,7 +186,6 @@ pub fn table() -> Table {
 fn legacy() -> Table {
     use Level::*;
     use Method as M;
-    const MESSAGE: &str = "/api/v1/messages/{partition_id}/{transaction_id}";
     const MAINTENANCE: &str = "/api/v1/system/maintenance";
     const POP_MAINTENANCE: &str = "/api/v1/system/maintenance/pop";
     const ANALYTICS_SYSTEM: &str = "/api/v1/analytics/system-metrics";
@@ -240,21 +243,6 @@ fn legacy() -> Table {
             "/api/v1/lease/{lease_id}/extend",
             ReadWrite,
             lease::extend,
-        )
-        .at(M::GET, "/api/v1/messages", ReadOnly, messages::list)
-        .at(M::GET, MESSAGE, ReadOnly, messages::get)
-        .at(M::DELETE, MESSAGE, ReadWrite, messages::delete)
-        .at(
-            M::POST,
-            "/api/v1/messages/{partition_id}/{transaction_id}/retry",
-            ReadWrite,
-            messages::retry,
-        )
-        .at(
-            M::POST,
-            "/api/v1/messages/{partition_id}/{transaction_id}/dlq",
-            ReadWrite,
-            messages::to_dlq,
         )
         .at(M::GET, "/api/v1/dlq", ReadOnly, dlq::list)
         .at(M::POST, "/api/v1/dlq/requeue", ReadWrite, dlq::requeue)

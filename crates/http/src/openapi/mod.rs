@@ -19,7 +19,6 @@ mod analytics;
 mod console;
 mod consume;
 mod dlq;
-mod messages;
 mod produce;
 mod queues;
 pub(crate) mod schemas;
@@ -227,7 +226,6 @@ pub fn registry() -> Vec<Entry> {
         queues::entries(),
         produce::entries(),
         consume::entries(),
-        messages::entries(),
         dlq::entries(),
         status::entries(),
         traces::entries(),
@@ -453,7 +451,7 @@ fn build(entries: &[Routed], registry: &[Doc]) -> Value {
         },
         "tags": tags.iter()
             .chain(system::TAGS).chain(queues::TAGS).chain(produce::TAGS).chain(consume::TAGS)
-            .chain(messages::TAGS).chain(dlq::TAGS).chain(status::TAGS)
+            .chain(dlq::TAGS).chain(status::TAGS)
             .chain(traces::TAGS).chain(analytics::TAGS)
             .chain(console::TAGS)
             .map(|(name, description)| json!({ "name": name, "description": description }))

@@ -565,17 +565,6 @@ fn bulk_answer(count: &str, what: &str) -> Value {
     )
 }
 
-fn message_mode() -> Value {
-    obj(
-        &["hasQueueMode", "busGroupsCount", "type"],
-        json!({
-            "hasQueueMode": boolean(), "busGroupsCount": int(),
-            "consumedByGroups": int(),
-            "type": {"enum": ["queue", "bus", "hybrid", "none"]},
-        }),
-    )
-}
-
 fn trace() -> Value {
     obj(
         &[
@@ -678,7 +667,6 @@ fn schemas() -> Value {
         "BulkItem": bulk_item(),
         "RequeueAnswer": bulk_answer("requeued", "Dead letters copied back as new messages (and removed)."),
         "DeleteAnswer": bulk_answer("deleted", "Dead letters deleted."),
-        "MessageMode": message_mode(),
         "Trace": trace(),
         "NamedTrace": named_trace(),
     })
