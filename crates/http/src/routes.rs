@@ -175,6 +175,7 @@ pub fn table() -> Table {
     let families = [
         consumer_groups::routes(),
         messages::routes(),
+        dlq::routes(),
         legacy().entries,
     ];
     Table {
@@ -244,9 +245,6 @@ fn legacy() -> Table {
             ReadWrite,
             lease::extend,
         )
-        .at(M::GET, "/api/v1/dlq", ReadOnly, dlq::list)
-        .at(M::POST, "/api/v1/dlq/requeue", ReadWrite, dlq::requeue)
-        .at(M::POST, "/api/v1/dlq/delete", ReadWrite, dlq::delete)
         .at(
             M::GET,
             "/api/v1/resources/overview",

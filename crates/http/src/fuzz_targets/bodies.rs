@@ -9,7 +9,6 @@ use axum::http::Method;
 use super::{outcome, Input, Outcome, Target};
 use crate::auth::Principal;
 use crate::body::RawBody;
-use crate::dlq::BulkBody;
 use crate::routes::Level;
 use crate::{ack, configure, consumer_groups, lease, maintenance, push, traces, transaction};
 
@@ -160,15 +159,6 @@ fn listed() -> Vec<Target> {
             |b| outcome(lease::parse_seconds(b)),
         ),
         body(
-            &[
-                (Method::POST, "/api/v1/dlq/requeue"),
-                (Method::POST, "/api/v1/dlq/delete"),
-            ],
-            &crate::dlq::BULK_KEYS,
-            DLQ_BULK,
-            |b| outcome(BulkBody::parse(b)),
-        ),
-        body(
             &[(Method::POST, "/api/v1/traces")],
             &[
                 "transactionId",
@@ -251,14 +241,6 @@ const CONFIGURE: &[&str] = &[
         "maxWaitTimeSeconds": 0}}"#,
     r#"{"queue": "q", "namespace": null, "options": {"leaseTime": "300", "deadLetterQueue": "true"}}"#,
     r#"{"queue": ""}"#,
-];
-
-const DLQ_BULK: &[&str] = &[
-    r#"{"ids": [1, 2, 3], "dryRun": true}"#,
-    r#"{"queue": "q", "consumerGroup": "g", "from": "2026-01-01T00:00:00Z",
-        "to": "2026-02-01T00:00:00Z", "limit": 100}"#,
-    r#"{"all": true}"#,
-    r#"{"reason": "", "partition": "Default"}"#,
 ];
 
 const TRACES: &[&str] = &[

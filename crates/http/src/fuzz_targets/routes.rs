@@ -22,7 +22,7 @@ use super::{Input, Outcome, Target};
 use crate::error::ApiError;
 use crate::params::Params;
 use crate::path::PathParams;
-use crate::{analytics, console, consumer_groups, dlq, fleet, pop, resources, status, traces};
+use crate::{analytics, console, consumer_groups, fleet, pop, resources, status, traces};
 
 /// The pop defaults and clamps, as a broker with an empty environment has them.
 static CONFIG: LazyLock<Config> = LazyLock::new(Config::defaults);
@@ -191,12 +191,6 @@ fn readers() -> Readers {
             POP,
             &["?namespace=billing&task=invoice&batch=100&subscriptionMode=all"],
             pop_scope,
-        )
-        .at(
-            (M::GET, "/api/v1/dlq"),
-            &["queue", "consumerGroup", "partition", "from", "to", "reason", "limit", "offset"],
-            &["?queue=q&consumerGroup=g&partition=p&reason=boom&from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z&limit=10"],
-            |p: Params| async move { read(dlq::list_filter(&p)) },
         )
         .at(
             (M::GET, "/api/v1/resources/queues"),

@@ -18,7 +18,6 @@
 mod analytics;
 mod console;
 mod consume;
-mod dlq;
 mod produce;
 mod queues;
 pub(crate) mod schemas;
@@ -226,7 +225,6 @@ pub fn registry() -> Vec<Entry> {
         queues::entries(),
         produce::entries(),
         consume::entries(),
-        dlq::entries(),
         status::entries(),
         traces::entries(),
         analytics::entries(),
@@ -451,7 +449,7 @@ fn build(entries: &[Routed], registry: &[Doc]) -> Value {
         },
         "tags": tags.iter()
             .chain(system::TAGS).chain(queues::TAGS).chain(produce::TAGS).chain(consume::TAGS)
-            .chain(dlq::TAGS).chain(status::TAGS)
+            .chain(status::TAGS)
             .chain(traces::TAGS).chain(analytics::TAGS)
             .chain(console::TAGS)
             .map(|(name, description)| json!({ "name": name, "description": description }))
@@ -528,19 +526,5 @@ mod tests {
         );
         assert_eq!(path_params("/files/{*rest}"), ["rest"]);
         assert_eq!(openapi_path("/files/{*rest}"), "/files/{rest}");
-    }
-
-    /// The bulk routes' selector documents exactly the keys the handler reads.
-    #[test]
-    fn the_bulk_selector_names_the_keys_the_handler_reads() {
-        let c = schemas::components();
-        let props = c["schemas"]["BulkSelector"]["properties"]
-            .as_object()
-            .expect("properties");
-        let mut documented: Vec<&str> = props.keys().map(String::as_str).collect();
-        let mut read: Vec<&str> = crate::dlq::BULK_KEYS.to_vec();
-        documented.sort();
-        read.sort();
-        assert_eq!(documented, read);
     }
 }
