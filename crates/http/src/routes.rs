@@ -176,6 +176,7 @@ pub fn table() -> Table {
         consumer_groups::routes(),
         messages::routes(),
         dlq::routes(),
+        traces::routes(),
         legacy().entries,
     ];
     Table {
@@ -355,20 +356,6 @@ fn legacy() -> Table {
             "/api/v1/system/shared-state",
             Admin,
             maintenance::shared_state,
-        )
-        .at(M::POST, "/api/v1/traces", ReadWrite, traces::record)
-        .at(M::GET, "/api/v1/traces/names", ReadOnly, traces::names_list)
-        .at(
-            M::GET,
-            "/api/v1/traces/by-name/{name}",
-            ReadOnly,
-            traces::by_name,
-        )
-        .at(
-            M::GET,
-            "/api/v1/traces/{partition_id}/{transaction_id}",
-            ReadOnly,
-            traces::of_message,
         )
         .at(M::GET, "/api/v1/openapi.json", Public, openapi::serve)
         // The web console: public, since the page and its scripts name no tenant's data; the

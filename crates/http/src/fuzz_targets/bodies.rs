@@ -10,7 +10,7 @@ use super::{outcome, Input, Outcome, Target};
 use crate::auth::Principal;
 use crate::body::RawBody;
 use crate::routes::Level;
-use crate::{ack, configure, consumer_groups, lease, maintenance, push, traces, transaction};
+use crate::{ack, configure, consumer_groups, lease, maintenance, push, transaction};
 
 /// A small `MAX_PUSH_ITEMS`, so that generated arrays reach the item limit too.
 const MAX_ITEMS: usize = 64;
@@ -159,20 +159,6 @@ fn listed() -> Vec<Target> {
             |b| outcome(lease::parse_seconds(b)),
         ),
         body(
-            &[(Method::POST, "/api/v1/traces")],
-            &[
-                "transactionId",
-                "partitionId",
-                "data",
-                "consumerGroup",
-                "eventType",
-                "traceNames",
-                "workerId",
-            ],
-            TRACES,
-            |b| outcome(b.json().and_then(|v| traces::parse_record(&v).map(drop))),
-        ),
-        body(
             &[
                 (Method::POST, "/api/v1/system/maintenance"),
                 (Method::POST, "/api/v1/system/maintenance/pop"),
@@ -241,12 +227,4 @@ const CONFIGURE: &[&str] = &[
         "maxWaitTimeSeconds": 0}}"#,
     r#"{"queue": "q", "namespace": null, "options": {"leaseTime": "300", "deadLetterQueue": "true"}}"#,
     r#"{"queue": ""}"#,
-];
-
-const TRACES: &[&str] = &[
-    r#"{"transactionId": "t", "partitionId": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d",
-        "data": {"step": "x"}, "consumerGroup": "g", "eventType": "info",
-        "traceNames": ["a", "b"], "workerId": "w"}"#,
-    r#"{"transactionId": "t", "partitionId": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d",
-        "data": null, "traceNames": "a", "consumerGroup": null}"#,
 ];

@@ -22,7 +22,7 @@ use super::{Input, Outcome, Target};
 use crate::error::ApiError;
 use crate::params::Params;
 use crate::path::PathParams;
-use crate::{analytics, console, consumer_groups, fleet, pop, resources, status, traces};
+use crate::{analytics, console, consumer_groups, fleet, pop, resources, status};
 
 /// The pop defaults and clamps, as a broker with an empty environment has them.
 static CONFIG: LazyLock<Config> = LazyLock::new(Config::defaults);
@@ -137,7 +137,6 @@ const POP_SEEDS: &[&str] = &[
 ];
 const WINDOW_SEEDS: &[&str] =
     &["?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00.5%2B01:00&queue=q&namespace=n&task=t"];
-const MESSAGE_SEEDS: &[&str] = &["0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d/ord-77-created"];
 const GROUP_QUEUE_SEEDS: &[&str] = &["ledger/orders?deleteMetadata=false"];
 
 // Transitional, shrinking as the families declare their readers (`Entry::reads_request`):
@@ -299,33 +298,6 @@ fn readers() -> Readers {
             &[],
             &["0190a6c4-0000-7000-8000-000000000001"],
             |PathParams(_): PathParams<String>| async { Read::Ok(()) },
-        )
-        .at(
-            (M::GET, "/api/v1/traces/names"),
-            PAGE,
-            &["?limit=50&offset=0"],
-            |p: Params| async move {
-                let _ = traces::page(&p, 50);
-                Read::Ok(())
-            },
-        )
-        .at(
-            (M::GET, "/api/v1/traces/by-name/{name}"),
-            PAGE,
-            &["checkout?limit=100"],
-            |PathParams(_): PathParams<String>, p: Params| async move {
-                let _ = traces::page(&p, 100);
-                Read::Ok(())
-            },
-        )
-        .at(
-            (M::GET, "/api/v1/traces/{partition_id}/{transaction_id}"),
-            &[],
-            MESSAGE_SEEDS,
-            |PathParams((pid, _)): PathParams<(String, String)>| async move {
-                let _ = uuid::Uuid::parse_str(&pid);
-                Read::Ok(())
-            },
         )
         // No state needed: the real handler, seeded with the embedded assets' names.
         .at(

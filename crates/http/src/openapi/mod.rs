@@ -23,7 +23,6 @@ mod queues;
 pub(crate) mod schemas;
 mod status;
 mod system;
-mod traces;
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -226,7 +225,6 @@ pub fn registry() -> Vec<Entry> {
         produce::entries(),
         consume::entries(),
         status::entries(),
-        traces::entries(),
         analytics::entries(),
         console::entries(),
     ]
@@ -449,8 +447,7 @@ fn build(entries: &[Routed], registry: &[Doc]) -> Value {
         },
         "tags": tags.iter()
             .chain(system::TAGS).chain(queues::TAGS).chain(produce::TAGS).chain(consume::TAGS)
-            .chain(status::TAGS)
-            .chain(traces::TAGS).chain(analytics::TAGS)
+            .chain(status::TAGS).chain(analytics::TAGS)
             .chain(console::TAGS)
             .map(|(name, description)| json!({ "name": name, "description": description }))
             .collect::<Vec<_>>(),

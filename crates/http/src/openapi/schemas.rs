@@ -486,46 +486,6 @@ fn bulk_selector() -> Value {
     })
 }
 
-fn trace() -> Value {
-    obj(
-        &[
-            "id",
-            "event_type",
-            "data",
-            "consumer_group",
-            "worker_id",
-            "created_at",
-            "trace_names",
-        ],
-        json!({
-            "id": uuid(), "event_type": string(), "data": json!({}), "consumer_group": string(),
-            "worker_id": json!({"type": ["string", "null"]}), "created_at": ts(),
-            "trace_names": array(string()),
-        }),
-    )
-}
-
-fn named_trace() -> Value {
-    let mut t = trace();
-    let props = t["properties"].as_object_mut().expect("properties");
-    for (k, v) in [
-        ("transaction_id", string()),
-        ("partition_id", uuid()),
-        ("queue_name", string()),
-        ("partition_name", string()),
-        (
-            "message_payload",
-            about(
-                json!({}),
-                "The message's payload; null once the log no longer holds it.",
-            ),
-        ),
-    ] {
-        props.insert(k.into(), v);
-    }
-    t
-}
-
 fn queue_summary() -> Value {
     obj(
         &[
@@ -556,7 +516,6 @@ fn schemas() -> Value {
             "code": {"enum": ["rate_limited", "quota_exceeded"]},
             "retryAfter": about(int(), "Seconds, as the `Retry-After` header."),
         })),
-        "Failure": obj(&["success", "error"], json!({ "success": {"const": false}, "error": string() })),
         "Success": obj(&["success"], json!({ "success": {"const": true} })),
         "Pagination": obj(&["limit", "offset"], json!({ "limit": int(), "offset": int() })),
         "PartitionPage": obj(&["limit", "offset", "total"], json!({
@@ -584,8 +543,6 @@ fn schemas() -> Value {
         "TransactionRequest": transaction_request(),
         "TransactionAnswer": transaction_answer(),
         "BulkSelector": bulk_selector(),
-        "Trace": trace(),
-        "NamedTrace": named_trace(),
     })
 }
 
