@@ -2,22 +2,102 @@
 //! reads; and Regent's bulk routes `POST /api/v1/dlq/requeue` and `POST /api/v1/dlq/delete`.
 
 use axum::extract::State as AxState;
-use axum::{Extension, Json};
+use axum::http::Method;
+use axum::Extension;
 use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
+use uuid::Uuid;
 
+use super::answer::{Answer, Millis};
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
-use super::params::Params;
-use super::time::{instant, millis};
+use super::openapi::schemas::{r, string};
+use super::openapi::{Doc, Tag};
+use super::params::{Paging, Params};
+use super::routes::{route, Entry, Level::*};
+use super::time::instant;
 use super::State;
 use regent_service::dead_letters::{
-    Bulk, BulkItem, BulkOutcome, BulkVerdict, Filter, Selector, MAX_BULK,
+    Bulk, BulkItem, BulkOutcome, BulkVerdict, DeadLetter as Letter, Filter, Selector, MAX_BULK,
 };
 
+const TAG: Tag = (
+    "dead letters",
+    "Dead letters: payload snapshots of messages a consumer group gave up on, which outlive the log; listed, requeued and deleted.",
+);
+
+/// The listing pages 100 dead letters by default, at most 1,000.
+const LISTING: Paging = Paging {
+    default: 100,
+    max: 1000,
+};
+
+/// What both bulk routes select and answer.
+const BULK: &str = r#"
+The body selects dead letters by `ids`, by a filter (`queue`, `partition`, `consumerGroup`, `reason`, `from`/`to` on `failedAt`), both (ids AND filter), or `"all": true`; at most `limit` (10,000) per call, oldest failure first, `more` saying more matched. `"dryRun": true` answers exactly what the call would do and writes nothing. Each dead letter considered is one item (in the order of the ids sent, else oldest failure first), `gone` when no dead letter of the tenant with that id matches any more. A Regent extension: not in Queen, no Python client method."#;
+
+/// Valid bulk bodies, for the fuzzer.
+const BULK_SEEDS: &[&str] = &[
+    r#"{"ids": [1, 2, 3], "dryRun": true}"#,
+    r#"{"queue": "q", "consumerGroup": "g", "from": "2026-01-01T00:00:00Z",
+        "to": "2026-02-01T00:00:00Z", "limit": 100}"#,
+    r#"{"all": true}"#,
+    r#"{"reason": "", "partition": "Default"}"#,
+];
+
+pub(crate) fn routes() -> Vec<Entry> {
+    use Method as M;
+    let op = |summary| Doc::op(TAG, summary);
+    let date_time = || json!({"type": "string", "format": "date-time"});
+    vec![
+        route(M::GET, "/api/v1/dlq", ReadOnly, list)
+            .doc(op("List dead letters")
+                .about(r#"
+Dead letters newest failure first, each with its payload snapshot (`data`), reason (`errorMessage`), `retryCount`, and Regent's `deadLetterId` for the bulk routes; `total` counts every match. Queen differs: `total` is given (the Python client reads it; Queen 0.15 omits it), `partition`, `from`, `to`, `limit` and `offset` work (Queen 0.15 ignores or mishandles them), and a dead letter survives retention of its message (a snapshot). Python: `queue(name).dlq(group).get()` (`DLQBuilder.get`).
+"#)
+                .query("queue", string(), "Exact queue name.")
+                .query("consumerGroup", string(), "Exact group name.")
+                .query("partition", string(), "Exact partition name.")
+                .query("from", date_time(), "On the failure time, inclusive.")
+                .query("to", date_time(), "On the failure time.")
+                .query("reason", string(), "The reason exactly, as the bulk requeue and delete select it (a Regent extension).")
+                .paged(LISTING, "Dead letters")
+                .fails(400, "`from must be an ISO-8601 timestamp`, `to must be an ISO-8601 timestamp`.")
+                .answers::<DeadLetters>(200, "A page of dead letters."))
+            .reads_request(
+                &["?queue=q&consumerGroup=g&partition=p&reason=boom&from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z&limit=10"],
+                |p: Params| async move { list_filter(&p).map(drop) },
+            ),
+        route(M::POST, "/api/v1/dlq/requeue", ReadWrite, requeue)
+            .doc(op("Requeue dead letters as new messages")
+                .about(&format!(r#"
+Each selected dead letter's snapshot (payload as stored, `traceId`, `producerSub`; a sealed payload stays sealed) is appended to its own partition as a NEW message (new id, transaction id `requeue:<original message id>`) and the dead letter removed, all in one PostgreSQL transaction for the whole call: a call sent again after a lost answer finds its dead letters `gone`. Copies deduplicate like pushes: the same message dead-lettered by two groups gets one copy (the second is a `duplicate`, removed too). The log is shared by every consumer group: the copy is read by every group of the queue, not only the one that gave up. Each copy gets a `requeued` trace; parked pops are woken as by a push. Counts against `maxMessages` as a push (429, nothing moves).{BULK}
+"#))
+                .body(true, "The selection.", r("BulkSelector"))
+                .quota()
+                .fails(400, "`ids or a filter is required`, `unknown field <k>: expected one of …`, `ids must be an array of dead-letter ids (integers)`, `<key> must be a string`, `<key> must be true or false`, `<key> must be an ISO-8601 timestamp`, `limit must be an integer from 1 to 10000`, `the body must be a JSON object`; `Invalid JSON: …`.")
+                .fails(409, "Under push maintenance, or while its buffered pushes wait to be appended, a requeue (dry run included) is refused whole: `Push maintenance is on: dead letters cannot be requeued until it is switched off and the buffered pushes are appended`.")
+                .answers::<DeadLettersRequeued>(200, "What was (or, dry, would be) done."))
+            .reads_body(&BULK_KEYS, BULK_SEEDS, BulkBody::parse),
+        route(M::POST, "/api/v1/dlq/delete", ReadWrite, delete)
+            .doc(op("Delete dead letters")
+                .about(&format!(r#"
+The selected dead letters deleted, in one transaction; goes on under push maintenance.{BULK}
+"#))
+                .body(true, "The selection.", r("BulkSelector"))
+                .fails(400, "`ids or a filter is required`, `unknown field <k>: expected one of …`, the field texts of the requeue route; `Invalid JSON: …`.")
+                .answers::<DeadLettersDeleted>(200, "What was (or, dry, would be) done."))
+            .reads_body(&BULK_KEYS, BULK_SEEDS, BulkBody::parse),
+    ]
+}
+
 /// The listing's filter and page.
-pub(crate) fn list_filter(p: &Params) -> Result<Filter<'_>, ApiError> {
+fn list_filter(p: &Params) -> Result<Filter<'_>, ApiError> {
+    let page = p.page(LISTING);
     Ok(Filter {
         queue: p.str("queue"),
         group: p.str("consumerGroup"),
@@ -25,40 +105,107 @@ pub(crate) fn list_filter(p: &Params) -> Result<Filter<'_>, ApiError> {
         from: instant(p, "from")?,
         to: instant(p, "to")?,
         reason: p.str("reason"),
-        limit: p.int("limit").unwrap_or(100).clamp(1, 1000),
-        offset: p.int("offset").unwrap_or(0).max(0),
+        limit: page.limit,
+        offset: page.offset,
     })
 }
 
-pub async fn list(
+/// `GET /api/v1/dlq`: a page of dead letters and how many match in all.
+#[derive(Serialize, JsonSchema)]
+struct DeadLetters {
+    messages: Vec<DeadLetter>,
+    pagination: Pagination,
+    /// Every dead letter the filter matches.
+    total: i64,
+}
+
+/// The page a listing answered: its `limit` (after clamping) and `offset`.
+// Inline in the document while the hand-written `Pagination` component stands for the routes
+// not yet converted (one name, two schemas otherwise).
+#[derive(Serialize, JsonSchema)]
+#[schemars(inline)]
+pub(crate) struct Pagination {
+    pub(crate) limit: i64,
+    pub(crate) offset: i64,
+}
+
+/// One dead letter: where its message was, why it was given up on, and its payload snapshot.
+#[derive(Serialize, JsonSchema)]
+struct DeadLetter {
+    /// Regent's id of the dead letter, for the bulk routes.
+    #[serde(rename = "deadLetterId")]
+    dead_letter_id: i64,
+    /// The message's id.
+    id: Uuid,
+    #[serde(rename = "transactionId")]
+    transaction_id: String,
+    #[serde(rename = "partitionId")]
+    partition_id: Uuid,
+    queue: String,
+    partition: String,
+    #[serde(rename = "consumerGroup")]
+    consumer_group: String,
+    /// The reason: the nack's `error`, else `Retries exhausted`.
+    #[serde(rename = "errorMessage")]
+    error_message: String,
+    #[serde(rename = "retryCount")]
+    retry_count: i32,
+    /// The payload snapshot (it outlives the log).
+    #[schemars(with = "Value")]
+    data: Box<RawValue>,
+    #[serde(rename = "producerSub")]
+    producer_sub: Option<String>,
+    #[serde(rename = "traceId")]
+    trace_id: Option<Uuid>,
+    /// When the message was pushed.
+    #[serde(rename = "createdAt")]
+    created_at: Millis,
+    /// When the dead letter was filed.
+    #[serde(rename = "failedAt")]
+    failed_at: Millis,
+}
+
+impl From<Letter> for DeadLetter {
+    fn from(d: Letter) -> DeadLetter {
+        let m = d.message.message;
+        DeadLetter {
+            dead_letter_id: d.id,
+            id: m.message_id,
+            transaction_id: m.transaction_id,
+            partition_id: d.partition_id,
+            queue: d.queue,
+            partition: d.partition,
+            consumer_group: d.group,
+            error_message: d.error,
+            retry_count: d.retry_count,
+            data: m.payload,
+            producer_sub: m.producer_sub,
+            trace_id: m.trace_id,
+            created_at: Millis(d.message.created_at),
+            failed_at: Millis(d.failed_at),
+        }
+    }
+}
+
+async fn list(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     p: Params,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<DeadLetters>, ApiError> {
     let filter = list_filter(&p)?;
     let (letters, total) = s.service.dead_letters(&who.tenant, &filter).await?;
-    let messages: Vec<Value> = letters
-        .into_iter()
-        .map(|d| {
-            let m = d.message.message;
-            json!({
-                "deadLetterId": d.id, "id": m.message_id, "transactionId": m.transaction_id,
-                "partitionId": d.partition_id, "queue": d.queue, "partition": d.partition,
-                "consumerGroup": d.group, "errorMessage": d.error, "retryCount": d.retry_count,
-                "data": m.payload, "producerSub": m.producer_sub, "traceId": m.trace_id,
-                "createdAt": millis(d.message.created_at), "failedAt": millis(d.failed_at),
-            })
-        })
-        .collect();
-    Ok(Json(json!({
-        "messages": messages,
-        "pagination": { "limit": filter.limit, "offset": filter.offset },
-        "total": total,
-    })))
+    Ok(Answer(DeadLetters {
+        messages: letters.into_iter().map(DeadLetter::from).collect(),
+        pagination: Pagination {
+            limit: filter.limit,
+            offset: filter.offset,
+        },
+        total,
+    }))
 }
 
 /// The bulk routes' body, read: a selector (ids, a filter, both, or `all`), `limit`, `dryRun`.
-pub(crate) struct BulkBody {
+struct BulkBody {
     ids: Option<Vec<i64>>,
     queue: Option<String>,
     partition: Option<String>,
@@ -73,7 +220,7 @@ pub(crate) struct BulkBody {
 
 /// Every key the bulk routes read. Any other is refused: a misspelt filter next to
 /// `"all": true` must not widen the call to every dead letter.
-pub(crate) const BULK_KEYS: [&str; 10] = [
+const BULK_KEYS: [&str; 10] = [
     "ids",
     "queue",
     "partition",
@@ -87,7 +234,7 @@ pub(crate) const BULK_KEYS: [&str; 10] = [
 ];
 
 impl BulkBody {
-    pub(crate) fn parse(body: &RawBody) -> Result<BulkBody, ApiError> {
+    fn parse(body: &RawBody) -> Result<BulkBody, ApiError> {
         let v = body.json_or_empty_object()?;
         let o = v
             .as_object()
@@ -203,11 +350,62 @@ fn limit(v: Option<&Value>) -> Result<Option<i64>, ApiError> {
     }
 }
 
-/// Which bulk route answers: the key of its count, and whether items carry the copy.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum BulkRoute {
-    Requeue,
-    Delete,
+/// What both bulk routes count.
+#[derive(Serialize, JsonSchema)]
+struct Tally {
+    #[serde(rename = "dryRun")]
+    dry_run: bool,
+    /// Dead letters considered (one item each).
+    matched: usize,
+    /// Dead letters whose message already has a copy (another group's dead letter of the same message): removed, not copied again.
+    duplicates: usize,
+    gone: usize,
+    /// More matched than `limit` (with ids: more distinct ids were sent).
+    more: bool,
+}
+
+impl Tally {
+    fn of(out: &BulkOutcome, dry_run: bool) -> Tally {
+        Tally {
+            dry_run,
+            matched: out.items.len(),
+            duplicates: count(out, |v| matches!(v, BulkVerdict::Duplicate(_))),
+            gone: count(out, |v| *v == BulkVerdict::Gone),
+            more: out.more,
+        }
+    }
+}
+
+fn count(out: &BulkOutcome, f: fn(&BulkVerdict) -> bool) -> usize {
+    out.items.iter().filter(|i| f(&i.verdict)).count()
+}
+
+/// Which dead letter an item is, and where it was when the call found it.
+#[derive(Serialize, JsonSchema)]
+struct Considered {
+    #[serde(rename = "deadLetterId")]
+    dead_letter_id: i64,
+    /// Null when gone.
+    #[serde(rename = "transactionId")]
+    transaction_id: Option<String>,
+    /// Null when gone.
+    #[serde(rename = "partitionId")]
+    partition_id: Option<Uuid>,
+    /// Null when gone.
+    #[serde(rename = "consumerGroup")]
+    consumer_group: Option<String>,
+}
+
+impl From<&BulkItem> for Considered {
+    fn from(i: &BulkItem) -> Considered {
+        let found = i.found.as_ref();
+        Considered {
+            dead_letter_id: i.dead_letter_id,
+            transaction_id: found.map(|f| f.transaction_id.clone()),
+            partition_id: found.map(|f| f.partition_id),
+            consumer_group: found.map(|f| f.group.clone()),
+        }
+    }
 }
 
 fn verdict_name(v: BulkVerdict) -> &'static str {
@@ -219,70 +417,126 @@ fn verdict_name(v: BulkVerdict) -> &'static str {
     }
 }
 
-fn bulk_item(i: &BulkItem, route: BulkRoute) -> Value {
-    let found = i.found.as_ref();
-    let mut item = json!({
-        "deadLetterId": i.dead_letter_id,
-        "transactionId": found.map(|f| &f.transaction_id),
-        "partitionId": found.map(|f| f.partition_id),
-        "consumerGroup": found.map(|f| &f.group),
-        "verdict": verdict_name(i.verdict),
-    });
-    if route == BulkRoute::Requeue {
+/// `POST /api/v1/dlq/requeue`: what was (or, dry, would be) copied back.
+#[derive(Serialize, JsonSchema)]
+struct DeadLettersRequeued {
+    #[serde(flatten)]
+    tally: Tally,
+    /// Dead letters copied back as new messages (and removed).
+    requeued: usize,
+    items: Vec<RequeuedItem>,
+}
+
+/// One dead letter a requeue considered.
+#[derive(Serialize, JsonSchema)]
+struct RequeuedItem {
+    #[serde(flatten)]
+    letter: Considered,
+    /// `gone`: no dead letter of the tenant with that id matches any more (never filed, already requeued or deleted, or outside the filter); its other fields are null.
+    #[schemars(extend("enum" = ["requeued", "duplicate", "gone"]))]
+    verdict: &'static str,
+    /// The copy (null in a dry run until one exists, and when gone).
+    #[serde(rename = "messageId")]
+    message_id: Option<Uuid>,
+    /// The copy's transaction id, `requeue:<original message id>` (null when gone).
+    #[serde(rename = "newTransactionId")]
+    new_transaction_id: Option<String>,
+}
+
+impl From<&BulkItem> for RequeuedItem {
+    fn from(i: &BulkItem) -> RequeuedItem {
         let copy = match i.verdict {
             BulkVerdict::Requeued(id) | BulkVerdict::Duplicate(id) => id,
             BulkVerdict::Gone | BulkVerdict::Deleted => None,
         };
-        item["messageId"] = json!(copy);
-        item["newTransactionId"] = json!(i.copy_transaction_id);
+        RequeuedItem {
+            letter: Considered::from(i),
+            verdict: verdict_name(i.verdict),
+            message_id: copy,
+            new_transaction_id: i.copy_transaction_id.clone(),
+        }
     }
-    item
 }
 
-fn render(out: &BulkOutcome, dry_run: bool, route: BulkRoute) -> Value {
-    let count = |f: fn(&BulkVerdict) -> bool| out.items.iter().filter(|i| f(&i.verdict)).count();
-    let (key, done) = match route {
-        BulkRoute::Requeue => ("requeued", count(|v| matches!(v, BulkVerdict::Requeued(_)))),
-        BulkRoute::Delete => ("deleted", count(|v| *v == BulkVerdict::Deleted)),
-    };
-    let items: Vec<Value> = out.items.iter().map(|i| bulk_item(i, route)).collect();
-    let mut body = json!({
-        "dryRun": dry_run,
-        "matched": out.items.len(),
-        "duplicates": count(|v| matches!(v, BulkVerdict::Duplicate(_))),
-        "gone": count(|v| *v == BulkVerdict::Gone),
-        "more": out.more,
-        "items": items,
-    });
-    body[key] = json!(done);
-    body
+/// `POST /api/v1/dlq/delete`: what was (or, dry, would be) deleted.
+#[derive(Serialize, JsonSchema)]
+struct DeadLettersDeleted {
+    #[serde(flatten)]
+    tally: Tally,
+    /// Dead letters deleted.
+    deleted: usize,
+    items: Vec<DeletedItem>,
+}
+
+/// One dead letter a deletion considered.
+#[derive(Serialize, JsonSchema)]
+struct DeletedItem {
+    #[serde(flatten)]
+    letter: Considered,
+    /// `gone`: no dead letter of the tenant with that id matches any more (never filed, already requeued or deleted, or outside the filter); its other fields are null.
+    #[schemars(extend("enum" = ["deleted", "gone"]))]
+    verdict: &'static str,
 }
 
 /// `POST /api/v1/dlq/requeue`: the selected dead letters' snapshots appended to their
 /// partitions as new messages, and the dead letters removed, in one transaction.
-pub async fn requeue(
+async fn requeue(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     body: RawBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<DeadLettersRequeued>, ApiError> {
     let b = BulkBody::parse(&body)?;
     let out = s
         .service
         .requeue_dead_letters(&who.tenant, &b.bulk())
         .await?;
-    Ok(Json(render(&out, b.dry_run, BulkRoute::Requeue)))
+    Ok(Answer(DeadLettersRequeued {
+        tally: Tally::of(&out, b.dry_run),
+        requeued: count(&out, |v| matches!(v, BulkVerdict::Requeued(_))),
+        items: out.items.iter().map(RequeuedItem::from).collect(),
+    }))
 }
 
 /// `POST /api/v1/dlq/delete`: the selected dead letters deleted, in one transaction.
-pub async fn delete(
+async fn delete(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     body: RawBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<DeadLettersDeleted>, ApiError> {
     let b = BulkBody::parse(&body)?;
     let out = s
         .service
         .delete_dead_letters(&who.tenant, &b.bulk())
         .await?;
-    Ok(Json(render(&out, b.dry_run, BulkRoute::Delete)))
+    Ok(Answer(DeadLettersDeleted {
+        tally: Tally::of(&out, b.dry_run),
+        deleted: count(&out, |v| *v == BulkVerdict::Deleted),
+        items: out
+            .items
+            .iter()
+            .map(|i| DeletedItem {
+                letter: Considered::from(i),
+                verdict: verdict_name(i.verdict),
+            })
+            .collect(),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bulk routes' selector documents exactly the keys the handler reads.
+    #[test]
+    fn the_bulk_selector_names_the_keys_the_handler_reads() {
+        let c = crate::openapi::schemas::components();
+        let props = c["schemas"]["BulkSelector"]["properties"]
+            .as_object()
+            .expect("properties");
+        let mut documented: Vec<&str> = props.keys().map(String::as_str).collect();
+        let mut read: Vec<&str> = BULK_KEYS.to_vec();
+        documented.sort();
+        read.sort();
+        assert_eq!(documented, read);
+    }
 }

@@ -3,23 +3,125 @@
 //! a log with a cursor per group: ARCHITECTURE.md, "Single messages".
 
 use axum::extract::State as AxState;
-use axum::{Extension, Json};
+use axum::http::Method;
+use axum::Extension;
 use chrono::{DateTime, Duration, DurationRound, Utc};
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
+use super::answer::{Answer, Millis, True};
 use super::auth::Principal;
 use super::error::ApiError;
-use super::params::Params;
+use super::openapi::schemas::string;
+use super::openapi::{Doc, Tag};
+use super::params::{Paging, Params};
 use super::path::PathParams;
-use super::time::{instant, millis};
+use super::routes::{route, Entry, Level::*};
+use super::time::instant;
 use super::State;
 use regent_broker::message_status::{Seen, Status};
 use regent_broker::options::QueueOptions;
 use regent_service::messages::Scope;
 use regent_service::messages::{Done, Found, ListQuery};
 
-pub(crate) fn partition_id(pid: &str) -> Result<Uuid, ApiError> {
+const TAG: Tag = (
+    "messages",
+    "Single messages: the listing, one message, and what an operator does to one (delete, retry, move to the dead-letter queue).",
+);
+
+const MESSAGE: &str = "/api/v1/messages/{partition_id}/{transaction_id}";
+
+/// The listing pages 200 messages by default, at most 1,000.
+const LISTING: Paging = Paging {
+    default: 200,
+    max: 1000,
+};
+
+/// What a message's `status` means.
+const STATUS: &str = "`dead_letter` when a dead letter was filed for it; else as queue mode reads the partition: `completed` at or below its cursor, `processing` under its live lease, `pending` otherwise; with named groups only, `completed` once every one passed it.";
+
+const BAD_PID: &str = "`partitionId must be a UUID`.";
+
+const SEEDS: &[&str] = &["0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d/ord-77-created"];
+
+pub(crate) fn routes() -> Vec<Entry> {
+    use Method as M;
+    let op = |summary| Doc::op(TAG, summary);
+    let date_time = || json!({"type": "string", "format": "date-time"});
+    vec![
+        route(M::GET, "/api/v1/messages", ReadOnly, list)
+            .doc(op("List messages, newest first")
+                .about(r#"
+The tenant's messages newest first across partitions, without payloads, each with its status computed from the cursors. Reads the tenant's partitions most recently pushed first (at most 2,048), each one's newest segments in the window. `mode` describes the first message's partition (`type` `none` for an empty page). Python: `Admin.list_messages(**params)`.
+"#)
+                .query("queue", string(), "Exact queue name.")
+                .query("partition", string(), "Exact partition name.")
+                .query("ns", string(), "Namespace (the key is `ns`, not `namespace`).")
+                .query("task", string(), "Task.")
+                .query("status", json!({"enum": ["pending", "processing", "completed", "dead_letter"]}), "On the computed status; another value matches nothing.")
+                .query("from", date_time(), "Inclusive; default an hour ago.")
+                .query("to", date_time(), "Rounded up to the end of its minute; default now.")
+                .paged(LISTING, "Messages")
+                .fails(400, "`from must be an ISO-8601 timestamp`, `to must be an ISO-8601 timestamp`.")
+                .answers::<Listing>(200, "A page of messages."))
+            .reads_request(
+                &["?queue=q&partition=Default&ns=n&task=t&status=pending&limit=50&offset=10&from=2026-01-01T00:00:00Z"],
+                |p: Params| async move { list_query(&p, Utc::now()).map(drop) },
+            ),
+        route(M::GET, MESSAGE, ReadOnly, get)
+            .doc(op("One message")
+                .about(r#"
+The message with its payload, status, each consumer group's view (`consumed`, `leaseExpiresAt`), `errorMessage`/`retryCount` from its dead letter, `queueConfig` and `mode`. Found through the transaction index within its window, else by a search of the partition's newest 200 segments. Queen differs: 404 for an unknown message and 400 for a partition id that is not a UUID (Queen 0.15: 200 with an error body). Python: `Admin.get_message(partition_id, transaction_id)`.
+"#)
+                .fails(400, BAD_PID)
+                .fails(404, "`Message not found`.")
+                .answers::<Detail>(200, "The message."))
+            .reads_request(SEEDS, read_message),
+        route(M::DELETE, MESSAGE, ReadWrite, delete)
+            .doc(op("Delete a message")
+                .about(r#"
+Deletes the message: a tombstone every pop skips (no lease waits for a deleted message), its transaction id free to be pushed again, its traces gone. The log is never rewritten; counts include the message until a cursor passes it. 200 whether or not it was there, as in Queen (`success` says which). Python: `Admin.delete_message(partition_id, transaction_id)`.
+"#)
+                .fails(400, BAD_PID)
+                .answers::<MessageDeleted>(200, "Deleted (`success: true`), or not found (`success: false`, `Message not found`)."))
+            .reads_request(SEEDS, read_message),
+        route(M::POST, "/api/v1/messages/{partition_id}/{transaction_id}/retry", ReadWrite, retry)
+            .doc(op("Retry a message as a copy")
+                .about(r#"
+Appends a copy of the message to its partition through the push path (limits, encryption, maintenance): a new message id and the transaction id `<id>:retry:<uuid>`, marked by a `retried` trace naming the original. On the shared log every group of the queue reads the copy. A 1.x-broker extension with no reference shape. The body is ignored. Python: `Admin.retry_message(partition_id, transaction_id)`.
+"#)
+                .quota()
+                .fails(400, "`partitionId must be a UUID`; a sealed payload this broker's key cannot open.")
+                .fails(404, "`Message not found`.")
+                .answers::<Retried>(200, "The copy."))
+            .reads_request(SEEDS, read_message),
+        route(M::POST, "/api/v1/messages/{partition_id}/{transaction_id}/dlq", ReadWrite, to_dlq)
+            .doc(op("Move a message to the dead-letter queue")
+                .about(r#"
+Files a dead letter for `consumerGroup` (queue mode by default) with the reason `Moved to the dead-letter queue by an operator`, and deletes the message from the log (a tombstone), in one transaction: it leaves every group's path. A 1.x-broker extension with no reference shape. The body is ignored. Python: `Admin.move_message_to_dlq(partition_id, transaction_id)`.
+"#)
+                .query("consumerGroup", json!({"type": "string", "default": "__QUEUE_MODE__"}), "The group the dead letter is filed for.")
+                .fails(400, BAD_PID)
+                .fails(404, "`Message not found`.")
+                .answers::<DeadLettered>(200, "Dead-lettered."))
+            .reads_request(
+                &["0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d/t-1?consumerGroup=ledger"],
+                |PathParams((pid, _)): PathParams<(String, String)>, p: Params| async move {
+                    let _ = dlq_group(&p);
+                    partition_id(&pid).map(drop)
+                },
+            ),
+    ]
+}
+
+/// What the single-message routes read of their path before the service call.
+async fn read_message(PathParams((pid, _)): PathParams<(String, String)>) -> Result<(), ApiError> {
+    partition_id(&pid).map(drop)
+}
+
+fn partition_id(pid: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(pid).map_err(|_| ApiError::bad_request("partitionId must be a UUID"))
 }
 
@@ -27,32 +129,140 @@ fn not_found() -> ApiError {
     ApiError::NotFound("Message not found".into())
 }
 
-fn mode(s: &Seen) -> Value {
-    json!({
-        "hasQueueMode": matches!(s.mode.name(), "queue" | "hybrid"),
-        "busGroupsCount": s.bus_groups, "consumedByGroups": s.consumed_by, "type": s.mode.name(),
-    })
+/// How a message's partition is consumed.
+#[derive(Serialize, JsonSchema)]
+struct MessageMode {
+    /// Queue mode reads the partition.
+    #[serde(rename = "hasQueueMode")]
+    has_queue_mode: bool,
+    /// Named groups reading the partition.
+    #[serde(rename = "busGroupsCount")]
+    bus_groups_count: usize,
+    /// Named groups that have passed the message (absent for an empty page).
+    #[serde(rename = "consumedByGroups", skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "usize")]
+    consumed_by_groups: Option<usize>,
+    #[serde(rename = "type")]
+    #[schemars(extend("enum" = ["queue", "bus", "hybrid", "none"]))]
+    kind: &'static str,
+}
+
+impl MessageMode {
+    /// An empty page's: no partition to describe.
+    const NONE: MessageMode = MessageMode {
+        has_queue_mode: false,
+        bus_groups_count: 0,
+        consumed_by_groups: None,
+        kind: "none",
+    };
+
+    fn of(s: &Seen) -> MessageMode {
+        MessageMode {
+            has_queue_mode: matches!(s.mode.name(), "queue" | "hybrid"),
+            bus_groups_count: s.bus_groups,
+            consumed_by_groups: Some(s.consumed_by),
+            kind: s.mode.name(),
+        }
+    }
 }
 
 /// The fields the listing and the detail share.
-fn common(f: &Found) -> Value {
-    let (m, p) = (&f.message.message, &f.place);
-    json!({
-        "id": m.message_id, "transactionId": m.transaction_id, "partitionId": p.partition_id,
-        "queuePath": format!("{}/{}", p.queue, p.partition), "queue": p.queue,
-        "partition": p.partition, "namespace": p.namespace, "task": p.task,
-        "status": f.seen.status.name(), "traceId": m.trace_id, "producerSub": m.producer_sub,
-        "createdAt": millis(f.message.created_at),
-        "leaseExpiresAt": f.seen.lease_expires_at.map(millis),
-    })
+#[derive(Serialize, JsonSchema)]
+struct Common {
+    id: Uuid,
+    #[serde(rename = "transactionId")]
+    transaction_id: String,
+    #[serde(rename = "partitionId")]
+    partition_id: Uuid,
+    /// `<queue>/<partition>`.
+    #[serde(rename = "queuePath")]
+    queue_path: String,
+    queue: String,
+    partition: String,
+    namespace: String,
+    task: String,
+    #[schemars(description = STATUS)]
+    #[schemars(extend("enum" = ["pending", "processing", "completed", "dead_letter"]))]
+    status: &'static str,
+    #[serde(rename = "traceId")]
+    trace_id: Option<Uuid>,
+    #[serde(rename = "producerSub")]
+    producer_sub: Option<String>,
+    #[serde(rename = "createdAt")]
+    created_at: Millis,
+    #[serde(rename = "leaseExpiresAt")]
+    lease_expires_at: Option<Millis>,
+}
+
+impl Common {
+    fn of(f: &Found) -> Common {
+        let (m, p) = (&f.message.message, &f.place);
+        Common {
+            id: m.message_id,
+            transaction_id: m.transaction_id.clone(),
+            partition_id: p.partition_id,
+            queue_path: format!("{}/{}", p.queue, p.partition),
+            queue: p.queue.clone(),
+            partition: p.partition.clone(),
+            namespace: p.namespace.clone(),
+            task: p.task.clone(),
+            status: f.seen.status.name(),
+            trace_id: m.trace_id,
+            producer_sub: m.producer_sub.clone(),
+            created_at: Millis(f.message.created_at),
+            lease_expires_at: f.seen.lease_expires_at.map(Millis),
+        }
+    }
+}
+
+/// `GET /api/v1/messages`: a page of messages and how the first one's partition is consumed.
+#[derive(Serialize, JsonSchema)]
+struct Listing {
+    messages: Vec<Listed>,
+    mode: MessageMode,
+}
+
+/// A message of the listing (no payload).
+#[derive(Serialize, JsonSchema)]
+struct Listed {
+    #[serde(flatten)]
+    common: Common,
+    /// Queue mode's view alone.
+    #[serde(rename = "queueStatus")]
+    #[schemars(extend("enum" = ["pending", "processing", "completed"]))]
+    queue_status: &'static str,
+    #[serde(rename = "busStatus")]
+    bus_status: BusStatus,
+    #[serde(rename = "queuePriority")]
+    queue_priority: i64,
+}
+
+/// Named groups that have passed the message, out of those reading its partition.
+#[derive(Serialize, JsonSchema)]
+struct BusStatus {
+    #[serde(rename = "consumedBy")]
+    consumed_by: usize,
+    #[serde(rename = "totalGroups")]
+    total_groups: usize,
+}
+
+impl From<&Found> for Listed {
+    fn from(f: &Found) -> Listed {
+        Listed {
+            common: Common::of(f),
+            queue_status: f.seen.queue_status.name(),
+            bus_status: BusStatus {
+                consumed_by: f.seen.consumed_by,
+                total_groups: f.seen.bus_groups,
+            },
+            queue_priority: QueueOptions::from_stored(&f.place.options).priority(),
+        }
+    }
 }
 
 /// The listing's query; `None` when it names a status no message can have (it matches
 /// nothing: Queen filters on the computed status).
-pub(crate) fn list_query(
-    p: &Params,
-    now: DateTime<Utc>,
-) -> Result<Option<ListQuery<'_>>, ApiError> {
+fn list_query(p: &Params, now: DateTime<Utc>) -> Result<Option<ListQuery<'_>>, ApiError> {
     let to = instant(p, "to")?.unwrap_or(now);
     let to = to.duration_trunc(Duration::minutes(1)).unwrap_or(to) + Duration::minutes(1)
         - Duration::microseconds(1);
@@ -68,135 +278,247 @@ pub(crate) fn list_query(
     if status.is_some_and(|st| Status::parse(st).is_none()) {
         return Ok(None);
     }
+    let page = p.page(LISTING);
     Ok(Some(ListQuery {
         scope,
         status: status.and_then(Status::parse),
-        limit: p.int("limit").unwrap_or(200).clamp(1, 1000),
-        offset: p.int("offset").unwrap_or(0).max(0),
+        limit: page.limit,
+        offset: page.offset,
     }))
 }
 
 /// `Admin.list_messages`: newest first, without payloads. `from` defaults to an hour ago,
 /// `to` to now (rounded up to the end of its minute); `limit` 200 (at most 1,000).
-pub async fn list(
+async fn list(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     p: Params,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<Listing>, ApiError> {
     let Some(q) = list_query(&p, Utc::now())? else {
-        return Ok(Json(
-            json!({ "messages": [], "mode": {"hasQueueMode": false,
-            "busGroupsCount": 0, "type": "none"} }),
-        ));
+        return Ok(Answer(Listing {
+            messages: Vec::new(),
+            mode: MessageMode::NONE,
+        }));
     };
     let found = s.service.list_messages(&who.tenant, &q).await?;
-    let messages: Vec<Value> = found
-        .iter()
-        .map(|f| {
-            let mut v = common(f);
-            v["queueStatus"] = json!(f.seen.queue_status.name());
-            v["busStatus"] =
-                json!({ "consumedBy": f.seen.consumed_by, "totalGroups": f.seen.bus_groups });
-            v["queuePriority"] = json!(QueueOptions::from_stored(&f.place.options).priority());
-            v
-        })
-        .collect();
-    let listing_mode = found
-        .first()
-        .map(|f| mode(&f.seen))
-        .unwrap_or_else(|| json!({"hasQueueMode": false, "busGroupsCount": 0, "type": "none"}));
-    Ok(Json(json!({ "messages": messages, "mode": listing_mode })))
+    Ok(Answer(Listing {
+        messages: found.iter().map(Listed::from).collect(),
+        mode: found
+            .first()
+            .map(|f| MessageMode::of(&f.seen))
+            .unwrap_or(MessageMode::NONE),
+    }))
+}
+
+/// `GET /api/v1/messages/:partition_id/:transaction_id`: one message, with its payload.
+#[derive(Serialize, JsonSchema)]
+struct Detail {
+    #[serde(flatten)]
+    common: Common,
+    /// The payload (the key is `payload` here, `data` on pop and the dead-letter listing).
+    payload: Value,
+    /// The queue seals payloads at rest (shown opened).
+    #[serde(rename = "isEncrypted")]
+    is_encrypted: bool,
+    /// From its dead letter, if one was filed.
+    #[serde(rename = "errorMessage")]
+    error_message: Option<String>,
+    #[serde(rename = "retryCount")]
+    retry_count: Option<i32>,
+    #[serde(rename = "queueConfig")]
+    queue_config: QueueConfig,
+    mode: MessageMode,
+    #[serde(rename = "consumerGroups")]
+    consumer_groups: Vec<GroupView>,
+}
+
+/// The options of the message's queue that decide its delivery.
+#[derive(Serialize, JsonSchema)]
+struct QueueConfig {
+    #[serde(rename = "leaseTime")]
+    lease_time: i64,
+    #[serde(rename = "retryLimit")]
+    retry_limit: i32,
+    priority: i64,
+}
+
+/// What one group reading the partition made of the message.
+#[derive(Serialize, JsonSchema)]
+struct GroupView {
+    name: String,
+    /// The group's cursor passed it.
+    consumed: bool,
+    /// The expiry of the group's live lease over it.
+    #[serde(rename = "leaseExpiresAt")]
+    lease_expires_at: Option<Millis>,
 }
 
 /// `Admin.get_message`: one message with its payload (key `payload`), its status per group
 /// and the dead letter's reason, if one was filed.
-pub async fn get(
+async fn get(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     PathParams((pid, txid)): PathParams<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<Detail>, ApiError> {
     let pid = partition_id(&pid)?;
     let Some(f) = s.service.message(&who.tenant, pid, &txid).await? else {
         return Err(not_found());
     };
     let o = QueueOptions::from_stored(&f.place.options);
-    let mut v = common(&f);
-    v["payload"] = serde_json::from_str(f.message.message.payload.get()).unwrap_or(Value::Null);
-    v["isEncrypted"] = json!(o.encrypted());
-    v["errorMessage"] = json!(f.dead.as_ref().map(|d| &d.error));
-    v["retryCount"] = json!(f.dead.as_ref().map(|d| d.retry_count));
-    v["queueConfig"] = json!({
-        "leaseTime": o.lease_seconds(), "retryLimit": o.retry_limit(),
-        "priority": o.priority(),
-    });
-    v["mode"] = mode(&f.seen);
-    v["consumerGroups"] = f
-        .groups
-        .iter()
-        .map(|(name, consumed, lease)| {
-            json!({ "name": name, "consumed": consumed, "leaseExpiresAt": lease.map(millis) })
-        })
-        .collect();
-    Ok(Json(v))
+    Ok(Answer(Detail {
+        common: Common::of(&f),
+        payload: serde_json::from_str(f.message.message.payload.get()).unwrap_or(Value::Null),
+        is_encrypted: o.encrypted(),
+        error_message: f.dead.as_ref().map(|d| d.error.clone()),
+        retry_count: f.dead.as_ref().map(|d| d.retry_count),
+        queue_config: QueueConfig {
+            lease_time: o.lease_seconds(),
+            retry_limit: o.retry_limit(),
+            priority: o.priority(),
+        },
+        mode: MessageMode::of(&f.seen),
+        consumer_groups: f
+            .groups
+            .iter()
+            .map(|(name, consumed, lease)| GroupView {
+                name: name.clone(),
+                consumed: *consumed,
+                lease_expires_at: lease.map(Millis),
+            })
+            .collect(),
+    }))
+}
+
+/// What a deletion found.
+#[derive(Serialize, JsonSchema)]
+struct MessageDeleted {
+    /// Whether the message was there.
+    success: bool,
+    /// As sent.
+    #[serde(rename = "partitionId")]
+    partition_id: String,
+    #[serde(rename = "transactionId")]
+    transaction_id: String,
+    #[schemars(extend("enum" = ["Message deleted successfully", "Message not found"]))]
+    message: &'static str,
 }
 
 /// Deleting answers 200 whether or not the message was there, as Queen does.
-pub async fn delete(
+async fn delete(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     PathParams((pid, txid)): PathParams<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<MessageDeleted>, ApiError> {
     let id = partition_id(&pid)?;
     let done = s.service.delete_message(&who.tenant, id, &txid).await?;
     let (success, message) = match done {
         Done::Deleted(_) => (true, "Message deleted successfully"),
         _ => (false, "Message not found"),
     };
-    Ok(Json(json!({
-        "success": success, "partitionId": pid, "transactionId": txid, "message": message,
-    })))
+    Ok(Answer(MessageDeleted {
+        success,
+        partition_id: pid,
+        transaction_id: txid,
+        message,
+    }))
+}
+
+/// The copy a retry appended.
+#[derive(Serialize, JsonSchema)]
+struct Retried {
+    success: True,
+    /// As sent.
+    #[serde(rename = "partitionId")]
+    partition_id: String,
+    /// The original's.
+    #[serde(rename = "transactionId")]
+    transaction_id: String,
+    copy: RetryCopy,
+    #[schemars(extend("const" = RETRIED))]
+    message: &'static str,
+}
+
+const RETRIED: &str = "A copy of the message was appended to its partition";
+
+/// The copy's ids.
+#[derive(Serialize, JsonSchema)]
+struct RetryCopy {
+    #[serde(rename = "messageId")]
+    message_id: Uuid,
+    /// `<id>:retry:<uuid>`.
+    #[serde(rename = "transactionId")]
+    transaction_id: String,
 }
 
 /// Appends a copy of the message (new ids, every group reads it) and says which.
-pub async fn retry(
+async fn retry(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     PathParams((pid, txid)): PathParams<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<Retried>, ApiError> {
     let id = partition_id(&pid)?;
     match s.service.retry_message(&who.tenant, id, &txid).await? {
         Done::Retried {
             message_id,
             transaction_id,
-        } => Ok(Json(json!({
-            "success": true, "partitionId": pid, "transactionId": txid,
-            "copy": {"messageId": message_id, "transactionId": transaction_id},
-            "message": "A copy of the message was appended to its partition",
-        }))),
+        } => Ok(Answer(Retried {
+            success: True,
+            partition_id: pid,
+            transaction_id: txid,
+            copy: RetryCopy {
+                message_id,
+                transaction_id,
+            },
+            message: RETRIED,
+        })),
         _ => Err(not_found()),
     }
 }
 
+/// The dead letter a move filed.
+#[derive(Serialize, JsonSchema)]
+struct DeadLettered {
+    success: True,
+    /// As sent.
+    #[serde(rename = "partitionId")]
+    partition_id: String,
+    #[serde(rename = "transactionId")]
+    transaction_id: String,
+    /// The group the dead letter was filed for.
+    #[serde(rename = "consumerGroup")]
+    consumer_group: String,
+    #[schemars(extend("const" = DEAD_LETTERED))]
+    message: &'static str,
+}
+
+const DEAD_LETTERED: &str = "Message moved to the dead-letter queue and deleted from the log";
+
+/// `?consumerGroup=`: queue mode's when absent or empty.
+fn dlq_group(p: &Params) -> Option<&str> {
+    p.str("consumerGroup").filter(|g| !g.is_empty())
+}
+
 /// Files a dead letter for `?consumerGroup=` (queue mode by default) and deletes the message
 /// from the log, in one transaction.
-pub async fn to_dlq(
+async fn to_dlq(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     PathParams((pid, txid)): PathParams<(String, String)>,
     p: Params,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<DeadLettered>, ApiError> {
     let id = partition_id(&pid)?;
-    let group = p.str("consumerGroup").filter(|g| !g.is_empty());
     match s
         .service
-        .message_to_dlq(&who.tenant, id, &txid, group)
+        .message_to_dlq(&who.tenant, id, &txid, dlq_group(&p))
         .await?
     {
-        Done::DeadLettered { group } => Ok(Json(json!({
-            "success": true, "partitionId": pid, "transactionId": txid,
-            "consumerGroup": group,
-            "message": "Message moved to the dead-letter queue and deleted from the log",
-        }))),
+        Done::DeadLettered { group } => Ok(Answer(DeadLettered {
+            success: True,
+            partition_id: pid,
+            transaction_id: txid,
+            consumer_group: group,
+            message: DEAD_LETTERED,
+        })),
         _ => Err(not_found()),
     }
 }

@@ -188,6 +188,9 @@ pub fn table() -> Table {
         configure::routes(),
         resources::routes(),
         consumer_groups::routes(),
+        messages::routes(),
+        dlq::routes(),
+        traces::routes(),
         legacy().entries,
         console::routes(),
     ];
@@ -200,7 +203,6 @@ pub fn table() -> Table {
 fn legacy() -> Table {
     use Level::*;
     use Method as M;
-    const MESSAGE: &str = "/api/v1/messages/{partition_id}/{transaction_id}";
     const ANALYTICS_SYSTEM: &str = "/api/v1/analytics/system-metrics";
     const ANALYTICS_WORKER: &str = "/api/v1/analytics/worker-metrics";
     const ANALYTICS_POSTGRES: &str = "/api/v1/analytics/postgres-stats";
@@ -214,24 +216,6 @@ fn legacy() -> Table {
         .at(M::GET, ANALYTICS_WORKER, Admin, fleet::worker_metrics)
         .at(M::GET, ANALYTICS_POSTGRES, Admin, fleet::postgres_stats)
         .at(M::GET, "/api/v1/status/buffers", ReadOnly, fleet::buffers)
-        .at(M::GET, "/api/v1/messages", ReadOnly, messages::list)
-        .at(M::GET, MESSAGE, ReadOnly, messages::get)
-        .at(M::DELETE, MESSAGE, ReadWrite, messages::delete)
-        .at(
-            M::POST,
-            "/api/v1/messages/{partition_id}/{transaction_id}/retry",
-            ReadWrite,
-            messages::retry,
-        )
-        .at(
-            M::POST,
-            "/api/v1/messages/{partition_id}/{transaction_id}/dlq",
-            ReadWrite,
-            messages::to_dlq,
-        )
-        .at(M::GET, "/api/v1/dlq", ReadOnly, dlq::list)
-        .at(M::POST, "/api/v1/dlq/requeue", ReadWrite, dlq::requeue)
-        .at(M::POST, "/api/v1/dlq/delete", ReadWrite, dlq::delete)
         .at(M::GET, "/api/v1/status", ReadOnly, status::status)
         .at(M::GET, "/api/v1/status/queues", ReadOnly, status::queues)
         .at(
@@ -277,22 +261,6 @@ fn legacy() -> Table {
             ReadOnly,
             analytics::retention,
         )
-        .at(M::POST, "/api/v1/traces", ReadWrite, traces::record)
-        .at(M::GET, "/api/v1/traces/names", ReadOnly, traces::names_list)
-        .at(
-            M::GET,
-            "/api/v1/traces/by-name/{name}",
-            ReadOnly,
-            traces::by_name,
-        )
-        .at(
-            M::GET,
-            "/api/v1/traces/{partition_id}/{transaction_id}",
-            ReadOnly,
-            traces::of_message,
-        )
-    // The web console: public, since the page and its scripts name no tenant's data; the
-    // API calls it makes carry the user's token (`console.rs`).
 }
 
 /// Every route Regent serves, without the handlers.

@@ -3,26 +3,142 @@
 //! as Queen's do.
 
 use axum::extract::State as AxState;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+use axum::http::{Method, StatusCode};
+use axum::response::Response;
+use axum::Extension;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
+use super::answer::{Answer, Millis, True};
 use super::auth::Principal;
 use super::body::RawBody;
+use super::dlq::Pagination;
 use super::error::ApiError;
-use super::params::Params;
+use super::openapi::schemas::{about, array, obj, string};
+use super::openapi::{Doc, Tag};
+use super::params::{Paging, Params};
 use super::path::PathParams;
-use super::time::millis;
+use super::routes::{route, Entry, Level::*};
 use super::State;
 use regent_broker::naming::QUEUE_MODE;
-use regent_service::traces::{NamedTrace, Page, Trace, TraceEvent};
+use regent_service::traces::{self as service, TraceEvent};
 use regent_service::Error;
+
+const TAG: Tag = (
+    "traces",
+    "Trace events attached to messages, optionally labelled with trace names.",
+);
 
 const NOT_FOUND: &str = "Message not found";
 
-pub async fn record(
+/// The trace-name listing pages 50 names by default, at most 1,000.
+const NAMES: Paging = Paging {
+    default: 50,
+    max: 1000,
+};
+
+/// The traces of a name page 100 at a time by default, at most 1,000.
+const BY_NAME: Paging = Paging {
+    default: 100,
+    max: 1000,
+};
+
+/// The keys of a trace event's body.
+const RECORD_KEYS: &[&str] = &[
+    "transactionId",
+    "partitionId",
+    "data",
+    "consumerGroup",
+    "eventType",
+    "traceNames",
+    "workerId",
+];
+
+pub(crate) fn routes() -> Vec<Entry> {
+    use Method as M;
+    let op = |summary| Doc::op(TAG, summary);
+    vec![
+        route(M::POST, "/api/v1/traces", ReadWrite, record)
+            .doc(op("Record a trace event")
+                .about(r#"
+Records an event on a message the log holds (it resolves to the message's offset). Queen differs: 201 (Queen 0.15: 200 on the wire), 404 for an unknown message (Queen 0.15: 500), and a null `consumerGroup` is the default (Queen 0.15: 500). Python: `message.trace({...})` inside `consume` (never raises).
+"#)
+                .body(true, "The event.", obj(&["transactionId", "partitionId", "data"], json!({
+                    "transactionId": string(),
+                    "partitionId": about(string(), "The partition's UUID; one that is not a UUID names no message (404)."),
+                    "data": about(json!({}), "The event's body, any JSON (`null` is stored as `{}`)."),
+                    "consumerGroup": {"type": ["string", "null"], "default": QUEUE_MODE},
+                    "eventType": {"type": ["string", "null"], "default": "info"},
+                    "traceNames": about(json!({"anyOf": [{"type": "string"}, array(string()), {"type": "null"}]}), "One name or a list."),
+                    "workerId": {"type": ["string", "null"]},
+                })))
+                .fails(400, "`transactionId and partitionId are required`, `data is required`, `traceNames must be a string or an array of strings`, `<key> must be a string`; `Empty request body`, `Invalid JSON: …`.")
+                .answers::<Recorded>(201, "Recorded.")
+                .answers::<TraceNotFound>(404, "`Message not found`, in the shape the clients read."))
+            .reads_body(RECORD_KEYS, &[
+                r#"{"transactionId": "t", "partitionId": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d",
+                    "data": {"step": "x"}, "consumerGroup": "g", "eventType": "info",
+                    "traceNames": ["a", "b"], "workerId": "w"}"#,
+                r#"{"transactionId": "t", "partitionId": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d",
+                    "data": null, "traceNames": "a", "consumerGroup": null}"#,
+            ], |b: &RawBody| b.json().and_then(|v| parse_record(&v).map(drop))),
+        route(M::GET, "/api/v1/traces/names", ReadOnly, names_list)
+            .doc(op("Trace names")
+                .about(r#"
+Trace names with `trace_count`, `message_count` and `last_seen`, most recently seen first. Python: `Admin.get_trace_names(**params)`.
+"#)
+                .paged(NAMES, "Trace names")
+                .answers::<TraceNames>(200, "A page of names."))
+            .reads_request(&["?limit=50&offset=0"], |p: Params| async move {
+                let _ = page(&p, NAMES);
+            }),
+        route(M::GET, "/api/v1/traces/by-name/{name}", ReadOnly, by_name)
+            .doc(op("Traces carrying a name")
+                .about(r#"
+Traces carrying the name, newest first, each with its message's queue, partition and payload (`null` once the log no longer holds it), `total`, and `pagination`. Python: `Admin.get_traces_by_name(name, **params)`.
+"#)
+                .paged(BY_NAME, "Traces")
+                .answers::<NamedTraces>(200, "A page of traces."))
+            .reads_request(&["checkout?limit=100"], |_: PathParams<String>, p: Params| async move {
+                let _ = page(&p, BY_NAME);
+            }),
+        route(M::GET, "/api/v1/traces/{partition_id}/{transaction_id}", ReadOnly, of_message)
+            .doc(op("A message's traces")
+                .about(r#"
+The message's traces, oldest first; `[]` for a partition id that is not a UUID. Python: `Admin.get_traces_for_message(partition_id, transaction_id)`.
+"#)
+                .answers::<MessageTraces>(200, "The traces."))
+            .reads_request(
+                &["0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d/ord-77-created"],
+                |PathParams((pid, _)): PathParams<(String, String)>| async move {
+                    let _ = Uuid::parse_str(&pid);
+                },
+            ),
+    ]
+}
+
+/// A recorded trace event.
+#[derive(Serialize, JsonSchema)]
+struct Recorded {
+    success: True,
+    /// The trace record's id.
+    #[serde(rename = "traceId")]
+    trace_id: Uuid,
+}
+
+/// A trace event's 404, in the shape the clients read (they never raise on it).
+#[derive(Serialize, JsonSchema)]
+struct TraceNotFound {
+    #[schemars(extend("const" = false))]
+    success: bool,
+    #[schemars(extend("const" = NOT_FOUND))]
+    error: &'static str,
+}
+
+async fn record(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     body: RawBody,
@@ -42,30 +158,39 @@ pub async fn record(
         names: &r.names,
     };
     match s.service.record_trace(&who.tenant, &event).await {
-        Ok(id) => Ok((
-            StatusCode::CREATED,
-            Json(json!({"success": true, "traceId": id})),
-        )
-            .into_response()),
+        Ok(id) => Ok(Answer(Recorded {
+            success: True,
+            trace_id: id,
+        })
+        .with_status(StatusCode::CREATED)),
         Err(Error::NotFound(_)) => Ok(not_found()),
         Err(e) => Err(e.into()),
     }
 }
 
+/// 404 in the shape the clients read (`success: false`); they never raise on it.
+fn not_found() -> Response {
+    Answer(TraceNotFound {
+        success: false,
+        error: NOT_FOUND,
+    })
+    .with_status(StatusCode::NOT_FOUND)
+}
+
 /// A trace event as sent; `data` is `None` for JSON `null` (stored as `{}`).
-pub(crate) struct Record<'a> {
-    pub partition_id: Uuid,
-    pub transaction_id: &'a str,
-    pub event_type: &'a str,
-    pub data: Option<&'a Value>,
-    pub consumer_group: &'a str,
-    pub worker_id: Option<&'a str>,
-    pub names: Vec<String>,
+struct Record<'a> {
+    partition_id: Uuid,
+    transaction_id: &'a str,
+    event_type: &'a str,
+    data: Option<&'a Value>,
+    consumer_group: &'a str,
+    worker_id: Option<&'a str>,
+    names: Vec<String>,
 }
 
 /// The trace body, read; `None` when its partition id is not a UUID: it names no message of
 /// this broker (a 404, not a 400).
-pub(crate) fn parse_record(v: &Value) -> Result<Option<Record<'_>>, ApiError> {
+fn parse_record(v: &Value) -> Result<Option<Record<'_>>, ApiError> {
     let o = v
         .as_object()
         .ok_or_else(|| ApiError::bad_request("transactionId and partitionId are required"))?;
@@ -92,12 +217,6 @@ pub(crate) fn parse_record(v: &Value) -> Result<Option<Record<'_>>, ApiError> {
         worker_id: optional(o, "workerId")?,
         names,
     }))
-}
-
-/// 404 in the shape the clients read (`success: false`); they never raise on it.
-fn not_found() -> Response {
-    let body = json!({"success": false, "error": NOT_FOUND});
-    (StatusCode::NOT_FOUND, Json(body)).into_response()
 }
 
 fn text<'a>(o: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
@@ -128,82 +247,156 @@ fn names(v: Option<&Value>) -> Result<Vec<String>, ApiError> {
     }
 }
 
-pub async fn of_message(
+/// One trace event, in Queen's snake_case.
+#[derive(Serialize, JsonSchema)]
+struct Trace {
+    id: Uuid,
+    event_type: String,
+    /// As sent (`null` is stored as `{}`).
+    data: Value,
+    consumer_group: String,
+    worker_id: Option<String>,
+    created_at: Millis,
+    trace_names: Vec<String>,
+}
+
+impl From<service::Trace> for Trace {
+    fn from(t: service::Trace) -> Trace {
+        Trace {
+            id: t.id,
+            event_type: t.event_type,
+            data: t.data,
+            consumer_group: t.consumer_group,
+            worker_id: t.worker_id,
+            created_at: Millis(t.created_at),
+            trace_names: t.names,
+        }
+    }
+}
+
+/// `GET /api/v1/traces/:partition_id/:transaction_id`: the message's traces, oldest first.
+#[derive(Serialize, JsonSchema)]
+struct MessageTraces {
+    traces: Vec<Trace>,
+}
+
+async fn of_message(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     PathParams((pid, txid)): PathParams<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<MessageTraces>, ApiError> {
     let traces = match Uuid::parse_str(&pid) {
         Ok(pid) => s.service.traces_of_message(&who.tenant, pid, &txid).await?,
         Err(_) => Vec::new(),
     };
-    let traces: Vec<Value> = traces.iter().map(own_fields).collect();
-    Ok(Json(json!({ "traces": traces })))
+    Ok(Answer(MessageTraces {
+        traces: traces.into_iter().map(Trace::from).collect(),
+    }))
 }
 
-pub async fn by_name(
+/// A trace of a name, with its message's place and payload.
+#[derive(Serialize, JsonSchema)]
+struct NamedTrace {
+    #[serde(flatten)]
+    trace: Trace,
+    transaction_id: String,
+    partition_id: Uuid,
+    queue_name: String,
+    partition_name: String,
+    /// The message's payload; null once the log no longer holds it.
+    #[schemars(with = "Option<Value>")]
+    message_payload: Option<Box<RawValue>>,
+}
+
+impl From<service::NamedTrace> for NamedTrace {
+    fn from(n: service::NamedTrace) -> NamedTrace {
+        NamedTrace {
+            transaction_id: n.trace.transaction_id.clone(),
+            partition_id: n.trace.partition_id,
+            trace: Trace::from(n.trace),
+            queue_name: n.queue,
+            partition_name: n.partition,
+            message_payload: n.message.map(|m| m.payload),
+        }
+    }
+}
+
+/// `GET /api/v1/traces/by-name/:name`: a page of the name's traces, newest first.
+#[derive(Serialize, JsonSchema)]
+struct NamedTraces {
+    traces: Vec<NamedTrace>,
+    /// Traces carrying the name.
+    total: i64,
+    pagination: Pagination,
+}
+
+async fn by_name(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     PathParams(name): PathParams<String>,
     p: Params,
-) -> Result<Json<Value>, ApiError> {
-    let page = page(&p, 100);
+) -> Result<Answer<NamedTraces>, ApiError> {
+    let page = page(&p, BY_NAME);
     let (traces, total) = s.service.traces_by_name(&who.tenant, &name, page).await?;
-    let traces: Vec<Value> = traces.iter().map(named).collect();
-    Ok(Json(json!({
-        "traces": traces,
-        "total": total,
-        "pagination": {"limit": page.limit, "offset": page.offset},
-    })))
+    Ok(Answer(NamedTraces {
+        traces: traces.into_iter().map(NamedTrace::from).collect(),
+        total,
+        pagination: pagination(page),
+    }))
 }
 
-pub async fn names_list(
+/// One trace name and how much it labels.
+#[derive(Serialize, JsonSchema)]
+struct TraceName {
+    trace_name: String,
+    trace_count: i64,
+    message_count: i64,
+    last_seen: Millis,
+}
+
+/// `GET /api/v1/traces/names`: a page of trace names, most recently seen first.
+#[derive(Serialize, JsonSchema)]
+struct TraceNames {
+    trace_names: Vec<TraceName>,
+    /// Trace names of the tenant.
+    total: i64,
+    pagination: Pagination,
+}
+
+async fn names_list(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     p: Params,
-) -> Result<Json<Value>, ApiError> {
-    let page = page(&p, 50);
+) -> Result<Answer<TraceNames>, ApiError> {
+    let page = page(&p, NAMES);
     let (names, total) = s.service.trace_names(&who.tenant, page).await?;
-    let names: Vec<Value> = names
-        .iter()
-        .map(|n| {
-            json!({
-                "trace_name": n.name, "trace_count": n.traces,
-                "message_count": n.messages, "last_seen": millis(n.last_seen),
+    Ok(Answer(TraceNames {
+        trace_names: names
+            .into_iter()
+            .map(|n| TraceName {
+                trace_name: n.name,
+                trace_count: n.traces,
+                message_count: n.messages,
+                last_seen: Millis(n.last_seen),
             })
-        })
-        .collect();
-    Ok(Json(json!({
-        "trace_names": names,
-        "total": total,
-        "pagination": {"limit": page.limit, "offset": page.offset},
-    })))
+            .collect(),
+        total,
+        pagination: pagination(page),
+    }))
 }
 
-pub(crate) fn page(p: &Params, default_limit: i64) -> Page {
-    Page {
-        limit: p.int("limit").unwrap_or(default_limit).clamp(1, 1000),
-        offset: p.int("offset").unwrap_or(0).max(0),
+/// The page asked for, as the trace store reads it.
+fn page(p: &Params, paging: Paging) -> service::Page {
+    let page = p.page(paging);
+    service::Page {
+        limit: page.limit,
+        offset: page.offset,
     }
 }
 
-fn own_fields(t: &Trace) -> Value {
-    json!({
-        "id": t.id, "event_type": t.event_type, "data": t.data,
-        "consumer_group": t.consumer_group, "worker_id": t.worker_id,
-        "created_at": millis(t.created_at), "trace_names": t.names,
-    })
-}
-
-fn named(n: &NamedTrace) -> Value {
-    let mut v = own_fields(&n.trace);
-    let extra = json!({
-        "transaction_id": n.trace.transaction_id, "partition_id": n.trace.partition_id,
-        "queue_name": n.queue, "partition_name": n.partition,
-        "message_payload": n.message.as_ref().map(|m| &m.payload),
-    });
-    if let (Value::Object(v), Value::Object(extra)) = (&mut v, extra) {
-        v.extend(extra);
+fn pagination(page: service::Page) -> Pagination {
+    Pagination {
+        limit: page.limit,
+        offset: page.offset,
     }
-    v
 }

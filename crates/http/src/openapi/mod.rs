@@ -16,11 +16,8 @@
 //! (queue options, server defaults, limits) the schema is built from it.
 
 mod analytics;
-mod dlq;
-mod messages;
 pub(crate) mod schemas;
 mod status;
-mod traces;
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -236,16 +233,10 @@ fn request_id_header() -> Value {
 
 /// Every entry of the registry, family by family.
 pub fn registry() -> Vec<Entry> {
-    [
-        messages::entries(),
-        dlq::entries(),
-        status::entries(),
-        traces::entries(),
-        analytics::entries(),
-    ]
-    .into_iter()
-    .flatten()
-    .collect()
+    [status::entries(), analytics::entries()]
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 /// The level's name on the wire of this document.
@@ -461,9 +452,7 @@ fn build(entries: &[Routed], registry: &[Doc]) -> Value {
             "license": { "name": env!("CARGO_PKG_LICENSE"), "identifier": env!("CARGO_PKG_LICENSE") },
         },
         "tags": tags.iter()
-
-            .chain(messages::TAGS).chain(dlq::TAGS).chain(status::TAGS)
-            .chain(traces::TAGS).chain(analytics::TAGS)
+            .chain(status::TAGS).chain(analytics::TAGS)
             .map(|(name, description)| json!({ "name": name, "description": description }))
             .collect::<Vec<_>>(),
         "paths": paths,
@@ -553,19 +542,5 @@ mod tests {
         );
         assert_eq!(path_params("/files/{*rest}"), ["rest"]);
         assert_eq!(openapi_path("/files/{*rest}"), "/files/{rest}");
-    }
-
-    /// The bulk routes' selector documents exactly the keys the handler reads.
-    #[test]
-    fn the_bulk_selector_names_the_keys_the_handler_reads() {
-        let c = schemas::components();
-        let props = c["schemas"]["BulkSelector"]["properties"]
-            .as_object()
-            .expect("properties");
-        let mut documented: Vec<&str> = props.keys().map(String::as_str).collect();
-        let mut read: Vec<&str> = crate::dlq::BULK_KEYS.to_vec();
-        documented.sort();
-        read.sort();
-        assert_eq!(documented, read);
     }
 }

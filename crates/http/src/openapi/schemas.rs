@@ -254,40 +254,6 @@ fn transaction_request() -> Value {
     )
 }
 
-fn dead_letter() -> Value {
-    obj(
-        &[
-            "deadLetterId",
-            "id",
-            "transactionId",
-            "partitionId",
-            "queue",
-            "partition",
-            "consumerGroup",
-            "errorMessage",
-            "retryCount",
-            "data",
-            "producerSub",
-            "traceId",
-            "createdAt",
-            "failedAt",
-        ],
-        json!({
-            "deadLetterId": about(int(), "Regent's id of the dead letter, for the bulk routes."),
-            "id": about(uuid(), "The message's id."),
-            "transactionId": string(), "partitionId": uuid(), "queue": string(),
-            "partition": string(), "consumerGroup": string(),
-            "errorMessage": about(string(), "The reason: the nack's `error`, else `Retries exhausted`."),
-            "retryCount": int(),
-            "data": about(json!({}), "The payload snapshot (it outlives the log)."),
-            "producerSub": json!({"type": ["string", "null"]}),
-            "traceId": json!({"type": ["string", "null"], "format": "uuid"}),
-            "createdAt": about(ts(), "When the message was pushed."),
-            "failedAt": about(ts(), "When the dead letter was filed."),
-        }),
-    )
-}
-
 fn bulk_selector() -> Value {
     json!({
         "type": "object",
@@ -305,102 +271,6 @@ fn bulk_selector() -> Value {
             "dryRun": about(json!({"type": ["boolean", "null"], "default": false}), "Answer what the call would do; write nothing."),
         },
     })
-}
-
-fn bulk_item() -> Value {
-    obj(
-        &[
-            "deadLetterId",
-            "transactionId",
-            "partitionId",
-            "consumerGroup",
-            "verdict",
-        ],
-        json!({
-            "deadLetterId": int(),
-            "transactionId": json!({"type": ["string", "null"]}),
-            "partitionId": json!({"type": ["string", "null"], "format": "uuid"}),
-            "consumerGroup": json!({"type": ["string", "null"]}),
-            "verdict": about(json!({"enum": ["requeued", "duplicate", "gone", "deleted"]}),
-                "`gone`: no dead letter of the tenant with that id matches any more (never filed, already requeued or deleted, or outside the filter); its other fields are null."),
-            "messageId": about(json!({"type": ["string", "null"], "format": "uuid"}), "Requeue only: the copy (null in a dry run until one exists)."),
-            "newTransactionId": about(json!({"type": ["string", "null"]}), "Requeue only: the copy's transaction id, `requeue:<original message id>`."),
-        }),
-    )
-}
-
-fn bulk_answer(count: &str, what: &str) -> Value {
-    obj(
-        &[
-            "dryRun",
-            "matched",
-            count,
-            "duplicates",
-            "gone",
-            "more",
-            "items",
-        ],
-        json!({
-            "dryRun": boolean(),
-            "matched": about(int(), "Dead letters considered (one item each)."),
-            count: about(int(), what),
-            "duplicates": about(int(), "Dead letters whose message already has a copy (another group's dead letter of the same message): removed, not copied again."),
-            "gone": int(),
-            "more": about(boolean(), "More matched than `limit` (with ids: more distinct ids were sent)."),
-            "items": array(r("BulkItem")),
-        }),
-    )
-}
-
-fn message_mode() -> Value {
-    obj(
-        &["hasQueueMode", "busGroupsCount", "type"],
-        json!({
-            "hasQueueMode": boolean(), "busGroupsCount": int(),
-            "consumedByGroups": int(),
-            "type": {"enum": ["queue", "bus", "hybrid", "none"]},
-        }),
-    )
-}
-
-fn trace() -> Value {
-    obj(
-        &[
-            "id",
-            "event_type",
-            "data",
-            "consumer_group",
-            "worker_id",
-            "created_at",
-            "trace_names",
-        ],
-        json!({
-            "id": uuid(), "event_type": string(), "data": json!({}), "consumer_group": string(),
-            "worker_id": json!({"type": ["string", "null"]}), "created_at": ts(),
-            "trace_names": array(string()),
-        }),
-    )
-}
-
-fn named_trace() -> Value {
-    let mut t = trace();
-    let props = t["properties"].as_object_mut().expect("properties");
-    for (k, v) in [
-        ("transaction_id", string()),
-        ("partition_id", uuid()),
-        ("queue_name", string()),
-        ("partition_name", string()),
-        (
-            "message_payload",
-            about(
-                json!({}),
-                "The message's payload; null once the log no longer holds it.",
-            ),
-        ),
-    ] {
-        props.insert(k.into(), v);
-    }
-    t
 }
 
 fn queue_summary() -> Value {
@@ -433,7 +303,6 @@ fn schemas() -> Value {
             "code": {"enum": ["rate_limited", "quota_exceeded"]},
             "retryAfter": about(int(), "Seconds, as the `Retry-After` header."),
         })),
-        "Failure": obj(&["success", "error"], json!({ "success": {"const": false}, "error": string() })),
         "Success": obj(&["success"], json!({ "success": {"const": true} })),
         "Spread": obj(&["avg", "median", "min", "max"], json!({ "avg": num(), "median": num(), "min": num(), "max": num() })),
         "QueueOptionsIn": options_in(),
@@ -441,14 +310,7 @@ fn schemas() -> Value {
         "PushItem": push_item(),
         "AckItem": ack_item(),
         "TransactionRequest": transaction_request(),
-        "DeadLetter": dead_letter(),
         "BulkSelector": bulk_selector(),
-        "BulkItem": bulk_item(),
-        "RequeueAnswer": bulk_answer("requeued", "Dead letters copied back as new messages (and removed)."),
-        "DeleteAnswer": bulk_answer("deleted", "Dead letters deleted."),
-        "MessageMode": message_mode(),
-        "Trace": trace(),
-        "NamedTrace": named_trace(),
     })
 }
 
