@@ -16,6 +16,8 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Serialize, Serializer};
 
+use regent_service::queues::Page;
+
 /// A 200 answer of this value, its object keys sorted.
 pub struct Answer<T>(pub T);
 
@@ -39,6 +41,22 @@ fn render<T: Serialize>(status: StatusCode, value: &T) -> Response {
         .and_then(|v| serde_json::to_vec(&v))
         .expect("an answer serialises");
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// The page a listing answered: its `limit` (after clamping) and `offset`.
+#[derive(Clone, Copy, Debug, Serialize, JsonSchema)]
+pub struct Pagination {
+    pub limit: i64,
+    pub offset: i64,
+}
+
+impl From<Page> for Pagination {
+    fn from(p: Page) -> Pagination {
+        Pagination {
+            limit: p.limit,
+            offset: p.offset,
+        }
+    }
 }
 
 /// An instant as most routes write it: ISO-8601 UTC with milliseconds

@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use super::answer::{Answer, Millis};
+use super::answer::{Answer, Millis, Pagination};
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
@@ -117,16 +117,6 @@ struct DeadLetters {
     pagination: Pagination,
     /// Every dead letter the filter matches.
     total: i64,
-}
-
-/// The page a listing answered: its `limit` (after clamping) and `offset`.
-// Inline in the document while the hand-written `Pagination` component stands for the routes
-// not yet converted (one name, two schemas otherwise).
-#[derive(Serialize, JsonSchema)]
-#[schemars(inline)]
-pub(crate) struct Pagination {
-    pub(crate) limit: i64,
-    pub(crate) offset: i64,
 }
 
 /// One dead letter: where its message was, why it was given up on, and its payload snapshot.

@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::answer::{Answer, Millis, True};
+use super::answer::{Answer, Millis, Pagination, True};
 use super::auth::Principal;
 use super::error::ApiError;
 use super::openapi::schemas::string;
@@ -674,12 +674,6 @@ struct PartitionList {
     pagination: Pagination,
 }
 
-#[derive(Serialize, JsonSchema)]
-struct Pagination {
-    limit: i64,
-    offset: i64,
-}
-
 /// `Admin.get_partitions`: a page of partitions (`?queue=`, `limit` 100 by default, at most
 /// 1,000, `offset`), by queue then partition name, with `total`.
 async fn partitions(
@@ -705,10 +699,7 @@ async fn partitions(
             })
             .collect(),
         total,
-        pagination: Pagination {
-            limit: page.limit,
-            offset: page.offset,
-        },
+        pagination: Pagination::from(page),
     }))
 }
 

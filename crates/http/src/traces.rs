@@ -12,10 +12,9 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
-use super::answer::{Answer, Millis, True};
+use super::answer::{Answer, Millis, Pagination, True};
 use super::auth::Principal;
 use super::body::RawBody;
-use super::dlq::Pagination;
 use super::error::ApiError;
 use super::openapi::schemas::{about, array, obj, string};
 use super::openapi::{Doc, Tag};
@@ -93,7 +92,7 @@ Trace names with `trace_count`, `message_count` and `last_seen`, most recently s
                 .paged(NAMES, "Trace names")
                 .answers::<TraceNames>(200, "A page of names."))
             .reads_request(&["?limit=50&offset=0"], |p: Params| async move {
-                let _ = page(&p, NAMES);
+                let _ = p.page(NAMES);
             }),
         route(M::GET, "/api/v1/traces/by-name/{name}", ReadOnly, by_name)
             .doc(op("Traces carrying a name")
@@ -103,7 +102,7 @@ Traces carrying the name, newest first, each with its message's queue, partition
                 .paged(BY_NAME, "Traces")
                 .answers::<NamedTraces>(200, "A page of traces."))
             .reads_request(&["checkout?limit=100"], |_: PathParams<String>, p: Params| async move {
-                let _ = page(&p, BY_NAME);
+                let _ = p.page(BY_NAME);
             }),
         route(M::GET, "/api/v1/traces/{partition_id}/{transaction_id}", ReadOnly, of_message)
             .doc(op("A message's traces")
@@ -336,12 +335,12 @@ async fn by_name(
     PathParams(name): PathParams<String>,
     p: Params,
 ) -> Result<Answer<NamedTraces>, ApiError> {
-    let page = page(&p, BY_NAME);
+    let page = p.page(BY_NAME);
     let (traces, total) = s.service.traces_by_name(&who.tenant, &name, page).await?;
     Ok(Answer(NamedTraces {
         traces: traces.into_iter().map(NamedTrace::from).collect(),
         total,
-        pagination: pagination(page),
+        pagination: Pagination::from(page),
     }))
 }
 
@@ -368,7 +367,7 @@ async fn names_list(
     Extension(who): Extension<Principal>,
     p: Params,
 ) -> Result<Answer<TraceNames>, ApiError> {
-    let page = page(&p, NAMES);
+    let page = p.page(NAMES);
     let (names, total) = s.service.trace_names(&who.tenant, page).await?;
     Ok(Answer(TraceNames {
         trace_names: names
@@ -381,22 +380,6 @@ async fn names_list(
             })
             .collect(),
         total,
-        pagination: pagination(page),
+        pagination: Pagination::from(page),
     }))
-}
-
-/// The page asked for, as the trace store reads it.
-fn page(p: &Params, paging: Paging) -> service::Page {
-    let page = p.page(paging);
-    service::Page {
-        limit: page.limit,
-        offset: page.offset,
-    }
-}
-
-fn pagination(page: service::Page) -> Pagination {
-    Pagination {
-        limit: page.limit,
-        offset: page.offset,
-    }
 }

@@ -9,12 +9,7 @@ pub use regent_store::traces::{NamedTrace, Trace, TraceEvent, TraceName};
 
 use crate::{Error, Service};
 
-/// A page: how many to skip, how many to give.
-#[derive(Clone, Copy)]
-pub struct Page {
-    pub limit: i64,
-    pub offset: i64,
-}
+pub use crate::queues::Page;
 
 impl Service {
     /// The new trace's id, or `NotFound` when the tenant's partition does not hold the message.
