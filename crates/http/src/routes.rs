@@ -172,7 +172,13 @@ impl Table {
 
 /// Every route Regent serves: each family's, in the order the OpenAPI document lists them.
 pub fn table() -> Table {
-    let families = [consumer_groups::routes(), legacy().entries];
+    let families = [
+        consumer_groups::routes(),
+        status::routes(),
+        analytics::routes(),
+        fleet::routes(),
+        legacy().entries,
+    ];
     Table {
         entries: families.into_iter().flatten().collect(),
     }
@@ -185,9 +191,6 @@ fn legacy() -> Table {
     const MESSAGE: &str = "/api/v1/messages/{partition_id}/{transaction_id}";
     const MAINTENANCE: &str = "/api/v1/system/maintenance";
     const POP_MAINTENANCE: &str = "/api/v1/system/maintenance/pop";
-    const ANALYTICS_SYSTEM: &str = "/api/v1/analytics/system-metrics";
-    const ANALYTICS_WORKER: &str = "/api/v1/analytics/worker-metrics";
-    const ANALYTICS_POSTGRES: &str = "/api/v1/analytics/postgres-stats";
     let t = Table {
         entries: Vec::new(),
     };
@@ -201,12 +204,6 @@ fn legacy() -> Table {
             Admin,
             queue_metrics::queues,
         )
-        // The fleet's figures name hosts and span every tenant: admin, not the spec's read-only
-        // (README, "Authentication and tenants").
-        .at(M::GET, ANALYTICS_SYSTEM, Admin, fleet::system_metrics)
-        .at(M::GET, ANALYTICS_WORKER, Admin, fleet::worker_metrics)
-        .at(M::GET, ANALYTICS_POSTGRES, Admin, fleet::postgres_stats)
-        .at(M::GET, "/api/v1/status/buffers", ReadOnly, fleet::buffers)
         .at(
             M::POST,
             "/api/v1/configure",
@@ -312,51 +309,6 @@ fn legacy() -> Table {
             "/api/v1/queues/{queue}/clear",
             Admin,
             resources::clear_queue,
-        )
-        .at(M::GET, "/api/v1/status", ReadOnly, status::status)
-        .at(M::GET, "/api/v1/status/queues", ReadOnly, status::queues)
-        .at(
-            M::GET,
-            "/api/v1/status/queues/{queue}",
-            ReadOnly,
-            status::queue,
-        )
-        .at(
-            M::GET,
-            "/api/v1/status/queues/{queue}/messages",
-            ReadOnly,
-            status::queue_messages,
-        )
-        .at(
-            M::GET,
-            "/api/v1/status/analytics",
-            ReadOnly,
-            status::analytics,
-        )
-        .at(
-            M::GET,
-            "/api/v1/analytics/queue-lag",
-            ReadOnly,
-            analytics::queue_lag,
-        )
-        .at(
-            M::GET,
-            "/api/v1/analytics/queue-ops",
-            ReadOnly,
-            analytics::queue_ops,
-        )
-        // The tenant's queues only, though the counts come from the fleet's samples.
-        .at(
-            M::GET,
-            "/api/v1/analytics/queue-parked-replicas",
-            ReadOnly,
-            analytics::queue_parked_replicas,
-        )
-        .at(
-            M::GET,
-            "/api/v1/analytics/retention",
-            ReadOnly,
-            analytics::retention,
         )
         .at(M::POST, "/api/v1/stats/refresh", Admin, stats::refresh)
         .at(M::GET, "/api/v1/whoami", ReadOnly, whoami::whoami)

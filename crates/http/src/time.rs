@@ -1,8 +1,14 @@
-//! Timestamp formats on the wire: milliseconds almost everywhere, microseconds on pop.
+//! Timestamp formats on the wire (milliseconds almost everywhere, microseconds on pop), and the
+//! instants a query string names (`from`, `to`): read here, documented here, answered here.
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::json;
 
+use super::answer::Millis;
 use super::error::ApiError;
+use super::openapi::Doc;
 use super::params::Params;
 
 pub fn millis(t: DateTime<Utc>) -> String {
@@ -22,4 +28,32 @@ pub fn instant(p: &Params, key: &str) -> Result<Option<DateTime<Utc>>, ApiError>
                 .map_err(|_| ApiError::bad_request(format!("{key} must be an ISO-8601 timestamp")))
         })
         .transpose()
+}
+
+/// `from` and `to` as [`instant`] reads them: a window ending at `to` (default now) and
+/// starting at `from` (default: `default` before `to`, in the route's words).
+pub(crate) fn window_params(doc: Doc, default: &str) -> Doc {
+    let instant = || json!({"type": "string", "format": "date-time"});
+    doc.query(
+        "from",
+        instant(),
+        &format!("Start of the window; default: {default} before `to`."),
+    )
+    .query("to", instant(), "End of the window; default now.")
+}
+
+/// A window as the answers name it.
+#[derive(Serialize, JsonSchema)]
+pub(crate) struct TimeRange {
+    from: Millis,
+    to: Millis,
+}
+
+impl TimeRange {
+    pub(crate) fn new(from: DateTime<Utc>, to: DateTime<Utc>) -> TimeRange {
+        TimeRange {
+            from: Millis(from),
+            to: Millis(to),
+        }
+    }
 }

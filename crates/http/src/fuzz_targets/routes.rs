@@ -11,7 +11,7 @@ use axum::handler::Handler;
 use axum::http::{Method, Request, Uri};
 use axum::routing::{on, MethodFilter};
 use axum::Router;
-use chrono::{Duration, Utc};
+use chrono::Utc;
 use futures::executor::block_on;
 use tower::ServiceExt;
 
@@ -22,9 +22,7 @@ use super::{Input, Outcome, Target};
 use crate::error::ApiError;
 use crate::params::Params;
 use crate::path::PathParams;
-use crate::{
-    analytics, console, consumer_groups, dlq, fleet, messages, pop, resources, status, traces,
-};
+use crate::{console, dlq, messages, pop, resources, traces};
 
 /// The pop defaults and clamps, as a broker with an empty environment has them.
 static CONFIG: LazyLock<Config> = LazyLock::new(Config::defaults);
@@ -131,16 +129,11 @@ const POP: &[&str] = &[
     "namespace",
     "task",
 ];
-const WINDOW: &[&str] = &["from", "to", "queue", "namespace", "task", "interval"];
-const FLEET: &[&str] = &["from", "to", "hostname", "workerId"];
 const POP_SEEDS: &[&str] = &[
     "orders?batch=10&wait=true&timeout=30000&consumerGroup=g&subscriptionMode=new&autoAck=true",
     "orders?subscriptionFrom=2026-01-02T03:04:05Z&autopilot=1&partitions=5",
 ];
-const WINDOW_SEEDS: &[&str] =
-    &["?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00.5%2B01:00&queue=q&namespace=n&task=t"];
 const MESSAGE_SEEDS: &[&str] = &["0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d/ord-77-created"];
-const GROUP_QUEUE_SEEDS: &[&str] = &["ledger/orders?deleteMetadata=false"];
 
 fn readers() -> Readers {
     use Method as M;
@@ -174,16 +167,6 @@ fn readers() -> Readers {
     };
     let queue_and_page = |PathParams(_): PathParams<String>, p: Params| async move {
         let _ = resources::page(&p);
-        Read::Ok(())
-    };
-    let status_window = |hours: i64| {
-        move |p: Params| async move {
-            let _ = status::filter(&p);
-            read(status::window(&p, Duration::hours(hours), None))
-        }
-    };
-    let group_delete = |p: Params| async move {
-        let _ = p.flag("deleteMetadata", true);
         Read::Ok(())
     };
     r.at((M::GET, "/api/v1/pop/queue/{queue}"), POP, POP_SEEDS, pop_queue)
@@ -279,53 +262,6 @@ fn readers() -> Readers {
                 let _ = p.str("partition").filter(|p| !p.is_empty());
                 Read::Ok(())
             },
-        )
-        .at((M::GET, "/api/v1/status"), WINDOW, WINDOW_SEEDS, status_window(1))
-        .at(
-            (M::GET, "/api/v1/status/queues"),
-            &["namespace", "task", "queue", "limit", "offset"],
-            &["?namespace=n&task=t&limit=100&offset=0"],
-            |p: Params| async move {
-                let _ = status::queues_listing(&p);
-                Read::Ok(())
-            },
-        )
-        .at((M::GET, "/api/v1/status/queues/{queue}"), PAGE, &["orders?limit=5"], queue_and_page)
-        .at(
-            (M::GET, "/api/v1/status/queues/{queue}/messages"),
-            PAGE,
-            &["orders?limit=50&offset=50"],
-            |PathParams(q): PathParams<String>, p: Params| async move {
-                let _ = status::queue_messages_query(&q, &p, Utc::now());
-                Read::Ok(())
-            },
-        )
-        .at(
-            (M::GET, "/api/v1/status/analytics"),
-            WINDOW,
-            &["?interval=minute&from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z&queue=q"],
-            |p: Params| async move { read(status::analytics_window(&p)) },
-        )
-        .at((M::GET, "/api/v1/analytics/queue-lag"), WINDOW, WINDOW_SEEDS, status_window(1))
-        .at((M::GET, "/api/v1/analytics/queue-ops"), WINDOW, WINDOW_SEEDS, status_window(1))
-        .at((M::GET, "/api/v1/analytics/retention"), WINDOW, WINDOW_SEEDS, status_window(24))
-        .at(
-            (M::GET, "/api/v1/analytics/queue-parked-replicas"),
-            &["from", "to", "queue"],
-            &["?from=2026-01-01T00:00:00Z&to=2026-01-01T06:00:00Z&queue=q"],
-            |p: Params| async move { read(analytics::parked_query(&p)) },
-        )
-        .at(
-            (M::GET, "/api/v1/analytics/system-metrics"),
-            FLEET,
-            &["?from=2026-01-01T00:00:00Z&hostname=h&workerId=0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d"],
-            |p: Params| async move { read(fleet::window(&p)) },
-        )
-        .at(
-            (M::GET, "/api/v1/analytics/worker-metrics"),
-            FLEET,
-            &["?to=2026-01-01T00:00:00Z&hostname=h"],
-            |p: Params| async move { read(fleet::window(&p)) },
         )
         .at(
             (M::POST, "/api/v1/lease/{lease_id}/extend"),

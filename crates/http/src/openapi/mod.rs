@@ -15,7 +15,6 @@
 //! in the middle of files other routes are being added to. Where a real constant exists
 //! (queue options, server defaults, limits) the schema is built from it.
 
-mod analytics;
 mod console;
 mod consume;
 mod dlq;
@@ -23,7 +22,6 @@ mod messages;
 mod produce;
 mod queues;
 pub(crate) mod schemas;
-mod status;
 mod system;
 mod traces;
 
@@ -229,9 +227,7 @@ pub fn registry() -> Vec<Entry> {
         consume::entries(),
         messages::entries(),
         dlq::entries(),
-        status::entries(),
         traces::entries(),
-        analytics::entries(),
         console::entries(),
     ]
     .into_iter()
@@ -453,8 +449,7 @@ fn build(entries: &[Routed], registry: &[Doc]) -> Value {
         },
         "tags": tags.iter()
             .chain(system::TAGS).chain(queues::TAGS).chain(produce::TAGS).chain(consume::TAGS)
-            .chain(messages::TAGS).chain(dlq::TAGS).chain(status::TAGS)
-            .chain(traces::TAGS).chain(analytics::TAGS)
+            .chain(messages::TAGS).chain(dlq::TAGS).chain(traces::TAGS)
             .chain(console::TAGS)
             .map(|(name, description)| json!({ "name": name, "description": description }))
             .collect::<Vec<_>>(),

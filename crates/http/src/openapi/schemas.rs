@@ -68,11 +68,6 @@ pub(crate) fn boolean() -> Value {
     json!({ "type": "boolean" })
 }
 
-/// A field Queen has and Regent does not measure: always `null`.
-pub(crate) fn always_null(what: &str) -> Value {
-    json!({ "type": "null", "description": format!("Always null: Regent has no {what}.") })
-}
-
 /// A schema with a description.
 pub(crate) fn about(mut schema: Value, description: &str) -> Value {
     schema["description"] = json!(description);
