@@ -1,48 +1,141 @@
 //! `/api/v1/analytics/queue-{ops,lag}` and `/retention` (spec §13.7): the queue series per
 //! queue and bucket; and `/queue-parked-replicas`, the tenant's parked pops per queue and
 //! broker from the fleet's samples. The fleet's own series (system and worker metrics) live
-//! with the fleet samples.
+//! with the fleet samples (`fleet.rs`), under the same tag.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use axum::extract::State as AxState;
-use axum::{Extension, Json};
+use axum::http::Method;
+use axum::Extension;
 use chrono::Duration;
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::Serialize;
+use uuid::Uuid;
 
+use super::answer::{Answer, Millis, Null};
 use super::auth::Principal;
 use super::error::ApiError;
+use super::openapi::schemas::string;
+use super::openapi::{Doc, Tag};
 use super::params::Params;
-use super::status::{filter, time_range, window};
-use super::time::{instant, millis};
+use super::routes::{route, Entry, Level::*};
+use super::status::{filtered, series_query, WINDOW_FAILS, WINDOW_SEED};
+use super::time::{instant, window_params, TimeRange};
 use super::State;
 use regent_service::fleet::Window;
 use regent_service::overview::Counts;
 
-fn ops(c: &Counts) -> Value {
-    json!({
-        "push": c.pushed, "pop": c.delivered, "ack": c.completed, "nack": c.failed,
-        "dlq": c.dead_lettered, "expired": c.expired,
-    })
+pub(crate) const TAG: Tag = (
+    "analytics",
+    "Time series: the per-minute queue series per queue and bucket and the parked pops per queue and broker (the caller's tenant's queues), and the fleet's samples and PostgreSQL's statistics (admin).",
+);
+
+pub(crate) fn routes() -> Vec<Entry> {
+    use Method as M;
+    let op = |summary| Doc::op(TAG, summary);
+    let series =
+        |hours| move |p: Params| async move { series_query(&p, Duration::hours(hours)).map(drop) };
+    vec![
+        route(M::GET, "/api/v1/analytics/queue-lag", ReadOnly, queue_lag)
+            .doc(filtered(window_params(op("Delivery waits per queue and bucket"), "1 h"))
+                .fails(400, WINDOW_FAILS)
+                .about("A top-level array, per queue and bucket with deliveries: how many messages were delivered (`popCount`) and how long they had waited since their append (`avgLagMs`, `maxLagMs`); the window's 100 busiest queues at most.")
+                .answers::<Vec<LagPoint>>(200, "The waits."))
+            .reads_request(&[WINDOW_SEED], series(1)),
+        route(M::GET, "/api/v1/analytics/queue-ops", ReadOnly, queue_ops)
+            .doc(filtered(window_params(op("Operations per queue and bucket"), "1 h"))
+                .fails(400, WINDOW_FAILS)
+                .about("Per queue and bucket over the window: messages pushed, delivered, passed by a cursor, nacked, dead-lettered and expired (`series`), and each queue's totals (`queues`); the window's 100 busiest queues at most.")
+                .answers::<QueueOps>(200, "The series."))
+            .reads_request(&[WINDOW_SEED], series(1)),
+        // The tenant's queues only, though the counts come from the fleet's samples.
+        route(M::GET, "/api/v1/analytics/queue-parked-replicas", ReadOnly, queue_parked_replicas)
+            .doc(window_params(op("Parked long-polls per queue and broker"), "1 h")
+                .query("queue", string(), "Only this queue.")
+                .about("The caller's tenant's long-polling pops parked per queue, broker (replica) and bucket, from the brokers' samples (every `METRICS_SAMPLE_INTERVAL`; each names the 100 queues with the most parked): `parkedCount` is the average over the broker's samples of the bucket (a sample without the queue counts 0), `maxParkedCount` the most in one sample. A pop counts from its first empty attempt to its answer; pops across a namespace or task are not counted. `replicas` lists the brokers of the series. `from` after `to` is a 400 `from must not be after to`.")
+                .fails(400, "`from must not be after to`, `from must be an ISO-8601 timestamp`, `to must be an ISO-8601 timestamp`.")
+                .answers::<ParkedReplicas>(200, "The series."))
+            .reads_request(&["?from=2026-01-01T00:00:00Z&to=2026-01-01T06:00:00Z&queue=q"], |p: Params| async move {
+                parked_query(&p).map(drop)
+            }),
+        route(M::GET, "/api/v1/analytics/retention", ReadOnly, retention)
+            .doc(filtered(window_params(op("Messages deleted by retention"), "24 h"))
+                .fails(400, WINDOW_FAILS)
+                .about("Messages deleted by retention per bucket (`expired`). Regent deletes by whichever rule is due first and does not count the rules apart: Queen's per-rule keys are null.")
+                .answers::<RetentionSeries>(200, "The series."))
+            .reads_request(&[WINDOW_SEED], series(24)),
+    ]
+}
+
+/// Operations in one bucket or window.
+#[derive(Serialize, JsonSchema)]
+struct QueueOpCounts {
+    /// Messages pushed.
+    push: i64,
+    /// Messages delivered.
+    pop: i64,
+    /// Messages passed by a cursor.
+    ack: i64,
+    /// Nacks.
+    nack: i64,
+    /// Dead letters filed.
+    dlq: i64,
+    /// Deleted by retention or eviction.
+    expired: i64,
+}
+
+impl From<&Counts> for QueueOpCounts {
+    fn from(c: &Counts) -> QueueOpCounts {
+        QueueOpCounts {
+            push: c.pushed,
+            pop: c.delivered,
+            ack: c.completed,
+            nack: c.failed,
+            dlq: c.dead_lettered,
+            expired: c.expired,
+        }
+    }
+}
+
+/// `GET /api/v1/analytics/queue-ops`.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct QueueOps {
+    time_range: TimeRange,
+    bucket_minutes: i32,
+    /// Per queue and bucket, oldest bucket first.
+    series: Vec<QueueOpsPoint>,
+    /// Each queue's totals over the window.
+    queues: Vec<QueueOpsTotal>,
+}
+
+/// One queue's operations in one bucket.
+#[derive(Serialize, JsonSchema)]
+struct QueueOpsPoint {
+    /// The bucket's start.
+    timestamp: Millis,
+    queue: Option<String>,
+    #[serde(flatten)]
+    ops: QueueOpCounts,
+}
+
+/// One queue's operations over the window.
+#[derive(Serialize, JsonSchema)]
+struct QueueOpsTotal {
+    queue: String,
+    #[serde(flatten)]
+    ops: QueueOpCounts,
 }
 
 /// Operations per queue and bucket (newest bucket last), and each queue's totals.
-pub async fn queue_ops(
+async fn queue_ops(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     p: Params,
-) -> Result<Json<Value>, ApiError> {
-    let w = window(&p, Duration::hours(1), None)?;
-    let rows = s.service.series(&who.tenant, &filter(&p), w, true).await?;
-    let series: Vec<Value> = rows
-        .iter()
-        .map(|(at, queue, c)| {
-            let mut v = ops(c);
-            v["timestamp"] = json!(millis(*at));
-            v["queue"] = json!(queue);
-            v
-        })
-        .collect();
+) -> Result<Answer<QueueOps>, ApiError> {
+    let (filter, w) = series_query(&p, Duration::hours(1))?;
+    let rows = s.service.series(&who.tenant, &filter, w, true).await?;
     let mut totals: BTreeMap<&str, Counts> = BTreeMap::new();
     for (_, queue, c) in &rows {
         totals
@@ -50,106 +143,205 @@ pub async fn queue_ops(
             .or_default()
             .add(c);
     }
-    let queues: Vec<Value> = totals
-        .iter()
-        .map(|(queue, c)| {
-            let mut v = ops(c);
-            v["queue"] = json!(queue);
-            v
-        })
-        .collect();
-    Ok(Json(json!({
-        "timeRange": time_range(&w), "bucketMinutes": w.bucket_minutes,
-        "series": series, "queues": queues,
-    })))
+    Ok(Answer(QueueOps {
+        time_range: TimeRange::new(w.from, w.to),
+        bucket_minutes: w.bucket_minutes,
+        series: rows
+            .iter()
+            .map(|(at, queue, c)| QueueOpsPoint {
+                timestamp: Millis(*at),
+                queue: queue.clone(),
+                ops: c.into(),
+            })
+            .collect(),
+        queues: totals
+            .iter()
+            .map(|(queue, c)| QueueOpsTotal {
+                queue: queue.to_string(),
+                ops: c.into(),
+            })
+            .collect(),
+    }))
+}
+
+/// How long one queue's deliveries of one bucket had waited since their append.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct LagPoint {
+    queue_name: Option<String>,
+    /// Messages delivered.
+    pop_count: i64,
+    avg_lag_ms: f64,
+    max_lag_ms: i64,
+    /// The bucket's start.
+    bucket_time: Millis,
 }
 
 /// How long delivered messages waited after their append, per queue and bucket (an array,
 /// as Queen answers): pops (messages delivered), average and longest wait.
-pub async fn queue_lag(
+async fn queue_lag(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     p: Params,
-) -> Result<Json<Value>, ApiError> {
-    let w = window(&p, Duration::hours(1), None)?;
-    let rows = s.service.series(&who.tenant, &filter(&p), w, true).await?;
-    Ok(Json(
+) -> Result<Answer<Vec<LagPoint>>, ApiError> {
+    let (filter, w) = series_query(&p, Duration::hours(1))?;
+    let rows = s.service.series(&who.tenant, &filter, w, true).await?;
+    Ok(Answer(
         rows.iter()
             .filter(|(_, _, c)| c.delivered > 0)
-            .map(|(at, queue, c)| {
-                json!({
-                    "queueName": queue, "popCount": c.delivered,
-                    "avgLagMs": c.lag_ms_sum as f64 / c.delivered as f64,
-                    "maxLagMs": c.lag_ms_max, "bucketTime": millis(*at),
-                })
+            .map(|(at, queue, c)| LagPoint {
+                queue_name: queue.clone(),
+                pop_count: c.delivered,
+                avg_lag_ms: c.lag_ms_sum as f64 / c.delivered as f64,
+                max_lag_ms: c.lag_ms_max,
+                bucket_time: Millis(*at),
             })
             .collect(),
     ))
 }
 
+/// `GET /api/v1/analytics/retention`.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct RetentionSeries {
+    time_range: TimeRange,
+    bucket_minutes: i32,
+    /// The buckets with deletions, oldest first.
+    series: Vec<ExpiredPoint>,
+    totals: ExpiredTotals,
+}
+
+/// Messages deleted in one bucket. Queen's per-rule counts are null: Regent deletes by
+/// whichever rule is due first and does not count them apart.
+#[derive(Serialize, JsonSchema)]
+struct ExpiredPoint {
+    /// The bucket's start.
+    timestamp: Millis,
+    expired: i64,
+    retention: Null,
+    completed_retention: Null,
+    max_wait_time_eviction: Null,
+}
+
+/// Messages deleted over the window (per-rule counts null, as in each bucket).
+#[derive(Serialize, JsonSchema)]
+struct ExpiredTotals {
+    expired: i64,
+    retention: Null,
+    completed_retention: Null,
+    max_wait_time_eviction: Null,
+}
+
 /// Messages deleted by retention per bucket. Regent deletes by whichever rule is due first
 /// and does not count the rules apart: the total is `expired`, the per-rule keys are `null`.
-pub async fn retention(
+async fn retention(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     p: Params,
-) -> Result<Json<Value>, ApiError> {
-    let w = window(&p, Duration::hours(24), None)?;
-    let points = s.service.series(&who.tenant, &filter(&p), w, false).await?;
-    let series: Vec<Value> = points
-        .iter()
-        .filter(|(_, _, c)| c.expired > 0)
-        .map(|(at, _, c)| {
-            json!({
-                "timestamp": millis(*at), "expired": c.expired, "retention": null,
-                "completed_retention": null, "max_wait_time_eviction": null,
+) -> Result<Answer<RetentionSeries>, ApiError> {
+    let (filter, w) = series_query(&p, Duration::hours(24))?;
+    let points = s.service.series(&who.tenant, &filter, w, false).await?;
+    Ok(Answer(RetentionSeries {
+        time_range: TimeRange::new(w.from, w.to),
+        bucket_minutes: w.bucket_minutes,
+        series: points
+            .iter()
+            .filter(|(_, _, c)| c.expired > 0)
+            .map(|(at, _, c)| ExpiredPoint {
+                timestamp: Millis(*at),
+                expired: c.expired,
+                retention: Null,
+                completed_retention: Null,
+                max_wait_time_eviction: Null,
             })
-        })
-        .collect();
-    let expired: i64 = points.iter().map(|(_, _, c)| c.expired).sum();
-    Ok(Json(json!({
-        "timeRange": time_range(&w), "bucketMinutes": w.bucket_minutes, "series": series,
-        "totals": { "expired": expired, "retention": null, "completed_retention": null,
-                    "max_wait_time_eviction": null },
-    })))
+            .collect(),
+        totals: ExpiredTotals {
+            expired: points.iter().map(|(_, _, c)| c.expired).sum(),
+            retention: Null,
+            completed_retention: Null,
+            max_wait_time_eviction: Null,
+        },
+    }))
 }
 
 /// The parked pops' window (the last hour by default) and queue (`None`: every queue).
-pub(crate) fn parked_query(p: &Params) -> Result<(Window, Option<&str>), ApiError> {
+fn parked_query(p: &Params) -> Result<(Window, Option<&str>), ApiError> {
     let w = Window::new(instant(p, "from")?, instant(p, "to")?, None, None)?;
-    Ok((w, p.str("queue").filter(|q| !q.is_empty())))
+    Ok((w, p.str("queue")))
+}
+
+/// `GET /api/v1/analytics/queue-parked-replicas`.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct ParkedReplicas {
+    time_range: TimeRange,
+    bucket_minutes: i32,
+    /// Per bucket, queue and broker, oldest bucket first.
+    series: Vec<ParkedPoint>,
+    /// The brokers of the series.
+    replicas: Vec<Replica>,
+}
+
+/// One queue's parked pops on one broker in one bucket.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct ParkedPoint {
+    /// The bucket's start.
+    bucket: Millis,
+    queue_name: String,
+    hostname: String,
+    port: i32,
+    /// The broker's id, new at every start.
+    worker_id: Uuid,
+    /// Average parked pops over the broker's samples of the bucket.
+    parked_count: f64,
+    /// The most parked in one sample.
+    max_parked_count: i64,
+}
+
+/// A broker (replica): where it serves, and its id.
+#[derive(Serialize, JsonSchema, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "camelCase")]
+struct Replica {
+    hostname: String,
+    port: i32,
+    /// The broker's id, new at every start.
+    worker_id: Uuid,
 }
 
 /// Long-polling pops parked per queue and broker (replica) over the window: each bucket's
 /// average over the broker's samples and the most in one sample, oldest bucket first; and the
 /// brokers that appear (`replicas`). Only the caller's tenant's queues are read.
-pub async fn queue_parked_replicas(
+async fn queue_parked_replicas(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     p: Params,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Answer<ParkedReplicas>, ApiError> {
     let (w, queue) = parked_query(&p)?;
     let points = s.service.parked_replicas(&who.tenant, queue, &w).await?;
-    let series: Vec<Value> = points
+    let replicas: BTreeSet<Replica> = points
         .iter()
-        .map(|pt| {
-            json!({
-                "bucket": millis(pt.bucket), "queueName": pt.queue,
-                "hostname": pt.hostname, "port": pt.port, "workerId": pt.broker_id.to_string(),
-                "parkedCount": (pt.avg * 100.0).round() / 100.0, "maxParkedCount": pt.max,
-            })
+        .map(|pt| Replica {
+            hostname: pt.hostname.clone(),
+            port: pt.port,
+            worker_id: pt.broker_id,
         })
         .collect();
-    let replicas: BTreeSet<(&str, i32, String)> = points
-        .iter()
-        .map(|pt| (pt.hostname.as_str(), pt.port, pt.broker_id.to_string()))
-        .collect();
-    let replicas: Vec<Value> = replicas
-        .into_iter()
-        .map(|(hostname, port, id)| json!({ "hostname": hostname, "port": port, "workerId": id }))
-        .collect();
-    Ok(Json(json!({
-        "timeRange": { "from": millis(w.from), "to": millis(w.to) },
-        "bucketMinutes": w.bucket_minutes(), "series": series, "replicas": replicas,
-    })))
+    Ok(Answer(ParkedReplicas {
+        time_range: TimeRange::new(w.from, w.to),
+        bucket_minutes: w.bucket_minutes(),
+        series: points
+            .into_iter()
+            .map(|pt| ParkedPoint {
+                bucket: Millis(pt.bucket),
+                queue_name: pt.queue,
+                hostname: pt.hostname,
+                port: pt.port,
+                worker_id: pt.broker_id,
+                parked_count: (pt.avg * 100.0).round() / 100.0,
+                max_parked_count: pt.max,
+            })
+            .collect(),
+        replicas: replicas.into_iter().collect(),
+    }))
 }

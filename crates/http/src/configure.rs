@@ -221,8 +221,3 @@ impl OptionsEcho {
         OptionsEcho(out)
     }
 }
-
-/// Transitional: the status routes' JSON values.
-pub(crate) fn echo_options(o: &QueueOptions) -> Value {
-    Value::Object(OptionsEcho::of(o).0)
-}

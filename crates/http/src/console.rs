@@ -53,6 +53,7 @@ pub(crate) fn routes() -> Vec<Entry> {
     let current = json!({ "description": "The client's copy (its `If-None-Match`) is current." });
     vec![
         route(Method::GET, "/", Public, index)
+            .reads_nothing()
             .doc(Doc::op(TAG, "The web console's page")
                 .about(r#"
 A Regent extension: the console's `index.html`, which loads its script and style from `/assets/`. `Cache-Control: no-cache` with an `ETag` (304 to a matching `If-None-Match`), brotli or gzip by `Accept-Encoding`, and a Content-Security-Policy that lets the page talk to this broker only. With authentication on, the page asks for a token, keeps it in the tab's `sessionStorage` and sends it as a bearer on every API call. Queen serves its own dashboard at `/` too.

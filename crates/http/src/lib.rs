@@ -93,9 +93,9 @@ pub type State = axum::extract::State<Arc<AppState>>;
 /// request passes (its id, CORS, the shutdown cut-off, panic isolation, the body limit).
 pub fn router(mut state: AppState) -> Router {
     let table = routes::table();
-    state.routes = table.entries.iter().map(routes::Entry::route).collect();
+    state.routes = table.iter().map(routes::Entry::route).collect();
     let state = Arc::new(state);
-    let app = routes::router(&table.entries)
+    let app = routes::router(&table)
         // Matched routes only: an unknown path is a 404 whatever the token says.
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),

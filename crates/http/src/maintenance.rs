@@ -37,6 +37,7 @@ pub(crate) fn routes() -> Vec<Entry> {
     let enabled_seeds = &[r#"{"enabled": true}"#, r#"{"enabled": false}"#];
     vec![
         route(M::GET, MAINTENANCE, Admin, get_push)
+            .reads_nothing()
             .doc(Doc::op(TAG, "Read the push maintenance switch")
                 .about(r#"
 The tenant's two switches and the pushes buffered under push maintenance. `bufferStats` keeps Queen's shape (its file buffer's figures; Regent's buffer is a PostgreSQL table, so only `pendingCount` is real). Python: `Admin.get_maintenance_mode()`.
@@ -52,6 +53,7 @@ On: the tenant's pushes (and the pushes of `/api/v1/transaction`) are held in th
                 .answers::<PushSwitch>(200, "The switch now."))
             .reads_body(&["enabled"], enabled_seeds, enabled),
         route(M::GET, POP_MAINTENANCE, Admin, get_pop)
+            .reads_nothing()
             .doc(Doc::op(TAG, "Read the pop maintenance switch")
                 .about("Python: `Admin.get_pop_maintenance_mode()`.")
                 .answers::<PopSwitch>(200, "The switch.")),
@@ -65,6 +67,7 @@ On: every pop of the tenant answers at once with its empty shape and `"paused": 
                 .answers::<PopSwitch>(200, "The switch now."))
             .reads_body(&["enabled"], enabled_seeds, enabled),
         route(M::GET, "/api/v1/system/shared-state", Admin, shared_state)
+            .reads_nothing()
             .doc(Doc::op(TAG, "How the switches travel between brokers")
                 .about(r#"
 This broker's id and how maintenance switches reach the other brokers (polled from the database every 250 ms), with the tenant's switches. Queen answers its UDP cluster-sync statistics here; the keys kept are `enabled`, `running`, `server_id`, `maintenance_mode`, `pop_maintenance_mode`. No Python client method.

@@ -8,7 +8,6 @@ use axum::Extension;
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::Value;
 use uuid::Uuid;
 
 use super::answer::{Answer, Millis, Pagination, True};
@@ -45,6 +44,7 @@ pub(crate) fn routes() -> Vec<Entry> {
     };
     vec![
         route(M::GET, "/api/v1/resources/overview", ReadOnly, overview)
+            .reads_nothing()
             .doc(op("The tenant at a glance")
                 .about(r#"
 The tenant's queues, partitions, namespaces, tasks and message counts, the spread of its cursors' time lag (seconds since the first unread message was appended) and offset lag, and `throughput` over the last 5 minutes of the per-minute series. The counts come from the stats snapshot one broker of the fleet refreshes every `STATS_INTERVAL_MS` (10 s), as Queen 0.15 reads its stats table: `statsAge` says how old they are (-1 before the first round); `POST /api/v1/stats/refresh` counts now. With several queues, the lag median is the cursor-weighted median of the queues' medians. Python: `Admin.get_overview()`.
@@ -742,31 +742,4 @@ async fn clear_queue(
             deleted: n,
         })),
     }
-}
-
-// Transitional: the status routes render the same shapes as JSON values until they are
-// typed too.
-
-pub(super) fn queue_summary(r: &QueueSummary) -> Value {
-    serde_json::to_value(QueueListed::from(r)).expect("an answer serialises")
-}
-
-pub(super) fn stats(p: &PartitionStats) -> Value {
-    serde_json::to_value(Counts::from(p)).expect("an answer serialises")
-}
-
-pub(super) fn totals(t: &QueueTotals) -> Value {
-    serde_json::to_value(Counts::from(t)).expect("an answer serialises")
-}
-
-pub(super) fn messages_json(m: &Messages) -> Value {
-    serde_json::to_value(MessageCounts::from(m)).expect("an answer serialises")
-}
-
-pub(super) fn pagination(page: Page, total: i64) -> Value {
-    serde_json::to_value(PartitionPage::of(page, total)).expect("an answer serialises")
-}
-
-pub(super) fn page(p: &Params) -> Page {
-    p.page(Paging::LISTING)
 }

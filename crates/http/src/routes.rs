@@ -1,12 +1,13 @@
-//! The one route table: every route with its method, path, access level and handler. The
-//! router and the access policy are both built from it, so a route cannot exist without a
-//! level.
+//! The one route table: every route, declared once by its family (`fn routes()` beside its
+//! handlers) as an [`Entry`]: method, path, access level, handler, OpenAPI operation and
+//! what the fuzzer feeds its reader. The router, the access policy, the OpenAPI document
+//! and the fuzz targets are all built from it, so adding a route is adding one entry.
 //!
 //! Architecture Invariant: a route is served if and only if it is in this table, at the
 //! level the table gives (`tests/api/auth.rs` pins the levels to the spec and calls every
-//! route the router serves). The OpenAPI document is generated from it too
-//! (`crate::openapi`): a route added here needs an entry in that registry, or
-//! `tests/api/openapi.rs` fails naming it.
+//! route the router serves). An entry without an operation is published as undocumented
+//! and `tests/api/openapi.rs` fails naming it; one that does not say what it reads fails
+//! `fuzz_targets`' coverage test.
 
 use std::sync::Arc;
 
@@ -101,6 +102,13 @@ impl Entry {
         self
     }
 
+    /// The route reads neither its path, its query string nor a body (what it answers
+    /// depends on the tenant alone), so the fuzzer has nothing to feed it.
+    pub(crate) fn reads_nothing(mut self) -> Entry {
+        self.reads.nothing = true;
+        self
+    }
+
     /// The route reads a JSON body with `parse`; `keys` are the field names it looks for, at
     /// any depth, `seeds` valid bodies.
     pub(crate) fn reads_body<T>(
@@ -132,6 +140,8 @@ impl Entry {
 pub(crate) struct Reads {
     pub(crate) request: Option<RequestReader>,
     pub(crate) body: Option<BodyReader>,
+    /// Said so by the entry: there is nothing to read.
+    pub(crate) nothing: bool,
 }
 
 /// A route's path segments and query string, read through axum's matching and decoding.
@@ -140,11 +150,14 @@ pub(crate) struct RequestReader {
     pub(crate) reader: MethodRouter<()>,
 }
 
+/// A body parser, its parse's value dropped.
+pub(crate) type BodyParse = Box<dyn Fn(&RawBody) -> Result<(), ApiError> + Send + Sync>;
+
 /// A route's body parser.
 pub(crate) struct BodyReader {
     pub(crate) keys: &'static [&'static str],
     pub(crate) seeds: Vec<String>,
-    pub(crate) parse: Box<dyn Fn(&RawBody) -> Result<(), ApiError> + Send + Sync>,
+    pub(crate) parse: BodyParse,
 }
 
 /// The router serving every entry.
@@ -154,25 +167,9 @@ pub(crate) fn router(entries: &[Entry]) -> Router<Arc<AppState>> {
     })
 }
 
-/// The table being built.
-pub struct Table {
-    pub entries: Vec<Entry>,
-}
-
-impl Table {
-    fn at<H, T>(mut self, method: Method, path: &'static str, level: Level, handler: H) -> Table
-    where
-        H: Handler<T, Arc<AppState>>,
-        T: 'static,
-    {
-        self.entries.push(route(method, path, level, handler));
-        self
-    }
-}
-
 /// Every route Regent serves: each family's, in the order the OpenAPI document lists them.
-pub fn table() -> Table {
-    let families = [
+pub fn table() -> Vec<Entry> {
+    [
         health::routes(),
         metrics::routes(),
         openapi::routes(),
@@ -187,85 +184,23 @@ pub fn table() -> Table {
         lease::routes(),
         configure::routes(),
         resources::routes(),
-        consumer_groups::routes(),
         messages::routes(),
         dlq::routes(),
+        status::routes(),
+        analytics::routes(),
+        fleet::routes(),
+        consumer_groups::routes(),
         traces::routes(),
-        legacy().entries,
         console::routes(),
-    ];
-    Table {
-        entries: families.into_iter().flatten().collect(),
-    }
-}
-
-/// Routes not yet declared by their families (transitional).
-fn legacy() -> Table {
-    use Level::*;
-    use Method as M;
-    const ANALYTICS_SYSTEM: &str = "/api/v1/analytics/system-metrics";
-    const ANALYTICS_WORKER: &str = "/api/v1/analytics/worker-metrics";
-    const ANALYTICS_POSTGRES: &str = "/api/v1/analytics/postgres-stats";
-    let t = Table {
-        entries: Vec::new(),
-    };
-    t
-        // The fleet's figures name hosts and span every tenant: admin, not the spec's read-only
-        // (README, "Authentication and tenants").
-        .at(M::GET, ANALYTICS_SYSTEM, Admin, fleet::system_metrics)
-        .at(M::GET, ANALYTICS_WORKER, Admin, fleet::worker_metrics)
-        .at(M::GET, ANALYTICS_POSTGRES, Admin, fleet::postgres_stats)
-        .at(M::GET, "/api/v1/status/buffers", ReadOnly, fleet::buffers)
-        .at(M::GET, "/api/v1/status", ReadOnly, status::status)
-        .at(M::GET, "/api/v1/status/queues", ReadOnly, status::queues)
-        .at(
-            M::GET,
-            "/api/v1/status/queues/{queue}",
-            ReadOnly,
-            status::queue,
-        )
-        .at(
-            M::GET,
-            "/api/v1/status/queues/{queue}/messages",
-            ReadOnly,
-            status::queue_messages,
-        )
-        .at(
-            M::GET,
-            "/api/v1/status/analytics",
-            ReadOnly,
-            status::analytics,
-        )
-        .at(
-            M::GET,
-            "/api/v1/analytics/queue-lag",
-            ReadOnly,
-            analytics::queue_lag,
-        )
-        .at(
-            M::GET,
-            "/api/v1/analytics/queue-ops",
-            ReadOnly,
-            analytics::queue_ops,
-        )
-        // The tenant's queues only, though the counts come from the fleet's samples.
-        .at(
-            M::GET,
-            "/api/v1/analytics/queue-parked-replicas",
-            ReadOnly,
-            analytics::queue_parked_replicas,
-        )
-        .at(
-            M::GET,
-            "/api/v1/analytics/retention",
-            ReadOnly,
-            analytics::retention,
-        )
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// Every route Regent serves, without the handlers.
 pub fn routes() -> Vec<Route> {
-    table().entries.iter().map(Entry::route).collect()
+    table().iter().map(Entry::route).collect()
 }
 
 /// The level of a matched route; `None` for one the table does not name.

@@ -1,17 +1,16 @@
-//! Timestamp formats on the wire: milliseconds almost everywhere, microseconds on pop.
+//! The instants a query string names (`from`, `to`): read here, documented here, and the
+//! window they make, answered here (the formats on the wire are `crate::answer`'s `Millis`
+//! and `Micros`).
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::json;
 
+use super::answer::Millis;
 use super::error::ApiError;
+use super::openapi::Doc;
 use super::params::Params;
-
-pub fn millis(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
-
-pub fn micros(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Micros, true)
-}
 
 /// The query parameter `key` as an ISO-8601 instant, if sent; 400 naming it otherwise.
 pub fn instant(p: &Params, key: &str) -> Result<Option<DateTime<Utc>>, ApiError> {
@@ -22,4 +21,32 @@ pub fn instant(p: &Params, key: &str) -> Result<Option<DateTime<Utc>>, ApiError>
                 .map_err(|_| ApiError::bad_request(format!("{key} must be an ISO-8601 timestamp")))
         })
         .transpose()
+}
+
+/// `from` and `to` as [`instant`] reads them: a window ending at `to` (default now) and
+/// starting at `from` (default: `default` before `to`, in the route's words).
+pub(crate) fn window_params(doc: Doc, default: &str) -> Doc {
+    let instant = || json!({"type": "string", "format": "date-time"});
+    doc.query(
+        "from",
+        instant(),
+        &format!("Start of the window; default: {default} before `to`."),
+    )
+    .query("to", instant(), "End of the window; default now.")
+}
+
+/// A window as the answers name it.
+#[derive(Serialize, JsonSchema)]
+pub(crate) struct TimeRange {
+    from: Millis,
+    to: Millis,
+}
+
+impl TimeRange {
+    pub(crate) fn new(from: DateTime<Utc>, to: DateTime<Utc>) -> TimeRange {
+        TimeRange {
+            from: Millis(from),
+            to: Millis(to),
+        }
+    }
 }

@@ -9,7 +9,6 @@ use crate::body::RawBody;
 /// One target per route that reads a body.
 pub(super) fn targets() -> Vec<Target> {
     crate::routes::table()
-        .entries
         .into_iter()
         .filter_map(|e| {
             let r = e.reads.body?;

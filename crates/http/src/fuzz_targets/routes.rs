@@ -1,249 +1,45 @@
 //! The route targets: a route's path segments and query string go through axum's own
 //! matching and percent-decoding and the route's real extractors (`PathParams`, `Params`),
-//! then the reading its handler does before the service call. One router holds them all,
-//! so a segment that names another route (`/consumer-groups/lagging`) is routed there, as it
-//! would be.
+//! then the reading its handler does before the service call (`Entry::reads_request`). One
+//! router holds them all, so a segment that names another route
+//! (`/consumer-groups/lagging`) is routed there, as it would be.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use axum::body::Body;
-use axum::handler::Handler;
 use axum::http::{Method, Request, Uri};
-use axum::routing::{on, MethodFilter};
 use axum::Router;
-use chrono::{Duration, Utc};
 use futures::executor::block_on;
 use tower::ServiceExt;
 
-use regent_config::Config;
-use regent_service::pop::Target as PopTarget;
-
 use super::{Input, Outcome, Target};
-use crate::error::ApiError;
-use crate::params::Params;
-use crate::path::PathParams;
-use crate::{analytics, console, consumer_groups, fleet, pop, resources, status};
 
-/// The pop defaults and clamps, as a broker with an empty environment has them.
-static CONFIG: LazyLock<Config> = LazyLock::new(Config::defaults);
-
-/// Routes of the table whose handler reads neither a path segment nor the query string (the
-/// body targets read their bodies; `/` reads only `Accept-Encoding` and `If-None-Match`).
-#[cfg(test)]
-pub(super) const READS_NOTHING: &[(&str, &str)] = &[
-    ("GET", "/health"),
-    ("GET", "/metrics"),
-    ("GET", "/metrics/prometheus"),
-    ("GET", "/api/v1/metrics/queues"),
-    ("GET", "/api/v1/analytics/postgres-stats"),
-    ("GET", "/api/v1/status/buffers"),
-    ("POST", "/api/v1/configure"),
-    ("POST", "/api/v1/push"),
-    ("POST", "/api/v1/ack"),
-    ("POST", "/api/v1/ack/batch"),
-    ("POST", "/api/v1/transaction"),
-    ("POST", "/api/v1/dlq/requeue"),
-    ("POST", "/api/v1/dlq/delete"),
-    ("GET", "/api/v1/resources/overview"),
-    ("POST", "/api/v1/stats/refresh"),
-    ("GET", "/api/v1/whoami"),
-    ("GET", "/api/v1/system/maintenance"),
-    ("POST", "/api/v1/system/maintenance"),
-    ("GET", "/api/v1/system/maintenance/pop"),
-    ("POST", "/api/v1/system/maintenance/pop"),
-    ("GET", "/api/v1/system/shared-state"),
-    ("POST", "/api/v1/traces"),
-    ("GET", "/api/v1/openapi.json"),
-    ("GET", "/"),
-];
-
-type Read = Result<(), ApiError>;
-
-fn read<T>(r: Result<T, ApiError>) -> Read {
-    r.map(drop)
-}
-
-/// A route under fuzzing: where it is, what its query may hold, valid inputs.
-struct Reader {
-    method: Method,
-    path: &'static str,
-    keys: Vec<&'static str>,
-    seeds: Vec<String>,
-}
-
-struct Readers {
-    router: Router,
-    list: Vec<Reader>,
-}
-
-impl Readers {
-    fn at<H, T>(
-        mut self,
-        (method, path): (Method, &'static str),
-        keys: &'static [&'static str],
-        seeds: &[&str],
-        handler: H,
-    ) -> Readers
-    where
-        H: Handler<T, ()>,
-        T: 'static,
-    {
-        let filter = MethodFilter::try_from(method.clone()).expect("a method the router knows");
-        self.router = self.router.route(path, on(filter, handler));
-        self.list.push(Reader {
-            method,
-            path,
-            keys: keys.to_vec(),
-            seeds: seeds.iter().map(|s| s.to_string()).collect(),
-        });
-        self
-    }
-
-    /// The readers the route table's entries declare, in the same router.
-    fn declared(mut self) -> Readers {
-        for e in crate::routes::table().entries {
-            let Some(r) = e.reads.request else { continue };
-            self.router = self.router.route(e.path, r.reader);
-            self.list.push(Reader {
-                method: e.method,
-                path: e.path,
-                keys: e.doc.as_ref().map(|d| d.query_names()).unwrap_or_default(),
-                seeds: r.seeds,
-            });
-        }
-        self
-    }
-}
-
-const PAGE: &[&str] = &["limit", "offset"];
-const POP: &[&str] = &[
-    "batch",
-    "wait",
-    "timeout",
-    "consumerGroup",
-    "subscriptionMode",
-    "subscriptionFrom",
-    "autoAck",
-    "autopilot",
-    "partitions",
-    "namespace",
-    "task",
-];
-const WINDOW: &[&str] = &["from", "to", "queue", "namespace", "task", "interval"];
-const FLEET: &[&str] = &["from", "to", "hostname", "workerId"];
-const POP_SEEDS: &[&str] = &[
-    "orders?batch=10&wait=true&timeout=30000&consumerGroup=g&subscriptionMode=new&autoAck=true",
-    "orders?subscriptionFrom=2026-01-02T03:04:05Z&autopilot=1&partitions=5",
-];
-const WINDOW_SEEDS: &[&str] =
-    &["?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00.5%2B01:00&queue=q&namespace=n&task=t"];
-const GROUP_QUEUE_SEEDS: &[&str] = &["ledger/orders?deleteMetadata=false"];
-
-// Transitional, shrinking as the families declare their readers (`Entry::reads_request`):
-// left as written, so that each family's removal stays a small diff.
-#[rustfmt::skip]
-fn readers() -> Readers {
-    use Method as M;
-    let assets: Vec<String> = console::asset_names()
-        .iter()
-        .map(|a| a.trim_start_matches("assets/").to_string())
-        .collect();
-    let r = Readers {
-        router: Router::new(),
-        list: Vec::new(),
-    };
-    let pop_queue = |PathParams(q): PathParams<String>, p: Params| async move {
-        read(pop::ask(&CONFIG, &p, PopTarget::Queue(q)))
-    };
-    let pop_partition = |PathParams((q, part)): PathParams<(String, String)>, p: Params| async move {
-        read(pop::ask(&CONFIG, &p, PopTarget::Partition(q, part)))
-    };
-    let pop_scope =
-        |p: Params| async move { read(pop::scope(&p).and_then(|t| pop::ask(&CONFIG, &p, t))) };
-    let page = |p: Params| async move {
-        let _ = resources::page(&p);
-        Read::Ok(())
-    };
-    let queue_and_page = |PathParams(_): PathParams<String>, p: Params| async move {
-        let _ = resources::page(&p);
-        Read::Ok(())
-    };
-    let status_window = |hours: i64| {
-        move |p: Params| async move {
-            let _ = status::filter(&p);
-            read(status::window(&p, Duration::hours(hours), None))
-        }
-    };
-    let group_delete = |p: Params| async move {
-        let _ = p.flag("deleteMetadata", true);
-        Read::Ok(())
-    };
-    r
-        .at((M::GET, "/api/v1/status"), WINDOW, WINDOW_SEEDS, status_window(1))
-        .at(
-            (M::GET, "/api/v1/status/queues"),
-            &["namespace", "task", "queue", "limit", "offset"],
-            &["?namespace=n&task=t&limit=100&offset=0"],
-            |p: Params| async move {
-                let _ = status::queues_listing(&p);
-                Read::Ok(())
-            },
-        )
-        .at((M::GET, "/api/v1/status/queues/{queue}"), PAGE, &["orders?limit=5"], queue_and_page)
-        .at(
-            (M::GET, "/api/v1/status/queues/{queue}/messages"),
-            PAGE,
-            &["orders?limit=50&offset=50"],
-            |PathParams(q): PathParams<String>, p: Params| async move {
-                let _ = status::queue_messages_query(&q, &p, Utc::now());
-                Read::Ok(())
-            },
-        )
-        .at(
-            (M::GET, "/api/v1/status/analytics"),
-            WINDOW,
-            &["?interval=minute&from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z&queue=q"],
-            |p: Params| async move { read(status::analytics_window(&p)) },
-        )
-        .at((M::GET, "/api/v1/analytics/queue-lag"), WINDOW, WINDOW_SEEDS, status_window(1))
-        .at((M::GET, "/api/v1/analytics/queue-ops"), WINDOW, WINDOW_SEEDS, status_window(1))
-        .at((M::GET, "/api/v1/analytics/retention"), WINDOW, WINDOW_SEEDS, status_window(24))
-        .at(
-            (M::GET, "/api/v1/analytics/queue-parked-replicas"),
-            &["from", "to", "queue"],
-            &["?from=2026-01-01T00:00:00Z&to=2026-01-01T06:00:00Z&queue=q"],
-            |p: Params| async move { read(analytics::parked_query(&p)) },
-        )
-        .at(
-            (M::GET, "/api/v1/analytics/system-metrics"),
-            FLEET,
-            &["?from=2026-01-01T00:00:00Z&hostname=h&workerId=0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d"],
-            |p: Params| async move { read(fleet::window(&p)) },
-        )
-        .at(
-            (M::GET, "/api/v1/analytics/worker-metrics"),
-            FLEET,
-            &["?to=2026-01-01T00:00:00Z&hostname=h"],
-            |p: Params| async move { read(fleet::window(&p)) },
-        )
-}
-
+/// One target per route that reads its path or query, all through one router.
 pub(super) fn targets() -> Vec<Target> {
-    let Readers { router, list } = readers().declared();
+    let table = crate::routes::table();
+    let mut router = Router::new();
+    let mut readers = Vec::new();
+    for e in table {
+        let Some(r) = e.reads.request else { continue };
+        router = router.route(e.path, r.reader);
+        let keys = e.doc.as_ref().map(|d| d.query_names()).unwrap_or_default();
+        readers.push((e.method, e.path, keys, r.seeds));
+    }
     let router = Arc::new(router);
-    list.into_iter()
-        .map(|r| {
+    readers
+        .into_iter()
+        .map(|(method, path, keys, seeds)| {
             let router = router.clone();
-            let (method, path) = (r.method.clone(), r.path);
+            let m = method.clone();
             Target {
-                name: format!("{} {} (path, query)", r.method, r.path),
+                name: format!("{method} {path} (path, query)"),
                 input: Input::Route {
-                    params: params(r.path),
+                    params: params(path),
                 },
-                keys: r.keys,
-                seeds: r.seeds,
-                routes: vec![(r.method, r.path)],
-                run: Box::new(move |input| call(&router, &method, path, input)),
+                keys,
+                seeds,
+                routes: vec![(method, path)],
+                run: Box::new(move |input| call(&router, &m, path, input)),
             }
         })
         .collect()

@@ -1,23 +1,21 @@
 //! `GET /api/v1/openapi.json`: an OpenAPI 3.1 document of every route, generated from the
-//! route table (`crate::routes`) and a documentation registry kept here, one small module
-//! per route family, keyed by (method, path template).
+//! route table (`crate::routes`): each entry carries its operation ([`Doc`]), written beside
+//! its handler by the route's family.
 //!
 //! The table decides what is documented: `paths` is built by walking `routes::table()`, so
 //! a served route always appears, with its path parameters and its access level (a
-//! `security` requirement and `x-regent-level`). A route the registry has no entry for
-//! appears with an empty summary and `x-regent-undocumented: true`, and the CI check
-//! (`tests/api/openapi.rs`) fails naming it; a registry entry for a route the table lacks
-//! is never published, and the same check names it.
+//! `security` requirement and `x-regent-level`). An entry without an operation appears with
+//! an empty summary and `x-regent-undocumented: true`, and the CI check
+//! (`tests/api/openapi.rs`) fails naming it.
 //!
-//! The registry is hand-written JSON Schema (field names exactly as on the wire), outside
-//! the handler files: they build their answers with `json!`, so there are no types to
-//! derive schemas from, and annotating every handler would put this crate's documentation
-//! in the middle of files other routes are being added to. Where a real constant exists
-//! (queue options, server defaults, limits) the schema is built from it.
+//! Architecture Invariant: an answer's schema is its type's. A JSON answer is documented with
+//! `Doc::answers::<T>()`, `T` being the type the handler returns, and schemars derives the
+//! schema from it (serde's renames included), so the document cannot describe another shape
+//! than the one sent. Request bodies, parsed by hand with Queen's error texts, keep
+//! hand-written schemas (`schemas.rs`), built from the constants the parsers read where
+//! there are some (queue options, limits).
 
-mod analytics;
 pub(crate) mod schemas;
-mod status;
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -35,16 +33,9 @@ use super::routes::{self, Entry as Routed, Level, Route};
 /// A route's OpenAPI operation: what it does, its query parameters, its body, and its
 /// answers; answers that are typed values are described by their types' own schemas.
 pub struct Doc {
-    /// Transitional: the (method, path) a registry entry documents; a route's `Doc` takes
-    /// them from its table entry.
-    pub method: Method,
-    pub path: &'static str,
     pub summary: &'static str,
     description: String,
-    tag: &'static str,
-    /// What the tag's operations have in common (`None` for a registry entry, whose family
-    /// lists its tags).
-    tag_about: Option<&'static str>,
+    tag: Tag,
     /// Each query parameter's name and its parameter object.
     query: Vec<(&'static str, Value)>,
     body: Option<Value>,
@@ -69,27 +60,14 @@ enum Reply {
     },
 }
 
-/// Transitional name of a registry entry.
-pub type Entry = Doc;
-
 impl Doc {
     /// A route's operation, under `tag` (its name and what its operations have in common),
     /// with its one-line summary.
     pub(crate) fn op(tag: Tag, summary: &'static str) -> Doc {
         Doc {
-            tag_about: Some(tag.1),
-            ..Doc::new(tag.0, Method::GET, "", summary)
-        }
-    }
-
-    fn new(tag: &'static str, method: Method, path: &'static str, summary: &'static str) -> Doc {
-        Doc {
-            method,
-            path,
             summary,
             description: String::new(),
             tag,
-            tag_about: None,
             query: Vec::new(),
             body: None,
             responses: BTreeMap::new(),
@@ -165,19 +143,6 @@ impl Doc {
         self
     }
 
-    /// A JSON answer with this status (transitional: hand-written schema).
-    fn reply(mut self, status: u16, description: &str, schema: Value) -> Doc {
-        self.responses.insert(
-            status,
-            Reply::Raw(json!({
-                "description": description,
-                "headers": request_id_header(),
-                "content": { "application/json": { "schema": schema } },
-            })),
-        );
-        self
-    }
-
     /// A response object as given (another content type, extra headers).
     pub(crate) fn reply_raw(mut self, status: u16, response: Value) -> Doc {
         self.responses.insert(status, Reply::Raw(response));
@@ -229,14 +194,6 @@ impl Reply {
 
 fn request_id_header() -> Value {
     json!({ "x-request-id": { "$ref": "#/components/headers/RequestId" } })
-}
-
-/// Every entry of the registry, family by family.
-pub fn registry() -> Vec<Entry> {
-    [status::entries(), analytics::entries()]
-        .into_iter()
-        .flatten()
-        .collect()
 }
 
 /// The level's name on the wire of this document.
@@ -328,7 +285,7 @@ fn operation(route: &Route, entry: Option<&Doc>, g: &mut SchemaGenerator) -> Val
         .unwrap_or_default();
     match entry {
         Some(e) => {
-            op.insert("tags".into(), json!([e.tag]));
+            op.insert("tags".into(), json!([e.tag.0]));
             op.insert("summary".into(), json!(e.summary));
             op.insert("description".into(), json!(e.description));
             parameters.extend(e.query.iter().map(|(_, p)| p.clone()));
@@ -340,7 +297,7 @@ fn operation(route: &Route, entry: Option<&Doc>, g: &mut SchemaGenerator) -> Val
             op.insert("summary".into(), json!(""));
             op.insert(
                 "description".into(),
-                json!("Undocumented: the documentation registry (crates/http/src/openapi/) has no entry for this route."),
+                json!("Undocumented: the route's table entry has no operation (`Entry::doc`)."),
             );
             op.insert("x-regent-undocumented".into(), json!(true));
         }
@@ -409,24 +366,19 @@ fn generator() -> SchemaGenerator {
         .into_generator()
 }
 
-/// The whole document for these entries (a registry entry stands in for a route's own
-/// documentation while the route has none).
-fn build(entries: &[Routed], registry: &[Doc]) -> Value {
+/// The whole document for these entries.
+fn build(entries: &[Routed]) -> Value {
     let mut g = generator();
     let mut paths = Map::new();
     let mut tags: Vec<Tag> = Vec::new();
     for e in entries {
-        if let Some(tag) = e.doc.as_ref().and_then(|d| Some((d.tag, d.tag_about?))) {
+        if let Some(tag) = e.doc.as_ref().map(|d| d.tag) {
             if !tags.contains(&tag) {
                 tags.push(tag);
             }
         }
         let route = e.route();
-        let doc = e.doc.as_ref().or_else(|| {
-            registry
-                .iter()
-                .find(|d| d.method == route.method && d.path == route.path)
-        });
+        let doc = e.doc.as_ref();
         let item = paths
             .entry(openapi_path(route.path))
             .or_insert_with(|| json!({}));
@@ -452,7 +404,6 @@ fn build(entries: &[Routed], registry: &[Doc]) -> Value {
             "license": { "name": env!("CARGO_PKG_LICENSE"), "identifier": env!("CARGO_PKG_LICENSE") },
         },
         "tags": tags.iter()
-            .chain(status::TAGS).chain(analytics::TAGS)
             .map(|(name, description)| json!({ "name": name, "description": description }))
             .collect::<Vec<_>>(),
         "paths": paths,
@@ -480,11 +431,12 @@ is a 405, an unknown path a 404 `{\"error\": \"Not found\"}`.";
 /// The document, built once.
 pub fn document() -> &'static Value {
     static DOC: OnceLock<Value> = OnceLock::new();
-    DOC.get_or_init(|| build(&routes::table().entries, &registry()))
+    DOC.get_or_init(|| build(&routes::table()))
 }
 
 pub(crate) fn routes() -> Vec<Routed> {
     vec![routes::route(Method::GET, "/api/v1/openapi.json", Level::Public, serve)
+            .reads_nothing()
         .doc(Doc::op(crate::health::TAG, "This OpenAPI document")
             .about(r#"
 A Regent extension: the OpenAPI 3.1 document of every route the broker serves, generated from its route table, so a route cannot be served undocumented. Public: it names no tenant's data.

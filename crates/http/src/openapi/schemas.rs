@@ -18,25 +18,8 @@ pub(crate) fn obj(required: &[&str], properties: Value) -> Value {
     json!({ "type": "object", "required": required, "properties": properties })
 }
 
-/// An object whose every property is required.
-pub(crate) fn all_required(props: Value) -> Value {
-    let keys: Vec<String> = props
-        .as_object()
-        .expect("an object")
-        .keys()
-        .cloned()
-        .collect();
-    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-    obj(&keys, props)
-}
-
 pub(crate) fn array(items: Value) -> Value {
     json!({ "type": "array", "items": items })
-}
-
-/// `schema` or `null`.
-pub(crate) fn nullable(schema: Value) -> Value {
-    json!({ "anyOf": [schema, { "type": "null" }] })
 }
 
 pub(crate) fn uuid() -> Value {
@@ -62,15 +45,6 @@ pub(crate) fn int() -> Value {
 
 pub(crate) fn num() -> Value {
     json!({ "type": "number" })
-}
-
-pub(crate) fn boolean() -> Value {
-    json!({ "type": "boolean" })
-}
-
-/// A field Queen has and Regent does not measure: always `null`.
-pub(crate) fn always_null(what: &str) -> Value {
-    json!({ "type": "null", "description": format!("Always null: Regent has no {what}.") })
 }
 
 /// A schema with a description.
