@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 
+use super::answer::Answer;
 use regent_broker::limits::retry_after_secs;
 use regent_service::{Error, Refusal};
 
@@ -126,28 +127,57 @@ impl ApiError {
     }
 }
 
+/// Every error the broker answers itself: `{"error": "<text>"}`.
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Error")]
+pub struct ErrorBody {
+    /// What went wrong, in Queen's words where Queen has them.
+    pub error: String,
+}
+
+/// Over a tenant limit: the text, the proxy-style code the Python client surfaces, and when
+/// to retry (as the `Retry-After` header).
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "LimitError")]
+pub struct LimitBody {
+    /// `Rate limit exceeded`, or `Stored message limit reached: <n> of <cap> messages`.
+    pub error: String,
+    #[schemars(extend("enum" = ["rate_limited", "quota_exceeded"]))]
+    pub code: &'static str,
+    /// Seconds, as the `Retry-After` header.
+    #[serde(rename = "retryAfter")]
+    pub retry_after: u64,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
-        match &self {
-            ApiError::Internal(detail) => tracing::error!(%detail, "internal error"),
+        match self {
             ApiError::TooManyRequests {
                 text,
                 code,
                 retry_after_secs,
             } => {
-                let body = json!({ "error": text, "code": code, "retryAfter": retry_after_secs });
                 let retry = [(header::RETRY_AFTER, retry_after_secs.to_string())];
-                return (status, retry, Json(body)).into_response();
+                let body = LimitBody {
+                    error: text,
+                    code,
+                    retry_after: retry_after_secs,
+                };
+                (retry, Answer(body).with_status(status)).into_response()
             }
             ApiError::Unavailable { text, retry_after } => {
-                let secs = retry_after_secs(*retry_after);
+                let secs = retry_after_secs(retry_after);
                 let retry = [(header::RETRY_AFTER, secs.to_string())];
-                let body = json!({ "error": text });
-                return (status, retry, Json(body)).into_response();
+                (retry, Answer(ErrorBody { error: text }).with_status(status)).into_response()
             }
-            _ => {}
+            other => {
+                if let ApiError::Internal(detail) = &other {
+                    tracing::error!(%detail, "internal error");
+                }
+                let error = other.to_string();
+                Answer(ErrorBody { error }).with_status(status)
+            }
         }
-        (status, Json(json!({ "error": self.to_string() }))).into_response()
     }
 }

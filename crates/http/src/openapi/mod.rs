@@ -384,6 +384,9 @@ fn build(entries: &[Routed]) -> Value {
             .or_insert_with(|| json!({}));
         item[route.method.as_str().to_ascii_lowercase()] = operation(&route, doc, &mut g);
     }
+    // The error envelopes the shared responses name.
+    g.subschema_for::<crate::error::ErrorBody>();
+    g.subschema_for::<crate::error::LimitBody>();
     let mut components = schemas::components();
     let named = components["schemas"]
         .as_object_mut()

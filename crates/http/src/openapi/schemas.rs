@@ -26,11 +26,6 @@ pub(crate) fn uuid() -> Value {
     json!({ "type": "string", "format": "uuid" })
 }
 
-/// A timestamp as most routes write it: ISO-8601 UTC with milliseconds.
-pub(crate) fn ts() -> Value {
-    json!({ "type": "string", "format": "date-time", "examples": ["2026-04-26T10:59:28.267Z"] })
-}
-
 pub(crate) fn ts_or_null() -> Value {
     json!({ "type": ["string", "null"], "format": "date-time" })
 }
@@ -41,10 +36,6 @@ pub(crate) fn string() -> Value {
 
 pub(crate) fn int() -> Value {
     json!({ "type": "integer" })
-}
-
-pub(crate) fn num() -> Value {
-    json!({ "type": "number" })
 }
 
 /// A schema with a description.
@@ -247,40 +238,9 @@ fn bulk_selector() -> Value {
     })
 }
 
-fn queue_summary() -> Value {
-    obj(
-        &[
-            "id",
-            "name",
-            "namespace",
-            "task",
-            "createdAt",
-            "partitions",
-            "messages",
-            "throughput",
-        ],
-        json!({
-            "id": uuid(), "name": string(), "namespace": string(), "task": string(),
-            "createdAt": ts(), "partitions": int(), "messages": r("MessageCounts"),
-            "throughput": about(obj(&["ingestedPerSecond", "processedPerSecond"], json!({
-                "ingestedPerSecond": num(), "processedPerSecond": num(),
-            })), "A Regent extension: pushed and processed per second over the last 5 minutes, from the series (the overview's rates, for one queue)."),
-        }),
-    )
-}
-
 fn schemas() -> Value {
     json!({
-        "Error": obj(&["error"], json!({ "error": about(string(), "What went wrong, in Queen's words where Queen has them.") })),
-        "LimitError": obj(&["error", "code", "retryAfter"], json!({
-            "error": about(string(), "`Rate limit exceeded`, or `Stored message limit reached: <n> of <cap> messages`."),
-            "code": {"enum": ["rate_limited", "quota_exceeded"]},
-            "retryAfter": about(int(), "Seconds, as the `Retry-After` header."),
-        })),
-        "Success": obj(&["success"], json!({ "success": {"const": true} })),
-        "Spread": obj(&["avg", "median", "min", "max"], json!({ "avg": num(), "median": num(), "min": num(), "max": num() })),
         "QueueOptionsIn": options_in(),
-        "QueueSummary": queue_summary(),
         "PushItem": push_item(),
         "AckItem": ack_item(),
         "TransactionRequest": transaction_request(),
