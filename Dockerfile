@@ -1,6 +1,6 @@
 # Regent: a static binary on an empty base image.
 # Build: docker build -t regent .
-# The build command is the one scripts/static-check proves (README "Static binary").
+# The build command is the one scripts/static-check proves (docs/operations.md, "Static binary").
 FROM rust:1-bookworm AS build
 WORKDIR /src
 COPY . .

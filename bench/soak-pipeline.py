@@ -99,7 +99,7 @@ def worker():
 
 def consumer():
     # Explicit acks, not autoAck: an autoAck pop whose answer a broker crash cuts off is lost
-    # by design (the README's "Stopping"), which would hide a real loss in the ledger.
+    # by design (docs/operations.md, "Stopping"), which would hide a real loss in the ledger.
     while not stop_all.is_set():
         status, body = call("GET", f"/api/v1/pop/queue/{OUT}?batch=50&wait=true&timeout=2000")
         if status != 200 or not body:

@@ -19,7 +19,7 @@ const ALREADY_COMMITTED: &str =
     "already committed: the cursor moved past this message before this ack";
 const UNRESOLVABLE: &str = "unresolvable: transaction not in the ack window (hash purged or never pushed); if leased, the message redelivers";
 /// The broker's text for a completion (or dlq) above a lower explicit signal in the same call
-/// (src/broker/ack_plan.rs, an interpretation: the seed only says those messages redeliver).
+/// (crates/broker/src/ack_plan.rs, an interpretation: the seed only says those messages redeliver).
 const SUPERSEDED: &str = "superseded: an explicit failed/retry/dlq at a lower offset in this call clamps the cursor; this message redelivers";
 const RETRIES_EXHAUSTED: &str = "Retries exhausted";
 
@@ -1599,7 +1599,7 @@ async fn a_partition_of_another_tenant_is_not_owned() {
 /// (a partial ack keeps it), `invalid or expired lease` once the first ack ended it (the
 /// seed's lease rule: a released lease is not the live one); without a `leaseId`: `noop`
 /// either way. In every case the cursor does not move and nothing redelivers: the retry
-/// cannot undo or double the first ack. README "Acknowledgement in one paragraph" says so.
+/// cannot undo or double the first ack. docs/api.md, "A retried ack", says so.
 #[tokio::test]
 async fn a_retried_ack_after_a_lost_answer() {
     let b = broker().await;

@@ -52,7 +52,7 @@ fn the_route_table_gives_the_specs_levels() {
         (Method::GET, "/metrics/prometheus", Level::Public),
         // Regent's: the per-queue families name the tenant's queues.
         (Method::GET, "/api/v1/metrics/queues", Level::Admin),
-        // Read-only in the spec; admin here: they span every tenant (README, "Fleet metrics").
+        // Read-only in the spec; admin here: they span every tenant (docs/metrics.md, "Fleet metrics").
         (
             Method::GET,
             "/api/v1/analytics/system-metrics",

@@ -1,7 +1,7 @@
 //! The fleet's metrics (spec §13.7): `GET /api/v1/analytics/system-metrics` and
 //! `/worker-metrics` from every broker's samples, `/postgres-stats` from PostgreSQL's
 //! statistics views; and `GET /api/v1/status/buffers` (§13.6). A Queen field Regent has no
-//! measurement for is `null`, never a made-up number (README, "Fleet metrics").
+//! measurement for is `null`, never a made-up number (docs/metrics.md, "Fleet metrics").
 
 use std::collections::BTreeMap;
 
@@ -43,11 +43,11 @@ pub(crate) fn routes() -> Vec<Entry> {
     };
     let reader = |p: Params| async move { window(&p).map(drop) };
     // The fleet's figures name hosts and span every tenant: admin, not the spec's read-only
-    // (README, "Authentication and tenants").
+    // (docs/api.md, "Access levels and tenants").
     vec![
         route(M::GET, "/api/v1/analytics/system-metrics", Admin, system_metrics)
             .doc(fleet(op("The fleet's system metrics"))
-                .about("Every broker's samples over the window, bucketed by its length, per broker (`replicas`): CPU, memory, the database pool and the broker's counters (README, \"Fleet metrics\", names each key). Admin: it names hosts and spans every tenant. Python: `Admin.get_system_metrics(**params)`.")
+                .about("Every broker's samples over the window, bucketed by its length, per broker (`replicas`): CPU, memory, the database pool and the broker's counters (docs/metrics.md, \"Fleet metrics\", names each key). Admin: it names hosts and spans every tenant. Python: `Admin.get_system_metrics(**params)`.")
                 .answers::<SystemMetrics>(200, "The fleet's series."))
             .reads_request(&["?from=2026-01-01T00:00:00Z&hostname=h&workerId=0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d"], reader),
         route(M::GET, "/api/v1/analytics/worker-metrics", Admin, worker_metrics)

@@ -1,6 +1,6 @@
 //! `/api/v1/messages`: the listing (newest first across partitions), one message, and what
 //! an operator does to one (delete, retry, move to the dead-letter queue). What each means on
-//! a log with a cursor per group: ARCHITECTURE.md, "Single messages".
+//! a log with a cursor per group: docs/design/storage.md, "Single messages".
 
 use axum::extract::State as AxState;
 use axum::http::Method;

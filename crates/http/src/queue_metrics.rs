@@ -3,7 +3,7 @@
 //! queues, so they are always on the admin route `GET /api/v1/metrics/queues` (the token's
 //! tenant's queues only), and on the public `/metrics/prometheus` (every tenant's) only when
 //! `METRICS_PER_QUEUE` says so. At most `METRICS_TOP_QUEUES` queues by name, the deepest;
-//! the rest in one `queue="_other"` series (README, "Per-queue metrics").
+//! the rest in one `queue="_other"` series (docs/metrics.md, "Per-queue metrics").
 
 use std::fmt::Write;
 

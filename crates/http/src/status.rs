@@ -1,6 +1,6 @@
 //! `/api/v1/status/*` (spec §13.1–13.5): what Queen's dashboard pages read, from the queue
 //! series and the current counts. Fields Queen fills from machinery Regent does not have (an
-//! event loop, worker slots, a stats refresh) are `null`, never invented (README, "Status").
+//! event loop, worker slots, a stats refresh) are `null`, never invented (docs/api.md, "Differences from Queen").
 
 use axum::extract::State as AxState;
 use axum::http::Method;

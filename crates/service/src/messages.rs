@@ -1,7 +1,7 @@
 //! Single messages (spec §10): listed newest first across partitions, read one at a time,
 //! deleted, retried and moved to the dead-letter queue. The log is never rewritten: a
 //! deletion is a tombstone every pop skips, a retry appends a copy, a move to the dead-letter
-//! queue files a dead letter and deletes the message (ARCHITECTURE.md, "Single messages").
+//! queue files a dead letter and deletes the message (docs/design/storage.md, "Single messages").
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
