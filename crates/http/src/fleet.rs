@@ -351,6 +351,14 @@ struct FleetBucket {
     avg_job_queue_size: f64,
     /// The most requests any one broker's pool had waiting in one sample.
     max_job_queue_size: i64,
+    #[serde(flatten)]
+    unmeasured: FleetUnmeasured,
+}
+
+/// Queen's figures of a bucket that Regent does not measure: always null.
+#[derive(Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct FleetUnmeasured {
     jobs_done: Null,
     avg_event_loop_lag_ms: Null,
     max_event_loop_lag_ms: Null,
@@ -389,19 +397,7 @@ impl FleetBucket {
             db_connections: round2(f.db_connections),
             avg_job_queue_size: round2(f.avg_waiting),
             max_job_queue_size: f.max_waiting,
-            jobs_done: Null,
-            avg_event_loop_lag_ms: Null,
-            max_event_loop_lag_ms: Null,
-            avg_free_slots: Null,
-            min_free_slots: Null,
-            backoff_size: Null,
-            avg_lag_ms: Null,
-            max_lag_ms: Null,
-            lag_count: Null,
-            db_errors: Null,
-            ack_success: Null,
-            ack_failed: Null,
-            dlq_count: Null,
+            unmeasured: FleetUnmeasured::default(),
         }
     }
 }

@@ -166,19 +166,39 @@ impl MessageMode {
     }
 }
 
-/// The fields the listing and the detail share.
+/// A message and where it is: what every message route names it by (the status page's
+/// message list too).
 #[derive(Serialize, JsonSchema)]
-struct Common {
+#[serde(rename_all = "camelCase")]
+pub(crate) struct MessageAt {
     id: Uuid,
-    #[serde(rename = "transactionId")]
     transaction_id: String,
-    #[serde(rename = "partitionId")]
     partition_id: Uuid,
     /// `<queue>/<partition>`.
-    #[serde(rename = "queuePath")]
     queue_path: String,
     queue: String,
     partition: String,
+}
+
+impl MessageAt {
+    pub(crate) fn of(f: &Found) -> MessageAt {
+        let (m, p) = (&f.message.message, &f.place);
+        MessageAt {
+            id: m.message_id,
+            transaction_id: m.transaction_id.clone(),
+            partition_id: p.partition_id,
+            queue_path: format!("{}/{}", p.queue, p.partition),
+            queue: p.queue.clone(),
+            partition: p.partition.clone(),
+        }
+    }
+}
+
+/// The fields the listing and the detail share.
+#[derive(Serialize, JsonSchema)]
+struct Common {
+    #[serde(flatten)]
+    at: MessageAt,
     namespace: String,
     task: String,
     #[schemars(description = STATUS)]
@@ -198,12 +218,7 @@ impl Common {
     fn of(f: &Found) -> Common {
         let (m, p) = (&f.message.message, &f.place);
         Common {
-            id: m.message_id,
-            transaction_id: m.transaction_id.clone(),
-            partition_id: p.partition_id,
-            queue_path: format!("{}/{}", p.queue, p.partition),
-            queue: p.queue.clone(),
-            partition: p.partition.clone(),
+            at: MessageAt::of(f),
             namespace: p.namespace.clone(),
             task: p.task.clone(),
             status: f.seen.status.name(),

@@ -15,6 +15,7 @@ use super::answer::{Answer, Millis, Null, Pagination};
 use super::auth::Principal;
 use super::configure::OptionsEcho;
 use super::error::ApiError;
+use super::messages::MessageAt;
 use super::openapi::schemas::string;
 use super::openapi::{Doc, Tag};
 use super::params::{Paging, Params};
@@ -198,6 +199,14 @@ struct ThroughputPoint {
     dlq_count: i64,
     /// Messages deleted by retention or eviction.
     expired: i64,
+    #[serde(flatten)]
+    unmeasured: PointUnmeasured,
+}
+
+/// Queen's figures of a point that Regent does not measure per bucket: always null.
+#[derive(Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct PointUnmeasured {
     avg_lag_ms: Null,
     max_lag_ms: Null,
     avg_event_loop_lag_ms: Null,
@@ -226,18 +235,7 @@ impl ThroughputPoint {
             ack_failed: c.failed,
             dlq_count: c.dead_lettered,
             expired: c.expired,
-            avg_lag_ms: Null,
-            max_lag_ms: Null,
-            avg_event_loop_lag_ms: Null,
-            max_event_loop_lag_ms: Null,
-            min_free_slots: Null,
-            db_errors: Null,
-            queen_cpu_user_pct: Null,
-            queen_cpu_sys_pct: Null,
-            queen_rss_mb: Null,
-            db_pool_active: Null,
-            db_pool_idle: Null,
-            db_pool_size: Null,
+            unmeasured: PointUnmeasured::default(),
         }
     }
 }
@@ -599,13 +597,8 @@ async fn queue(
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 struct QueueMessage {
-    id: Uuid,
-    transaction_id: String,
-    partition_id: Uuid,
-    /// `<queue>/<partition>`.
-    queue_path: String,
-    queue: String,
-    partition: String,
+    #[serde(flatten)]
+    at: MessageAt,
     /// As queue mode's cursor sees it: dead-lettered, else by its cursor.
     #[schemars(extend("enum" = ["pending", "processing", "completed", "dead_letter"]))]
     status: &'static str,
@@ -614,14 +607,8 @@ struct QueueMessage {
 
 impl From<&Found> for QueueMessage {
     fn from(f: &Found) -> QueueMessage {
-        let (m, pl) = (&f.message.message, &f.place);
         QueueMessage {
-            id: m.message_id,
-            transaction_id: m.transaction_id.clone(),
-            partition_id: pl.partition_id,
-            queue_path: format!("{}/{}", pl.queue, pl.partition),
-            queue: pl.queue.clone(),
-            partition: pl.partition.clone(),
+            at: MessageAt::of(f),
             status: queue_view(f),
             created_at: Millis(f.message.created_at),
         }
