@@ -294,3 +294,54 @@ async fn a_move_to_the_dead_letter_queue_files_it_and_deletes_it_from_the_log() 
         .await;
     assert_eq!(s, StatusCode::NOT_FOUND, "already gone from the log");
 }
+
+/// A payload is the client's own JSON text on every route that shows it: a number no double
+/// holds (`1e400`, a 400-digit integer, valid JSON a Python client sends as a big `int`) is
+/// shown as sent by the message detail, the traces by name and the dead-letter listing, as
+/// pop does, never as `null` and never as a 500 for the whole page.
+#[tokio::test]
+async fn a_payload_beyond_a_double_is_shown_as_sent_everywhere() {
+    let b = broker().await;
+    let int = "1".repeat(400);
+    let payload = format!(r#"{{"big":1e400,"int":{int},"price":1.50}}"#);
+    let body =
+        format!(r#"{{"items":[{{"queue":"big","transactionId":"b-1","payload":{payload}}}]}}"#);
+    let (s, pushed) = b.post_raw("/api/v1/push", &body).await;
+    assert_eq!(s, StatusCode::CREATED, "{pushed}");
+    let pid = pushed[0]["partition_id"].as_str().unwrap().to_string();
+    let (s, v) = b
+        .post(
+            "/api/v1/traces",
+            json!({"transactionId": "b-1", "partitionId": pid, "traceNames": ["big"],
+                   "data": {"step": 1}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+
+    let text = |path: String| {
+        let b = &b;
+        async move {
+            let res = b.http.get(format!("{}{path}", b.url)).send().await.unwrap();
+            (res.status(), res.text().await.unwrap())
+        }
+    };
+    let (s, detail) = text(format!("/api/v1/messages/{pid}/b-1")).await;
+    assert_eq!(s, StatusCode::OK, "{detail}");
+    assert!(
+        detail.contains(&format!(r#""payload":{payload}"#)),
+        "{detail}"
+    );
+    let (s, named) = text("/api/v1/traces/by-name/big".into()).await;
+    assert_eq!(s, StatusCode::OK, "{named}");
+    assert!(named.contains(&payload), "{named}");
+
+    let path = format!("/api/v1/messages/{pid}/b-1/dlq?consumerGroup=ledger");
+    let (s, v) = b.post(&path, json!({})).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let (s, letters) = text("/api/v1/dlq?queue=big".into()).await;
+    assert_eq!(s, StatusCode::OK, "{letters}");
+    assert!(
+        letters.contains(&format!(r#""data":{payload}"#)),
+        "{letters}"
+    );
+}

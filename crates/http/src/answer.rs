@@ -4,9 +4,10 @@
 //! included.
 //!
 //! Key order: Queen's server writes every object with its keys sorted (its JSON maps are
-//! ordered maps), and so does Regent: [`Answer`] renders through serde_json's sorted map, so a
-//! type's fields are declared in the order that reads best and the wire keeps Queen's order.
-//! The hot paths (push, pop, ack) write their bytes directly instead and say so.
+//! ordered maps), and so does Regent: [`Answer`] writes the value and sorts every object's
+//! keys on the text (`crate::sorted`), so a type's fields are declared in the order that reads
+//! best and the wire keeps Queen's order, and a client's payload inside an answer keeps its
+//! numbers as sent. Push and pop write their bytes directly instead and say so.
 
 use std::borrow::Cow;
 
@@ -34,12 +35,10 @@ impl<T: Serialize> Answer<T> {
     }
 }
 
-/// The value's JSON with every object's keys sorted (through `Value`, whose maps are: see
-/// the module's note on key order).
+/// The value's JSON with every object's keys sorted (see the module's note on key order).
 fn render<T: Serialize>(status: StatusCode, value: &T) -> Response {
-    let body = serde_json::to_value(value)
-        .and_then(|v| serde_json::to_vec(&v))
-        .expect("an answer serialises");
+    let written = serde_json::to_vec(value).expect("an answer serialises");
+    let body = crate::sorted::sort_keys(&written);
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 

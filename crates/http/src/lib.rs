@@ -36,6 +36,7 @@ mod queue_metrics;
 pub mod request_id;
 mod resources;
 pub mod routes;
+mod sorted;
 mod stats;
 mod status;
 mod time;

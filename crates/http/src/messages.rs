@@ -8,6 +8,7 @@ use axum::Extension;
 use chrono::{DateTime, Duration, DurationRound, Utc};
 use schemars::JsonSchema;
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
@@ -330,8 +331,10 @@ async fn list(
 struct Detail {
     #[serde(flatten)]
     common: Common,
-    /// The payload (the key is `payload` here, `data` on pop and the dead-letter listing).
-    payload: Value,
+    /// The payload as pushed (the key is `payload` here, `data` on pop and the dead-letter
+    /// listing).
+    #[schemars(with = "Value")]
+    payload: Box<RawValue>,
     /// The queue seals payloads at rest (shown opened).
     #[serde(rename = "isEncrypted")]
     is_encrypted: bool,
@@ -382,7 +385,7 @@ async fn get(
     let o = QueueOptions::from_stored(&f.place.options);
     Ok(Answer(Detail {
         common: Common::of(&f),
-        payload: serde_json::from_str(f.message.message.payload.get()).unwrap_or(Value::Null),
+        payload: f.message.message.payload.clone(),
         is_encrypted: o.encrypted(),
         error_message: f.dead.as_ref().map(|d| d.error.clone()),
         retry_count: f.dead.as_ref().map(|d| d.retry_count),
