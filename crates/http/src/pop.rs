@@ -37,9 +37,12 @@ const SUBSCRIPTION_FROM_400: &str =
     "`subscriptionFrom` unparsable; an undecodable query string or path segment.";
 
 pub(crate) fn routes() -> Vec<Entry> {
-    let c = Config::defaults();
     let doc = |summary, about: String, partitions: bool| {
-        pop_params(Doc::op(ack::TAG, summary).about(&about), &c, partitions)
+        pop_params(
+            Doc::op(ack::TAG, summary).about(&about),
+            &DEFAULTS,
+            partitions,
+        )
     };
     vec![
         route(Method::GET, "/api/v1/pop/queue/{queue}", ReadWrite, pop_queue)
@@ -49,14 +52,14 @@ pub(crate) fn routes() -> Vec<Entry> {
                 "orders?batch=10&wait=true&timeout=30000&consumerGroup=g&subscriptionMode=new&autoAck=true",
                 "orders?subscriptionFrom=2026-01-02T03:04:05Z&autopilot=1&partitions=5",
             ], |PathParams(q): PathParams<String>, p: Params| async move {
-                ask(&FUZZ_CONFIG, &p, Target::Queue(q)).map(drop)
+                ask(&DEFAULTS, &p, Target::Queue(q)).map(drop)
             }),
         route(Method::GET, "/api/v1/pop/queue/{queue}/partition/{partition}", ReadWrite, pop_partition)
             .doc(doc("Pop from one named partition", format!("{POP} One partition (by name), so `partitions` does not apply; an unknown one answers `partition_not_found`, one leased to another consumer of the group `lease_held`. Python: `queue(name).partition(p).pop()` / `consume` when `p` is not `Default`."), false)
                 .fails(400, SUBSCRIPTION_FROM_400))
             .reads_request(&["orders/customer-42?batch=1&wait=false&timeout=-5&consumerGroup=g"],
                 |PathParams((q, part)): PathParams<(String, String)>, p: Params| async move {
-                    ask(&FUZZ_CONFIG, &p, Target::Partition(q, part)).map(drop)
+                    ask(&DEFAULTS, &p, Target::Partition(q, part)).map(drop)
                 }),
         route(Method::GET, "/api/v1/pop", ReadWrite, pop_scope)
             .doc(doc("Pop across a namespace or task", format!("{POP} Across every queue whose namespace and/or task match, highest `priority` first; each message names its `queue`. Documented by Queen but not routed by Queen 0.15; the Python client calls it for a consumer that names no queue."), true)
@@ -64,13 +67,14 @@ pub(crate) fn routes() -> Vec<Entry> {
                 .query("task", string(), "The queues' task.")
                 .fails(400, "`namespace or task is required`; `subscriptionFrom` unparsable."))
             .reads_request(&["?namespace=billing&task=invoice&batch=100&subscriptionMode=all"], |p: Params| async move {
-                scope(&p).and_then(|t| ask(&FUZZ_CONFIG, &p, t)).map(drop)
+                scope(&p).and_then(|t| ask(&DEFAULTS, &p, t)).map(drop)
             }),
     ]
 }
 
-/// The pop defaults and clamps the fuzzer reads with: a broker's with an empty environment.
-static FUZZ_CONFIG: std::sync::LazyLock<Config> = std::sync::LazyLock::new(Config::defaults);
+/// The pop defaults and clamps of a broker with an empty environment: what the operations
+/// document and what the fuzzer reads with.
+static DEFAULTS: std::sync::LazyLock<Config> = std::sync::LazyLock::new(Config::defaults);
 
 /// The query parameters every pop reads, with `c`'s defaults and clamps, and its answer.
 fn pop_params(d: Doc, c: &Config, partitions: bool) -> Doc {

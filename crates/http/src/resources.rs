@@ -590,16 +590,19 @@ struct Tasks {
     tasks: Vec<Task>,
 }
 
-/// A page of the tenant's namespaces or tasks, by name, each with its name and counts.
+/// A page (`limit` 1,000, `offset`) of the tenant's namespaces or tasks, by name, each with
+/// its name and counts.
 async fn rollup(
     s: &super::AppState,
     tenant: &str,
     by: Label,
-    page: Page,
+    p: &Params,
 ) -> Result<Vec<(String, Rolled)>, ApiError> {
-    Ok(s.service
-        .rollup(tenant, by, page)
-        .await?
+    let rows = s
+        .service
+        .rollup(tenant, by, p.page(Paging::LISTING))
+        .await?;
+    Ok(rows
         .into_iter()
         .map(|r| {
             let counts = Rolled {
@@ -615,35 +618,29 @@ async fn rollup(
         .collect())
 }
 
-/// A page (`limit` 1,000, `offset`) of the tenant's namespaces, by name.
 async fn namespaces(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     p: Params,
 ) -> Result<Answer<Namespaces>, ApiError> {
-    let page = p.page(Paging::LISTING);
-    let listed = rollup(&s, &who.tenant, Label::Namespace, page).await?;
+    let rows = rollup(&s, &who.tenant, Label::Namespace, &p).await?;
+    let namespaces = rows
+        .into_iter()
+        .map(|(namespace, counts)| Namespace { namespace, counts });
     Ok(Answer(Namespaces {
-        namespaces: listed
-            .into_iter()
-            .map(|(namespace, counts)| Namespace { namespace, counts })
-            .collect(),
+        namespaces: namespaces.collect(),
     }))
 }
 
-/// A page (`limit` 1,000, `offset`) of the tenant's tasks, by name.
 async fn tasks(
     AxState(s): State,
     Extension(who): Extension<Principal>,
     p: Params,
 ) -> Result<Answer<Tasks>, ApiError> {
-    let page = p.page(Paging::LISTING);
-    let listed = rollup(&s, &who.tenant, Label::Task, page).await?;
+    let rows = rollup(&s, &who.tenant, Label::Task, &p).await?;
+    let tasks = rows.into_iter().map(|(task, counts)| Task { task, counts });
     Ok(Answer(Tasks {
-        tasks: listed
-            .into_iter()
-            .map(|(task, counts)| Task { task, counts })
-            .collect(),
+        tasks: tasks.collect(),
     }))
 }
 

@@ -107,15 +107,21 @@ impl<'a> Reader<'a> {
                     let literal = self.string();
                     self.next(); // the colon
                     let value = self.value();
-                    let key = unescaped(literal);
-                    fields.retain(|(k, _, _)| *k != key);
-                    fields.push((key, literal, value));
+                    fields.push((unescaped(literal), literal, value));
                     if self.next() == b'}' {
                         break;
                     }
                 }
+                // Stable, so of a key given twice the last stays last; keep only that one.
                 fields.sort_by(|a, b| a.0.cmp(&b.0));
-                Node::Object(fields)
+                let mut kept: Vec<(String, &'a [u8], Node<'a>)> = Vec::with_capacity(fields.len());
+                for field in fields {
+                    match kept.last_mut() {
+                        Some(last) if last.0 == field.0 => *last = field,
+                        _ => kept.push(field),
+                    }
+                }
+                Node::Object(kept)
             }
             b'"' => Node::Scalar(self.string()),
             _ => {
