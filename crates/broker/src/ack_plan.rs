@@ -126,6 +126,21 @@ impl AckPlan {
     pub fn reopens(&self, next_offset: i64) -> bool {
         self.release_lease && self.committed + 1 < next_offset
     }
+
+    /// The plan with the live lease ended even where the seed would keep it (a batch acked
+    /// in part): a stream cycle's `release_lease`. A plan that refused or changed nothing is
+    /// returned as it was: there is nothing to release on its behalf.
+    pub fn releasing(mut self) -> AckPlan {
+        let carried = !self.items.is_empty() && self.items.iter().all(|o| o.success && !o.noop);
+        if carried && !self.release_lease {
+            self.release_lease = true;
+            self.changed = true;
+            for o in &mut self.items {
+                o.lease_released = true;
+            }
+        }
+        self
+    }
 }
 
 /// One item that survived classification and takes part in the commit decision.
@@ -439,6 +454,27 @@ mod tests {
             offset: None,
             error: Some("ignored".to_owned()),
         }
+    }
+
+    #[test]
+    fn releasing_ends_a_lease_the_seed_keeps_and_nothing_else() {
+        // A batch acked in part keeps its lease; releasing ends it and says so per item.
+        let part = plan(&batch(), &DLQ_ON, true, &[it(Completed, 14)]);
+        assert!(!part.release_lease);
+        let released = part.clone().releasing();
+        assert!(released.release_lease && released.changed);
+        assert_eq!(released.items, vec![ok(true)]);
+        assert_eq!(released.committed, part.committed);
+        // A refusal or a duplicate is left as it was: nothing was carried out.
+        for refused in [
+            plan(&batch(), &DLQ_ON, true, &[it(Completed, 9)]),
+            plan(&batch(), &DLQ_ON, true, &[unresolved(Completed)]),
+        ] {
+            assert_eq!(refused.clone().releasing(), refused);
+        }
+        // A full batch already releases.
+        let full = plan(&batch(), &DLQ_ON, true, &[it(Completed, 19)]);
+        assert_eq!(full.clone().releasing(), full);
     }
 
     fn ok(lease_released: bool) -> ItemOutcome {

@@ -13,6 +13,7 @@ pub mod options;
 pub mod push_plan;
 pub mod requeue;
 pub mod status;
+pub mod streams;
 pub mod subscription;
 pub mod top;
 pub mod tx_hash;

@@ -37,9 +37,28 @@ impl<T: Serialize> Answer<T> {
 
 /// The value's JSON with every object's keys sorted (see the module's note on key order).
 fn render<T: Serialize>(status: StatusCode, value: &T) -> Response {
+    Rendered(bytes(value)).with_status(status)
+}
+
+/// The bytes [`Answer`] writes for `value`: for an answer kept to be sent again.
+pub fn bytes<T: Serialize>(value: &T) -> Vec<u8> {
     let written = serde_json::to_vec(value).expect("an answer serialises");
-    let body = crate::sorted::sort_keys(&written);
-    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+    crate::sorted::sort_keys(&written)
+}
+
+/// An answer rendered earlier by [`bytes`], sent as it is.
+pub struct Rendered(pub Vec<u8>);
+
+impl Rendered {
+    pub fn with_status(self, status: StatusCode) -> Response {
+        (status, [(header::CONTENT_TYPE, "application/json")], self.0).into_response()
+    }
+}
+
+impl IntoResponse for Rendered {
+    fn into_response(self) -> Response {
+        self.with_status(StatusCode::OK)
+    }
 }
 
 /// The page a listing answered: its `limit` (after clamping) and `offset`.

@@ -33,6 +33,9 @@ pub enum ApiError {
     MethodNotAllowed,
     #[error("request body too large")]
     PayloadTooLarge,
+    /// A part of the request over its documented size: the text says which and the limit.
+    #[error("{0}")]
+    TooLarge(String),
     #[error("Request header fields too large")]
     HeadersTooLarge,
     /// More items in one request than `MAX_PUSH_ITEMS`.
@@ -116,7 +119,7 @@ impl ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::PayloadTooLarge | ApiError::TooManyItems { .. } => {
+            ApiError::PayloadTooLarge | ApiError::TooLarge(_) | ApiError::TooManyItems { .. } => {
                 StatusCode::PAYLOAD_TOO_LARGE
             }
             ApiError::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,

@@ -39,6 +39,7 @@ pub mod routes;
 mod sorted;
 mod stats;
 mod status;
+mod streams;
 mod time;
 mod traces;
 mod transaction;

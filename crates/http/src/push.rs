@@ -275,7 +275,7 @@ fn render(items: &[PushItem], verdicts: &[Verdict], range: Range<usize>) -> Vec<
 /// One element of the push answer, with Queen's mixed key casing. Written straight to the
 /// wire (the push path's answer is streamed), so its keys come in this declared order.
 #[derive(Serialize, JsonSchema)]
-struct PushResult<'a> {
+pub(crate) struct PushResult<'a> {
     /// The item's position in the request (the answer has one element per item, in order).
     index: usize,
     transaction_id: &'a str,
@@ -311,7 +311,7 @@ struct PushResult<'a> {
 }
 
 impl<'a> PushResult<'a> {
-    fn of(index: usize, item: &'a PushItem, v: &'a Verdict) -> PushResult<'a> {
+    pub(crate) fn of(index: usize, item: &'a PushItem, v: &'a Verdict) -> PushResult<'a> {
         let mut r = PushResult {
             index,
             transaction_id: &item.message.transaction_id,

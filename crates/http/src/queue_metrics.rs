@@ -20,6 +20,7 @@ use super::openapi::Doc;
 use super::routes::{route, Entry, Level::Admin};
 use super::{AppState, State};
 use regent_service::queue_metrics::{QueueLine, QueueMetrics};
+use regent_service::streams::StreamTotal;
 
 /// A label value as the text format wants it: backslash, double quote and line feed escaped.
 fn escape(v: &str) -> String {
@@ -122,6 +123,7 @@ async fn queues(
         .await?;
     let mut out = String::new();
     families(&m, &mut out);
+    streams(&s, Some(&who.tenant), &mut out);
     Ok(exposition(out))
 }
 
@@ -138,6 +140,36 @@ pub(super) async fn public(s: &AppState, out: &mut String) {
     {
         Ok(m) => families(&m, out),
         Err(e) => tracing::debug!(error = %e, "the per-queue metrics were left out"),
+    }
+    streams(s, None, out);
+}
+
+/// This broker's counters of each stream query (of `tenant`, or of every tenant), labelled
+/// by tenant and query name.
+fn streams(s: &AppState, tenant: Option<&str>, out: &mut String) {
+    let totals: Vec<_> = s
+        .service
+        .stream_totals()
+        .into_iter()
+        .filter(|(t, _, _)| tenant.is_none_or(|want| want == t))
+        .collect();
+    let families: [(&str, &str, fn(&StreamTotal) -> u64); 5] = [
+        ("regent_stream_cycles_total", "Stream cycles this broker committed, per query.", |t| t.cycles),
+        ("regent_stream_state_ops_total", "State operations those cycles applied.", |t| t.state_ops),
+        ("regent_stream_pushed_total", "Sink messages those cycles stored.", |t| t.pushed),
+        ("regent_stream_replays_total", "Cycles their client repeated after a lost answer: answered from the first commit, nothing applied again.", |t| t.replays),
+        ("regent_stream_failures_total", "Cycles refused or failed, nothing committed.", |t| t.failures),
+    ];
+    for (name, help, read) in families {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+        for (tenant, query, t) in &totals {
+            let (tenant, query) = (escape(tenant), escape(query));
+            let _ = writeln!(
+                out,
+                "{name}{{tenant=\"{tenant}\",query=\"{query}\"}} {}",
+                read(t)
+            );
+        }
     }
 }
 

@@ -22,8 +22,8 @@ use crate::openapi::Doc;
 
 use super::{
     ack, analytics, configure, console, consumer_groups, dlq, fleet, health, lease, maintenance,
-    messages, metrics, openapi, pop, push, queue_metrics, resources, stats, status, traces,
-    transaction, whoami, AppState,
+    messages, metrics, openapi, pop, push, queue_metrics, resources, stats, status, streams,
+    traces, transaction, whoami, AppState,
 };
 
 /// What a route requires. Each level includes the ones before it.
@@ -191,6 +191,7 @@ pub fn table() -> Vec<Entry> {
         fleet::routes(),
         consumer_groups::routes(),
         traces::routes(),
+        streams::routes(),
         console::routes(),
     ]
     .into_iter()

@@ -20,6 +20,7 @@ pub mod peers;
 pub mod placements;
 pub mod queue_totals;
 pub mod ready;
+pub mod streams;
 pub mod sweeps;
 pub mod switches;
 pub mod tallies;
@@ -73,6 +74,8 @@ pub struct Runtime {
     pub queue_totals: queue_totals::QueueTotals,
     /// Which node holds each partition, for fusion to keep a transaction on one.
     pub placements: placements::Placements,
+    /// What each stream query's cycles did since start.
+    pub streams: streams::Streams,
 }
 
 impl Runtime {
@@ -91,6 +94,7 @@ impl Runtime {
             tallies: Default::default(),
             queue_totals: Default::default(),
             placements: placements::Placements::new(s.spread),
+            streams: Default::default(),
         }
     }
 
@@ -131,6 +135,7 @@ impl Runtime {
             ("series_queues", self.tallies.len()),
             ("queue_totals", self.queue_totals.len()),
             ("placements", self.placements.len()),
+            ("stream_queries", self.streams.len()),
         ]
     }
 }

@@ -49,6 +49,8 @@ pub(crate) struct AckGroup {
     /// The items' offsets, when this broker delivered them under the lease: the transaction
     /// index is then not consulted.
     pub known: Option<Vec<i64>>,
+    /// End the live lease even where the seed keeps it (a stream cycle's `release_lease`).
+    pub release_at_once: bool,
 }
 
 /// How an ack whose `leaseId` is not the live lease is treated.
@@ -202,6 +204,7 @@ pub(crate) fn group_acks(acks: Vec<SentAck>, group: &str) -> Vec<(AckGroup, Vec<
                     lease_id: a.lease_id.clone(),
                     items: vec![a],
                     known: None,
+                    release_at_once: false,
                 },
                 vec![i],
             )),
@@ -433,7 +436,10 @@ async fn carry_out(
         retry_limit: options.retry_limit(),
         dead_letter: options.dead_letter_enabled(),
     };
-    let plan = ack_plan::plan(&view, &policy, group.lease_id.is_some(), items);
+    let mut plan = ack_plan::plan(&view, &policy, group.lease_id.is_some(), items);
+    if group.release_at_once && c.live {
+        plan = plan.releasing();
+    }
     if !plan.changed {
         return Ok(plan.into());
     }

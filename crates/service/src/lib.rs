@@ -37,6 +37,7 @@ mod retention;
 pub mod series;
 pub mod stats;
 pub mod status;
+pub mod streams;
 mod supervise;
 mod test_hooks;
 pub mod traces;

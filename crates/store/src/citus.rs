@@ -16,7 +16,7 @@ use tokio_postgres::Client;
 use anyhow::{bail, Result};
 
 /// Replicated to every node: read by every request, written rarely.
-const REFERENCE: &[&str] = &["queues", "subscriptions", "maintenance"];
+const REFERENCE: &[&str] = &["queues", "subscriptions", "maintenance", "stream_queries"];
 
 /// Distributed by partition, co-located with `partitions` (table, distribution column).
 const BY_PARTITION: &[(&str, &str)] = &[
@@ -27,6 +27,8 @@ const BY_PARTITION: &[(&str, &str)] = &[
     ("tx_index", "partition_id"),
     ("dead_letters", "partition_id"),
     ("traces", "partition_id"),
+    ("stream_partitions", "partition_id"),
+    ("stream_state", "partition_id"),
 ];
 
 /// The coordinator's own tables, and the push buffer: local, added to Citus's metadata so

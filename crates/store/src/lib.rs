@@ -70,6 +70,7 @@ mod retry;
 pub mod seek;
 pub mod series;
 pub mod stats;
+pub mod streams;
 pub mod tls;
 pub mod traces;
 

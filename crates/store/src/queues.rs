@@ -346,7 +346,9 @@ pub async fn delete(tx: &Tx<'_>, tenant: &str, name: &str) -> Result<bool, Store
                   m AS (DELETE FROM queue_minutes WHERE queue_id = $1),
                   h AS (DELETE FROM queue_depth_minutes WHERE queue_id = $1),
                   k AS (DELETE FROM tombstones WHERE partition_id IN (SELECT id FROM p)),
-                  b AS (DELETE FROM push_buffer WHERE partition_id IN (SELECT id FROM p))
+                  b AS (DELETE FROM push_buffer WHERE partition_id IN (SELECT id FROM p)),
+                  ss AS (DELETE FROM stream_state WHERE partition_id IN (SELECT id FROM p)),
+                  sp AS (DELETE FROM stream_partitions WHERE partition_id IN (SELECT id FROM p))
              DELETE FROM subscriptions WHERE queue_id = $1",
         )
         .await?;

@@ -1,0 +1,794 @@
+//! `/streams/v1/*`: the server side of Queen's streaming SDK (`queen.streams`, spec §16):
+//! registering a query, a cycle (state operations, sink pushes and the source ack in ONE
+//! transaction; see `regent_service::streams`), and reading state. Bodies and answers use
+//! snake_case, as Queen's do. Two read routes of Regent's own list queries and their
+//! partitions for the console.
+
+use axum::extract::State as AxState;
+use axum::http::{Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use regent_broker::naming::QUEUE_MODE;
+use regent_broker::status::AckStatus;
+use regent_broker::streams::{cycle_digest, StateOp, MAX_STATE_KEY_BYTES, MAX_STATE_VALUE_BYTES};
+use regent_service::push::PushItem;
+use regent_service::streams::{
+    AckDone, Applied, Cycle, CycleAck, CycleOutcome, Register, Registered, StateFilter, StateValue,
+    StoredState, StreamPartition, StreamQuery,
+};
+
+use super::answer::{bytes, Answer, Millis, Pagination, Rendered, True};
+use super::auth::Principal;
+use super::body::RawBody;
+use super::error::ApiError;
+use super::openapi::schemas::{about, array, obj, string, uuid};
+use super::openapi::{Doc, Tag};
+use super::params::{Paging, Params};
+use super::path::PathParams;
+use super::push::{self, parse_item, PushResult, MAX_NAME_BYTES};
+use super::routes::{route, Entry, Level::*};
+use super::State;
+
+const TAG: Tag = (
+    "streams",
+    "Queen Streams: stream queries, their cycles (state, sink pushes and the source ack in one transaction) and their state.",
+);
+
+/// A query's partitions page 100 at a time by default, at most 1,000.
+const PARTITIONS: Paging = Paging {
+    default: 100,
+    max: 1000,
+};
+
+/// The most state rows one read answers, when it asks for a limit.
+const MAX_STATE_LIMIT: i64 = 10_000;
+
+const CYCLE_KEYS: &[&str] = &[
+    "query_id",
+    "partition_id",
+    "consumer_group",
+    "state_ops",
+    "type",
+    "key",
+    "value",
+    "push_items",
+    "queue",
+    "partition",
+    "payload",
+    "transactionId",
+    "traceId",
+    "ack",
+    "leaseId",
+    "status",
+    "count",
+    "error",
+    "release_lease",
+    "windowEnd",
+];
+
+pub(crate) fn routes() -> Vec<Entry> {
+    use Method as M;
+    let op = |summary| Doc::op(TAG, summary);
+    vec![
+        route(M::POST, "/streams/v1/queries", ReadWrite, register)
+            .doc(op("Register a stream query")
+                .about(r#"
+Idempotent registration by `name` within the caller's tenant. A new name gets a new `query_id` (`fresh: true`); the same name and `config_hash` the stored query (`fresh: false`); another hash is refused with 409 (the client raises `StreamsConfigHashMismatch`; Queen 0.15 answers 200) unless `reset: true`, which deletes the query's state and adopts the new configuration (`reset: true`, also when the hash is the same). Python: `Stream...run(query_id, url=...)` (`register_query`).
+"#)
+                .body(true, "The query.", obj(&["name", "source_queue", "config_hash"], json!({
+                    "name": about(string(), "The query's id as the client names it."),
+                    "source_queue": string(),
+                    "config_hash": about(string(), "The client's hash of the pipeline's configuration."),
+                    "sink_queue": {"type": ["string", "null"]},
+                    "reset": {"type": ["boolean", "null"], "default": false},
+                })))
+                .fails(400, "`request body must be a JSON object`, `name is required`, `source_queue is required`, `config_hash is required`, `<field> must be a string`, `<field> is longer than 512 bytes`, `reset must be a boolean`; `Empty request body`, `Invalid JSON: …`.")
+                .answers::<RegisteredAnswer>(200, "Registered.")
+                .answers::<ConflictAnswer>(409, "Another `config_hash` is registered under the name; nothing changed."))
+            .reads_body(
+                &["name", "source_queue", "config_hash", "sink_queue", "reset"],
+                &[r#"{"name": "orders.per-minute", "source_queue": "orders", "config_hash": "9f2c", "sink_queue": "orders.totals", "reset": false}"#],
+                |b| b.json().and_then(|v| parse_register(&v).map(drop)),
+            ),
+        route(M::GET, "/streams/v1/queries", ReadOnly, list)
+            .doc(op("Stream queries")
+                .about(r#"
+The caller's tenant's stream queries, by name. Regent's own (for the console; Queen has no such route).
+"#)
+                .answers::<QueryList>(200, "The queries."))
+            .reads_nothing(),
+        route(M::GET, "/streams/v1/queries/{query_id}/partitions", ReadOnly, partitions)
+            .doc(op("A stream query's partitions")
+                .about(r#"
+The query's source partitions that have had a cycle, most recently cycled first: state rows, cycles, state operations applied, the last cycle's time. 404 for a query the tenant does not have. Regent's own (for the console).
+"#)
+                .paged(PARTITIONS, "Partitions")
+                .fails(404, "`query not found`.")
+                .answers::<PartitionList>(200, "A page of partitions."))
+            .reads_request(&["0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d/partitions?limit=10"],
+                |PathParams(id): PathParams<String>, p: Params| async move {
+                    let _ = (Uuid::parse_str(&id), p.page(PARTITIONS));
+                }),
+        route(M::POST, "/streams/v1/cycle", ReadWrite, cycle)
+            .doc(op("Commit a stream cycle")
+                .about(r#"
+The cycle's state operations (scoped to the query and source partition; the last operation on a key wins), its sink pushes (every push rule: dedup, partitions created on first push, encryption, maintenance buffering, quotas, `producerSub` from the token) and its source ack (the seed's commit rules, the lease checked strictly) commit in ONE PostgreSQL transaction, or nothing does (`success: false` and `error`). `completed`/`success` commit the cursor to the message; `failed`/`dlq` dead-letter it (reason `Streaming cycle reported failure` unless `error` says otherwise); `release_lease` (default true) ends the lease even when a tail of the batch is left, which then redelivers at once. Exactly once under retries: a cycle that repeats the last committed one of its (query, partition) byte for byte is answered with that cycle's answer and applies nothing; any other cycle whose ack names an ended lease or messages committed before is refused; sink items sent without `transactionId` get one derived from the cycle (`stream-<digest>-<index>`). State values over 1 MiB and keys over 2,048 bytes are refused (413, 400). Python: the streams runner's `commit_cycle`.
+"#)
+                .body(true, "The cycle.", obj(&["query_id", "partition_id"], json!({
+                    "query_id": uuid(),
+                    "partition_id": about(uuid(), "The source partition."),
+                    "consumer_group": {"type": ["string", "null"], "default": QUEUE_MODE},
+                    "state_ops": array(obj(&["type", "key"], json!({
+                        "type": {"enum": ["upsert", "delete"]},
+                        "key": string(),
+                        "value": about(json!({}), "Any JSON; a numeric `windowEnd` (epoch ms) makes the row visible to `ripe_at_or_before`."),
+                    }))),
+                    "push_items": array(about(super::openapi::schemas::r("PushItem"), "As on the push route; the payload under `payload`.")),
+                    "ack": {"anyOf": [obj(&["transactionId"], json!({
+                        "transactionId": string(),
+                        "leaseId": {"type": ["string", "null"]},
+                        "status": {"enum": ["completed", "success", "failed", "dlq", null], "default": "completed"},
+                        "count": int_or_null(),
+                        "error": {"type": ["string", "null"]},
+                    })), {"type": "null"}]},
+                    "release_lease": {"type": ["boolean", "null"], "default": true},
+                })))
+                .quota()
+                .fails(400, "`request body must be a JSON object`, `query_id is required`, `partition_id is required`, `query_id must be a UUID`, `partition_id must be a UUID`, `consumer_group must be a string`, `state_ops must be an array`, `push_items must be an array`, `state_ops[<i>].type must be upsert or delete`, `state_ops[<i>].key is required`, `state_ops[<i>].key is longer than 2048 bytes`, `ack must be an object`, `ack.transactionId is required`, `release_lease must be a boolean`, a push item's texts (as on the push route); `Empty request body`, `Invalid JSON: …`.")
+                .fails(413, "`state_ops[<i>].value is <n> bytes, over the limit of 1048576 bytes`; `A request of <n> items is over the limit of <max> items (MAX_PUSH_ITEMS)` (state operations and push items together).")
+                .answers::<CycleAnswer>(200, "Committed (`success: true`), or refused with nothing written (`success: false`)."))
+            .reads_body(
+                CYCLE_KEYS,
+                &[
+                    r#"{"query_id": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d", "partition_id": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6e",
+                        "consumer_group": "streams.q",
+                        "state_ops": [{"type": "upsert", "key": "k", "value": {"acc": 3, "windowEnd": 1767225600000}},
+                                      {"type": "delete", "key": "k2"}],
+                        "push_items": [{"queue": "sink", "partition": "p", "payload": {"sum": 3}}],
+                        "ack": {"transactionId": "t-1", "leaseId": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6f", "status": "completed", "count": 2},
+                        "release_lease": true}"#,
+                    r#"{"query_id": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d", "partition_id": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6e", "ack": null}"#,
+                ],
+                |b| parse_cycle(b, &push::fuzz_principal(), push::FUZZ_MAX_ITEMS).map(drop),
+            ),
+        route(M::POST, "/streams/v1/state/get", ReadOnly, state_get)
+            .doc(op("Read a stream query's state")
+                .about(r#"
+The query's state rows in a source partition, by key: all of them (`keys` empty or absent), the keys named (missing ones are absent), those starting with `key_prefix`, those whose `value.windowEnd` (epoch ms) is at or before `ripe_at_or_before`; `limit` (Regent's, at most 10,000) bounds the answer. A query the tenant does not have has no rows. Python: the streams runner's `get_state` and its idle flush.
+"#)
+                .body(true, "Which rows.", obj(&["query_id", "partition_id"], json!({
+                    "query_id": uuid(),
+                    "partition_id": uuid(),
+                    "keys": {"type": ["array", "null"], "items": string()},
+                    "key_prefix": {"type": ["string", "null"]},
+                    "ripe_at_or_before": {"type": ["number", "null"]},
+                    "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_STATE_LIMIT},
+                })))
+                .fails(400, "`request body must be a JSON object`, `query_id is required`, `partition_id is required`, `query_id must be a UUID`, `partition_id must be a UUID`, `keys must be an array of strings`, `key_prefix must be a string`, `ripe_at_or_before must be a number`, `limit must be an integer from 1 to 10000`; `Empty request body`, `Invalid JSON: …`.")
+                .answers::<StateAnswer>(200, "The rows."))
+            .reads_body(
+                &["query_id", "partition_id", "keys", "key_prefix", "ripe_at_or_before", "limit"],
+                &[r#"{"query_id": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d", "partition_id": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6e",
+                      "keys": ["a", "b"], "key_prefix": "w\u001f", "ripe_at_or_before": 1767225600000, "limit": 10}"#],
+                |b| b.json().and_then(|v| parse_state_get(&v).map(drop)),
+            ),
+    ]
+}
+
+fn int_or_null() -> Value {
+    json!({"type": ["integer", "null"]})
+}
+
+/// The body as an object; Queen's text for anything else.
+fn object(v: &Value) -> Result<&serde_json::Map<String, Value>, ApiError> {
+    v.as_object()
+        .ok_or_else(|| ApiError::bad_request("request body must be a JSON object"))
+}
+
+/// A required string field: absent, null or empty is `<field> is required`.
+fn required<'a>(o: &'a serde_json::Map<String, Value>, field: &str) -> Result<&'a str, ApiError> {
+    match o.get(field) {
+        None | Some(Value::Null) => Err(ApiError::bad_request(format!("{field} is required"))),
+        Some(Value::String(s)) if s.is_empty() => {
+            Err(ApiError::bad_request(format!("{field} is required")))
+        }
+        Some(Value::String(s)) => Ok(s),
+        Some(_) => Err(ApiError::bad_request(format!("{field} must be a string"))),
+    }
+}
+
+/// A required id field.
+fn required_id(o: &serde_json::Map<String, Value>, field: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(required(o, field)?)
+        .map_err(|_| ApiError::bad_request(format!("{field} must be a UUID")))
+}
+
+/// A name no longer than the queue routes take.
+fn bounded<'a>(field: &str, s: &'a str) -> Result<&'a str, ApiError> {
+    if s.len() > MAX_NAME_BYTES {
+        return Err(ApiError::bad_request(format!(
+            "{field} is longer than {MAX_NAME_BYTES} bytes"
+        )));
+    }
+    Ok(s)
+}
+
+/// An optional boolean field.
+fn flag(o: &serde_json::Map<String, Value>, field: &str, default: bool) -> Result<bool, ApiError> {
+    match o.get(field) {
+        None | Some(Value::Null) => Ok(default),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(ApiError::bad_request(format!("{field} must be a boolean"))),
+    }
+}
+
+// ---------------------------------------------------------------- registration
+
+fn parse_register(v: &Value) -> Result<Register<'_>, ApiError> {
+    let o = object(v)?;
+    let name = bounded("name", required(o, "name")?)?;
+    let source_queue = bounded("source_queue", required(o, "source_queue")?)?;
+    let config_hash = bounded("config_hash", required(o, "config_hash")?)?;
+    let sink_queue = match o.get("sink_queue") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.is_empty() => None,
+        Some(Value::String(s)) => Some(bounded("sink_queue", s)?),
+        Some(_) => return Err(ApiError::bad_request("sink_queue must be a string")),
+    };
+    Ok(Register {
+        name,
+        source_queue,
+        sink_queue,
+        config_hash,
+        reset: flag(o, "reset", false)?,
+    })
+}
+
+/// A query registered.
+#[derive(Serialize, JsonSchema)]
+struct RegisteredAnswer {
+    success: True,
+    query_id: Uuid,
+    name: String,
+    config_hash: String,
+    /// The name was new.
+    fresh: bool,
+    /// The query's state was deleted (`reset: true` asked).
+    reset: bool,
+}
+
+/// A registration refused: another config hash is stored under the name.
+#[derive(Serialize, JsonSchema)]
+struct ConflictAnswer {
+    #[schemars(extend("const" = false))]
+    success: bool,
+    query_id: Uuid,
+    name: String,
+    /// `config_hash mismatch: registered <stored>, sent <sent>; pass reset to start over`.
+    error: String,
+}
+
+async fn register(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    body: RawBody,
+) -> Result<Response, ApiError> {
+    let v = body.json()?;
+    let r = parse_register(&v)?;
+    Ok(match s.service.register_stream(&who.tenant, &r).await? {
+        Registered::Done {
+            query,
+            fresh,
+            reset,
+        } => Answer(RegisteredAnswer {
+            success: True,
+            query_id: query.id,
+            name: query.name,
+            config_hash: query.config_hash,
+            fresh,
+            reset,
+        })
+        .into_response(),
+        Registered::Conflict { query } => Answer(ConflictAnswer {
+            success: false,
+            query_id: query.id,
+            error: format!(
+                "config_hash mismatch: registered {}, sent {}; pass reset to start over",
+                query.config_hash, r.config_hash
+            ),
+            name: query.name,
+        })
+        .with_status(StatusCode::CONFLICT),
+    })
+}
+
+// ---------------------------------------------------------------- listings
+
+/// A stream query as registered.
+#[derive(Serialize, JsonSchema)]
+struct QueryView {
+    query_id: Uuid,
+    name: String,
+    source_queue: String,
+    sink_queue: Option<String>,
+    config_hash: String,
+    created_at: Millis,
+    updated_at: Millis,
+}
+
+impl From<StreamQuery> for QueryView {
+    fn from(q: StreamQuery) -> QueryView {
+        QueryView {
+            query_id: q.id,
+            name: q.name,
+            source_queue: q.source_queue,
+            sink_queue: q.sink_queue,
+            config_hash: q.config_hash,
+            created_at: q.created_at.into(),
+            updated_at: q.updated_at.into(),
+        }
+    }
+}
+
+/// The tenant's queries.
+#[derive(Serialize, JsonSchema)]
+struct QueryList {
+    queries: Vec<QueryView>,
+}
+
+async fn list(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+) -> Result<Answer<QueryList>, ApiError> {
+    let queries = s.service.stream_queries(&who.tenant).await?;
+    Ok(Answer(QueryList {
+        queries: queries.into_iter().map(QueryView::from).collect(),
+    }))
+}
+
+/// One source partition of a query.
+#[derive(Serialize, JsonSchema)]
+struct PartitionView {
+    partition_id: Uuid,
+    /// The partition's name.
+    partition: String,
+    /// State rows the query holds for it now.
+    state_rows: i64,
+    /// Cycles committed (replays not counted).
+    cycles: i64,
+    /// State operations those cycles applied.
+    state_ops: i64,
+    last_cycle_at: Option<Millis>,
+}
+
+impl From<StreamPartition> for PartitionView {
+    fn from(p: StreamPartition) -> PartitionView {
+        PartitionView {
+            partition_id: p.partition_id,
+            partition: p.partition,
+            state_rows: p.state_rows,
+            cycles: p.cycles,
+            state_ops: p.state_ops,
+            last_cycle_at: p.last_cycle_at.map(Millis),
+        }
+    }
+}
+
+/// A page of a query's partitions.
+#[derive(Serialize, JsonSchema)]
+struct PartitionList {
+    query: QueryView,
+    partitions: Vec<PartitionView>,
+    total: i64,
+    pagination: Pagination,
+}
+
+async fn partitions(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    PathParams(id): PathParams<String>,
+    p: Params,
+) -> Result<Answer<PartitionList>, ApiError> {
+    let page = p.page(PARTITIONS);
+    let not_found = || ApiError::NotFound(regent_service::streams::QUERY_NOT_FOUND.into());
+    let id = Uuid::parse_str(&id).map_err(|_| not_found())?;
+    let query = s.service.stream_query(&who.tenant, id).await?;
+    let (rows, total) = s.service.stream_partitions(&who.tenant, id, page).await?;
+    Ok(Answer(PartitionList {
+        query: query.into(),
+        partitions: rows.into_iter().map(PartitionView::from).collect(),
+        total,
+        pagination: page.into(),
+    }))
+}
+
+// ---------------------------------------------------------------- cycle
+
+/// A cycle's fields, each still JSON text.
+#[derive(Deserialize)]
+struct CycleFields<'a> {
+    #[serde(borrow)]
+    query_id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    partition_id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    consumer_group: Option<&'a RawValue>,
+    #[serde(borrow)]
+    state_ops: Option<&'a RawValue>,
+    #[serde(borrow)]
+    push_items: Option<&'a RawValue>,
+    #[serde(borrow)]
+    ack: Option<&'a RawValue>,
+    #[serde(borrow)]
+    release_lease: Option<&'a RawValue>,
+}
+
+/// A small field as a tree (`null` for absent).
+fn small(raw: Option<&RawValue>) -> Value {
+    raw.and_then(|r| serde_json::from_str(r.get()).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// An array field as its elements' text; absent or null is empty.
+fn elements<'a>(raw: Option<&'a RawValue>, field: &str) -> Result<Vec<&'a RawValue>, ApiError> {
+    match raw {
+        None => Ok(vec![]),
+        Some(r) if r.get() == "null" => Ok(vec![]),
+        Some(r) => serde_json::from_str(r.get())
+            .map_err(|_| ApiError::bad_request(format!("{field} must be an array"))),
+    }
+}
+
+fn parse_cycle(body: &RawBody, who: &Principal, max: usize) -> Result<Cycle, ApiError> {
+    let raw = body.raw_json()?;
+    let f: CycleFields<'_> = serde_json::from_str(raw.get())
+        .map_err(|_| ApiError::bad_request("request body must be a JSON object"))?;
+    let ids = json!({"query_id": small(f.query_id), "partition_id": small(f.partition_id)});
+    let ids = object(&ids)?;
+    let query_id = required_id(ids, "query_id")?;
+    let partition_id = required_id(ids, "partition_id")?;
+    let group = match small(f.consumer_group) {
+        Value::Null => QUEUE_MODE.to_string(),
+        Value::String(g) if g.is_empty() => QUEUE_MODE.to_string(),
+        Value::String(g) => g,
+        _ => return Err(ApiError::bad_request("consumer_group must be a string")),
+    };
+    let ops = elements(f.state_ops, "state_ops")?;
+    let items = elements(f.push_items, "push_items")?;
+    if ops.len() + items.len() > max {
+        return Err(ApiError::TooManyItems {
+            items: ops.len() + items.len(),
+            max,
+        });
+    }
+    let state_ops = ops
+        .iter()
+        .enumerate()
+        .map(|(i, op)| parse_state_op(i, op))
+        .collect::<Result<_, _>>()?;
+    let pushes = items
+        .iter()
+        .map(|item| Ok((parse_item(item, &["payload", "data"], who)?, sends_id(item))))
+        .collect::<Result<_, ApiError>>()?;
+    let release_lease = match small(f.release_lease) {
+        Value::Null => true,
+        Value::Bool(b) => b,
+        _ => return Err(ApiError::bad_request("release_lease must be a boolean")),
+    };
+    Ok(Cycle {
+        query_id,
+        partition_id,
+        group,
+        state_ops,
+        pushes,
+        ack: parse_ack(small(f.ack))?,
+        release_lease,
+        digest: cycle_digest(&body.0),
+    })
+}
+
+/// Whether a push item carries its own transaction id.
+fn sends_id(item: &RawValue) -> bool {
+    #[derive(Deserialize)]
+    struct Id {
+        #[serde(rename = "transactionId")]
+        id: Option<Value>,
+    }
+    serde_json::from_str::<Id>(item.get())
+        .ok()
+        .and_then(|i| i.id)
+        .is_some_and(|v| v.as_str().is_some_and(|s| !s.is_empty()))
+}
+
+fn parse_state_op(i: usize, op: &RawValue) -> Result<StateOp<StateValue>, ApiError> {
+    #[derive(Deserialize)]
+    struct Fields<'a> {
+        #[serde(rename = "type")]
+        kind: Option<Value>,
+        key: Option<Value>,
+        #[serde(borrow)]
+        value: Option<&'a RawValue>,
+    }
+    let f: Fields<'_> = serde_json::from_str(op.get()).map_err(|_| {
+        ApiError::bad_request(format!("state_ops[{i}].type must be upsert or delete"))
+    })?;
+    let key = match f.key {
+        Some(Value::String(k)) if !k.is_empty() => k,
+        _ => {
+            return Err(ApiError::bad_request(format!(
+                "state_ops[{i}].key is required"
+            )))
+        }
+    };
+    if key.len() > MAX_STATE_KEY_BYTES {
+        return Err(ApiError::bad_request(format!(
+            "state_ops[{i}].key is longer than {MAX_STATE_KEY_BYTES} bytes"
+        )));
+    }
+    match f.kind.as_ref().and_then(Value::as_str) {
+        Some("upsert") => {
+            let json = f.value.map_or("null", RawValue::get).to_string();
+            if json.len() > MAX_STATE_VALUE_BYTES {
+                return Err(ApiError::TooLarge(format!(
+                    "state_ops[{i}].value is {} bytes, over the limit of {MAX_STATE_VALUE_BYTES} bytes",
+                    json.len()
+                )));
+            }
+            let window_end = window_end(&json);
+            Ok(StateOp::Upsert {
+                key,
+                value: StateValue { json, window_end },
+            })
+        }
+        Some("delete") => Ok(StateOp::Delete { key }),
+        _ => Err(ApiError::bad_request(format!(
+            "state_ops[{i}].type must be upsert or delete"
+        ))),
+    }
+}
+
+/// A state value's `windowEnd`, when it is an object with a finite numeric one.
+fn window_end(json: &str) -> Option<f64> {
+    #[derive(Deserialize)]
+    struct W {
+        #[serde(rename = "windowEnd")]
+        window_end: Option<Value>,
+    }
+    serde_json::from_str::<W>(json)
+        .ok()?
+        .window_end?
+        .as_f64()
+        .filter(|f| f.is_finite())
+}
+
+fn parse_ack(v: Value) -> Result<Option<CycleAck>, ApiError> {
+    let o = match v {
+        Value::Null => return Ok(None),
+        Value::Object(o) => o,
+        _ => return Err(ApiError::bad_request("ack must be an object")),
+    };
+    let transaction_id = match o.get("transactionId") {
+        Some(Value::String(t)) if !t.is_empty() => t.clone(),
+        _ => return Err(ApiError::bad_request("ack.transactionId is required")),
+    };
+    let text = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_string);
+    let status = match o.get("status") {
+        None | Some(Value::Null) => Ok(AckStatus::Completed),
+        Some(Value::String(s)) => match s.as_str() {
+            "completed" | "success" => Ok(AckStatus::Completed),
+            "failed" | "dlq" => Ok(AckStatus::Dlq),
+            other => Err(other.to_string()),
+        },
+        Some(other) => Err(other.to_string()),
+    };
+    Ok(Some(CycleAck {
+        transaction_id,
+        lease_id: text("leaseId").filter(|l| !l.is_empty()),
+        status,
+        error: text("error"),
+    }))
+}
+
+/// A cycle's answer. Committed: `success: true` with what it did; refused: `success: false`,
+/// `error`, and nothing done.
+#[derive(Serialize, JsonSchema)]
+struct CycleAnswer<'a> {
+    success: bool,
+    query_id: Uuid,
+    partition_id: Uuid,
+    /// The source queue (null when the query was not found).
+    #[serde(rename = "queueName")]
+    queue_name: Option<&'a str>,
+    state_ops_applied: usize,
+    /// One per push item, in order, as the push route answers them.
+    push_results: Vec<PushResult<'a>>,
+    ack_result: Option<AckResult>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+/// What the cycle's ack did.
+#[derive(Serialize, JsonSchema)]
+struct AckResult {
+    success: True,
+    /// Messages the cursor moved past.
+    count: i64,
+    lease_released: bool,
+    /// The message was dead-lettered (`failed`/`dlq`).
+    dlq: bool,
+}
+
+impl From<AckDone> for AckResult {
+    fn from(a: AckDone) -> AckResult {
+        AckResult {
+            success: True,
+            count: a.count,
+            lease_released: a.lease_released,
+            dlq: a.dlq,
+        }
+    }
+}
+
+async fn cycle(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    body: RawBody,
+) -> Result<Response, ApiError> {
+    let cycle = parse_cycle(&body, &who, s.config.max_push_items)?;
+    drop(body);
+    let (query_id, partition_id) = (cycle.query_id, cycle.partition_id);
+    let render = |a: &Applied<'_>| {
+        bytes(&CycleAnswer {
+            success: true,
+            query_id,
+            partition_id,
+            queue_name: Some(a.queue),
+            state_ops_applied: a.state_ops,
+            push_results: a
+                .pushes
+                .iter()
+                .enumerate()
+                .map(|(i, (item, v)): (usize, &(PushItem, _))| PushResult::of(i, item, v))
+                .collect(),
+            ack_result: a.ack.map(AckResult::from),
+            error: None,
+        })
+    };
+    Ok(
+        match s.service.stream_cycle(&who.tenant, cycle, &render).await? {
+            CycleOutcome::Answered { answer, .. } => Rendered(answer).into_response(),
+            CycleOutcome::Refused { queue, error } => Answer(CycleAnswer {
+                success: false,
+                query_id,
+                partition_id,
+                queue_name: queue.as_deref(),
+                state_ops_applied: 0,
+                push_results: vec![],
+                ack_result: None,
+                error: Some(error),
+            })
+            .into_response(),
+        },
+    )
+}
+
+// ---------------------------------------------------------------- state
+
+/// A state read, parsed.
+struct StateGet {
+    query_id: Uuid,
+    partition_id: Uuid,
+    keys: Vec<String>,
+    key_prefix: Option<String>,
+    ripe_at_or_before: Option<f64>,
+    limit: Option<i64>,
+}
+
+fn parse_state_get(v: &Value) -> Result<StateGet, ApiError> {
+    let o = object(v)?;
+    let query_id = required_id(o, "query_id")?;
+    let partition_id = required_id(o, "partition_id")?;
+    let keys = match o.get("keys") {
+        None | Some(Value::Null) => vec![],
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|k| k.as_str().map(str::to_string))
+            .collect::<Option<_>>()
+            .ok_or_else(|| ApiError::bad_request("keys must be an array of strings"))?,
+        Some(_) => return Err(ApiError::bad_request("keys must be an array of strings")),
+    };
+    let key_prefix = match o.get("key_prefix") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(p)) if p.is_empty() => None,
+        Some(Value::String(p)) => Some(p.clone()),
+        Some(_) => return Err(ApiError::bad_request("key_prefix must be a string")),
+    };
+    let ripe_at_or_before = match o.get("ripe_at_or_before") {
+        None | Some(Value::Null) => None,
+        Some(n) => Some(
+            n.as_f64()
+                .ok_or_else(|| ApiError::bad_request("ripe_at_or_before must be a number"))?,
+        ),
+    };
+    let limit = match o.get("limit") {
+        None | Some(Value::Null) => None,
+        Some(n) => Some(
+            n.as_i64()
+                .filter(|n| (1..=MAX_STATE_LIMIT).contains(n))
+                .ok_or_else(|| {
+                    ApiError::bad_request(format!(
+                        "limit must be an integer from 1 to {MAX_STATE_LIMIT}"
+                    ))
+                })?,
+        ),
+    };
+    Ok(StateGet {
+        query_id,
+        partition_id,
+        keys,
+        key_prefix,
+        ripe_at_or_before,
+        limit,
+    })
+}
+
+/// One state row.
+#[derive(Serialize, JsonSchema)]
+struct StateRowView {
+    key: String,
+    /// The value as the cycle wrote it.
+    #[schemars(with = "Value")]
+    value: Box<RawValue>,
+    updated_at: Millis,
+}
+
+impl TryFrom<StoredState> for StateRowView {
+    type Error = ApiError;
+    fn try_from(r: StoredState) -> Result<StateRowView, ApiError> {
+        let value = RawValue::from_string(r.value)
+            .map_err(|e| ApiError::Internal(format!("a stored state value is not JSON: {e}")))?;
+        Ok(StateRowView {
+            key: r.key,
+            value,
+            updated_at: r.updated_at.into(),
+        })
+    }
+}
+
+/// The rows read.
+#[derive(Serialize, JsonSchema)]
+struct StateAnswer {
+    success: True,
+    rows: Vec<StateRowView>,
+}
+
+async fn state_get(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    body: RawBody,
+) -> Result<Answer<StateAnswer>, ApiError> {
+    let g = parse_state_get(&body.json()?)?;
+    let filter = StateFilter {
+        keys: &g.keys,
+        key_prefix: g.key_prefix.as_deref(),
+        ripe_at_or_before: g.ripe_at_or_before,
+        limit: g.limit,
+    };
+    let rows = s
+        .service
+        .stream_state(&who.tenant, g.query_id, g.partition_id, &filter)
+        .await?;
+    Ok(Answer(StateAnswer {
+        success: True,
+        rows: rows
+            .into_iter()
+            .map(StateRowView::try_from)
+            .collect::<Result<_, _>>()?,
+    }))
+}

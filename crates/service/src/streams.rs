@@ -1,0 +1,455 @@
+//! Queen Streams (`/streams/v1/*`): registering a query, a cycle (its state operations, its
+//! sink pushes and its source ack in ONE transaction), and reading state.
+//!
+//! A cycle is exactly once under retries: it locks its (partition, query) row first, and a
+//! cycle whose digest (a hash of its request body) is the last committed one's is a replay,
+//! answered with the stored answer and applying nothing. Any other cycle whose ack names a
+//! lease that is no longer live, or messages already committed, is refused whole: its work
+//! was done (or will be redone) under another lease. Sink items sent without a transaction
+//! id get one derived from the cycle, so even a cycle applied twice pushes once.
+//! (ARCHITECTURE.md, "Streams"; docs/design/streams.md.)
+
+use std::sync::Arc;
+
+use uuid::Uuid;
+
+use regent_broker::ack_plan::ALREADY_COMMITTED;
+use regent_broker::status::AckStatus;
+use regent_broker::streams::{collapse, register, sink_transaction_id, Registration, StateOp};
+use regent_runtime::streams::QueryLabel;
+pub use regent_runtime::streams::StreamTotal;
+use regent_runtime::tallies::Tally;
+use regent_runtime::Announcement;
+use regent_store::append::Dedup;
+use regent_store::streams::{self as store, LastCycle, NewQuery, StateRow};
+pub use regent_store::streams::{StoredState, StreamPartition, StreamQuery};
+use regent_store::{commit_if, maintenance, StoreError, Tx};
+
+use crate::ack::{ack_group, AckGroup, LeaseCheck, SentAck};
+use crate::push::{append, hold, prepare, queued, PushItem, Verdict};
+use crate::queues::Page;
+use crate::{Error, Service};
+
+/// What a registration asks.
+pub struct Register<'a> {
+    pub name: &'a str,
+    pub source_queue: &'a str,
+    pub sink_queue: Option<&'a str>,
+    pub config_hash: &'a str,
+    pub reset: bool,
+}
+
+/// What a registration did.
+pub enum Registered {
+    /// `fresh`: the name was new; `reset`: the stored state was deleted.
+    Done {
+        query: StreamQuery,
+        fresh: bool,
+        reset: bool,
+    },
+    /// Another config hash is stored under the name and `reset` was not asked.
+    Conflict { query: StreamQuery },
+}
+
+/// A state value: the client's JSON text and its `windowEnd`, when it has a numeric one.
+#[derive(Clone, Debug)]
+pub struct StateValue {
+    pub json: String,
+    pub window_end: Option<f64>,
+}
+
+/// A cycle's source ack.
+#[derive(Clone, Debug)]
+pub struct CycleAck {
+    pub transaction_id: String,
+    pub lease_id: Option<String>,
+    /// `None`: a status the streams protocol does not know (the cycle fails, naming it).
+    pub status: Result<AckStatus, String>,
+    pub error: Option<String>,
+}
+
+/// One cycle, as sent.
+pub struct Cycle {
+    pub query_id: Uuid,
+    pub partition_id: Uuid,
+    pub group: String,
+    pub state_ops: Vec<StateOp<StateValue>>,
+    /// Items sent without a transaction id have `None` here: the cycle derives one.
+    pub pushes: Vec<(PushItem, bool)>,
+    pub ack: Option<CycleAck>,
+    pub release_lease: bool,
+    /// The request's identity (`regent_broker::streams::cycle_digest`).
+    pub digest: Uuid,
+}
+
+/// What a committed cycle did, for its answer.
+pub struct Applied<'a> {
+    /// The source queue.
+    pub queue: &'a str,
+    pub state_ops: usize,
+    pub pushes: &'a [(PushItem, Verdict)],
+    pub ack: Option<AckDone>,
+}
+
+/// What the cycle's ack did.
+#[derive(Clone, Copy, Debug)]
+pub struct AckDone {
+    /// Messages the cursor moved past.
+    pub count: i64,
+    pub lease_released: bool,
+    pub dlq: bool,
+}
+
+/// How a cycle ended.
+pub enum CycleOutcome {
+    /// Committed now (`replayed: false`), or earlier with this same request: the answer as
+    /// rendered when it committed.
+    Answered { answer: Vec<u8>, replayed: bool },
+    /// Nothing committed; `queue` is the source queue when the query was found.
+    Refused {
+        queue: Option<String>,
+        error: String,
+    },
+}
+
+/// The default reason of a dead letter filed by a cycle's `failed`/`dlq` ack (Queen's).
+pub const CYCLE_FAILURE_REASON: &str = "Streaming cycle reported failure";
+
+/// The refusal texts of a cycle.
+pub const QUERY_NOT_FOUND: &str = "query not found";
+pub const PARTITION_NOT_OF_SOURCE: &str = "partition not found in the query's source queue";
+
+impl Service {
+    /// Registers a query by name within the tenant (spec §16.1).
+    pub async fn register_stream(
+        &self,
+        tenant: &str,
+        r: &Register<'_>,
+    ) -> Result<Registered, Error> {
+        let q = NewQuery {
+            tenant,
+            name: r.name,
+            source_queue: r.source_queue,
+            sink_queue: r.sink_queue,
+            config_hash: r.config_hash,
+        };
+        let out = commit_if!(self.store, |tx| {
+            let (mut query, created) = store::claim(tx, Uuid::now_v7(), &q).await?;
+            let decision = if created {
+                Registration::Create
+            } else {
+                register(Some(&query.config_hash), r.config_hash, r.reset)
+            };
+            Ok(match decision {
+                Registration::Conflict => Err(Registered::Conflict { query }),
+                Registration::Reset => {
+                    store::reset(tx, query.id, &q).await?;
+                    query.config_hash = r.config_hash.to_string();
+                    query.source_queue = r.source_queue.to_string();
+                    query.sink_queue = r.sink_queue.map(str::to_string);
+                    Ok(Registered::Done {
+                        query,
+                        fresh: false,
+                        reset: true,
+                    })
+                }
+                Registration::Create | Registration::Keep => Ok(Registered::Done {
+                    query,
+                    fresh: created,
+                    reset: false,
+                }),
+            })
+        })?;
+        Ok(out.unwrap_or_else(|conflict| conflict))
+    }
+
+    /// One cycle in one transaction (spec §16.2). `render` writes the answer of a committed
+    /// cycle; it is stored with the cycle, so a replay answers the same bytes.
+    pub async fn stream_cycle(
+        &self,
+        tenant: &Arc<str>,
+        mut cycle: Cycle,
+        render: &(dyn Fn(&Applied<'_>) -> Vec<u8> + Sync),
+    ) -> Result<CycleOutcome, Error> {
+        for (i, (item, sent_id)) in cycle.pushes.iter_mut().enumerate() {
+            if !*sent_id {
+                item.message.transaction_id = sink_transaction_id(cycle.digest, i);
+            }
+        }
+        let items: Vec<PushItem> = cycle.pushes.iter().map(|(p, _)| p.clone()).collect();
+        let room = self.reserve(tenant, items.len() as i64).await?;
+        let group = self.cycle_ack_group(&cycle);
+        let (deletes, upserts) = collapse(cycle.state_ops.clone());
+        let rows: Vec<StateRow<'_>> = upserts
+            .iter()
+            .map(|(key, v)| StateRow {
+                key,
+                value: &v.json,
+                window_end: v.window_end,
+            })
+            .collect();
+        let c = &cycle;
+        let run = commit_if!(self.store, |tx| {
+            let Some(query) = store::find(&**tx, tenant, c.query_id).await? else {
+                return Ok(Err((None, QUERY_NOT_FOUND.to_string())));
+            };
+            let queue = query.source_queue.clone();
+            let refuse = |why: String| Ok(Err((Some(query.clone()), why)));
+            if !store::partition_of(tx, tenant, c.partition_id, &queue).await? {
+                return refuse(PARTITION_NOT_OF_SOURCE.into());
+            }
+            if let Some(last) = store::lock_cycle(tx, c.partition_id, c.query_id).await? {
+                if last.digest == c.digest {
+                    return Ok(Ok(Done::replay(query, last.answer)));
+                }
+            }
+            let buffering = self.runtime.switches.buffering(tenant)
+                && maintenance::still_buffering(tx, tenant).await?;
+            let prepared = prepare(tx, self, tenant, &items).await?;
+            let ack = match &group {
+                None => None,
+                Some(Err(why)) => return refuse(why.clone()),
+                Some(Ok(g)) => match run_ack(tx, tenant, g, c.release_lease).await? {
+                    Ok(done) => Some(done),
+                    Err(why) => return refuse(why),
+                },
+            };
+            store::write_state(tx, c.partition_id, c.query_id, &deletes, &rows).await?;
+            let verdicts = if buffering {
+                hold(tx, tenant, &prepared).await?
+            } else {
+                append(tx, &prepared, Dedup::Careful).await?
+            };
+            if let Some(Verdict::Failed { error }) = verdicts
+                .iter()
+                .find(|v| matches!(v, Verdict::Failed { .. }))
+            {
+                return refuse(format!("PUSH operation failed: {error}"));
+            }
+            let pushed: Vec<(PushItem, Verdict)> = items
+                .iter()
+                .cloned()
+                .zip(verdicts.iter().cloned())
+                .collect();
+            let answer = render(&Applied {
+                queue: &queue,
+                state_ops: c.state_ops.len(),
+                pushes: &pushed,
+                ack: ack.as_ref().map(|(a, _, _)| *a),
+            });
+            let last = LastCycle {
+                digest: c.digest,
+                answer,
+            };
+            store::record_cycle(
+                tx,
+                c.partition_id,
+                c.query_id,
+                &last,
+                c.state_ops.len() as i64,
+            )
+            .await?;
+            let mut written = prepared.written(tenant);
+            if let Some((_, Some(q), _)) = &ack {
+                written.reopened = vec![(q.clone(), c.group.clone())];
+            }
+            Ok(Ok(Done {
+                query,
+                answer: last.answer,
+                replayed: false,
+                verdicts,
+                written,
+                tally: ack.and_then(|(_, _, t)| t),
+            }))
+        });
+        let done = match run {
+            Ok(Ok(done)) => done,
+            Ok(Err((query, error))) => {
+                room.released();
+                if let Some(q) = &query {
+                    self.count_cycle(tenant, q, |t| t.failures += 1);
+                }
+                let queue = query.map(|q| q.source_queue);
+                return Ok(CycleOutcome::Refused { queue, error });
+            }
+            Err(e) => {
+                room.released();
+                return Err(e.into());
+            }
+        };
+        room.committed(queued(&done.verdicts));
+        if done.replayed {
+            self.count_cycle(tenant, &done.query, |t| t.replays += 1);
+        } else {
+            self.count_outcomes(&done.verdicts);
+            self.tally_pushed(&done.written, &done.verdicts);
+            if let Some((queue, t)) = done.tally {
+                self.runtime.tallies.add(queue, t);
+            }
+            self.announce(&done.written);
+            if let Some(lease) = cycle.ack.as_ref().and_then(|a| a.lease_id.as_ref()) {
+                self.runtime.deliveries.forget(lease);
+            }
+            let (ops, pushed) = (c.state_ops.len() as u64, queued(&done.verdicts) as u64);
+            self.count_cycle(tenant, &done.query, |t| {
+                t.cycles += 1;
+                t.state_ops += ops;
+                t.pushed += pushed;
+            });
+        }
+        Ok(CycleOutcome::Answered {
+            answer: done.answer,
+            replayed: done.replayed,
+        })
+    }
+
+    fn count_cycle(&self, tenant: &str, q: &StreamQuery, f: impl FnOnce(&mut StreamTotal)) {
+        let label = QueryLabel {
+            id: q.id,
+            tenant,
+            name: &q.name,
+        };
+        self.runtime.streams.count(&label, f);
+    }
+
+    /// The cycle's ack as an ack group of one item, its offsets known when this broker
+    /// delivered them; `Err` for a status the streams protocol refuses.
+    fn cycle_ack_group(&self, c: &Cycle) -> Option<Result<AckGroup, String>> {
+        let a = c.ack.as_ref()?;
+        let status = match &a.status {
+            Ok(s) => *s,
+            Err(sent) => return Some(Err(format!("ACK operation failed: invalid status: {sent}"))),
+        };
+        let error = match status {
+            AckStatus::Dlq => Some(
+                a.error
+                    .clone()
+                    .unwrap_or_else(|| CYCLE_FAILURE_REASON.into()),
+            ),
+            _ => a.error.clone(),
+        };
+        let item = SentAck {
+            transaction_id: a.transaction_id.clone(),
+            partition_id: c.partition_id.to_string(),
+            lease_id: a.lease_id.clone(),
+            status,
+            error,
+        };
+        let mut group = AckGroup {
+            partition_id: item.partition_id.clone(),
+            group: c.group.clone(),
+            lease_id: a.lease_id.clone(),
+            items: vec![item],
+            known: None,
+            release_at_once: false,
+        };
+        self.know_offsets(std::iter::once(&mut group));
+        Some(Ok(group))
+    }
+
+    /// What each stream query's cycles did on this broker since start: (tenant, query name,
+    /// counts).
+    pub fn stream_totals(&self) -> Vec<(String, String, StreamTotal)> {
+        self.runtime.streams.all()
+    }
+
+    /// The tenant's query `id`, or `NotFound`.
+    pub async fn stream_query(&self, tenant: &str, id: Uuid) -> Result<StreamQuery, Error> {
+        let client = self.store.client().await?;
+        store::find(&*client, tenant, id)
+            .await?
+            .ok_or_else(|| Error::NotFound(QUERY_NOT_FOUND.into()))
+    }
+
+    /// The tenant's queries, by name.
+    pub async fn stream_queries(&self, tenant: &str) -> Result<Vec<StreamQuery>, Error> {
+        let client = self.store.client().await?;
+        Ok(store::list(&client, tenant).await?)
+    }
+
+    /// A page of the tenant's query's source partitions, most recently cycled first.
+    pub async fn stream_partitions(
+        &self,
+        tenant: &str,
+        id: Uuid,
+        page: Page,
+    ) -> Result<(Vec<StreamPartition>, i64), Error> {
+        let query = self.stream_query(tenant, id).await?;
+        let client = self.store.client().await?;
+        Ok(store::partitions(&client, query.id, page.limit, page.offset).await?)
+    }
+
+    /// The tenant's query's state rows in a partition (spec §16.3); none for a query the
+    /// tenant does not have.
+    pub async fn stream_state(
+        &self,
+        tenant: &str,
+        query: Uuid,
+        partition: Uuid,
+        filter: &StateFilter<'_>,
+    ) -> Result<Vec<StoredState>, Error> {
+        let client = self.store.client().await?;
+        Ok(store::read_state(&client, tenant, query, partition, filter).await?)
+    }
+}
+
+pub use regent_store::streams::StateFilter;
+
+/// What a cycle's transaction did.
+struct Done {
+    query: StreamQuery,
+    answer: Vec<u8>,
+    replayed: bool,
+    verdicts: Vec<Verdict>,
+    written: Announcement,
+    tally: Option<(Uuid, Tally)>,
+}
+
+impl Done {
+    fn replay(query: StreamQuery, answer: Vec<u8>) -> Done {
+        Done {
+            query,
+            answer,
+            replayed: true,
+            verdicts: Vec::new(),
+            written: Announcement::default(),
+            tally: None,
+        }
+    }
+}
+
+/// The ack's result, the queue it reopened for its group, and its tally.
+type AckRun = (AckDone, Option<String>, Option<(Uuid, Tally)>);
+
+/// The cycle's ack inside its transaction, on the seed's commit rules with the lease checked
+/// strictly: `Err` when refused, or when it would change nothing (its messages were committed
+/// before: this cycle's work is done, or is another lease's to do).
+async fn run_ack(
+    tx: &Tx<'_>,
+    tenant: &str,
+    group: &AckGroup,
+    release: bool,
+) -> Result<Result<AckRun, String>, StoreError> {
+    let mut group = group.clone();
+    group.release_at_once = release;
+    let acked = match ack_group(tx, tenant, &group, LeaseCheck::Strict).await {
+        Ok(a) => a,
+        Err(e) if e.is_client_error() => return Ok(Err(format!("ACK operation failed: {e}"))),
+        Err(e) => return Err(e),
+    };
+    let item = acked.plan.items.first().cloned().unwrap_or_default();
+    if !item.success {
+        let why = item.error.unwrap_or_default();
+        return Ok(Err(format!("ACK operation failed: {why}")));
+    }
+    if item.noop {
+        return Ok(Err(format!("ACK operation failed: {ALREADY_COMMITTED}")));
+    }
+    let count = acked.tally.map_or(0, |(_, t)| t.completed);
+    let done = AckDone {
+        count,
+        lease_released: item.lease_released,
+        dlq: item.dlq,
+    };
+    Ok(Ok((done, acked.reopened, acked.tally)))
+}

@@ -1,0 +1,367 @@
+//! Queen Streams' tables: registered queries (`stream_queries`), each (source partition,
+//! query)'s last cycle (`stream_partitions`), and the state rows (`stream_state`). Every
+//! statement of a cycle names its source partition, so on Citus it runs on that partition's
+//! worker; queries are a reference table.
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::Client;
+use uuid::Uuid;
+
+use crate::{StoreError, Tx};
+
+/// A query as registered.
+#[derive(Clone, Debug)]
+pub struct StreamQuery {
+    pub id: Uuid,
+    pub name: String,
+    pub source_queue: String,
+    pub sink_queue: Option<String>,
+    pub config_hash: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+fn query_of(r: &tokio_postgres::Row) -> StreamQuery {
+    StreamQuery {
+        id: r.get("id"),
+        name: r.get("name"),
+        source_queue: r.get("source_queue"),
+        sink_queue: r.get("sink_queue"),
+        config_hash: r.get("config_hash"),
+        created_at: r.get("created_at"),
+        updated_at: r.get("updated_at"),
+    }
+}
+
+const QUERY_COLUMNS: &str =
+    "id, name, source_queue, sink_queue, config_hash, created_at, updated_at";
+
+/// What a registration names.
+pub struct NewQuery<'a> {
+    pub tenant: &'a str,
+    pub name: &'a str,
+    pub source_queue: &'a str,
+    pub sink_queue: Option<&'a str>,
+    pub config_hash: &'a str,
+}
+
+/// Registers `q` under id `id` unless its name is taken in its tenant; then the stored query,
+/// locked until the transaction ends. The flag is whether this call created it.
+pub async fn claim(
+    tx: &Tx<'_>,
+    id: Uuid,
+    q: &NewQuery<'_>,
+) -> Result<(StreamQuery, bool), StoreError> {
+    let insert = tx
+        .prepare_cached(
+            "INSERT INTO stream_queries (id, tenant, name, source_queue, sink_queue, config_hash)
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant, name) DO NOTHING",
+        )
+        .await?;
+    let created = tx
+        .execute(
+            &insert,
+            &[
+                &id,
+                &q.tenant,
+                &q.name,
+                &q.source_queue,
+                &q.sink_queue,
+                &q.config_hash,
+            ],
+        )
+        .await?
+        == 1;
+    let lock = tx
+        .prepare_cached(&format!(
+            "SELECT {QUERY_COLUMNS} FROM stream_queries WHERE tenant = $1 AND name = $2 FOR UPDATE"
+        ))
+        .await?;
+    let row = tx.query_one(&lock, &[&q.tenant, &q.name]).await?;
+    Ok((query_of(&row), created))
+}
+
+/// Starts query `id` over: its state and cycle records deleted, the sent configuration
+/// adopted.
+pub async fn reset(tx: &Tx<'_>, id: Uuid, q: &NewQuery<'_>) -> Result<(), StoreError> {
+    for sql in [
+        "DELETE FROM stream_state WHERE query_id = $1",
+        "DELETE FROM stream_partitions WHERE query_id = $1",
+    ] {
+        let st = tx.prepare_cached(sql).await?;
+        tx.execute(&st, &[&id]).await?;
+    }
+    let st = tx
+        .prepare_cached(
+            "UPDATE stream_queries SET config_hash = $2, source_queue = $3, sink_queue = $4,
+                    updated_at = now()
+              WHERE id = $1",
+        )
+        .await?;
+    tx.execute(&st, &[&id, &q.config_hash, &q.source_queue, &q.sink_queue])
+        .await?;
+    Ok(())
+}
+
+/// The tenant's query `id`.
+pub async fn find(
+    client: &impl deadpool_postgres::GenericClient,
+    tenant: &str,
+    id: Uuid,
+) -> Result<Option<StreamQuery>, StoreError> {
+    let st = client
+        .prepare_cached(&format!(
+            "SELECT {QUERY_COLUMNS} FROM stream_queries WHERE id = $1 AND tenant = $2"
+        ))
+        .await?;
+    Ok(client
+        .query_opt(&st, &[&id, &tenant])
+        .await?
+        .as_ref()
+        .map(query_of))
+}
+
+/// The tenant's queries, by name.
+pub async fn list(client: &Client, tenant: &str) -> Result<Vec<StreamQuery>, StoreError> {
+    let st = client
+        .prepare_cached(&format!(
+            "SELECT {QUERY_COLUMNS} FROM stream_queries WHERE tenant = $1 ORDER BY name"
+        ))
+        .await?;
+    Ok(client
+        .query(&st, &[&tenant])
+        .await?
+        .iter()
+        .map(query_of)
+        .collect())
+}
+
+/// Whether `partition` is a partition of the tenant's queue `queue`.
+pub async fn partition_of(
+    tx: &Tx<'_>,
+    tenant: &str,
+    partition: Uuid,
+    queue: &str,
+) -> Result<bool, StoreError> {
+    let st = tx
+        .prepare_cached(
+            "SELECT 1 FROM partitions p JOIN queues q ON q.id = p.queue_id
+              WHERE p.id = $1 AND p.tenant = $2 AND q.tenant = $2 AND q.name = $3",
+        )
+        .await?;
+    Ok(tx
+        .query_opt(&st, &[&partition, &tenant, &queue])
+        .await?
+        .is_some())
+}
+
+/// The last committed cycle of a (partition, query): its digest and the answer it got.
+pub struct LastCycle {
+    pub digest: Uuid,
+    pub answer: Vec<u8>,
+}
+
+/// Locks the (partition, query)'s cycle row, creating it on the first cycle: concurrent
+/// cycles of one partition of one query commit one after another. Returns the last cycle.
+pub async fn lock_cycle(
+    tx: &Tx<'_>,
+    partition: Uuid,
+    query: Uuid,
+) -> Result<Option<LastCycle>, StoreError> {
+    let st = tx
+        .prepare_cached(
+            "INSERT INTO stream_partitions (partition_id, query_id) VALUES ($1, $2)
+             ON CONFLICT (partition_id, query_id) DO UPDATE SET cycles = stream_partitions.cycles
+             RETURNING last_digest, last_answer",
+        )
+        .await?;
+    let row = tx.query_one(&st, &[&partition, &query]).await?;
+    let digest: Option<Uuid> = row.get("last_digest");
+    let answer: Option<Vec<u8>> = row.get("last_answer");
+    Ok(digest
+        .zip(answer)
+        .map(|(digest, answer)| LastCycle { digest, answer }))
+}
+
+/// A state row to write: key, value (JSON text), and the value's `windowEnd`.
+pub struct StateRow<'a> {
+    pub key: &'a str,
+    pub value: &'a str,
+    pub window_end: Option<f64>,
+}
+
+/// Deletes `deletes` and upserts `upserts` in the (partition, query)'s state; each key at most
+/// once in all.
+pub async fn write_state(
+    tx: &Tx<'_>,
+    partition: Uuid,
+    query: Uuid,
+    deletes: &[String],
+    upserts: &[StateRow<'_>],
+) -> Result<(), StoreError> {
+    if !deletes.is_empty() {
+        let st = tx
+            .prepare_cached(
+                "DELETE FROM stream_state
+                  WHERE partition_id = $1 AND query_id = $2 AND key = ANY($3)",
+            )
+            .await?;
+        tx.execute(&st, &[&partition, &query, &deletes]).await?;
+    }
+    if !upserts.is_empty() {
+        let keys: Vec<&str> = upserts.iter().map(|r| r.key).collect();
+        let values: Vec<&str> = upserts.iter().map(|r| r.value).collect();
+        let ends: Vec<Option<f64>> = upserts.iter().map(|r| r.window_end).collect();
+        let st = tx
+            .prepare_cached(
+                "INSERT INTO stream_state (partition_id, query_id, key, value, window_end, updated_at)
+                 SELECT $1, $2, k, v, w, now()
+                   FROM unnest($3::text[], $4::text[], $5::float8[]) AS s(k, v, w)
+                 ON CONFLICT (partition_id, query_id, key) DO UPDATE
+                    SET value = excluded.value, window_end = excluded.window_end,
+                        updated_at = excluded.updated_at",
+            )
+            .await?;
+        tx.execute(&st, &[&partition, &query, &keys, &values, &ends])
+            .await?;
+    }
+    Ok(())
+}
+
+/// Records the (partition, query)'s cycle as committed (with the transaction): its digest,
+/// its answer, and how many state operations it applied.
+pub async fn record_cycle(
+    tx: &Tx<'_>,
+    partition: Uuid,
+    query: Uuid,
+    last: &LastCycle,
+    state_ops: i64,
+) -> Result<(), StoreError> {
+    let st = tx
+        .prepare_cached(
+            "UPDATE stream_partitions
+                SET last_digest = $3, last_answer = $4, last_cycle_at = now(),
+                    cycles = cycles + 1, state_ops = state_ops + $5
+              WHERE partition_id = $1 AND query_id = $2",
+        )
+        .await?;
+    tx.execute(
+        &st,
+        &[&partition, &query, &last.digest, &last.answer, &state_ops],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Which state rows a read wants.
+pub struct StateFilter<'a> {
+    /// Empty: every key.
+    pub keys: &'a [String],
+    pub key_prefix: Option<&'a str>,
+    /// Rows whose `windowEnd` is at or before this (epoch ms).
+    pub ripe_at_or_before: Option<f64>,
+    pub limit: Option<i64>,
+}
+
+/// A state row as read.
+#[derive(Clone, Debug)]
+pub struct StoredState {
+    pub key: String,
+    /// JSON text, as the client wrote it.
+    pub value: String,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// The tenant's query's state rows in `partition` that `f` wants, by key.
+pub async fn read_state(
+    client: &Client,
+    tenant: &str,
+    query: Uuid,
+    partition: Uuid,
+    f: &StateFilter<'_>,
+) -> Result<Vec<StoredState>, StoreError> {
+    let st = client
+        .prepare_cached(
+            "SELECT s.key, s.value, s.updated_at
+               FROM stream_state s JOIN stream_queries q ON q.id = s.query_id
+              WHERE s.partition_id = $1 AND s.query_id = $2 AND q.tenant = $3
+                AND (cardinality($4::text[]) = 0 OR s.key = ANY($4))
+                AND ($5::text IS NULL OR starts_with(s.key, $5))
+                AND ($6::float8 IS NULL OR s.window_end <= $6)
+              ORDER BY s.key
+              LIMIT $7",
+        )
+        .await?;
+    let rows = client
+        .query(
+            &st,
+            &[
+                &partition,
+                &query,
+                &tenant,
+                &f.keys,
+                &f.key_prefix,
+                &f.ripe_at_or_before,
+                &f.limit,
+            ],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| StoredState {
+            key: r.get("key"),
+            value: r.get("value"),
+            updated_at: r.get("updated_at"),
+        })
+        .collect())
+}
+
+/// One source partition of a query, for the console.
+#[derive(Clone, Debug)]
+pub struct StreamPartition {
+    pub partition_id: Uuid,
+    pub partition: String,
+    pub state_rows: i64,
+    pub cycles: i64,
+    pub state_ops: i64,
+    pub last_cycle_at: Option<DateTime<Utc>>,
+}
+
+/// A page of query `query`'s source partitions, most recently cycled first, and how many
+/// there are.
+pub async fn partitions(
+    client: &Client,
+    query: Uuid,
+    limit: i64,
+    offset: i64,
+) -> Result<(Vec<StreamPartition>, i64), StoreError> {
+    let st = client
+        .prepare_cached(
+            "SELECT sp.partition_id, p.name, sp.cycles, sp.state_ops, sp.last_cycle_at,
+                    (SELECT count(*) FROM stream_state s
+                      WHERE s.partition_id = sp.partition_id AND s.query_id = sp.query_id)
+                      AS state_rows
+               FROM stream_partitions sp JOIN partitions p ON p.id = sp.partition_id
+              WHERE sp.query_id = $1
+              ORDER BY sp.last_cycle_at DESC NULLS LAST, sp.partition_id
+              LIMIT $2 OFFSET $3",
+        )
+        .await?;
+    let rows = client.query(&st, &[&query, &limit, &offset]).await?;
+    let page = rows
+        .iter()
+        .map(|r| StreamPartition {
+            partition_id: r.get("partition_id"),
+            partition: r.get("name"),
+            state_rows: r.get("state_rows"),
+            cycles: r.get("cycles"),
+            state_ops: r.get("state_ops"),
+            last_cycle_at: r.get("last_cycle_at"),
+        })
+        .collect();
+    let st = client
+        .prepare_cached("SELECT count(*) AS n FROM stream_partitions WHERE query_id = $1")
+        .await?;
+    let total = client.query_one(&st, &[&query]).await?.get("n");
+    Ok((page, total))
+}
