@@ -208,6 +208,16 @@ fn the_route_table_gives_the_specs_levels() {
             Level::ReadOnly,
         ),
         (Method::GET, "/api/v1/openapi.json", Level::Public),
+        (Method::POST, "/streams/v1/queries", Level::ReadWrite),
+        (Method::POST, "/streams/v1/cycle", Level::ReadWrite),
+        (Method::POST, "/streams/v1/state/get", Level::ReadOnly),
+        // Not the spec's: the console's listings of stream queries and their partitions.
+        (Method::GET, "/streams/v1/queries", Level::ReadOnly),
+        (
+            Method::GET,
+            "/streams/v1/queries/{query_id}/partitions",
+            Level::ReadOnly,
+        ),
         // Not the spec's: the web console, public like Queen's dashboard at `/`.
         (Method::GET, "/", Level::Public),
         (Method::GET, "/assets/{*file}", Level::Public),

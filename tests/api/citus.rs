@@ -385,3 +385,80 @@ async fn next_offset(b: &Broker, partition_id: &str) -> i64 {
         .unwrap()
         .get(0)
 }
+
+/// A stream cycle's state lives with its source partition, so a cycle whose sink partition is
+/// on the same worker (state, sink push and ack) commits in one phase; one whose sink is on
+/// the other worker commits in two, which shows that the count moves.
+#[tokio::test]
+async fn a_stream_cycle_with_its_sink_on_the_same_worker_commits_in_one_phase() {
+    let b = broker_with(|c| {
+        c.purge_interval_seconds = 3600;
+        c.retention_interval = 3_600_000;
+        c.metrics_sample_interval = 3600;
+    })
+    .await;
+    if b.workers().await.len() < 2 {
+        eprintln!("not on Citus with two workers: nothing to check");
+        return;
+    }
+    let db = b.db().await;
+    let [(source, source_id, node), ..] = on_two_workers(&b, "src").await;
+    let sinks = spread(&b, "sink", 16).await;
+    let mut near = None;
+    let mut far = None;
+    for (i, id) in sinks.iter().enumerate() {
+        if node_of(&db, id).await == node {
+            near.get_or_insert(format!("p{i}"));
+        } else {
+            far.get_or_insert(format!("p{i}"));
+        }
+    }
+    let (near, far) = (near.expect("a sink partition near"), far.expect("one far"));
+    let (_, reg) = b
+        .post(
+            "/streams/v1/queries",
+            json!({"name": "q", "source_queue": "src", "config_hash": "h"}),
+        )
+        .await;
+    for (round, sink) in [(0, &near), (1, &far)] {
+        let txid = format!("more-{round}");
+        b.push("src", &source, &[&txid]).await;
+        let (_, pop) = b
+            .get(&format!(
+                "/api/v1/pop/queue/src/partition/{source}?wait=false&batch=10&consumerGroup=g"
+            ))
+            .await;
+        let last = pop["messages"].as_array().unwrap().last().unwrap()["transactionId"].clone();
+        recover(&db).await;
+        let (_, v) = b
+            .post("/streams/v1/cycle", json!({
+                "query_id": reg["query_id"], "partition_id": source_id, "consumer_group": "g",
+                "state_ops": [{"type": "upsert", "key": format!("k{round}"), "value": {"n": round}}],
+                "push_items": [{"queue": "sink", "partition": sink, "payload": {"round": round}}],
+                "ack": {"transactionId": last, "leaseId": pop["leaseId"], "status": "completed"},
+            }))
+            .await;
+        assert_eq!(v["success"], true, "{v}");
+        let records = two_phase_records(&db).await;
+        if round == 0 {
+            assert_eq!(records, 0, "a cycle on one worker committed in two phases");
+        } else {
+            assert!(
+                records > 0,
+                "a cycle across two workers commits in two phases"
+            );
+        }
+    }
+    // The state's shard is on the source partition's worker.
+    let placed: i32 = db
+        .query_one(
+            "SELECT nodeport FROM citus_shards
+              WHERE table_name = 'stream_state'::regclass
+                AND shardid = get_shard_id_for_distribution_column('stream_state', $1::text::uuid)",
+            &[&source_id],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(placed, node);
+}

@@ -209,6 +209,12 @@ const VOCABULARY: &[&str] = &[
     "Trace",
     "TraceEvent",
     "TraceName",
+    // Stream queries, their partitions and state, and their counters.
+    "StreamQuery",
+    "StreamPartition",
+    "StoredState",
+    "StateFilter",
+    "StreamTotal",
     // The fleet's samples and PostgreSQL's statistics.
     "SystemPoint",
     "FleetPoint",

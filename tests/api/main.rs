@@ -36,6 +36,7 @@ mod shutdown;
 mod smoke;
 mod stats;
 mod status;
+mod streams;
 mod tenants;
 mod tls;
 mod traces;

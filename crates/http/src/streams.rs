@@ -111,7 +111,7 @@ The query's source partitions that have had a cycle, most recently cycled first:
                 .paged(PARTITIONS, "Partitions")
                 .fails(404, "`query not found`.")
                 .answers::<PartitionList>(200, "A page of partitions."))
-            .reads_request(&["0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d/partitions?limit=10"],
+            .reads_request(&["0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d?limit=10"],
                 |PathParams(id): PathParams<String>, p: Params| async move {
                     let _ = (Uuid::parse_str(&id), p.page(PARTITIONS));
                 }),

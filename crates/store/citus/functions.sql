@@ -81,3 +81,11 @@ $$;
 SELECT create_distributed_function('regent_append(uuid, uuid[], bytea, int4[], boolean)',
                                    'p_partition', colocate_with := 'partitions',
                                    force_delegation := true);
+
+-- regent_stream_state as in V15, delegated to the worker of its partition like
+-- regent_append, so a stream cycle's state writes run where its state lives (an
+-- INSERT ... SELECT from the coordinator would reach the shard over another connection and
+-- make the cycle a two-phase commit).
+SELECT create_distributed_function('regent_stream_state(uuid, uuid, text[], text[], text[], float8[])',
+                                   'p_partition', colocate_with := 'partitions',
+                                   force_delegation := true);

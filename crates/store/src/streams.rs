@@ -190,8 +190,8 @@ pub struct StateRow<'a> {
     pub window_end: Option<f64>,
 }
 
-/// Deletes `deletes` and upserts `upserts` in the (partition, query)'s state; each key at most
-/// once in all.
+/// Deletes `deletes` and upserts `upserts` in the (partition, query)'s state, in one call of
+/// `regent_stream_state` (V15); each key at most once in all.
 pub async fn write_state(
     tx: &Tx<'_>,
     partition: Uuid,
@@ -199,32 +199,17 @@ pub async fn write_state(
     deletes: &[String],
     upserts: &[StateRow<'_>],
 ) -> Result<(), StoreError> {
-    if !deletes.is_empty() {
-        let st = tx
-            .prepare_cached(
-                "DELETE FROM stream_state
-                  WHERE partition_id = $1 AND query_id = $2 AND key = ANY($3)",
-            )
-            .await?;
-        tx.execute(&st, &[&partition, &query, &deletes]).await?;
+    if deletes.is_empty() && upserts.is_empty() {
+        return Ok(());
     }
-    if !upserts.is_empty() {
-        let keys: Vec<&str> = upserts.iter().map(|r| r.key).collect();
-        let values: Vec<&str> = upserts.iter().map(|r| r.value).collect();
-        let ends: Vec<Option<f64>> = upserts.iter().map(|r| r.window_end).collect();
-        let st = tx
-            .prepare_cached(
-                "INSERT INTO stream_state (partition_id, query_id, key, value, window_end, updated_at)
-                 SELECT $1, $2, k, v, w, now()
-                   FROM unnest($3::text[], $4::text[], $5::float8[]) AS s(k, v, w)
-                 ON CONFLICT (partition_id, query_id, key) DO UPDATE
-                    SET value = excluded.value, window_end = excluded.window_end,
-                        updated_at = excluded.updated_at",
-            )
-            .await?;
-        tx.execute(&st, &[&partition, &query, &keys, &values, &ends])
-            .await?;
-    }
+    let keys: Vec<&str> = upserts.iter().map(|r| r.key).collect();
+    let values: Vec<&str> = upserts.iter().map(|r| r.value).collect();
+    let ends: Vec<Option<f64>> = upserts.iter().map(|r| r.window_end).collect();
+    let st = tx
+        .prepare_cached("SELECT regent_stream_state($1, $2, $3, $4, $5, $6)")
+        .await?;
+    tx.execute(&st, &[&partition, &query, &deletes, &keys, &values, &ends])
+        .await?;
     Ok(())
 }
 

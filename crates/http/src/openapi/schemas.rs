@@ -72,6 +72,7 @@ pub(crate) fn path_param(name: &str) -> (&'static str, Value) {
         "partition_id" => ("The partition's id (`partitionId`, a UUID), not its name.", uuid()),
         "transaction_id" => ("The message's `transactionId` (unique per partition).", string()),
         "name" => ("A trace name, percent-decoded once.", string()),
+        "query_id" => ("A stream query's id (`query_id`, a UUID), as its registration answered.", uuid()),
         "file" => ("The file's path under `assets/`, as `index.html` names it.", string()),
         _ => ("", string()),
     }
