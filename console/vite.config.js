@@ -23,7 +23,11 @@ export default defineConfig({
   },
   server: {
     // `npm run dev` against a broker on its default port.
-    proxy: { '/api': 'http://localhost:6632', '/health': 'http://localhost:6632' },
+    proxy: {
+      '/api': 'http://localhost:6632',
+      '/streams': 'http://localhost:6632',
+      '/health': 'http://localhost:6632',
+    },
   },
   test: { include: ['test/unit/**/*.test.js'] },
 });

@@ -6,22 +6,28 @@ import { useSession } from './session.js';
  * The answer of a GET, fetched again when `path` or the session's `epoch` (bumped when the
  * token changes) does, and every `everyMs` while the tab is visible. Keeps the last good
  * answer on screen while a refresh is in flight, so numbers do not flicker. `epoch` is given
- * only by the shell, which provides the session rather than reads it.
+ * only by the shell, which provides the session rather than reads it. A `body` makes it a
+ * POST of that JSON, for the reads the API takes as one (`/streams/v1/state/get`), asked
+ * again when the body's JSON changes.
  */
-export function useApi(path, { everyMs = 0, epoch: own } = {}) {
+export function useApi(path, { everyMs = 0, epoch: own, body } = {}) {
   const shared = useSession().epoch;
   const epoch = own ?? shared;
   const [state, setState] = useState({ data: null, error: null, loading: true });
   const seq = useRef(0);
+  const sent = body === undefined ? undefined : JSON.stringify(body);
   const load = useCallback(async () => {
     const mine = ++seq.current;
     try {
-      const data = await api(path);
+      const data = await api(
+        path,
+        sent === undefined ? {} : { method: 'POST', body: JSON.parse(sent) },
+      );
       if (mine === seq.current) setState({ data, error: null, loading: false });
     } catch (error) {
       if (mine === seq.current) setState((s) => ({ data: s.data, error, loading: false }));
     }
-  }, [path, epoch]);
+  }, [path, sent, epoch]);
   useEffect(() => {
     setState((s) => ({ ...s, loading: true }));
     load();

@@ -13,6 +13,9 @@ import { Messages } from './pages/Messages.jsx';
 import { Overview } from './pages/Overview.jsx';
 import { Queue } from './pages/Queue.jsx';
 import { Queues } from './pages/Queues.jsx';
+import { Stream } from './pages/Stream.jsx';
+import { StreamState } from './pages/StreamState.jsx';
+import { Streams } from './pages/Streams.jsx';
 import { System } from './pages/System.jsx';
 import { Traces } from './pages/Traces.jsx';
 import { parse } from './route.js';
@@ -33,6 +36,9 @@ const PAGES = [
   { path: '/dlq', label: 'Dead letters', view: DeadLetters },
   { path: '/groups', label: 'Consumer groups', view: Groups },
   { path: '/group', nav: false, tab: '/groups', view: Group },
+  { path: '/streams', label: 'Streams', view: Streams },
+  { path: '/stream', nav: false, tab: '/streams', view: Stream },
+  { path: '/stream-state', nav: false, tab: '/streams', view: StreamState },
   { path: '/system', label: 'System', view: System, level: 'admin' },
 ];
 

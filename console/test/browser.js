@@ -16,10 +16,22 @@ import * as messages from './browser/messages.js';
 import * as overview from './browser/overview.js';
 import * as queue from './browser/queue.js';
 import * as queues from './browser/queues.js';
+import * as streams from './browser/streams.js';
 import * as system from './browser/system.js';
 import * as traces from './browser/traces.js';
 
-const SCENARIOS = { overview, queues, queue, messages, traces, dlq, groups, system, access };
+const SCENARIOS = {
+  overview,
+  queues,
+  queue,
+  messages,
+  traces,
+  dlq,
+  groups,
+  streams,
+  system,
+  access,
+};
 const only = process.env.ONLY?.split(',');
 const chosen = Object.entries(SCENARIOS).filter(([name]) => !only || only.includes(name));
 

@@ -88,7 +88,11 @@ async function viteFor(api) {
   const server = await vite({
     root: join(root, 'console'),
     logLevel: 'error',
-    server: { host: '127.0.0.1', port: await freePort(), proxy: { '/api': api, '/health': api } },
+    server: {
+      host: '127.0.0.1',
+      port: await freePort(),
+      proxy: { '/api': api, '/streams': api, '/health': api },
+    },
   });
   return server.listen();
 }
