@@ -113,7 +113,15 @@ async fn snapshot(b: &Broker, tenant: &str) -> String {
                   FROM tombstones t JOIN partitions p ON p.id = t.partition_id WHERE p.tenant = $1),
                (SELECT string_agg(concat_ws(',', m.queue_id, m.minute, m.pushed, m.completed), ';'
                                   ORDER BY m.queue_id, m.minute)
-                  FROM queue_minutes m JOIN queues q ON q.id = m.queue_id WHERE q.tenant = $1))",
+                  FROM queue_minutes m JOIN queues q ON q.id = m.queue_id WHERE q.tenant = $1),
+               (SELECT string_agg(concat_ws(',', id, name, source_queue, config_hash, updated_at), ';' ORDER BY id)
+                  FROM stream_queries WHERE tenant = $1),
+               (SELECT string_agg(concat_ws(',', s.partition_id, s.key, s.value, s.updated_at), ';'
+                                  ORDER BY s.partition_id, s.key)
+                  FROM stream_state s JOIN stream_queries q ON q.id = s.query_id WHERE q.tenant = $1),
+               (SELECT string_agg(concat_ws(',', c.partition_id, c.last_digest, c.cycles), ';'
+                                  ORDER BY c.partition_id)
+                  FROM stream_partitions c JOIN stream_queries q ON q.id = c.query_id WHERE q.tenant = $1))",
             &[&tenant],
         )
         .await
@@ -237,6 +245,20 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
     let (s, v) = a.get(parked_path).await;
     assert_eq!(s, StatusCode::OK, "{v}");
     assert_eq!(v["series"][0]["queueName"], "orders-later", "{v}");
+    // A stream query of A's with state on p1 (a cycle without an ack: the lease is held).
+    let (s, reg) = a
+        .post(
+            "/streams/v1/queries",
+            json!({"name": "orders-sum", "source_queue": "orders", "config_hash": "h"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{reg}");
+    let query = reg["query_id"].clone();
+    let stream_cycle = json!({"query_id": query, "partition_id": p1, "ack": null,
+        "state_ops": [{"type": "upsert", "key": "sum", "value": {"acc": 6}}],
+        "push_items": [{"queue": "orders-sums", "payload": {"sum": 6}, "transactionId": "s-1"}]});
+    let (s, v) = a.post("/streams/v1/cycle", stream_cycle.clone()).await;
+    assert_eq!((s, &v["success"]), (StatusCode::OK, &json!(true)), "{v}");
     // A's counts so far in the series, so that the snapshot holds them.
     b.flush_series().await;
     let before = snapshot(&b, "acme").await;
@@ -287,6 +309,34 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
             "{path}: {v}"
         );
     }
+    // A's stream query: B finds no query by its id, reads none of its state, cannot cycle
+    // on A's partition with a query of its own, and registers the same name afresh.
+    let (s, v) = z.post("/streams/v1/cycle", stream_cycle.clone()).await;
+    assert_eq!((s, &v["error"]), (StatusCode::OK, &json!("query not found")), "{v}");
+    let (s, v) = z
+        .post("/streams/v1/state/get", json!({"query_id": query, "partition_id": p1}))
+        .await;
+    assert_eq!((s, &v["rows"]), (StatusCode::OK, &json!([])), "{v}");
+    let (s, v) = z.get(&format!("/streams/v1/queries/{}/partitions", query.as_str().unwrap())).await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "{v}");
+    let (s, v) = z.get("/streams/v1/queries").await;
+    assert_eq!((s, &v["queries"]), (StatusCode::OK, &json!([])), "{v}");
+    let (s, mine) = z
+        .post(
+            "/streams/v1/queries",
+            json!({"name": "orders-sum", "source_queue": "orders", "config_hash": "other", "reset": true}),
+        )
+        .await;
+    assert_eq!((s, &mine["fresh"]), (StatusCode::OK, &json!(true)), "{mine}");
+    assert_ne!(mine["query_id"], query);
+    let mut theirs = stream_cycle.clone();
+    theirs["query_id"] = mine["query_id"].clone();
+    let (s, v) = z.post("/streams/v1/cycle", theirs).await;
+    assert_eq!(
+        (s, &v["error"]),
+        (StatusCode::OK, &json!("partition not found in the query's source queue")),
+        "{v}"
+    );
     // The tenant-wide figures of B count nothing of A's (A's pushes in the series
     // included), and B cannot clear A's queue.
     b.flush_series().await;
@@ -317,12 +367,16 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
         let (s, v) = z.get(path).await;
         assert_eq!((s, &v[key]), (StatusCode::OK, &json!([])), "{path}: {v}");
     }
-    // B's per-queue metrics name none of A's queues (the exposition is text).
+    // B's per-queue metrics name none of A's queues or stream queries, only its own query's
+    // refused cycle (the exposition is text).
     let (s, v) = z.get("/api/v1/metrics/queues").await;
     let text = v.as_str().unwrap_or_default();
     assert_eq!(s, StatusCode::OK, "{v}");
     assert!(
-        text.contains("# TYPE regent_queue_depth gauge") && !text.contains("tenant="),
+        text.contains("# TYPE regent_queue_depth gauge")
+            && !text.contains("acme")
+            && !text.contains("queue=")
+            && text.contains("regent_stream_failures_total{tenant=\"zenith\",query=\"orders-sum\"} 1"),
         "{text}"
     );
     for path in [
@@ -540,7 +594,14 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
 
     // A's data is exactly as it was, and A carries on.
     assert_eq!(snapshot(&b, "acme").await, before);
-    assert_eq!(a.queue_names().await, vec![("orders".to_string(), 4)]);
+    assert_eq!(
+        a.queue_names().await,
+        vec![("orders-sums".to_string(), 1), ("orders".to_string(), 4)]
+    );
+    let (s, v) = a
+        .post("/streams/v1/state/get", json!({"query_id": query, "partition_id": p1}))
+        .await;
+    assert_eq!((s, &v["rows"][0]["value"]), (StatusCode::OK, &json!({"acc": 6})), "{v}");
     let (s, v) = a.get("/api/v1/dlq?queue=orders").await;
     assert_eq!((s, &v["total"]), (StatusCode::OK, &json!(1)), "{v}");
     assert_eq!(v["messages"][0]["transactionId"], "b1");
