@@ -796,6 +796,17 @@ async fn state_outlives_the_sources_retention_and_goes_with_its_queue() {
             json!({"name": "again", "source_queue": "src2", "config_hash": "h1", "reset": true}),
         )
         .await;
+    assert_eq!(
+        v["reset"], false,
+        "the same hash is a restart: its state is kept: {v}"
+    );
+    assert_eq!(state(&b, &at, json!({})).await.len(), 1);
+    let (_, v) = b
+        .post(
+            "/streams/v1/queries",
+            json!({"name": "again", "source_queue": "src2", "config_hash": "h2", "reset": true}),
+        )
+        .await;
     assert_eq!(v["reset"], true, "{v}");
     assert!(state(&b, &at, json!({})).await.is_empty());
 }

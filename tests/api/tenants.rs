@@ -312,12 +312,24 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
     // A's stream query: B finds no query by its id, reads none of its state, cannot cycle
     // on A's partition with a query of its own, and registers the same name afresh.
     let (s, v) = z.post("/streams/v1/cycle", stream_cycle.clone()).await;
-    assert_eq!((s, &v["error"]), (StatusCode::OK, &json!("query not found")), "{v}");
+    assert_eq!(
+        (s, &v["error"]),
+        (StatusCode::OK, &json!("query not found")),
+        "{v}"
+    );
     let (s, v) = z
-        .post("/streams/v1/state/get", json!({"query_id": query, "partition_id": p1}))
+        .post(
+            "/streams/v1/state/get",
+            json!({"query_id": query, "partition_id": p1}),
+        )
         .await;
     assert_eq!((s, &v["rows"]), (StatusCode::OK, &json!([])), "{v}");
-    let (s, v) = z.get(&format!("/streams/v1/queries/{}/partitions", query.as_str().unwrap())).await;
+    let (s, v) = z
+        .get(&format!(
+            "/streams/v1/queries/{}/partitions",
+            query.as_str().unwrap()
+        ))
+        .await;
     assert_eq!(s, StatusCode::NOT_FOUND, "{v}");
     let (s, v) = z.get("/streams/v1/queries").await;
     assert_eq!((s, &v["queries"]), (StatusCode::OK, &json!([])), "{v}");
@@ -327,14 +339,21 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
             json!({"name": "orders-sum", "source_queue": "orders", "config_hash": "other", "reset": true}),
         )
         .await;
-    assert_eq!((s, &mine["fresh"]), (StatusCode::OK, &json!(true)), "{mine}");
+    assert_eq!(
+        (s, &mine["fresh"]),
+        (StatusCode::OK, &json!(true)),
+        "{mine}"
+    );
     assert_ne!(mine["query_id"], query);
     let mut theirs = stream_cycle.clone();
     theirs["query_id"] = mine["query_id"].clone();
     let (s, v) = z.post("/streams/v1/cycle", theirs).await;
     assert_eq!(
         (s, &v["error"]),
-        (StatusCode::OK, &json!("partition not found in the query's source queue")),
+        (
+            StatusCode::OK,
+            &json!("partition not found in the query's source queue")
+        ),
         "{v}"
     );
     // The tenant-wide figures of B count nothing of A's (A's pushes in the series
@@ -376,7 +395,8 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
         text.contains("# TYPE regent_queue_depth gauge")
             && !text.contains("acme")
             && !text.contains("queue=")
-            && text.contains("regent_stream_failures_total{tenant=\"zenith\",query=\"orders-sum\"} 1"),
+            && text
+                .contains("regent_stream_failures_total{tenant=\"zenith\",query=\"orders-sum\"} 1"),
         "{text}"
     );
     for path in [
@@ -599,9 +619,16 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
         vec![("orders-sums".to_string(), 1), ("orders".to_string(), 4)]
     );
     let (s, v) = a
-        .post("/streams/v1/state/get", json!({"query_id": query, "partition_id": p1}))
+        .post(
+            "/streams/v1/state/get",
+            json!({"query_id": query, "partition_id": p1}),
+        )
         .await;
-    assert_eq!((s, &v["rows"][0]["value"]), (StatusCode::OK, &json!({"acc": 6})), "{v}");
+    assert_eq!(
+        (s, &v["rows"][0]["value"]),
+        (StatusCode::OK, &json!({"acc": 6})),
+        "{v}"
+    );
     let (s, v) = a.get("/api/v1/dlq?queue=orders").await;
     assert_eq!((s, &v["total"]), (StatusCode::OK, &json!(1)), "{v}");
     assert_eq!(v["messages"][0]["transactionId"], "b1");

@@ -12,4 +12,5 @@ mod crash_after_commit;
 mod postgres_killed;
 mod postgres_restarted;
 mod postgres_stopped;
+mod stream_crash;
 mod two_brokers;

@@ -19,19 +19,22 @@ pub enum Registration {
     Create,
     /// The same name and hash: the stored query, as it is.
     Keep,
-    /// `reset: true`: the stored query's state is deleted and the sent hash adopted.
+    /// Another hash with `reset: true`: the stored query's state is deleted and the sent hash
+    /// adopted.
     Reset,
     /// Another hash without `reset`: refused (409), nothing changed.
     Conflict,
 }
 
-/// Registering a query whose name holds `stored` (its config hash) with `sent`. A reset wipes
-/// the state whether or not the hash changed: it is how a user starts a query over.
+/// Registering a query whose name holds `stored` (its config hash) with `sent`. `reset` only
+/// matters when the hashes differ, as the client documents it ("wipe existing state if
+/// config_hash mismatches"): the SDK sends its `reset` flag on every start, so a pipeline
+/// left with `reset=True` must not lose its state each time it restarts unchanged.
 pub fn register(stored: Option<&str>, sent: &str, reset: bool) -> Registration {
     match stored {
         None => Registration::Create,
-        Some(_) if reset => Registration::Reset,
         Some(h) if h == sent => Registration::Keep,
+        Some(_) if reset => Registration::Reset,
         Some(_) => Registration::Conflict,
     }
 }
@@ -97,7 +100,11 @@ mod tests {
         assert_eq!(register(Some("h1"), "h1", false), Keep);
         assert_eq!(register(Some("h1"), "h2", false), Conflict);
         assert_eq!(register(Some("h1"), "h2", true), Reset);
-        assert_eq!(register(Some("h1"), "h1", true), Reset);
+        assert_eq!(
+            register(Some("h1"), "h1", true),
+            Keep,
+            "an unchanged restart keeps its state"
+        );
     }
 
     fn up(k: &str, v: i32) -> StateOp<i32> {

@@ -79,7 +79,7 @@ pub(crate) fn routes() -> Vec<Entry> {
         route(M::POST, "/streams/v1/queries", ReadWrite, register)
             .doc(op("Register a stream query")
                 .about(r#"
-Idempotent registration by `name` within the caller's tenant. A new name gets a new `query_id` (`fresh: true`); the same name and `config_hash` the stored query (`fresh: false`); another hash is refused with 409 (the client raises `StreamsConfigHashMismatch`; Queen 0.15 answers 200) unless `reset: true`, which deletes the query's state and adopts the new configuration (`reset: true`, also when the hash is the same). Python: `Stream...run(query_id, url=...)` (`register_query`).
+Idempotent registration by `name` within the caller's tenant. A new name gets a new `query_id` (`fresh: true`); the same name and `config_hash` the stored query (`fresh: false`); another hash is refused with 409 (the client raises `StreamsConfigHashMismatch`; Queen 0.15 answers 200) unless `reset: true`, which deletes the query's state and adopts the new configuration (answered `reset: true`); with the same hash `reset` changes nothing (the client sends it on every start). Python: `Stream...run(query_id, url=...)` (`register_query`).
 "#)
                 .body(true, "The query.", obj(&["name", "source_queue", "config_hash"], json!({
                     "name": about(string(), "The query's id as the client names it."),
@@ -259,7 +259,7 @@ struct RegisteredAnswer {
     config_hash: String,
     /// The name was new.
     fresh: bool,
-    /// The query's state was deleted (`reset: true` asked).
+    /// The query's state was deleted (`reset: true` with another hash).
     reset: bool,
 }
 

@@ -278,6 +278,9 @@ impl Service {
             }
         };
         room.committed(queued(&done.verdicts));
+        if let Some(hook) = &self.abort_after_commit {
+            hook.check(&items, &done.verdicts);
+        }
         if done.replayed {
             self.count_cycle(tenant, &done.query, |t| t.replays += 1);
         } else {

@@ -7,8 +7,8 @@ use crate::push::{PushItem, Verdict};
 /// `REGENT_TEST_ABORT_AFTER_COMMIT=<transactionId>`: see [`AbortAfterCommit`].
 const ABORT_AFTER_COMMIT: &str = "REGENT_TEST_ABORT_AFTER_COMMIT";
 
-/// The process aborts right after the push transaction that stored an item with this
-/// transaction id has committed, before anything is announced or answered: the crash window
+/// The process aborts right after the push transaction (or stream cycle) that stored an item
+/// with this transaction id has committed, before anything is announced or answered: the crash window
 /// between a push's COMMIT and its answer, made deterministic. A retried push of the id is a
 /// duplicate, so it passes (the broker restarted with the variable still set does not abort
 /// again for it).
