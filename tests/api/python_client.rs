@@ -2,7 +2,8 @@
 //! through `tests/python/client_flow.py` (create, push + dedup, consume with auto-ack, manual
 //! ack/nack, lease renewal, transaction, dead-letter queue, a `from_beginning` subscription, an
 //! encrypted queue, a trace, both maintenance switches, a queue whose messages expire, delete). The plain flow runs against `regent dev` as the quick start
-//! starts it, so the encrypted queue is made with the key dev keeps for itself.
+//! starts it, so the encrypted queue is made with the key dev keeps for itself. The client's
+//! streaming SDK (`queen.streams`) runs its pipelines through `tests/python/streams_flow.py`.
 //!
 //! The interpreter is `$REGENT_PYTHON`, else `<crate>/.venv/bin/python`; `scripts/test` creates
 //! that virtualenv and installs the client. A missing interpreter or client is a failure, never
@@ -20,6 +21,8 @@ use crate::support::{authed_broker_with, broker_with, token};
 
 const CLIENT_VERSION: &str = "1.3.0";
 const SCRIPT_TIMEOUT: Duration = Duration::from_secs(120);
+/// The streams flow waits out windows, session gaps and a killed worker's lease.
+const STREAMS_TIMEOUT: Duration = Duration::from_secs(180);
 /// A short retention clock, and the seconds alone enabling retention.
 const RETENTION: &[(&str, &str)] = &[
     ("RETENTION_INTERVAL", "200"),
@@ -110,8 +113,44 @@ async fn python_client_1_3_0_admin_walk() {
     run_script("admin_walk.py", &b.url, None, &[]).await;
 }
 
+/// The client's streaming SDK (`queen.streams`, spec §16) against a broker
+/// (`tests/python/streams_flow.py`): tumbling-window sums over four partitions, session windows
+/// closed by the gap and by the idle flush, event time with allowed lateness (one late event
+/// admitted, one dropped), a query whose worker process is SIGKILLed between cycles and again
+/// mid-stream and resumed (every window exactly once), a changed configuration refused with 409
+/// and accepted with `reset` (state wiped), two queries on one source queue, processing-time
+/// windows closed by the idle flush (`ripe_at_or_before`), and a token-bucket gate's partial acks
+/// (`release_lease: false`). Each compares the sink's output and the stored state with what the
+/// input determines, exactly; a retried cycle is checked to replay (the last) or be refused (an
+/// older one) without applying anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_1_3_0_streams() {
+    let b = broker_with(|_| {}).await;
+    run_script_within("streams_flow.py", &b.url, None, &[], STREAMS_TIMEOUT).await;
+}
+
+/// The streams flow with authentication on: the SDK's own HTTP client (`/streams/v1/*`) and the
+/// queue client both send the token as a bearer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_1_3_0_streams_with_authentication() {
+    let b = authed_broker_with(|_| {}).await;
+    let user = token("read-write").tenant("py-streams").sub("py").mint();
+    run_script_within("streams_flow.py", &b.url, Some(user), &[], STREAMS_TIMEOUT).await;
+}
+
 /// Runs `tests/python/<name>` with the broker's URL; fails with its output unless it exits 0.
 async fn run_script(name: &str, url: &str, token: Option<String>, env: &[(&str, &str)]) {
+    run_script_within(name, url, token, env, SCRIPT_TIMEOUT).await
+}
+
+/// [`run_script`] with another time limit.
+async fn run_script_within(
+    name: &str,
+    url: &str,
+    token: Option<String>,
+    env: &[(&str, &str)],
+    limit: Duration,
+) {
     let python = python();
     check_client(&python).await;
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -146,7 +185,7 @@ async fn run_script(name: &str, url: &str, token: Option<String>, env: &[(&str, 
         buf
     });
 
-    let status = match tokio::time::timeout(SCRIPT_TIMEOUT, child.wait()).await {
+    let status = match tokio::time::timeout(limit, child.wait()).await {
         Ok(status) => Some(status.expect("wait for the python script")),
         Err(_) => {
             let _ = child.kill().await;
@@ -159,7 +198,7 @@ async fn run_script(name: &str, url: &str, token: Option<String>, env: &[(&str, 
 
     match status {
         None => {
-            panic!("tests/python/{name} did not finish within {SCRIPT_TIMEOUT:?}\n{report}")
+            panic!("tests/python/{name} did not finish within {limit:?}\n{report}")
         }
         Some(s) if !s.success() => {
             panic!("tests/python/{name} failed ({s})\n{report}")
