@@ -687,6 +687,16 @@ async def scenario_reset(client: Queen, url: str, api: Api) -> None:
     await wait_until(lambda: runner.metrics()["messagesTotal"] == 2, "stream B to consume its input")
     await sink.settle(1, quiet=0.5)
     await stop(runner, log)
+    # The same pipeline restarted with reset=True still set (the SDK sends it on every start):
+    # its hash is the stored one, so nothing is wiped.
+    kept = await api.state(server_qid, pid)
+    assert kept, "B's state after its run"
+    log = Log("reset-b-restart")
+    runner = await run_stream(b, qid, url, log, batch_size=10, max_partitions=1, reset=True)
+    reg = log.registered()
+    assert reg["fresh"] is False and reg["didReset"] is False, f"unchanged restart: {reg!r}"
+    await stop(runner, log)
+    assert await api.state(server_qid, pid) == kept, "an unchanged restart with reset=True lost its state"
     d = sink.items[0][1]
     # Had A's window survived, B would have folded 100 into it: sum 103, count 3.
     assert (d["ws"], d["sum"], d["count"]) == (T0, 100, 1), f"window after reset: {d!r}"
@@ -695,7 +705,8 @@ async def scenario_reset(client: Queen, url: str, api: Api) -> None:
     assert len(mine) == 1 and mine[0]["config_hash"] == hash_b and mine[0]["query_id"] == server_qid, \
         f"listed query after reset: {mine!r}"
     step("5 reset: changed config refused (409, StreamsConfigHashMismatch, state kept); "
-         "reset=True accepted and state wiped (window sum 100, not 103)")
+         "reset=True accepted and state wiped (window sum 100, not 103); "
+         "an unchanged restart with reset=True keeps its state")
 
 
 async def scenario_two_streams(client: Queen, url: str, api: Api) -> None:
