@@ -17,7 +17,6 @@ use uuid::Uuid;
 use regent_broker::naming::QUEUE_MODE;
 use regent_broker::status::AckStatus;
 use regent_broker::streams::{cycle_digest, StateOp, MAX_STATE_KEY_BYTES, MAX_STATE_VALUE_BYTES};
-use regent_service::push::PushItem;
 use regent_service::streams::{
     AckDone, Applied, Cycle, CycleAck, CycleOutcome, Register, Registered, StateFilter, StateValue,
     StoredState, StreamPartition, StreamQuery,
@@ -653,8 +652,9 @@ async fn cycle(
             push_results: a
                 .pushes
                 .iter()
+                .zip(a.verdicts)
                 .enumerate()
-                .map(|(i, (item, v)): (usize, &(PushItem, _))| PushResult::of(i, item, v))
+                .map(|(i, (item, v))| PushResult::of(i, item, v))
                 .collect(),
             ack_result: a.ack.map(AckResult::from),
             error: None,

@@ -87,7 +87,9 @@ pub struct Applied<'a> {
     /// The source queue.
     pub queue: &'a str,
     pub state_ops: usize,
-    pub pushes: &'a [(PushItem, Verdict)],
+    /// The sink items, with their ids as stored, and what became of each.
+    pub pushes: &'a [PushItem],
+    pub verdicts: &'a [Verdict],
     pub ack: Option<AckDone>,
 }
 
@@ -168,99 +170,13 @@ impl Service {
     pub async fn stream_cycle(
         &self,
         tenant: &Arc<str>,
-        mut cycle: Cycle,
+        cycle: Cycle,
         render: &(dyn Fn(&Applied<'_>) -> Vec<u8> + Sync),
     ) -> Result<CycleOutcome, Error> {
-        for (i, (item, sent_id)) in cycle.pushes.iter_mut().enumerate() {
-            if !*sent_id {
-                item.message.transaction_id = sink_transaction_id(cycle.digest, i);
-            }
-        }
-        let items: Vec<PushItem> = cycle.pushes.iter().map(|(p, _)| p.clone()).collect();
-        let room = self.reserve(tenant, items.len() as i64).await?;
-        let group = self.cycle_ack_group(&cycle);
-        let (deletes, upserts) = collapse(cycle.state_ops.clone());
-        let rows: Vec<StateRow<'_>> = upserts
-            .iter()
-            .map(|(key, v)| StateRow {
-                key,
-                value: &v.json,
-                window_end: v.window_end,
-            })
-            .collect();
-        let c = &cycle;
+        let staged = self.stage(cycle);
+        let room = self.reserve(tenant, staged.items.len() as i64).await?;
         let run = commit_if!(self.store, |tx| {
-            let Some(query) = store::find(&**tx, tenant, c.query_id).await? else {
-                return Ok(Err((None, QUERY_NOT_FOUND.to_string())));
-            };
-            let queue = query.source_queue.clone();
-            let refuse = |why: String| Ok(Err((Some(query.clone()), why)));
-            if !store::partition_of(tx, tenant, c.partition_id, &queue).await? {
-                return refuse(PARTITION_NOT_OF_SOURCE.into());
-            }
-            if let Some(last) = store::lock_cycle(tx, c.partition_id, c.query_id).await? {
-                if last.digest == c.digest {
-                    return Ok(Ok(Done::replay(query, last.answer)));
-                }
-            }
-            let buffering = self.runtime.switches.buffering(tenant)
-                && maintenance::still_buffering(tx, tenant).await?;
-            let prepared = prepare(tx, self, tenant, &items).await?;
-            let ack = match &group {
-                None => None,
-                Some(Err(why)) => return refuse(why.clone()),
-                Some(Ok(g)) => match run_ack(tx, tenant, g, c.release_lease).await? {
-                    Ok(done) => Some(done),
-                    Err(why) => return refuse(why),
-                },
-            };
-            store::write_state(tx, c.partition_id, c.query_id, &deletes, &rows).await?;
-            let verdicts = if buffering {
-                hold(tx, tenant, &prepared).await?
-            } else {
-                append(tx, &prepared, Dedup::Careful).await?
-            };
-            if let Some(Verdict::Failed { error }) = verdicts
-                .iter()
-                .find(|v| matches!(v, Verdict::Failed { .. }))
-            {
-                return refuse(format!("PUSH operation failed: {error}"));
-            }
-            let pushed: Vec<(PushItem, Verdict)> = items
-                .iter()
-                .cloned()
-                .zip(verdicts.iter().cloned())
-                .collect();
-            let answer = render(&Applied {
-                queue: &queue,
-                state_ops: c.state_ops.len(),
-                pushes: &pushed,
-                ack: ack.as_ref().map(|(a, _, _)| *a),
-            });
-            let last = LastCycle {
-                digest: c.digest,
-                answer,
-            };
-            store::record_cycle(
-                tx,
-                c.partition_id,
-                c.query_id,
-                &last,
-                c.state_ops.len() as i64,
-            )
-            .await?;
-            let mut written = prepared.written(tenant);
-            if let Some((_, Some(q), _)) = &ack {
-                written.reopened = vec![(q.clone(), c.group.clone())];
-            }
-            Ok(Ok(Done {
-                query,
-                answer: last.answer,
-                replayed: false,
-                verdicts,
-                written,
-                tally: ack.and_then(|(_, _, t)| t),
-            }))
+            self.run_cycle(tx, tenant, &staged, render).await
         });
         let done = match run {
             Ok(Ok(done)) => done,
@@ -279,31 +195,146 @@ impl Service {
         };
         room.committed(queued(&done.verdicts));
         if let Some(hook) = &self.abort_after_commit {
-            hook.check(&items, &done.verdicts);
+            hook.check(&staged.items, &done.verdicts);
         }
-        if done.replayed {
-            self.count_cycle(tenant, &done.query, |t| t.replays += 1);
-        } else {
-            self.count_outcomes(&done.verdicts);
-            self.tally_pushed(&done.written, &done.verdicts);
-            if let Some((queue, t)) = done.tally {
-                self.runtime.tallies.add(queue, t);
-            }
-            self.announce(&done.written);
-            if let Some(lease) = cycle.ack.as_ref().and_then(|a| a.lease_id.as_ref()) {
-                self.runtime.deliveries.forget(lease);
-            }
-            let (ops, pushed) = (c.state_ops.len() as u64, queued(&done.verdicts) as u64);
-            self.count_cycle(tenant, &done.query, |t| {
-                t.cycles += 1;
-                t.state_ops += ops;
-                t.pushed += pushed;
-            });
-        }
+        self.committed_cycle(tenant, &staged, &done);
         Ok(CycleOutcome::Answered {
             answer: done.answer,
             replayed: done.replayed,
         })
+    }
+
+    /// The cycle made ready for its transaction: sink items given their derived ids, the ack
+    /// as an ack group, the state operations collapsed per key.
+    fn stage(&self, mut cycle: Cycle) -> Staged {
+        let group = self.cycle_ack_group(&cycle);
+        let items = std::mem::take(&mut cycle.pushes)
+            .into_iter()
+            .enumerate()
+            .map(|(i, (mut item, sent_id))| {
+                if !sent_id {
+                    item.message.transaction_id = sink_transaction_id(cycle.digest, i);
+                }
+                item
+            })
+            .collect();
+        let state_ops = cycle.state_ops.len();
+        let (deletes, upserts) = collapse(std::mem::take(&mut cycle.state_ops));
+        Staged {
+            cycle,
+            items,
+            group,
+            state_ops,
+            deletes,
+            upserts,
+        }
+    }
+
+    /// The cycle's transaction (see the module's note); `Ok(Err)` is a refusal, rolled back.
+    async fn run_cycle(
+        &self,
+        tx: &Tx<'_>,
+        tenant: &str,
+        st: &Staged,
+        render: &(dyn Fn(&Applied<'_>) -> Vec<u8> + Sync),
+    ) -> Result<Result<Done, Refused>, StoreError> {
+        let c = &st.cycle;
+        let Some(query) = store::find(&**tx, tenant, c.query_id).await? else {
+            return Ok(Err((None, QUERY_NOT_FOUND.to_string())));
+        };
+        let refuse = |why: String| Ok(Err((Some(query.clone()), why)));
+        if !store::partition_of(tx, tenant, c.partition_id, &query.source_queue).await? {
+            return refuse(PARTITION_NOT_OF_SOURCE.into());
+        }
+        if let Some(last) = store::lock_cycle(tx, c.partition_id, c.query_id).await? {
+            if last.digest == c.digest {
+                return Ok(Ok(Done::replay(query, last.answer)));
+            }
+        }
+        let buffering = self.runtime.switches.buffering(tenant)
+            && maintenance::still_buffering(tx, tenant).await?;
+        let prepared = prepare(tx, self, tenant, &st.items).await?;
+        let ack = match &st.group {
+            None => None,
+            Some(Err(why)) => return refuse(why.clone()),
+            Some(Ok(g)) => match run_ack(tx, tenant, g, c.release_lease).await? {
+                Ok(done) => Some(done),
+                Err(why) => return refuse(why),
+            },
+        };
+        let rows: Vec<StateRow<'_>> = st
+            .upserts
+            .iter()
+            .map(|(key, v)| StateRow {
+                key,
+                value: &v.json,
+                window_end: v.window_end,
+            })
+            .collect();
+        store::write_state(tx, c.partition_id, c.query_id, &st.deletes, &rows).await?;
+        let verdicts = if buffering {
+            hold(tx, tenant, &prepared).await?
+        } else {
+            append(tx, &prepared, Dedup::Careful).await?
+        };
+        if let Some(Verdict::Failed { error }) = verdicts
+            .iter()
+            .find(|v| matches!(v, Verdict::Failed { .. }))
+        {
+            return refuse(format!("PUSH operation failed: {error}"));
+        }
+        let last = LastCycle {
+            digest: c.digest,
+            answer: render(&Applied {
+                queue: &query.source_queue,
+                state_ops: st.state_ops,
+                pushes: &st.items,
+                verdicts: &verdicts,
+                ack: ack.as_ref().map(|a| a.done),
+            }),
+        };
+        store::record_cycle(tx, c.partition_id, c.query_id, &last, st.state_ops as i64).await?;
+        let mut written = prepared.written(tenant);
+        if let Some(q) = ack.as_ref().and_then(|a| a.reopened.clone()) {
+            written.reopened = vec![(q, c.group.clone())];
+        }
+        Ok(Ok(Done {
+            query,
+            answer: last.answer,
+            replayed: false,
+            verdicts,
+            written,
+            ack,
+        }))
+    }
+
+    /// After a cycle's commit: the counters, the series, the wakeups; nothing for a replay
+    /// but its count.
+    fn committed_cycle(&self, tenant: &str, st: &Staged, done: &Done) {
+        if done.replayed {
+            self.count_cycle(tenant, &done.query, |t| t.replays += 1);
+            return;
+        }
+        self.count_outcomes(&done.verdicts);
+        self.tally_pushed(&done.written, &done.verdicts);
+        if let Some(a) = &done.ack {
+            if let Some((queue, t)) = a.tally {
+                self.runtime.tallies.add(queue, t);
+            }
+            if a.done.lease_released {
+                let lease = st.cycle.ack.as_ref().and_then(|a| a.lease_id.as_ref());
+                if let Some(lease) = lease {
+                    self.runtime.deliveries.forget(lease);
+                }
+            }
+        }
+        self.announce(&done.written);
+        let (ops, pushed) = (st.state_ops as u64, queued(&done.verdicts) as u64);
+        self.count_cycle(tenant, &done.query, |t| {
+            t.cycles += 1;
+            t.state_ops += ops;
+            t.pushed += pushed;
+        });
     }
 
     fn count_cycle(&self, tenant: &str, q: &StreamQuery, f: impl FnOnce(&mut StreamTotal)) {
@@ -398,6 +429,22 @@ impl Service {
 
 pub use regent_store::streams::StateFilter;
 
+/// A cycle made ready for its transaction (`Service::stage`).
+struct Staged {
+    /// The cycle as sent, its state operations and pushes moved out into the fields below.
+    cycle: Cycle,
+    /// The sink items, each with its transaction id (sent or derived).
+    items: Vec<PushItem>,
+    group: Option<Result<AckGroup, String>>,
+    /// How many state operations were sent.
+    state_ops: usize,
+    deletes: Vec<String>,
+    upserts: Vec<(String, StateValue)>,
+}
+
+/// A refusal: the query when it was found, and why.
+type Refused = (Option<StreamQuery>, String);
+
 /// What a cycle's transaction did.
 struct Done {
     query: StreamQuery,
@@ -405,7 +452,7 @@ struct Done {
     replayed: bool,
     verdicts: Vec<Verdict>,
     written: Announcement,
-    tally: Option<(Uuid, Tally)>,
+    ack: Option<AckRun>,
 }
 
 impl Done {
@@ -416,13 +463,17 @@ impl Done {
             replayed: true,
             verdicts: Vec::new(),
             written: Announcement::default(),
-            tally: None,
+            ack: None,
         }
     }
 }
 
-/// The ack's result, the queue it reopened for its group, and its tally.
-type AckRun = (AckDone, Option<String>, Option<(Uuid, Tally)>);
+/// The ack's result, the queue it reopened for its group, and its tally for the series.
+struct AckRun {
+    done: AckDone,
+    reopened: Option<String>,
+    tally: Option<(Uuid, Tally)>,
+}
 
 /// The cycle's ack inside its transaction, on the seed's commit rules with the lease checked
 /// strictly: `Err` when refused, or when it would change nothing (its messages were committed
@@ -454,5 +505,9 @@ async fn run_ack(
         lease_released: item.lease_released,
         dlq: item.dlq,
     };
-    Ok(Ok((done, acked.reopened, acked.tally)))
+    Ok(Ok(AckRun {
+        done,
+        reopened: acked.reopened,
+        tally: acked.tally,
+    }))
 }
