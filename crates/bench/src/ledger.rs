@@ -4,6 +4,8 @@
 
 use std::sync::Mutex;
 
+use super::windows::WindowCheck;
+
 #[derive(Default)]
 pub struct Ledger {
     /// pushed[p] = how many messages producer p had acknowledged as queued.
@@ -22,11 +24,14 @@ pub struct LedgerCheck {
     pub duplicates: u64,
     /// Deliveries of ids the generator never had acknowledged (should be 0).
     pub unknown: u64,
+    /// Streams scenarios: every window in the sink exactly once, with the sum pushed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub windows: Option<WindowCheck>,
 }
 
 impl LedgerCheck {
     pub fn ok(&self) -> bool {
-        self.lost == 0 && self.unknown == 0
+        self.lost == 0 && self.unknown == 0 && self.windows.as_ref().is_none_or(WindowCheck::ok)
     }
 }
 
@@ -142,7 +147,8 @@ mod tests {
                 delivered_unique: 3,
                 lost: 1,
                 duplicates: 1,
-                unknown: 1
+                unknown: 1,
+                windows: None,
             }
         );
         assert!(!c.ok());

@@ -2,11 +2,15 @@
 //! `pgbench`. It pushes and consumes through the public HTTP API, records push and end-to-end
 //! latency in HDR histograms merged across tasks, and checks a ledger at the end: every
 //! transaction id the broker acknowledged as pushed must have been delivered (to every
-//! consumer group) at least once.
+//! consumer group) at least once. The streams scenarios run a windowed aggregation as
+//! Queen's streaming SDK does, and also check that every window reached the sink exactly once
+//! with the sum pushed into it.
 
 mod ledger;
 mod report;
 mod stats;
+mod streams;
+mod windows;
 mod workers;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -17,6 +21,8 @@ use clap::{Args, ValueEnum};
 
 pub use ledger::LedgerCheck;
 pub use report::Report;
+pub use streams::StreamsFigures;
+pub use windows::WindowCheck;
 
 use ledger::Ledger;
 
@@ -31,6 +37,19 @@ pub enum Scenario {
     EndToEnd,
     /// End to end with several consumer groups (default 10), each receiving every message.
     FanOut,
+    /// A tumbling-window sum per partition, as Queen's streaming SDK runs it: per popped
+    /// partition a state read and one `/streams/v1/cycle` (state, the closed windows' sums
+    /// to a sink queue, and the ack in one transaction).
+    Streams,
+    /// The same pops, acks and sink pushes through `/api/v1/transaction`, the windows kept in
+    /// memory: what a cycle costs beyond a plain transaction.
+    StreamsTx,
+}
+
+impl Scenario {
+    fn streams(self) -> bool {
+        matches!(self, Scenario::Streams | Scenario::StreamsTx)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
@@ -98,9 +117,19 @@ pub struct BenchArgs {
     /// cannot hide queueing behind the generator's own waiting.
     #[arg(long, default_value_t = 0.0)]
     pub rate: f64,
-    /// pop-ack: messages to pre-fill before consuming.
+    /// pop-ack, and the streams scenarios with `--producers 0`: messages to pre-fill before
+    /// consuming.
     #[arg(long, default_value_t = 100_000)]
     pub prefill: u64,
+    /// Streams scenarios: the tumbling window's length, milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    pub window_ms: u64,
+    /// Streams scenarios, closed loop: producers wait while more pushed messages than this
+    /// are not yet committed by a step (0 = no bound), so the consumers have full batches
+    /// without a backlog that grows all run (and makes the drain, and every window's
+    /// latency, as long as the run).
+    #[arg(long, default_value_t = 10_000)]
+    pub max_backlog: u64,
     /// Seconds the consumers get after the measured window to deliver the rest.
     #[arg(long, default_value_t = 30.0)]
     pub drain_timeout: f64,
@@ -129,7 +158,16 @@ impl BenchArgs {
         self.pop_url.as_deref().unwrap_or(&self.url)
     }
 
+    /// Consumers on a pre-filled backlog, no producer: pop-ack, and the streams scenarios
+    /// with `--producers 0`. The measured window ends when the backlog is consumed.
+    fn consumers_alone(&self) -> bool {
+        self.scenario == Scenario::PopAck || (self.scenario.streams() && self.producers == 0)
+    }
+
     fn groups(&self) -> usize {
+        if self.scenario.streams() {
+            return 1;
+        }
         self.groups
             .unwrap_or(if self.scenario == Scenario::FanOut {
                 10
@@ -180,25 +218,43 @@ pub async fn run(mut args: BenchArgs) -> anyhow::Result<Report> {
         .build()?;
     let shared = Arc::new(Shared::default());
     let ledgers: Arc<Vec<Ledger>> = Arc::new((0..groups).map(|_| Ledger::default()).collect());
+    let streams = if args.scenario.streams() {
+        Some(streams::Pipeline::start(&http, &args, &queue).await?)
+    } else {
+        None
+    };
     let ctx = Arc::new(workers::Ctx {
         args: args.clone(),
         queue: queue.clone(),
         http,
         shared: shared.clone(),
         ledgers: ledgers.clone(),
+        streams,
     });
-    let commits_before = report::commits(args.pg_url.as_deref()).await;
-    let cpu_before = report::process_cpu_seconds();
 
     if args.scenario == Scenario::PopAck {
         workers::prefill(&ctx).await?;
     }
+    if args.consumers_alone() && args.scenario.streams() {
+        streams::prefill(&ctx).await?;
+    }
 
+    // Commits and CPU count from here, after any prefill, as a script measuring the broker's
+    // CPU does.
+    let commits_before = report::commits(args.pg_url.as_deref()).await;
+    let cpu_before = report::process_cpu_seconds();
+    if !args.quiet {
+        eprintln!("[  0.0s] measuring");
+    }
     let started = Instant::now();
     let pushed_before = shared.pushed.load(Ordering::SeqCst);
     let window = Duration::from_secs_f64(args.duration);
     let producers = if args.scenario == Scenario::PopAck {
         vec![]
+    } else if args.scenario.streams() {
+        (0..args.producers)
+            .map(|p| tokio::spawn(streams::producer(ctx.clone(), p)))
+            .collect()
     } else {
         (0..args.producers)
             .map(|p| tokio::spawn(workers::producer(ctx.clone(), p)))
@@ -206,6 +262,10 @@ pub async fn run(mut args: BenchArgs) -> anyhow::Result<Report> {
     };
     let consumers: Vec<_> = if args.scenario == Scenario::Push {
         vec![]
+    } else if args.scenario.streams() {
+        (0..args.consumers)
+            .map(|_| tokio::spawn(streams::consumer(ctx.clone())))
+            .collect()
     } else {
         (0..groups)
             .flat_map(|g| (0..args.consumers).map(move |c| (g, c)))
@@ -220,7 +280,7 @@ pub async fn run(mut args: BenchArgs) -> anyhow::Result<Report> {
         if elapsed >= window {
             break;
         }
-        if args.scenario == Scenario::PopAck && ledgers.iter().all(|l| l.outstanding() == 0) {
+        if args.consumers_alone() && ledgers.iter().all(|l| l.outstanding() == 0) {
             break;
         }
         tokio::time::sleep((window - elapsed).min(Duration::from_millis(100))).await;
@@ -257,7 +317,7 @@ pub async fn run(mut args: BenchArgs) -> anyhow::Result<Report> {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
         _ => None,
     };
-    let ledger = (args.scenario != Scenario::Push).then(|| {
+    let mut ledger = (args.scenario != Scenario::Push).then(|| {
         ledgers
             .iter()
             .map(Ledger::check)
@@ -270,7 +330,16 @@ pub async fn run(mut args: BenchArgs) -> anyhow::Result<Report> {
                 a
             })
     });
-    Ok(Report::new(
+    // After the commits were read: the final flush and the sink's read-back are not the run's.
+    let mut figures = None;
+    if ctx.streams.is_some() {
+        let (f, windows) = streams::finish(&ctx, measured.as_secs_f64(), commits).await?;
+        figures = Some(f);
+        if let Some(l) = ledger.as_mut() {
+            l.windows = Some(windows);
+        }
+    }
+    let mut report = Report::new(
         &args,
         queue,
         groups,
@@ -282,5 +351,7 @@ pub async fn run(mut args: BenchArgs) -> anyhow::Result<Report> {
         ledger,
         commits,
         cpu,
-    ))
+    );
+    report.streams = figures;
+    Ok(report)
 }

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::ledger::LedgerCheck;
 use super::stats::{percentiles, Percentiles};
+use super::streams::StreamsFigures;
 use super::{BenchArgs, Shared};
 
 #[derive(Debug, Serialize)]
@@ -38,6 +39,8 @@ pub struct Report {
     /// CPU seconds the generator itself used, and as a share of one core.
     pub generator_cpu_seconds: f64,
     pub generator_cores: f64,
+    /// The streams scenarios' steps, windows and window latency.
+    pub streams: Option<StreamsFigures>,
 }
 
 impl Report {
@@ -77,6 +80,7 @@ impl Report {
             commit_rate: commits.map(|c| c as f64 / secs),
             generator_cpu_seconds: cpu,
             generator_cores: cpu / secs,
+            streams: None,
         }
     }
 
@@ -117,6 +121,11 @@ impl Report {
         };
         s += &lat("push", &self.push_latency);
         s += &lat("e2e", &self.end_to_end_latency);
+        if let Some(f) = &self.streams {
+            s += &streams_text(f);
+            s += &lat("step", &f.step_latency);
+            s += &lat("window", &f.window_latency);
+        }
         s += &format!("errors {}\n", self.errors);
         if let Some(e) = &self.first_error {
             s += &format!("first error: {e}\n");
@@ -132,12 +141,45 @@ impl Report {
                 l.unknown
             );
         }
+        if let Some(w) = self.ledger.as_ref().and_then(|l| l.windows.as_ref()) {
+            s += &format!(
+                "windows {}: {} pushed into, {} results in the sink, {} exact, {} wrong sums, {} missing, {} duplicates, {} unknown\n",
+                if w.ok() { "OK" } else { "FAILED" },
+                w.windows,
+                w.emitted,
+                w.exact,
+                w.wrong_sum,
+                w.missing,
+                w.duplicates,
+                w.unknown
+            );
+        }
         s += &format!(
             "generator cpu {:.2} s ({:.2} cores)\n",
             self.generator_cpu_seconds, self.generator_cores
         );
         s
     }
+}
+
+/// The streams scenarios' steps and windows.
+fn streams_text(f: &StreamsFigures) -> String {
+    let per_cycle = f
+        .commits_per_cycle
+        .map(|c| format!(", {c:.2} commits per cycle"))
+        .unwrap_or_default();
+    format!(
+        "cycles {:>10.0} /s    ({} in the window, {} in all, {:.1} messages per cycle, {} state reads{per_cycle})\n\
+         windows {:>9.1} /s    ({} emitted in the window, {} at the final flush)\n",
+        f.cycle_rate,
+        f.cycles,
+        f.cycles_total,
+        f.messages_per_cycle,
+        f.state_reads,
+        f.window_rate,
+        f.windows,
+        f.flushed
+    )
 }
 
 /// A line a second on stderr while the run goes.

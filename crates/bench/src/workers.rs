@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use super::ledger::{txid, Ledger};
 use super::stats::{histogram, record, trace_slow};
+use super::streams::Pipeline;
 use super::{AckMode, BenchArgs, Shared};
 
 pub(crate) struct Ctx {
@@ -18,9 +19,11 @@ pub(crate) struct Ctx {
     pub http: reqwest::Client,
     pub shared: Arc<Shared>,
     pub ledgers: Arc<Vec<Ledger>>,
+    /// The streams scenarios' shared state.
+    pub streams: Option<Pipeline>,
 }
 
-fn unix_micros() -> u64 {
+pub(crate) fn unix_micros() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_micros() as u64)
@@ -64,7 +67,7 @@ pub(crate) struct Pad {
 
 const PAD_SOURCE: usize = 1 << 20;
 
-fn pad(ctx: &Ctx) -> Pad {
+pub(crate) fn pad(args: &BenchArgs) -> Pad {
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
     let source = (0..PAD_SOURCE)
         .map(|_| {
@@ -77,12 +80,12 @@ fn pad(ctx: &Ctx) -> Pad {
     Pad {
         source,
         // {"t":1700000000000000,"pad":""} is 31 bytes.
-        len: ctx.args.payload.saturating_sub(31).min(PAD_SOURCE / 2),
+        len: args.payload.saturating_sub(31).min(PAD_SOURCE / 2),
     }
 }
 
 impl Pad {
-    fn for_message(&self, p: usize, seq: u64) -> &str {
+    pub(crate) fn for_message(&self, p: usize, seq: u64) -> &str {
         let h = (p as u64 ^ seq.rotate_left(17)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let start = (h % (PAD_SOURCE - self.len) as u64) as usize;
         &self.source[start..start + self.len]
@@ -94,7 +97,7 @@ pub(crate) async fn producer(ctx: Arc<Ctx>, p: usize) -> anyhow::Result<Histogra
     let mut h = histogram();
     let url = format!("{}/api/v1/push", ctx.args.url);
     let batch = ctx.args.push_batch.max(1);
-    let pad = pad(&ctx);
+    let pad = pad(&ctx.args);
     let interval = (ctx.args.rate > 0.0)
         .then(|| Duration::from_secs_f64(batch as f64 * ctx.args.producers as f64 / ctx.args.rate));
     let (start, start_unix) = (Instant::now(), unix_micros());
@@ -167,7 +170,7 @@ pub(crate) async fn prefill(ctx: &Arc<Ctx>) -> anyhow::Result<()> {
             let ctx = ctx.clone();
             tokio::spawn(async move {
                 let url = format!("{}/api/v1/push", ctx.args.url);
-                let pad = pad(&ctx);
+                let pad = pad(&ctx.args);
                 let mut seq = 0u64;
                 while seq < per {
                     let n = (per - seq).min(ctx.args.push_batch.max(1) as u64) as usize;
