@@ -240,6 +240,27 @@ async fn multi_partition_pop_shares_one_lease_and_one_budget() {
     assert!(e["newExpiresAt"].as_str().is_some() && e["lease_expires_at"] == e["newExpiresAt"]);
 }
 
+/// A pop over several partitions whose first one fills the batch releases the others
+/// unserved: they keep their place in the claim order (least recently served first), so
+/// every partition with a backlog is served in turn, not the first of every `partitions`.
+#[tokio::test]
+async fn partitions_released_unserved_keep_their_turn() {
+    let b = broker().await;
+    for i in 0..20 {
+        let ids: Vec<String> = (0..30).map(|k| format!("p{i}-{k}")).collect();
+        let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+        b.push("q", &format!("p{i:02}"), &refs).await;
+    }
+    let mut served = std::collections::BTreeSet::new();
+    for _ in 0..20 {
+        let v = b.pop("q", "batch=10&partitions=4&consumerGroup=g").await;
+        assert_eq!(v["messages"].as_array().map(Vec::len), Some(10), "{v}");
+        served.insert(v["messages"][0]["partition"].as_str().unwrap().to_string());
+        b.ack_all(Some("g"), &v).await;
+    }
+    assert_eq!(served.len(), 20, "20 pops served {served:?}");
+}
+
 #[tokio::test]
 async fn subscription_mode_new_skips_history_and_is_sticky() {
     let b = broker().await;

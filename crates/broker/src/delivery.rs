@@ -44,6 +44,19 @@ pub struct Share {
     pub finish: Option<Finish>,
 }
 
+impl Share {
+    /// Whether the share undoes its claim: nothing delivered and the cursor left where it
+    /// was, so the partition is released as if never claimed and keeps its place in the
+    /// claim order. (Marked as claimed now, a partition a multi-partition pop claimed but
+    /// did not reach would go behind every other and wait while they have a backlog.)
+    pub fn undoes_claim(&self, c: &Claimed) -> bool {
+        self.upto.is_none()
+            && self
+                .finish
+                .is_some_and(|f| f.release && f.committed == c.committed)
+    }
+}
+
 /// The order claims are served in: never claimed first, then least recently claimed.
 pub fn claim_order<T>(claims: &mut [T], key: impl Fn(&T) -> (Option<DateTime<Utc>>, uuid::Uuid)) {
     claims.sort_by_key(|c| {
@@ -224,6 +237,33 @@ fn finish(c: &Claimed, upto: Option<i64>, auto_ack: bool) -> Option<Finish> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_claim_that_delivered_nothing_and_moved_nothing_is_undone() {
+        let c = Claimed {
+            committed: 9,
+            lease_end: 19,
+            old_end: None,
+            last_claim: None,
+            segments: vec![(10, 19, at(0))],
+            tombstoned: vec![],
+        };
+        let all = shares(std::slice::from_ref(&c), 0, None, false);
+        assert!(all[0].undoes_claim(&c), "{all:?}");
+        let served = shares(std::slice::from_ref(&c), 5, None, false);
+        assert!(!served[0].undoes_claim(&c), "{served:?}");
+        let acked = shares(std::slice::from_ref(&c), 5, None, true);
+        assert!(!acked[0].undoes_claim(&c), "{acked:?}");
+        let dead = Claimed {
+            tombstoned: (10..=19).collect(),
+            ..c.clone()
+        };
+        let moved = shares(std::slice::from_ref(&dead), 5, None, false);
+        assert!(
+            !moved[0].undoes_claim(&dead),
+            "the cursor moved over deleted ones: {moved:?}"
+        );
+    }
 
     fn at(secs: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(1_700_000_000 + secs, 0).unwrap()

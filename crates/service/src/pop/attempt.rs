@@ -282,7 +282,8 @@ impl Service {
             .zip(&shares)
             .filter_map(|(p, (owner, s))| {
                 let handed = owner.map(|j| asks[j].lease_id).filter(|l| *l != p.lease_id);
-                finish(p, s.finish, handed)
+                let undo = s.undoes_claim(&view(p)).then_some(p.last_claim);
+                finish(p, s.finish, handed, undo)
             })
             .collect();
         claim::finish(tx, &req.group, &finishes).await?;
@@ -440,6 +441,7 @@ fn finish(
     p: &ClaimedPartition,
     f: Option<delivery::Finish>,
     handed: Option<Uuid>,
+    undo: Option<Option<chrono::DateTime<chrono::Utc>>>,
 ) -> Option<Finish> {
     let f = match (f, handed) {
         (Some(f), _) => f,
@@ -456,6 +458,7 @@ fn finish(
         release: f.release,
         lease_end: f.lease_end,
         lease: handed,
+        undo,
     })
 }
 

@@ -107,6 +107,9 @@ pub struct Finish {
     /// The lease the partition is handed to, when not the claim's own (a claim made for
     /// several pops gives each its own lease).
     pub lease: Option<Uuid>,
+    /// `Some(t)`: the claim is undone, and the partition's place in the claim order goes
+    /// back to `t`, its last claim before this one (`None`: never claimed).
+    pub undo: Option<Option<DateTime<Utc>>>,
 }
 
 /// Why a partition-route pop found nothing.
@@ -236,9 +239,11 @@ macro_rules! finish {
             "UPDATE cursors c
         SET committed = u.committed,
             lease_id = CASE WHEN u.release THEN NULL ELSE coalesce(u.lease, c.lease_id) END,
-            lease_end = u.lease_end
-       FROM unnest($1::uuid[], $2::bigint[], $3::bool[], $4::bigint[], $6::uuid[])
-            AS u(pid, committed, release, lease_end, lease)
+            lease_end = u.lease_end,
+            lease_expires_at = CASE WHEN u.undo THEN u.last_claim ELSE c.lease_expires_at END
+       FROM unnest($1::uuid[], $2::bigint[], $3::bool[], $4::bigint[], $6::uuid[],
+                   $7::bool[], $8::timestamptz[])
+            AS u(pid, committed, release, lease_end, lease, undo, last_claim)
       WHERE c.partition_id = u.pid AND c.consumer_group = $5",
             $shards
         )
@@ -392,14 +397,29 @@ pub async fn finish(tx: &Tx<'_>, group: &str, finishes: &[Finish]) -> Result<(),
     let release: Vec<bool> = finishes.iter().map(|f| f.release).collect();
     let end: Vec<i64> = finishes.iter().map(|f| f.lease_end).collect();
     let lease: Vec<Option<Uuid>> = finishes.iter().map(|f| f.lease).collect();
+    let undo: Vec<bool> = finishes.iter().map(|f| f.undo.is_some()).collect();
+    let last_claim: Vec<Option<DateTime<Utc>>> =
+        finishes.iter().map(|f| f.undo.flatten()).collect();
     let st = tx
         .prepare_cached(match tx.layout() {
             Layout::Single => FINISH,
             Layout::Citus => FINISH_CITUS,
         })
         .await?;
-    tx.execute(&st, &[&pids, &committed, &release, &end, &group, &lease])
-        .await?;
+    tx.execute(
+        &st,
+        &[
+            &pids,
+            &committed,
+            &release,
+            &end,
+            &group,
+            &lease,
+            &undo,
+            &last_claim,
+        ],
+    )
+    .await?;
     Ok(())
 }
 
