@@ -144,6 +144,9 @@ pub(super) async fn public(s: &AppState, out: &mut String) {
     streams(s, None, out);
 }
 
+/// A stream counter family: its name, its help text, and what it counts.
+type StreamFamily = (&'static str, &'static str, fn(&StreamTotal) -> u64);
+
 /// This broker's counters of each stream query (of `tenant`, or of every tenant), labelled
 /// by tenant and query name.
 fn streams(s: &AppState, tenant: Option<&str>, out: &mut String) {
@@ -153,7 +156,7 @@ fn streams(s: &AppState, tenant: Option<&str>, out: &mut String) {
         .into_iter()
         .filter(|(t, _, _)| tenant.is_none_or(|want| want == t))
         .collect();
-    let families: [(&str, &str, fn(&StreamTotal) -> u64); 5] = [
+    let families: [StreamFamily; 5] = [
         ("regent_stream_cycles_total", "Stream cycles this broker committed, per query.", |t| t.cycles),
         ("regent_stream_state_ops_total", "State operations those cycles applied.", |t| t.state_ops),
         ("regent_stream_pushed_total", "Sink messages those cycles stored.", |t| t.pushed),

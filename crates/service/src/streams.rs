@@ -239,17 +239,16 @@ impl Service {
         render: &(dyn Fn(&Applied<'_>) -> Vec<u8> + Sync),
     ) -> Result<Result<Done, Refused>, StoreError> {
         let c = &st.cycle;
-        let Some(query) = store::find(&**tx, tenant, c.query_id).await? else {
+        let Some((query, holder)) = store::scope(tx, tenant, c.query_id, c.partition_id).await?
+        else {
             return Ok(Err((None, QUERY_NOT_FOUND.to_string())));
         };
         let refuse = |why: String| Ok(Err((Some(query.clone()), why)));
-        if !store::partition_of(tx, tenant, c.partition_id, &query.source_queue).await? {
+        if holder.as_deref() != Some(query.source_queue.as_str()) {
             return refuse(PARTITION_NOT_OF_SOURCE.into());
         }
-        if let Some(last) = store::lock_cycle(tx, c.partition_id, c.query_id).await? {
-            if last.digest == c.digest {
-                return Ok(Ok(Done::replay(query, last.answer)));
-            }
+        if let Some(answer) = store::lock_cycle(tx, c.partition_id, c.query_id, c.digest).await? {
+            return Ok(Ok(Done::replay(query, answer)));
         }
         let buffering = self.runtime.switches.buffering(tenant)
             && maintenance::still_buffering(tx, tenant).await?;

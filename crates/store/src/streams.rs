@@ -136,23 +136,28 @@ pub async fn list(client: &Client, tenant: &str) -> Result<Vec<StreamQuery>, Sto
         .collect())
 }
 
-/// Whether `partition` is a partition of the tenant's queue `queue`.
-pub async fn partition_of(
+/// The tenant's query `id`, and the name of the tenant's queue that holds `partition` (`None`
+/// when the tenant has no such partition), in one round trip: what a cycle checks first.
+pub async fn scope(
     tx: &Tx<'_>,
     tenant: &str,
+    id: Uuid,
     partition: Uuid,
-    queue: &str,
-) -> Result<bool, StoreError> {
+) -> Result<Option<(StreamQuery, Option<String>)>, StoreError> {
+    // The partition's queue is an uncorrelated subquery: Citus runs it on the partition's
+    // worker as a plan of its own, where a correlated one would be refused.
     let st = tx
-        .prepare_cached(
-            "SELECT 1 FROM partitions p JOIN queues q ON q.id = p.queue_id
-              WHERE p.id = $1 AND p.tenant = $2 AND q.tenant = $2 AND q.name = $3",
-        )
+        .prepare_cached(&format!(
+            "SELECT {QUERY_COLUMNS},
+                    (SELECT s.name FROM partitions p JOIN queues s ON s.id = p.queue_id
+                      WHERE p.id = $3 AND p.tenant = $2 AND s.tenant = $2) AS partition_queue
+               FROM stream_queries WHERE id = $1 AND tenant = $2"
+        ))
         .await?;
     Ok(tx
-        .query_opt(&st, &[&partition, &tenant, &queue])
+        .query_opt(&st, &[&id, &tenant, &partition])
         .await?
-        .is_some())
+        .map(|r| (query_of(&r), r.get("partition_queue"))))
 }
 
 /// The last committed cycle of a (partition, query): its digest and the answer it got.
@@ -162,25 +167,36 @@ pub struct LastCycle {
 }
 
 /// Locks the (partition, query)'s cycle row, creating it on the first cycle: concurrent
-/// cycles of one partition of one query commit one after another. Returns the last cycle.
+/// cycles of one partition of one query commit one after another. Returns the stored answer
+/// when the last committed cycle's digest is `digest` (a replay). The lock writes no row
+/// version (the cycle's record writes the one), and the stored answer is read only for a
+/// replay.
 pub async fn lock_cycle(
     tx: &Tx<'_>,
     partition: Uuid,
     query: Uuid,
-) -> Result<Option<LastCycle>, StoreError> {
-    let st = tx
+    digest: Uuid,
+) -> Result<Option<Vec<u8>>, StoreError> {
+    let lock = tx
         .prepare_cached(
-            "INSERT INTO stream_partitions (partition_id, query_id) VALUES ($1, $2)
-             ON CONFLICT (partition_id, query_id) DO UPDATE SET cycles = stream_partitions.cycles
-             RETURNING last_digest, last_answer",
+            "SELECT CASE WHEN last_digest = $3 THEN last_answer END AS answer
+               FROM stream_partitions
+              WHERE partition_id = $1 AND query_id = $2
+                FOR UPDATE",
         )
         .await?;
-    let row = tx.query_one(&st, &[&partition, &query]).await?;
-    let digest: Option<Uuid> = row.get("last_digest");
-    let answer: Option<Vec<u8>> = row.get("last_answer");
-    Ok(digest
-        .zip(answer)
-        .map(|(digest, answer)| LastCycle { digest, answer }))
+    if let Some(row) = tx.query_opt(&lock, &[&partition, &query, &digest]).await? {
+        return Ok(row.get("answer"));
+    }
+    let create = tx
+        .prepare_cached(
+            "INSERT INTO stream_partitions (partition_id, query_id) VALUES ($1, $2)
+             ON CONFLICT (partition_id, query_id) DO NOTHING",
+        )
+        .await?;
+    tx.execute(&create, &[&partition, &query]).await?;
+    let row = tx.query_one(&lock, &[&partition, &query, &digest]).await?;
+    Ok(row.get("answer"))
 }
 
 /// A state row to write: key, value (JSON text), and the value's `windowEnd`.
