@@ -322,6 +322,47 @@ async fn deleting_a_group_forgets_where_it_was() {
 
 /// `GET /consumer-groups`: one element per (group, queue) with cursors, with the real lag, its
 /// age from the lagging partitions' last push, and the dashboard's state.
+/// A group is listed as soon as a pop gives it cursors on a queue, on every broker: its counts
+/// come with the next stats round, its existence does not wait for one. A group's depth is
+/// counted now until a round has counted it.
+#[tokio::test]
+async fn a_group_is_listed_as_soon_as_it_has_cursors_on_every_broker() {
+    let b = broker().await;
+    b.push("fresh", "p1", &["a1", "a2"]).await;
+    b.push("fresh", "p2", &["b1"]).await;
+    let got = b.pop("fresh", "consumerGroup=newcomer&batch=1").await;
+    assert_eq!(txids_of(&got).len(), 1, "{got}");
+    b.pop("fresh", "batch=1").await;
+    let other = Broker::attach(&b.db_url).await;
+    for (who, at) in [("this broker", &b), ("another broker", &other)] {
+        let (s, v) = at.get("/api/v1/consumer-groups").await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        let pairs: Vec<(String, String)> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| {
+                (
+                    g["name"].as_str().unwrap().into(),
+                    g["topics"][0].as_str().unwrap_or_default().into(),
+                )
+            })
+            .collect();
+        for group in ["newcomer", "__QUEUE_MODE__"] {
+            assert!(
+                pairs.iter().any(|(g, _)| g == group),
+                "{who}: {group} listed before any stats round: {v}"
+            );
+        }
+    }
+    // Its depth is not the listing's placeholder zeros: no round has counted it yet.
+    let (s, v) = b
+        .get("/api/v1/resources/queues/fresh/depth?group=newcomer")
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["pending"], 3, "counted now (the leased one unacked): {v}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_group_list_says_how_far_behind_each_group_is() {
     let b = broker().await;
@@ -336,9 +377,23 @@ async fn the_group_list_says_how_far_behind_each_group_is() {
     let read = txids_of(&got).len() as i64;
     b.pop("l2", "consumerGroup=late&subscriptionMode=new").await;
 
-    // From the stats snapshot: nothing until a round has counted the groups.
+    // Listed at once, with the partitions each pop gave it cursors on; the lag comes from
+    // the stats snapshot, with the next round.
     let (_, v) = b.get("/api/v1/consumer-groups").await;
-    assert_eq!(v, json!([]), "no round yet");
+    let before: Vec<(&Value, &Value, &Value)> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (&g["name"], &g["members"], &g["totalLag"]))
+        .collect();
+    assert_eq!(
+        before,
+        vec![
+            (&json!("g"), &json!(2), &json!(0)),
+            (&json!("late"), &json!(1), &json!(0))
+        ],
+        "no round yet: {v}"
+    );
     b.refresh_stats().await;
     let (s, v) = b.get("/api/v1/consumer-groups").await;
     assert_eq!(s, StatusCode::OK, "{v}");

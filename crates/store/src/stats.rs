@@ -438,8 +438,34 @@ fn depth_from(r: &Row) -> Depth {
     }
 }
 
+/// Lists (queue, group) in the snapshot at once, when a pop has just given the group its
+/// first cursors on the queue (`partitions` of them): the group's counts come with the next
+/// round, its existence must not wait for one. A placeholder (`refreshed_at` -infinity, lag
+/// and pending 0) that a round overwrites; a round already running does not see it (its
+/// statement's snapshot is older) and so cannot delete it, and one starting later counts the
+/// cursors committed with it. Never overwrites a counted row.
+pub async fn joined(
+    tx: &crate::Tx<'_>,
+    queue_id: Uuid,
+    group: &str,
+    partitions: i64,
+) -> Result<(), StoreError> {
+    let st = tx
+        .prepare_cached(
+            "INSERT INTO group_stats (queue_id, consumer_group, tenant, partitions,
+                                      partitions_with_lag, lag, lagging_since, consuming, pending,
+                                      partitions_pending, top_partitions, top_pending, refreshed_at)
+             SELECT q.id, $2, q.tenant, $3, 0, 0, NULL, true, 0, 0, '{}', '{}', '-infinity'
+               FROM queues q WHERE q.id = $1
+             ON CONFLICT (queue_id, consumer_group) DO NOTHING",
+        )
+        .await?;
+    tx.execute(&st, &[&queue_id, &group, &partitions]).await?;
+    Ok(())
+}
+
 /// The queue's depth as the last round counted it: for `group`, if a round has seen that
-/// group on the queue (`None` otherwise), else behind each partition's furthest-behind
+/// group on the queue (`None` otherwise, also for a group only listed since it joined), else behind each partition's furthest-behind
 /// cursor (zeros before the first round).
 pub async fn depth(
     client: &deadpool_postgres::Client,
@@ -450,7 +476,8 @@ pub async fn depth(
     let row = match group {
         Some(g) => {
             let sql = format!(
-                "SELECT {COLUMNS} FROM group_stats WHERE queue_id = $1 AND consumer_group = $2"
+                "SELECT {COLUMNS} FROM group_stats
+                  WHERE queue_id = $1 AND consumer_group = $2 AND refreshed_at > '-infinity'"
             );
             let st = client.prepare_cached(&sql).await?;
             let Some(r) = client.query_opt(&st, &[&queue_id, &g]).await? else {

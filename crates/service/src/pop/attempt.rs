@@ -16,6 +16,7 @@ use regent_runtime::tallies::Tally;
 use regent_runtime::Op;
 use regent_store::claim::{self, Claim, ClaimedPartition, EmptyReason, Finish, Start, Sweep};
 use regent_store::queues::{self, QueueRow};
+use regent_store::stats;
 use regent_store::{frames, in_transaction, StoreError, StoredMessage, Tx};
 
 use super::{DeliveredPartition, Delivery, PopRequest, Popped, Target};
@@ -255,7 +256,11 @@ impl Service {
         let partitions = asks.iter().map(|a| a.budget.partitions).sum();
         let (sweep, hint) = self.plan_claim(q, req, partitions);
         if let Some(which) = sweep.as_ref().map(sweep_of) {
-            claim::sweep(tx, q.row.id, &req.group, partition, start(req), which).await?;
+            let made = claim::sweep(tx, q.row.id, &req.group, partition, start(req), which).await?;
+            if made > 0 {
+                // Listed at once (a no-op when the group is already in the snapshot).
+                stats::joined(tx, q.row.id, &req.group, made as i64).await?;
+            }
         }
         let leases = slots(asks);
         let c = Claim {
