@@ -320,8 +320,6 @@ async fn deleting_a_group_forgets_where_it_was() {
     assert_eq!((s, &v["deletedPartitions"]), (StatusCode::OK, &json!(0)));
 }
 
-/// `GET /consumer-groups`: one element per (group, queue) with cursors, with the real lag, its
-/// age from the lagging partitions' last push, and the dashboard's state.
 /// A group is listed as soon as a pop gives it cursors on a queue, on every broker: its counts
 /// come with the next stats round, its existence does not wait for one. A group's depth is
 /// counted now until a round has counted it.
@@ -355,6 +353,18 @@ async fn a_group_is_listed_as_soon_as_it_has_cursors_on_every_broker() {
             );
         }
     }
+    // Deleted, it leaves the list at once too.
+    let (s, _) = other.delete("/api/v1/consumer-groups/newcomer").await;
+    assert_eq!(s, StatusCode::OK);
+    let (_, v) = b.get("/api/v1/consumer-groups").await;
+    assert!(
+        v.as_array()
+            .unwrap()
+            .iter()
+            .all(|g| g["name"] != "newcomer"),
+        "deleted, still listed: {v}"
+    );
+    b.pop("fresh", "consumerGroup=newcomer&batch=1").await;
     // Its depth is not the listing's placeholder zeros: no round has counted it yet.
     let (s, v) = b
         .get("/api/v1/resources/queues/fresh/depth?group=newcomer")
@@ -363,6 +373,8 @@ async fn a_group_is_listed_as_soon_as_it_has_cursors_on_every_broker() {
     assert_eq!(v["pending"], 3, "counted now (the leased one unacked): {v}");
 }
 
+/// `GET /consumer-groups`: one element per (group, queue) with cursors, with the real lag, its
+/// age from the lagging partitions' last push, and the dashboard's state.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_group_list_says_how_far_behind_each_group_is() {
     let b = broker().await;

@@ -129,6 +129,16 @@ pub async fn delete_group(
         .query_one(&st, &[&tenant, &group, &queue, &forget_start])
         .await?;
     let cursors: i64 = row.get("cursors");
+    // Out of the stats snapshot as well, so the group leaves the listing at once (a round
+    // running now may list it again until the next one: it counted the cursors deleted here).
+    let st = client
+        .prepare_cached(
+            "DELETE FROM group_stats
+              WHERE consumer_group = $2
+                AND queue_id IN (SELECT id FROM queues WHERE tenant = $1 AND ($3::text IS NULL OR name = $3))",
+        )
+        .await?;
+    client.execute(&st, &[&tenant, &group, &queue]).await?;
     Ok(Deleted {
         cursors: cursors as u64,
         start_points: forget_start,
