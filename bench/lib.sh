@@ -68,3 +68,33 @@ stop_both() {
     stop_dev
     if [ -n "${KEEP:-}" ]; then echo "kept $work"; else rm -rf "$work"; fi
 }
+
+# cluster_cpu BROKER_PID DIR: CPU seconds so far of the broker, then of each PostgreSQL node
+# whose data directory is under DIR (the postmaster, its live children, and the children it
+# reaped; nodes in the order coordinator, worker-1, worker-2): other clusters on the machine
+# are not counted.
+cluster_cpu() {
+    python3 - "$1" "$2" <<'PY'
+import glob, os, sys
+hz = os.sysconf("SC_CLK_TCK")
+def stat(pid):
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+def own(f, reaped=False):
+    return (int(f[11]) + int(f[12]) + ((int(f[13]) + int(f[14])) if reaped else 0)) / hz
+parents = {}
+for p in os.listdir("/proc"):
+    if p.isdigit() and (f := stat(p)):
+        parents.setdefault(int(f[1]), []).append(f)
+out = [own(stat(sys.argv[1]) or ["0"] * 20)]
+pids = sorted(glob.glob(f"{sys.argv[2]}/**/postmaster.pid", recursive=True),
+              key=lambda p: (("worker" in p), p))
+for pidfile in pids:
+    pm = int(open(pidfile).readline())
+    f = stat(pm)
+    out.append((own(f, reaped=True) if f else 0) + sum(own(c) for c in parents.get(pm, [])))
+print(" ".join(f"{x:.2f}" for x in out))
+PY
+}

@@ -42,30 +42,10 @@ trap stop_dev EXIT
 start_dev "$PORT"
 url="http://127.0.0.1:$PORT"
 
-# CPU seconds so far of the broker and of this cluster's PostgreSQL (the postmaster, its live
-# backends, and those it reaped): other clusters on the machine are not counted.
+# CPU seconds so far of the broker and of this cluster's PostgreSQL, its nodes summed
+# (`cluster_cpu`, bench/lib.sh).
 cpu() {
-    python3 - "$broker" "$work/pg" <<'PY'
-import glob, os, sys
-hz = os.sysconf("SC_CLK_TCK")
-def stat(pid):
-    try:
-        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-def own(f, reaped=False):
-    return (int(f[11]) + int(f[12]) + ((int(f[13]) + int(f[14])) if reaped else 0)) / hz
-children = {}
-for p in os.listdir("/proc"):
-    if p.isdigit() and (f := stat(p)):
-        children.setdefault(int(f[1]), []).append(f)
-pg = 0.0
-for pidfile in glob.glob(f"{sys.argv[2]}/**/postmaster.pid", recursive=True):
-    pm = int(open(pidfile).readline())
-    f = stat(pm)
-    pg += (own(f, reaped=True) if f else 0) + sum(own(c) for c in children.get(pm, []))
-print(f"{own(stat(sys.argv[1]) or ['0'] * 20):.2f} {pg:.2f}")
-PY
+    cluster_cpu "$broker" "$work/pg" | awk '{ s = 0; for (i = 2; i <= NF; i++) s += $i; printf "%s %.2f\n", $1, s }'
 }
 
 for round in $(seq 1 "$ROUNDS"); do

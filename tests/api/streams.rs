@@ -258,7 +258,42 @@ async fn registration_and_reads_refuse_bad_bodies_with_the_spec_texts() {
             "ripe_at_or_before must be a number",
         ),
     ];
-    for (path, body, text) in cases {
+    // NUL cannot be stored as text: refused with the field's name, never the database's text.
+    let id = "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d";
+    let nul: Vec<(&str, Value, &str)> = vec![
+        (
+            "/streams/v1/queries",
+            json!({"name": "a\u{0}b", "source_queue": "q", "config_hash": "h"}),
+            "name must not contain NUL",
+        ),
+        (
+            "/streams/v1/queries",
+            json!({"name": "n", "source_queue": "q", "config_hash": "h", "sink_queue": "s\u{0}"}),
+            "sink_queue must not contain NUL",
+        ),
+        (
+            "/streams/v1/cycle",
+            json!({"query_id": id, "partition_id": id, "state_ops": [{"type": "delete", "key": "k\u{0}"}]}),
+            "state_ops[0].key must not contain NUL",
+        ),
+        (
+            "/streams/v1/state/get",
+            json!({"query_id": id, "partition_id": id, "keys": ["k\u{0}"]}),
+            "keys must not contain NUL",
+        ),
+        (
+            "/streams/v1/state/get",
+            json!({"query_id": id, "partition_id": id, "key_prefix": "k\u{0}"}),
+            "key_prefix must not contain NUL",
+        ),
+        (
+            "/streams/v1/queries",
+            json!({"name": "n".repeat(513), "source_queue": "q", "config_hash": "h"}),
+            "name must be at most 512 bytes",
+        ),
+    ];
+    let cases: Vec<(&str, Value, &str)> = cases.iter().cloned().chain(nul).collect();
+    for (path, body, text) in &cases {
         let (s, v) = b.post(path, body.clone()).await;
         assert_eq!(s, StatusCode::BAD_REQUEST, "{path} {body}: {v}");
         assert_eq!(v["error"], *text, "{path} {body}");

@@ -3,12 +3,10 @@
 //! connection drop with no answer; after a restart its retry of the same transaction id is a
 //! `duplicate` of the message that committed, and that message is delivered once.
 
-use std::os::unix::process::ExitStatusExt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
-use crate::harness::client::Until;
 use crate::harness::ledger::Ack;
 use crate::harness::{load, Case};
 
@@ -28,31 +26,7 @@ async fn a_crash_between_commit_and_answer_makes_the_retry_a_duplicate_delivered
 
     case.ledger.sent(&[DOOMED.to_string()]);
     let push = json!({ "items": [load::item(DOOMED, 0)] });
-    let first = reqwest::Client::new()
-        .post(format!("{}/api/v1/push", case.brokers[0].url()))
-        .json(&push)
-        .send()
-        .await;
-    assert!(
-        first.is_err(),
-        "the push that committed got no answer: {first:?}"
-    );
-    let status = case.brokers[0]
-        .exited(Duration::from_secs(5))
-        .await
-        .expect("the broker aborted after the commit");
-    assert_eq!(status.signal(), Some(libc::SIGABRT), "{status}");
-
-    case.brokers[0].restart(&[]).await;
-    let retry = case
-        .client(0)
-        .post(
-            "/api/v1/push",
-            &push,
-            Until::Deadline(Instant::now() + Duration::from_secs(20)),
-        )
-        .await
-        .expect("the retried push is answered");
+    let retry = case.crash_after_commit("/api/v1/push", &push).await;
     let answer = &retry.body[0];
     assert_eq!(answer["status"], "duplicate", "{answer}");
     case.ledger.answered(&retry.body);

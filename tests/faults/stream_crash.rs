@@ -3,12 +3,10 @@
 //! drop with no answer; after a restart, its retry of the same cycle is answered from the
 //! commit, and the state, the sink message and the source ack are each there once.
 
-use std::os::unix::process::ExitStatusExt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::harness::client::Until;
 use crate::harness::Case;
 
 const HOOK: &str = "REGENT_TEST_ABORT_AFTER_COMMIT";
@@ -53,31 +51,7 @@ async fn a_crash_between_a_cycles_commit_and_its_answer_makes_the_retry_a_replay
         "release_lease": true,
     });
 
-    let first = reqwest::Client::new()
-        .post(format!("{url}/streams/v1/cycle"))
-        .json(&cycle)
-        .send()
-        .await;
-    assert!(
-        first.is_err(),
-        "the cycle that committed got no answer: {first:?}"
-    );
-    let status = case.brokers[0]
-        .exited(Duration::from_secs(5))
-        .await
-        .expect("the broker aborted after the commit");
-    assert_eq!(status.signal(), Some(libc::SIGABRT), "{status}");
-
-    case.brokers[0].restart(&[]).await;
-    let retry = case
-        .client(0)
-        .post(
-            "/streams/v1/cycle",
-            &cycle,
-            Until::Deadline(Instant::now() + Duration::from_secs(20)),
-        )
-        .await
-        .expect("the retried cycle is answered");
+    let retry = case.crash_after_commit("/streams/v1/cycle", &cycle).await;
     let answer = &retry.body;
     assert_eq!(answer["success"], true, "{answer}");
     assert_eq!(

@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 
 use super::stats::{histogram, percentiles, record, Percentiles};
 use super::windows::{fold, start_of, state_key, tag, Acc, Open, Step, WindowCheck, Windows};
-use super::workers::{pad, unix_micros, Ctx, Pad};
+use super::workers::{pad, unix_micros, Ctx, Pace, Pad};
 use super::{BenchArgs, Scenario, Shared};
 
 /// What every task of a streams run shares.
@@ -280,18 +280,11 @@ pub(crate) async fn producer(ctx: Arc<Ctx>, p: usize) -> anyhow::Result<Histogra
     let url = format!("{}/api/v1/push", ctx.args.url);
     let batch = ctx.args.push_batch.max(1);
     let pad = pad(&ctx.args);
-    let interval = (ctx.args.rate > 0.0)
-        .then(|| Duration::from_secs_f64(batch as f64 * producers as f64 / ctx.args.rate));
-    let (start, start_unix) = (Instant::now(), unix_micros());
-    let (mut seq, mut tick) = (0u64, 0u32);
+    let mut pace = Pace::new(&ctx.args, producers, batch);
+    let mut seq = 0u64;
     while !ctx.shared.stop_producers.load(Relaxed) {
-        let scheduled = match interval {
-            Some(i) => {
-                let at = start + i * tick;
-                tick += 1;
-                tokio::time::sleep_until(at.into()).await;
-                at
-            }
+        let scheduled = match pace.due().await {
+            Some(at) => at,
             None => {
                 backpressure(&ctx).await;
                 Instant::now()
@@ -300,7 +293,7 @@ pub(crate) async fn producer(ctx: Arc<Ctx>, p: usize) -> anyhow::Result<Histogra
         if ctx.shared.stop_producers.load(Relaxed) {
             break;
         }
-        let t = ((start_unix + (scheduled - start).as_micros() as u64) / 1000) as i64;
+        let t = (pace.unix(scheduled) / 1000) as i64;
         let part = mine[(seq / batch as u64) as usize % mine.len()];
         let (body, sum) = source_body(&ctx, &pad, (p, seq), batch, part, t);
         if !push_until_stored(&ctx, &url, body).await {

@@ -92,31 +92,59 @@ impl Pad {
     }
 }
 
+/// When a producer's pushes are due: at `--rate` across `producers` (open loop, each push
+/// scheduled, so a late one counts its wait), or whenever the last one was answered.
+pub(crate) struct Pace {
+    interval: Option<Duration>,
+    start: Instant,
+    /// `start` as microseconds since the epoch, for the times written into payloads.
+    start_unix: u64,
+    tick: u32,
+}
+
+impl Pace {
+    pub(crate) fn new(args: &BenchArgs, producers: usize, batch: usize) -> Pace {
+        Pace {
+            interval: (args.rate > 0.0)
+                .then(|| Duration::from_secs_f64(batch as f64 * producers as f64 / args.rate)),
+            start: Instant::now(),
+            start_unix: unix_micros(),
+            tick: 0,
+        }
+    }
+
+    /// Open loop: sleeps until the next push is due and returns when that was. Closed loop:
+    /// `None` (the caller decides when).
+    pub(crate) async fn due(&mut self) -> Option<Instant> {
+        let at = self.start + self.interval? * self.tick;
+        self.tick += 1;
+        tokio::time::sleep_until(at.into()).await;
+        Some(at)
+    }
+
+    /// `at` as microseconds since the epoch.
+    pub(crate) fn unix(&self, at: Instant) -> u64 {
+        self.start_unix + (at - self.start).as_micros() as u64
+    }
+}
+
 /// Pushes until told to stop; returns the push latency histogram (µs).
 pub(crate) async fn producer(ctx: Arc<Ctx>, p: usize) -> anyhow::Result<Histogram<u64>> {
     let mut h = histogram();
     let url = format!("{}/api/v1/push", ctx.args.url);
     let batch = ctx.args.push_batch.max(1);
     let pad = pad(&ctx.args);
-    let interval = (ctx.args.rate > 0.0)
-        .then(|| Duration::from_secs_f64(batch as f64 * ctx.args.producers as f64 / ctx.args.rate));
-    let (start, start_unix) = (Instant::now(), unix_micros());
+    let mut pace = Pace::new(&ctx.args, ctx.args.producers, batch);
     let mut seq = 0u64;
-    let mut tick = 0u32;
     while !ctx.shared.stop_producers.load(Relaxed) {
-        let scheduled = match interval {
-            Some(i) => {
-                let at = start + i * tick;
-                tick += 1;
-                tokio::time::sleep_until(at.into()).await;
-                if ctx.shared.stop_producers.load(Relaxed) {
-                    break;
-                }
-                at
-            }
+        let scheduled = match pace.due().await {
+            Some(at) => at,
             None => Instant::now(),
         };
-        let sent_at = start_unix + (scheduled - start).as_micros() as u64;
+        if ctx.shared.stop_producers.load(Relaxed) {
+            break;
+        }
+        let sent_at = pace.unix(scheduled);
         let body = push_body(&ctx, p, seq, batch, sent_at, &pad);
         let res = ctx
             .http

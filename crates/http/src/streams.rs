@@ -30,7 +30,7 @@ use super::openapi::schemas::{about, array, obj, string, uuid};
 use super::openapi::{Doc, Tag};
 use super::params::{Paging, Params};
 use super::path::PathParams;
-use super::push::{self, parse_item, PushResult, MAX_NAME_BYTES};
+use super::push::{self, parse_item, PushResult};
 use super::routes::{route, Entry, Level::*};
 use super::State;
 
@@ -87,7 +87,7 @@ Idempotent registration by `name` within the caller's tenant. A new name gets a 
                     "sink_queue": {"type": ["string", "null"]},
                     "reset": {"type": ["boolean", "null"], "default": false},
                 })))
-                .fails(400, "`request body must be a JSON object`, `name is required`, `source_queue is required`, `config_hash is required`, `<field> must be a string`, `<field> is longer than 512 bytes`, `reset must be a boolean`; `Empty request body`, `Invalid JSON: …`.")
+                .fails(400, "`request body must be a JSON object`, `name is required`, `source_queue is required`, `config_hash is required`, `<field> must be a string`, `<field> must be at most 512 bytes`, `<field> must not contain NUL`, `reset must be a boolean`; `Empty request body`, `Invalid JSON: …`.")
                 .answers::<RegisteredAnswer>(200, "Registered.")
                 .answers::<ConflictAnswer>(409, "Another `config_hash` is registered under the name; nothing changed."))
             .reads_body(
@@ -139,7 +139,7 @@ The cycle's state operations (scoped to the query and source partition; the last
                     "release_lease": {"type": ["boolean", "null"], "default": true},
                 })))
                 .quota()
-                .fails(400, "`request body must be a JSON object`, `query_id is required`, `partition_id is required`, `query_id must be a UUID`, `partition_id must be a UUID`, `consumer_group must be a string`, `state_ops must be an array`, `push_items must be an array`, `state_ops[<i>].type must be upsert or delete`, `state_ops[<i>].key is required`, `state_ops[<i>].key is longer than 2048 bytes`, `ack must be an object`, `ack.transactionId is required`, `release_lease must be a boolean`, a push item's texts (as on the push route); `Empty request body`, `Invalid JSON: …`.")
+                .fails(400, "`request body must be a JSON object`, `query_id is required`, `partition_id is required`, `query_id must be a UUID`, `partition_id must be a UUID`, `consumer_group must be a string`, `state_ops must be an array`, `push_items must be an array`, `state_ops[<i>].type must be upsert or delete`, `state_ops[<i>].key is required`, `state_ops[<i>].key is longer than 2048 bytes`, `state_ops[<i>].key must not contain NUL`, `ack must be an object`, `ack.transactionId is required`, `release_lease must be a boolean`, a push item's texts (as on the push route); `Empty request body`, `Invalid JSON: …`.")
                 .fails(413, "`state_ops[<i>].value is <n> bytes, over the limit of 1048576 bytes`; `A request of <n> items is over the limit of <max> items (MAX_PUSH_ITEMS)` (state operations and push items together).")
                 .answers::<CycleAnswer>(200, "Committed (`success: true`), or refused with nothing written (`success: false`)."))
             .reads_body(
@@ -169,7 +169,7 @@ The query's state rows in a source partition, by key: all of them (`keys` empty 
                     "ripe_at_or_before": {"type": ["number", "null"]},
                     "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_STATE_LIMIT},
                 })))
-                .fails(400, "`request body must be a JSON object`, `query_id is required`, `partition_id is required`, `query_id must be a UUID`, `partition_id must be a UUID`, `keys must be an array of strings`, `key_prefix must be a string`, `ripe_at_or_before must be a number`, `limit must be an integer from 1 to 10000`; `Empty request body`, `Invalid JSON: …`.")
+                .fails(400, "`request body must be a JSON object`, `query_id is required`, `partition_id is required`, `query_id must be a UUID`, `partition_id must be a UUID`, `keys must be an array of strings`, `keys must not contain NUL`, `key_prefix must be a string`, `key_prefix must not contain NUL`, `ripe_at_or_before must be a number`, `limit must be an integer from 1 to 10000`; `Empty request body`, `Invalid JSON: …`.")
                 .answers::<StateAnswer>(200, "The rows."))
             .reads_body(
                 &["query_id", "partition_id", "keys", "key_prefix", "ripe_at_or_before", "limit"],
@@ -191,8 +191,8 @@ fn object(v: &Value) -> Result<&serde_json::Map<String, Value>, ApiError> {
 }
 
 /// A required string field: absent, null or empty is `<field> is required`.
-fn required<'a>(o: &'a serde_json::Map<String, Value>, field: &str) -> Result<&'a str, ApiError> {
-    match o.get(field) {
+fn required<'a>(v: Option<&'a Value>, field: &str) -> Result<&'a str, ApiError> {
+    match v {
         None | Some(Value::Null) => Err(ApiError::bad_request(format!("{field} is required"))),
         Some(Value::String(s)) if s.is_empty() => {
             Err(ApiError::bad_request(format!("{field} is required")))
@@ -203,16 +203,22 @@ fn required<'a>(o: &'a serde_json::Map<String, Value>, field: &str) -> Result<&'
 }
 
 /// A required id field.
-fn required_id(o: &serde_json::Map<String, Value>, field: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(required(o, field)?)
+fn required_id(v: Option<&Value>, field: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(required(v, field)?)
         .map_err(|_| ApiError::bad_request(format!("{field} must be a UUID")))
 }
 
-/// A name no longer than the queue routes take.
-fn bounded<'a>(field: &str, s: &'a str) -> Result<&'a str, ApiError> {
-    if s.len() > MAX_NAME_BYTES {
+/// A name as the queue routes take one (at most 512 bytes, no NUL: it is stored as text).
+fn named<'a>(field: &str, s: &'a str) -> Result<&'a str, ApiError> {
+    push::name(field, s).map(|_| s)
+}
+
+/// Text that becomes a state key or selects keys: no NUL, which PostgreSQL's text cannot
+/// hold (and no stored key has).
+fn no_nul(field: &str, s: String) -> Result<String, ApiError> {
+    if s.contains('\0') {
         return Err(ApiError::bad_request(format!(
-            "{field} is longer than {MAX_NAME_BYTES} bytes"
+            "{field} must not contain NUL"
         )));
     }
     Ok(s)
@@ -231,13 +237,19 @@ fn flag(o: &serde_json::Map<String, Value>, field: &str, default: bool) -> Resul
 
 fn parse_register(v: &Value) -> Result<Register<'_>, ApiError> {
     let o = object(v)?;
-    let name = bounded("name", required(o, "name")?)?;
-    let source_queue = bounded("source_queue", required(o, "source_queue")?)?;
-    let config_hash = bounded("config_hash", required(o, "config_hash")?)?;
+    let name = named("name", required(o.get("name"), "name")?)?;
+    let source_queue = named(
+        "source_queue",
+        required(o.get("source_queue"), "source_queue")?,
+    )?;
+    let config_hash = named(
+        "config_hash",
+        required(o.get("config_hash"), "config_hash")?,
+    )?;
     let sink_queue = match o.get("sink_queue") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if s.is_empty() => None,
-        Some(Value::String(s)) => Some(bounded("sink_queue", s)?),
+        Some(Value::String(s)) => Some(named("sink_queue", s)?),
         Some(_) => return Err(ApiError::bad_request("sink_queue must be a string")),
     };
     Ok(Register {
@@ -397,8 +409,7 @@ async fn partitions(
     let page = p.page(PARTITIONS);
     let not_found = || ApiError::NotFound(regent_service::streams::QUERY_NOT_FOUND.into());
     let id = Uuid::parse_str(&id).map_err(|_| not_found())?;
-    let query = s.service.stream_query(&who.tenant, id).await?;
-    let (rows, total) = s.service.stream_partitions(&who.tenant, id, page).await?;
+    let (query, rows, total) = s.service.stream_partitions(&who.tenant, id, page).await?;
     Ok(Answer(PartitionList {
         query: query.into(),
         partitions: rows.into_iter().map(PartitionView::from).collect(),
@@ -448,10 +459,8 @@ fn parse_cycle(body: &RawBody, who: &Principal, max: usize) -> Result<Cycle, Api
     let raw = body.raw_json()?;
     let f: CycleFields<'_> = serde_json::from_str(raw.get())
         .map_err(|_| ApiError::bad_request("request body must be a JSON object"))?;
-    let ids = json!({"query_id": small(f.query_id), "partition_id": small(f.partition_id)});
-    let ids = object(&ids)?;
-    let query_id = required_id(ids, "query_id")?;
-    let partition_id = required_id(ids, "partition_id")?;
+    let query_id = required_id(Some(&small(f.query_id)), "query_id")?;
+    let partition_id = required_id(Some(&small(f.partition_id)), "partition_id")?;
     let group = match small(f.consumer_group) {
         Value::Null => QUEUE_MODE.to_string(),
         Value::String(g) if g.is_empty() => QUEUE_MODE.to_string(),
@@ -518,7 +527,7 @@ fn parse_state_op(i: usize, op: &RawValue) -> Result<StateOp<StateValue>, ApiErr
         ApiError::bad_request(format!("state_ops[{i}].type must be upsert or delete"))
     })?;
     let key = match f.key {
-        Some(Value::String(k)) if !k.is_empty() => k,
+        Some(Value::String(k)) if !k.is_empty() => no_nul(&format!("state_ops[{i}].key"), k)?,
         _ => {
             return Err(ApiError::bad_request(format!(
                 "state_ops[{i}].key is required"
@@ -692,9 +701,9 @@ struct StateGet {
 
 fn parse_state_get(v: &Value) -> Result<StateGet, ApiError> {
     let o = object(v)?;
-    let query_id = required_id(o, "query_id")?;
-    let partition_id = required_id(o, "partition_id")?;
-    let keys = match o.get("keys") {
+    let query_id = required_id(o.get("query_id"), "query_id")?;
+    let partition_id = required_id(o.get("partition_id"), "partition_id")?;
+    let keys: Vec<String> = match o.get("keys") {
         None | Some(Value::Null) => vec![],
         Some(Value::Array(a)) => a
             .iter()
@@ -703,10 +712,14 @@ fn parse_state_get(v: &Value) -> Result<StateGet, ApiError> {
             .ok_or_else(|| ApiError::bad_request("keys must be an array of strings"))?,
         Some(_) => return Err(ApiError::bad_request("keys must be an array of strings")),
     };
+    let keys = keys
+        .into_iter()
+        .map(|k| no_nul("keys", k))
+        .collect::<Result<_, _>>()?;
     let key_prefix = match o.get("key_prefix") {
         None | Some(Value::Null) => None,
         Some(Value::String(p)) if p.is_empty() => None,
-        Some(Value::String(p)) => Some(p.clone()),
+        Some(Value::String(p)) => Some(no_nul("key_prefix", p.clone())?),
         Some(_) => return Err(ApiError::bad_request("key_prefix must be a string")),
     };
     let ripe_at_or_before = match o.get("ripe_at_or_before") {

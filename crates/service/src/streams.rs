@@ -63,7 +63,7 @@ pub struct StateValue {
 pub struct CycleAck {
     pub transaction_id: String,
     pub lease_id: Option<String>,
-    /// `None`: a status the streams protocol does not know (the cycle fails, naming it).
+    /// `Err(sent)`: a status the streams protocol does not know (the cycle fails, naming it).
     pub status: Result<AckStatus, String>,
     pub error: Option<String>,
 }
@@ -74,7 +74,8 @@ pub struct Cycle {
     pub partition_id: Uuid,
     pub group: String,
     pub state_ops: Vec<StateOp<StateValue>>,
-    /// Items sent without a transaction id have `None` here: the cycle derives one.
+    /// Each item, and whether the client sent its transaction id (when not, the cycle
+    /// derives one: `regent_broker::streams::sink_transaction_id`).
     pub pushes: Vec<(PushItem, bool)>,
     pub ack: Option<CycleAck>,
     pub release_lease: bool,
@@ -387,9 +388,9 @@ impl Service {
     }
 
     /// The tenant's query `id`, or `NotFound`.
-    pub async fn stream_query(&self, tenant: &str, id: Uuid) -> Result<StreamQuery, Error> {
+    async fn stream_query(&self, tenant: &str, id: Uuid) -> Result<StreamQuery, Error> {
         let client = self.store.client().await?;
-        store::find(&*client, tenant, id)
+        store::find(&client, tenant, id)
             .await?
             .ok_or_else(|| Error::NotFound(QUERY_NOT_FOUND.into()))
     }
@@ -400,16 +401,18 @@ impl Service {
         Ok(store::list(&client, tenant).await?)
     }
 
-    /// A page of the tenant's query's source partitions, most recently cycled first.
+    /// The tenant's query `id` (`NotFound` otherwise) with a page of its source partitions,
+    /// most recently cycled first, and how many there are.
     pub async fn stream_partitions(
         &self,
         tenant: &str,
         id: Uuid,
         page: Page,
-    ) -> Result<(Vec<StreamPartition>, i64), Error> {
+    ) -> Result<(StreamQuery, Vec<StreamPartition>, i64), Error> {
         let query = self.stream_query(tenant, id).await?;
         let client = self.store.client().await?;
-        Ok(store::partitions(&client, query.id, page.limit, page.offset).await?)
+        let (rows, total) = store::partitions(&client, query.id, page.limit, page.offset).await?;
+        Ok((query, rows, total))
     }
 
     /// The tenant's query's state rows in a partition (spec §16.3); none for a query the

@@ -105,7 +105,7 @@ pub async fn reset(tx: &Tx<'_>, id: Uuid, q: &NewQuery<'_>) -> Result<(), StoreE
 
 /// The tenant's query `id`.
 pub async fn find(
-    client: &impl deadpool_postgres::GenericClient,
+    client: &Client,
     tenant: &str,
     id: Uuid,
 ) -> Result<Option<StreamQuery>, StoreError> {

@@ -90,6 +90,41 @@ impl Case {
         Client::new(self.urls.clone(), home, self.answers.clone())
     }
 
+    /// Sends `body` to `path` on the first broker, which the abort-after-commit hook makes
+    /// crash between the request's COMMIT and its answer: the request gets no answer, the
+    /// broker exits on SIGABRT and is started again without the hook; then the careful
+    /// client's retry of the same body, answered within 20 s.
+    pub async fn crash_after_commit(
+        &mut self,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> client::Reply {
+        use std::os::unix::process::ExitStatusExt;
+        let first = reqwest::Client::new()
+            .post(format!("{}{path}", self.brokers[0].url()))
+            .json(body)
+            .send()
+            .await;
+        assert!(
+            first.is_err(),
+            "the request that committed got no answer: {first:?}"
+        );
+        let status = self.brokers[0]
+            .exited(Duration::from_secs(5))
+            .await
+            .expect("the broker aborted after the commit");
+        assert_eq!(status.signal(), Some(libc::SIGABRT), "{status}");
+        self.brokers[0].restart(&[]).await;
+        self.client(0)
+            .post(
+                path,
+                body,
+                client::Until::Deadline(Instant::now() + Duration::from_secs(20)),
+            )
+            .await
+            .expect("the retried request is answered")
+    }
+
     /// Lets the load run for `period`, which must see pushes acknowledged.
     pub async fn steady(&self, period: Duration) {
         let before = self.ledger.acknowledged();

@@ -255,13 +255,12 @@ impl Service {
         let partition = req.target.partition_name();
         let partitions = asks.iter().map(|a| a.budget.partitions).sum();
         let (sweep, hint) = self.plan_claim(q, req, partitions);
-        if let Some(which) = sweep.as_ref().map(sweep_of) {
-            let made = claim::sweep(tx, q.row.id, &req.group, partition, start(req), which).await?;
-            if made > 0 {
-                // Listed at once (a no-op when the group is already in the snapshot).
-                stats::joined(tx, q.row.id, &req.group, made as i64).await?;
+        let made = match sweep.as_ref().map(sweep_of) {
+            Some(which) => {
+                claim::sweep(tx, q.row.id, &req.group, partition, start(req), which).await?
             }
-        }
+            None => 0,
+        };
         let leases = slots(asks);
         let c = Claim {
             queue_id: q.row.id,
@@ -274,7 +273,15 @@ impl Service {
             window_buffer_seconds: q.options.window_buffer_seconds(),
             hint: &hint,
         };
-        let mut claimed = claim::claim(tx, &c).await?;
+        // A group given cursors is listed at once (a no-op when the snapshot has it already):
+        // sent with the claim, in the same round trip.
+        let listed = async {
+            match made {
+                0 => Ok(()),
+                n => stats::joined(tx, q.row.id, &req.group, n as i64).await,
+            }
+        };
+        let (mut claimed, ()) = tokio::try_join!(claim::claim(tx, &c), listed)?;
         let delayed = q.options.delayed_processing_seconds();
         let cutoff = (delayed > 0).then(|| claimed.db_now - chrono::Duration::seconds(delayed));
         delivery::claim_order(&mut claimed.partitions, |p| (p.last_claim, p.id));
