@@ -211,6 +211,8 @@ fn the_route_table_gives_the_specs_levels() {
         (Method::POST, "/streams/v1/queries", Level::ReadWrite),
         (Method::POST, "/streams/v1/cycle", Level::ReadWrite),
         (Method::POST, "/streams/v1/state/get", Level::ReadOnly),
+        // §18.1: one route carries reads and writes, so it is read-write (the spec's REC).
+        (Method::POST, "/api/v1/kv", Level::ReadWrite),
         // Not the spec's: the console's listings of stream queries and their partitions.
         (Method::GET, "/streams/v1/queries", Level::ReadOnly),
         (

@@ -213,6 +213,7 @@ const VOCABULARY: &[&str] = &[
     "StreamQuery",
     "StreamPartition",
     "StoredState",
+    "KvRow",
     "StateFilter",
     "StreamTotal",
     // The fleet's samples and PostgreSQL's statistics.

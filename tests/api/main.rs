@@ -18,6 +18,7 @@ mod dlq_requeue;
 mod fleet;
 mod invariants;
 mod jwks;
+mod kv;
 mod layering;
 mod limits;
 mod maintenance;

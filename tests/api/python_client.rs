@@ -138,6 +138,16 @@ async fn python_client_1_3_0_streams_with_authentication() {
     run_script_within("streams_flow.py", &b.url, Some(user), &[], STREAMS_TIMEOUT).await;
 }
 
+/// Key/value through the client (`tests/python/kv_flow.py`): `client.kv`'s reads and writes,
+/// versions and `expect`, `putIfAbsent`/`once`, `incr` as a limiter, paging with `list_all`,
+/// `KvError` codes, and the transaction builder's `kv` rider and `once` gate (a lost gate is
+/// returned as `kv_precondition` and writes nothing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_1_3_0_kv() {
+    let b = broker_with(|_| {}).await;
+    run_script("kv_flow.py", &b.url, None, &[]).await;
+}
+
 /// Runs `tests/python/<name>` with the broker's URL; fails with its output unless it exits 0.
 async fn run_script(name: &str, url: &str, token: Option<String>, env: &[(&str, &str)]) {
     run_script_within(name, url, token, env, SCRIPT_TIMEOUT).await

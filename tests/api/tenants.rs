@@ -121,7 +121,10 @@ async fn snapshot(b: &Broker, tenant: &str) -> String {
                   FROM stream_state s JOIN stream_queries q ON q.id = s.query_id WHERE q.tenant = $1),
                (SELECT string_agg(concat_ws(',', c.partition_id, c.last_digest, c.cycles), ';'
                                   ORDER BY c.partition_id)
-                  FROM stream_partitions c JOIN stream_queries q ON q.id = c.query_id WHERE q.tenant = $1))",
+                  FROM stream_partitions c JOIN stream_queries q ON q.id = c.query_id WHERE q.tenant = $1),
+               (SELECT string_agg(concat_ws(',', ns, key, value, version, expires_at, updated_at), ';'
+                                  ORDER BY ns, key)
+                  FROM kv WHERE tenant = $1))",
             &[&tenant],
         )
         .await
@@ -259,6 +262,18 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
         "push_items": [{"queue": "orders-sums", "payload": {"sum": 6}, "transactionId": "s-1"}]});
     let (s, v) = a.post("/streams/v1/cycle", stream_cycle.clone()).await;
     assert_eq!((s, &v["success"]), (StatusCode::OK, &json!(true)), "{v}");
+    // Key/value rows of A's.
+    let kv = |ops: Value| json!({ "operations": ops });
+    let (s, v) = a
+        .post(
+            "/api/v1/kv",
+            kv(json!([
+                {"op": "put", "ns": "cfg", "key": "limit", "value": 10, "forever": true},
+                {"op": "incr", "ns": "cfg", "key": "hits", "ttlSeconds": 3600},
+            ])),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
     // A's counts so far in the series, so that the snapshot holds them.
     b.flush_series().await;
     let before = snapshot(&b, "acme").await;
@@ -354,6 +369,37 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
             StatusCode::OK,
             &json!("partition not found in the query's source queue")
         ),
+        "{v}"
+    );
+    // A's key/value rows: B reads none, deletes none, fences against none, and writes its
+    // own under the same names.
+    let (s, v) = z
+        .post(
+            "/api/v1/kv",
+            kv(json!([
+                {"op": "get", "ns": "cfg", "key": "limit"},
+                {"op": "getMany", "ns": "cfg", "keys": ["limit", "hits"]},
+                {"op": "getPrefix", "ns": "cfg", "prefix": "h"},
+                {"op": "delete", "ns": "cfg", "key": "limit"},
+                {"op": "put", "ns": "cfg", "key": "hits", "value": 0, "forever": true, "expect": 1},
+                {"op": "putIfAbsent", "ns": "cfg", "key": "limit", "value": 99, "forever": true},
+                {"op": "incr", "ns": "cfg", "key": "hits", "forever": true},
+            ])),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let r = &v["results"];
+    assert_eq!(r[0]["found"], false, "{v}");
+    assert_eq!(r[1]["missing"], json!(["limit", "hits"]), "{v}");
+    assert_eq!(r[2]["rows"], json!([]), "{v}");
+    assert_eq!(
+        (&r[3]["applied"], &r[4]["reason"]),
+        (&json!(false), &json!("absent")),
+        "{v}"
+    );
+    assert_eq!(
+        (&r[5]["applied"], &r[6]["value"]),
+        (&json!(true), &json!(1)),
         "{v}"
     );
     // The tenant-wide figures of B count nothing of A's (A's pushes in the series

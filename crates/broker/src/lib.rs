@@ -6,6 +6,7 @@ pub mod buckets;
 pub mod delivery;
 pub mod encryption;
 pub mod group_state;
+pub mod kv;
 pub mod limits;
 pub mod message_status;
 pub mod naming;

@@ -52,6 +52,14 @@ pub enum ApiError {
     /// Nothing was done; retry after `retry_after`.
     #[error("{text}")]
     Unavailable { text: String, retry_after: Duration },
+    /// A refusal of the 1.x families (key/value, timers, ephemeral queues), whose client
+    /// reads a machine `code` beside the text (spec §18).
+    #[error("{text}")]
+    Coded {
+        status: StatusCode,
+        code: &'static str,
+        text: String,
+    },
     /// A 500 whose text the spec gives (authentication misconfigured, the key server down).
     #[error("{0}")]
     ServerError(String),
@@ -124,6 +132,7 @@ impl ApiError {
             }
             ApiError::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Coded { status, .. } => *status,
             ApiError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::ServerError(_) | ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -152,6 +161,15 @@ pub struct LimitBody {
     pub retry_after: u64,
 }
 
+/// A refusal with a machine code: `{"error": "<text>", "code": "<code>"}`.
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "CodedError")]
+pub struct CodedBody {
+    pub error: String,
+    /// What the client branches on (`kv_invalid`, `kv_expiry_not_specified`, ...).
+    pub code: &'static str,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
@@ -168,6 +186,9 @@ impl IntoResponse for ApiError {
                     retry_after: retry_after_secs,
                 };
                 (retry, Answer(body).with_status(status)).into_response()
+            }
+            ApiError::Coded { code, text, .. } => {
+                Answer(CodedBody { error: text, code }).with_status(status)
             }
             ApiError::Unavailable { text, retry_after } => {
                 let secs = retry_after_secs(retry_after);

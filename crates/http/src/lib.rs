@@ -22,6 +22,7 @@ mod handover;
 mod head;
 mod health;
 pub mod jwks;
+mod kv;
 mod layers;
 mod lease;
 mod maintenance;

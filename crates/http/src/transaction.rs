@@ -5,7 +5,8 @@ use axum::extract::State as AxState;
 use axum::http::Method;
 use axum::Extension;
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -17,6 +18,7 @@ use super::answer::{Answer, Null, True};
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
+use super::kv::{self, KvResult, Precondition};
 use super::openapi::{schemas, Doc};
 use super::push::{self, parse_item};
 use super::routes::{route, Entry, Level::ReadWrite};
@@ -26,11 +28,11 @@ pub(crate) fn routes() -> Vec<Entry> {
     vec![route(Method::POST, "/api/v1/transaction", ReadWrite, transaction)
         .doc(Doc::op(push::TAG, "Acks and pushes in one transaction")
             .about(r#"
-Everything in the bundle commits in ONE PostgreSQL transaction, or nothing does: the exactly-once hand-off between pipeline stages. Pushes behave as on the push route (deduplicated, so a retried bundle is harmless; `producerSub` stamped); acks follow the ack contract per (partition, lease), and any refusal other than a duplicate `completed` rolls the bundle back (200 with `success: false`). `requiredLeases` must all be live. Queen 0.15 differs: it ignores `requiredLeases`, does not deduplicate pushes (a repeat aborts the bundle), dead-letters `failed` acks at once, and stamps no `producerSub`; the KV and timer riders of 1.x brokers are not supported. Python: `queen.transaction()...commit()` (`TransactionBuilder.commit`).
+Everything in the bundle commits in ONE PostgreSQL transaction, or nothing does: the exactly-once hand-off between pipeline stages. Pushes behave as on the push route (deduplicated, so a retried bundle is harmless; `producerSub` stamped); acks follow the ack contract per (partition, lease), and any refusal other than a duplicate `completed` rolls the bundle back (200 with `success: false`). `requiredLeases` must all be live. Queen 0.15 differs: it ignores `requiredLeases`, does not deduplicate pushes (a repeat aborts the bundle), dead-letters `failed` acks at once, and stamps no `producerSub`. The 1.x `kv` rider applies key/value operations (not `getPrefix`) in the same transaction, their results after the operations' (`type: kv`); a `required` one that does not apply rolls everything back and answers `success: false, reason: kv_precondition` with `failedIndex`, `kvReason`, `value`, `version`. With a `kv` rider `operations` may be empty. The `timers` rider is refused (400). Python: `queen.transaction()...commit()` (`TransactionBuilder.commit`).
 "#)
             .body(true, "The bundle.", schemas::r("TransactionRequest"))
             .quota()
-            .fails(400, "`operations array required`, `operations array cannot be empty`, `Unknown operation type: <type>`, `items array is required`, `requiredLeases must be an array`, a push item's texts (as on the push route); `Empty request body`, `Invalid JSON: …`.")
+            .fails(400, "`operations array required`, `operations array cannot be empty`, `Unknown operation type: <type>`, `items array is required`, `requiredLeases must be an array`, a push item's texts (as on the push route), a KV operation's (as on `POST /api/v1/kv`); `Empty request body`, `Invalid JSON: …`.")
             .answers::<TransactionAnswer>(200, "Committed (`success: true`) or refused with nothing written (`success: false`)."))
         .reads_body(
             &["operations", "type", "ack", "push", "items", "queue", "partition", "payload",
@@ -56,11 +58,15 @@ fn raw(v: &Value) -> Result<Box<serde_json::value::RawValue>, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("Invalid JSON: {e}")))
 }
 
-fn parse_ops(v: &Value, who: &Principal) -> Result<Vec<BundleOp>, ApiError> {
-    let Some(Value::Array(ops)) = v.get("operations") else {
-        return Err(ApiError::bad_request("operations array required"));
+/// `riders`: whether the bundle carries KV or timer operations, when `operations` may be empty
+/// (a KV-only bundle, as client 1.3.0 sends).
+fn parse_ops(v: &Value, who: &Principal, riders: bool) -> Result<Vec<BundleOp>, ApiError> {
+    let ops = match v.get("operations") {
+        Some(Value::Array(ops)) => ops,
+        None | Some(Value::Null) if riders => return Ok(vec![]),
+        _ => return Err(ApiError::bad_request("operations array required")),
     };
-    if ops.is_empty() {
+    if ops.is_empty() && !riders {
         return Err(ApiError::bad_request("operations array cannot be empty"));
     }
     let push = |item: &Value| -> Result<BundleOp, ApiError> {
@@ -119,7 +125,8 @@ pub(crate) fn parse_bundle(
     max: usize,
 ) -> Result<Bundle, ApiError> {
     let v = body.json()?;
-    let ops = parse_ops(&v, who)?;
+    let kv = riders(body)?;
+    let ops = parse_ops(&v, who, !kv.is_empty())?;
     if ops.len() > max {
         return Err(ApiError::TooManyItems {
             items: ops.len(),
@@ -129,7 +136,35 @@ pub(crate) fn parse_bundle(
     Ok(Bundle {
         ops,
         required_leases: required_leases(&v)?,
+        kv,
     })
+}
+
+/// The `kv` rider (its values kept as the client's text), refusing `getPrefix`. A `timers`
+/// rider is refused whole rather than ignored: dropping it would commit a bundle without
+/// the timers its sender counts on.
+fn riders(body: &RawBody) -> Result<Vec<regent_service::kv::KvOp>, ApiError> {
+    #[derive(Deserialize)]
+    struct Riders<'a> {
+        #[serde(borrow)]
+        kv: Option<&'a RawValue>,
+        #[serde(borrow)]
+        timers: Option<&'a RawValue>,
+    }
+    let r: Riders<'_> = serde_json::from_str(body.raw_json()?.get())
+        .map_err(|_| ApiError::bad_request("request body must be a JSON object"))?;
+    if r.timers
+        .is_some_and(|t| t.get() != "null" && t.get() != "[]")
+    {
+        return Err(ApiError::bad_request(
+            "the timers rider is not supported by this broker",
+        ));
+    }
+    match r.kv {
+        None => Ok(vec![]),
+        Some(raw) if raw.get() == "null" => Ok(vec![]),
+        Some(raw) => kv::parse_ops(raw, false),
+    }
 }
 
 /// The bundle's answer.
@@ -144,8 +179,16 @@ pub(crate) struct TransactionAnswer {
     /// committed: …`, `consumer not found`, …
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
-    /// One per ack and per pushed item (pushes flattened), in request order; empty when
-    /// refused.
+    /// `kv_precondition` when a `required` KV operation did not apply (the client returns
+    /// this answer instead of raising).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("const" = "kv_precondition"))]
+    reason: Option<&'static str>,
+    /// Which KV operation, in the flat result positions, and the row it found.
+    #[serde(flatten)]
+    precondition: Option<Precondition>,
+    /// One per ack and per pushed item (pushes flattened), in request order, then one per KV
+    /// operation; empty when refused.
     results: Vec<OpResult>,
 }
 
@@ -156,6 +199,18 @@ enum OpResult {
     Acked(Acked),
     Pushed(Pushed),
     NotPushed(NotPushed),
+    Kv(KvRider),
+}
+
+/// A KV operation of the bundle: its result, as `POST /api/v1/kv` answers it.
+#[derive(Serialize, JsonSchema)]
+struct KvRider {
+    index: usize,
+    #[serde(rename = "type")]
+    #[schemars(extend("const" = "kv"))]
+    kind: &'static str,
+    #[serde(flatten)]
+    result: KvResult,
 }
 
 /// An ack of the bundle, carried out.
@@ -220,21 +275,47 @@ async fn transaction(
     let bundle = parse_bundle(&body, &who, s.config.max_push_items)?;
     // The bundle owns copies of what it needs: the body's bytes are not kept while it runs.
     drop(body);
-    let transaction_id = Uuid::now_v7();
+    let total = bundle.ops.len();
+    let keys_only = kv::keys_only(&bundle.kv);
+    let refused = |error: String| TransactionAnswer {
+        transaction_id: Uuid::now_v7(),
+        success: false,
+        error: Some(error),
+        reason: None,
+        precondition: None,
+        results: vec![],
+    };
     Ok(Answer(
         match s.service.transaction(&who.tenant, bundle).await? {
-            BundleOutcome::Refused(error) => TransactionAnswer {
-                transaction_id,
-                success: false,
-                error: Some(error),
-                results: vec![],
-            },
-            BundleOutcome::Committed(outcomes) => TransactionAnswer {
-                transaction_id,
-                success: true,
-                error: None,
-                results: outcomes.into_iter().enumerate().map(result).collect(),
-            },
+            BundleOutcome::Refused(error) => refused(error),
+            BundleOutcome::KvPrecondition(failed) => {
+                let p = Precondition::of(failed, total)?;
+                TransactionAnswer {
+                    reason: Some("kv_precondition"),
+                    precondition: Some(p),
+                    ..refused("KV precondition failed: a required operation did not apply".into())
+                }
+            }
+            BundleOutcome::Committed(outcomes, kv_outcomes) => {
+                let mut results: Vec<OpResult> =
+                    outcomes.into_iter().enumerate().map(result).collect();
+                for (i, r) in kv::results(&keys_only, kv_outcomes)?
+                    .into_iter()
+                    .enumerate()
+                {
+                    results.push(OpResult::Kv(KvRider {
+                        index: total + i,
+                        kind: "kv",
+                        result: r,
+                    }));
+                }
+                TransactionAnswer {
+                    success: true,
+                    error: None,
+                    results,
+                    ..refused(String::new())
+                }
+            }
         },
     ))
 }

@@ -21,6 +21,7 @@ mod fusion;
 pub mod groups;
 mod handover;
 pub mod health;
+pub mod kv;
 pub mod lease;
 mod limits;
 pub mod maintenance;

@@ -3,7 +3,7 @@
 //! due segments in short transactions of at most `RETENTION_BATCH_SEGMENTS` each
 //! (`regent_store::retention`). The same pass deletes dead letters older than the broker-wide
 //! `DEAD_LETTER_RETENTION_SECONDS`, when that is set, and the queue series past
-//! `SERIES_RETENTION_DAYS`.
+//! `SERIES_RETENTION_DAYS`, and the key/value rows past their expiry (`crate::kv`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,6 +26,8 @@ pub struct Pass {
     pub dead_letters: i64,
     /// Minutes of the queue series older than `SERIES_RETENTION_DAYS`.
     pub series_minutes: i64,
+    /// Key/value rows past their expiry.
+    pub kv_rows: u64,
 }
 
 impl Service {
@@ -35,6 +37,7 @@ impl Service {
             expired: self.expire_messages().await?,
             dead_letters: self.expire_dead_letters().await?,
             series_minutes: self.expire_series().await?,
+            kv_rows: self.prune_kv().await?,
         })
     }
 

@@ -1,7 +1,9 @@
 //! The transaction route's use case: acks and pushes in ONE PostgreSQL transaction, so a
 //! pipeline stage hands work forward with no window in which the ack landed and the push did
-//! not. Any refused ack rolls the bundle back; a retried bundle is harmless (push dedup, ack
-//! noop). Not fused with other requests.
+//! not; with them the `kv` rider's key/value operations (`crate::kv`), so state a stage keeps
+//! commits with its ack. Any refused ack, and any `required` KV operation that does not apply,
+//! rolls the bundle back; a retried bundle is harmless (push dedup, ack noop). Not fused with
+//! other requests.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,6 +18,7 @@ use regent_store::{commit_if, StoreError, Tx};
 use uuid::Uuid;
 
 use crate::ack::{ack_group, group_acks, AckGroup, LeaseCheck, SentAck};
+use crate::kv::{self, KvFailed, KvOp, KvOutcome};
 use crate::push::{append, hold, prepare, queued, PushItem, Verdict};
 use crate::{Error, Service};
 
@@ -34,14 +37,18 @@ pub struct Bundle {
     pub ops: Vec<BundleOp>,
     /// Leases that must be live for the bundle to commit.
     pub required_leases: Vec<String>,
+    /// The `kv` rider: applied in order, after the partitions are found and before the acks.
+    pub kv: Vec<KvOp>,
 }
 
 /// What became of a bundle.
 pub enum BundleOutcome {
-    /// Committed: one outcome per operation, in request order.
-    Committed(Vec<OpOutcome>),
+    /// Committed: one outcome per operation, in request order, then one per KV operation.
+    Committed(Vec<OpOutcome>, Vec<KvOutcome>),
     /// Rolled back, and why.
     Refused(String),
+    /// Rolled back: a `required` KV operation did not apply.
+    KvPrecondition(KvFailed),
 }
 
 pub enum OpOutcome {
@@ -64,6 +71,19 @@ struct Sorted {
     ack_ids: BTreeMap<usize, String>,
     pushes: Vec<(usize, PushItem)>,
     required: Vec<String>,
+    kv: Vec<KvOp>,
+}
+
+/// Why a bundle was rolled back.
+enum Refusal {
+    Text(String),
+    Kv(KvFailed),
+}
+
+impl From<String> for Refusal {
+    fn from(why: String) -> Refusal {
+        Refusal::Text(why)
+    }
 }
 
 /// What the bundle's transaction did.
@@ -73,6 +93,7 @@ struct Done {
     written: Announcement,
     /// What the acks did, per queue, for the series.
     tallies: Vec<(Uuid, Tally)>,
+    kv: Vec<KvOutcome>,
 }
 
 impl Service {
@@ -87,11 +108,14 @@ impl Service {
         self.know_offsets(sorted.groups.iter_mut().map(|(g, _)| g));
         let items: Vec<PushItem> = sorted.pushes.iter().map(|(_, p)| p.clone()).collect();
         let room = self.reserve(tenant, items.len() as i64).await?;
-        let done = match self.run_bundle(tenant, &sorted, &items).await? {
+        let mut done = match self.run_bundle(tenant, &sorted, &items).await? {
             Ok(done) => done,
             Err(why) => {
                 room.released();
-                return Ok(BundleOutcome::Refused(why));
+                return Ok(match why {
+                    Refusal::Text(why) => BundleOutcome::Refused(why),
+                    Refusal::Kv(failed) => BundleOutcome::KvPrecondition(failed),
+                });
             }
         };
         let n = queued(&done.verdicts);
@@ -105,18 +129,23 @@ impl Service {
             self.runtime.tallies.add(queue, t);
         }
         self.announce(&done.written);
-        Ok(BundleOutcome::Committed(outcomes(total, &mut sorted, done)))
+        let kv = std::mem::take(&mut done.kv);
+        Ok(BundleOutcome::Committed(
+            outcomes(total, &mut sorted, done),
+            kv,
+        ))
     }
 
     /// The bundle's one transaction: partitions first, the leases checked before the acks
-    /// run (they may end these very leases), acks in lock order, then the pushes. `Ok(Err)`
-    /// is a business refusal: rolled back, answered 200 with `success: false`.
+    /// run (they may end these very leases), the KV operations, acks in lock order, then the
+    /// pushes. `Ok(Err)` is a business refusal: rolled back, answered 200 with `success:
+    /// false`.
     async fn run_bundle(
         &self,
         tenant: &str,
         sorted: &Sorted,
         items: &[PushItem],
-    ) -> Result<Result<Done, String>, Error> {
+    ) -> Result<Result<Done, Refusal>, Error> {
         Ok(commit_if!(self.store, |tx| {
             // The drain lock (shared) first, then partition creation: the global lock order.
             let buffering = self.runtime.switches.buffering(tenant)
@@ -128,14 +157,20 @@ impl Service {
             let leases_live = all_live(tx, tenant, &sorted.required).await?;
             let invalid = || format!("ACK operation failed: {INVALID_LEASE}");
             if !leases_live && sorted.groups.is_empty() {
-                return Ok(Err(invalid()));
+                return Ok(Err(invalid().into()));
             }
+            // KV rows are locked after the partitions and before the cursors, in every
+            // bundle: the global lock order.
+            let kv = match kv::apply(tx, tenant, &sorted.kv).await? {
+                Ok(kv) => kv,
+                Err(failed) => return Ok(Err(Refusal::Kv(failed))),
+            };
             let (acks, reopened, tallies) = match run_acks(tx, tenant, &sorted.groups).await? {
                 Ok(done) => done,
-                Err(why) => return Ok(Err(why)),
+                Err(why) => return Ok(Err(why.into())),
             };
             if !leases_live && !acks.iter().all(|(_, o)| o.noop) {
-                return Ok(Err(invalid()));
+                return Ok(Err(invalid().into()));
             }
             // Careful: an optimistic duplicate would void the acks' work along with the pushes.
             // Under push maintenance the pushes wait in the buffer, in this same transaction.
@@ -148,7 +183,7 @@ impl Service {
                 .iter()
                 .find(|v| matches!(v, Verdict::Failed { .. }))
             {
-                return Ok(Err(format!("PUSH operation failed: {error}")));
+                return Ok(Err(format!("PUSH operation failed: {error}").into()));
             }
             let mut written = prepared.written(tenant);
             written.reopened = reopened;
@@ -157,6 +192,7 @@ impl Service {
                 verdicts,
                 written,
                 tallies,
+                kv,
             }))
         })?)
     }
@@ -231,6 +267,7 @@ fn sort(bundle: Bundle) -> Sorted {
         ack_ids,
         pushes,
         required,
+        kv: bundle.kv,
     }
 }
 

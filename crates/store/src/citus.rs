@@ -31,6 +31,11 @@ const BY_PARTITION: &[(&str, &str)] = &[
     ("stream_state", "partition_id"),
 ];
 
+/// Distributed by their own column, each in a co-location group of its own: the key/value
+/// rows by namespace, so a namespace's reads and writes (a prefix read included) are one
+/// shard's.
+const BY_COLUMN: &[(&str, &str)] = &[("kv", "ns")];
+
 /// The coordinator's own tables, and the push buffer: local, added to Citus's metadata so
 /// that they may join the reference tables.
 const LOCAL: &[&str] = &[
@@ -99,6 +104,7 @@ pub async fn distribute(client: &Client) -> Result<()> {
                 .iter()
                 .map(|(t, c)| (*t, Placement::ByPartition(c))),
         )
+        .chain(BY_COLUMN.iter().map(|(t, c)| (*t, Placement::ByColumn(c))))
         .chain(LOCAL.iter().map(|t| (*t, Placement::Local)));
     for (table, placement) in tables {
         if method(client, table).await?.is_none() {
@@ -115,6 +121,8 @@ enum Placement {
     Reference,
     /// Distributed by this column, co-located with `partitions`.
     ByPartition(&'static str),
+    /// Distributed by this column, co-located with nothing.
+    ByColumn(&'static str),
     Local,
 }
 
@@ -141,6 +149,12 @@ async fn place(client: &Client, table: &str, placement: Placement) -> Result<()>
                 )
                 .await?
         }
+        Placement::ByColumn(column) => client
+            .execute(
+                "SELECT create_distributed_table($1::text::regclass, $2, colocate_with => 'none')",
+                &[&table, &column],
+            )
+            .await?,
         Placement::Local => {
             client
                 .execute(

@@ -53,6 +53,7 @@ pub mod error;
 pub mod fleet;
 pub mod frames;
 pub mod groups;
+pub mod kv;
 pub mod layout;
 pub mod lease;
 pub mod maintenance;

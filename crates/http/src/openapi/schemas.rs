@@ -207,15 +207,17 @@ fn transaction_request() -> Value {
         "One push item as an operation.",
     );
     obj(
-        &["operations"],
+        &[],
         json!({
-            "operations": about(json!({"type": "array", "minItems": 1, "items": {"oneOf": [
+            "operations": about(json!({"type": "array", "items": {"oneOf": [
                 about(ack, "An ack, with the ack route's defaults and normalisation."),
                 about(nested, "Pushes, nested."),
                 flat,
-            ]}}), "Not an array: 400 `operations array required`; empty: 400 `operations array cannot be empty`; another `type`: 400 `Unknown operation type: <type>`."),
+            ]}}), "Required unless `kv` holds operations. Not an array: 400 `operations array required`; empty without a `kv` rider: 400 `operations array cannot be empty`; another `type`: 400 `Unknown operation type: <type>`."),
             "requiredLeases": about(json!({"type": ["array", "null"], "items": string()}),
                 "Leases that must all be live (the Python client sends its acked messages' leases); an ack without its own `leaseId` is fenced by the single one named here."),
+            "kv": about(json!({"type": ["array", "null"], "items": {"type": "object"}}),
+                "Key/value operations as `POST /api/v1/kv` takes them (not `getPrefix`), in the bundle's transaction; results follow the operations'."),
         }),
     )
 }
