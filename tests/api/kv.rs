@@ -672,3 +672,30 @@ async fn a_kv_only_bundle_is_accepted_and_get_prefix_is_refused_in_a_bundle() {
         )
     );
 }
+
+#[tokio::test]
+async fn the_metrics_count_reads_writes_refusals_and_rollbacks_per_tenant() {
+    let b = broker().await;
+    kv(&b, json!([put("m", "a", json!(1)), get("m", "a"), {"op": "getMany", "ns": "m", "keys": ["a"]}])).await;
+    one(
+        &b,
+        json!({"op": "putIfAbsent", "ns": "m", "key": "a", "value": 2, "forever": true}),
+    )
+    .await;
+    let (s, _) = refused(
+        &b,
+        json!([{"op": "delete", "ns": "m", "key": "zz", "required": true}]),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CONFLICT);
+    let (_, m) = b.get("/api/v1/metrics/queues").await;
+    let m = m.as_str().unwrap();
+    for (series, want) in [
+        ("regent_kv_reads_total{tenant=\"default\"}", 2.0),
+        ("regent_kv_writes_total{tenant=\"default\"}", 1.0),
+        ("regent_kv_refused_total{tenant=\"default\"}", 1.0),
+        ("regent_kv_rollbacks_total{tenant=\"default\"}", 1.0),
+    ] {
+        assert_eq!(crate::support::sample(m, series), want, "{series}");
+    }
+}

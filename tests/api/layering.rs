@@ -214,6 +214,7 @@ const VOCABULARY: &[&str] = &[
     "StreamPartition",
     "StoredState",
     "KvRow",
+    "KvTotal",
     "StateFilter",
     "StreamTotal",
     // The fleet's samples and PostgreSQL's statistics.

@@ -19,6 +19,7 @@ use super::metrics::{exposition, exposition_reply};
 use super::openapi::Doc;
 use super::routes::{route, Entry, Level::Admin};
 use super::{AppState, State};
+use regent_service::kv::KvTotal;
 use regent_service::queue_metrics::{QueueLine, QueueMetrics};
 use regent_service::streams::StreamTotal;
 
@@ -124,6 +125,7 @@ async fn queues(
     let mut out = String::new();
     families(&m, &mut out);
     streams(&s, Some(&who.tenant), &mut out);
+    kv(&s, Some(&who.tenant), &mut out);
     Ok(exposition(out))
 }
 
@@ -142,6 +144,32 @@ pub(super) async fn public(s: &AppState, out: &mut String) {
         Err(e) => tracing::debug!(error = %e, "the per-queue metrics were left out"),
     }
     streams(s, None, out);
+    kv(s, None, out);
+}
+
+/// A key/value counter family: its name, its help text, and what it counts.
+type KvFamily = (&'static str, &'static str, fn(&KvTotal) -> u64);
+
+/// This broker's key/value counters of each tenant (or of `tenant` only).
+fn kv(s: &AppState, tenant: Option<&str>, out: &mut String) {
+    let totals: Vec<_> = s
+        .service
+        .kv_totals()
+        .into_iter()
+        .filter(|(t, _)| tenant.is_none_or(|want| want == t))
+        .collect();
+    let families: [KvFamily; 4] = [
+        ("regent_kv_reads_total", "Key/value reads (get, getMany, getPrefix) this broker committed.", |t| t.reads),
+        ("regent_kv_writes_total", "Key/value writes this broker committed that applied.", |t| t.writes),
+        ("regent_kv_refused_total", "Key/value writes committed that did not apply (expect, absent, a bound).", |t| t.refused),
+        ("regent_kv_rollbacks_total", "Requests and bundles rolled back by a required key/value operation that did not apply.", |t| t.rollbacks),
+    ];
+    for (name, help, read) in families {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+        for (tenant, t) in &totals {
+            let _ = writeln!(out, "{name}{{tenant=\"{}\"}} {}", escape(tenant), read(t));
+        }
+    }
 }
 
 /// A stream counter family: its name, its help text, and what it counts.

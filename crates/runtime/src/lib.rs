@@ -10,9 +10,11 @@
 
 pub mod activity;
 pub mod announcement;
+pub mod counters;
 pub mod deliveries;
 pub mod handovers;
 pub mod histogram;
+pub mod kv;
 pub mod lanes;
 pub mod limiter;
 pub mod parked;
@@ -76,6 +78,8 @@ pub struct Runtime {
     pub placements: placements::Placements,
     /// What each stream query's cycles did since start.
     pub streams: streams::Streams,
+    /// What each tenant's key/value operations did since start.
+    pub kv: kv::KvTotals,
 }
 
 impl Runtime {
@@ -95,6 +99,7 @@ impl Runtime {
             queue_totals: Default::default(),
             placements: placements::Placements::new(s.spread),
             streams: Default::default(),
+            kv: Default::default(),
         }
     }
 
@@ -136,6 +141,7 @@ impl Runtime {
             ("queue_totals", self.queue_totals.len()),
             ("placements", self.placements.len()),
             ("stream_queries", self.streams.len()),
+            ("kv_tenants", self.kv.len()),
         ]
     }
 }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use regent_broker::kv::READ_BUDGET_BYTES;
 use regent_broker::kv::{decide, prefix_end, prefix_limit, Current, Decision, Write};
 pub use regent_broker::kv::{Expiry, Num, Reason, Write as KvWrite};
+pub use regent_runtime::kv::KvTotal;
 pub use regent_store::kv::KvRow;
 use regent_store::kv::{self as store, Key, NewRow, Range};
 use regent_store::{commit_if, StoreError, Tx};
@@ -103,9 +104,33 @@ impl Service {
         tenant: &Arc<str>,
         ops: Vec<KvOp>,
     ) -> Result<Result<Vec<KvOutcome>, KvFailed>, Error> {
-        Ok(commit_if!(self.store, |tx| {
-            apply(tx, tenant, &ops).await
-        })?)
+        let done = commit_if!(self.store, |tx| { apply(tx, tenant, &ops).await })?;
+        self.count_kv(tenant, &done);
+        Ok(done)
+    }
+
+    /// Counts what a committed (or rolled back) list of operations did, for the metrics.
+    pub(crate) fn count_kv(&self, tenant: &str, done: &Result<Vec<KvOutcome>, KvFailed>) {
+        self.runtime.kv.count(tenant, |t| match done {
+            Err(_) => t.rollbacks += 1,
+            Ok(outcomes) => {
+                for o in outcomes {
+                    match o {
+                        KvOutcome::Written {
+                            verdict: WriteVerdict::Refused { .. },
+                            ..
+                        } => t.refused += 1,
+                        KvOutcome::Written { .. } => t.writes += 1,
+                        _ => t.reads += 1,
+                    }
+                }
+            }
+        });
+    }
+
+    /// This broker's key/value counts per tenant, by tenant.
+    pub fn kv_totals(&self) -> Vec<(String, KvTotal)> {
+        self.runtime.kv.all()
     }
 
     /// Deletes the rows past their expiry, in bounded statements; how many went.

@@ -114,7 +114,11 @@ impl Service {
                 room.released();
                 return Ok(match why {
                     Refusal::Text(why) => BundleOutcome::Refused(why),
-                    Refusal::Kv(failed) => BundleOutcome::KvPrecondition(failed),
+                    Refusal::Kv(failed) => {
+                        let failed = Err(failed);
+                        self.count_kv(tenant, &failed);
+                        BundleOutcome::KvPrecondition(failed.unwrap_err())
+                    }
                 });
             }
         };
@@ -129,7 +133,11 @@ impl Service {
             self.runtime.tallies.add(queue, t);
         }
         self.announce(&done.written);
-        let kv = std::mem::take(&mut done.kv);
+        let kv = Ok(std::mem::take(&mut done.kv));
+        if !sorted.kv.is_empty() {
+            self.count_kv(tenant, &kv);
+        }
+        let kv = kv.unwrap_or_default();
         Ok(BundleOutcome::Committed(
             outcomes(total, &mut sorted, done),
             kv,
