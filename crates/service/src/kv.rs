@@ -105,15 +105,16 @@ impl Service {
         ops: Vec<KvOp>,
     ) -> Result<Result<Vec<KvOutcome>, KvFailed>, Error> {
         let done = commit_if!(self.store, |tx| { apply(tx, tenant, &ops).await })?;
-        self.count_kv(tenant, &done);
+        self.count_kv(tenant, done.as_deref().ok());
         Ok(done)
     }
 
-    /// Counts what a committed (or rolled back) list of operations did, for the metrics.
-    pub(crate) fn count_kv(&self, tenant: &str, done: &Result<Vec<KvOutcome>, KvFailed>) {
+    /// Counts what a committed list of operations did, for the metrics (`None`: rolled back
+    /// by a `required` one).
+    pub(crate) fn count_kv(&self, tenant: &str, done: Option<&[KvOutcome]>) {
         self.runtime.kv.count(tenant, |t| match done {
-            Err(_) => t.rollbacks += 1,
-            Ok(outcomes) => {
+            None => t.rollbacks += 1,
+            Some(outcomes) => {
                 for o in outcomes {
                     match o {
                         KvOutcome::Written {

@@ -115,9 +115,8 @@ impl Service {
                 return Ok(match why {
                     Refusal::Text(why) => BundleOutcome::Refused(why),
                     Refusal::Kv(failed) => {
-                        let failed = Err(failed);
-                        self.count_kv(tenant, &failed);
-                        BundleOutcome::KvPrecondition(failed.unwrap_err())
+                        self.count_kv(tenant, None);
+                        BundleOutcome::KvPrecondition(failed)
                     }
                 });
             }
@@ -133,11 +132,10 @@ impl Service {
             self.runtime.tallies.add(queue, t);
         }
         self.announce(&done.written);
-        let kv = Ok(std::mem::take(&mut done.kv));
+        let kv = std::mem::take(&mut done.kv);
         if !sorted.kv.is_empty() {
-            self.count_kv(tenant, &kv);
+            self.count_kv(tenant, Some(&kv));
         }
-        let kv = kv.unwrap_or_default();
         Ok(BundleOutcome::Committed(
             outcomes(total, &mut sorted, done),
             kv,
