@@ -41,6 +41,7 @@ mod stats;
 mod status;
 mod streams;
 mod time;
+mod timers;
 mod traces;
 mod transaction;
 mod whoami;

@@ -24,6 +24,7 @@ pub mod streams;
 pub mod sweeps;
 pub mod switches;
 pub mod tallies;
+pub mod timers;
 pub mod wakeups;
 
 use std::sync::{Mutex, MutexGuard};
@@ -76,6 +77,8 @@ pub struct Runtime {
     pub placements: placements::Placements,
     /// What each stream query's cycles did since start.
     pub streams: streams::Streams,
+    /// What timer operations and fires did since start, and the firing loop's wake-up.
+    pub timers: timers::Timers,
 }
 
 impl Runtime {
@@ -95,6 +98,7 @@ impl Runtime {
             queue_totals: Default::default(),
             placements: placements::Placements::new(s.spread),
             streams: Default::default(),
+            timers: Default::default(),
         }
     }
 
@@ -136,6 +140,7 @@ impl Runtime {
             ("queue_totals", self.queue_totals.len()),
             ("placements", self.placements.len()),
             ("stream_queries", self.streams.len()),
+            ("timer_tenants", self.timers.len()),
         ]
     }
 }

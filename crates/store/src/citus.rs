@@ -31,6 +31,10 @@ const BY_PARTITION: &[(&str, &str)] = &[
     ("stream_state", "partition_id"),
 ];
 
+/// Distributed by queue name, co-located with nothing: a timer's statements name its queue,
+/// not a partition (which may not exist before the timer fires). (table, distribution column)
+const BY_QUEUE: &[(&str, &str)] = &[("timers", "queue")];
+
 /// The coordinator's own tables, and the push buffer: local, added to Citus's metadata so
 /// that they may join the reference tables.
 const LOCAL: &[&str] = &[
@@ -99,6 +103,7 @@ pub async fn distribute(client: &Client) -> Result<()> {
                 .iter()
                 .map(|(t, c)| (*t, Placement::ByPartition(c))),
         )
+        .chain(BY_QUEUE.iter().map(|(t, c)| (*t, Placement::ByQueue(c))))
         .chain(LOCAL.iter().map(|t| (*t, Placement::Local)));
     for (table, placement) in tables {
         if method(client, table).await?.is_none() {
@@ -115,6 +120,8 @@ enum Placement {
     Reference,
     /// Distributed by this column, co-located with `partitions`.
     ByPartition(&'static str),
+    /// Distributed by this column, in a co-location group of its own.
+    ByQueue(&'static str),
     Local,
 }
 
@@ -141,6 +148,12 @@ async fn place(client: &Client, table: &str, placement: Placement) -> Result<()>
                 )
                 .await?
         }
+        Placement::ByQueue(column) => client
+            .execute(
+                "SELECT create_distributed_table($1::text::regclass, $2, colocate_with => 'none')",
+                &[&table, &column],
+            )
+            .await?,
         Placement::Local => {
             client
                 .execute(

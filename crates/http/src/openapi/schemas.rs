@@ -74,6 +74,7 @@ pub(crate) fn path_param(name: &str) -> (&'static str, Value) {
         "name" => ("A trace name, percent-decoded once.", string()),
         "query_id" => ("A stream query's id (`query_id`, a UUID), as its registration answered.", uuid()),
         "file" => ("The file's path under `assets/`, as `index.html` names it.", string()),
+        "timer_key" => ("The timer's key: the rest of the path, `/` included, percent-decoded once.", json!({ "type": "string", "maxLength": MAX_NAME_BYTES })),
         _ => ("", string()),
     }
 }
