@@ -198,7 +198,7 @@ async fn every_status_of_the_taxonomy() {
     // Held by a fire (a transaction holding the row): too_late, and nothing changes.
     let mut db = b.db().await;
     let held = db.transaction().await.unwrap();
-    held.execute("SELECT 1 FROM timers WHERE timer_key = 'k' FOR UPDATE", &[])
+    held.execute("SELECT 1 FROM timers WHERE tenant = 'default' AND queue = 'q' AND timer_key = 'k' FOR UPDATE", &[])
         .await
         .unwrap();
     let (_, v) = ops(&b, json!([schedule_op("q", "k", &json!(3), 5, "t3")])).await;

@@ -349,7 +349,7 @@ impl Service {
         let fired = match run {
             Ok(Some(fired)) => fired,
             Ok(None) => return Ok(0),
-            Err(failed) => return self.put_off(tenant, queue, failed).await,
+            Err(failed) => return self.put_off(tenant, queue, failed, at).await,
         };
         let since_read = read.elapsed().unwrap_or_default().as_secs_f64() * 1000.0;
         let lateness: Vec<f64> = fired
@@ -412,21 +412,25 @@ impl Service {
         })))
     }
 
-    /// Puts off the timers whose fire was refused, each by its backoff; the others fire on the
-    /// loop's next pass.
+    /// Puts off the timers whose fire was refused, each by its backoff from `at` (the
+    /// database's clock); the others fire on the loop's next pass.
     async fn put_off(
         &self,
         tenant: &str,
         queue: &str,
         failed: Vec<(String, i32)>,
+        at: DateTime<Utc>,
     ) -> Result<usize, Error> {
         let keys: Vec<&str> = failed.iter().map(|(k, _)| k.as_str()).collect();
-        let delays: Vec<f64> = failed
+        let until: Vec<DateTime<Utc>> = failed
             .iter()
-            .map(|(_, a)| rules::retry_delay_ms(*a))
+            .map(|(_, a)| {
+                let ms = rules::retry_delay_ms(*a) as i64;
+                at + chrono::Duration::milliseconds(ms)
+            })
             .collect();
         in_transaction!(self.store, |tx| {
-            store::postpone(tx, tenant, queue, &keys, &delays).await
+            store::postpone(tx, tenant, queue, &keys, &until, at).await
         })?;
         Ok(failed.len())
     }

@@ -129,14 +129,17 @@ pub struct NewTimer<'a> {
 pub async fn upsert(tx: &Tx<'_>, t: &NewTimer<'_>) -> Result<DateTime<Utc>, StoreError> {
     let st = tx
         .prepare_cached(
+            // `now()` only in the values: Citus refuses a function in `DO UPDATE SET` unless
+            // it is immutable, and evaluates the values on the coordinator.
             "INSERT INTO timers (tenant, queue, timer_key, txn, message_id, partition, payload,
-                                 producer_sub, deliver_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + $9::float8 * interval '1 millisecond')
+                                 producer_sub, deliver_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
+                     now() + $9::float8 * interval '1 millisecond', now())
              ON CONFLICT (tenant, queue, timer_key) DO UPDATE
                 SET txn = excluded.txn, message_id = excluded.message_id,
                     partition = excluded.partition, payload = excluded.payload,
                     producer_sub = excluded.producer_sub, deliver_at = excluded.deliver_at,
-                    attempts = 0, updated_at = now()
+                    attempts = 0, updated_at = excluded.updated_at
              RETURNING deliver_at",
         )
         .await?;
@@ -300,24 +303,26 @@ pub async fn take(
     Ok(out)
 }
 
-/// Puts off the fire of `queue`'s timers `keys`, each by its delay, counting a failed attempt.
+/// Puts off the fire of `queue`'s timers `keys`, each to its instant, counting a failed
+/// attempt; `now` is the database's clock as the caller read it.
 pub async fn postpone(
     tx: &Tx<'_>,
     tenant: &str,
     queue: &str,
     keys: &[&str],
-    delays_ms: &[f64],
+    until: &[DateTime<Utc>],
+    now: DateTime<Utc>,
 ) -> Result<(), StoreError> {
+    // Instants as parameters: Citus refuses `now()` beside a column in an update's SET.
     let st = tx
         .prepare_cached(
             "UPDATE timers t
-                SET deliver_at = now() + p.ms * interval '1 millisecond',
-                    attempts = t.attempts + 1, updated_at = now()
-               FROM unnest($3::text[], $4::float8[]) AS p(k, ms)
+                SET deliver_at = p.until, attempts = t.attempts + 1, updated_at = $5
+               FROM unnest($3::text[], $4::timestamptz[]) AS p(k, until)
               WHERE t.tenant = $1 AND t.queue = $2 AND t.timer_key = p.k",
         )
         .await?;
-    tx.execute(&st, &[&tenant, &queue, &keys, &delays_ms])
+    tx.execute(&st, &[&tenant, &queue, &keys, &until, &now])
         .await?;
     Ok(())
 }
