@@ -19,6 +19,7 @@ fn path_of(template: &str) -> String {
         .replace("{partition}", "p")
         .replace("{lease_id}", "0192f3c4-5d6e-7f80-9a1b-2c3d4e5f6a7b")
         .replace("{*file}", &console_asset()[7..])
+        .replace("{*timer_key}", "order/42")
 }
 
 /// An asset the embedded console bundle really holds (`assets/…`): its names are hashed.
@@ -220,6 +221,20 @@ fn the_route_table_gives_the_specs_levels() {
             "/streams/v1/queries/{query_id}/partitions",
             Level::ReadOnly,
         ),
+        // Spec §18.2: the timers; the queues with pending timers is Regent's (the console's).
+        (Method::POST, "/api/v1/timers", Level::ReadWrite),
+        (
+            Method::DELETE,
+            "/api/v1/timers/{queue}/{*timer_key}",
+            Level::ReadWrite,
+        ),
+        (
+            Method::GET,
+            "/api/v1/timers/{queue}/{*timer_key}",
+            Level::ReadOnly,
+        ),
+        (Method::GET, "/api/v1/timers/{queue}", Level::ReadOnly),
+        (Method::GET, "/api/v1/timers", Level::ReadOnly),
         // Not the spec's: the web console, public like Queen's dashboard at `/`.
         (Method::GET, "/", Level::Public),
         (Method::GET, "/assets/{*file}", Level::Public),

@@ -217,6 +217,11 @@ const VOCABULARY: &[&str] = &[
     "KvTotal",
     "StateFilter",
     "StreamTotal",
+    // Timers as stored, a tenant's queues with pending timers, and the timers' counters.
+    "StoredTimer",
+    "QueueTimers",
+    "TimerTotal",
+    "LATENESS_BUCKETS_MS",
     // The fleet's samples and PostgreSQL's statistics.
     "SystemPoint",
     "FleetPoint",

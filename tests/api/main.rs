@@ -39,6 +39,7 @@ mod stats;
 mod status;
 mod streams;
 mod tenants;
+mod timers;
 mod tls;
 mod traces;
 mod transaction_api;

@@ -3,7 +3,8 @@
 //! ack/nack, lease renewal, transaction, dead-letter queue, a `from_beginning` subscription, an
 //! encrypted queue, a trace, both maintenance switches, a queue whose messages expire, delete). The plain flow runs against `regent dev` as the quick start
 //! starts it, so the encrypted queue is made with the key dev keeps for itself. The client's
-//! streaming SDK (`queen.streams`) runs its pipelines through `tests/python/streams_flow.py`.
+//! streaming SDK (`queen.streams`) runs its pipelines through `tests/python/streams_flow.py`, its
+//! timers (`client.timers`) through `tests/python/timers_flow.py`.
 //!
 //! The interpreter is `$REGENT_PYTHON`, else `<crate>/.venv/bin/python`; `scripts/test` creates
 //! that virtualenv and installs the client. A missing interpreter or client is a failure, never
@@ -146,6 +147,18 @@ async fn python_client_1_3_0_streams_with_authentication() {
 async fn python_client_1_3_0_kv() {
     let b = broker_with(|_| {}).await;
     run_script("kv_flow.py", &b.url, None, &[]).await;
+}
+
+/// The client's timers (`client.timers`, `client.timer(queue)`, spec §18.2) against a broker with
+/// authentication on (`tests/python/timers_flow.py`): schedule, peek, the delivered message with
+/// the promised id and txn consumed with the client's pop and ack, reschedule, cancel through the
+/// route nothing blocks, list pages and `list_all`, an index-aligned batch, a server-owned field
+/// refused by the client and `payloadZstd` by the broker (a `TimerError`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_1_3_0_timers() {
+    let b = authed_broker_with(|_| {}).await;
+    let user = token("read-write").tenant("py-timers").sub("py").mint();
+    run_script("timers_flow.py", &b.url, Some(user), &[]).await;
 }
 
 /// Runs `tests/python/<name>` with the broker's URL; fails with its output unless it exits 0.

@@ -124,7 +124,10 @@ async fn snapshot(b: &Broker, tenant: &str) -> String {
                   FROM stream_partitions c JOIN stream_queries q ON q.id = c.query_id WHERE q.tenant = $1),
                (SELECT string_agg(concat_ws(',', ns, key, value, version, expires_at, updated_at), ';'
                                   ORDER BY ns, key)
-                  FROM kv WHERE tenant = $1))",
+                  FROM kv WHERE tenant = $1),
+               (SELECT string_agg(concat_ws(',', queue, timer_key, txn, message_id, partition, payload,
+                                            deliver_at, updated_at), ';' ORDER BY queue, timer_key)
+                  FROM timers WHERE tenant = $1))",
             &[&tenant],
         )
         .await
@@ -274,6 +277,17 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
         )
         .await;
     assert_eq!(s, StatusCode::OK, "{v}");
+    // A pending timer of A's, its key holding `/`.
+    let a_timer = json!({"op": "schedule", "queue": "orders", "timerKey": "expire/a1",
+        "payload": "eyJuIjogMX0=", "delayMs": 3_600_000, "txn": "timer-a1"});
+    let (s, v) = a
+        .post("/api/v1/timers", json!({"operations": [a_timer.clone()]}))
+        .await;
+    assert_eq!(
+        (s, &v["results"][0]["status"]),
+        (StatusCode::OK, &json!("scheduled")),
+        "{v}"
+    );
     // A's counts so far in the series, so that the snapshot holds them.
     b.flush_series().await;
     let before = snapshot(&b, "acme").await;
@@ -324,6 +338,40 @@ async fn another_tenant_sees_nothing_and_changes_nothing() {
             "{path}: {v}"
         );
     }
+    // A's timer: B peeks, lists, cancels (by either route, with its txn or not) and finds
+    // nothing; B's schedule of the same key is a timer of its own.
+    let (s, v) = z.get("/api/v1/timers/orders/expire/a1").await;
+    assert_eq!((s, v), (StatusCode::OK, json!({"found": false})));
+    let (s, v) = z.get("/api/v1/timers/orders").await;
+    assert_eq!((s, &v["rows"]), (StatusCode::OK, &json!([])), "{v}");
+    let (s, v) = z.get("/api/v1/timers").await;
+    assert_eq!((s, &v["queues"]), (StatusCode::OK, &json!([])), "{v}");
+    for cancel in [
+        "/api/v1/timers/orders/expire/a1",
+        "/api/v1/timers/orders/expire/a1?txn=timer-a1",
+    ] {
+        let (s, v) = z.delete(cancel).await;
+        assert_eq!(
+            (s, &v["status"]),
+            (StatusCode::OK, &json!("absent")),
+            "{cancel}: {v}"
+        );
+    }
+    let (s, v) = z
+        .post(
+            "/api/v1/timers",
+            json!({"operations": [
+            {"op": "cancel", "queue": "orders", "timerKey": "expire/a1"},
+            {"op": "reschedule", "queue": "orders", "timerKey": "expire/a1", "payload": "MQ==",
+             "delayMs": 7_200_000, "txn": "timer-z1"}]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        (&v["results"][0]["status"], &v["results"][1]["status"]),
+        (&json!("absent"), &json!("scheduled")),
+        "{v}"
+    );
     // A's stream query: B finds no query by its id, reads none of its state, cannot cycle
     // on A's partition with a query of its own, and registers the same name afresh.
     let (s, v) = z.post("/streams/v1/cycle", stream_cycle.clone()).await;

@@ -16,5 +16,6 @@ pub mod requeue;
 pub mod status;
 pub mod streams;
 pub mod subscription;
+pub mod timers;
 pub mod top;
 pub mod tx_hash;

@@ -42,6 +42,7 @@ mod stats;
 mod status;
 mod streams;
 mod time;
+mod timers;
 mod traces;
 mod transaction;
 mod whoami;

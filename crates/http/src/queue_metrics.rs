@@ -1,5 +1,6 @@
 //! The Prometheus families that name queues: depth, each consumer group's lag, dead letters,
-//! and the messages this broker pushed and delivered per queue. They name tenants and their
+//! and the messages this broker pushed and delivered per queue; and this broker's counters per
+//! stream query and per tenant's timers. They name tenants and their
 //! queues, so they are always on the admin route `GET /api/v1/metrics/queues` (the token's
 //! tenant's queues only), and on the public `/metrics/prometheus` (every tenant's) only when
 //! `METRICS_PER_QUEUE` says so. At most `METRICS_TOP_QUEUES` queues by name, the deepest;
@@ -22,6 +23,7 @@ use super::{AppState, State};
 use regent_service::kv::KvTotal;
 use regent_service::queue_metrics::{QueueLine, QueueMetrics};
 use regent_service::streams::StreamTotal;
+use regent_service::timers::{TimerTotal, LATENESS_BUCKETS_MS};
 
 /// A label value as the text format wants it: backslash, double quote and line feed escaped.
 fn escape(v: &str) -> String {
@@ -108,7 +110,7 @@ pub(crate) fn routes() -> Vec<Entry> {
             .reads_nothing()
         .doc(Doc::op(maintenance::TAG, "Per-queue Prometheus families of the tenant")
             .about(r#"
-A Regent extension, admin: the text exposition of the token's tenant's queues (with authentication off, tenant `default`), whatever `METRICS_PER_QUEUE` says: `regent_queue_depth{tenant,queue}` (messages some consumer group has still to read), `regent_queue_lag_messages{tenant,queue,group}` (messages after the group's cursors), `queen_dlq_depth_by_queue{tenant,queue}` (dead letters), and this broker's `regent_queue_pushed_total{tenant,queue}` and `regent_queue_delivered_total{tenant,queue}` since it started. The `METRICS_TOP_QUEUES` deepest queues by name (default 100), the rest summed into `queue="_other"`; per queue the 20 groups furthest behind, the rest in `group="_other"`. Depth, lag and dead letters are the database's (the same on every broker: take `max`); the totals are this broker's (take `sum`). Not used by the Python client.
+A Regent extension, admin: the text exposition of the token's tenant's queues (with authentication off, tenant `default`), whatever `METRICS_PER_QUEUE` says: `regent_queue_depth{tenant,queue}` (messages some consumer group has still to read), `regent_queue_lag_messages{tenant,queue,group}` (messages after the group's cursors), `queen_dlq_depth_by_queue{tenant,queue}` (dead letters), and this broker's `regent_queue_pushed_total{tenant,queue}` and `regent_queue_delivered_total{tenant,queue}` since it started. The `METRICS_TOP_QUEUES` deepest queues by name (default 100), the rest summed into `queue="_other"`; per queue the 20 groups furthest behind, the rest in `group="_other"`. Also this broker's stream query counters (`regent_stream_*_total{tenant,query}`) and timer counters (`regent_timers_*_total{tenant}`, the `regent_timer_lateness_seconds{tenant}` histogram). Depth, lag and dead letters are the database's (the same on every broker: take `max`); the totals are this broker's (take `sum`). Not used by the Python client.
 "#)
             .reply_raw(200, exposition_reply()))]
 }
@@ -126,6 +128,7 @@ async fn queues(
     families(&m, &mut out);
     streams(&s, Some(&who.tenant), &mut out);
     kv(&s, Some(&who.tenant), &mut out);
+    timers(&s, Some(&who.tenant), &mut out);
     Ok(exposition(out))
 }
 
@@ -145,6 +148,7 @@ pub(super) async fn public(s: &AppState, out: &mut String) {
     }
     streams(s, None, out);
     kv(s, None, out);
+    timers(s, None, out);
 }
 
 /// A key/value counter family: its name, its help text, and what it counts.
@@ -201,6 +205,81 @@ fn streams(s: &AppState, tenant: Option<&str>, out: &mut String) {
                 read(t)
             );
         }
+    }
+}
+
+/// A timer counter family: its name, its help text, and what it counts.
+type TimerFamily = (&'static str, &'static str, fn(&TimerTotal) -> u64);
+
+/// This broker's timer counters and lateness histogram (of `tenant`, or of every tenant),
+/// labelled by tenant.
+fn timers(s: &AppState, tenant: Option<&str>, out: &mut String) {
+    let totals: Vec<_> = s
+        .service
+        .timer_totals()
+        .into_iter()
+        .filter(|(t, _)| tenant.is_none_or(|want| want == t))
+        .collect();
+    let families: [TimerFamily; 5] = [
+        (
+            "regent_timers_scheduled_total",
+            "Timers this broker stored under a key with no pending timer.",
+            |t| t.scheduled,
+        ),
+        (
+            "regent_timers_rescheduled_total",
+            "Timers this broker stored in place of a pending one.",
+            |t| t.rescheduled,
+        ),
+        (
+            "regent_timers_cancelled_total",
+            "Pending timers this broker cancelled.",
+            |t| t.cancelled,
+        ),
+        (
+            "regent_timers_too_late_total",
+            "Schedules and cancels that found a fire holding their timer (nothing changed).",
+            |t| t.too_late,
+        ),
+        (
+            "regent_timers_fired_total",
+            "Timers whose message this broker pushed.",
+            |t| t.fired,
+        ),
+    ];
+    for (name, help, read) in families {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+        for (tenant, t) in &totals {
+            let _ = writeln!(out, "{name}{{tenant=\"{}\"}} {}", escape(tenant), read(t));
+        }
+    }
+    let name = "regent_timer_lateness_seconds";
+    let _ = writeln!(
+        out,
+        "# HELP {name} How long after its deliverAt each timer this broker fired was committed.\n# TYPE {name} histogram"
+    );
+    for (tenant, t) in &totals {
+        let tenant = escape(tenant);
+        let mut seen = 0;
+        for (bound, n) in LATENESS_BUCKETS_MS.iter().zip(t.lateness) {
+            seen += n;
+            let le = bound / 1000.0;
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{tenant=\"{tenant}\",le=\"{le}\"}} {seen}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "{name}_bucket{{tenant=\"{tenant}\",le=\"+Inf\"}} {}",
+            t.fired
+        );
+        let _ = writeln!(
+            out,
+            "{name}_sum{{tenant=\"{tenant}\"}} {}",
+            t.lateness_ms / 1000.0
+        );
+        let _ = writeln!(out, "{name}_count{{tenant=\"{tenant}\"}} {}", t.fired);
     }
 }
 

@@ -23,7 +23,7 @@ use crate::openapi::Doc;
 use super::{
     ack, analytics, configure, console, consumer_groups, dlq, fleet, health, kv, lease,
     maintenance, messages, metrics, openapi, pop, push, queue_metrics, resources, stats, status,
-    streams, traces, transaction, whoami, AppState,
+    streams, timers, traces, transaction, whoami, AppState,
 };
 
 /// What a route requires. Each level includes the ones before it.
@@ -36,12 +36,15 @@ pub enum Level {
     Admin,
 }
 
-/// A route as the access policy sees it: method, path template (as axum matches it), level.
+/// A route as the access policy sees it: method, path template (as axum matches it), level,
+/// and whether a request takes one of its tenant's request rate.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Route {
     pub method: Method,
     pub path: &'static str,
     pub level: Level,
+    /// False for a route no limit may block ([`Entry::unrated`]).
+    pub rated: bool,
 }
 
 /// One route, declared once: where it is, who may call it, what serves it, its OpenAPI
@@ -52,6 +55,8 @@ pub struct Entry {
     pub method: Method,
     pub path: &'static str,
     pub level: Level,
+    /// Whether a request takes one of its tenant's request rate.
+    pub rated: bool,
     /// The OpenAPI operation (`crate::openapi`).
     pub(crate) doc: Option<Doc>,
     /// What the fuzzer feeds (`crate::fuzz_targets`); empty for a route that reads nothing.
@@ -70,6 +75,7 @@ where
         method,
         path,
         level,
+        rated: true,
         doc: None,
         reads: Reads::default(),
     }
@@ -80,6 +86,14 @@ fn filter(method: &Method) -> MethodFilter {
 }
 
 impl Entry {
+    /// No limit of the tenant's may block the route: its requests are not counted against the
+    /// request rate. For what must always work (cancelling a timer: a tenant over its limits
+    /// must still be able to stop what it scheduled).
+    pub(crate) fn unrated(mut self) -> Entry {
+        self.rated = false;
+        self
+    }
+
     /// The route's OpenAPI operation.
     pub(crate) fn doc(mut self, doc: Doc) -> Entry {
         self.doc = Some(doc);
@@ -131,6 +145,7 @@ impl Entry {
             method: self.method.clone(),
             path: self.path,
             level: self.level,
+            rated: self.rated,
         }
     }
 }
@@ -193,6 +208,7 @@ pub fn table() -> Vec<Entry> {
         traces::routes(),
         streams::routes(),
         kv::routes(),
+        timers::routes(),
         console::routes(),
     ]
     .into_iter()
@@ -205,10 +221,14 @@ pub fn routes() -> Vec<Route> {
     table().iter().map(Entry::route).collect()
 }
 
-/// The level of a matched route; `None` for one the table does not name.
-pub fn level(routes: &[Route], method: &Method, template: &str) -> Option<Level> {
+/// A matched route; `None` for one the table does not name.
+pub fn find<'a>(routes: &'a [Route], method: &Method, template: &str) -> Option<&'a Route> {
     routes
         .iter()
         .find(|r| r.method == method && r.path == template)
-        .map(|r| r.level)
+}
+
+/// The level of a matched route; `None` for one the table does not name.
+pub fn level(routes: &[Route], method: &Method, template: &str) -> Option<Level> {
+    find(routes, method, template).map(|r| r.level)
 }

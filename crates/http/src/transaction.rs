@@ -22,13 +22,14 @@ use super::kv::{self, KvResult, Precondition};
 use super::openapi::{schemas, Doc};
 use super::push::{self, parse_item};
 use super::routes::{route, Entry, Level::ReadWrite};
+use super::timers::{parse_timer_ops, TimerResult};
 use super::State;
 
 pub(crate) fn routes() -> Vec<Entry> {
     vec![route(Method::POST, "/api/v1/transaction", ReadWrite, transaction)
         .doc(Doc::op(push::TAG, "Acks and pushes in one transaction")
             .about(r#"
-Everything in the bundle commits in ONE PostgreSQL transaction, or nothing does: the exactly-once hand-off between pipeline stages. Pushes behave as on the push route (deduplicated, so a retried bundle is harmless; `producerSub` stamped); acks follow the ack contract per (partition, lease), and any refusal other than a duplicate `completed` rolls the bundle back (200 with `success: false`). `requiredLeases` must all be live. Queen 0.15 differs: it ignores `requiredLeases`, does not deduplicate pushes (a repeat aborts the bundle), dead-letters `failed` acks at once, and stamps no `producerSub`. The 1.x `kv` rider applies key/value operations (not `getPrefix`) in the same transaction, their results after the operations' (`type: kv`); a `required` one that does not apply rolls everything back and answers `success: false, reason: kv_precondition` with `failedIndex`, `kvReason`, `value`, `version`. With a `kv` rider `operations` may be empty. The `timers` rider is refused (400). Python: `queen.transaction()...commit()` (`TransactionBuilder.commit`).
+Everything in the bundle commits in ONE PostgreSQL transaction, or nothing does: the exactly-once hand-off between pipeline stages. Pushes behave as on the push route (deduplicated, so a retried bundle is harmless; `producerSub` stamped); acks follow the ack contract per (partition, lease), and any refusal other than a duplicate `completed` rolls the bundle back (200 with `success: false`). `requiredLeases` must all be live. Queen 0.15 differs: it ignores `requiredLeases`, does not deduplicate pushes (a repeat aborts the bundle), dead-letters `failed` acks at once, and stamps no `producerSub`. The 1.x `kv` rider applies key/value operations (not `getPrefix`) in the same transaction, their results after the operations' (`type: kv`); a `required` one that does not apply rolls everything back and answers `success: false, reason: kv_precondition` with `failedIndex`, `kvReason`, `value`, `version`. The `timers` rider schedules and cancels timers (as `POST /api/v1/timers`) in the same transaction, their results after the KV results (`type: timer`). With a rider `operations` may be empty. Python: `queen.transaction()...commit()` (`TransactionBuilder.commit`).
 "#)
             .body(true, "The bundle.", schemas::r("TransactionRequest"))
             .quota()
@@ -117,49 +118,42 @@ fn required_leases(v: &Value) -> Result<Vec<String>, ApiError> {
     }
 }
 
-/// The transaction body: its operations (push items flattened), at most `max` of them, and
-/// required leases.
+/// The transaction body: its operations (push items flattened), its riders, at most `max`
+/// of them in all, and required leases.
 pub(crate) fn parse_bundle(
     body: &RawBody,
     who: &Principal,
     max: usize,
 ) -> Result<Bundle, ApiError> {
     let v = body.json()?;
-    let kv = riders(body)?;
-    let ops = parse_ops(&v, who, !kv.is_empty())?;
-    if ops.len() > max {
-        return Err(ApiError::TooManyItems {
-            items: ops.len(),
-            max,
-        });
+    let kv = kv_rider(body)?;
+    let timers = match v.get("timers") {
+        None | Some(Value::Null) => vec![],
+        Some(Value::Array(list)) => parse_timer_ops(list, who, "timers")?,
+        Some(_) => return Err(ApiError::bad_request("timers must be an array")),
+    };
+    let ops = parse_ops(&v, who, !kv.is_empty() || !timers.is_empty())?;
+    let items = ops.len() + kv.len() + timers.len();
+    if items > max {
+        return Err(ApiError::TooManyItems { items, max });
     }
     Ok(Bundle {
         ops,
         required_leases: required_leases(&v)?,
         kv,
+        timers,
     })
 }
 
-/// The `kv` rider (its values kept as the client's text), refusing `getPrefix`. A `timers`
-/// rider is refused whole rather than ignored: dropping it would commit a bundle without
-/// the timers its sender counts on.
-fn riders(body: &RawBody) -> Result<Vec<regent_service::kv::KvOp>, ApiError> {
+/// The `kv` rider, its values kept as the client's text; `getPrefix` refused.
+fn kv_rider(body: &RawBody) -> Result<Vec<regent_service::kv::KvOp>, ApiError> {
     #[derive(Deserialize)]
-    struct Riders<'a> {
+    struct Rider<'a> {
         #[serde(borrow)]
         kv: Option<&'a RawValue>,
-        #[serde(borrow)]
-        timers: Option<&'a RawValue>,
     }
-    let r: Riders<'_> = serde_json::from_str(body.raw_json()?.get())
+    let r: Rider<'_> = serde_json::from_str(body.raw_json()?.get())
         .map_err(|_| ApiError::bad_request("request body must be a JSON object"))?;
-    if r.timers
-        .is_some_and(|t| t.get() != "null" && t.get() != "[]")
-    {
-        return Err(ApiError::bad_request(
-            "the timers rider is not supported by this broker",
-        ));
-    }
     match r.kv {
         None => Ok(vec![]),
         Some(raw) if raw.get() == "null" => Ok(vec![]),
@@ -200,6 +194,18 @@ enum OpResult {
     Pushed(Pushed),
     NotPushed(NotPushed),
     Kv(KvRider),
+    Timer(TimerRider),
+}
+
+/// A timer operation of the bundle: its result, as `POST /api/v1/timers` answers it.
+#[derive(Serialize, JsonSchema)]
+struct TimerRider {
+    index: usize,
+    #[serde(rename = "type")]
+    #[schemars(extend("const" = "timer"))]
+    kind: &'static str,
+    #[serde(flatten)]
+    result: TimerResult,
 }
 
 /// A KV operation of the bundle: its result, as `POST /api/v1/kv` answers it.
@@ -296,17 +302,21 @@ async fn transaction(
                     ..refused("KV precondition failed: a required operation did not apply".into())
                 }
             }
-            BundleOutcome::Committed(outcomes, kv_outcomes) => {
+            BundleOutcome::Committed(done) => {
                 let mut results: Vec<OpResult> =
-                    outcomes.into_iter().enumerate().map(result).collect();
-                for (i, r) in kv::results(&keys_only, kv_outcomes)?
-                    .into_iter()
-                    .enumerate()
-                {
+                    done.ops.into_iter().enumerate().map(result).collect();
+                for r in kv::results(&keys_only, done.kv)? {
                     results.push(OpResult::Kv(KvRider {
-                        index: total + i,
+                        index: results.len(),
                         kind: "kv",
                         result: r,
+                    }));
+                }
+                for o in done.timers {
+                    results.push(OpResult::Timer(TimerRider {
+                        index: results.len(),
+                        kind: "timer",
+                        result: o.into(),
                     }));
                 }
                 TransactionAnswer {

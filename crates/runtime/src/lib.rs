@@ -26,6 +26,7 @@ pub mod streams;
 pub mod sweeps;
 pub mod switches;
 pub mod tallies;
+pub mod timers;
 pub mod wakeups;
 
 use std::sync::{Mutex, MutexGuard};
@@ -80,6 +81,8 @@ pub struct Runtime {
     pub streams: streams::Streams,
     /// What each tenant's key/value operations did since start.
     pub kv: kv::KvTotals,
+    /// What timer operations and fires did since start, and the firing loop's wake-up.
+    pub timers: timers::Timers,
 }
 
 impl Runtime {
@@ -100,6 +103,7 @@ impl Runtime {
             placements: placements::Placements::new(s.spread),
             streams: Default::default(),
             kv: Default::default(),
+            timers: Default::default(),
         }
     }
 
@@ -142,6 +146,7 @@ impl Runtime {
             ("placements", self.placements.len()),
             ("stream_queries", self.streams.len()),
             ("kv_tenants", self.kv.len()),
+            ("timer_tenants", self.timers.len()),
         ]
     }
 }

@@ -41,6 +41,7 @@ pub mod status;
 pub mod streams;
 mod supervise;
 mod test_hooks;
+pub mod timers;
 pub mod traces;
 pub mod transaction;
 
@@ -75,6 +76,7 @@ struct Background {
     series: JoinHandle<()>,
     stats: JoinHandle<()>,
     fleet: JoinHandle<()>,
+    timers: JoinHandle<()>,
 }
 
 /// One broker's use cases and everything they share.
@@ -114,7 +116,8 @@ pub struct Service {
 
 impl Service {
     /// Migrates the database, opens the pool and starts the background tasks (flushers, the
-    /// purge and retention clocks, the maintenance poll, the peer link, the fleet's samples).
+    /// purge and retention clocks, the maintenance poll, the peer link, the fleet's samples,
+    /// the timers' firing loop).
     pub async fn start(config: &Config, database_url: &str) -> anyhow::Result<Arc<Service>> {
         let cipher = config
             .queen_encryption_key
@@ -198,6 +201,10 @@ impl Service {
         let fleet = self
             .supervisor
             .spawn("fleet samples", move || fleet::run(s.clone()));
+        let s = self.clone();
+        let timers = self
+            .supervisor
+            .spawn("timers", move || timers::run(s.clone()));
         *self.background.lock().expect("start-up") = Some(Background {
             purge,
             peer_link: peers,
@@ -206,6 +213,7 @@ impl Service {
             series,
             stats,
             fleet,
+            timers,
         });
     }
 
@@ -245,6 +253,7 @@ impl Service {
             b.series.abort();
             b.stats.abort();
             b.fleet.abort();
+            b.timers.abort();
         }
         handover::release_remaining(self).await;
         // The counts since the last flush, so a rolling restart loses none.

@@ -1,7 +1,8 @@
 //! The transaction route's use case: acks and pushes in ONE PostgreSQL transaction, so a
 //! pipeline stage hands work forward with no window in which the ack landed and the push did
-//! not; with them the `kv` rider's key/value operations (`crate::kv`), so state a stage keeps
-//! commits with its ack. Any refused ack, and any `required` KV operation that does not apply,
+//! not; with them the `kv` rider's key/value operations (`crate::kv`) and the `timers`
+//! rider's schedules and cancels (`crate::timers`), so state a stage keeps and the timers it
+//! sets commit with its ack. Any refused ack, and any `required` KV operation that does not apply,
 //! rolls the bundle back; a retried bundle is harmless (push dedup, ack noop). Not fused with
 //! other requests.
 
@@ -20,6 +21,7 @@ use uuid::Uuid;
 use crate::ack::{ack_group, group_acks, AckGroup, LeaseCheck, SentAck};
 use crate::kv::{self, KvFailed, KvOp, KvOutcome};
 use crate::push::{append, hold, prepare, queued, PushItem, Verdict};
+use crate::timers::{apply_timer_ops, TimerOp, TimerOutcome};
 use crate::{Error, Service};
 
 /// One operation of a bundle.
@@ -39,16 +41,28 @@ pub struct Bundle {
     pub required_leases: Vec<String>,
     /// The `kv` rider: applied in order, after the partitions are found and before the acks.
     pub kv: Vec<KvOp>,
+    /// The `timers` rider: applied in order, after the `kv` rider.
+    pub timers: Vec<TimerOp>,
 }
 
 /// What became of a bundle.
 pub enum BundleOutcome {
-    /// Committed: one outcome per operation, in request order, then one per KV operation.
-    Committed(Vec<OpOutcome>, Vec<KvOutcome>),
+    /// Committed: one outcome per operation, in request order, then the riders'.
+    Committed(Committed),
     /// Rolled back, and why.
     Refused(String),
     /// Rolled back: a `required` KV operation did not apply.
     KvPrecondition(KvFailed),
+}
+
+/// A committed bundle's outcomes.
+pub struct Committed {
+    /// One per operation, in request order.
+    pub ops: Vec<OpOutcome>,
+    /// One per KV operation.
+    pub kv: Vec<KvOutcome>,
+    /// One per timer operation.
+    pub timers: Vec<TimerOutcome>,
 }
 
 pub enum OpOutcome {
@@ -72,6 +86,7 @@ struct Sorted {
     pushes: Vec<(usize, PushItem)>,
     required: Vec<String>,
     kv: Vec<KvOp>,
+    timers: Vec<TimerOp>,
 }
 
 /// Why a bundle was rolled back.
@@ -94,6 +109,7 @@ struct Done {
     /// What the acks did, per queue, for the series.
     tallies: Vec<(Uuid, Tally)>,
     kv: Vec<KvOutcome>,
+    timers: Vec<TimerOutcome>,
 }
 
 impl Service {
@@ -107,6 +123,16 @@ impl Service {
         let mut sorted = sort(bundle);
         self.know_offsets(sorted.groups.iter_mut().map(|(g, _)| g));
         let items: Vec<PushItem> = sorted.pushes.iter().map(|(_, p)| p.clone()).collect();
+        // The rider's schedules are checked against the cap as `POST /api/v1/timers` checks
+        // them: a timer stores its message only when it fires.
+        let schedules = sorted
+            .timers
+            .iter()
+            .filter(|o| matches!(o, TimerOp::Schedule(_)))
+            .count();
+        if schedules > 0 {
+            self.reserve(tenant, schedules as i64).await?.released();
+        }
         let room = self.reserve(tenant, items.len() as i64).await?;
         let mut done = match self.run_bundle(tenant, &sorted, &items).await? {
             Ok(done) => done,
@@ -136,10 +162,13 @@ impl Service {
         if !sorted.kv.is_empty() {
             self.count_kv(tenant, Some(&kv));
         }
-        Ok(BundleOutcome::Committed(
-            outcomes(total, &mut sorted, done),
+        let timers = std::mem::take(&mut done.timers);
+        self.timers_committed(tenant, &sorted.timers, &timers);
+        Ok(BundleOutcome::Committed(Committed {
+            ops: outcomes(total, &mut sorted, done),
             kv,
-        ))
+            timers,
+        }))
     }
 
     /// The bundle's one transaction: partitions first, the leases checked before the acks
@@ -165,12 +194,13 @@ impl Service {
             if !leases_live && sorted.groups.is_empty() {
                 return Ok(Err(invalid().into()));
             }
-            // KV rows are locked after the partitions and before the cursors, in every
-            // bundle: the global lock order.
+            // KV rows, then timers, are locked after the partitions and before the cursors,
+            // in every bundle: the global lock order.
             let kv = match kv::apply(tx, tenant, &sorted.kv).await? {
                 Ok(kv) => kv,
                 Err(failed) => return Ok(Err(Refusal::Kv(failed))),
             };
+            let timers = apply_timer_ops(tx, tenant, &sorted.timers).await?;
             let (acks, reopened, tallies) = match run_acks(tx, tenant, &sorted.groups).await? {
                 Ok(done) => done,
                 Err(why) => return Ok(Err(why.into())),
@@ -199,6 +229,7 @@ impl Service {
                 written,
                 tallies,
                 kv,
+                timers,
             }))
         })?)
     }
@@ -274,6 +305,7 @@ fn sort(bundle: Bundle) -> Sorted {
         pushes,
         required,
         kv: bundle.kv,
+        timers: bundle.timers,
     }
 }
 

@@ -31,10 +31,11 @@ const BY_PARTITION: &[(&str, &str)] = &[
     ("stream_state", "partition_id"),
 ];
 
-/// Distributed by their own column, each in a co-location group of its own: the key/value
-/// rows by namespace, so a namespace's reads and writes (a prefix read included) are one
-/// shard's.
-const BY_COLUMN: &[(&str, &str)] = &[("kv", "ns")];
+/// Distributed by their own column, each in a co-location group of its own (table,
+/// distribution column): the key/value rows by namespace, so a namespace's reads and writes (a
+/// prefix read included) are one shard's; timers by queue name, since a timer's statements name
+/// its queue, not a partition (which may not exist before the timer fires).
+const BY_COLUMN: &[(&str, &str)] = &[("kv", "ns"), ("timers", "queue")];
 
 /// The coordinator's own tables, and the push buffer: local, added to Citus's metadata so
 /// that they may join the reference tables.

@@ -72,6 +72,7 @@ pub mod seek;
 pub mod series;
 pub mod stats;
 pub mod streams;
+pub mod timers;
 pub mod tls;
 pub mod traces;
 

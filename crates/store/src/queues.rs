@@ -353,6 +353,13 @@ pub async fn delete(tx: &Tx<'_>, tenant: &str, name: &str) -> Result<bool, Store
         )
         .await?;
     tx.execute(&st, &[&qid]).await?;
+    // Its pending timers too: a timer left behind would fire into a queue that is gone and
+    // create it again. (A statement of its own: on Citus `timers` is distributed by queue
+    // name, the tables above by partition.)
+    let st = tx
+        .prepare_cached("DELETE FROM timers WHERE tenant = $1 AND queue = $2")
+        .await?;
+    tx.execute(&st, &[&tenant, &name]).await?;
     Ok(true)
 }
 

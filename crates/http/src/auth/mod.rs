@@ -20,7 +20,7 @@ use serde_json::Value;
 use regent_broker::naming::DEFAULT_TENANT;
 
 use super::error::ApiError;
-use super::routes::level;
+use super::routes::find;
 use super::AppState;
 
 pub use super::routes::Level;
@@ -72,10 +72,13 @@ fn token(req: &Request) -> Option<&str> {
 /// token says. A request that may proceed takes one token of its tenant's rate (public routes
 /// act for no tenant and are not counted).
 pub async fn authorize(State(s): State<Arc<AppState>>, mut req: Request, next: Next) -> Response {
-    let need = req
+    let matched = req
         .extensions()
         .get::<MatchedPath>()
-        .and_then(|m| level(&s.routes, req.method(), m.as_str()));
+        .and_then(|m| find(&s.routes, req.method(), m.as_str()));
+    let need = matched.map(|r| r.level);
+    // A route no limit may block takes nothing of the tenant's rate (`Entry::unrated`).
+    let rated = matched.is_none_or(|r| r.rated);
     // A public route acts for no tenant: it carries no Principal, which also keeps it out of
     // the tenant's request rate (below).
     if need == Some(Level::Public) {
@@ -86,6 +89,7 @@ pub async fn authorize(State(s): State<Arc<AppState>>, mut req: Request, next: N
     let path = req.uri().path().to_string();
     let raw = token(&req).map(str::to_string);
     let admitted = match principal(&s, &path, raw.as_deref(), need).await {
+        Ok(who) if !rated => Ok(who),
         Ok(who) => s
             .service
             .admit(&who.tenant)

@@ -74,6 +74,7 @@ pub(crate) fn path_param(name: &str) -> (&'static str, Value) {
         "name" => ("A trace name, percent-decoded once.", string()),
         "query_id" => ("A stream query's id (`query_id`, a UUID), as its registration answered.", uuid()),
         "file" => ("The file's path under `assets/`, as `index.html` names it.", string()),
+        "timer_key" => ("The timer's key: the rest of the path, `/` included, percent-decoded once.", json!({ "type": "string", "maxLength": MAX_NAME_BYTES })),
         _ => ("", string()),
     }
 }
@@ -218,6 +219,8 @@ fn transaction_request() -> Value {
                 "Leases that must all be live (the Python client sends its acked messages' leases); an ack without its own `leaseId` is fenced by the single one named here."),
             "kv": about(json!({"type": ["array", "null"], "items": {"type": "object"}}),
                 "Key/value operations as `POST /api/v1/kv` takes them (not `getPrefix`), in the bundle's transaction; results follow the operations'."),
+            "timers": about(json!({"type": ["array", "null"], "items": {"type": "object"}}),
+                "Timer operations as `POST /api/v1/timers` takes them, in the bundle's transaction; results follow the KV results."),
         }),
     )
 }

@@ -1,0 +1,707 @@
+//! Queen's timers through HTTP (spec §18.2): every status of the client's taxonomy, delivery
+//! as a message with the promised ids not before `deliverAt`, keys holding `/`, peek and
+//! paging, refused fields and payloads, the cancel route that no limit blocks, exactly once
+//! across two brokers, and a queue's deletion taking its timers.
+
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::support::{broker, broker_with, Broker};
+
+fn b64(v: &Value) -> String {
+    base64::engine::general_purpose::STANDARD.encode(v.to_string())
+}
+
+fn schedule_op(queue: &str, key: &str, payload: &Value, delay_ms: i64, txn: &str) -> Value {
+    json!({"op": "schedule", "queue": queue, "timerKey": key, "payload": b64(payload),
+           "delayMs": delay_ms, "txn": txn})
+}
+
+/// Posts operations; the status and the results.
+async fn ops(b: &Broker, ops: Value) -> (StatusCode, Value) {
+    let (s, v) = b.post("/api/v1/timers", json!({ "operations": ops })).await;
+    (s, v.get("results").cloned().unwrap_or(v))
+}
+
+/// One schedule that must succeed; its result.
+async fn schedule(
+    b: &Broker,
+    queue: &str,
+    key: &str,
+    payload: Value,
+    delay_ms: i64,
+    txn: &str,
+) -> Value {
+    let (s, v) = ops(b, json!([schedule_op(queue, key, &payload, delay_ms, txn)])).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    v[0].clone()
+}
+
+fn path(queue: &str, key: &str) -> String {
+    format!("/api/v1/timers/{queue}/{key}")
+}
+
+/// Pops `queue` (queue mode) until messages come or `wait_ms` has passed. A pop of a queue
+/// with no partition yet answers at once, as it does before a first push: it is asked again.
+/// Acknowledged as popped (`autoAck`).
+async fn pop(b: &Broker, queue: &str, wait_ms: u64) -> Vec<Value> {
+    let until = Instant::now() + Duration::from_millis(wait_ms);
+    loop {
+        let left = until
+            .saturating_duration_since(Instant::now())
+            .as_millis()
+            .max(1);
+        let v = b
+            .pop(
+                queue,
+                &format!("wait=true&timeout={left}&batch=100&autoAck=true"),
+            )
+            .await;
+        let got = v["messages"].as_array().cloned().unwrap_or_default();
+        if !got.is_empty() || Instant::now() >= until {
+            return got;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn pending(b: &Broker) -> i64 {
+    b.db()
+        .await
+        .query_one("SELECT count(*) FROM timers", &[])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+#[tokio::test]
+async fn a_timer_becomes_its_queues_message_with_the_promised_ids_not_before_its_deadline() {
+    let b = broker().await;
+    let r = schedule(
+        &b,
+        "reminders",
+        "order:9f1:expire",
+        json!({"orderId": "9f1", "n": 1.50}),
+        700,
+        "tx-9f1",
+    )
+    .await;
+    assert_eq!(
+        (&r["ok"], &r["status"]),
+        (&json!(true), &json!("scheduled")),
+        "{r}"
+    );
+    assert_eq!(
+        (&r["queue"], &r["timerKey"], &r["txn"]),
+        (
+            &json!("reminders"),
+            &json!("order:9f1:expire"),
+            &json!("tx-9f1")
+        )
+    );
+    let deliver_at =
+        chrono::DateTime::parse_from_rfc3339(r["deliverAt"].as_str().unwrap()).unwrap();
+    // Not before deliverAt: a pop that waits less than the delay gets nothing.
+    assert!(pop(&b, "reminders", 200).await.is_empty());
+    let start = Instant::now();
+    let got = pop(&b, "reminders", 10_000).await;
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "fired late: {:?}",
+        start.elapsed()
+    );
+    assert_eq!(got.len(), 1, "{got:?}");
+    let m = &got[0];
+    assert_eq!(m["id"], r["messageId"], "{m}");
+    assert_eq!(m["transactionId"], "tx-9f1");
+    assert_eq!(m["partition"], "Default");
+    // The payload as the client's JSON text: its numbers as sent.
+    assert_eq!(m["data"], json!({"orderId": "9f1", "n": 1.50}));
+    let created = chrono::DateTime::parse_from_rfc3339(m["createdAt"].as_str().unwrap()).unwrap();
+    assert!(
+        created >= deliver_at,
+        "appended at {created}, due {deliver_at}"
+    );
+    assert_eq!(pending(&b).await, 0, "the row went with the fire");
+    // Cancelling a delivered timer: absent, with the txn echoed for the log lookup.
+    let (s, v) = b
+        .delete(&format!(
+            "{}?txn=tx-9f1",
+            path("reminders", "order:9f1:expire")
+        ))
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        v,
+        json!({"ok": false, "status": "absent", "queue": "reminders",
+        "timerKey": "order:9f1:expire", "txn": "tx-9f1", "messageId": null, "deliverAt": null})
+    );
+    let (_, metrics) = b.get("/api/v1/metrics/queues").await;
+    let text = metrics.as_str().unwrap_or_default();
+    assert!(
+        text.contains("regent_timers_scheduled_total{tenant=\"default\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("regent_timers_fired_total{tenant=\"default\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("regent_timer_lateness_seconds_count{tenant=\"default\"} 1"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn every_status_of_the_taxonomy() {
+    let b = broker().await;
+    let far = 3_600_000;
+    let first = schedule(&b, "q", "k", json!(1), far, "t1").await;
+    assert_eq!(first["status"], "scheduled");
+    // The same upsert under either name: a new timer under an old name.
+    let (s, v) = ops(
+        &b,
+        json!([{"op": "reschedule", "queue": "q", "timerKey": "k",
+        "payload": b64(&json!(2)), "delayMs": far * 2, "txn": "t2", "partition": "p"}]),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let again = &v[0];
+    assert_eq!(
+        (&again["status"], &again["ok"], &again["txn"]),
+        (&json!("rescheduled"), &json!(true), &json!("t2"))
+    );
+    assert_ne!(again["messageId"], first["messageId"]);
+    assert!(again["deliverAt"].as_str() > first["deliverAt"].as_str());
+    let (_, peek) = b.get(&path("q", "k")).await;
+    assert_eq!(
+        (&peek["found"], &peek["txn"], &peek["partition"]),
+        (&json!(true), &json!("t2"), &json!("p")),
+        "{peek}"
+    );
+    assert_eq!(peek["payload"], b64(&json!(2)));
+    assert_eq!(peek["encrypted"], false);
+    // A cancel naming a txn that is no longer pending finds nothing, and changes nothing.
+    let (_, v) = ops(
+        &b,
+        json!([{"op": "cancel", "queue": "q", "timerKey": "k", "txn": "t1"}]),
+    )
+    .await;
+    assert_eq!(
+        (&v[0]["status"], &v[0]["txn"]),
+        (&json!("absent"), &json!("t1")),
+        "{v}"
+    );
+    // Held by a fire (a transaction holding the row): too_late, and nothing changes.
+    let mut db = b.db().await;
+    let held = db.transaction().await.unwrap();
+    held.execute("SELECT 1 FROM timers WHERE tenant = 'default' AND queue = 'q' AND timer_key = 'k' FOR UPDATE", &[])
+        .await
+        .unwrap();
+    let (_, v) = ops(&b, json!([schedule_op("q", "k", &json!(3), 5, "t3")])).await;
+    assert_eq!(
+        (&v[0]["status"], &v[0]["ok"], &v[0]["txn"]),
+        (&json!("too_late"), &json!(false), &json!("t2")),
+        "{v}"
+    );
+    let (s, v) = b.delete(&path("q", "k")).await;
+    assert_eq!(
+        (s, &v["status"], &v["messageId"]),
+        (StatusCode::OK, &json!("too_late"), &again["messageId"]),
+        "{v}"
+    );
+    held.rollback().await.unwrap();
+    // Cancelled through the batch, then absent (no txn sent: null).
+    let (_, v) = ops(
+        &b,
+        json!([{"op": "cancel", "queue": "q", "timerKey": "k", "txn": "t2"},
+                                {"op": "cancel", "queue": "q", "timerKey": "k"}]),
+    )
+    .await;
+    assert_eq!(
+        (&v[0]["status"], &v[0]["ok"], &v[0]["txn"]),
+        (&json!("cancelled"), &json!(true), &json!("t2")),
+        "{v}"
+    );
+    assert_eq!(
+        (&v[1]["status"], &v[1]["txn"]),
+        (&json!("absent"), &Value::Null),
+        "{v}"
+    );
+    // Scheduled and cancelled in one batch: in order.
+    let (_, v) = ops(
+        &b,
+        json!([schedule_op("q", "k2", &json!(1), 50, "t4"),
+                                {"op": "cancel", "queue": "q", "timerKey": "k2"}]),
+    )
+    .await;
+    assert_eq!(
+        (&v[0]["status"], &v[1]["status"]),
+        (&json!("scheduled"), &json!("cancelled")),
+        "{v}"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        pop(&b, "q", 100).await.is_empty(),
+        "a cancelled timer never fires"
+    );
+    assert_eq!(pending(&b).await, 0);
+}
+
+#[tokio::test]
+async fn keys_with_slashes_peek_and_cancel_through_the_path() {
+    let b = broker().await;
+    schedule(&b, "q", "a/b/c", json!({"x": 1}), 3_600_000, "t").await;
+    let (s, v) = b.get(&path("q", "a/b/c")).await;
+    assert_eq!(
+        (s, &v["found"], &v["timerKey"]),
+        (StatusCode::OK, &json!(true), &json!("a/b/c")),
+        "{v}"
+    );
+    let (s, v) = b.get(&path("q", "a/b")).await;
+    assert_eq!((s, v), (StatusCode::OK, json!({"found": false})));
+    let (s, v) = b.get(&path("other", "a/b/c")).await;
+    assert_eq!((s, v), (StatusCode::OK, json!({"found": false})));
+    let (s, v) = b.delete(&path("q", "a/b/c")).await;
+    assert_eq!(
+        (s, &v["status"], &v["txn"]),
+        (StatusCode::OK, &json!("cancelled"), &json!("t")),
+        "{v}"
+    );
+    let (_, v) = b.get(&path("q", "a/b/c")).await;
+    assert_eq!(v, json!({"found": false}));
+}
+
+#[tokio::test]
+async fn a_queues_timers_page_by_key_after_an_exclusive_cursor() {
+    let b = broker().await;
+    for k in ["k1", "k2", "k3", "k4", "k5"] {
+        schedule(&b, "q", k, json!(k), 3_600_000, k).await;
+    }
+    schedule(&b, "elsewhere", "k0", json!(0), 3_600_000, "x").await;
+    let keys = |v: &Value| -> Vec<String> {
+        v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["timerKey"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (s, v) = b.get("/api/v1/timers/q?limit=2").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        (keys(&v), &v["truncated"], &v["nextAfter"]),
+        (
+            vec!["k1".to_string(), "k2".into()],
+            &json!(true),
+            &json!("k2")
+        )
+    );
+    assert!(
+        v["rows"][0].get("payload").is_none(),
+        "rows carry no payload: {v}"
+    );
+    let (_, v) = b.get("/api/v1/timers/q?limit=2&after=k2").await;
+    assert_eq!(
+        (keys(&v), &v["truncated"]),
+        (vec!["k3".to_string(), "k4".into()], &json!(true))
+    );
+    let (_, v) = b.get("/api/v1/timers/q?limit=2&after=k4").await;
+    assert_eq!(
+        (keys(&v), &v["truncated"], &v["nextAfter"]),
+        (vec!["k5".to_string()], &json!(false), &json!("k5"))
+    );
+    let (_, v) = b.get("/api/v1/timers/q?after=k5").await;
+    assert_eq!(
+        (keys(&v).len(), &v["truncated"], &v["nextAfter"]),
+        (0, &json!(false), &Value::Null)
+    );
+    // A limit out of range is clamped, never refused.
+    let (s, v) = b.get("/api/v1/timers/q?limit=0").await;
+    assert_eq!((s, keys(&v).len()), (StatusCode::OK, 1));
+    let (s, v) = b.get("/api/v1/timers/q?limit=99999999").await;
+    assert_eq!((s, keys(&v).len()), (StatusCode::OK, 5));
+    let (s, v) = b.get("/api/v1/timers/q?limit=lots").await;
+    assert_eq!((s, keys(&v).len()), (StatusCode::OK, 5));
+    // The console's count per queue.
+    let (_, v) = b.get("/api/v1/timers").await;
+    let counts: Vec<(&str, i64)> = v["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| (q["queue"].as_str().unwrap(), q["pending"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(counts, [("elsewhere", 1), ("q", 5)]);
+}
+
+#[tokio::test]
+async fn server_owned_fields_and_bad_payloads_are_refused_by_name() {
+    let b = broker().await;
+    let good = schedule_op("q", "k", &json!({"a": 1}), 10, "t");
+    for field in [
+        "producerSub",
+        "messageId",
+        "tenant",
+        "tenantId",
+        "deliverAt",
+        "delaySeconds",
+        "attempts",
+        "claimToken",
+        "_internal",
+    ] {
+        let mut op = good.clone();
+        op[field] = json!("x");
+        let (s, v) = ops(&b, json!([op])).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{field}: {v}");
+        assert_eq!(
+            v["error"],
+            format!("operations[0]: `{field}` is server-owned and cannot be supplied")
+        );
+    }
+    let cases = [
+        (json!({"payload": "not base64!"}), "payload must be base64"),
+        (
+            json!({"payload": base64::engine::general_purpose::STANDARD.encode("{not json")}),
+            "payload must be the base64 of a JSON document",
+        ),
+        (json!({"payload": null}), "payload is required"),
+        (json!({"delayMs": null}), "delayMs is required"),
+        (
+            json!({"delayMs": "soon"}),
+            "delayMs must be a number of milliseconds from -315360000000 to 315360000000",
+        ),
+        (
+            json!({"delayMs": 1e300}),
+            "delayMs must be a number of milliseconds from -315360000000 to 315360000000",
+        ),
+        (
+            json!({"payloadZstd": true}),
+            "payloadZstd is not supported by this broker: send the payload uncompressed",
+        ),
+        (
+            json!({"op": "fire"}),
+            "op must be schedule, reschedule or cancel",
+        ),
+        (json!({"queue": ""}), "queue is required"),
+        (json!({"timerKey": 7}), "timerKey must be a string"),
+        (
+            json!({"timerKey": "a\u{0}b"}),
+            "timerKey must not contain NUL",
+        ),
+        (
+            json!({"partition": "p".repeat(513)}),
+            "partition must be at most 512 bytes",
+        ),
+    ];
+    for (patch, text) in cases {
+        let mut op = good.clone();
+        for (k, v) in patch.as_object().unwrap() {
+            op[k] = v.clone();
+        }
+        // Second in the batch: the error names its index, and nothing of the batch is stored.
+        let (s, v) = ops(
+            &b,
+            json!([schedule_op("q", "first", &json!(1), 10, "f"), op]),
+        )
+        .await;
+        assert_eq!(
+            (s, v["error"].as_str()),
+            (
+                StatusCode::BAD_REQUEST,
+                Some(format!("operations[1]: {text}").as_str())
+            ),
+            "{patch}"
+        );
+    }
+    let (s, v) = ops(&b, json!(["x"])).await;
+    assert_eq!(
+        (s, &v["error"]),
+        (
+            StatusCode::BAD_REQUEST,
+            &json!("operations[0] must be an object")
+        )
+    );
+    let (s, v) = b.post("/api/v1/timers", json!({"ops": []})).await;
+    assert_eq!(
+        (s, &v["error"]),
+        (
+            StatusCode::BAD_REQUEST,
+            &json!("operations array is required")
+        )
+    );
+    let (s, v) = ops(&b, json!([])).await;
+    assert_eq!((s, v), (StatusCode::OK, json!([])));
+    // payloadZstd: false is the default, and a delay in the past is legal (fires at once).
+    let mut op = good.clone();
+    op["payloadZstd"] = json!(false);
+    op["delayMs"] = json!(-60_000);
+    let (s, v) = ops(&b, json!([op])).await;
+    assert_eq!(
+        (s, &v[0]["status"]),
+        (StatusCode::OK, &json!("scheduled")),
+        "{v}"
+    );
+    assert_eq!(pop(&b, "q", 5000).await.len(), 1);
+    assert_eq!(
+        pending(&b).await,
+        0,
+        "nothing of the refused batches was stored"
+    );
+}
+
+/// Sends as tenant `default` with no token and reads `Retry-After`.
+async fn send(b: &Broker, method: Method, path: &str, body: Option<Value>) -> StatusCode {
+    let body = body.map(|v| v.to_string());
+    b.request_as(None, method, path, body.as_deref()).await.0
+}
+
+#[tokio::test]
+async fn the_cancel_route_is_never_blocked_by_the_rate_or_the_cap_or_maintenance() {
+    let b = broker_with(|c| {
+        c.tenant_limits =
+            Some(json!({"default": {"rate": 0.01, "burst": 2, "maxMessages": 1}}).to_string())
+    })
+    .await;
+    let s = send(
+        &b,
+        Method::POST,
+        "/api/v1/timers",
+        Some(json!({"operations": [schedule_op("q", "k", &json!(1), 3_600_000, "t")]})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    // One push fills the cap: a schedule is refused as a push would be.
+    let s = send(
+        &b,
+        Method::POST,
+        "/api/v1/push",
+        Some(json!({"items": [{"queue": "q", "payload": 1}]})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED);
+    let s = send(
+        &b,
+        Method::POST,
+        "/api/v1/timers",
+        Some(json!({"operations": [schedule_op("q", "k2", &json!(1), 10, "t2")]})),
+    )
+    .await;
+    assert_eq!(
+        s,
+        StatusCode::TOO_MANY_REQUESTS,
+        "the rate (burst 2) is spent"
+    );
+    // Rate spent, cap full: the cancel route still cancels.
+    let (s, v) = b.delete(&path("q", "k")).await;
+    assert_eq!(
+        (s, &v["status"]),
+        (StatusCode::OK, &json!("cancelled")),
+        "{v}"
+    );
+    let (s, v) = b.delete(&path("q", "k")).await;
+    assert_eq!((s, &v["status"]), (StatusCode::OK, &json!("absent")), "{v}");
+    assert_eq!(pending(&b).await, 0);
+}
+
+#[tokio::test]
+async fn a_schedule_past_the_cap_is_refused_and_maintenance_buffers_the_fire() {
+    let b =
+        broker_with(|c| c.tenant_limits = Some(json!({"default": {"maxMessages": 1}}).to_string()))
+            .await;
+    b.push("full", "Default", &["m1"]).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let (s, v) = b
+        .post(
+            "/api/v1/timers",
+            json!({"operations": [schedule_op("q", "k", &json!(1), 10, "t")]}),
+        )
+        .await;
+    assert_eq!(
+        (s, &v["code"]),
+        (StatusCode::TOO_MANY_REQUESTS, &json!("quota_exceeded")),
+        "{v}"
+    );
+    // Under push maintenance a schedule is taken, its fire buffered, and a cancel works.
+    let b = broker().await;
+    let (s, _) = b
+        .post("/api/v1/system/maintenance", json!({"enabled": true}))
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    schedule(&b, "q", "fires", json!({"n": 1}), 10, "tf").await;
+    schedule(&b, "q", "stays", json!({"n": 2}), 3_600_000, "ts").await;
+    let (s, v) = b.delete(&path("q", "stays")).await;
+    assert_eq!(
+        (s, &v["status"]),
+        (StatusCode::OK, &json!("cancelled")),
+        "{v}"
+    );
+    let start = Instant::now();
+    while pending(&b).await > 0 {
+        assert!(start.elapsed() < Duration::from_secs(5), "not fired");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(pop(&b, "q", 100).await.is_empty(), "held in the buffer");
+    let (s, _) = b
+        .post("/api/v1/system/maintenance", json!({"enabled": false}))
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    let got = pop(&b, "q", 5000).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0]["transactionId"], "tf");
+}
+
+#[tokio::test]
+async fn two_brokers_fire_each_timer_exactly_once() {
+    let a = broker().await;
+    let b = Broker::attach(&a.db_url).await;
+    let n = 400;
+    for chunk in 0..4 {
+        let ops_: Vec<Value> = (0..n / 4)
+            .map(|i| {
+                let k = chunk * (n / 4) + i;
+                schedule_op(
+                    "many",
+                    &format!("k{k}"),
+                    &json!({"k": k}),
+                    300 + (k % 7) * 50,
+                    &format!("t{k}"),
+                )
+            })
+            .collect();
+        let on = if chunk % 2 == 0 { &a } else { &b };
+        let (s, v) = ops(on, json!(ops_)).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let mut total = 0;
+    let start = Instant::now();
+    while seen.len() < n as usize {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{} of {n} delivered",
+            seen.len()
+        );
+        for m in pop(&a, "many", 500).await {
+            total += 1;
+            seen.insert(m["transactionId"].as_str().unwrap().to_string());
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    total += pop(&b, "many", 100).await.len();
+    assert_eq!(
+        (seen.len(), total),
+        (n as usize, n as usize),
+        "each timer delivered once"
+    );
+    assert_eq!(pending(&a).await, 0);
+    // Every message stored once: the log holds n.
+    let stored: i64 = a
+        .db()
+        .await
+        .query_one(
+            "SELECT sum(p.next_offset - p.first_offset)::bigint FROM partitions p",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(stored, n);
+}
+
+#[tokio::test]
+async fn deleting_a_queue_deletes_its_pending_timers() {
+    let b = broker().await;
+    b.push("doomed", "Default", &["m"]).await;
+    schedule(&b, "doomed", "k", json!(1), 3_600_000, "t").await;
+    schedule(&b, "kept", "k", json!(1), 3_600_000, "t").await;
+    let (s, v) = b.delete("/api/v1/resources/queues/doomed").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let (_, v) = b.get(&path("doomed", "k")).await;
+    assert_eq!(v, json!({"found": false}));
+    let (_, v) = b.get(&path("kept", "k")).await;
+    assert_eq!(v["found"], true);
+}
+
+/// A popped message of a fresh queue: (partition id, lease id, transaction id).
+async fn popped(b: &Broker, queue: &str) -> (String, String, String) {
+    b.push(queue, "p", &[&format!("{queue}-in")]).await;
+    let pop = b.pop(queue, "batch=1").await;
+    (
+        pop["partitionId"].as_str().unwrap().to_string(),
+        pop["leaseId"].as_str().unwrap().to_string(),
+        Broker::txids(&pop)[0].clone(),
+    )
+}
+
+#[tokio::test]
+async fn the_timers_rider_commits_with_the_ack_after_the_kv_rider_and_not_without_it() {
+    let b = broker().await;
+    let (partition, lease, txid) = popped(&b, "txsrc").await;
+    let ack = json!({"type": "ack", "transactionId": txid, "partitionId": partition});
+    let bundle = |timer: Value, lease: &str| {
+        json!({
+            "operations": [ack.clone()],
+            "requiredLeases": [lease],
+            "kv": [{"op": "incr", "ns": "reminders", "key": "set", "forever": true}],
+            "timers": [timer],
+        })
+    };
+    // Refused (another lease is required): nothing of it is scheduled.
+    let refused = schedule_op("txrem", "r-1", &json!({"n": 0}), 0, "txn-0");
+    let (s, v) = b
+        .post("/api/v1/transaction", bundle(refused, "not-a-live-lease"))
+        .await;
+    assert_eq!((s, &v["success"]), (StatusCode::OK, &json!(false)), "{v}");
+    assert_eq!(pending(&b).await, 0);
+    // Committed: the ack, then the KV result, then the timer's, in one index space.
+    let timer = schedule_op("txrem", "r-1", &json!({"n": 1}), 200, "txn-1");
+    let (s, v) = b.post("/api/v1/transaction", bundle(timer, &lease)).await;
+    assert_eq!((s, &v["success"]), (StatusCode::OK, &json!(true)), "{v}");
+    let r = v["results"].as_array().unwrap();
+    let kinds: Vec<&str> = r.iter().map(|x| x["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["ack", "kv", "timer"], "{v}");
+    assert_eq!(r[2]["index"], 2);
+    assert_eq!(
+        (&r[2]["status"], &r[2]["ok"]),
+        (&json!("scheduled"), &json!(true)),
+        "{v}"
+    );
+    let promised = r[2]["messageId"].clone();
+    let got = pop(&b, "txrem", 10_000).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(
+        (&got[0]["id"], &got[0]["transactionId"]),
+        (&promised, &json!("txn-1"))
+    );
+    // A timers-only bundle is a bundle too, and a bad timer op refuses it whole, named.
+    let cancel = json!({"op": "cancel", "queue": "txrem", "timerKey": "r-1"});
+    let (s, v) = b
+        .post(
+            "/api/v1/transaction",
+            json!({"operations": [], "timers": [cancel]}),
+        )
+        .await;
+    assert_eq!(
+        (s, &v["results"][0]["status"]),
+        (StatusCode::OK, &json!("absent")),
+        "{v}"
+    );
+    let bad = json!({"op": "schedule", "queue": "txrem", "timerKey": "k", "payload": "%%", "delayMs": 1, "txn": "t"});
+    let (s, v) = b
+        .post(
+            "/api/v1/transaction",
+            json!({"operations": [], "timers": [bad]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("timers[0]: payload"),
+        "{v}"
+    );
+}
