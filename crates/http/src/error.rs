@@ -49,6 +49,14 @@ pub enum ApiError {
         code: &'static str,
         retry_after_secs: u64,
     },
+    /// A refusal with a machine code beside its text, `{"error": <text>, "code": <code>}`:
+    /// the ephemeral family's, whose client tells its two 404s apart by the code.
+    #[error("{text}")]
+    Coded {
+        status: StatusCode,
+        code: &'static str,
+        text: String,
+    },
     /// Nothing was done; retry after `retry_after`.
     #[error("{text}")]
     Unavailable { text: String, retry_after: Duration },
@@ -124,6 +132,7 @@ impl ApiError {
             }
             ApiError::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Coded { status, .. } => *status,
             ApiError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::ServerError(_) | ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -143,13 +152,23 @@ pub struct ErrorBody {
 #[derive(Serialize, JsonSchema)]
 #[schemars(rename = "LimitError")]
 pub struct LimitBody {
-    /// `Rate limit exceeded`, or `Stored message limit reached: <n> of <cap> messages`.
+    /// `Rate limit exceeded`, `Stored message limit reached: <n> of <cap> messages`, or an
+    /// ephemeral queue's refusal.
     pub error: String,
-    #[schemars(extend("enum" = ["rate_limited", "quota_exceeded"]))]
+    #[schemars(extend("enum" = ["rate_limited", "quota_exceeded", "queue_full"]))]
     pub code: &'static str,
     /// Seconds, as the `Retry-After` header.
     #[serde(rename = "retryAfter")]
     pub retry_after: u64,
+}
+
+/// A refusal with a machine code: the text for people, the code for programs.
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "CodedError")]
+pub struct CodedBody {
+    pub error: String,
+    /// A stable identifier (`ephemeral_queue_not_found`).
+    pub code: &'static str,
 }
 
 impl IntoResponse for ApiError {
@@ -168,6 +187,9 @@ impl IntoResponse for ApiError {
                     retry_after: retry_after_secs,
                 };
                 (retry, Answer(body).with_status(status)).into_response()
+            }
+            ApiError::Coded { code, text, .. } => {
+                Answer(CodedBody { error: text, code }).with_status(status)
             }
             ApiError::Unavailable { text, retry_after } => {
                 let secs = retry_after_secs(retry_after);

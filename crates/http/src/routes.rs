@@ -21,9 +21,9 @@ use crate::error::ApiError;
 use crate::openapi::Doc;
 
 use super::{
-    ack, analytics, configure, console, consumer_groups, dlq, fleet, health, lease, maintenance,
-    messages, metrics, openapi, pop, push, queue_metrics, resources, stats, status, streams,
-    traces, transaction, whoami, AppState,
+    ack, analytics, configure, console, consumer_groups, dlq, ephemeral, fleet, health, lease,
+    maintenance, messages, metrics, openapi, pop, push, queue_metrics, resources, stats, status,
+    streams, traces, transaction, whoami, AppState,
 };
 
 /// What a route requires. Each level includes the ones before it.
@@ -192,6 +192,7 @@ pub fn table() -> Vec<Entry> {
         consumer_groups::routes(),
         traces::routes(),
         streams::routes(),
+        ephemeral::routes(),
         console::routes(),
     ]
     .into_iter()

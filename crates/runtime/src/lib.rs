@@ -11,6 +11,7 @@
 pub mod activity;
 pub mod announcement;
 pub mod deliveries;
+pub mod ephemeral;
 pub mod handovers;
 pub mod histogram;
 pub mod lanes;
@@ -76,6 +77,11 @@ pub struct Runtime {
     pub placements: placements::Placements,
     /// What each stream query's cycles did since start.
     pub streams: streams::Streams,
+    /// Parked pops of ephemeral queues: a namespace of their own, so an ephemeral queue
+    /// and a durable one of the same name never wake each other's pops.
+    pub ephemeral_wakeups: wakeups::Wakeups,
+    /// What each tenant's ephemeral queues did since start.
+    pub ephemeral: ephemeral::Ephemeral,
 }
 
 impl Runtime {
@@ -95,6 +101,8 @@ impl Runtime {
             queue_totals: Default::default(),
             placements: placements::Placements::new(s.spread),
             streams: Default::default(),
+            ephemeral_wakeups: Default::default(),
+            ephemeral: Default::default(),
         }
     }
 
@@ -113,6 +121,12 @@ impl Runtime {
         }
         for (q, group) in &a.reopened {
             self.wakeups.reopened(&a.tenant, q, group);
+        }
+        for (q, group, pops) in &a.ephemeral {
+            match group.as_str() {
+                "" => self.ephemeral_wakeups.notify(&a.tenant, q, *pops),
+                g => self.ephemeral_wakeups.reopened(&a.tenant, q, g),
+            }
         }
     }
 
@@ -136,6 +150,8 @@ impl Runtime {
             ("queue_totals", self.queue_totals.len()),
             ("placements", self.placements.len()),
             ("stream_queries", self.streams.len()),
+            ("ephemeral_wakeups", self.ephemeral_wakeups.len()),
+            ("ephemeral_tenants", self.ephemeral.len()),
         ]
     }
 }
