@@ -546,7 +546,7 @@ async fn a_full_queue_rejects_or_drops_its_oldest() {
     let six = json!("xxxx");
     configure(&b, "bytes", json!({"maxBytes": 14, "policy": "dropOldest"})).await;
     pushed(&b, "bytes", None, &[json!("a"), six.clone()]).await;
-    pushed(&b, "bytes", None, &[six.clone()]).await;
+    pushed(&b, "bytes", None, std::slice::from_ref(&six)).await;
     assert_eq!(
         payloads(&pop(&b, "bytes", "batch=10").await),
         vec![six.clone(), six.clone()]

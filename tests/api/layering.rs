@@ -215,6 +215,10 @@ const VOCABULARY: &[&str] = &[
     "StoredState",
     "StateFilter",
     "StreamTotal",
+    // Ephemeral queues: a depth read's partitions and groups, and the per-tenant counters.
+    "PartitionDepth",
+    "GroupDepth",
+    "EphemeralTotal",
     // The fleet's samples and PostgreSQL's statistics.
     "SystemPoint",
     "FleetPoint",

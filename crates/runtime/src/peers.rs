@@ -283,7 +283,7 @@ fn split(a: Announcement) -> Vec<Announcement> {
         b.reopened = a.reopened.split_off(a.reopened.len() / 2);
     } else if a.ephemeral.len() > 1 {
         b.ephemeral = a.ephemeral.split_off(a.ephemeral.len() / 2);
-    } else if !a.ephemeral.is_empty() && !(a.queues.is_empty() && a.reopened.is_empty()) {
+    } else if !a.ephemeral.is_empty() && (!a.queues.is_empty() || !a.reopened.is_empty()) {
         b.ephemeral = std::mem::take(&mut a.ephemeral);
     } else if !a.queues.is_empty() && !a.reopened.is_empty() {
         b.reopened = std::mem::take(&mut a.reopened);
