@@ -541,6 +541,19 @@ async fn a_full_queue_rejects_or_drops_its_oldest() {
         vec![json!(3), json!(4), json!(5)]
     );
     assert_eq!(listed(&b, "feed").await["drops"]["bounds"], 2);
+    // A leased message dropped to make room goes with its delivery: its ack finds nothing.
+    pushed(&b, "feed", None, &[json!(6), json!(7), json!(8)]).await;
+    let leased = pop(&b, "feed", "group=g").await;
+    assert_eq!(payloads(&leased), vec![json!(6)]);
+    pushed(&b, "feed", None, &[json!(9)]).await;
+    assert_eq!(
+        ack(&b, "feed", Some("g"), &[(&ids(&leased)[0], "completed")]).await,
+        ["unknown"]
+    );
+    assert_eq!(
+        payloads(&pop(&b, "feed", "group=g&batch=10").await),
+        vec![json!(7), json!(8), json!(9)]
+    );
 
     // Bytes: each payload `"xxxx"` is 6 bytes of JSON.
     let six = json!("xxxx");

@@ -31,6 +31,19 @@ const BY_PARTITION: &[(&str, &str)] = &[
     ("stream_state", "partition_id"),
 ];
 
+/// Ephemeral queues' tables: distributed by tenant and co-located with each other (every
+/// statement of a queue names its tenant, so a queue's transaction is one worker's). The
+/// UNLOGGED ones stay UNLOGGED on the workers: their shards are made like the table.
+const BY_TENANT: &[&str] = &[
+    "ephemeral_queues",
+    "ephemeral_live",
+    "ephemeral_rings",
+    "ephemeral_messages",
+    "ephemeral_groups",
+    "ephemeral_cursors",
+    "ephemeral_deliveries",
+];
+
 /// The coordinator's own tables, and the push buffer: local, added to Citus's metadata so
 /// that they may join the reference tables.
 const LOCAL: &[&str] = &[
@@ -99,6 +112,7 @@ pub async fn distribute(client: &Client) -> Result<()> {
                 .iter()
                 .map(|(t, c)| (*t, Placement::ByPartition(c))),
         )
+        .chain(BY_TENANT.iter().map(|t| (*t, Placement::ByTenant)))
         .chain(LOCAL.iter().map(|t| (*t, Placement::Local)));
     for (table, placement) in tables {
         if method(client, table).await?.is_none() {
@@ -115,6 +129,8 @@ enum Placement {
     Reference,
     /// Distributed by this column, co-located with `partitions`.
     ByPartition(&'static str),
+    /// Distributed by `tenant`, co-located with `ephemeral_queues`.
+    ByTenant,
     Local,
 }
 
@@ -138,6 +154,19 @@ async fn place(client: &Client, table: &str, placement: Placement) -> Result<()>
                 .execute(
                     "SELECT create_distributed_table($1::text::regclass, $2, colocate_with => $3)",
                     &[&table, &column, &colocate],
+                )
+                .await?
+        }
+        Placement::ByTenant => {
+            let colocate = if table == BY_TENANT[0] {
+                "none"
+            } else {
+                BY_TENANT[0]
+            };
+            client
+                .execute(
+                    "SELECT create_distributed_table($1::text::regclass, 'tenant', colocate_with => $2)",
+                    &[&table, &colocate],
                 )
                 .await?
         }

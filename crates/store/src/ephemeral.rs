@@ -73,7 +73,7 @@ pub async fn declare(
                     policy = excluded.policy, ttl_seconds = excluded.ttl_seconds,
                     lease_seconds = excluded.lease_seconds, retry_limit = excluded.retry_limit,
                     window_ms = excluded.window_ms, window_count = excluded.window_count,
-                    updated_at = now()
+                    updated_at = excluded.updated_at
              RETURNING (xmax = 0) AS created"
         ))
         .await?;
@@ -156,39 +156,79 @@ pub struct Removed {
     pub bytes: i64,
 }
 
-/// Removes the messages `which` selects (an SQL condition on `m`, the queue's messages,
-/// with `$3` and `$4` its parameters) with their deliveries, and takes them off the live
-/// row's counts (and adds them to a drop counter, when the statement names one).
+/// Which drop counter a removal adds to.
+#[derive(Clone, Copy)]
+enum Counter {
+    None,
+    Ttl,
+    Bounds,
+}
+
+/// Removes the messages `sql` selects and deletes (`$3` and `$4` its parameters, returning
+/// `seq, bytes`), then their deliveries, and takes them off the live row's counts (and adds
+/// them to `counter`). One statement each: on Citus a data-modifying CTE beside another did
+/// not apply.
 async fn remove(
     tx: &Tx<'_>,
     sql: &'static str,
     tenant: &str,
     queue: &str,
-    a: &(dyn tokio_postgres::types::ToSql + Sync),
-    b: &(dyn tokio_postgres::types::ToSql + Sync),
+    params: [&(dyn tokio_postgres::types::ToSql + Sync); 2],
+    counter: Counter,
 ) -> Result<Removed, StoreError> {
     let st = tx.prepare_cached(sql).await?;
-    let r = tx.query_one(&st, &[&tenant, &queue, a, b]).await?;
-    Ok(Removed {
-        count: r.get("count"),
-        bytes: r.get("bytes"),
-    })
+    let rows = tx
+        .query(&st, &[&tenant, &queue, params[0], params[1]])
+        .await?;
+    let seqs: Vec<i64> = rows.iter().map(|r| r.get("seq")).collect();
+    let removed = Removed {
+        count: seqs.len() as i64,
+        bytes: rows.iter().map(|r| r.get::<_, i64>("bytes")).sum(),
+    };
+    if seqs.is_empty() {
+        return Ok(removed);
+    }
+    let st = tx
+        .prepare_cached(
+            "DELETE FROM ephemeral_deliveries WHERE tenant = $1 AND queue = $2 AND seq = ANY($3)",
+        )
+        .await?;
+    tx.execute(&st, &[&tenant, &queue, &seqs]).await?;
+    let (ttl, bounds) = match counter {
+        Counter::None => (0, 0),
+        Counter::Ttl => (removed.count, 0),
+        Counter::Bounds => (0, removed.count),
+    };
+    let st = tx
+        .prepare_cached(
+            "UPDATE ephemeral_live
+                SET length = length - $3, bytes = bytes - $4,
+                    dropped_ttl = dropped_ttl + $5, dropped_bounds = dropped_bounds + $6
+              WHERE tenant = $1 AND queue = $2",
+        )
+        .await?;
+    tx.execute(
+        &st,
+        &[
+            &tenant,
+            &queue,
+            &removed.count,
+            &removed.bytes,
+            &ttl,
+            &bounds,
+        ],
+    )
+    .await?;
+    Ok(removed)
 }
 
-/// The tail of every removal: deliveries of the removed messages, the live row's counts.
+/// A removal's statement: the queue's messages `m` that `$select` picks, deleted.
 macro_rules! removing {
-    ($select:literal, $counter:literal) => {
+    ($select:literal) => {
         concat!(
-            "WITH gone AS (DELETE FROM ephemeral_messages m WHERE m.tenant = $1 AND m.queue = $2 AND ",
+            "DELETE FROM ephemeral_messages m WHERE m.tenant = $1 AND m.queue = $2 AND ",
             $select,
-            " RETURNING m.seq, m.bytes),
-             d AS (DELETE FROM ephemeral_deliveries x USING gone
-                    WHERE x.tenant = $1 AND x.queue = $2 AND x.seq = gone.seq),
-             n AS (SELECT count(*) AS count, coalesce(sum(bytes), 0)::bigint AS bytes FROM gone),
-             u AS (UPDATE ephemeral_live SET length = length - n.count, bytes = ephemeral_live.bytes - n.bytes",
-            $counter,
-            " FROM n WHERE tenant = $1 AND queue = $2)
-             SELECT count, bytes FROM n"
+            " RETURNING m.seq, m.bytes"
         )
     };
 }
@@ -200,11 +240,9 @@ pub async fn expire(
     queue: &str,
     ttl_seconds: i64,
 ) -> Result<Removed, StoreError> {
-    const SQL: &str = removing!(
-        "m.enqueued_at <= now() - make_interval(secs => $3::bigint) AND $4::bool",
-        ", dropped_ttl = dropped_ttl + n.count"
-    );
-    remove(tx, SQL, tenant, queue, &ttl_seconds, &true).await
+    const SQL: &str =
+        removing!("m.enqueued_at <= now() - make_interval(secs => $3::bigint) AND $4::bool");
+    remove(tx, SQL, tenant, queue, [&ttl_seconds, &true], Counter::Ttl).await
 }
 
 /// Drops the queue's oldest messages until at least `count` messages and `bytes` bytes are
@@ -224,10 +262,9 @@ pub async fn drop_oldest(
                             coalesce(sum(bytes) OVER w, 0) - bytes AS before_bytes
                        FROM ephemeral_messages WHERE tenant = $1 AND queue = $2
                      WINDOW w AS (ORDER BY seq ROWS UNBOUNDED PRECEDING)) o
-                    WHERE o.before_n < $3::bigint OR o.before_bytes < $4::bigint)",
-        ", dropped_bounds = dropped_bounds + n.count"
+                    WHERE o.before_n < $3::bigint OR o.before_bytes < $4::bigint)"
     );
-    remove(tx, SQL, tenant, queue, &count, &bytes).await
+    remove(tx, SQL, tenant, queue, [&count, &bytes], Counter::Bounds).await
 }
 
 /// Appends `payloads` to the queue's `partition` as sequence numbers `first..`, and counts
@@ -446,7 +483,7 @@ pub async fn held(
 }
 
 /// Ends the group's deliveries `done` and makes `again` due now; counts `dropped` as dropped
-/// past the queue's retry limit.
+/// past the queue's retry limit. One statement each, only those with something to do.
 pub async fn settle(
     tx: &Tx<'_>,
     tenant: &str,
@@ -456,18 +493,33 @@ pub async fn settle(
     again: &[i64],
     dropped: i64,
 ) -> Result<(), StoreError> {
-    let st = tx
-        .prepare_cached(
-            "WITH ended AS (DELETE FROM ephemeral_deliveries
-                              WHERE tenant = $1 AND queue = $2 AND grp = $3 AND seq = ANY($4)),
-                  due AS (UPDATE ephemeral_deliveries SET lease_until = now()
-                           WHERE tenant = $1 AND queue = $2 AND grp = $3 AND seq = ANY($5))
-             UPDATE ephemeral_live SET dropped_retry = dropped_retry + $6::bigint
-              WHERE tenant = $1 AND queue = $2 AND $6::bigint > 0",
-        )
-        .await?;
-    tx.execute(&st, &[&tenant, &queue, &group, &done, &again, &dropped])
-        .await?;
+    let steps: [(bool, &str, &[i64]); 2] = [
+        (
+            !done.is_empty(),
+            "DELETE FROM ephemeral_deliveries
+              WHERE tenant = $1 AND queue = $2 AND grp = $3 AND seq = ANY($4)",
+            done,
+        ),
+        (
+            !again.is_empty(),
+            "UPDATE ephemeral_deliveries SET lease_until = now()
+              WHERE tenant = $1 AND queue = $2 AND grp = $3 AND seq = ANY($4)",
+            again,
+        ),
+    ];
+    for (_, sql, seqs) in steps.into_iter().filter(|s| s.0) {
+        let st = tx.prepare_cached(sql).await?;
+        tx.execute(&st, &[&tenant, &queue, &group, &seqs]).await?;
+    }
+    if dropped > 0 {
+        let st = tx
+            .prepare_cached(
+                "UPDATE ephemeral_live SET dropped_retry = dropped_retry + $3
+                  WHERE tenant = $1 AND queue = $2",
+            )
+            .await?;
+        tx.execute(&st, &[&tenant, &queue, &dropped]).await?;
+    }
     Ok(())
 }
 
@@ -485,10 +537,9 @@ pub async fn trim(tx: &Tx<'_>, tenant: &str, queue: &str) -> Result<Removed, Sto
                     LEFT JOIN ephemeral_cursors c
                            ON c.tenant = $1 AND c.queue = $2 AND c.grp = g.grp
                           AND c.partition = m.partition
-                   WHERE g.tenant = $1 AND g.queue = $2) AND $3::bool AND $4::bool",
-        ""
+                   WHERE g.tenant = $1 AND g.queue = $2) AND $3::bool AND $4::bool"
     );
-    let removed = remove(tx, SQL, tenant, queue, &true, &true).await?;
+    let removed = remove(tx, SQL, tenant, queue, [&true, &true], Counter::None).await?;
     if removed.count > 0 {
         forget_empty(tx, tenant, queue).await?;
     }
