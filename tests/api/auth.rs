@@ -235,6 +235,28 @@ fn the_route_table_gives_the_specs_levels() {
         ),
         (Method::GET, "/api/v1/timers/{queue}", Level::ReadOnly),
         (Method::GET, "/api/v1/timers", Level::ReadOnly),
+        // Spec §18.3 (REC: writes read-write, reads read-only); deleting a queue is admin, as
+        // deleting a durable queue is.
+        (
+            Method::POST,
+            "/api/v1/ephemeral/configure",
+            Level::ReadWrite,
+        ),
+        (Method::POST, "/api/v1/ephemeral/reset", Level::ReadWrite),
+        (
+            Method::DELETE,
+            "/api/v1/ephemeral/queue/{queue}",
+            Level::Admin,
+        ),
+        (Method::POST, "/api/v1/ephemeral/push", Level::ReadWrite),
+        (Method::GET, "/api/v1/ephemeral/pop", Level::ReadWrite),
+        (Method::POST, "/api/v1/ephemeral/ack", Level::ReadWrite),
+        (Method::GET, "/api/v1/ephemeral/queues", Level::ReadOnly),
+        (
+            Method::GET,
+            "/api/v1/ephemeral/queues/{queue}/depth",
+            Level::ReadOnly,
+        ),
         // Not the spec's: the web console, public like Queen's dashboard at `/`.
         (Method::GET, "/", Level::Public),
         (Method::GET, "/assets/{*file}", Level::Public),

@@ -222,6 +222,10 @@ const VOCABULARY: &[&str] = &[
     "QueueTimers",
     "TimerTotal",
     "LATENESS_BUCKETS_MS",
+    // Ephemeral queues: a depth read's partitions and groups, and the per-tenant counters.
+    "PartitionDepth",
+    "GroupDepth",
+    "EphemeralTotal",
     // The fleet's samples and PostgreSQL's statistics.
     "SystemPoint",
     "FleetPoint",

@@ -15,6 +15,7 @@ mod console;
 mod consumer_groups;
 mod dev_command;
 mod dlq_requeue;
+mod ephemeral;
 mod fleet;
 mod invariants;
 mod jwks;

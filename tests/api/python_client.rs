@@ -4,7 +4,9 @@
 //! encrypted queue, a trace, both maintenance switches, a queue whose messages expire, delete). The plain flow runs against `regent dev` as the quick start
 //! starts it, so the encrypted queue is made with the key dev keeps for itself. The client's
 //! streaming SDK (`queen.streams`) runs its pipelines through `tests/python/streams_flow.py`, its
-//! timers (`client.timers`) through `tests/python/timers_flow.py`.
+//! key/value surface through `tests/python/kv_flow.py`, its timers (`client.timers`) through
+//! `tests/python/timers_flow.py` and its ephemeral queues (`client.ephemeral`) through
+//! `tests/python/ephemeral_flow.py`.
 //!
 //! The interpreter is `$REGENT_PYTHON`, else `<crate>/.venv/bin/python`; `scripts/test` creates
 //! that virtualenv and installs the client. A missing interpreter or client is a failure, never
@@ -159,6 +161,22 @@ async fn python_client_1_3_0_timers() {
     let b = authed_broker_with(|_| {}).await;
     let user = token("read-write").tenant("py-timers").sub("py").mint();
     run_script("timers_flow.py", &b.url, Some(user), &[]).await;
+}
+
+/// Ephemeral queues through `client.ephemeral`: every verb, the groups, a long poll, the ack
+/// outcomes, the bounds, the buffered producer, and `EphemeralQueueNotFoundError`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_1_3_0_ephemeral() {
+    let b = broker_with(|_| {}).await;
+    run_script("ephemeral_flow.py", &b.url, None, &[]).await;
+}
+
+/// The ephemeral flow with authentication on: an admin token (deleting a queue is admin).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_1_3_0_ephemeral_with_authentication() {
+    let b = authed_broker_with(|_| {}).await;
+    let user = token("admin").tenant("py-ephemeral").sub("py").mint();
+    run_script("ephemeral_flow.py", &b.url, Some(user), &[]).await;
 }
 
 /// Runs `tests/python/<name>` with the broker's URL; fails with its output unless it exits 0.

@@ -842,3 +842,132 @@ async fn the_tenant_claim_is_configurable() {
         )
     );
 }
+
+/// Every ephemeral row of one tenant, as text: declarations and contents.
+async fn ephemeral_snapshot(b: &Broker, tenant: &str) -> String {
+    let db = b.db().await;
+    db.query_one(
+        "SELECT concat_ws(E'\\n',
+           (SELECT string_agg(concat_ws(',', name, max_length, policy, updated_at), ';' ORDER BY name)
+              FROM ephemeral_queues WHERE tenant = $1),
+           (SELECT string_agg(concat_ws(',', queue, epoch, next_seq, length, bytes, dropped_retry), ';' ORDER BY queue)
+              FROM ephemeral_live WHERE tenant = $1),
+           (SELECT string_agg(concat_ws(',', queue, seq, partition, payload), ';' ORDER BY queue, seq)
+              FROM ephemeral_messages WHERE tenant = $1),
+           (SELECT string_agg(concat_ws(',', queue, grp, partition, next_seq), ';' ORDER BY queue, grp, partition)
+              FROM ephemeral_cursors WHERE tenant = $1),
+           (SELECT string_agg(concat_ws(',', queue, grp, seq, attempts, lease_until), ';' ORDER BY queue, grp, seq)
+              FROM ephemeral_deliveries WHERE tenant = $1))",
+        &[&tenant],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
+#[tokio::test]
+async fn ephemeral_queues_belong_to_their_tenant() {
+    let b = authed_broker().await;
+    let (a, z) = acme_and_zenith(&b, "admin");
+    let (s, v) = a
+        .post(
+            "/api/v1/ephemeral/configure",
+            json!({"queue": "inbox", "options": {"maxLength": 5}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let (s, v) = a
+        .post(
+            "/api/v1/ephemeral/push",
+            json!({"queue": "inbox", "messages": [{"payload": "a1"}, {"payload": "a2"}]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let (_, popped) = a.get("/api/v1/ephemeral/pop?queue=inbox&group=g").await;
+    let id = popped["messages"][0]["id"].as_str().unwrap().to_string();
+    let before = ephemeral_snapshot(&b, "acme").await;
+
+    // B sees none of A's queues, and names them in vain.
+    let (s, v) = z.get("/api/v1/ephemeral/queues").await;
+    assert_eq!((s, v), (StatusCode::OK, json!({"queues": [], "count": 0})));
+    let (s, v) = z.get("/api/v1/ephemeral/queues/inbox/depth").await;
+    assert_eq!(
+        (s, &v["code"]),
+        (StatusCode::NOT_FOUND, &json!("ephemeral_queue_not_found")),
+        "{v}"
+    );
+    let (s, v) = z
+        .post(
+            "/api/v1/ephemeral/ack",
+            json!({"queue": "inbox", "group": "g", "acks": [{"id": id, "status": "completed"}]}),
+        )
+        .await;
+    assert_eq!(
+        (s, &v["results"][0]["outcome"]),
+        (StatusCode::OK, &json!("stale")),
+        "{v}"
+    );
+    let (s, v) = z
+        .post("/api/v1/ephemeral/reset", json!({"queue": "inbox"}))
+        .await;
+    assert_eq!(
+        (s, v),
+        (StatusCode::OK, json!({"queue": "inbox", "dropped": 0}))
+    );
+    let (s, v) = z.delete("/api/v1/ephemeral/queue/inbox").await;
+    assert_eq!(
+        (s, v),
+        (StatusCode::OK, json!({"queue": "inbox", "deleted": false}))
+    );
+    // B's own queue of the same name is another queue: its pops see only its messages, and
+    // A's id is stale in it.
+    let (s, _) = z
+        .post(
+            "/api/v1/ephemeral/push",
+            json!({"queue": "inbox", "messages": [{"payload": "z1"}]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED);
+    let (_, v) = z
+        .get("/api/v1/ephemeral/pop?queue=inbox&group=g&batch=10")
+        .await;
+    let got: Vec<&Value> = v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| &m["payload"])
+        .collect();
+    assert_eq!(got, vec![&json!("z1")], "{v}");
+    let (_, v) = z
+        .post(
+            "/api/v1/ephemeral/ack",
+            json!({"queue": "inbox", "group": "g", "acks": [{"id": id}]}),
+        )
+        .await;
+    assert_eq!(v["results"][0]["outcome"], "stale", "{v}");
+    let (_, v) = z.get("/api/v1/ephemeral/queues/inbox/depth").await;
+    assert_eq!(
+        (&v["tier"], &v["depth"]),
+        (&json!("implicit"), &json!(1)),
+        "{v}"
+    );
+    assert_eq!(
+        ephemeral_snapshot(&b, "acme").await,
+        before,
+        "A's rows are untouched"
+    );
+    // A's queue is as A left it.
+    let (_, v) = a.get("/api/v1/ephemeral/queues/inbox/depth").await;
+    assert_eq!(
+        (&v["tier"], &v["depth"]),
+        (&json!("declared"), &json!(2)),
+        "{v}"
+    );
+    let (_, v) = a
+        .post(
+            "/api/v1/ephemeral/ack",
+            json!({"queue": "inbox", "group": "g", "acks": [{"id": id}]}),
+        )
+        .await;
+    assert_eq!(v["results"][0]["outcome"], "acked", "{v}");
+}

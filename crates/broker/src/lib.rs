@@ -5,6 +5,7 @@ pub mod ack_plan;
 pub mod buckets;
 pub mod delivery;
 pub mod encryption;
+pub mod ephemeral;
 pub mod group_state;
 pub mod kv;
 pub mod limits;

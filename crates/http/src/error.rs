@@ -52,8 +52,9 @@ pub enum ApiError {
     /// Nothing was done; retry after `retry_after`.
     #[error("{text}")]
     Unavailable { text: String, retry_after: Duration },
-    /// A refusal of the 1.x families (key/value, timers, ephemeral queues), whose client
-    /// reads a machine `code` beside the text (spec §18).
+    /// A refusal of the 1.x families with a machine code beside its text, `{"error": <text>,
+    /// "code": <code>}` (spec §18): the client reads the code as its error's (`KvError.code`),
+    /// and tells the ephemeral family's two 404s apart by it.
     #[error("{text}")]
     Coded {
         status: StatusCode,
@@ -152,21 +153,23 @@ pub struct ErrorBody {
 #[derive(Serialize, JsonSchema)]
 #[schemars(rename = "LimitError")]
 pub struct LimitBody {
-    /// `Rate limit exceeded`, or `Stored message limit reached: <n> of <cap> messages`.
+    /// `Rate limit exceeded`, `Stored message limit reached: <n> of <cap> messages`, or an
+    /// ephemeral queue's refusal.
     pub error: String,
-    #[schemars(extend("enum" = ["rate_limited", "quota_exceeded"]))]
+    #[schemars(extend("enum" = ["rate_limited", "quota_exceeded", "queue_full"]))]
     pub code: &'static str,
     /// Seconds, as the `Retry-After` header.
     #[serde(rename = "retryAfter")]
     pub retry_after: u64,
 }
 
-/// A refusal with a machine code: `{"error": "<text>", "code": "<code>"}`.
+/// A refusal with a machine code: the text for people, the code for programs.
 #[derive(Serialize, JsonSchema)]
 #[schemars(rename = "CodedError")]
 pub struct CodedBody {
     pub error: String,
-    /// What the client branches on (`kv_invalid`, `kv_expiry_not_specified`, ...).
+    /// A stable identifier the client branches on (`kv_invalid`, `kv_expiry_not_specified`,
+    /// `ephemeral_queue_not_found`, ...).
     pub code: &'static str,
 }
 

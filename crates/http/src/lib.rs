@@ -13,6 +13,7 @@ pub mod console;
 mod consumer_groups;
 mod dlq;
 mod edge;
+mod ephemeral;
 pub mod error;
 mod fallback;
 mod fleet;

@@ -1,7 +1,7 @@
 //! The Prometheus families that name queues: depth, each consumer group's lag, dead letters,
 //! and the messages this broker pushed and delivered per queue; and this broker's counters per
-//! stream query and per tenant's timers. They name tenants and their
-//! queues, so they are always on the admin route `GET /api/v1/metrics/queues` (the token's
+//! stream query, and per tenant of its key/value operations, timers and ephemeral queues. They
+//! name tenants and their queues, so they are always on the admin route `GET /api/v1/metrics/queues` (the token's
 //! tenant's queues only), and on the public `/metrics/prometheus` (every tenant's) only when
 //! `METRICS_PER_QUEUE` says so. At most `METRICS_TOP_QUEUES` queues by name, the deepest;
 //! the rest in one `queue="_other"` series (docs/metrics.md, "Per-queue metrics").
@@ -20,6 +20,7 @@ use super::metrics::{exposition, exposition_reply};
 use super::openapi::Doc;
 use super::routes::{route, Entry, Level::Admin};
 use super::{AppState, State};
+use regent_service::ephemeral::EphemeralTotal;
 use regent_service::kv::KvTotal;
 use regent_service::queue_metrics::{QueueLine, QueueMetrics};
 use regent_service::streams::StreamTotal;
@@ -129,6 +130,7 @@ async fn queues(
     streams(&s, Some(&who.tenant), &mut out);
     kv(&s, Some(&who.tenant), &mut out);
     timers(&s, Some(&who.tenant), &mut out);
+    ephemeral(&s, Some(&who.tenant), &mut out).await;
     Ok(exposition(out))
 }
 
@@ -149,6 +151,7 @@ pub(super) async fn public(s: &AppState, out: &mut String) {
     streams(s, None, out);
     kv(s, None, out);
     timers(s, None, out);
+    ephemeral(s, None, out).await;
 }
 
 /// A key/value counter family: its name, its help text, and what it counts.
@@ -280,6 +283,92 @@ fn timers(s: &AppState, tenant: Option<&str>, out: &mut String) {
             t.lateness_ms / 1000.0
         );
         let _ = writeln!(out, "{name}_count{{tenant=\"{tenant}\"}} {}", t.fired);
+    }
+}
+
+/// An ephemeral counter family: its name, its help text, and what it counts.
+type EphemeralFamily = (&'static str, &'static str, fn(&EphemeralTotal) -> u64);
+
+/// Per tenant (`tenant`'s, or every tenant's): this broker's ephemeral counters, and what
+/// the tenant's ephemeral queues hold now (read from the database; left out when it does
+/// not answer).
+async fn ephemeral(s: &AppState, tenant: Option<&str>, out: &mut String) {
+    let mine = |t: &str| tenant.is_none_or(|want| want == t);
+    let totals: Vec<_> = s
+        .service
+        .ephemeral_totals()
+        .into_iter()
+        .filter(|(t, _)| mine(t))
+        .collect();
+    let families: [EphemeralFamily; 3] = [
+        (
+            "regent_ephemeral_pushed_total",
+            "Messages this broker stored in ephemeral queues.",
+            |t| t.pushed,
+        ),
+        (
+            "regent_ephemeral_popped_total",
+            "Ephemeral messages this broker handed to pops, redeliveries included.",
+            |t| t.popped,
+        ),
+        (
+            "regent_ephemeral_acked_total",
+            "Ephemeral messages acked as completed through this broker.",
+            |t| t.acked,
+        ),
+    ];
+    for (name, help, read) in families {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+        for (tenant, t) in &totals {
+            let _ = writeln!(out, "{name}{{tenant=\"{}\"}} {}", escape(tenant), read(t));
+        }
+    }
+    let name = "regent_ephemeral_dropped_total";
+    let _ = writeln!(out, "# HELP {name} Ephemeral messages dropped by this broker: to make room (bounds), past their ttl (ttl), past the retry limit (retry).\n# TYPE {name} counter");
+    for (tenant, t) in &totals {
+        for (reason, n) in [
+            ("bounds", t.dropped_bounds),
+            ("ttl", t.dropped_ttl),
+            ("retry", t.dropped_retry),
+        ] {
+            let _ = writeln!(
+                out,
+                "{name}{{tenant=\"{}\",reason=\"{reason}\"}} {n}",
+                escape(tenant)
+            );
+        }
+    }
+    let held = match s.service.ephemeral_held().await {
+        Ok(h) => h,
+        Err(e) => return tracing::debug!(error = %e, "the ephemeral gauges were left out"),
+    };
+    type Gauge = (
+        &'static str,
+        &'static str,
+        fn(&(String, i64, i64, i64)) -> i64,
+    );
+    let gauges: [Gauge; 3] = [
+        (
+            "regent_ephemeral_queues",
+            "Ephemeral queues with contents or consumers, per tenant.",
+            |h| h.1,
+        ),
+        (
+            "regent_ephemeral_messages",
+            "Messages the tenant's ephemeral queues hold.",
+            |h| h.2,
+        ),
+        (
+            "regent_ephemeral_bytes",
+            "Payload bytes the tenant's ephemeral queues hold.",
+            |h| h.3,
+        ),
+    ];
+    for (name, help, read) in gauges {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+        for h in held.iter().filter(|h| mine(&h.0)) {
+            let _ = writeln!(out, "{name}{{tenant=\"{}\"}} {}", escape(&h.0), read(h));
+        }
     }
 }
 

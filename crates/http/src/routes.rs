@@ -21,7 +21,7 @@ use crate::error::ApiError;
 use crate::openapi::Doc;
 
 use super::{
-    ack, analytics, configure, console, consumer_groups, dlq, fleet, health, kv, lease,
+    ack, analytics, configure, console, consumer_groups, dlq, ephemeral, fleet, health, kv, lease,
     maintenance, messages, metrics, openapi, pop, push, queue_metrics, resources, stats, status,
     streams, timers, traces, transaction, whoami, AppState,
 };
@@ -209,6 +209,7 @@ pub fn table() -> Vec<Entry> {
         streams::routes(),
         kv::routes(),
         timers::routes(),
+        ephemeral::routes(),
         console::routes(),
     ]
     .into_iter()

@@ -20,6 +20,11 @@ pub struct Announcement {
     /// only that group's pops have something new to claim.
     #[serde(rename = "r", default, skip_serializing_if = "Vec::is_empty")]
     pub reopened: Vec<(String, String)>,
+    /// Ephemeral queues with something new to read: (queue, consumer group, pops to wake).
+    /// An empty group is every group of the queue (a push); a named one, that group's (an
+    /// ack that made a message due again).
+    #[serde(rename = "e", default, skip_serializing_if = "Vec::is_empty")]
+    pub ephemeral: Vec<(String, String, usize)>,
 }
 
 impl Announcement {
@@ -37,5 +42,16 @@ impl Announcement {
             && self.created.is_empty()
             && self.partitions.is_empty()
             && self.reopened.is_empty()
+            && self.ephemeral.is_empty()
+    }
+
+    /// Ephemeral queue `queue` has something new for `group` ("": every group), worth
+    /// waking `pops` parked pops per group for.
+    pub fn ephemeral(tenant: &str, queue: &str, group: &str, pops: usize) -> Announcement {
+        Announcement {
+            tenant: tenant.to_string(),
+            ephemeral: vec![(queue.to_string(), group.to_string(), pops)],
+            ..Default::default()
+        }
     }
 }

@@ -12,6 +12,7 @@ pub mod activity;
 pub mod announcement;
 pub mod counters;
 pub mod deliveries;
+pub mod ephemeral;
 pub mod handovers;
 pub mod histogram;
 pub mod kv;
@@ -83,6 +84,11 @@ pub struct Runtime {
     pub kv: kv::KvTotals,
     /// What timer operations and fires did since start, and the firing loop's wake-up.
     pub timers: timers::Timers,
+    /// Parked pops of ephemeral queues: a namespace of their own, so an ephemeral queue
+    /// and a durable one of the same name never wake each other's pops.
+    pub ephemeral_wakeups: wakeups::Wakeups,
+    /// What each tenant's ephemeral queues did since start.
+    pub ephemeral: ephemeral::Ephemeral,
 }
 
 impl Runtime {
@@ -104,6 +110,8 @@ impl Runtime {
             streams: Default::default(),
             kv: Default::default(),
             timers: Default::default(),
+            ephemeral_wakeups: Default::default(),
+            ephemeral: Default::default(),
         }
     }
 
@@ -122,6 +130,12 @@ impl Runtime {
         }
         for (q, group) in &a.reopened {
             self.wakeups.reopened(&a.tenant, q, group);
+        }
+        for (q, group, pops) in &a.ephemeral {
+            match group.as_str() {
+                "" => self.ephemeral_wakeups.notify(&a.tenant, q, *pops),
+                g => self.ephemeral_wakeups.reopened(&a.tenant, q, g),
+            }
         }
     }
 
@@ -147,6 +161,8 @@ impl Runtime {
             ("stream_queries", self.streams.len()),
             ("kv_tenants", self.kv.len()),
             ("timer_tenants", self.timers.len()),
+            ("ephemeral_wakeups", self.ephemeral_wakeups.len()),
+            ("ephemeral_tenants", self.ephemeral.len()),
         ]
     }
 }

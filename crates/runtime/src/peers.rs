@@ -195,6 +195,7 @@ fn merge(batch: Vec<Announcement>) -> Vec<Announcement> {
         created: BTreeSet<(Uuid, Uuid)>,
         partitions: BTreeSet<(Uuid, Uuid)>,
         reopened: BTreeSet<(String, String)>,
+        ephemeral: BTreeMap<(String, String), usize>,
     }
     let mut by_tenant: BTreeMap<String, Merged> = BTreeMap::new();
     for a in batch {
@@ -206,6 +207,10 @@ fn merge(batch: Vec<Announcement>) -> Vec<Announcement> {
         m.created.extend(a.created);
         m.partitions.extend(a.partitions);
         m.reopened.extend(a.reopened);
+        for (q, g, n) in a.ephemeral {
+            let seen = m.ephemeral.entry((q, g)).or_default();
+            *seen = (*seen).max(n);
+        }
     }
     by_tenant
         .into_iter()
@@ -215,6 +220,11 @@ fn merge(batch: Vec<Announcement>) -> Vec<Announcement> {
             created: m.created.into_iter().collect(),
             partitions: m.partitions.into_iter().collect(),
             reopened: m.reopened.into_iter().collect(),
+            ephemeral: m
+                .ephemeral
+                .into_iter()
+                .map(|((q, g), n)| (q, g, n))
+                .collect(),
         })
         .collect()
 }
@@ -271,6 +281,10 @@ fn split(a: Announcement) -> Vec<Announcement> {
         b.partitions = halve(&mut a.partitions);
     } else if a.reopened.len() > 1 {
         b.reopened = a.reopened.split_off(a.reopened.len() / 2);
+    } else if a.ephemeral.len() > 1 {
+        b.ephemeral = a.ephemeral.split_off(a.ephemeral.len() / 2);
+    } else if !a.ephemeral.is_empty() && (!a.queues.is_empty() || !a.reopened.is_empty()) {
+        b.ephemeral = std::mem::take(&mut a.ephemeral);
     } else if !a.queues.is_empty() && !a.reopened.is_empty() {
         b.reopened = std::mem::take(&mut a.reopened);
     } else {

@@ -15,6 +15,7 @@
 pub mod ack;
 mod announce;
 pub mod dead_letters;
+pub mod ephemeral;
 pub mod error;
 pub mod fleet;
 mod fusion;

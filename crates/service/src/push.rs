@@ -330,6 +330,7 @@ impl Prepared {
             created: self.created.clone(),
             partitions: self.partitions.clone(),
             reopened: Vec::new(),
+            ephemeral: Vec::new(),
         }
     }
 }

@@ -36,6 +36,18 @@ const BY_PARTITION: &[(&str, &str)] = &[
 /// prefix read included) are one shard's; timers by queue name, since a timer's statements name
 /// its queue, not a partition (which may not exist before the timer fires).
 const BY_COLUMN: &[(&str, &str)] = &[("kv", "ns"), ("timers", "queue")];
+/// Ephemeral queues' tables: distributed by tenant and co-located with each other (every
+/// statement of a queue names its tenant, so a queue's transaction is one worker's). The
+/// UNLOGGED ones stay UNLOGGED on the workers: their shards are made like the table.
+const BY_TENANT: &[&str] = &[
+    "ephemeral_queues",
+    "ephemeral_live",
+    "ephemeral_rings",
+    "ephemeral_messages",
+    "ephemeral_groups",
+    "ephemeral_cursors",
+    "ephemeral_deliveries",
+];
 
 /// The coordinator's own tables, and the push buffer: local, added to Citus's metadata so
 /// that they may join the reference tables.
@@ -106,6 +118,7 @@ pub async fn distribute(client: &Client) -> Result<()> {
                 .map(|(t, c)| (*t, Placement::ByPartition(c))),
         )
         .chain(BY_COLUMN.iter().map(|(t, c)| (*t, Placement::ByColumn(c))))
+        .chain(BY_TENANT.iter().map(|t| (*t, Placement::ByTenant)))
         .chain(LOCAL.iter().map(|t| (*t, Placement::Local)));
     for (table, placement) in tables {
         if method(client, table).await?.is_none() {
@@ -124,6 +137,8 @@ enum Placement {
     ByPartition(&'static str),
     /// Distributed by this column, co-located with nothing.
     ByColumn(&'static str),
+    /// Distributed by `tenant`, co-located with `ephemeral_queues`.
+    ByTenant,
     Local,
 }
 
@@ -156,6 +171,19 @@ async fn place(client: &Client, table: &str, placement: Placement) -> Result<()>
                 &[&table, &column],
             )
             .await?,
+        Placement::ByTenant => {
+            let colocate = if table == BY_TENANT[0] {
+                "none"
+            } else {
+                BY_TENANT[0]
+            };
+            client
+                .execute(
+                    "SELECT create_distributed_table($1::text::regclass, 'tenant', colocate_with => $2)",
+                    &[&table, &colocate],
+                )
+                .await?
+        }
         Placement::Local => {
             client
                 .execute(

@@ -49,6 +49,7 @@ pub mod claim;
 pub mod cursor;
 pub mod dead_letters;
 pub mod depth_history;
+pub mod ephemeral;
 pub mod error;
 pub mod fleet;
 pub mod frames;

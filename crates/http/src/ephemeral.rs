@@ -1,0 +1,807 @@
+//! `/api/v1/ephemeral/*`: Queen's ephemeral queues (spec §18.3; the Python client's
+//! `queen/ephemeral/ephemeral.py` is the wire's description): configure, reset, delete, push,
+//! pop, ack, the listing and one queue's depth. Contents survive nothing, configuration is
+//! durable (`regent_service::ephemeral`; docs/design/ephemeral.md). Refusals carry a `code`
+//! beside the text where the client branches on one: `ephemeral_queue_not_found` (depth's
+//! 404, the only verb that has one), `queue_full` (429 with `Retry-After`).
+
+use std::time::Duration;
+
+use axum::extract::State as AxState;
+use axum::http::{Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+
+use regent_broker::ephemeral::{AckStatus, Declared, Options, Outcome, Policy};
+use regent_broker::naming::QUEUE_MODE;
+use regent_config::Config;
+use regent_service::ephemeral::{
+    EphemeralDepth, EphemeralMessage, EphemeralQueue, GroupDepth, PartitionDepth, Pop, Push,
+    Refused,
+};
+
+use super::answer::Answer;
+use super::auth::Principal;
+use super::body::RawBody;
+use super::error::{ApiError, CodedBody};
+use super::openapi::schemas::{about, array, flag_param, int_param, obj, string};
+use super::openapi::{Doc, Tag};
+use super::params::Params;
+use super::path::PathParams;
+use super::push;
+use super::routes::{route, Entry, Level::*};
+use super::State;
+
+const TAG: Tag = (
+    "ephemeral",
+    "Queen's ephemeral queues: contents that survive nothing (PostgreSQL UNLOGGED tables), configuration that is durable.",
+);
+
+/// The code of depth's 404, byte for byte the client's `EPHEMERAL_QUEUE_NOT_FOUND`.
+pub const QUEUE_NOT_FOUND: &str = "ephemeral_queue_not_found";
+
+/// A pop's `batch` at most (Queen's bound).
+const MAX_BATCH: i64 = 10_000;
+/// How long a push refused by a full queue is told to wait: consumers free room as they ack.
+const FULL_RETRY_SECS: u64 = 1;
+/// How long a tenant at its queue limit is told to wait: room comes back only when one of
+/// its queues is deleted.
+const QUEUE_LIMIT_RETRY_SECS: u64 = 60;
+
+const OPTIONS: &[&str] = &[
+    "maxBytes",
+    "maxLength",
+    "policy",
+    "ttlSeconds",
+    "leaseSeconds",
+    "retryLimit",
+    "windowBuffer",
+];
+
+pub(crate) fn routes() -> Vec<Entry> {
+    use Method as M;
+    let op = |summary| Doc::op(TAG, summary);
+    vec![
+        route(M::POST, "/api/v1/ephemeral/configure", ReadWrite, configure)
+            .doc(op("Declare an ephemeral queue")
+                .about(r#"
+Declares the queue with its options, replacing an earlier declaration (an option left out takes its default). The declaration is durable; the contents are not. Every option is optional: `maxBytes` (default 16 MiB, at most 64 MiB) and `maxLength` (default 10,000, at most 100,000) bound what the queue holds, and `policy` says what a push over them does: `reject` (default; 429 `queue_full`) or `dropOldest` (the oldest messages go). `ttlSeconds` (default 0: none): older messages are never delivered and are dropped. `leaseSeconds` (default 30): an unacked delivery comes back after it, `attempts` + 1. `retryLimit` (default 5): deliveries at most, then the message is dropped for the group (no DLQ). `windowBuffer` `{ms, count}` is stored and echoed; a waiting pop answers as soon as it has messages. Values past a bound are clamped, as in Queen; an option not in this list is refused. Python: `client.ephemeral.configure(queue, …)`.
+"#)
+                .body(true, "The queue and its options.", obj(&["queue"], json!({
+                    "queue": string(),
+                    "options": obj(&[], json!({
+                        "maxBytes": int_or_null(), "maxLength": int_or_null(),
+                        "policy": {"enum": ["reject", "dropOldest", null]},
+                        "ttlSeconds": int_or_null(), "leaseSeconds": int_or_null(), "retryLimit": int_or_null(),
+                        "windowBuffer": {"anyOf": [obj(&[], json!({"ms": int_or_null(), "count": int_or_null()})), {"type": "null"}]},
+                    })),
+                })))
+                .fails(400, "`request body must be a JSON object`, `queue is required`, `queue must be a string`, `queue must be at most 512 bytes`, `queue must not contain NUL`, `options must be an object`, `unknown option <name>; known: …`, `<option> must be an integer`, `policy must be reject or dropOldest`, `windowBuffer must be an object`; `Empty request body`, `Invalid JSON: …`.")
+                .answers_with_retry::<super::error::LimitBody>(429, "`quota_exceeded`: the tenant has 1,000 ephemeral queues.")
+                .answers::<Configured>(201, "Declared: the options in force."))
+            .reads_body(
+                &["queue", "options", "maxBytes", "maxLength", "policy", "ttlSeconds", "leaseSeconds", "retryLimit", "windowBuffer", "ms", "count"],
+                &[r#"{"queue": "presence", "options": {"maxBytes": 1048576, "maxLength": 100, "policy": "dropOldest", "ttlSeconds": 60, "leaseSeconds": 5, "retryLimit": 3, "windowBuffer": {"ms": 10, "count": 5}}}"#],
+                |b| b.json().and_then(|v| parse_configure(&v).map(drop)),
+            ),
+        route(M::POST, "/api/v1/ephemeral/reset", ReadWrite, reset)
+            .doc(op("Reset an ephemeral queue")
+                .about(r#"
+Drops every message, voids every lease and rewinds every group; the declaration and the groups stay. `dropped: 0` for a queue that is not there. Python: `client.ephemeral.reset(queue)`.
+"#)
+                .body(true, "The queue.", obj(&["queue"], json!({"queue": string()})))
+                .fails(400, "`request body must be a JSON object`, `queue is required`, `queue must be a string`, `queue must be at most 512 bytes`, `queue must not contain NUL`; `Empty request body`, `Invalid JSON: …`.")
+                .answers::<ResetAnswer>(200, "Reset."))
+            .reads_body(&["queue"], &[r#"{"queue": "presence"}"#], |b| {
+                b.json().and_then(|v| queue_of(&v).map(drop))
+            }),
+        route(M::DELETE, "/api/v1/ephemeral/queue/{queue}", Admin, delete)
+            .doc(op("Delete an ephemeral queue")
+                .about(r#"
+Deletes the queue: its contents, its groups and its declaration. `deleted: false` for a queue that is not there (never 404). Admin, as deleting a durable queue is. Python: `client.ephemeral.delete(queue)`.
+"#)
+                .fails(400, "`queue must be at most 512 bytes`, `queue must not contain NUL`.")
+                .answers::<DeleteAnswer>(200, "Deleted, or not there."))
+            .reads_request(&["presence"], |PathParams(q): PathParams<String>| async move {
+                let _ = push::name("queue", &q);
+            }),
+        route(M::POST, "/api/v1/ephemeral/push", ReadWrite, push_messages)
+            .doc(op("Push to an ephemeral queue")
+                .about(r#"
+Appends the messages to one partition (`Default` when the body names none), in order, all or none; an unknown queue is created with its defaults. Over the queue's `maxLength`/`maxBytes` the push is refused whole (policy `reject`: 429 `queue_full` with `Retry-After`) or the oldest messages of the queue are dropped to make room (`dropOldest`); a push larger than the bounds on its own is refused with 413. Wakes the queue's parked pops on every broker. Python: `client.ephemeral.push(queue, messages, partition=…)` and the buffered producer's sink.
+"#)
+                .body(true, "One queue's messages.", obj(&["queue", "messages"], json!({
+                    "queue": string(),
+                    "partition": {"type": ["string", "null"], "default": "Default"},
+                    "messages": array(obj(&["payload"], json!({"payload": about(json!({}), "Any JSON, kept as sent.")}))),
+                })))
+                .fails(400, "`request body must be a JSON object`, `queue is required`, `queue must be a string`, `partition must be a string`, `<field> must be at most 512 bytes`, `<field> must not contain NUL`, `messages must be an array`, `messages[<i>] must be an object with a payload`; `Empty request body`, `Invalid JSON: …`.")
+                .fails(413, "`a push of <n> messages is over the queue's maxLength of <max>`, `a push of <n> bytes is over the queue's maxBytes of <max>`; `A request of <n> items is over the limit of <max> items (MAX_PUSH_ITEMS)`.")
+                .answers_with_retry::<super::error::LimitBody>(429, "`queue_full`: over the queue's bounds with policy `reject`, nothing written; `quota_exceeded`: the tenant has 1,000 ephemeral queues.")
+                .answers::<PushAnswer>(201, "Pushed."))
+            .reads_body(
+                &["queue", "partition", "messages", "payload"],
+                &[r#"{"queue": "presence", "partition": "room-7", "messages": [{"payload": {"user": "a", "typing": true}}, {"payload": 3}]}"#],
+                |b| parse_push(b, FUZZ_MAX_ITEMS).map(drop),
+            ),
+        route(M::GET, "/api/v1/ephemeral/pop", ReadWrite, pop)
+            .doc(pop_params(op("Pop from an ephemeral queue"), &DEFAULTS)
+                .about(r#"
+Up to `batch` messages for `group`: deliveries due again first (a nack, an expired lease), then what the group has not been handed, oldest first (FIFO per partition). `group` is the whole of the consumption semantics: none is queue mode (one shared cursor), the same group is competing consumers, each its own group is fan-out (every group sees every message the queue still holds when it first pops, and everything after). Without `autoAck` each message is leased for the queue's `leaseSeconds` and must be acked; with it, it is done at delivery (at most once). An unknown queue is created with its defaults. `messages` is always a list, empty when there was nothing. Python: `client.ephemeral.pop(queue, …)`.
+"#)
+                .fails(400, "`queue is required`, `<field> must be at most 512 bytes`, `<field> must not contain NUL`; an undecodable query string.")
+                .answers_with_retry::<super::error::LimitBody>(429, "`quota_exceeded`: the tenant has 1,000 ephemeral queues and this one is not one of them.")
+                .answers::<PopAnswer>(200, "The messages."))
+            .reads_request(&["?queue=inbox&partition=p&batch=10&wait=true&timeout=30000&group=workers&autoAck=true"],
+                |p: Params| async move { let _ = ask(&DEFAULTS, &p); }),
+        route(M::POST, "/api/v1/ephemeral/ack", ReadWrite, ack)
+            .doc(op("Ack ephemeral messages")
+                .about(r#"
+Settles popped messages of one `group` (the pop's; none is queue mode), each with its outcome: `acked` (done: `completed`, or a nack past `retryLimit`, dropped), `redelivered` (`failed` or `retry`: due again at once, `attempts` + 1), `stale` (the id names another incarnation of the queue: a crash emptied it, or it was deleted), `unknown` (no delivery of it is held: acked already, dropped, reset, or not an id). Status: absent, `completed`, `success`, `acked`, `ok` complete; `retry` retries; anything else fails. `error` is accepted and not kept (there is no DLQ). Python: `client.ephemeral.ack(queue, messages, group=…, status=…)`.
+"#)
+                .body(true, "The acks.", obj(&["queue", "acks"], json!({
+                    "queue": string(),
+                    "group": {"type": ["string", "null"], "default": QUEUE_MODE},
+                    "acks": array(obj(&["id"], json!({"id": string(), "status": {"type": ["string", "null"], "default": "completed"}, "error": {}}))),
+                })))
+                .fails(400, "`request body must be a JSON object`, `queue is required`, `queue must be a string`, `group must be a string`, `<field> must be at most 512 bytes`, `<field> must not contain NUL`, `acks must be an array`, `acks[<i>].id is required`, `acks[<i>].status must be a string`; `Empty request body`, `Invalid JSON: …`.")
+                .fails(413, "`A request of <n> items is over the limit of <max> items (MAX_PUSH_ITEMS)`.")
+                .answers::<AckAnswer>(200, "Each ack's outcome, in order."))
+            .reads_body(
+                &["queue", "group", "acks", "id", "status", "error"],
+                &[r#"{"queue": "inbox", "group": "workers", "acks": [{"id": "e:1f:Default:0", "status": "completed"}, {"id": "e:1f:Default:1", "status": "retry", "error": "busy"}]}"#],
+                |b| b.json().and_then(|v| parse_ack(&v, FUZZ_MAX_ITEMS).map(drop)),
+            ),
+        route(M::GET, "/api/v1/ephemeral/queues", ReadOnly, queues)
+            .doc(op("Ephemeral queues")
+                .about(r#"
+The tenant's ephemeral queues, declared (`tier: declared`) and implicit (created by a push or a pop), by name: what each holds, its partitions and groups, what it dropped and why, and its options in force. Python: `client.ephemeral.queues()`.
+"#)
+                .answers::<QueuesAnswer>(200, "The queues."))
+            .reads_nothing(),
+        route(M::GET, "/api/v1/ephemeral/queues/{queue}/depth", ReadOnly, depth)
+            .doc(op("An ephemeral queue's depth")
+                .about(r#"
+One queue's depth: `pending` (the worst named group's backlog, else queue mode's, else every message held), what it holds per partition, and per group its backlog (`pending`: not yet handed plus due again) and its deliveries under lease. The only verb that can say a queue is not there: 404 with `code: ephemeral_queue_not_found` (the client raises `EphemeralQueueNotFoundError`). Python: `client.ephemeral.depth(queue)`.
+"#)
+                .fails(400, "`queue must be at most 512 bytes`, `queue must not contain NUL`.")
+                .answers::<CodedBody>(404, "`ephemeral_queue_not_found`: the tenant has no such queue, declared or live.")
+                .answers::<DepthAnswer>(200, "The depth."))
+            .reads_request(&["presence"], |PathParams(q): PathParams<String>| async move {
+                let _ = push::name("queue", &q);
+            }),
+    ]
+}
+
+/// The pop defaults and clamps of a broker with an empty environment: what the document
+/// says and what the fuzzer reads with.
+static DEFAULTS: std::sync::LazyLock<Config> = std::sync::LazyLock::new(Config::defaults);
+
+/// The fuzzer's bound on a request's items (the default `MAX_PUSH_ITEMS`).
+const FUZZ_MAX_ITEMS: usize = 10_000;
+
+fn int_or_null() -> Value {
+    json!({"type": ["integer", "null"]})
+}
+
+fn pop_params(d: Doc, c: &Config) -> Doc {
+    d.query("queue", string(), "The queue (required).")
+        .query("partition", string(), "One partition; absent: any.")
+        .query("batch", int_param(1, Some(1), Some(MAX_BATCH)), "Most messages in the answer.")
+        .query("wait", flag_param(false), "`true` or `1`: long-poll until messages arrive or `timeout` passes.")
+        .query("timeout", json!({"type": "integer", "minimum": 0, "default": c.default_timeout, "x-clamped-to": c.max_timeout}),
+            "The long-poll deadline in ms (`DEFAULT_TIMEOUT`), clamped to `MAX_TIMEOUT`.")
+        .query("group", json!({"type": "string", "default": QUEUE_MODE}), "The consumer group; absent or empty: queue mode.")
+        .query("autoAck", flag_param(false), "Done at delivery: no lease, nothing to ack (at most once).")
+}
+
+// ---------------------------------------------------------------- reading
+
+/// The body as an object.
+fn object(v: &Value) -> Result<&Map<String, Value>, ApiError> {
+    v.as_object()
+        .ok_or_else(|| ApiError::bad_request("request body must be a JSON object"))
+}
+
+/// A required name: absent, null or empty is `<field> is required`.
+fn required(v: Option<&Value>, field: &str) -> Result<String, ApiError> {
+    match v {
+        None | Some(Value::Null) => Err(ApiError::bad_request(format!("{field} is required"))),
+        Some(Value::String(s)) if s.is_empty() => {
+            Err(ApiError::bad_request(format!("{field} is required")))
+        }
+        Some(Value::String(s)) => push::name(field, s),
+        Some(_) => Err(ApiError::bad_request(format!("{field} must be a string"))),
+    }
+}
+
+/// An optional name: absent, null or empty is `None`.
+fn optional(v: Option<&Value>, field: &str) -> Result<Option<String>, ApiError> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.is_empty() => Ok(None),
+        Some(Value::String(s)) => push::name(field, s).map(Some),
+        Some(_) => Err(ApiError::bad_request(format!("{field} must be a string"))),
+    }
+}
+
+fn queue_of(v: &Value) -> Result<String, ApiError> {
+    required(object(v)?.get("queue"), "queue")
+}
+
+fn parse_configure(v: &Value) -> Result<(String, Declared), ApiError> {
+    let o = object(v)?;
+    let queue = required(o.get("queue"), "queue")?;
+    let options = match o.get("options") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(_) => return Err(ApiError::bad_request("options must be an object")),
+    };
+    if let Some(k) = options.keys().find(|k| !OPTIONS.contains(&k.as_str())) {
+        return Err(ApiError::bad_request(format!(
+            "unknown option {k}; known: {}",
+            OPTIONS.join(", ")
+        )));
+    }
+    let int = |k: &str| integer(options.get(k), k);
+    let policy = match options.get("policy") {
+        None | Some(Value::Null) => None,
+        Some(p) => Some(
+            p.as_str()
+                .and_then(Policy::parse)
+                .ok_or_else(|| ApiError::bad_request("policy must be reject or dropOldest"))?,
+        ),
+    };
+    let (window_ms, window_count) = match options.get("windowBuffer") {
+        None | Some(Value::Null) => (None, None),
+        Some(Value::Object(w)) => (
+            integer(w.get("ms"), "windowBuffer.ms")?,
+            integer(w.get("count"), "windowBuffer.count")?,
+        ),
+        Some(_) => return Err(ApiError::bad_request("windowBuffer must be an object")),
+    };
+    Ok((
+        queue,
+        Declared {
+            max_bytes: int("maxBytes")?,
+            max_length: int("maxLength")?,
+            policy,
+            ttl_seconds: int("ttlSeconds")?,
+            lease_seconds: int("leaseSeconds")?,
+            retry_limit: int("retryLimit")?,
+            window_ms,
+            window_count,
+        },
+    ))
+}
+
+/// An optional integer option; one too large for 64 bits is the largest (it is clamped).
+fn integer(v: Option<&Value>, field: &str) -> Result<Option<i64>, ApiError> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) if n.is_i64() => Ok(n.as_i64()),
+        Some(Value::Number(n)) if n.is_u64() => Ok(Some(i64::MAX)),
+        Some(Value::Number(n)) if n.as_f64().is_some_and(|f| f.fract() == 0.0) => {
+            Ok(n.as_f64().map(|f| f as i64))
+        }
+        Some(_) => Err(ApiError::bad_request(format!("{field} must be an integer"))),
+    }
+}
+
+/// A push body: the queue, the partition and each message's payload as sent.
+struct PushBody<'a> {
+    queue: String,
+    partition: Option<String>,
+    payloads: Vec<&'a RawValue>,
+}
+
+fn parse_push(body: &RawBody, max: usize) -> Result<PushBody<'_>, ApiError> {
+    #[derive(Deserialize)]
+    struct Fields<'a> {
+        queue: Option<Value>,
+        partition: Option<Value>,
+        #[serde(borrow)]
+        messages: Option<&'a RawValue>,
+    }
+    let raw = body.raw_json()?;
+    let f: Fields<'_> = serde_json::from_str(raw.get())
+        .map_err(|_| ApiError::bad_request("request body must be a JSON object"))?;
+    let queue = required(f.queue.as_ref(), "queue")?;
+    let partition = optional(f.partition.as_ref(), "partition")?;
+    let messages: Vec<&RawValue> = match f.messages {
+        None => return Err(ApiError::bad_request("messages must be an array")),
+        Some(m) => serde_json::from_str(m.get())
+            .map_err(|_| ApiError::bad_request("messages must be an array"))?,
+    };
+    if messages.len() > max {
+        return Err(ApiError::TooManyItems {
+            items: messages.len(),
+            max,
+        });
+    }
+    let payloads = messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| payload(i, m))
+        .collect::<Result<_, _>>()?;
+    Ok(PushBody {
+        queue,
+        partition,
+        payloads,
+    })
+}
+
+/// One message's payload, as sent.
+fn payload(i: usize, m: &RawValue) -> Result<&RawValue, ApiError> {
+    #[derive(Deserialize)]
+    struct Message<'a> {
+        #[serde(borrow)]
+        payload: Option<&'a RawValue>,
+    }
+    serde_json::from_str::<Message<'_>>(m.get())
+        .ok()
+        .and_then(|m| m.payload)
+        .ok_or_else(|| {
+            ApiError::bad_request(format!("messages[{i}] must be an object with a payload"))
+        })
+}
+
+/// An ack body: the queue, the group and each (id, status).
+type AckBody = (String, Option<String>, Vec<(String, AckStatus)>);
+
+fn parse_ack(v: &Value, max: usize) -> Result<AckBody, ApiError> {
+    let o = object(v)?;
+    let queue = required(o.get("queue"), "queue")?;
+    let group = optional(o.get("group"), "group")?;
+    let acks = match o.get("acks") {
+        Some(Value::Array(a)) => a,
+        _ => return Err(ApiError::bad_request("acks must be an array")),
+    };
+    if acks.len() > max {
+        return Err(ApiError::TooManyItems {
+            items: acks.len(),
+            max,
+        });
+    }
+    let acks = acks
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let id = match a.get("id") {
+                Some(Value::String(id)) if !id.is_empty() => id.clone(),
+                _ => return Err(ApiError::bad_request(format!("acks[{i}].id is required"))),
+            };
+            let status = match a.get("status") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(s.as_str()),
+                Some(_) => {
+                    return Err(ApiError::bad_request(format!(
+                        "acks[{i}].status must be a string"
+                    )))
+                }
+            };
+            Ok((id, AckStatus::parse(status)))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok((queue, group, acks))
+}
+
+/// A pop's query with Queen's defaults and clamps.
+fn ask(c: &Config, p: &Params) -> Result<Pop, ApiError> {
+    let queue = p
+        .str("queue")
+        .ok_or_else(|| ApiError::bad_request("queue is required"))?;
+    let name = |field, v: Option<&str>| v.map(|v| push::name(field, v)).transpose();
+    let timeout = p
+        .int("timeout")
+        .map(|t| t.max(0) as u64)
+        .unwrap_or(c.default_timeout)
+        .min(c.max_timeout);
+    Ok(Pop {
+        queue: push::name("queue", queue)?,
+        partition: name("partition", p.str("partition"))?,
+        group: name("group", p.str("group"))?,
+        batch: p.int("batch").unwrap_or(1).clamp(1, MAX_BATCH),
+        wait: p.flag("wait", false),
+        timeout: Duration::from_millis(timeout),
+        auto_ack: p.flag("autoAck", false),
+    })
+}
+
+impl From<Refused> for ApiError {
+    fn from(r: Refused) -> ApiError {
+        match r {
+            Refused::QueueFull => ApiError::TooManyRequests {
+                text: "the ephemeral queue is at its maxBytes/maxLength and its policy is reject"
+                    .into(),
+                code: "queue_full",
+                retry_after_secs: FULL_RETRY_SECS,
+            },
+            Refused::TooLarge(why) => ApiError::TooLarge(why),
+            Refused::QueueLimit => ApiError::TooManyRequests {
+                text: format!(
+                    "Ephemeral queue limit reached: {} queues",
+                    regent_broker::ephemeral::MAX_QUEUES_PER_TENANT
+                ),
+                code: "quota_exceeded",
+                retry_after_secs: QUEUE_LIMIT_RETRY_SECS,
+            },
+        }
+    }
+}
+
+// ---------------------------------------------------------------- answers
+
+/// A queue's options in force.
+#[derive(Serialize, JsonSchema)]
+struct OptionsView {
+    #[serde(rename = "maxBytes")]
+    max_bytes: i64,
+    #[serde(rename = "maxLength")]
+    max_length: i64,
+    #[schemars(extend("enum" = ["reject", "dropOldest"]))]
+    policy: &'static str,
+    /// 0: no age limit.
+    #[serde(rename = "ttlSeconds")]
+    ttl_seconds: i64,
+    #[serde(rename = "leaseSeconds")]
+    lease_seconds: i64,
+    #[serde(rename = "retryLimit")]
+    retry_limit: i64,
+    #[serde(rename = "windowBuffer")]
+    window_buffer: WindowView,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct WindowView {
+    ms: i64,
+    count: i64,
+}
+
+impl From<Options> for OptionsView {
+    fn from(o: Options) -> OptionsView {
+        OptionsView {
+            max_bytes: o.max_bytes,
+            max_length: o.max_length,
+            policy: o.policy.as_str(),
+            ttl_seconds: o.ttl_seconds,
+            lease_seconds: o.lease_seconds,
+            retry_limit: o.retry_limit,
+            window_buffer: WindowView {
+                ms: o.window_ms,
+                count: o.window_count,
+            },
+        }
+    }
+}
+
+/// A declaration's answer.
+#[derive(Serialize, JsonSchema)]
+struct Configured {
+    queue: String,
+    /// `declared`.
+    tier: &'static str,
+    options: OptionsView,
+}
+
+async fn configure(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    body: RawBody,
+) -> Result<Response, ApiError> {
+    let (queue, declared) = parse_configure(&body.json()?)?;
+    let options = s
+        .service
+        .ephemeral_configure(&who.tenant, &queue, &declared)
+        .await??;
+    Ok(Answer(Configured {
+        queue,
+        tier: "declared",
+        options: options.into(),
+    })
+    .with_status(StatusCode::CREATED))
+}
+
+#[derive(Serialize, JsonSchema)]
+struct ResetAnswer {
+    queue: String,
+    /// Messages dropped.
+    dropped: i64,
+}
+
+async fn reset(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    body: RawBody,
+) -> Result<Answer<ResetAnswer>, ApiError> {
+    let queue = queue_of(&body.json()?)?;
+    let dropped = s.service.ephemeral_reset(&who.tenant, &queue).await?;
+    Ok(Answer(ResetAnswer { queue, dropped }))
+}
+
+#[derive(Serialize, JsonSchema)]
+struct DeleteAnswer {
+    queue: String,
+    deleted: bool,
+}
+
+async fn delete(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    PathParams(queue): PathParams<String>,
+) -> Result<Answer<DeleteAnswer>, ApiError> {
+    let queue = push::name("queue", &queue)?;
+    let deleted = s.service.ephemeral_delete(&who.tenant, &queue).await?;
+    Ok(Answer(DeleteAnswer { queue, deleted }))
+}
+
+#[derive(Serialize, JsonSchema)]
+struct PushAnswer {
+    pushed: usize,
+}
+
+async fn push_messages(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    body: RawBody,
+) -> Result<Response, ApiError> {
+    let b = parse_push(&body, s.config.max_push_items)?;
+    let p = Push {
+        queue: &b.queue,
+        partition: b.partition.as_deref(),
+        payloads: b.payloads.iter().map(|m| m.get()).collect(),
+    };
+    let pushed = s.service.ephemeral_push(&who.tenant, &p).await??;
+    Ok(Answer(PushAnswer { pushed }).with_status(StatusCode::CREATED))
+}
+
+/// One popped message.
+#[derive(Serialize, JsonSchema)]
+struct MessageView {
+    /// Opaque; names the queue's incarnation. Ack with it.
+    id: String,
+    partition: String,
+    /// As pushed.
+    #[schemars(with = "Value")]
+    payload: Box<RawValue>,
+    /// Deliveries to the group, this one included.
+    attempts: i32,
+}
+
+impl TryFrom<EphemeralMessage> for MessageView {
+    type Error = ApiError;
+    fn try_from(m: EphemeralMessage) -> Result<MessageView, ApiError> {
+        let payload = RawValue::from_string(m.payload).map_err(|e| {
+            ApiError::Internal(format!("a stored ephemeral payload is not JSON: {e}"))
+        })?;
+        Ok(MessageView {
+            id: m.id,
+            partition: m.partition,
+            payload,
+            attempts: m.attempts,
+        })
+    }
+}
+
+#[derive(Serialize, JsonSchema)]
+struct PopAnswer {
+    queue: String,
+    /// Empty when there was nothing.
+    messages: Vec<MessageView>,
+}
+
+async fn pop(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    p: Params,
+) -> Result<Answer<PopAnswer>, ApiError> {
+    let req = ask(&s.config, &p)?;
+    let messages = s.service.ephemeral_pop(&who.tenant, &req).await??;
+    Ok(Answer(PopAnswer {
+        queue: req.queue,
+        messages: messages
+            .into_iter()
+            .map(MessageView::try_from)
+            .collect::<Result<_, _>>()?,
+    }))
+}
+
+#[derive(Serialize, JsonSchema)]
+struct AckResult {
+    id: String,
+    #[schemars(extend("enum" = ["acked", "redelivered", "stale", "unknown"]))]
+    outcome: &'static str,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct AckAnswer {
+    results: Vec<AckResult>,
+}
+
+async fn ack(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    body: RawBody,
+) -> Result<Answer<AckAnswer>, ApiError> {
+    let (queue, group, acks) = parse_ack(&body.json()?, s.config.max_push_items)?;
+    let sent: Vec<(&str, AckStatus)> = acks.iter().map(|(id, st)| (id.as_str(), *st)).collect();
+    let outcomes = s
+        .service
+        .ephemeral_ack(&who.tenant, &queue, group.as_deref(), &sent)
+        .await?;
+    Ok(Answer(AckAnswer {
+        results: acks
+            .into_iter()
+            .zip(outcomes)
+            .map(|((id, _), o): ((String, AckStatus), Outcome)| AckResult {
+                id,
+                outcome: o.as_str(),
+            })
+            .collect(),
+    }))
+}
+
+/// What a queue dropped, by reason.
+#[derive(Serialize, JsonSchema)]
+struct Drops {
+    /// To make room under `maxLength`/`maxBytes` (`dropOldest`).
+    bounds: i64,
+    /// Past `ttlSeconds`.
+    ttl: i64,
+    /// Deliveries given up past `retryLimit`.
+    retry: i64,
+}
+
+/// One queue of the listing.
+#[derive(Serialize, JsonSchema)]
+struct QueueView {
+    queue: String,
+    /// `declared` (configured: comes back after a crash, empty) or `implicit` (created by a
+    /// push or a pop).
+    #[schemars(extend("enum" = ["declared", "implicit"]))]
+    tier: &'static str,
+    /// Messages held.
+    depth: i64,
+    bytes: i64,
+    partitions: i64,
+    groups: i64,
+    drops: Drops,
+    options: OptionsView,
+}
+
+fn tier(declared: bool) -> &'static str {
+    if declared {
+        "declared"
+    } else {
+        "implicit"
+    }
+}
+
+impl From<EphemeralQueue> for QueueView {
+    fn from(q: EphemeralQueue) -> QueueView {
+        QueueView {
+            tier: tier(q.declared),
+            queue: q.name,
+            depth: q.messages,
+            bytes: q.bytes,
+            partitions: q.partitions,
+            groups: q.groups,
+            drops: Drops {
+                bounds: q.dropped_bounds,
+                ttl: q.dropped_ttl,
+                retry: q.dropped_retry,
+            },
+            options: q.options.into(),
+        }
+    }
+}
+
+#[derive(Serialize, JsonSchema)]
+struct QueuesAnswer {
+    queues: Vec<QueueView>,
+    count: usize,
+}
+
+async fn queues(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+) -> Result<Answer<QueuesAnswer>, ApiError> {
+    let queues: Vec<QueueView> = s
+        .service
+        .ephemeral_queues(&who.tenant)
+        .await?
+        .into_iter()
+        .map(QueueView::from)
+        .collect();
+    Ok(Answer(QueuesAnswer {
+        count: queues.len(),
+        queues,
+    }))
+}
+
+/// One partition's messages.
+#[derive(Serialize, JsonSchema)]
+struct PartitionView {
+    partition: String,
+    /// Messages held.
+    pending: i64,
+    bytes: i64,
+}
+
+/// One group's backlog.
+#[derive(Serialize, JsonSchema)]
+struct GroupView {
+    group: String,
+    /// Not yet handed to the group, plus deliveries due again.
+    pending: i64,
+    /// Deliveries under a live lease.
+    leased: i64,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct DepthAnswer {
+    queue: String,
+    #[schemars(extend("enum" = ["declared", "implicit"]))]
+    tier: &'static str,
+    /// The worst named group's backlog, else queue mode's, else every message held.
+    pending: i64,
+    /// Messages held (the ring's length).
+    depth: i64,
+    bytes: i64,
+    #[serde(rename = "partitionsPending")]
+    partitions_pending: usize,
+    partitions: Vec<PartitionView>,
+    groups: Vec<GroupView>,
+}
+
+impl From<EphemeralDepth> for DepthAnswer {
+    fn from(d: EphemeralDepth) -> DepthAnswer {
+        let partitions: Vec<PartitionView> = d.partitions.into_iter().map(partition).collect();
+        DepthAnswer {
+            tier: tier(d.queue.declared),
+            queue: d.queue.name,
+            pending: d.pending,
+            depth: d.queue.messages,
+            bytes: d.queue.bytes,
+            partitions_pending: partitions.iter().filter(|p| p.pending > 0).count(),
+            partitions,
+            groups: d.groups.into_iter().map(group).collect(),
+        }
+    }
+}
+
+fn partition(p: PartitionDepth) -> PartitionView {
+    PartitionView {
+        partition: p.partition,
+        pending: p.messages,
+        bytes: p.bytes,
+    }
+}
+
+fn group(g: GroupDepth) -> GroupView {
+    GroupView {
+        group: g.group,
+        pending: g.fresh + g.due,
+        leased: g.leased,
+    }
+}
+
+async fn depth(
+    AxState(s): State,
+    Extension(who): Extension<Principal>,
+    PathParams(queue): PathParams<String>,
+) -> Result<Response, ApiError> {
+    let queue = push::name("queue", &queue)?;
+    match s.service.ephemeral_depth(&who.tenant, &queue).await? {
+        Some(d) => Ok(Answer(DepthAnswer::from(d)).into_response()),
+        None => Err(ApiError::Coded {
+            status: StatusCode::NOT_FOUND,
+            code: QUEUE_NOT_FOUND,
+            text: format!("no ephemeral queue named {queue}"),
+        }),
+    }
+}
