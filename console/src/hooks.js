@@ -8,7 +8,8 @@ import { useSession } from './session.js';
  * answer on screen while a refresh is in flight, so numbers do not flicker. `epoch` is given
  * only by the shell, which provides the session rather than reads it. A `body` makes it a
  * POST of that JSON, for the reads the API takes as one (`/streams/v1/state/get`), asked
- * again when the body's JSON changes.
+ * again when the body's JSON changes. A null `path` asks nothing (a page that lacks what it
+ * would ask with), and keeps whatever it held.
  */
 export function useApi(path, { everyMs = 0, epoch: own, body } = {}) {
   const shared = useSession().epoch;
@@ -17,6 +18,7 @@ export function useApi(path, { everyMs = 0, epoch: own, body } = {}) {
   const seq = useRef(0);
   const sent = body === undefined ? undefined : JSON.stringify(body);
   const load = useCallback(async () => {
+    if (!path) return;
     const mine = ++seq.current;
     try {
       const data = await api(
@@ -29,6 +31,7 @@ export function useApi(path, { everyMs = 0, epoch: own, body } = {}) {
     }
   }, [path, sent, epoch]);
   useEffect(() => {
+    if (!path) return undefined;
     setState((s) => ({ ...s, loading: true }));
     load();
     if (!everyMs) return undefined;

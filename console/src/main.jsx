@@ -8,6 +8,7 @@ import { useApi } from './hooks.js';
 import { DeadLetters } from './pages/DeadLetters.jsx';
 import { Group } from './pages/Group.jsx';
 import { Groups } from './pages/Groups.jsx';
+import { KeyValue } from './pages/KeyValue.jsx';
 import { Message } from './pages/Message.jsx';
 import { Messages } from './pages/Messages.jsx';
 import { Overview } from './pages/Overview.jsx';
@@ -39,6 +40,8 @@ const PAGES = [
   { path: '/streams', label: 'Streams', view: Streams },
   { path: '/stream', nav: false, tab: '/streams', view: Stream },
   { path: '/stream-state', nav: false, tab: '/streams', view: StreamState },
+  // `POST /api/v1/kv` carries writes too: the broker refuses it, reads included, to read-only.
+  { path: '/kv', label: 'Key/value', view: KeyValue, level: 'read-write' },
   { path: '/system', label: 'System', view: System, level: 'admin' },
 ];
 

@@ -12,6 +12,7 @@ import * as dlq from './browser/dlq.js';
 import { fill } from './browser/fill.js';
 import * as groups from './browser/groups.js';
 import { launch, mint, SECRET, startBroker, tally } from './browser/harness.js';
+import * as kv from './browser/kv.js';
 import * as messages from './browser/messages.js';
 import * as overview from './browser/overview.js';
 import * as queue from './browser/queue.js';
@@ -29,6 +30,7 @@ const SCENARIOS = {
   dlq,
   groups,
   streams,
+  kv,
   system,
   access,
 };

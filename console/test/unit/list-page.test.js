@@ -52,6 +52,13 @@ describe('ListPage', () => {
     expect(bottom.type).toBe('dialog');
   });
 
+  it("hands the list a page's own words for an error", () => {
+    const failed = () => 'said here';
+    const one = ListPage({ id: 'kv', title: 'Key/value', get, failed, pager: false });
+    const [, , list] = parts(one);
+    expect([list.type, list.props.failed]).toEqual([Loaded, failed]);
+  });
+
   it('leaves the pager out when told so', () => {
     const one = ListPage({ id: 'group', title: 'Group', get, pager: false, children: 'rows' });
     expect(parts(one).map((p) => p.type)).toEqual(['header', Stale, Loaded]);
