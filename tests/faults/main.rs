@@ -13,4 +13,5 @@ mod postgres_killed;
 mod postgres_restarted;
 mod postgres_stopped;
 mod stream_crash;
+mod timers_killed;
 mod two_brokers;
