@@ -38,7 +38,8 @@ Everything in the bundle commits in ONE PostgreSQL transaction, or nothing does:
         .reads_body(
             &["operations", "type", "ack", "push", "items", "queue", "partition", "payload",
               "data", "transactionId", "traceId", "partitionId", "status", "consumerGroup",
-              "leaseId", "error", "requiredLeases", "kv", "timers"],
+              "leaseId", "error", "requiredLeases", "kv", "timers", "op", "ns", "key", "value",
+              "ttlSeconds", "forever", "expect", "required", "delta", "timerKey", "delayMs", "txn"],
             &[
                 r#"{"operations": [
                     {"type": "ack", "transactionId": "in-1", "partitionId": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d",
@@ -47,6 +48,9 @@ Everything in the bundle commits in ONE PostgreSQL transaction, or nothing does:
                      "payload": {"total": 42}, "transactionId": "out-1"}]}],
                    "requiredLeases": ["l-1"]}"#,
                 r#"{"operations": [{"type": "push", "queue": "q", "data": {"x": 1}}], "requiredLeases": null}"#,
+                r#"{"operations": [], "kv": [{"op": "putIfAbsent", "ns": "seen", "key": "in-1", "value": true, "ttlSeconds": 60, "required": true}],
+                    "timers": [{"op": "schedule", "queue": "q", "timerKey": "k/1", "payload": "eyJ4IjoxfQ==", "delayMs": 500, "txn": "t-1"},
+                               {"op": "cancel", "queue": "q", "timerKey": "k/0"}]}"#,
             ],
             |b| parse_bundle(b, &push::fuzz_principal(), push::FUZZ_MAX_ITEMS),
         )]
