@@ -18,6 +18,7 @@ import { Stream } from './pages/Stream.jsx';
 import { StreamState } from './pages/StreamState.jsx';
 import { Streams } from './pages/Streams.jsx';
 import { System } from './pages/System.jsx';
+import { Timers } from './pages/Timers.jsx';
 import { Traces } from './pages/Traces.jsx';
 import { parse } from './route.js';
 import { can, describe, Session } from './session.js';
@@ -42,6 +43,9 @@ const PAGES = [
   { path: '/stream-state', nav: false, tab: '/streams', view: StreamState },
   // `POST /api/v1/kv` carries writes too: the broker refuses it, reads included, to read-only.
   { path: '/kv', label: 'Key/value', view: KeyValue, level: 'read-write' },
+  // The queues with pending timers, and a queue's timers (`?queue=`): read-only routes; the
+  // page hides Cancel from read-only tokens.
+  { path: '/timers', label: 'Timers', view: Timers },
   { path: '/system', label: 'System', view: System, level: 'admin' },
 ];
 

@@ -19,6 +19,7 @@ import * as queue from './browser/queue.js';
 import * as queues from './browser/queues.js';
 import * as streams from './browser/streams.js';
 import * as system from './browser/system.js';
+import * as timers from './browser/timers.js';
 import * as traces from './browser/traces.js';
 
 const SCENARIOS = {
@@ -31,6 +32,7 @@ const SCENARIOS = {
   groups,
   streams,
   kv,
+  timers,
   system,
   access,
 };
