@@ -149,15 +149,17 @@ pub(crate) fn parse_bundle(
     })
 }
 
-/// The `kv` rider, its values kept as the client's text; `getPrefix` refused.
+/// The `kv` rider, its values kept as the client's text; `getPrefix` refused. A body that is
+/// not an object has no rider: the operations' reading refuses it with Queen's text.
 fn kv_rider(body: &RawBody) -> Result<Vec<regent_service::kv::KvOp>, ApiError> {
     #[derive(Deserialize)]
     struct Rider<'a> {
         #[serde(borrow)]
         kv: Option<&'a RawValue>,
     }
-    let r: Rider<'_> = serde_json::from_str(body.raw_json()?.get())
-        .map_err(|_| ApiError::bad_request("request body must be a JSON object"))?;
+    let Ok(r) = serde_json::from_str::<Rider<'_>>(body.raw_json()?.get()) else {
+        return Ok(vec![]);
+    };
     match r.kv {
         None => Ok(vec![]),
         Some(raw) if raw.get() == "null" => Ok(vec![]),

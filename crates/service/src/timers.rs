@@ -34,6 +34,11 @@ use crate::{Error, Message, Service};
 /// The longest the firing loop sleeps: how soon a timer scheduled through another broker (or
 /// left by one that stopped) fires at the latest, without a wake-up.
 pub const MAX_SLEEP: Duration = Duration::from_secs(1);
+/// The longest the loop sleeps when no timer is pending at all: a schedule committed here
+/// wakes it at once, so this only bounds how soon a timer scheduled through another broker
+/// that then stopped is found. Each look is a scan of every shard on Citus, so an idle fleet
+/// should not look every second.
+pub const IDLE_SLEEP: Duration = Duration::from_secs(5);
 /// Timers one fire takes of one queue: short transactions, each bounded.
 const BATCH: i64 = 500;
 /// The pause when every due timer is held by another broker's fire.
@@ -331,7 +336,7 @@ impl Service {
         }
         let client = self.store.client().await?;
         Ok(match store::nearest(&client).await? {
-            None => MAX_SLEEP,
+            None => IDLE_SLEEP,
             Some(ms) => Duration::from_secs_f64(ms.max(0.0) / 1000.0).min(MAX_SLEEP),
         })
     }
