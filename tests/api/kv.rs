@@ -528,20 +528,10 @@ async fn tenants_have_their_own_key_spaces() {
 
 // ---------------------------------------------------------------- the transaction rider
 
-async fn popped(b: &Broker, queue: &str) -> (String, String, String) {
-    b.push(queue, "p", &[&format!("{queue}-in")]).await;
-    let pop = b.pop(queue, "batch=1").await;
-    (
-        pop["partitionId"].as_str().unwrap().to_string(),
-        pop["leaseId"].as_str().unwrap().to_string(),
-        Broker::txids(&pop)[0].clone(),
-    )
-}
-
 #[tokio::test]
 async fn the_kv_rider_commits_with_the_ack_and_answers_after_the_operations() {
     let b = broker().await;
-    let (partition, lease, txid) = popped(&b, "kvtx").await;
+    let (partition, lease, txid) = b.popped("kvtx").await;
     let (s, v) = b
         .post(
             "/api/v1/transaction",
@@ -586,7 +576,7 @@ async fn the_kv_rider_commits_with_the_ack_and_answers_after_the_operations() {
 #[tokio::test]
 async fn a_lost_kv_precondition_rolls_the_bundle_back_and_is_answered_not_raised() {
     let b = broker().await;
-    let (partition, lease, txid) = popped(&b, "kvgate").await;
+    let (partition, lease, txid) = b.popped("kvgate").await;
     one(&b, put("seen", &txid, json!("earlier"))).await;
     let (s, v) = b
         .post(

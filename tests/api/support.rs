@@ -388,6 +388,18 @@ impl Broker {
         v
     }
 
+    /// One message pushed to a fresh queue's partition `p` and popped: (partition id, lease
+    /// id, transaction id), for a bundle to ack.
+    pub async fn popped(&self, queue: &str) -> (String, String, String) {
+        self.push(queue, "p", &[&format!("{queue}-in")]).await;
+        let pop = self.pop(queue, "batch=1").await;
+        (
+            pop["partitionId"].as_str().unwrap().to_string(),
+            pop["leaseId"].as_str().unwrap().to_string(),
+            Broker::txids(&pop)[0].clone(),
+        )
+    }
+
     /// Transaction ids of a pop answer, in order.
     pub fn txids(pop: &Value) -> Vec<String> {
         pop["messages"]

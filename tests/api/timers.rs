@@ -625,21 +625,10 @@ async fn deleting_a_queue_deletes_its_pending_timers() {
     assert_eq!(v["found"], true);
 }
 
-/// A popped message of a fresh queue: (partition id, lease id, transaction id).
-async fn popped(b: &Broker, queue: &str) -> (String, String, String) {
-    b.push(queue, "p", &[&format!("{queue}-in")]).await;
-    let pop = b.pop(queue, "batch=1").await;
-    (
-        pop["partitionId"].as_str().unwrap().to_string(),
-        pop["leaseId"].as_str().unwrap().to_string(),
-        Broker::txids(&pop)[0].clone(),
-    )
-}
-
 #[tokio::test]
 async fn the_timers_rider_commits_with_the_ack_after_the_kv_rider_and_not_without_it() {
     let b = broker().await;
-    let (partition, lease, txid) = popped(&b, "txsrc").await;
+    let (partition, lease, txid) = b.popped("txsrc").await;
     let ack = json!({"type": "ack", "transactionId": txid, "partitionId": partition});
     let bundle = |timer: Value, lease: &str| {
         json!({

@@ -5,23 +5,13 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
-use crate::harness::Case;
+use crate::harness::{call, Case};
 
 const HOOK: &str = "REGENT_TEST_ABORT_AFTER_COMMIT";
 const DOOMED: &str = "window-committed-then-crashed";
 const GROUP: &str = "streams.crash";
-
-async fn call(url: &str, method: reqwest::Method, path: &str, body: Option<&Value>) -> Value {
-    let mut req = reqwest::Client::new().request(method, format!("{url}{path}"));
-    if let Some(b) = body {
-        req = req.json(b);
-    }
-    let res = req.send().await.expect("answered");
-    assert!(res.status().is_success(), "{path}: {}", res.status());
-    res.json().await.expect("JSON")
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_between_a_cycles_commit_and_its_answer_makes_the_retry_a_replay() {

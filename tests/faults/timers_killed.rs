@@ -10,21 +10,11 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use serde_json::{json, Value};
 
-use crate::harness::Case;
+use crate::harness::{call, Case};
 
 const QUEUE: &str = "timers-killed";
 const TIMERS: usize = 600;
 const GROUP: &str = "audit";
-
-async fn call(url: &str, method: reqwest::Method, path: &str, body: Option<&Value>) -> Value {
-    let mut req = reqwest::Client::new().request(method, format!("{url}{path}"));
-    if let Some(b) = body {
-        req = req.json(b);
-    }
-    let res = req.send().await.expect("answered");
-    assert!(res.status().is_success(), "{path}: {}", res.status());
-    res.json().await.expect("JSON")
-}
 
 /// Schedules the timers in batches of 50 through `url`, their delays spread over 0.2 to 2.6
 /// s: (txn, (messageId, deliverAt)).

@@ -154,8 +154,18 @@ pub(super) async fn public(s: &AppState, out: &mut String) {
     ephemeral(s, None, out).await;
 }
 
-/// A key/value counter family: its name, its help text, and what it counts.
-type KvFamily = (&'static str, &'static str, fn(&KvTotal) -> u64);
+/// A counter family: its name, its help text, and what it reads of the counts.
+type Family<T> = (&'static str, &'static str, fn(&T) -> u64);
+
+/// Counter `families`, each with its HELP and TYPE and one series per tenant of `totals`.
+fn per_tenant<T>(out: &mut String, totals: &[(String, T)], families: &[Family<T>]) {
+    for (name, help, read) in families {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+        for (tenant, t) in totals {
+            let _ = writeln!(out, "{name}{{tenant=\"{}\"}} {}", escape(tenant), read(t));
+        }
+    }
+}
 
 /// This broker's key/value counters of each tenant (or of `tenant` only).
 fn kv(s: &AppState, tenant: Option<&str>, out: &mut String) {
@@ -165,22 +175,14 @@ fn kv(s: &AppState, tenant: Option<&str>, out: &mut String) {
         .into_iter()
         .filter(|(t, _)| tenant.is_none_or(|want| want == t))
         .collect();
-    let families: [KvFamily; 4] = [
+    let families: [Family<KvTotal>; 4] = [
         ("regent_kv_reads_total", "Key/value reads (get, getMany, getPrefix) this broker committed.", |t| t.reads),
         ("regent_kv_writes_total", "Key/value writes this broker committed that applied.", |t| t.writes),
         ("regent_kv_refused_total", "Key/value writes committed that did not apply (expect, absent, a bound).", |t| t.refused),
         ("regent_kv_rollbacks_total", "Requests and bundles rolled back by a required key/value operation that did not apply.", |t| t.rollbacks),
     ];
-    for (name, help, read) in families {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
-        for (tenant, t) in &totals {
-            let _ = writeln!(out, "{name}{{tenant=\"{}\"}} {}", escape(tenant), read(t));
-        }
-    }
+    per_tenant(out, &totals, &families);
 }
-
-/// A stream counter family: its name, its help text, and what it counts.
-type StreamFamily = (&'static str, &'static str, fn(&StreamTotal) -> u64);
 
 /// This broker's counters of each stream query (of `tenant`, or of every tenant), labelled
 /// by tenant and query name.
@@ -191,7 +193,7 @@ fn streams(s: &AppState, tenant: Option<&str>, out: &mut String) {
         .into_iter()
         .filter(|(t, _, _)| tenant.is_none_or(|want| want == t))
         .collect();
-    let families: [StreamFamily; 5] = [
+    let families: [Family<StreamTotal>; 5] = [
         ("regent_stream_cycles_total", "Stream cycles this broker committed, per query.", |t| t.cycles),
         ("regent_stream_state_ops_total", "State operations those cycles applied.", |t| t.state_ops),
         ("regent_stream_pushed_total", "Sink messages those cycles stored.", |t| t.pushed),
@@ -211,9 +213,6 @@ fn streams(s: &AppState, tenant: Option<&str>, out: &mut String) {
     }
 }
 
-/// A timer counter family: its name, its help text, and what it counts.
-type TimerFamily = (&'static str, &'static str, fn(&TimerTotal) -> u64);
-
 /// This broker's timer counters and lateness histogram (of `tenant`, or of every tenant),
 /// labelled by tenant.
 fn timers(s: &AppState, tenant: Option<&str>, out: &mut String) {
@@ -223,7 +222,7 @@ fn timers(s: &AppState, tenant: Option<&str>, out: &mut String) {
         .into_iter()
         .filter(|(t, _)| tenant.is_none_or(|want| want == t))
         .collect();
-    let families: [TimerFamily; 5] = [
+    let families: [Family<TimerTotal>; 5] = [
         (
             "regent_timers_scheduled_total",
             "Timers this broker stored under a key with no pending timer.",
@@ -250,12 +249,7 @@ fn timers(s: &AppState, tenant: Option<&str>, out: &mut String) {
             |t| t.fired,
         ),
     ];
-    for (name, help, read) in families {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
-        for (tenant, t) in &totals {
-            let _ = writeln!(out, "{name}{{tenant=\"{}\"}} {}", escape(tenant), read(t));
-        }
-    }
+    per_tenant(out, &totals, &families);
     let name = "regent_timer_lateness_seconds";
     let _ = writeln!(
         out,
@@ -286,9 +280,6 @@ fn timers(s: &AppState, tenant: Option<&str>, out: &mut String) {
     }
 }
 
-/// An ephemeral counter family: its name, its help text, and what it counts.
-type EphemeralFamily = (&'static str, &'static str, fn(&EphemeralTotal) -> u64);
-
 /// Per tenant (`tenant`'s, or every tenant's): this broker's ephemeral counters, and what
 /// the tenant's ephemeral queues hold now (read from the database; left out when it does
 /// not answer).
@@ -300,7 +291,7 @@ async fn ephemeral(s: &AppState, tenant: Option<&str>, out: &mut String) {
         .into_iter()
         .filter(|(t, _)| mine(t))
         .collect();
-    let families: [EphemeralFamily; 3] = [
+    let families: [Family<EphemeralTotal>; 3] = [
         (
             "regent_ephemeral_pushed_total",
             "Messages this broker stored in ephemeral queues.",
@@ -317,12 +308,7 @@ async fn ephemeral(s: &AppState, tenant: Option<&str>, out: &mut String) {
             |t| t.acked,
         ),
     ];
-    for (name, help, read) in families {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
-        for (tenant, t) in &totals {
-            let _ = writeln!(out, "{name}{{tenant=\"{}\"}} {}", escape(tenant), read(t));
-        }
-    }
+    per_tenant(out, &totals, &families);
     let name = "regent_ephemeral_dropped_total";
     let _ = writeln!(out, "# HELP {name} Ephemeral messages dropped by this broker: to make room (bounds), past their ttl (ttl), past the retry limit (retry).\n# TYPE {name} counter");
     for (tenant, t) in &totals {

@@ -265,3 +265,20 @@ pub async fn configure(url: &str, queue: &str, lease: Duration) {
         answer.status()
     );
 }
+
+/// One plain request a case makes outside the load (no retries): its JSON answer, which must
+/// be a success.
+pub async fn call(
+    url: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<&serde_json::Value>,
+) -> serde_json::Value {
+    let mut req = reqwest::Client::new().request(method, format!("{url}{path}"));
+    if let Some(b) = body {
+        req = req.json(b);
+    }
+    let res = req.send().await.expect("answered");
+    assert!(res.status().is_success(), "{path}: {}", res.status());
+    res.json().await.expect("JSON")
+}
