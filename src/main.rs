@@ -114,8 +114,9 @@ async fn main() -> anyhow::Result<()> {
             } else {
                 print!("{}", report.text());
             }
-            match &report.ledger {
-                Some(l) if !l.ok() => anyhow::bail!("ledger check failed: {l:?}"),
+            match (&report.ledger, &report.timers) {
+                (Some(l), _) if !l.ok() => anyhow::bail!("ledger check failed: {l:?}"),
+                (_, Some(t)) if !t.ok() => anyhow::bail!("timer check failed: {t:?}"),
                 _ => Ok(()),
             }
         }

@@ -28,6 +28,9 @@ fn args(url: &str, scenario: Scenario) -> BenchArgs {
         prefill: 500,
         window_ms: 1000,
         max_backlog: 10_000,
+        timer_delay_ms: 1000,
+        timer_batch: 20,
+        pending: 0,
         drain_timeout: 20.0,
         token: None,
         pg_url: None,
@@ -187,4 +190,46 @@ async fn bench_streams_emit_every_window_once() {
         );
         assert!(s.commits_per_cycle.is_some_and(|c| c > 0.0), "{}", r.text());
     }
+}
+
+/// The timers scenario: every timer scheduled at the rate is delivered exactly once, not
+/// before its `deliverAt`, beside pending timers loaded first (still pending afterwards), and
+/// the broker's lateness histogram counted the fires.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bench_timers_deliver_each_timer_once() {
+    let b = broker().await;
+    let mut a = args(&b.url, Scenario::Timers);
+    a.rate = 200.0;
+    a.timer_delay_ms = 300;
+    a.timer_batch = 10;
+    a.partitions = 2;
+    a.pending = 2_500;
+    let r = run(a).await.unwrap();
+    let t = r.timers.clone().expect("the timer figures");
+    assert!(t.ok() && r.errors == 0, "{}", r.text());
+    assert!(r.ledger.is_none(), "{}", r.text());
+    // 200/s for 1.5 s, in requests of 10 from two producers.
+    assert!(
+        (200..=320).contains(&t.scheduled),
+        "{} scheduled: {}",
+        t.scheduled,
+        r.text()
+    );
+    assert_eq!((t.delivered, t.missing), (t.scheduled, 0), "{}", r.text());
+    assert_eq!(t.lateness.count, t.scheduled, "{}", r.text());
+    assert_eq!(r.end_to_end_latency.count, t.scheduled, "{}", r.text());
+    assert!(t.schedule_latency.count > 0, "{}", r.text());
+    assert_eq!(t.pending_loaded, 2_500, "{}", r.text());
+    assert_eq!(t.pending_at_start, Some(2_500), "{}", r.text());
+    let broker = t.broker_lateness.clone().expect("the broker's histogram");
+    assert_eq!(broker.fired, t.scheduled, "{}", r.text());
+    let pending: i64 = b
+        .db()
+        .await
+        .query_one("SELECT count(*) FROM timers", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(pending, 2_500, "the pending timers are still pending");
+    assert!(r.text().contains("timers OK"), "{}", r.text());
 }

@@ -4,12 +4,14 @@
 //! transaction id the broker acknowledged as pushed must have been delivered (to every
 //! consumer group) at least once. The streams scenarios run a windowed aggregation as
 //! Queen's streaming SDK does, and also check that every window reached the sink exactly once
-//! with the sum pushed into it.
+//! with the sum pushed into it. The timers scenario schedules Queen's timers at a steady rate
+//! and measures how late each is delivered, and that each is delivered exactly once.
 
 mod ledger;
 mod report;
 mod stats;
 mod streams;
+mod timers;
 mod windows;
 mod workers;
 
@@ -22,6 +24,7 @@ use clap::{Args, ValueEnum};
 pub use ledger::LedgerCheck;
 pub use report::Report;
 pub use streams::StreamsFigures;
+pub use timers::{BrokerLateness, TimerFigures};
 pub use windows::WindowCheck;
 
 use ledger::Ledger;
@@ -44,6 +47,11 @@ pub enum Scenario {
     /// The same pops, acks and sink pushes through `/api/v1/transaction`, the windows kept in
     /// memory: what a cycle costs beyond a plain transaction.
     StreamsTx,
+    /// Queen's timers: producers schedule timers (`POST /api/v1/timers`) at `--rate`
+    /// (1,000/s when 0), each due `--timer-delay-ms` later, consumers pop their queue, and
+    /// the report gives each timer's lateness (arrival minus its promised `deliverAt`) and
+    /// whether each was delivered exactly once; `--pending` first loads timers due in a day.
+    Timers,
 }
 
 impl Scenario {
@@ -113,8 +121,8 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 0)]
     pub nack_backoff: u64,
     /// Open loop: total messages per second on a fixed schedule (0 = closed loop, as fast as
-    /// answers come). Latency is measured from the scheduled send time, so a slow broker
-    /// cannot hide queueing behind the generator's own waiting.
+    /// answers come; timers: 0 = 1,000 timers/s). Latency is measured from the scheduled send
+    /// time, so a slow broker cannot hide queueing behind the generator's own waiting.
     #[arg(long, default_value_t = 0.0)]
     pub rate: f64,
     /// pop-ack, and the streams scenarios with `--producers 0`: messages to pre-fill before
@@ -130,7 +138,18 @@ pub struct BenchArgs {
     /// latency, as long as the run).
     #[arg(long, default_value_t = 10_000)]
     pub max_backlog: u64,
-    /// Seconds the consumers get after the measured window to deliver the rest.
+    /// Timers: each timer's delay, milliseconds from the database's `now()`.
+    #[arg(long, default_value_t = 1000)]
+    pub timer_delay_ms: u64,
+    /// Timers: schedule operations per `POST /api/v1/timers`.
+    #[arg(long, default_value_t = 20)]
+    pub timer_batch: usize,
+    /// Timers: timers due in a day loaded into `<queue>-pending` before the measured window
+    /// (1,000 per request, 4 requests at a time), so the measured timers fire beside them.
+    #[arg(long, default_value_t = 0)]
+    pub pending: u64,
+    /// Seconds the consumers get after the measured window to deliver the rest (timers:
+    /// after the last timer's delay too); timers not delivered by then are missing.
     #[arg(long, default_value_t = 30.0)]
     pub drain_timeout: f64,
     /// A bearer token sent with every request, for a broker with authentication on.
@@ -165,7 +184,7 @@ impl BenchArgs {
     }
 
     fn groups(&self) -> usize {
-        if self.scenario.streams() {
+        if self.scenario.streams() || self.scenario == Scenario::Timers {
             return 1;
         }
         self.groups
@@ -230,6 +249,7 @@ pub async fn run(mut args: BenchArgs) -> anyhow::Result<Report> {
         shared: shared.clone(),
         ledgers: ledgers.clone(),
         streams,
+        timers: (args.scenario == Scenario::Timers).then(timers::Book::default),
     });
 
     if args.scenario == Scenario::PopAck {
@@ -237,6 +257,9 @@ pub async fn run(mut args: BenchArgs) -> anyhow::Result<Report> {
     }
     if args.consumers_alone() && args.scenario.streams() {
         streams::prefill(&ctx).await?;
+    }
+    if ctx.timers.is_some() {
+        timers::prepare(&ctx).await?;
     }
 
     // Commits and CPU count from here, after any prefill, as a script measuring the broker's
@@ -255,6 +278,10 @@ pub async fn run(mut args: BenchArgs) -> anyhow::Result<Report> {
         (0..args.producers)
             .map(|p| tokio::spawn(streams::producer(ctx.clone(), p)))
             .collect()
+    } else if args.scenario == Scenario::Timers {
+        (0..args.producers.max(1))
+            .map(|p| tokio::spawn(timers::producer(ctx.clone(), p)))
+            .collect()
     } else {
         (0..args.producers)
             .map(|p| tokio::spawn(workers::producer(ctx.clone(), p)))
@@ -265,6 +292,10 @@ pub async fn run(mut args: BenchArgs) -> anyhow::Result<Report> {
     } else if args.scenario.streams() {
         (0..args.consumers)
             .map(|_| tokio::spawn(streams::consumer(ctx.clone())))
+            .collect()
+    } else if args.scenario == Scenario::Timers {
+        (0..args.consumers.max(1))
+            .map(|_| tokio::spawn(timers::consumer(ctx.clone())))
             .collect()
     } else {
         (0..groups)
@@ -294,10 +325,19 @@ pub async fn run(mut args: BenchArgs) -> anyhow::Result<Report> {
         push_hist.add(&p.await??)?;
     }
 
-    // Drain: consumers keep going until every acknowledged push was delivered.
-    let drain_deadline = Instant::now() + Duration::from_secs_f64(args.drain_timeout);
+    // Drain: consumers keep going until every acknowledged push was delivered (every
+    // promised timer, whose last is due a delay after the window).
+    let mut drain = Duration::from_secs_f64(args.drain_timeout);
+    if ctx.timers.is_some() {
+        drain += Duration::from_millis(args.timer_delay_ms);
+    }
+    let drain_deadline = Instant::now() + drain;
+    let outstanding = || {
+        ledgers.iter().any(|l| l.outstanding() > 0)
+            || ctx.timers.as_ref().is_some_and(|t| t.outstanding() > 0)
+    };
     if args.scenario != Scenario::Push {
-        while ledgers.iter().any(|l| l.outstanding() > 0) && Instant::now() < drain_deadline {
+        while outstanding() && Instant::now() < drain_deadline {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -317,7 +357,7 @@ pub async fn run(mut args: BenchArgs) -> anyhow::Result<Report> {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
         _ => None,
     };
-    let mut ledger = (args.scenario != Scenario::Push).then(|| {
+    let mut ledger = (args.scenario != Scenario::Push && ctx.timers.is_none()).then(|| {
         ledgers
             .iter()
             .map(Ledger::check)
@@ -339,6 +379,12 @@ pub async fn run(mut args: BenchArgs) -> anyhow::Result<Report> {
             l.windows = Some(windows);
         }
     }
+    let mut timer_figures = None;
+    if ctx.timers.is_some() {
+        let (f, lateness) = timers::finish(&ctx, measured.as_secs_f64(), &push_hist).await?;
+        timer_figures = Some(f);
+        e2e_hist = lateness;
+    }
     let mut report = Report::new(
         &args,
         queue,
@@ -353,5 +399,6 @@ pub async fn run(mut args: BenchArgs) -> anyhow::Result<Report> {
         cpu,
     );
     report.streams = figures;
+    report.timers = timer_figures;
     Ok(report)
 }

@@ -10,7 +10,8 @@ use serde::Serialize;
 use super::ledger::LedgerCheck;
 use super::stats::{percentiles, Percentiles};
 use super::streams::StreamsFigures;
-use super::{BenchArgs, Shared};
+use super::timers::{self, TimerFigures};
+use super::{BenchArgs, Scenario, Shared};
 
 #[derive(Debug, Serialize)]
 pub struct Report {
@@ -19,7 +20,8 @@ pub struct Report {
     pub groups: usize,
     /// Length of the measured window, seconds.
     pub seconds: f64,
-    /// Messages the broker acknowledged as pushed in the window, and per second.
+    /// Messages the broker acknowledged as pushed in the window, and per second (timers:
+    /// timers scheduled).
     pub pushed: u64,
     pub push_rate: f64,
     pub push_requests: u64,
@@ -29,7 +31,9 @@ pub struct Report {
     pub pop_requests: u64,
     pub errors: u64,
     pub first_error: Option<String>,
+    /// Timers: the schedule requests' latency.
     pub push_latency: Percentiles,
+    /// Timers: each timer's lateness (its pop answer minus its `deliverAt`).
     pub end_to_end_latency: Percentiles,
     /// `None` for push-only runs.
     pub ledger: Option<LedgerCheck>,
@@ -41,6 +45,8 @@ pub struct Report {
     pub generator_cores: f64,
     /// The streams scenarios' steps, windows and window latency.
     pub streams: Option<StreamsFigures>,
+    /// The timers scenario's counts, lateness and pending load.
+    pub timers: Option<TimerFigures>,
 }
 
 impl Report {
@@ -81,15 +87,25 @@ impl Report {
             generator_cpu_seconds: cpu,
             generator_cores: cpu / secs,
             streams: None,
+            timers: None,
         }
     }
 
     pub fn text(&self) -> String {
-        let mut s = format!(
-            "scenario {:?}, queue {}, {} partitions, {} group(s), {} producers x batch {}, {} consumers x batch {}, {} B payloads, {:.1} s\n",
-            self.args.scenario, self.queue, self.args.partitions, self.groups, self.args.producers,
-            self.args.push_batch, self.args.consumers, self.args.pop_batch, self.args.payload, self.seconds
-        );
+        let timers = self.args.scenario == Scenario::Timers;
+        let mut s = if timers {
+            format!(
+                "scenario Timers, queue {}, {} partitions, {} producers x batch {}, {} consumers x batch {}, {:.1} s\n",
+                self.queue, self.args.partitions, self.args.producers, self.args.timer_batch,
+                self.args.consumers, self.args.pop_batch, self.seconds
+            )
+        } else {
+            format!(
+                "scenario {:?}, queue {}, {} partitions, {} group(s), {} producers x batch {}, {} consumers x batch {}, {} B payloads, {:.1} s\n",
+                self.args.scenario, self.queue, self.args.partitions, self.groups, self.args.producers,
+                self.args.push_batch, self.args.consumers, self.args.pop_batch, self.args.payload, self.seconds
+            )
+        };
         if self.args.pop_url() != self.args.url {
             s += &format!(
                 "producers on {}, consumers on {}\n",
@@ -119,8 +135,14 @@ impl Report {
                 p.p50_ms, p.p90_ms, p.p99_ms, p.p999_ms, p.max_ms, p.count
             )
         };
-        s += &lat("push", &self.push_latency);
-        s += &lat("e2e", &self.end_to_end_latency);
+        if let Some(t) = &self.timers {
+            s += &lat("sched", &self.push_latency);
+            s += &lat("late", &self.end_to_end_latency);
+            s += &timers::text(t);
+        } else {
+            s += &lat("push", &self.push_latency);
+            s += &lat("e2e", &self.end_to_end_latency);
+        }
         if let Some(f) = &self.streams {
             s += &streams_text(f);
             s += &lat("step", &f.step_latency);

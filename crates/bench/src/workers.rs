@@ -11,6 +11,7 @@ use serde::Deserialize;
 use super::ledger::{txid, Ledger};
 use super::stats::{histogram, record, trace_slow};
 use super::streams::Pipeline;
+use super::timers::Book;
 use super::{AckMode, BenchArgs, Shared};
 
 pub(crate) struct Ctx {
@@ -21,6 +22,8 @@ pub(crate) struct Ctx {
     pub ledgers: Arc<Vec<Ledger>>,
     /// The streams scenarios' shared state.
     pub streams: Option<Pipeline>,
+    /// The timers scenario's promises and arrivals.
+    pub timers: Option<Book>,
 }
 
 pub(crate) fn unix_micros() -> u64 {
@@ -104,9 +107,15 @@ pub(crate) struct Pace {
 
 impl Pace {
     pub(crate) fn new(args: &BenchArgs, producers: usize, batch: usize) -> Pace {
+        Pace::at_rate(args.rate, producers, batch)
+    }
+
+    /// `rate` items per second in all, across `producers` sending `batch` at a time (0 =
+    /// closed loop).
+    pub(crate) fn at_rate(rate: f64, producers: usize, batch: usize) -> Pace {
         Pace {
-            interval: (args.rate > 0.0)
-                .then(|| Duration::from_secs_f64(batch as f64 * producers as f64 / args.rate)),
+            interval: (rate > 0.0)
+                .then(|| Duration::from_secs_f64(batch as f64 * producers as f64 / rate)),
             start: Instant::now(),
             start_unix: unix_micros(),
             tick: 0,
