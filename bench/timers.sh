@@ -6,6 +6,7 @@
 #
 #   bench/timers.sh                                   # RATE=1000 DURATION=60 PENDING=1000000
 #   DURATION=5 PENDING=10000 bench/timers.sh          # a smoke run
+#   PENDING_VIA=sql bench/timers.sh                   # the pending timers by one INSERT
 #
 # Each measurement runs on a fresh `regent dev` cluster (fsync and synchronous commit on):
 # 4 producers schedule batches of 20 timers (`POST /api/v1/timers`), each due DELAY ms after
@@ -16,7 +17,10 @@
 # (`regent_timer_lateness_seconds`: the fire's commit minus deliverAt, by bucket bounds) is
 # printed beside it. The pending timers are loaded through the API before the measured window
 # (1,000 per request, 4 at a time), and the load's length is printed: about two statements per
-# timer, so 1,000,000 take minutes. CPU of the broker and of PostgreSQL is counted over the
+# timer, so 1,000,000 take about 20 minutes on 2 cores); with PENDING_VIA=sql they are written
+# by one `INSERT … SELECT FROM generate_series` into `timers` instead (seconds; the rows are
+# what a schedule writes, due a day later, in queue `timers-pending`), which measures the same
+# table state. CPU of the broker and of PostgreSQL is counted over the
 # measured window and its drain only. The JSON reports stay in the work directory it names.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +29,7 @@ RATE=${RATE:-1000}
 DURATION=${DURATION:-60}
 PENDING=${PENDING:-1000000}
 DELAY=${DELAY:-1000}
+PENDING_VIA=${PENDING_VIA:-api}
 PORT=${PORT:-6760}
 ARGS="--scenario timers --rate $RATE --timer-delay-ms $DELAY --timer-batch 20 --producers 4
       --partitions 1 --consumers 2 --pop-batch 500 --drain-timeout 60"
@@ -42,8 +47,18 @@ for pending in 0 "$PENDING"; do
     name="pending-$pending"
     start_dev "$PORT"
     echo "timers at $RATE/s for $DURATION s, $pending pending (fresh cluster)"
+    load=$pending
+    if [ "$PENDING_VIA" = sql ] && [ "$pending" -gt 0 ]; then
+        psql "$PG" -qc "INSERT INTO timers (tenant, queue, timer_key, txn, message_id, partition,
+                                             payload, deliver_at)
+                        SELECT 'default', 'timers-pending', 'p/' || g, 'pt-' || g,
+                               gen_random_uuid(), 'Default', '{}',
+                               now() + interval '1 day' + g * interval '1 ms'
+                          FROM generate_series(1, $pending) g" -c "ANALYZE timers"
+        load=0
+    fi
     # shellcheck disable=SC2086
-    "$gen" bench --url "$url" $ARGS --duration "$DURATION" --pending "$pending" \
+    "$gen" bench --url "$url" $ARGS --duration "$DURATION" --pending "$load" \
         --queue "timers-$pending" --pg-url "$PG" --json >"$work/$name.json" 2>"$work/$name.err" &
     pid=$!
     # CPU from the measured window's start (after the pending load) to the end.
