@@ -155,7 +155,8 @@ async fn python_client_1_3_0_kv() {
 /// authentication on (`tests/python/timers_flow.py`): schedule, peek, the delivered message with
 /// the promised id and txn consumed with the client's pop and ack, reschedule, cancel through the
 /// route nothing blocks, list pages and `list_all`, an index-aligned batch, a server-owned field
-/// refused by the client and `payloadZstd` by the broker (a `TimerError`).
+/// refused by the client and `payloadZstd` by the broker (a `TimerError`), and the transaction
+/// builder's timer rider (a timer set with one ack and cancelled with another).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_1_3_0_timers() {
     let b = authed_broker_with(|_| {}).await;

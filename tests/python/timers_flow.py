@@ -102,6 +102,26 @@ async def run(url: str) -> None:
             assert e.status == 400, e
         left = await client.timers.list(q)
         assert left["rows"] == [] and not left["truncated"], left
+
+        step("the transaction rider: a timer set with an ack, and cancelled with another")
+        src = f"pyt-{RUN}-src"
+        await client.queue(src).push([{"data": {"order": 1}, "transactionId": f"{RUN}-s1"}, {"data": {"order": 2}, "transactionId": f"{RUN}-s2"}])
+        m1, m2 = await client.queue(src).batch(2).wait(False).pop()
+        res = await (
+            client.transaction()
+            .ack(m1)
+            .timer(q).key("tx/remind").payload({"from": "tx"}).after_ms(300).schedule()
+            .timer(q).key("tx/never").payload({"from": "tx"}).after_ms(3_600_000).schedule()
+            .commit()
+        )
+        assert res and [r["type"] for r in res["results"]] == ["ack", "timer", "timer"], res
+        promised = res["results"][1]
+        assert promised["status"] == "scheduled" and promised["index"] == 1, promised
+        res = await client.transaction().ack(m2).timer(q).key("tx/never").cancel().commit()
+        assert res and res["results"][1]["status"] == "cancelled", res
+        [m] = await consume(client, q, 1)
+        assert m["id"] == promised["messageId"] and m["data"] == {"from": "tx"}, m
+        assert (await client.timers.list(q))["rows"] == [], "tx/never was cancelled with the second ack"
     finally:
         await asyncio.wait_for(client.close(), 10)
 
