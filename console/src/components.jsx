@@ -143,3 +143,61 @@ export function Confirm({ title, children, action, danger, busy, error, onConfir
     </dialog>
   );
 }
+
+/**
+ * What the last asked action did (`result`: its `text`, its `kind` as `data-kind`, and any
+ * `data` attributes the page's test reads), or why it failed (`error`: given only while no
+ * question is open, which says it itself); `titled` puts the error's kind before its text.
+ * `id` names them for the tests: `{id}-result`, `{id}-action-error`.
+ */
+export function Outcome({ id, error, result, titled, data }) {
+  return (
+    <>
+      {error && (
+        <p class="result result-error" role="alert" data-testid={`${id}-action-error`}>
+          {titled && `${explain(error).title}: `}
+          {error.message}
+        </p>
+      )}
+      {result && (
+        <p
+          class="result"
+          role="status"
+          data-testid={`${id}-result`}
+          data-kind={result.kind}
+          {...data}
+        >
+          {result.text}
+        </p>
+      )}
+    </>
+  );
+}
+
+/**
+ * A button in a row's actions cell. Out of the tab order: the row is what is focused, and
+ * its keys do what the buttons do.
+ */
+export function RowAction({ testid, onClick, children, ...rest }) {
+  return (
+    <button
+      type="button"
+      class="small secondary"
+      tabIndex={-1}
+      data-testid={testid}
+      onClick={onClick}
+      {...rest}
+    >
+      {children}
+    </button>
+  );
+}
+
+/** The header's Reload of a list (`get`, a `useApi`): asks again now, not while it asks. */
+export function Reload({ get }) {
+  return (
+    <button type="button" class="secondary" onClick={get.reload} disabled={get.loading}>
+      Reload
+    </button>
+  );
+}

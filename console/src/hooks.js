@@ -63,3 +63,48 @@ export function useAction() {
   const clear = useCallback(() => setState({ busy: false, error: null, result: null }), []);
   return { ...state, run, clear };
 }
+
+/**
+ * An action asked before it is done, one way on every page that confirms one (the `Confirm`
+ * dialog): `ask(p)` opens the question about `p` (`pending`), forgetting the last outcome
+ * and error; `back()` closes it; `act(path, options, said)` does it, and on success closes
+ * the question and keeps `said(answer)` as `result` (what the page says it did), answering
+ * the answer (null on failure, the question then staying open with the error). `confirm` is
+ * what `Confirm` takes of it. The outcome is forgotten when one of `forgetOn` changes (the
+ * rows it was said about are no longer shown).
+ */
+export function useAsked(forgetOn = []) {
+  const action = useAction();
+  const [pending, setPending] = useState(null);
+  const [result, setResult] = useState(null);
+  useEffect(() => setResult(null), forgetOn);
+  const start = () => {
+    setResult(null);
+    action.clear();
+  };
+  const back = () => {
+    setPending(null);
+    action.clear();
+  };
+  return {
+    action,
+    pending,
+    setPending,
+    result,
+    setResult,
+    start,
+    ask: (p) => {
+      start();
+      setPending(p);
+    },
+    back,
+    act: async (path, options, said) => {
+      const out = await action.run(path, options);
+      if (!out) return null;
+      setPending(null);
+      setResult(said(out));
+      return out;
+    },
+    confirm: { busy: action.busy, error: action.error, onCancel: back },
+  };
+}

@@ -67,3 +67,16 @@ export function rowKeys(open, { onTop } = {}) {
     }
   };
 }
+
+/**
+ * A row's keydown handler where Delete asks to remove it (`ask()`: a question first, never
+ * the act), the row's own key only; every other key goes to `keys` (`rowKeys`).
+ */
+export function deleteAsks(ask, keys) {
+  return (e) => {
+    if (e.key === 'Delete' && e.target === e.currentTarget) {
+      e.preventDefault();
+      ask();
+    } else keys(e);
+  };
+}

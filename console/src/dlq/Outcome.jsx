@@ -1,28 +1,22 @@
-// What the last action did, counted from the broker's verdicts (`result`), or why it failed.
-import { explain } from '../api.js';
+// What the last action did, counted from the broker's verdicts (`result`), or why it failed:
+// the shared `Outcome`, carrying the verdicts' counts for the test.
+import { Outcome as Said } from '../components.jsx';
 
 export function Outcome({ error, result }) {
+  const v = result?.verdicts;
   return (
-    <>
-      {error && (
-        <p class="result result-error" role="alert" data-testid="dlq-action-error">
-          {explain(error).title}: {error.message}
-        </p>
-      )}
-      {result && (
-        <p
-          class="result"
-          role="status"
-          data-testid="dlq-result"
-          data-requeued={result.verdicts?.requeued}
-          data-deleted={result.verdicts?.deleted}
-          data-duplicate={result.verdicts?.duplicate}
-          data-gone={result.verdicts?.gone}
-          data-more={result.verdicts?.more}
-        >
-          {result.text}
-        </p>
-      )}
-    </>
+    <Said
+      id="dlq"
+      titled
+      error={error}
+      result={result}
+      data={{
+        'data-requeued': v?.requeued,
+        'data-deleted': v?.deleted,
+        'data-duplicate': v?.duplicate,
+        'data-gone': v?.gone,
+        'data-more': v?.more,
+      }}
+    />
   );
 }

@@ -1,6 +1,7 @@
 // The dead letters of a page, one row each, and their keys: arrows or j/k move, Enter opens
 // the message, and with `mayAct` space selects, r requeues, Delete deletes. A reason links to
 // the listing of that reason; `ask` puts a row's action to the user (`Confirmation.jsx`).
+import { RowAction } from '../components.jsx';
 import { failedAt, pageState, preview, selectPage, toggle } from '../deadletters.js';
 import { count } from '../format.js';
 import { moveRow } from '../keys.js';
@@ -119,24 +120,18 @@ export function Table({ rows, filter, selected, select, mayAct, ask, inputRef, t
                 </td>
                 {mayAct && (
                   <td class="row-actions">
-                    <button
-                      type="button"
-                      class="small secondary"
-                      tabIndex={-1}
-                      data-testid="dlq-requeue-one"
+                    <RowAction
+                      testid="dlq-requeue-one"
                       onClick={() => ask('requeue', 'one', [d.deadLetterId], d.id)}
                     >
                       Requeue
-                    </button>
-                    <button
-                      type="button"
-                      class="small secondary"
-                      tabIndex={-1}
-                      data-testid="dlq-delete-one"
+                    </RowAction>
+                    <RowAction
+                      testid="dlq-delete-one"
                       onClick={() => ask('delete', 'one', [d.deadLetterId], d.id)}
                     >
                       Delete
-                    </button>
+                    </RowAction>
                   </td>
                 )}
               </tr>

@@ -7,6 +7,7 @@
 // Keys: `/` focuses the filters, arrows or j/k move between rows, space selects a row,
 // Enter opens its message, r requeues it, Delete deletes it, `[` and `]` turn the page.
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { Reload } from '../components.jsx';
 import {
   DLQ_PAGE,
   describeFilter,
@@ -26,7 +27,7 @@ import { Filters } from '../dlq/Filters.jsx';
 import { Outcome } from '../dlq/Outcome.jsx';
 import { Table } from '../dlq/Table.jsx';
 import { Toolbar } from '../dlq/Toolbar.jsx';
-import { useAction, useApi } from '../hooks.js';
+import { useApi, useAsked } from '../hooks.js';
 import { useListKeys } from '../keys.js';
 import { ListPage } from '../list-page.jsx';
 import { href, navigate } from '../route.js';
@@ -38,10 +39,9 @@ export function DeadLetters({ query }) {
   const filter = readFilter(query);
   const page = pageNumber(query);
   const listing = useApi(listPath(filter, page));
-  const action = useAction();
+  const asked = useAsked();
+  const { action, pending, start, ask: askAbout } = asked;
   const [selected, setSelected] = useState(() => new Set());
-  const [pending, setPending] = useState(null);
-  const [result, setResult] = useState(null);
   const input = useRef(null);
   const table = useRef(null);
   const mayAct = can(session, 'read-write');
@@ -62,14 +62,8 @@ export function DeadLetters({ query }) {
     next: page < pages ? () => go(page + 1) : null,
   });
 
-  const start = () => {
-    setResult(null);
-    action.clear();
-  };
-  const ask = (kind, scope, chosen, label) => {
-    start();
-    setPending({ kind, scope, ids: chosen, count: chosen.length, label });
-  };
+  const ask = (kind, scope, chosen, label) =>
+    askAbout({ kind, scope, ids: chosen, count: chosen.length, label });
   // Everything the filter matches: the dry run's count is the question's.
   const askFilter = async (kind) => {
     start();
@@ -78,15 +72,13 @@ export function DeadLetters({ query }) {
       body: filterBody(filter, true),
     });
     if (!dry) return;
-    if (dry.matched === 0) setResult({ text: 'No dead letter matches the filter.' });
-    else setPending({ kind, scope: 'filter', count: dry.matched, more: dry.more });
+    if (dry.matched === 0) asked.setResult({ text: 'No dead letter matches the filter.' });
+    else asked.setPending({ kind, scope: 'filter', count: dry.matched, more: dry.more });
   };
   const act = async () => {
     const body = pending.scope === 'filter' ? filterBody(filter) : idsBody(pending.ids);
-    const out = await action.run(`/api/v1/dlq/${pending.kind}`, { method: 'POST', body });
-    if (!out) return;
-    setPending(null);
-    setResult({ text: verdictText(out), verdicts: verdicts(out) });
+    const said = (out) => ({ text: verdictText(out), verdicts: verdicts(out) });
+    if (!(await asked.act(`/api/v1/dlq/${pending.kind}`, { method: 'POST', body }, said))) return;
     setSelected(new Set());
     listing.reload();
   };
@@ -103,14 +95,7 @@ export function DeadLetters({ query }) {
               {`${plural(total, 'dead letter')}${filtered ? ' match' : ''}`}
             </span>
           )}
-          <button
-            type="button"
-            class="secondary"
-            onClick={listing.reload}
-            disabled={listing.loading}
-          >
-            Reload
-          </button>
+          <Reload get={listing} />
         </>
       }
       top={
@@ -135,7 +120,7 @@ export function DeadLetters({ query }) {
               This token is {session?.role}: requeueing and deleting dead letters need read-write.
             </p>
           )}
-          <Outcome error={!pending && action.error} result={result} />
+          <Outcome error={!pending && action.error} result={asked.result} />
         </>
       }
       get={listing}
@@ -148,10 +133,7 @@ export function DeadLetters({ query }) {
             filter={filter}
             action={action}
             onConfirm={act}
-            onCancel={() => {
-              setPending(null);
-              action.clear();
-            }}
+            onCancel={asked.back}
           />
         )
       }

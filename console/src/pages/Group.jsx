@@ -19,7 +19,7 @@ import {
   seekPartitionPath,
   seekQueuePath,
 } from '../groups.js';
-import { useAction, useApi } from '../hooks.js';
+import { useApi, useAsked } from '../hooks.js';
 import { moveRow } from '../keys.js';
 import { ListPage } from '../list-page.jsx';
 import { href, navigate } from '../route.js';
@@ -262,23 +262,14 @@ function GroupCursors({ name, query }) {
   const { session } = useSession();
   const page = Math.max(1, Number.parseInt(query.page, 10) || 1);
   const detail = useApi(cursorsPath(name, page), { everyMs: 10000 });
-  const action = useAction();
-  const [pending, setPending] = useState(null);
-  const [result, setResult] = useState(null);
+  const asked = useAsked();
+  const { action, pending, result, ask } = asked;
   const mayWrite = can(session, 'read-write');
   const mayAdmin = can(session, 'admin');
 
-  const ask = (p) => {
-    setResult(null);
-    action.clear();
-    setPending(p);
-  };
   const act = async () => {
-    const out = await action.run(pending.path, { method: pending.method, body: pending.body });
-    if (!out) return;
-    setResult(said(pending, out));
-    setPending(null);
-    detail.reload();
+    const options = { method: pending.method, body: pending.body };
+    if (await asked.act(pending.path, options, (out) => said(pending, out))) detail.reload();
   };
   const go = (p) => navigate(href('/group', { name, page: p > 1 ? p : undefined }));
   const queues = byQueue(detail.data);
@@ -374,13 +365,8 @@ function GroupCursors({ name, query }) {
             }
             action={pending.kind.startsWith('seek') ? 'Seek' : 'Delete'}
             danger={pending.kind.startsWith('delete')}
-            busy={action.busy}
-            error={action.error}
+            {...asked.confirm}
             onConfirm={act}
-            onCancel={() => {
-              setPending(null);
-              action.clear();
-            }}
           >
             <Question p={pending} />
           </Confirm>

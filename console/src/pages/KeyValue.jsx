@@ -7,10 +7,10 @@
 // Keys: `/` focuses the namespace, arrows or j/k move, Delete deletes a row, `]` turns to
 // the next page and `[` back to the first.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { Confirm, EmptyState, ErrorState } from '../components.jsx';
+import { Confirm, EmptyState, ErrorState, Outcome, Reload, RowAction } from '../components.jsx';
 import { count } from '../format.js';
-import { useAction, useApi } from '../hooks.js';
-import { rowKeys, useListKeys } from '../keys.js';
+import { useApi, useAsked } from '../hooks.js';
+import { deleteAsks, rowKeys, useListKeys } from '../keys.js';
 import {
   deleteBody,
   deleteVerdict,
@@ -24,6 +24,7 @@ import {
 } from '../kv.js';
 import { ListPage } from '../list-page.jsx';
 import { instant, pretty } from '../messages.js';
+import { KeysetPager, keysetTurns } from '../pager.jsx';
 import { navigate } from '../route.js';
 import { can, useSession } from '../session.js';
 import '../actions.css';
@@ -79,35 +80,21 @@ function Browser({ query }) {
       }}
     >
       <div class="filters">
-        <label>
-          Namespace
-          <input
-            ref={input}
-            class="search"
-            name="ns"
-            required
-            autocomplete="off"
-            spellcheck={false}
-            placeholder="namespace   ( / )"
-            data-testid="kv-ns"
-            value={ns}
-            onInput={(e) => setNs(e.currentTarget.value)}
-          />
-        </label>
-        <label>
-          Key prefix
-          <input
-            class="search"
-            name="prefix"
-            required
-            autocomplete="off"
-            spellcheck={false}
-            placeholder="user:"
-            data-testid="kv-prefix"
-            value={prefix}
-            onInput={(e) => setPrefix(e.currentTarget.value)}
-          />
-        </label>
+        <Field
+          label="Namespace"
+          inputRef={input}
+          name="ns"
+          placeholder="namespace   ( / )"
+          value={ns}
+          set={setNs}
+        />
+        <Field
+          label="Key prefix"
+          name="prefix"
+          placeholder="user:"
+          value={prefix}
+          set={setPrefix}
+        />
         <div class="actions">
           <button type="submit">Browse</button>
         </div>
@@ -130,29 +117,16 @@ function Browser({ query }) {
   const { rows, nextAfter } = prefixPage(lacking ? null : read.data);
   const first = kvHref({ ns: where.ns, prefix: where.prefix });
   const next = nextAfter && kvHref({ ...where, after: nextAfter });
-  useListKeys({
-    input,
-    table,
-    prev: where.after ? () => navigate(first) : null,
-    next: next ? () => navigate(next) : null,
-  });
+  useListKeys({ input, table, ...keysetTurns({ after: where.after, first, next }) });
 
-  const action = useAction();
-  const [pending, setPending] = useState(null);
-  const [result, setResult] = useState(null);
   // What a delete did is said about the rows it was done on, not another namespace's.
-  useEffect(() => setResult(null), [where.ns, where.prefix]);
-  const ask = (row) => {
-    setResult(null);
-    action.clear();
-    setPending({ ns: where.ns, key: row.key, version: row.version });
-  };
+  const asked = useAsked([where.ns, where.prefix]);
+  const { pending } = asked;
+  const ask = (row) => asked.ask({ ns: where.ns, key: row.key, version: row.version });
   const remove = async () => {
-    const out = await action.run(PATH, { method: 'POST', body: deleteBody(pending) });
-    if (!out) return;
-    setPending(null);
-    setResult(deleteVerdict(out, pending.key));
-    read.reload();
+    const body = deleteBody(pending);
+    const said = (out) => deleteVerdict(out, pending.key);
+    if (await asked.act(PATH, { method: 'POST', body }, said)) read.reload();
   };
 
   return (
@@ -166,25 +140,14 @@ function Browser({ query }) {
             <span class="badge" data-testid="kv-count" data-value={rows.length}>
               {count(rows.length)} row{rows.length === 1 ? '' : 's'}
             </span>
-            <button type="button" class="secondary" onClick={read.reload} disabled={read.loading}>
-              Reload
-            </button>
+            <Reload get={read} />
           </>
         )
       }
       top={
         <>
           {form}
-          {action.error && !pending && (
-            <p class="result result-error" role="alert" data-testid="kv-action-error">
-              {action.error.message}
-            </p>
-          )}
-          {result && (
-            <p class="result" role="status" data-testid="kv-result" data-kind={result.kind}>
-              {result.text}
-            </p>
-          )}
+          <Outcome id="kv" error={!pending && asked.action.error} result={asked.result} />
         </>
       }
       get={lacking ? ASKED_NOTHING : read}
@@ -214,36 +177,14 @@ function Browser({ query }) {
       pager={false}
       bottom={
         <>
-          {(where.after || next) && (
-            <nav class="pager" aria-label="Pages" data-testid="kv-pager">
-              {where.after && (
-                <a href={first} data-testid="kv-first" title="The first page ( [ )">
-                  ← First page
-                </a>
-              )}
-              <span data-testid="kv-page">
-                {where.after ? `Keys after “${where.after}”` : 'First page'}
-                {next ? '' : ' (the last page)'}
-              </span>
-              {next && (
-                <a href={next} data-testid="kv-next" title="Next page ( ] )">
-                  Next page →
-                </a>
-              )}
-            </nav>
-          )}
+          <KeysetPager id="kv" after={where.after} first={first} next={next} />
           {pending && (
             <Confirm
               title={`Delete “${pending.key}”?`}
               action="Delete"
               danger
-              busy={action.busy}
-              error={action.error}
+              {...asked.confirm}
               onConfirm={remove}
-              onCancel={() => {
-                setPending(null);
-                action.clear();
-              }}
             >
               <p>
                 The row <code>{pending.key}</code> of namespace <code>{pending.ns}</code>, at
@@ -261,6 +202,27 @@ function Browser({ query }) {
     >
       <Rows rows={rows} ask={ask} inputRef={input} tableRef={table} />
     </ListPage>
+  );
+}
+
+/** A field of the form: typed as is, a key's bytes being what a prefix matches. */
+function Field({ label, inputRef, name, placeholder, value, set }) {
+  return (
+    <label>
+      {label}
+      <input
+        ref={inputRef}
+        class="search"
+        name={name}
+        required
+        autocomplete="off"
+        spellcheck={false}
+        placeholder={placeholder}
+        data-testid={`kv-${name}`}
+        value={value}
+        onInput={(e) => set(e.currentTarget.value)}
+      />
+    </label>
   );
 }
 
@@ -300,47 +262,33 @@ function Rows({ rows, ask, inputRef, tableRef }) {
         </tr>
       </thead>
       <tbody>
-        {rows.map((r) => {
-          const keys = rowKeys(null, { onTop });
-          return (
-            <tr
-              key={r.key}
-              tabIndex={0}
-              data-key={r.key}
-              onKeyDown={(e) => {
-                if (e.key === 'Delete' && e.target === e.currentTarget) {
-                  e.preventDefault();
-                  ask(r);
-                } else keys(e);
-              }}
-            >
-              <td class="key">
-                <span class="state-key">{r.key}</span>
-              </td>
-              <td>
-                <pre class="state-value" data-col="value">
-                  {pretty(r.value)}
-                </pre>
-              </td>
-              <td class="num" data-col="version" data-value={r.version}>
-                {count(r.version)}
-              </td>
-              <td data-col="expires">{expires(r.expiresAt)}</td>
-              <td data-col="updated">{instant(r.updatedAt, { ms: true })}</td>
-              <td class="row-actions">
-                <button
-                  type="button"
-                  class="small secondary"
-                  tabIndex={-1}
-                  data-testid="kv-delete"
-                  onClick={() => ask(r)}
-                >
-                  Delete
-                </button>
-              </td>
-            </tr>
-          );
-        })}
+        {rows.map((r) => (
+          <tr
+            key={r.key}
+            tabIndex={0}
+            data-key={r.key}
+            onKeyDown={deleteAsks(() => ask(r), rowKeys(null, { onTop }))}
+          >
+            <td class="key">
+              <span class="state-key">{r.key}</span>
+            </td>
+            <td>
+              <pre class="state-value" data-col="value">
+                {pretty(r.value)}
+              </pre>
+            </td>
+            <td class="num" data-col="version" data-value={r.version}>
+              {count(r.version)}
+            </td>
+            <td data-col="expires">{expires(r.expiresAt)}</td>
+            <td data-col="updated">{instant(r.updatedAt, { ms: true })}</td>
+            <td class="row-actions">
+              <RowAction testid="kv-delete" onClick={() => ask(r)}>
+                Delete
+              </RowAction>
+            </td>
+          </tr>
+        ))}
       </tbody>
     </table>
   );

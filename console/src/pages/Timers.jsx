@@ -9,14 +9,15 @@
 // Keys: arrows or j/k move, Enter peeks, Delete cancels a row, `]` turns to the next page
 // and `[` back to the first; on the queues, Enter opens one.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { Confirm, EmptyState } from '../components.jsx';
+import { Confirm, EmptyState, Outcome, Reload, RowAction } from '../components.jsx';
 import { count } from '../format.js';
-import { useAction, useApi } from '../hooks.js';
-import { moveRow, rowKeys, useListKeys } from '../keys.js';
+import { useApi, useAsked } from '../hooks.js';
+import { deleteAsks, moveRow, rowKeys, useListKeys } from '../keys.js';
 import { ListPage } from '../list-page.jsx';
 import { Loaded } from '../loaded.jsx';
 import { JsonBlock } from '../message-parts.jsx';
 import { instant } from '../messages.js';
+import { KeysetPager, keysetTurns } from '../pager.jsx';
 import { navigate } from '../route.js';
 import { can, useSession } from '../session.js';
 import {
@@ -63,9 +64,7 @@ function Queues() {
             <span class="badge" data-testid="timer-queues-count" data-value={queues.length}>
               {count(queues.length)} queue{queues.length === 1 ? '' : 's'}
             </span>
-            <button type="button" class="secondary" onClick={get.reload} disabled={get.loading}>
-              Reload
-            </button>
+            <Reload get={get} />
           </>
         )
       }
@@ -142,39 +141,23 @@ function QueueTimers({ where }) {
   const first = timersHref({ queue: where.queue });
   const next = nextAfter && timersHref({ queue: where.queue, after: nextAfter });
   const table = useRef(null);
-  useListKeys({
-    table,
-    prev: where.after ? () => navigate(first) : null,
-    next: next ? () => navigate(next) : null,
-  });
+  useListKeys({ table, ...keysetTurns({ after: where.after, first, next }) });
 
   // The row peeked at, by key: one at a time, closed on another page.
   const [peeked, setPeeked] = useState(null);
   useEffect(() => setPeeked(null), [where.queue, where.after]);
   const peek = (row) => setPeeked(peeked === row.timerKey ? null : row.timerKey);
 
-  const action = useAction();
-  const [pending, setPending] = useState(null);
-  const [result, setResult] = useState(null);
   // What a cancel did is said about the queue it was done on.
-  useEffect(() => setResult(null), [where.queue]);
+  const asked = useAsked([where.queue]);
+  const { pending } = asked;
   const ask = (row) => {
     if (!mayCancel) return;
-    setResult(null);
-    action.clear();
-    setPending({
-      queue: where.queue,
-      key: row.timerKey,
-      txn: row.txn,
-      deliverAt: row.deliverAt,
-    });
+    asked.ask({ queue: where.queue, key: row.timerKey, txn: row.txn, deliverAt: row.deliverAt });
   };
   const cancel = async () => {
-    const out = await action.run(cancelPath(pending), { method: 'DELETE' });
-    if (!out) return;
-    setPending(null);
-    setResult(cancelVerdict(out, pending.key));
-    get.reload();
+    const said = (out) => cancelVerdict(out, pending.key);
+    if (await asked.act(cancelPath(pending), { method: 'DELETE' }, said)) get.reload();
   };
 
   return (
@@ -195,26 +178,11 @@ function QueueTimers({ where }) {
               {count(rows.length)}
               {nextAfter ? '+' : ''} timer{rows.length === 1 && !nextAfter ? '' : 's'}
             </span>
-            <button type="button" class="secondary" onClick={get.reload} disabled={get.loading}>
-              Reload
-            </button>
+            <Reload get={get} />
           </>
         )
       }
-      top={
-        <>
-          {action.error && !pending && (
-            <p class="result result-error" role="alert" data-testid="timers-action-error">
-              {action.error.message}
-            </p>
-          )}
-          {result && (
-            <p class="result" role="status" data-testid="timers-result" data-kind={result.kind}>
-              {result.text}
-            </p>
-          )}
-        </>
-      }
+      top={<Outcome id="timers" error={!pending && asked.action.error} result={asked.result} />}
       get={get}
       empty={
         rows.length === 0 && (
@@ -239,36 +207,14 @@ function QueueTimers({ where }) {
       pager={false}
       bottom={
         <>
-          {(where.after || next) && (
-            <nav class="pager" aria-label="Pages" data-testid="timers-pager">
-              {where.after && (
-                <a href={first} data-testid="timers-first" title="The first page ( [ )">
-                  ← First page
-                </a>
-              )}
-              <span data-testid="timers-page">
-                {where.after ? `Keys after “${where.after}”` : 'First page'}
-                {next ? '' : ' (the last page)'}
-              </span>
-              {next && (
-                <a href={next} data-testid="timers-next" title="Next page ( ] )">
-                  Next page →
-                </a>
-              )}
-            </nav>
-          )}
+          <KeysetPager id="timers" after={where.after} first={first} next={next} />
           {pending && (
             <Confirm
               title={`Cancel the timer “${pending.key}”?`}
               action="Cancel the timer"
               danger
-              busy={action.busy}
-              error={action.error}
+              {...asked.confirm}
               onConfirm={cancel}
-              onCancel={() => {
-                setPending(null);
-                action.clear();
-              }}
             >
               <p>
                 The timer <code>{pending.key}</code> of queue <code>{pending.queue}</code>, due{' '}
@@ -307,19 +253,16 @@ function QueueTimers({ where }) {
         <tbody>
           {rows.flatMap((r) => {
             const open = peeked === r.timerKey;
-            const keys = rowKeys(() => peek(r));
             const row = (
               <tr
                 key={r.timerKey}
                 tabIndex={0}
                 data-key={r.timerKey}
                 aria-expanded={open}
-                onKeyDown={(e) => {
-                  if (e.key === 'Delete' && e.target === e.currentTarget) {
-                    e.preventDefault();
-                    ask(r);
-                  } else keys(e);
-                }}
+                onKeyDown={deleteAsks(
+                  () => ask(r),
+                  rowKeys(() => peek(r)),
+                )}
               >
                 <td class="key">
                   <span class="state-key">{r.timerKey}</span>
@@ -335,26 +278,13 @@ function QueueTimers({ where }) {
                   {r.messageId}
                 </td>
                 <td class="row-actions">
-                  <button
-                    type="button"
-                    class="small secondary"
-                    tabIndex={-1}
-                    data-testid="timer-peek"
-                    aria-expanded={open}
-                    onClick={() => peek(r)}
-                  >
+                  <RowAction testid="timer-peek" aria-expanded={open} onClick={() => peek(r)}>
                     {open ? 'Hide' : 'Peek'}
-                  </button>
+                  </RowAction>
                   {mayCancel && (
-                    <button
-                      type="button"
-                      class="small secondary"
-                      tabIndex={-1}
-                      data-testid="timer-cancel"
-                      onClick={() => ask(r)}
-                    >
+                    <RowAction testid="timer-cancel" onClick={() => ask(r)}>
                       Cancel
-                    </button>
+                    </RowAction>
                   )}
                 </td>
               </tr>

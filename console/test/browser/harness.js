@@ -188,3 +188,87 @@ export async function shoot(page, name) {
   mkdirSync(dir, { recursive: true });
   await page.screenshot({ path: join(dir, name) });
 }
+
+/** `watched`, with `token` in the tab's sessionStorage as the console keeps it. */
+export async function watchedAs(browser, token) {
+  const w = await watched(browser);
+  await w.context.addInitScript((t) => sessionStorage.setItem('regent.token', t), token);
+  return w;
+}
+
+/** The selector of a keyed row (`tr[data-key]`), for any key: `"` and `\` escaped. */
+export function keyRow(key) {
+  return `tr[data-key="${key.replace(/["\\]/g, '\\$&')}"]`;
+}
+
+/** Whether the table `table` (its `data-testid`) comes to show exactly `keys`, in that order. */
+export function showsKeys(page, table, keys) {
+  return becomes(
+    page,
+    ([t, want]) =>
+      JSON.stringify(
+        [...document.querySelectorAll(`[data-testid=${t}] tbody tr[data-key]`)].map(
+          (r) => r.dataset.key,
+        ),
+      ) === JSON.stringify(want),
+    [table, keys],
+  );
+}
+
+/**
+ * A keyset pager (`KeysetPager`, testids `{id}-…`) over two pages, `first` and `second` (their
+ * keys, the second the last, after the API's `nextAfter`), shown in the table `table`: "Next
+ * page" turns to the API's page after `nextAfter`, which says it is the last; "First page"
+ * goes back; `]` and `[` do the same. `onSecond` checks more while the second page is shown.
+ */
+export async function keysetPages(page, { name, id, table, nextAfter, first, second, onSecond }) {
+  await page.click(`[data-testid=${id}-next]`);
+  await page.waitForFunction(
+    (after) => new URLSearchParams(location.hash.split('?')[1]).get('after') === after,
+    nextAfter,
+  );
+  check(
+    `${name}: the next page is the API's page after nextAfter`,
+    await showsKeys(page, table, second),
+  );
+  await onSecond?.();
+  same(
+    `${name}: it is the last page, without a next`,
+    [await page.textContent(`[data-testid=${id}-page]`), await page.$(`[data-testid=${id}-next]`)],
+    [`Keys after “${nextAfter}” (the last page)`, null],
+  );
+  await page.click(`[data-testid=${id}-first]`);
+  check(`${name}: the first page again`, await showsKeys(page, table, first));
+  await page.focus(keyRow(first[0]));
+  await page.keyboard.press(']');
+  check(`${name}: \`]\` turns to the next page`, await showsKeys(page, table, second));
+  await page.focus(keyRow(second[0]));
+  await page.keyboard.press('[');
+  check(`${name}: \`[\` goes back to the first`, await showsKeys(page, table, first));
+}
+
+/** Clicks `selector` and waits for the confirmation it asks. */
+export async function askFrom(page, selector) {
+  await page.click(selector);
+  await page.waitForSelector('[data-testid=confirm][open]');
+}
+
+/** Confirms the open question and waits for the page's outcome of `kind` (`{id}-result`). */
+export async function confirmed(page, id, kind) {
+  await page.click('[data-testid=confirm-action]');
+  await page.waitForSelector(`[data-testid=${id}-result][data-kind=${kind}]`);
+}
+
+/** Asks from the focused row `selector` with the Delete key, then backs out with Escape. */
+export async function backedOut(page, selector) {
+  await page.focus(selector);
+  await page.keyboard.press('Delete');
+  await page.waitForSelector('[data-testid=confirm][open]');
+  await page.keyboard.press('Escape');
+  await page.waitForSelector('[data-testid=confirm]', { state: 'detached' });
+}
+
+/** The tab the header marks as the current page's. */
+export function currentTab(page) {
+  return page.$eval('.tabs a[aria-current=page]', (e) => e.textContent);
+}

@@ -5,7 +5,24 @@
 // a read-only token is offered no tab and told why (the broker refuses it the route, reads
 // included), a read-write token browses, and another tenant sees none of acme's rows. Rows
 // are written through the API, in namespace `console-kv`.
-import { becomes, call, check, open, same, shoot, status, watched } from './harness.js';
+import {
+  askFrom,
+  backedOut,
+  becomes,
+  call,
+  check,
+  confirmed,
+  currentTab,
+  keyRow,
+  keysetPages,
+  open,
+  same,
+  shoot,
+  showsKeys,
+  status,
+  watched,
+  watchedAs,
+} from './harness.js';
 
 const NS = 'console-kv';
 const USERS = 103;
@@ -72,16 +89,7 @@ const shownRows = (page) =>
   );
 
 /** Whether the table comes to show exactly `keys`, in that order. */
-function shows(page, keys) {
-  return becomes(
-    page,
-    (want) =>
-      JSON.stringify(
-        [...document.querySelectorAll('[data-testid=kv-table] tbody tr')].map((r) => r.dataset.key),
-      ) === JSON.stringify(want),
-    keys,
-  );
-}
+const shows = (page, keys) => showsKeys(page, 'kv-table', keys);
 
 export async function anonymous({ browser, b }) {
   await make(b);
@@ -95,11 +103,7 @@ export async function anonymous({ browser, b }) {
     await page.$eval('[data-testid=empty] h2', (e) => e.textContent),
     'Which namespace?',
   );
-  same(
-    'kv: the tab is shown and current',
-    await page.$eval('.tabs a[aria-current=page]', (e) => e.textContent),
-    'Key/value',
-  );
+  same('kv: the tab is shown and current', await currentTab(page), 'Key/value');
 
   // Typed: the namespace, then (the field kept while the page changes under it) the prefix.
   await page.keyboard.press('/');
@@ -136,53 +140,19 @@ export async function anonymous({ browser, b }) {
   );
   await shoot(page, 'kv.png');
 
-  // The next page starts after the API's nextAfter.
-  await page.click('[data-testid=kv-next]');
-  await page.waitForFunction(
-    (after) => location.hash.includes(`after=${encodeURIComponent(after)}`),
-    first.nextAfter,
-  );
+  // The next page starts after the API's nextAfter; the first again, and by the keys.
   const second = await pageOf(b, 'user:', first.nextAfter);
   same('kv: the API has the last 3 users after', second.rows.length, USERS - 100);
-  check(
-    "kv: the next page is the API's page after nextAfter",
-    await shows(
-      page,
-      second.rows.map((r) => r.key),
-    ),
-  );
-  same("kv: its rows are the API's", await shownRows(page), expected(second.rows));
-  same(
-    'kv: it is the last page, without a next',
-    [await page.textContent('[data-testid=kv-page]'), await page.$('[data-testid=kv-next]')],
-    [`Keys after “${first.nextAfter}” (the last page)`, null],
-  );
-  await page.click('[data-testid=kv-first]');
-  check(
-    'kv: the first page again',
-    await shows(
-      page,
-      first.rows.map((r) => r.key),
-    ),
-  );
-  await page.focus(`tr[data-key="${user(0)}"]`);
-  await page.keyboard.press(']');
-  check(
-    'kv: `]` turns to the next page',
-    await shows(
-      page,
-      second.rows.map((r) => r.key),
-    ),
-  );
-  await page.focus(`tr[data-key="${second.rows[0].key}"]`);
-  await page.keyboard.press('[');
-  check(
-    'kv: `[` goes back to the first',
-    await shows(
-      page,
-      first.rows.map((r) => r.key),
-    ),
-  );
+  await keysetPages(page, {
+    name: 'kv',
+    id: 'kv',
+    table: 'kv-table',
+    nextAfter: first.nextAfter,
+    first: first.rows.map((r) => r.key),
+    second: second.rows.map((r) => r.key),
+    onSecond: async () =>
+      same("kv: its rows are the API's", await shownRows(page), expected(second.rows)),
+  });
 
   // Another prefix: an expiry, and a value that is a string.
   await page.fill('[data-testid=kv-prefix]', 'session:');
@@ -205,24 +175,18 @@ export async function anonymous({ browser, b }) {
   );
 
   // A delete, asked and confirmed: the row is gone from the broker and the page.
-  await page.click('tr[data-key="session:b"] [data-testid=kv-delete]');
-  await page.waitForSelector('[data-testid=confirm][open]');
+  await askFrom(page, `${keyRow('session:b')} [data-testid=kv-delete]`);
   same(
     'kv: the question names the version the delete is fenced by',
     await page.textContent('[data-testid=confirm-version]'),
     '1',
   );
-  await page.click('[data-testid=confirm-action]');
-  await page.waitForSelector('[data-testid=kv-result][data-kind=deleted]');
+  await confirmed(page, 'kv', 'deleted');
   same('kv: the deleted row is gone from the broker', (await getRow(b, 'session:b')).found, false);
   check('kv: and from the page', await shows(page, ['session:a']));
 
   // Cancelled (the Delete key, then Escape): nothing is deleted.
-  await page.focus('tr[data-key="session:a"]');
-  await page.keyboard.press('Delete');
-  await page.waitForSelector('[data-testid=confirm][open]');
-  await page.keyboard.press('Escape');
-  await page.waitForSelector('[data-testid=confirm]', { state: 'detached' });
+  await backedOut(page, keyRow('session:a'));
   same('kv: a cancelled delete deletes nothing', (await getRow(b, 'session:a')).found, true);
 
   // Written while the question is open: the fenced delete leaves the new version.
@@ -233,11 +197,9 @@ export async function anonymous({ browser, b }) {
     'kv: no result of the last delete on other rows',
     (await page.$('[data-testid=kv-result]')) === null,
   );
-  await page.click(`tr[data-key="${user(1)}"] [data-testid=kv-delete]`);
-  await page.waitForSelector('[data-testid=confirm][open]');
+  await askFrom(page, `${keyRow(user(1))} [data-testid=kv-delete]`);
   await kv(b, [{ op: 'put', ns: NS, key: user(1), value: { n: 1, third: true }, forever: true }]);
-  await page.click('[data-testid=confirm-action]');
-  await page.waitForSelector('[data-testid=kv-result][data-kind=changed]');
+  await confirmed(page, 'kv', 'changed');
   const kept = await getRow(b, user(1));
   same(
     'kv: a row written since it was shown is not deleted',
@@ -266,19 +228,13 @@ export async function anonymous({ browser, b }) {
   await context.close();
 }
 
-async function as(browser, token) {
-  const w = await watched(browser);
-  await w.context.addInitScript((t) => sessionStorage.setItem('regent.token', t), token);
-  return w;
-}
-
 export async function authenticated({ browser, b, tokens }) {
   await make(b, tokens.admin);
   const body = { operations: [{ op: 'getPrefix', ns: NS, prefix: 'user:' }] };
   const hash = '#/kv?ns=console-kv&prefix=user:';
 
   // Read-only: no tab, and the page says why without asking the broker, which refuses.
-  const ro = await as(browser, tokens['read-only']);
+  const ro = await watchedAs(browser, tokens['read-only']);
   await open(ro.page, b, '');
   await ro.page.waitForSelector('[data-testid=session][data-role=read-only]');
   same(
@@ -305,7 +261,7 @@ export async function authenticated({ browser, b, tokens }) {
   await ro.context.close();
 
   // Read-write: the tab, and the rows.
-  const rw = await as(browser, tokens['read-write']);
+  const rw = await watchedAs(browser, tokens['read-write']);
   await open(rw.page, b, '');
   await rw.page.waitForSelector('[data-testid=session][data-role=read-write]');
   await rw.page.click('.tabs a:text("Key/value")');
@@ -319,7 +275,7 @@ export async function authenticated({ browser, b, tokens }) {
 
   // A read-only token the console could not ask about (whoami failed): the tab is shown, and
   // the broker's 403 is said as the page says it.
-  const blind = await as(browser, tokens['read-only']);
+  const blind = await watchedAs(browser, tokens['read-only']);
   await blind.context.route('**/api/v1/whoami', (route) => route.abort());
   await open(blind.page, b, hash);
   await blind.page.waitForSelector('[data-testid=error][data-status="403"]');
@@ -337,7 +293,7 @@ export async function authenticated({ browser, b, tokens }) {
   await blind.context.close();
 
   // Another tenant: none of acme's rows.
-  const other = await as(browser, tokens.other);
+  const other = await watchedAs(browser, tokens.other);
   await open(other.page, b, hash);
   await other.page.waitForSelector('[data-testid=empty]');
   same(

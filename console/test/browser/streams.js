@@ -3,7 +3,17 @@
 // through the API as the streams SDK makes it: register a query, push to its source, pop
 // with the query's consumer group, commit a cycle with state operations and the ack.
 // Queues `stream-*`, queries `stream-*`.
-import { becomes, call, check, open, same, shoot, watched } from './harness.js';
+import {
+  becomes,
+  call,
+  check,
+  currentTab,
+  open,
+  same,
+  shoot,
+  watched,
+  watchedAs,
+} from './harness.js';
 
 const SEP = '\u001f';
 const W1 = '2026-01-01T00:00:00.000Z';
@@ -119,11 +129,7 @@ export async function anonymous({ browser, b }) {
     await page.$eval('tr[data-name="stream-idle"] [data-col=queues]', (e) => e.textContent),
     'stream-other → no sink',
   );
-  same(
-    'streams: the tab is current',
-    await page.$eval('.tabs a[aria-current=page]', (e) => e.textContent),
-    'Streams',
-  );
+  same('streams: the tab is current', await currentTab(page), 'Streams');
   await shoot(page, 'streams.png');
   await page.keyboard.press('/');
   await page.keyboard.type('idle');
@@ -312,12 +318,7 @@ export async function anonymous({ browser, b }) {
 /** A read-only token reads the tenant's queries and state; another tenant sees none. */
 export async function authenticated({ browser, b, tokens }) {
   const { query, a } = await make(b, tokens.admin);
-  const as = async (token) => {
-    const w = await watched(browser);
-    await w.context.addInitScript((t) => sessionStorage.setItem('regent.token', t), token);
-    return w;
-  };
-  const ro = await as(tokens['read-only']);
+  const ro = await watchedAs(browser, tokens['read-only']);
   await open(ro.page, b, `#/stream-state?id=${query.query_id}&partition=${a.partitionId}`);
   await ro.page.waitForSelector('[data-testid=state-table] tbody tr');
   same(
@@ -328,7 +329,7 @@ export async function authenticated({ browser, b, tokens }) {
   same('streams (read-only): no console errors', ro.errors, []);
   await ro.context.close();
 
-  const other = await as(tokens.other);
+  const other = await watchedAs(browser, tokens.other);
   await open(other.page, b, '#/streams');
   await other.page.waitForSelector('[data-testid=empty]');
   same(

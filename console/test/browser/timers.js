@@ -6,7 +6,24 @@
 // timers and peeks but is offered no Cancel (and the broker refuses it the DELETE), a
 // read-write token cancels, another tenant sees none of acme's. Timers are scheduled through
 // the API an hour ahead, so none fires during the test.
-import { becomes, call, check, open, same, shoot, status, watched } from './harness.js';
+import {
+  askFrom,
+  backedOut,
+  becomes,
+  call,
+  check,
+  confirmed,
+  currentTab,
+  keysetPages,
+  open,
+  keyRow as row,
+  same,
+  shoot,
+  showsKeys,
+  status,
+  watched,
+  watchedAs,
+} from './harness.js';
 
 const QUEUE = 'console-timers';
 const OTHER = 'console-timers-b';
@@ -87,22 +104,6 @@ function expected(rows) {
   return rows.map((r) => [r.timerKey, shown(r.deliverAt), r.txn, r.messageId]);
 }
 
-/** Whether the table comes to show exactly `keys`, in that order. */
-function shows(page, keys) {
-  return becomes(
-    page,
-    (want) =>
-      JSON.stringify(
-        [...document.querySelectorAll('[data-testid=timers-table] tbody tr[data-key]')].map(
-          (r) => r.dataset.key,
-        ),
-      ) === JSON.stringify(want),
-    keys,
-  );
-}
-
-const row = (key) => `tr[data-key="${key.replace(/["\\]/g, '\\$&')}"]`;
-
 /** Peeks at `key` from its row's button and answers the payload block's text. */
 async function peek(page, key) {
   await page.click(`${row(key)} [data-testid=timer-peek]`);
@@ -119,11 +120,7 @@ export async function anonymous({ browser, b }) {
   // The queues with pending timers.
   await open(page, b, '#/timers');
   await page.waitForSelector('[data-testid=timer-queues] tbody tr');
-  same(
-    'timers: the tab is shown and current',
-    await page.$eval('.tabs a[aria-current=page]', (e) => e.textContent),
-    'Timers',
-  );
+  same('timers: the tab is shown and current', await currentTab(page), 'Timers');
   const queues = (await call(b, 'GET', '/api/v1/timers')).queues;
   same(
     'timers: the API has both queues, with their counts',
@@ -159,8 +156,9 @@ export async function anonymous({ browser, b }) {
   );
   check(
     "timers: the first page is the API's",
-    await shows(
+    await showsKeys(
       page,
+      'timers-table',
       first.rows.map((r) => r.timerKey),
     ),
   );
@@ -177,56 +175,19 @@ export async function anonymous({ browser, b }) {
     [100, '100+ timers'],
   );
 
-  // The next page starts after the API's nextAfter.
-  await page.click('[data-testid=timers-next]');
-  await page.waitForFunction(
-    (after) => new URLSearchParams(location.hash.split('?')[1]).get('after') === after,
-    first.nextAfter,
-  );
+  // The next page starts after the API's nextAfter; the first again, and by the keys.
   const second = await pageOf(b, first.nextAfter);
   same('timers: the API has the last 5 after', second.rows.length, ORDERS + ODD.length - 100);
-  check(
-    "timers: the next page is the API's page after nextAfter",
-    await shows(
-      page,
-      second.rows.map((r) => r.timerKey),
-    ),
-  );
-  same("timers: its rows are the API's", await shownRows(page), expected(second.rows));
-  same(
-    'timers: it is the last page, without a next',
-    [
-      await page.textContent('[data-testid=timers-page]'),
-      await page.$('[data-testid=timers-next]'),
-    ],
-    [`Keys after “${first.nextAfter}” (the last page)`, null],
-  );
-  await page.click('[data-testid=timers-first]');
-  check(
-    'timers: the first page again',
-    await shows(
-      page,
-      first.rows.map((r) => r.timerKey),
-    ),
-  );
-  await page.focus(row(order(0)));
-  await page.keyboard.press(']');
-  check(
-    'timers: `]` turns to the next page',
-    await shows(
-      page,
-      second.rows.map((r) => r.timerKey),
-    ),
-  );
-  await page.focus(row(second.rows[0].timerKey));
-  await page.keyboard.press('[');
-  check(
-    'timers: `[` goes back to the first',
-    await shows(
-      page,
-      first.rows.map((r) => r.timerKey),
-    ),
-  );
+  await keysetPages(page, {
+    name: 'timers',
+    id: 'timers',
+    table: 'timers-table',
+    nextAfter: first.nextAfter,
+    first: first.rows.map((r) => r.timerKey),
+    second: second.rows.map((r) => r.timerKey),
+    onSecond: async () =>
+      same("timers: its rows are the API's", await shownRows(page), expected(second.rows)),
+  });
 
   // Peeks: the payload decoded and pretty-printed, keys with `/`, dots and `?#%` included.
   same(
@@ -270,15 +231,13 @@ export async function anonymous({ browser, b }) {
   check('timers: Enter peeks at the focused row', true);
 
   // A cancel, asked and confirmed: the timer is gone from the broker and the page.
-  await page.click(`${row(order(3))} [data-testid=timer-cancel]`);
-  await page.waitForSelector('[data-testid=confirm][open]');
+  await askFrom(page, `${row(order(3))} [data-testid=timer-cancel]`);
   same(
     'timers: the question names the txn the cancel is fenced by',
     await page.textContent('[data-testid=confirm-txn]'),
     'timer-3',
   );
-  await page.click('[data-testid=confirm-action]');
-  await page.waitForSelector('[data-testid=timers-result][data-kind=cancelled]');
+  await confirmed(page, 'timers', 'cancelled');
   same(
     'timers: the cancelled timer is gone from the broker',
     (await peekOf(b, order(3))).found,
@@ -290,18 +249,12 @@ export async function anonymous({ browser, b }) {
   );
 
   // Cancelled (the Delete key, then Escape): nothing is cancelled.
-  await page.focus(row(order(4)));
-  await page.keyboard.press('Delete');
-  await page.waitForSelector('[data-testid=confirm][open]');
-  await page.keyboard.press('Escape');
-  await page.waitForSelector('[data-testid=confirm]', { state: 'detached' });
+  await backedOut(page, row(order(4)));
   same('timers: a cancel backed out of cancels nothing', (await peekOf(b, order(4))).found, true);
 
   // A key with `/`, `..`, `?`, `#` and `%` is cancelled by its own path.
-  await page.click(`${row(ODD[1])} [data-testid=timer-cancel]`);
-  await page.waitForSelector('[data-testid=confirm][open]');
-  await page.click('[data-testid=confirm-action]');
-  await page.waitForSelector('[data-testid=timers-result][data-kind=cancelled]');
+  await askFrom(page, `${row(ODD[1])} [data-testid=timer-cancel]`);
+  await confirmed(page, 'timers', 'cancelled');
   same(
     'timers: an odd key is cancelled, the other kept',
     [(await peekOf(b, ODD[1])).found, (await peekOf(b, ODD[0])).found],
@@ -309,13 +262,11 @@ export async function anonymous({ browser, b }) {
   );
 
   // Rescheduled while the question is open: the fenced cancel leaves the new timer.
-  await page.click(`${row(order(5))} [data-testid=timer-cancel]`);
-  await page.waitForSelector('[data-testid=confirm][open]');
+  await askFrom(page, `${row(order(5))} [data-testid=timer-cancel]`);
   await timers(b, [
     { ...schedule(QUEUE, order(5), { n: 5, again: true }, 2 * HOUR, 'timer-5b'), op: 'reschedule' },
   ]);
-  await page.click('[data-testid=confirm-action]');
-  await page.waitForSelector('[data-testid=timers-result][data-kind=absent]');
+  await confirmed(page, 'timers', 'absent');
   const kept = await peekOf(b, order(5));
   same(
     'timers: a timer rescheduled since it was shown is not cancelled',
@@ -360,18 +311,12 @@ export async function anonymous({ browser, b }) {
   await context.close();
 }
 
-async function as(browser, token) {
-  const w = await watched(browser);
-  await w.context.addInitScript((t) => sessionStorage.setItem('regent.token', t), token);
-  return w;
-}
-
 export async function authenticated({ browser, b, tokens }) {
   await make(b, tokens.admin);
   const hash = `#/timers?queue=${QUEUE}`;
 
   // Read-only: the tab, the queues, the timers and their payloads, but no Cancel.
-  const ro = await as(browser, tokens['read-only']);
+  const ro = await watchedAs(browser, tokens['read-only']);
   await open(ro.page, b, '');
   await ro.page.waitForSelector('[data-testid=session][data-role=read-only]');
   await ro.page.click('.tabs a:text("Timers")');
@@ -422,7 +367,7 @@ export async function authenticated({ browser, b, tokens }) {
   await ro.context.close();
 
   // Read-write: Cancel, and it cancels.
-  const rw = await as(browser, tokens['read-write']);
+  const rw = await watchedAs(browser, tokens['read-write']);
   await open(rw.page, b, hash);
   await rw.page.waitForSelector('[data-testid=timers-table] tbody tr');
   same(
@@ -430,10 +375,8 @@ export async function authenticated({ browser, b, tokens }) {
     await rw.page.$$eval('[data-testid=timer-cancel]', (l) => l.length),
     100,
   );
-  await rw.page.click(`${row(order(0))} [data-testid=timer-cancel]`);
-  await rw.page.waitForSelector('[data-testid=confirm][open]');
-  await rw.page.click('[data-testid=confirm-action]');
-  await rw.page.waitForSelector('[data-testid=timers-result][data-kind=cancelled]');
+  await askFrom(rw.page, `${row(order(0))} [data-testid=timer-cancel]`);
+  await confirmed(rw.page, 'timers', 'cancelled');
   same(
     'timers (read-write): the timer is gone from the broker',
     (await peekOf(b, order(0), tokens.admin)).found,
@@ -443,7 +386,7 @@ export async function authenticated({ browser, b, tokens }) {
   await rw.context.close();
 
   // Another tenant: none of acme's timers.
-  const other = await as(browser, tokens.other);
+  const other = await watchedAs(browser, tokens.other);
   await open(other.page, b, '#/timers');
   await other.page.waitForSelector('[data-testid=empty]');
   same(

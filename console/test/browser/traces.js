@@ -1,6 +1,6 @@
 // The traces page: it lists the API's trace names, a name's events with the messages they
 // were recorded on, and opens those messages. Queue `msg-traced`, trace names `msg-flow-*`.
-import { becomes, call, check, open, same, shoot, watched } from './harness.js';
+import { becomes, call, check, currentTab, open, same, shoot, watched } from './harness.js';
 
 async function cells(page, selector, key) {
   return page.$$eval(selector, (rows, k) => rows.map((r) => r.dataset[k]), key);
@@ -117,11 +117,7 @@ export async function anonymous({ browser, b }) {
       events.traces.filter((t) => t.transaction_id === target.transaction_id).length,
     ),
   );
-  same(
-    'traces: the message page sits under the Messages tab',
-    await page.$eval('.tabs a[aria-current=page]', (e) => e.textContent),
-    'Messages',
-  );
+  same('traces: the message page sits under the Messages tab', await currentTab(page), 'Messages');
 
   await open(page, b, '#/traces?name=msg-flow-none');
   await page.waitForSelector('[data-testid=empty]');
