@@ -61,7 +61,9 @@ export async function startBroker(env = {}) {
     log += d;
   });
   await new Promise((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error(`regent dev did not start:\n${log}`)), 60000);
+    // Generous: a private cluster's initdb right after the suite's heavy passes (Citus
+    // clusters being deleted, the disk flushing) once took over a minute to say anything.
+    const timer = setTimeout(() => fail(new Error(`regent dev did not start:\n${log}`)), 180000);
     child.stdout.on('data', (d) => {
       if (String(d).includes('serving on')) {
         clearTimeout(timer);

@@ -21,19 +21,16 @@ use regent_broker::ephemeral::{
 };
 use regent_broker::naming::{DEFAULT_PARTITION, QUEUE_MODE};
 pub use regent_runtime::ephemeral::EphemeralTotal;
-use regent_runtime::{Announcement, Recheck};
+use regent_runtime::Announcement;
 use regent_store::ephemeral::{self as store, EphemeralRow, Handed, Live, StoredOptions};
 pub use regent_store::ephemeral::{GroupDepth, PartitionDepth};
 use regent_store::{commit_if, StoreError, Tx};
 
+use crate::pop::FIRST_RECHECK;
 use crate::{Error, Service};
 
 /// A pop's answer is sent this long before the client's `timeout`, so it arrives first.
 const DEADLINE_MARGIN: Duration = Duration::from_millis(50);
-/// A parked pop rechecks this soon after parking, then doubling up to [`MAX_RECHECK`]: what
-/// a lost wakeup (or a lease expiring, which nothing announces) costs at most.
-const FIRST_RECHECK: Duration = Duration::from_millis(100);
-const MAX_RECHECK: Duration = Duration::from_secs(1);
 
 /// Why a write was refused; nothing was written.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -217,17 +214,13 @@ impl Service {
             if now >= deadline || *stopping.borrow() {
                 return Ok(Ok(Vec::new()));
             }
-            tokio::select! {
-                _ = &mut notified => {
-                    self.runtime.activity.rechecked(Recheck::Wakeup);
-                    recheck = FIRST_RECHECK
-                }
-                _ = tokio::time::sleep(recheck.min(deadline - now)) => {
-                    self.runtime.activity.rechecked(Recheck::Timer);
-                    recheck = (recheck * 2).min(MAX_RECHECK)
-                }
-                _ = stopping.changed() => {}
-            }
+            self.pause(
+                notified.as_mut(),
+                &mut recheck,
+                deadline - now,
+                &mut stopping,
+            )
+            .await;
             if Instant::now() >= deadline {
                 return Ok(Ok(Vec::new()));
             }

@@ -21,7 +21,9 @@ use crate::{Error, Handover, Service, StoredMessage};
 
 /// An answer is sent this long before the client's `timeout`, so it always arrives first.
 const DEADLINE_MARGIN: Duration = Duration::from_millis(50);
-const FIRST_RECHECK: Duration = Duration::from_millis(100);
+/// A parked pop rechecks this soon after parking, then doubling up to [`MAX_RECHECK`]: what
+/// a lost wakeup (or a lease expiring, which nothing announces) costs at most.
+pub(crate) const FIRST_RECHECK: Duration = Duration::from_millis(100);
 const MAX_RECHECK: Duration = Duration::from_secs(1);
 
 /// What a pop may claim from.
@@ -106,6 +108,28 @@ pub struct DeliveredPartition {
 }
 
 impl Service {
+    /// A parked pop's pause: until its wakeup (the recheck starts over), its next recheck
+    /// (which backs off, never past `left`), or shutdown.
+    pub(crate) async fn pause(
+        &self,
+        notified: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
+        recheck: &mut Duration,
+        left: Duration,
+        stopping: &mut tokio::sync::watch::Receiver<bool>,
+    ) {
+        tokio::select! {
+            _ = notified => {
+                self.runtime.activity.rechecked(Recheck::Wakeup);
+                *recheck = FIRST_RECHECK
+            }
+            _ = tokio::time::sleep((*recheck).min(left)) => {
+                self.runtime.activity.rechecked(Recheck::Timer);
+                *recheck = (*recheck * 2).min(MAX_RECHECK)
+            }
+            _ = stopping.changed() => {}
+        }
+    }
+
     /// One pop request: attempts until something is delivered, or (with `wait`) until the
     /// deadline or a shutdown.
     pub async fn pop(self: &Arc<Self>, tenant: &str, req: &PopRequest) -> Result<Popped, Error> {
@@ -145,17 +169,13 @@ impl Service {
                 let queue = req.target.queue_name();
                 parked = Some(self.runtime.parked.park(tenant, queue));
             }
-            tokio::select! {
-                _ = &mut notified => {
-                    self.runtime.activity.rechecked(Recheck::Wakeup);
-                    recheck = FIRST_RECHECK
-                }
-                _ = tokio::time::sleep(recheck.min(deadline - now)) => {
-                    self.runtime.activity.rechecked(Recheck::Timer);
-                    recheck = (recheck * 2).min(MAX_RECHECK)
-                }
-                _ = stopping.changed() => {}
-            }
+            self.pause(
+                notified.as_mut(),
+                &mut recheck,
+                deadline - now,
+                &mut stopping,
+            )
+            .await;
             // Out of time: answer now rather than after one more claim, which could take
             // longer than the margin left before the client's own timeout (a claim on Citus
             // asks every shard when nothing is hinted).
