@@ -83,6 +83,36 @@ impl<K: Hash + Eq, L: Clone, V: Default + Copy> Counters<K, L, V> {
     }
 }
 
+/// Counts `V` per tenant, labelled by the tenant.
+pub struct PerTenant<V>(Counters<String, String, V>);
+
+impl<V> Default for PerTenant<V> {
+    fn default() -> Self {
+        PerTenant(Counters::default())
+    }
+}
+
+impl<V: Default + Copy> PerTenant<V> {
+    pub fn count(&self, tenant: &str, f: impl FnOnce(&mut V)) {
+        self.0.count(tenant.to_string(), || tenant.to_string(), f);
+    }
+
+    /// Every tenant counted, by tenant.
+    pub fn all(&self) -> Vec<(String, V)> {
+        let mut out = self.0.all();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

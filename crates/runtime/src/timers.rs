@@ -3,22 +3,16 @@
 //! `regent_timer_lateness_seconds`), and when its firing loop means to wake, so that a
 //! schedule with an earlier deadline wakes it at once.
 //!
-//! Bounded by [`MAX_TENANTS`]: past it, new tenants are counted together under
-//! [`OTHER_TENANTS`].
+//! The counts are bounded as every [`PerTenant`] map is.
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::counters::PerTenant;
 use crate::lock;
-
-/// Tenants counted by name at most.
-pub const MAX_TENANTS: usize = 10_000;
-/// The label of the tenants past [`MAX_TENANTS`].
-pub const OTHER_TENANTS: &str = "_other";
 
 /// The lateness histogram's upper bounds, in milliseconds (fired at, minus `deliver_at`).
 pub const LATENESS_BUCKETS_MS: [f64; 12] = [
@@ -59,7 +53,7 @@ impl TimerTotal {
 
 #[derive(Default)]
 pub struct Timers {
-    totals: Mutex<HashMap<String, TimerTotal>>,
+    totals: PerTenant<TimerTotal>,
     /// When the firing loop sleeps until (`None`: it is not asleep).
     plan: Mutex<Option<Instant>>,
     wake: Notify,
@@ -68,13 +62,7 @@ pub struct Timers {
 impl Timers {
     /// Adds to `tenant`'s counts with `f`.
     pub fn count(&self, tenant: &str, f: impl FnOnce(&mut TimerTotal)) {
-        let mut totals = lock(&self.totals);
-        let key = if totals.contains_key(tenant) || totals.len() < MAX_TENANTS {
-            tenant
-        } else {
-            OTHER_TENANTS
-        };
-        f(totals.entry(key.to_string()).or_default());
+        self.totals.count(tenant, f);
     }
 
     /// Counts timers of `tenant` fired this late (milliseconds each).
@@ -84,16 +72,11 @@ impl Timers {
 
     /// Every tenant counted: (tenant, counts), by tenant.
     pub fn all(&self) -> Vec<(String, TimerTotal)> {
-        let mut out: Vec<_> = lock(&self.totals)
-            .iter()
-            .map(|(t, c)| (t.clone(), *c))
-            .collect();
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        out
+        self.totals.all()
     }
 
     pub fn len(&self) -> usize {
-        lock(&self.totals).len()
+        self.totals.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -128,6 +111,8 @@ impl Timers {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::counters::MAX_KEYS;
+    use std::collections::HashMap;
 
     #[test]
     fn lateness_falls_in_its_bucket() {
@@ -146,16 +131,15 @@ mod tests {
     }
 
     #[test]
-    fn tenants_past_the_bound_are_counted_together() {
+    fn the_counts_stay_bounded_and_a_busy_tenant_keeps_its_own() {
         let t = Timers::default();
-        for i in 0..MAX_TENANTS + 5 {
+        for i in 0..MAX_KEYS + 5 {
             t.count(&format!("t{i}"), |c| c.scheduled += 1);
+            t.count("busy", |c| c.scheduled += 1);
         }
-        t.count("t0", |c| c.scheduled += 1);
-        assert_eq!(t.len(), MAX_TENANTS + 1);
+        assert!(t.len() <= MAX_KEYS, "{}", t.len());
         let all: HashMap<String, TimerTotal> = t.all().into_iter().collect();
-        assert_eq!(all[OTHER_TENANTS].scheduled, 5);
-        assert_eq!(all["t0"].scheduled, 2);
+        assert_eq!(all["busy"].scheduled, (MAX_KEYS + 5) as u64);
     }
 
     #[tokio::test]
