@@ -137,7 +137,7 @@ async fn push_maintenance_holds_pushes_and_appends_them_in_order_exactly_once() 
 
     switch(&b, PUSH, false).await;
     let g = "consumerGroup=after&batch=100";
-    eventually(Duration::from_secs(5), "the buffer drained", || async {
+    eventually(Duration::from_secs(30), "the buffer drained", || async {
         b.get(PUSH).await.1["bufferedMessages"] == 0
     })
     .await;
@@ -194,7 +194,7 @@ async fn the_switches_reach_the_other_broker_which_drains_nothing_twice() {
     }
     switch(&b, PUSH, false).await;
     switch(&b, POP, false).await;
-    eventually(Duration::from_secs(5), "drained", || async {
+    eventually(Duration::from_secs(30), "drained", || async {
         a.get(PUSH).await.1["bufferedMessages"] == 0
     })
     .await;
@@ -239,7 +239,7 @@ async fn a_transaction_under_push_maintenance_acks_and_buffers_in_one_commit() {
     assert_eq!(v["results"][1]["status"], "buffered", "{v}");
     assert!(Broker::txids(&b.pop("dst", "").await).is_empty());
     switch(&b, PUSH, false).await;
-    eventually(Duration::from_secs(5), "d1 appended", || async {
+    eventually(Duration::from_secs(30), "d1 appended", || async {
         Broker::txids(&b.pop("dst", "consumerGroup=late").await) == ["d1"]
     })
     .await;

@@ -86,7 +86,11 @@ async fn the_overview_counts_the_tenants_queues_partitions_and_messages() {
     let t = &v["throughput"];
     assert_eq!(t["ingestedPerSecond"], json!(6.0 / 300.0), "{v}");
     assert_eq!(t["processedPerSecond"], json!(2.0 / 300.0), "{v}");
-    assert_eq!(v["statsAge"], 0);
+    // Seconds since the refresh just asked for: 0 unless the machine is slow.
+    assert!(
+        v["statsAge"].as_i64().is_some_and(|a| (0..30).contains(&a)),
+        "{v}"
+    );
     // Until the next round, a push is not counted; after it, it is.
     b.push("logs", "Default", &["l2"]).await;
     let (_, v) = b.get("/api/v1/resources/overview").await;

@@ -2,7 +2,7 @@
 //! once every group has passed them; cursors below the first kept message continue from it;
 //! counts and depth count only what is kept; traces follow their messages.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -17,9 +17,11 @@ async fn retaining(implicit: bool) -> Broker {
     .await
 }
 
-/// Waits until `pred` holds on the queue's depth answer, or panics after 5 s.
+/// Waits until the queue's depth answer counts `depth`, or panics after 30 s (a bound for a
+/// slow machine; a pass runs every 50 ms).
 async fn until_depth(b: &Broker, queue: &str, depth: i64) {
-    for _ in 0..250 {
+    let give_up = Instant::now() + PATIENCE;
+    while Instant::now() < give_up {
         b.refresh_stats().await;
         let (_, v) = b
             .get(&format!("/api/v1/resources/queues/{queue}/depth"))
@@ -35,6 +37,36 @@ async fn until_depth(b: &Broker, queue: &str, depth: i64) {
     panic!("depth of {queue} never reached {depth}: {v}");
 }
 
+/// How long a test waits for the retention clock before it fails.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// Makes every segment the queue holds now look appended two hours ago, so that a retention
+/// of an hour finds them due whatever the machine's speed; what is pushed later is young.
+async fn age_queue(b: &Broker, queue: &str) {
+    let db = b.db().await;
+    let parts: Vec<String> = db
+        .query(
+            "SELECT p.id::text FROM partitions p JOIN queues q ON q.id = p.queue_id
+              WHERE q.name = $1",
+            &[&queue],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let n = db
+        .execute(
+            // One timestamp for all (Citus refuses a STABLE function of a column here).
+            "UPDATE segments SET created_at = now() - interval '2 hours'
+              WHERE partition_id = ANY ($1::text[]::uuid[])",
+            &[&parts],
+        )
+        .await
+        .unwrap();
+    assert!(n > 0, "{queue} has segments to age");
+}
+
 async fn partition_of(b: &Broker, queue: &str) -> Value {
     let v = b.pop(queue, "consumerGroup=probe&autoAck=true").await;
     v["messages"][0]["partitionId"].clone()
@@ -45,7 +77,7 @@ async fn messages_older_than_retention_seconds_are_deleted_consumed_or_not() {
     let b = retaining(false).await;
     b.configure(
         "logs",
-        json!({"retentionEnabled": true, "retentionSeconds": 1}),
+        json!({"retentionEnabled": true, "retentionSeconds": 3600}),
     )
     .await;
     b.push("logs", "Default", &["old-1", "old-2"]).await;
@@ -56,7 +88,7 @@ async fn messages_older_than_retention_seconds_are_deleted_consumed_or_not() {
     // A group holding a lease over the old messages.
     let held = b.pop("logs", "consumerGroup=slow&batch=10").await;
     assert_eq!(Broker::txids(&held).len(), 2, "{held}");
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    age_queue(&b, "logs").await;
     b.push("logs", "Default", &["new-1"]).await;
     until_depth(&b, "logs", 1).await;
     b.flush_series().await;
@@ -109,7 +141,7 @@ async fn completed_retention_waits_for_every_group() {
     let b = retaining(false).await;
     b.configure(
         "jobs",
-        json!({"retentionEnabled": true, "completedRetentionSeconds": 1}),
+        json!({"retentionEnabled": true, "completedRetentionSeconds": 3600}),
     )
     .await;
     b.push("jobs", "Default", &["j1"]).await;
@@ -130,7 +162,9 @@ async fn completed_retention_waits_for_every_group() {
         .get("/api/v1/pop/queue/jobs/partition/nowhere?wait=false&consumerGroup=b")
         .await;
     assert_eq!(s, StatusCode::OK);
-    tokio::time::sleep(Duration::from_millis(1300)).await;
+    age_queue(&b, "jobs").await;
+    // Passes run meanwhile (every 50 ms), and none may delete j1 while b is behind it.
+    tokio::time::sleep(Duration::from_millis(300)).await;
     // b has not passed j1: it stays, and b reads it.
     let v = b.pop("jobs", "consumerGroup=b").await;
     assert_eq!(Broker::txids(&v), vec!["j1"], "{v}");
@@ -139,7 +173,8 @@ async fn completed_retention_waits_for_every_group() {
         b.ack_batch(Some(g), json!([item])).await[0]["success"],
         true
     );
-    for _ in 0..250 {
+    let give_up = Instant::now() + PATIENCE;
+    while Instant::now() < give_up {
         let (_, v) = b.get("/api/v1/resources/queues/jobs").await;
         if v["totals"]["total"] == 0 {
             return;
@@ -154,15 +189,16 @@ async fn the_retention_switch_is_needed_unless_the_broker_reads_seconds_alone() 
     for implicit in [false, true] {
         let b = retaining(implicit).await;
         // What the Python client sends: the seconds, never the switch.
-        b.configure("py", json!({"retentionSeconds": 1})).await;
+        b.configure("py", json!({"retentionSeconds": 3600})).await;
         b.configure(
             "off",
-            json!({"retentionSeconds": 1, "retentionEnabled": false}),
+            json!({"retentionSeconds": 3600, "retentionEnabled": false}),
         )
         .await;
         b.push("py", "Default", &["m"]).await;
         b.push("off", "Default", &["m"]).await;
-        tokio::time::sleep(Duration::from_millis(1300)).await;
+        age_queue(&b, "py").await;
+        age_queue(&b, "off").await;
         if implicit {
             until_depth(&b, "py", 0).await;
         } else {
@@ -182,11 +218,12 @@ async fn the_retention_switch_is_needed_unless_the_broker_reads_seconds_alone() 
 #[tokio::test]
 async fn max_wait_time_evicts_old_messages_without_the_retention_switch() {
     let b = retaining(false).await;
-    b.configure("waits", json!({"maxWaitTimeSeconds": 1})).await;
+    b.configure("waits", json!({"maxWaitTimeSeconds": 3600}))
+        .await;
     b.push("waits", "Default", &["stale"]).await;
     b.pop("waits", "consumerGroup=g&batch=0&autoAck=true").await;
     b.push("waits", "Default", &["stale-2"]).await;
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    age_queue(&b, "waits").await;
     b.push("waits", "Default", &["fresh"]).await;
     until_depth(&b, "waits", 1).await;
     for group in ["g", "new"] {
@@ -242,7 +279,8 @@ async fn dead_letters_older_than_the_broker_wide_retention_are_deleted() {
     dead_letter(&b, "work", "stale").await;
     dead_letter(&b, "work", "recent").await;
     backdate_dead_letter(&b, "stale", 2).await;
-    for _ in 0..250 {
+    let give_up = Instant::now() + PATIENCE;
+    while Instant::now() < give_up {
         if dead_letter_ids(&b, "work").await.len() == 1 {
             break;
         }
@@ -259,11 +297,11 @@ async fn dead_letters_are_kept_by_default_however_old() {
     // A queue whose messages expire shows that passes have run meanwhile.
     b.configure(
         "logs",
-        json!({"retentionEnabled": true, "retentionSeconds": 1}),
+        json!({"retentionEnabled": true, "retentionSeconds": 3600}),
     )
     .await;
     b.push("logs", "Default", &["l1"]).await;
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    age_queue(&b, "logs").await;
     until_depth(&b, "logs", 0).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(dead_letter_ids(&b, "work").await, vec!["ancient"]);
