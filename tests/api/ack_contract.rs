@@ -839,9 +839,9 @@ async fn acks_that_cannot_do_anything() {
 
     // A purged index entry: the message exists but its transaction id no longer resolves.
     // The entry is removed by hand, which the purge clock never does to a message this young,
-    // so the acks name no lease: acks under a lease may be resolved from what this broker
-    // delivered under it (`the_transaction_index_is_purged_on_its_own_clock` covers a leased
-    // ack after a real purge).
+    // so the acks name no lease: an ack naming its live lease resolves from what this broker
+    // delivered under it, else from the leased segments' frames (`dedup_window` covers a
+    // leased ack after a real purge).
     let db = b.db().await;
     let hash = tx_hash(Uuid::parse_str(&pid).unwrap(), "d");
     let purged = db

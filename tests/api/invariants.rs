@@ -325,7 +325,9 @@ async fn held_push_is_never_skipped_by_a_later_commit() {
         hashes: vec![tx_hash(pid, "held")],
         frames: vec![frames::encode(&message).unwrap()],
     };
-    let held = append_many(&tx, &[batch], Dedup::Careful).await.unwrap();
+    let held = append_many(&tx, &[batch], Dedup::Careful, append::Window(300))
+        .await
+        .unwrap();
     assert_eq!(held, vec![vec![Appended::New]]);
 
     // A later push to the same partition: must wait for the sequencer row lock.

@@ -13,6 +13,7 @@ mod citus;
 mod connections;
 mod console;
 mod consumer_groups;
+mod dedup_window;
 mod dev_command;
 mod dlq_requeue;
 mod ephemeral;

@@ -566,18 +566,17 @@ async fn namespace_and_task_pop_spans_queues_by_priority() {
 #[tokio::test]
 async fn the_transaction_index_is_purged_on_its_own_clock() {
     let b = broker_with(|c| {
-        c.tx_index_retention_seconds = 0;
+        c.dedup_window_seconds = 0;
         c.purge_interval_seconds = 1;
     })
     .await;
-    let pushed = b.push("q", "Default", &["a"]).await;
+    let pushed = b.push("q", "Default", &["a", "b"]).await;
     let pid = pushed[0]["partition_id"].as_str().unwrap();
-    let lease = b.pop("q", "").await["leaseId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let popped = b.pop("q", "batch=1").await;
+    assert_eq!(Broker::txids(&popped), ["a"], "{popped}");
+    let lease = popped["leaseId"].as_str().unwrap().to_string();
     let db = b.db().await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
         let n = b.indexed(None).await;
         if n == 0 {
@@ -589,18 +588,24 @@ async fn the_transaction_index_is_purged_on_its_own_clock() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    // Past the window an ack cannot resolve, and says so; the log itself is untouched.
+    // Past the window an ack without a live lease over its message cannot resolve, and says
+    // so; one inside its live lease still does (from the leased segment); the log itself is
+    // untouched.
     let r = b
-        .ack_batch(
-            None,
-            json!([{"transactionId": "a", "partitionId": pid, "leaseId": lease}]),
-        )
+        .ack_batch(None, json!([{"transactionId": "b", "partitionId": pid}]))
         .await;
     assert_eq!(r[0]["success"], false);
     assert!(
         r[0]["error"].as_str().unwrap().starts_with("unresolvable:"),
         "{r:?}"
     );
+    let r = b
+        .ack_batch(
+            None,
+            json!([{"transactionId": "a", "partitionId": pid, "leaseId": lease}]),
+        )
+        .await;
+    assert_eq!(r[0]["success"], true, "{r:?}");
     let segments: i64 = db
         .query_one("SELECT count(*) FROM segments", &[])
         .await

@@ -2,6 +2,7 @@
 //! `DATABASE_URL` so a Queen deployment can switch brokers without rewriting its manifests.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::bail;
 use serde::Deserialize;
@@ -29,8 +30,10 @@ fn default_max_large_requests() -> usize {
 fn default_large_request_wait_ms() -> u64 {
     10_000
 }
-fn default_tx_index_retention() -> u64 {
-    24 * 3600
+const MAX_DEDUP_WINDOW_SECONDS: u64 = 24 * 3600;
+
+fn default_dedup_window() -> u64 {
+    300
 }
 fn default_purge_interval() -> u64 {
     60
@@ -162,9 +165,11 @@ pub struct Config {
     /// How long a large request waits for its turn before a 503 says when to retry.
     #[serde(default = "default_large_request_wait_ms")]
     pub large_request_wait_ms: u64,
-    /// How long a transaction id stays in the index: the push dedup window and the ack window.
-    #[serde(default = "default_tx_index_retention")]
-    pub tx_index_retention_seconds: u64,
+    /// `DEDUP_WINDOW_SECONDS`: how long a transaction id deduplicates pushes, exactly, and
+    /// resolves acks without a live lease (at most 24 h). `TX_INDEX_RETENTION_SECONDS`, its
+    /// name before issue 35, is read too.
+    #[serde(default = "default_dedup_window", alias = "tx_index_retention_seconds")]
+    pub dedup_window_seconds: u64,
     #[serde(default = "default_purge_interval")]
     pub purge_interval_seconds: u64,
     /// Queen's `RETENTION_INTERVAL`: milliseconds between retention passes.
@@ -345,6 +350,18 @@ impl Config {
     pub fn defaults() -> Config {
         envy::from_iter::<_, Config>(std::iter::empty::<(String, String)>())
             .expect("defaults deserialize")
+    }
+
+    /// The deduplication window, refused past 24 h: the index would grow without the bound
+    /// the window exists for.
+    pub fn dedup_window(&self) -> anyhow::Result<Duration> {
+        if self.dedup_window_seconds > MAX_DEDUP_WINDOW_SECONDS {
+            bail!(
+                "DEDUP_WINDOW_SECONDS is {}: at most {MAX_DEDUP_WINDOW_SECONDS} (24 h)",
+                self.dedup_window_seconds
+            );
+        }
+        Ok(Duration::from_secs(self.dedup_window_seconds))
     }
 
     /// True when the environment names a database; `regent dev` starts a private one otherwise.
@@ -536,5 +553,18 @@ mod tests {
         // Empty values, as manifests often leave them, mean unset.
         let empty = with(&[("TLS_CERT_FILE", ""), ("TLS_KEY_FILE", "")]);
         assert!(empty.tls_files().unwrap().is_none());
+    }
+
+    #[test]
+    fn the_dedup_window_is_five_minutes_by_default_and_at_most_a_day() {
+        let window = |vars: &[(&str, &str)]| with(vars).dedup_window();
+        assert_eq!(window(&[]).unwrap(), Duration::from_secs(300));
+        let day = [("DEDUP_WINDOW_SECONDS", "86400")];
+        assert_eq!(window(&day).unwrap(), Duration::from_secs(86_400));
+        let err = window(&[("DEDUP_WINDOW_SECONDS", "86401")]).unwrap_err();
+        assert!(err.to_string().contains("at most 86400"), "{err}");
+        // The name it had before is still read.
+        let old = [("TX_INDEX_RETENTION_SECONDS", "600")];
+        assert_eq!(window(&old).unwrap(), Duration::from_secs(600));
     }
 }

@@ -4,17 +4,16 @@
 //! its only index lookup.
 //!
 //! It is a hint, never the truth. "Transaction id T of partition P is at offset N" never
-//! changes once committed, so a remembered answer is the answer the index would give, as long
-//! as the index would still give one: an entry is used only while its message is younger than
-//! the index's retention (the purge clock deletes only older entries). Anything missing here
-//! (another broker popped, the lease was extended past its recorded expiry, the map was full)
-//! falls back to the index. The lease itself is still checked on the locked cursor row.
+//! changes once committed, so a remembered answer is the answer the index or the leased
+//! segments' frames would give, however old the message. Anything missing here (another
+//! broker popped, the lease was extended past its recorded expiry, the map was full) falls
+//! back to the index, then to the frames. The lease itself is still checked on the locked
+//! cursor row.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use regent_broker::tx_hash::tx_hash;
@@ -24,8 +23,8 @@ use crate::lock;
 /// Past this many remembered messages, new leases are not recorded (acks then use the index).
 const MAX_ENTRIES: usize = 1 << 20;
 
+#[derive(Default)]
 pub struct Deliveries {
-    retention: chrono::Duration,
     inner: Mutex<Inner>,
 }
 
@@ -38,8 +37,6 @@ struct Inner {
 
 struct Lease {
     expires: Instant,
-    /// The oldest message's creation time: the whole lease is usable while it is in the window.
-    oldest: DateTime<Utc>,
     /// Transaction id hash -> (partition, offset). The hash names its partition already; the
     /// partition is kept to check it. A map, since an ack batch may name every item.
     items: HashMap<Uuid, (Uuid, i64)>,
@@ -50,18 +47,9 @@ pub struct Delivered<'a> {
     pub partition: Uuid,
     pub transaction_id: &'a str,
     pub offset: i64,
-    pub created_at: DateTime<Utc>,
 }
 
 impl Deliveries {
-    /// `retention` is the transaction index's purge clock.
-    pub fn new(retention: Duration) -> Self {
-        Deliveries {
-            retention: chrono::Duration::from_std(retention).unwrap_or(chrono::Duration::MAX),
-            inner: Mutex::default(),
-        }
-    }
-
     /// Remembers what a pop delivered under `lease`, for as long as the lease lasts.
     pub fn record<'a>(
         &self,
@@ -69,11 +57,9 @@ impl Deliveries {
         lasts: Duration,
         delivered: impl IntoIterator<Item = Delivered<'a>>,
     ) {
-        let mut oldest = DateTime::<Utc>::MAX_UTC;
         let items: HashMap<Uuid, (Uuid, i64)> = delivered
             .into_iter()
             .map(|d| {
-                oldest = oldest.min(d.created_at);
                 (
                     tx_hash(d.partition, d.transaction_id),
                     (d.partition, d.offset),
@@ -94,7 +80,6 @@ impl Deliveries {
             lease,
             Lease {
                 expires: now + lasts,
-                oldest,
                 items,
             },
         );
@@ -104,7 +89,7 @@ impl Deliveries {
     }
 
     /// The offsets of `transaction_ids` in `partition`, in order, when every one of them was
-    /// delivered under `lease` by this broker and is still inside the index window.
+    /// delivered under `lease` by this broker.
     pub fn resolve<'a>(
         &self,
         lease: &str,
@@ -119,9 +104,6 @@ impl Deliveries {
             .collect();
         let inner = lock(&self.inner);
         let l = inner.leases.get(&lease)?;
-        if Utc::now() - l.oldest >= self.retention {
-            return None;
-        }
         hashes
             .iter()
             .map(|h| match l.items.get(h) {
@@ -174,25 +156,20 @@ impl Inner {
 mod tests {
     use super::*;
 
-    fn at(p: Uuid, t: &str, offset: i64, age_secs: i64) -> Delivered<'_> {
+    fn at(p: Uuid, t: &str, offset: i64) -> Delivered<'_> {
         Delivered {
             partition: p,
             transaction_id: t,
             offset,
-            created_at: Utc::now() - chrono::Duration::seconds(age_secs),
         }
     }
 
     #[test]
     fn resolves_only_what_the_lease_delivered() {
-        let d = Deliveries::new(Duration::from_secs(60));
+        let d = Deliveries::default();
         let (lease, p, q) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
         let long = Duration::from_secs(30);
-        d.record(
-            lease,
-            long,
-            [at(p, "a", 7, 0), at(p, "b", 8, 0), at(q, "c", 0, 0)],
-        );
+        d.record(lease, long, [at(p, "a", 7), at(p, "b", 8), at(q, "c", 0)]);
         let (ls, ps, qs) = (lease.to_string(), p.to_string(), q.to_string());
         assert_eq!(d.resolve(&ls, &ps, ["b", "a"]), Some(vec![8, 7]));
         assert_eq!(d.resolve(&ls, &qs, ["c"]), Some(vec![0]));
@@ -207,25 +184,13 @@ mod tests {
     }
 
     #[test]
-    fn messages_past_the_index_window_are_left_to_the_index() {
-        let d = Deliveries::new(Duration::from_secs(60));
-        let (lease, p) = (Uuid::now_v7(), Uuid::now_v7());
-        d.record(
-            lease,
-            Duration::from_secs(30),
-            [at(p, "new", 1, 0), at(p, "old", 0, 61)],
-        );
-        assert_eq!(d.resolve(&lease.to_string(), &p.to_string(), ["new"]), None);
-    }
-
-    #[test]
     fn expired_leases_are_pruned() {
-        let d = Deliveries::new(Duration::from_secs(60));
+        let d = Deliveries::default();
         let p = Uuid::now_v7();
-        d.record(Uuid::now_v7(), Duration::ZERO, [at(p, "a", 0, 0)]);
+        d.record(Uuid::now_v7(), Duration::ZERO, [at(p, "a", 0)]);
         assert_eq!(d.len(), 1);
         d.inner.lock().unwrap().next_prune = None;
-        d.record(Uuid::now_v7(), Duration::from_secs(30), [at(p, "b", 1, 0)]);
+        d.record(Uuid::now_v7(), Duration::from_secs(30), [at(p, "b", 1)]);
         assert_eq!(d.len(), 1);
     }
 }

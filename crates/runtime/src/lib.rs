@@ -31,7 +31,6 @@ pub mod timers;
 pub mod wakeups;
 
 use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
 
 use regent_broker::limits::LimitTable;
 
@@ -41,8 +40,6 @@ pub use announcement::Announcement;
 /// What the runtime state is built from.
 #[derive(Clone, Debug, Default)]
 pub struct Settings {
-    /// The transaction index's window: remembered deliveries are used only inside it.
-    pub index_retention: Duration,
     pub limits: LimitTable,
     /// Whether announcements go to the other brokers at all (`PEER_WAKEUPS`).
     pub peer_wakeups: bool,
@@ -98,7 +95,7 @@ impl Runtime {
             parked: Default::default(),
             ready: Default::default(),
             sweeps: Default::default(),
-            deliveries: deliveries::Deliveries::new(s.index_retention),
+            deliveries: Default::default(),
             limiter: limiter::Limiter::new(s.limits),
             activity: Default::default(),
             peers: peers::Peers::new(s.peer_wakeups),

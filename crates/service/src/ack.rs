@@ -389,6 +389,12 @@ pub(crate) async fn ack_group(
         }
         None => c.offsets.clone(),
     };
+    let offsets = match (c.live, c.lease_end) {
+        (true, Some(end)) if lease_ok && group.lease_id.is_some() && offsets.contains(&None) => {
+            in_lease(tx, group, &c, end, offsets).await?
+        }
+        _ => offsets,
+    };
     let items: Vec<AckItem> = group
         .items
         .iter()
@@ -405,6 +411,31 @@ pub(crate) async fn ack_group(
             .into());
     }
     carry_out(tx, tenant, group, &c, &items).await
+}
+
+/// Fills in what the index could not resolve from the live lease's own range, for an ack
+/// naming that lease: the leased segments' frames carry every transaction id, so such an
+/// ack resolves however long ago the message was pushed (the deduplication window bounds
+/// only the index). An ack naming no lease depends on the index alone, as the seed says.
+async fn in_lease(
+    tx: &Tx<'_>,
+    group: &AckGroup,
+    c: &Locked,
+    lease_end: i64,
+    mut offsets: Vec<Option<i64>>,
+) -> Result<Vec<Option<i64>>, StoreError> {
+    let missing: Vec<usize> = (0..offsets.len())
+        .filter(|&i| offsets[i].is_none())
+        .collect();
+    let ids: Vec<&str> = missing
+        .iter()
+        .map(|&i| group.items[i].transaction_id.as_str())
+        .collect();
+    let found = cursor::resolve_in_range(tx, c.partition_id, c.committed, lease_end, &ids).await?;
+    for (i, offset) in missing.into_iter().zip(found) {
+        offsets[i] = offset;
+    }
+    Ok(offsets)
 }
 
 /// The items' transaction index keys in `partition`.

@@ -85,7 +85,8 @@ pub struct Service {
     store: Store,
     runtime: Runtime,
     cipher: Option<PayloadCipher>,
-    index_retention: Duration,
+    /// `DEDUP_WINDOW_SECONDS`: how long a transaction id deduplicates pushes.
+    dedup_window: Duration,
     purge_interval: Duration,
     retention_interval: Duration,
     retention_batch: i64,
@@ -128,9 +129,8 @@ impl Service {
         let limits = config.tenant_limits()?;
         let layout = Store::migrate(database_url).await?;
         let store = Store::connect(database_url, config.db_pool_size, layout)?;
-        let index_retention = Duration::from_secs(config.tx_index_retention_seconds);
+        let dedup_window = config.dedup_window()?;
         let runtime = Runtime::new(regent_runtime::Settings {
-            index_retention,
             limits,
             peer_wakeups: config.peer_wakeups,
             spread: layout.spreads_partitions(),
@@ -144,7 +144,7 @@ impl Service {
             store,
             runtime,
             cipher,
-            index_retention,
+            dedup_window,
             purge_interval: Duration::from_secs(config.purge_interval_seconds.max(1)),
             retention_interval: retention::interval(config.retention_interval),
             retention_batch: config.retention_batch_segments.max(1),
@@ -216,6 +216,11 @@ impl Service {
             fleet,
             timers,
         });
+    }
+
+    /// The deduplication window as appends take it.
+    pub(crate) fn window(&self) -> regent_store::append::Window {
+        regent_store::append::Window(self.dedup_window.as_secs().min(i32::MAX as u64) as i32)
     }
 
     /// The in-memory state of this broker (wakeups, ready lists, counters...), for the

@@ -74,7 +74,7 @@ impl Service {
     /// Appends one batch of the tenant's buffered pushes, and announces it.
     async fn drain_once(&self, tenant: &str) -> Result<Drain, Error> {
         let drain = in_transaction!(self.store, |tx| {
-            maintenance::drain(tx, tenant, DRAIN_BATCH).await
+            maintenance::drain(tx, tenant, DRAIN_BATCH, self.window()).await
         })?;
         if let Drain::Appended(partitions) = &drain {
             let mut queues: Vec<(String, usize)> = Vec::new();

@@ -1,5 +1,7 @@
-//! The transaction index's purge clock: entries older than the window are deleted, after
-//! which their transaction ids neither deduplicate pushes nor resolve acks.
+//! The transaction index's purge clock: entries older than the deduplication window are
+//! deleted, after which their transaction ids resolve only acks inside a live lease (from the
+//! leased segments' frames). They stopped deduplicating pushes at the window already
+//! (migration V19).
 
 use std::sync::Arc;
 
@@ -8,7 +10,7 @@ use crate::Service;
 pub(crate) async fn run(s: Arc<Service>) {
     loop {
         tokio::time::sleep(s.purge_interval).await;
-        match regent_store::purge::purge_tx_index(&s.store, s.index_retention).await {
+        match regent_store::purge::purge_tx_index(&s.store, s.dedup_window).await {
             Ok(0) => {}
             Ok(n) => tracing::debug!(purged = n, "transaction index purged"),
             Err(e) => tracing::warn!(error = %e, "transaction index purge failed"),

@@ -19,7 +19,7 @@ use regent_broker::tx_hash::tx_hash;
 use regent_runtime::placements::Place;
 use regent_runtime::tallies::Tally;
 use regent_runtime::{Announcement, Op, Outcome};
-use regent_store::append::{append_many, Appended, Batch, Dedup};
+use regent_store::append::{append_many, Appended, Batch, Dedup, Window};
 use regent_store::maintenance;
 use regent_store::partitions::{self, NewPartition, PartitionKey, PartitionRef};
 use regent_store::{frames, in_transaction, Message, StoreError, Tx};
@@ -319,6 +319,8 @@ pub(crate) struct Prepared {
     /// (queue id, partition id) of every partition with messages to append.
     partitions: Vec<(Uuid, Uuid)>,
     len: usize,
+    /// The deduplication window its append keeps.
+    window: Window,
 }
 
 impl Prepared {
@@ -411,7 +413,7 @@ pub(crate) async fn prepare(
         .zip(&targets)
         .map(|(i, t)| (t.part.id, i.message.transaction_id.as_str()))
         .collect();
-    let mut p = Prepared::new(items.len(), created);
+    let mut p = Prepared::new(items.len(), created, s.window());
     let mut groups = BTreeMap::new();
     for (idx, (item, rep)) in items.iter().zip(repeats(&dedup_keys)).enumerate() {
         if let Some(first) = rep {
@@ -433,8 +435,9 @@ pub(crate) async fn prepare(
 type Groups = BTreeMap<Uuid, (Vec<(usize, Uuid)>, Batch)>;
 
 impl Prepared {
-    fn new(len: usize, created: Vec<(Uuid, Uuid)>) -> Prepared {
+    fn new(len: usize, created: Vec<(Uuid, Uuid)>, window: Window) -> Prepared {
         Prepared {
+            window,
             batches: Vec::new(),
             slots: Vec::new(),
             repeats: Vec::new(),
@@ -504,7 +507,7 @@ pub(crate) async fn append(
     p: &Prepared,
     dedup: Dedup,
 ) -> Result<Vec<Verdict>, StoreError> {
-    let appended = append_many(tx, &p.batches, dedup).await?;
+    let appended = append_many(tx, &p.batches, dedup, p.window).await?;
     Ok(verdicts(p, appended, |message_id, partition| {
         Verdict::Queued {
             message_id,

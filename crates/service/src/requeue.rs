@@ -21,7 +21,7 @@ use regent_broker::push_plan::repeats;
 use regent_broker::requeue::copy_transaction_id;
 use regent_broker::tx_hash::tx_hash;
 use regent_runtime::Announcement;
-use regent_store::append::{append_many, logged, Appended, Batch, Dedup};
+use regent_store::append::{append_many, logged, Appended, Batch, Dedup, Window};
 use regent_store::dead_letters::{self as store, Taken};
 use regent_store::traces::{record_requeued, Requeued};
 use regent_store::{commit_if, frames, in_transaction, maintenance, partitions};
@@ -201,6 +201,7 @@ async fn requeue(
     tx: &Tx<'_>,
     tenant: &str,
     selection: &Selection,
+    window: Window,
 ) -> Result<Option<Requeue>, StoreError> {
     if maintenance::still_buffering(tx, tenant).await? {
         return Ok(None);
@@ -215,7 +216,7 @@ async fn requeue(
     partitions::lock(tx, tenant, &parts).await?;
     let taken = store::take(tx, tenant, &selection.found()).await?;
     let copies = Copies::plan(&taken, true)?;
-    let appended = append_many(tx, &copies.batches, Dedup::Careful).await?;
+    let appended = append_many(tx, &copies.batches, Dedup::Careful, window).await?;
     let verdicts = copies.verdicts(appended, false);
     let traces = copies.traces(&taken, &verdicts);
     if !traces.is_empty() {
@@ -276,7 +277,9 @@ impl Service {
         let selection = in_transaction!(self.store, |tx| { select(tx, tenant, bulk).await })?;
         let room = self.reserve(tenant, selection.found().len() as i64).await?;
         let r = commit_if!(self.store, |tx| {
-            Ok(requeue(tx, tenant, &selection).await?.ok_or(()))
+            Ok(requeue(tx, tenant, &selection, self.window())
+                .await?
+                .ok_or(()))
         })?;
         let Ok(r) = r else {
             room.released();

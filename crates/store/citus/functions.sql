@@ -2,16 +2,18 @@
 -- migrations, at every start, so a migration that redefines a function for one PostgreSQL
 -- is followed by its Citus body).
 --
--- regent_append as in V3, but the transaction index carries its partition (the distribution
+-- regent_append as in V19, but the transaction index carries its partition (the distribution
 -- column) and every statement names the partition, so the whole call runs on the worker that
 -- holds it: Citus delegates the call there (create_distributed_function below, by p_partition)
 -- even inside the push's transaction (force_delegation), one round trip as on one PostgreSQL.
 -- Citus sends a delegated call's arguments as text, so the frames come as the segment itself
 -- (p_segment) and each frame's end in it (p_ends, in bytes), not as a bytea[] written and read
 -- a character at a time; and the segment's INSERT takes no subquery (Citus refuses one).
--- V3's form, which the migrations define, is not used on Citus.
+-- V19's form, which the migrations define, is not used on Citus.
+DROP FUNCTION IF EXISTS regent_append(uuid, uuid[], bytea, int4[], boolean);
 CREATE OR REPLACE FUNCTION regent_append(p_partition uuid, p_hashes uuid[], p_segment bytea,
-                                         p_ends int4[], p_careful boolean)
+                                         p_ends int4[], p_careful boolean,
+                                         p_window_seconds integer)
 RETURNS TABLE (item integer, stored_offset bigint)
 LANGUAGE plpgsql SET enable_seqscan = off AS $$
 DECLARE
@@ -30,6 +32,10 @@ BEGIN
     v_now := clock_timestamp();
 
     IF p_careful THEN
+        -- As in V19: an entry the window has passed is no duplicate.
+        DELETE FROM tx_index x
+         WHERE x.partition_id = p_partition AND x.hash = ANY (p_hashes)
+           AND x.created_at <= v_now - make_interval(secs => p_window_seconds);
         v_fresh := NOT EXISTS (SELECT 1 FROM tx_index x
                                 WHERE x.partition_id = p_partition AND x.hash = ANY (p_hashes));
     END IF;
@@ -78,7 +84,7 @@ BEGIN
      WHERE id = p_partition;
 END
 $$;
-SELECT create_distributed_function('regent_append(uuid, uuid[], bytea, int4[], boolean)',
+SELECT create_distributed_function('regent_append(uuid, uuid[], bytea, int4[], boolean, integer)',
                                    'p_partition', colocate_with := 'partitions',
                                    force_delegation := true);
 

@@ -40,6 +40,11 @@ pub enum Appended {
     Duplicate(Option<Uuid>),
 }
 
+/// The deduplication window in seconds (`DEDUP_WINDOW_SECONDS`): an index entry younger than
+/// this makes a push a duplicate; an older one does not, purged or not (migration V19).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window(pub i32);
+
 /// How an append finds duplicates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dedup {
@@ -51,13 +56,13 @@ pub enum Dedup {
     Optimistic,
 }
 
-const APPEND: &str = "SELECT item, stored_offset FROM regent_append($1, $2, $3, $4)";
+const APPEND: &str = "SELECT item, stored_offset FROM regent_append($1, $2, $3, $4, $5)";
 
 /// On Citus the frames go as one segment and each frame's end in it: Citus sends a delegated
 /// call's arguments as text, and a `bytea[]`'s text form is written and read a character at
 /// a time (`citus/functions.sql`).
 const APPEND_CITUS: &str =
-    "SELECT item, stored_offset FROM regent_append($1, $2, $3::bytea, $4::int4[], $5)";
+    "SELECT item, stored_offset FROM regent_append($1, $2, $3::bytea, $4::int4[], $5, $6)";
 
 /// The frames as one segment, and where each ends in it (in bytes).
 fn joined(frames: &[Vec<u8>]) -> Result<(Vec<u8>, Vec<i32>), StoreError> {
@@ -95,6 +100,7 @@ pub async fn append_many(
     tx: &Tx<'_>,
     batches: &[Batch],
     dedup: Dedup,
+    window: Window,
 ) -> Result<Vec<Vec<Appended>>, StoreError> {
     let careful = dedup == Dedup::Careful;
     let st = tx
@@ -108,12 +114,16 @@ pub async fn append_many(
         async move {
             let rows = match tx.layout() {
                 Layout::Single => {
-                    tx.query(st, &[&b.partition, &b.hashes, &b.frames, &careful])
-                        .await?
+                    tx.query(
+                        st,
+                        &[&b.partition, &b.hashes, &b.frames, &careful, &window.0],
+                    )
+                    .await?
                 }
                 Layout::Citus => {
                     let (segment, ends) = joined(&b.frames)?;
-                    tx.query(st, &[&b.partition, &b.hashes, &segment, &ends, &careful])
+                    let w = &window.0;
+                    tx.query(st, &[&b.partition, &b.hashes, &segment, &ends, &careful, w])
                         .await?
                 }
             };

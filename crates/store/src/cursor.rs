@@ -8,7 +8,7 @@ use serde_json::Value;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
-use crate::{Layout, StoreError, Tx};
+use crate::{frames, Layout, StoreError, Tx};
 
 /// The offsets of the transaction ids whose index hashes are in `$hashes` (a `uuid[]`), in
 /// the same order, NULL where one resolves nowhere, as an SQL array expression. `$partition`
@@ -145,6 +145,46 @@ pub async fn resolve(
         }
     };
     Ok(row.get("offsets"))
+}
+
+/// The offsets of `transaction_ids` among the partition's offsets `after+1..=upto` (a live
+/// lease's range), read from the segments' frames; `None` where one is not there. What an
+/// ack inside its lease falls back to when the index no longer holds the id: every frame
+/// carries its transaction id, so no window limits it.
+pub async fn resolve_in_range(
+    tx: &Tx<'_>,
+    partition: Uuid,
+    after: i64,
+    upto: i64,
+    transaction_ids: &[&str],
+) -> Result<Vec<Option<i64>>, StoreError> {
+    let st = tx
+        .prepare_cached(
+            "SELECT base_offset, frames FROM segments
+              WHERE partition_id = $1 AND end_offset > $2 AND base_offset <= $3
+              ORDER BY end_offset",
+        )
+        .await?;
+    let mut found: Vec<Option<i64>> = vec![None; transaction_ids.len()];
+    for row in tx.query(&st, &[&partition, &after, &upto]).await? {
+        let base: i64 = row.get("base_offset");
+        let segment: &[u8] = row.get("frames");
+        for (i, frame) in frames::split(segment).enumerate() {
+            let offset = base + i as i64;
+            if offset <= after || offset > upto {
+                continue;
+            }
+            let id = frames::transaction_id(frame?)?;
+            for (slot, _) in transaction_ids
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| **t == id)
+            {
+                found[slot] = Some(offset);
+            }
+        }
+    }
+    Ok(found)
 }
 
 /// The tenant a partition belongs to (its id as the client sent it), if it exists.

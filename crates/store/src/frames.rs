@@ -171,6 +171,14 @@ pub fn message_id(frame: &[u8]) -> Result<Uuid, Corrupt> {
     r.uuid()
 }
 
+/// Only the transaction id of a frame: what an ack resolves from a leased segment.
+pub fn transaction_id(frame: &[u8]) -> Result<&str, Corrupt> {
+    let mut r = Reader { b: body(frame)? };
+    r.take(1)?;
+    r.uuid()?;
+    r.str()
+}
+
 /// The frames of a segment, in offset order, each with its length prefix: cheap to skip,
 /// decoded only when wanted.
 pub fn split(segment: &[u8]) -> impl Iterator<Item = Result<&[u8], Corrupt>> {

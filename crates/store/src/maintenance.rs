@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use deadpool_postgres::Client;
 use uuid::Uuid;
 
-use crate::append::{append_many, logged, Appended, Batch, Dedup};
+use crate::append::{append_many, logged, Appended, Batch, Dedup, Window};
 use crate::{frames, StoreError, Tx};
 
 /// A tenant's switches, and whether pushes of it wait in the buffer.
@@ -202,7 +202,12 @@ pub enum Drain {
 /// and waited for (pushes into the buffer hold it shared; PostgreSQL queues new shared
 /// requests behind a waiting exclusive one, so a steady stream of them cannot starve the
 /// drain); brokers draining at once take turns, each batch the oldest left.
-pub async fn drain(tx: &Tx<'_>, tenant: &str, limit: i64) -> Result<Drain, StoreError> {
+pub async fn drain(
+    tx: &Tx<'_>,
+    tenant: &str,
+    limit: i64,
+    window: Window,
+) -> Result<Drain, StoreError> {
     let lock = tx
         .prepare_cached("SELECT pg_advisory_xact_lock(hashtext('regent-drain:' || $1))")
         .await?;
@@ -233,7 +238,7 @@ pub async fn drain(tx: &Tx<'_>, tenant: &str, limit: i64) -> Result<Drain, Store
     let batches: Vec<Batch> = by_partition.into_values().collect();
     // Careful: a push made directly since (another broker not yet seeing the switch) may
     // have taken a transaction id first.
-    append_many(tx, &batches, Dedup::Careful).await?;
+    append_many(tx, &batches, Dedup::Careful, window).await?;
     let ids: Vec<Uuid> = batches.iter().map(|b| b.partition).collect();
     let st = tx
         .prepare_cached(

@@ -373,7 +373,6 @@ impl Service {
                     partition: t.partition_id,
                     transaction_id: &m.message.transaction_id,
                     offset: m.offset,
-                    created_at: m.created_at,
                 })
             }),
         );
