@@ -18,6 +18,12 @@ runs=("$@")
 [ ${#runs[@]} -gt 0 ] || runs=(push end-to-end)
 cargo build --release --locked --quiet
 this=$(pwd)/target/release/regent
+# The same file twice measures nothing: a baseline built into this tree's target/ leaves
+# target/release/regent the baseline's (docs/benchmarking.md).
+if cmp -s "$this" "$BASELINE"; then
+    echo "ab: $this and $BASELINE are the same build: build the baseline in a target directory of its own" >&2
+    exit 2
+fi
 out=$(mktemp -d /tmp/regent-ab-XXXXXX)
 echo "reports: $out"
 

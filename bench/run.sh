@@ -202,11 +202,14 @@ WITH m AS (SELECT coalesce(sum(next_offset), 0) AS n FROM partitions),
               FROM unnest(ARRAY['segments', 'tx_index', 'cursors', 'partitions']::regclass[]) t
              GROUP BY t)
 SELECT format('storage: %s messages; per message: %s B in segments (frames %s B), %s B in tx_index; '
-              || 'frame overhead beyond the payload about %s B',
+              || 'frame overhead beyond the payload about %s B; tx_index holds %s live entries '
+              || '(the deduplication window''s; the purge clock deletes older ones, and their '
+              || 'space is reused, not returned)',
               m.n,
               round((SELECT total FROM sz WHERE name = 'segments') / greatest(m.n, 1)),
               round(p.frame_bytes / greatest(m.n, 1)),
               round((SELECT total FROM sz WHERE name = 'tx_index') / greatest(m.n, 1)),
-              round(p.frame_bytes / greatest(m.n, 1)) - 256)
+              round(p.frame_bytes / greatest(m.n, 1)) - 256,
+              (SELECT count(*) FROM tx_index))
   FROM m, p;
 SQL

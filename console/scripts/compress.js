@@ -6,7 +6,8 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 
-const dist = new URL('../dist/', import.meta.url).pathname;
+// The bundle's directory: dist/, or the one named (scripts/console-check builds elsewhere).
+const dist = process.argv[2] ?? new URL('../dist/', import.meta.url).pathname;
 const compressible = /\.(html|js|css|svg|json|txt)$/;
 
 function walk(dir) {

@@ -1,7 +1,8 @@
 //! The deduplication window (issue 35, ARCHITECTURE.md "Invariants"): a transaction id the
 //! partition took less than `DEDUP_WINDOW_SECONDS` ago is a duplicate, on any broker and
 //! after a crash; one taken longer ago is a new message whether or not the purge has run;
-//! an ack inside its live lease resolves past the window, one without a lease does not.
+//! an ack naming its live lease resolves past the window, one without a lease does not, and
+//! a trace of a leased message is recorded past it.
 //!
 //! Time is made to pass by ageing the index's entries in SQL (the database's clock decides),
 //! never by sleeping through a window.
@@ -107,6 +108,13 @@ async fn an_ack_after_the_window_resolves_inside_its_live_lease_and_not_without_
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // A consumer traces what it works on, past the window too; nothing else is found.
+    let trace =
+        |txid: &str| json!({"transactionId": txid, "partitionId": pid, "data": {"step": 1}});
+    let (s, v) = a.post("/api/v1/traces", trace("leased")).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let (s, v) = a.post("/api/v1/traces", trace("later")).await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "{v}");
     // Another broker never saw the delivery: it resolves from the leased segment's frames.
     let other = Broker::attach(&a.db_url).await;
     let outside = json!({"transactionId": "later", "partitionId": pid, "status": "completed"});

@@ -431,7 +431,8 @@ async fn in_lease(
         .iter()
         .map(|&i| group.items[i].transaction_id.as_str())
         .collect();
-    let found = cursor::resolve_in_range(tx, c.partition_id, c.committed, lease_end, &ids).await?;
+    let found =
+        cursor::resolve_in_range(&**tx, c.partition_id, c.committed, lease_end, &ids).await?;
     for (i, offset) in missing.into_iter().zip(found) {
         offsets[i] = offset;
     }

@@ -4,6 +4,7 @@
 use uuid::Uuid;
 
 use regent_broker::tx_hash::tx_hash;
+use regent_store::cursor;
 use regent_store::traces::{self as store, NewTrace};
 pub use regent_store::traces::{NamedTrace, Trace, TraceEvent, TraceName};
 
@@ -13,6 +14,9 @@ pub use crate::queues::Page;
 
 impl Service {
     /// The new trace's id, or `NotFound` when the tenant's partition does not hold the message.
+    /// The message is found through the transaction index while its id is in the window, else
+    /// among the partition's live leases (a consumer traces what it is working on, which may
+    /// take longer than the window).
     pub async fn record_trace(&self, tenant: &str, e: &TraceEvent<'_>) -> Result<Uuid, Error> {
         let client = self.store.client().await?;
         let t = NewTrace {
@@ -21,9 +25,25 @@ impl Service {
             hash: tx_hash(e.partition_id, e.transaction_id),
             event: e,
         };
-        store::record(&client, &t)
-            .await?
-            .ok_or_else(|| Error::NotFound("Message not found".into()))
+        if let Some(id) = store::record(&client, &t).await? {
+            return Ok(id);
+        }
+        for (after, upto) in cursor::live_leases(&*client, e.partition_id).await? {
+            let found = cursor::resolve_in_range(
+                &*client,
+                e.partition_id,
+                after,
+                upto,
+                &[e.transaction_id],
+            )
+            .await?;
+            if let Some(offset) = found[0] {
+                if let Some(id) = store::record_at(&client, &t, offset).await? {
+                    return Ok(id);
+                }
+            }
+        }
+        Err(Error::NotFound("Message not found".into()))
     }
 
     pub async fn traces_of_message(

@@ -152,7 +152,7 @@ pub async fn resolve(
 /// ack inside its lease falls back to when the index no longer holds the id: every frame
 /// carries its transaction id, so no window limits it.
 pub async fn resolve_in_range(
-    tx: &Tx<'_>,
+    tx: &impl deadpool_postgres::GenericClient,
     partition: Uuid,
     after: i64,
     upto: i64,
@@ -185,6 +185,27 @@ pub async fn resolve_in_range(
         }
     }
     Ok(found)
+}
+
+/// The ranges `(committed, lease_end]` of the partition's live leases, over every group: where
+/// a message being worked on is, whatever the deduplication window.
+pub async fn live_leases(
+    client: &impl deadpool_postgres::GenericClient,
+    partition: Uuid,
+) -> Result<Vec<(i64, i64)>, StoreError> {
+    let st = client
+        .prepare_cached(
+            "SELECT committed, lease_end FROM cursors
+              WHERE partition_id = $1 AND lease_id IS NOT NULL AND lease_expires_at > now()
+                AND lease_end IS NOT NULL",
+        )
+        .await?;
+    Ok(client
+        .query(&st, &[&partition])
+        .await?
+        .iter()
+        .map(|r| (r.get("committed"), r.get("lease_end")))
+        .collect())
 }
 
 /// The tenant a partition belongs to (its id as the client sent it), if it exists.

@@ -32,6 +32,14 @@ macro_rules! record {
     };
 }
 
+/// Records a trace (`$1`) of the message at offset `$4` of the tenant's (`$3`) partition `$2`:
+/// for a message found without the index (see [`record_at`]).
+const RECORD_AT: &str = "INSERT INTO traces (id, tenant, queue_id, partition_id, transaction_id,
+                                     \"offset\", event_type, data, consumer_group, worker_id,
+                                     trace_names)
+         SELECT $1, p.tenant, p.queue_id, p.id, $5, $4, $6, $7, $8, $9, $10
+           FROM partitions p WHERE p.id = $2 AND p.tenant = $3";
+
 /// The `requeued` traces of a requeue's copies (see [`record_requeued`]).
 macro_rules! record_requeued {
     ($partition:literal) => {
@@ -141,6 +149,36 @@ pub async fn record(client: &Conn, t: &NewTrace<'_>) -> Result<Option<Uuid>, Sto
                 &e.partition_id,
                 &t.tenant,
                 &t.hash,
+                &e.transaction_id,
+                &e.event_type,
+                &e.data,
+                &e.consumer_group,
+                &e.worker_id,
+                &e.names,
+            ],
+        )
+        .await?;
+    Ok((written > 0).then_some(t.id))
+}
+
+/// Records a trace of the message at `offset`, found by the caller without the index (the
+/// deduplication window passed while it was being worked on). `None` when the tenant has no
+/// such partition.
+pub async fn record_at(
+    client: &Conn,
+    t: &NewTrace<'_>,
+    offset: i64,
+) -> Result<Option<Uuid>, StoreError> {
+    let st = client.prepare_cached(RECORD_AT).await?;
+    let e = t.event;
+    let written = client
+        .execute(
+            &st,
+            &[
+                &t.id,
+                &e.partition_id,
+                &t.tenant,
+                &offset,
                 &e.transaction_id,
                 &e.event_type,
                 &e.data,
