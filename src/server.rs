@@ -40,6 +40,7 @@ pub async fn start(
         Some((cert, key)) => Some(regent_tls::server_config(cert, key)?),
         None => None,
     };
+    config.cors_origins()?;
     let auth = Auth::from_config(&config)?;
     let service = Service::start(&config, database_url).await?;
     if let Some(auth) = &auth {

@@ -1231,6 +1231,49 @@ async fn a_known_path_with_the_wrong_method_gets_a_json_4xx() {
     assert_nothing_written(&b, "wrong methods").await;
 }
 
+/// `CORS_ALLOWED_ORIGINS` as a list: a listed origin is echoed (any letter case), another
+/// gets no `Access-Control-Allow-Origin` (its browser refuses the answer), and the answers
+/// vary by `Origin`; preflights alike.
+#[tokio::test]
+async fn listed_cors_origins_are_echoed_and_others_get_no_allow_origin() {
+    let b = broker_with(|c| {
+        c.cors_allowed_origins = "https://console.example, http://localhost:5173".into()
+    })
+    .await;
+    for method in [Method::GET, Method::OPTIONS] {
+        for (origin, allowed) in [
+            ("https://console.example", true),
+            ("HTTPS://Console.Example", true),
+            ("http://localhost:5173", true),
+            ("https://evil.example", false),
+            ("https://console.example.evil", false),
+        ] {
+            let res = b
+                .http
+                .request(method.clone(), format!("{}/health", b.url))
+                .header("origin", origin)
+                .send()
+                .await
+                .unwrap();
+            let h = res.headers();
+            let label = format!("{method} from {origin}");
+            let allow = h
+                .get("access-control-allow-origin")
+                .map(|v| v.to_str().unwrap());
+            assert_eq!(allow, allowed.then_some(origin), "{label}");
+            let vary: Vec<&str> = h
+                .get_all("vary")
+                .iter()
+                .map(|v| v.to_str().unwrap())
+                .collect();
+            assert!(
+                vary.iter().any(|v| v.contains("Origin")),
+                "{label}: {vary:?}"
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn options_is_204_with_cors_and_no_body_on_any_path() {
     let b = broker().await;

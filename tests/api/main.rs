@@ -29,6 +29,7 @@ mod metrics;
 mod openapi;
 mod parked;
 mod peers;
+mod poisoned;
 mod push_pop;
 mod python_client;
 mod queen_compat;

@@ -93,6 +93,9 @@ fn default_jwt_algorithm() -> String {
 fn default_clock_skew() -> u64 {
     30
 }
+fn default_cors_origins() -> String {
+    "*".into()
+}
 fn default_skip_paths() -> String {
     "/health,/metrics/prometheus,/metrics,/".into()
 }
@@ -269,6 +272,11 @@ pub struct Config {
     /// Leeway in seconds for `exp`, `nbf` and `iat`.
     #[serde(default = "default_clock_skew")]
     pub jwt_clock_skew: u64,
+    /// The origins browsers may call the API from: `*` (any, Queen's behaviour) or a
+    /// comma-separated list of origins (`https://console.example.com`), see
+    /// [`Config::cors_origins`].
+    #[serde(default = "default_cors_origins")]
+    pub cors_allowed_origins: String,
     /// Comma-separated paths let through without a token (an entry ending in `/`, longer than
     /// `/`, is a prefix).
     #[serde(default = "default_skip_paths")]
@@ -362,6 +370,35 @@ impl Config {
             );
         }
         Ok(Duration::from_secs(self.dedup_window_seconds))
+    }
+
+    /// `CORS_ALLOWED_ORIGINS` read: `None` lets any origin call (an entry `*`), else the
+    /// listed origins. An entry that is not an origin (`scheme://host[:port]`, no path) is
+    /// refused at start: a typo would otherwise lock the console out without a word.
+    pub fn cors_origins(&self) -> anyhow::Result<Option<Vec<String>>> {
+        let entries: Vec<&str> = self
+            .cors_allowed_origins
+            .split(',')
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .collect();
+        if entries.is_empty() {
+            bail!("CORS_ALLOWED_ORIGINS is empty: `*` for any origin, or a comma-separated list");
+        }
+        if entries.contains(&"*") {
+            return Ok(None);
+        }
+        for e in &entries {
+            let host = e.split_once("://").map(|(_, h)| h).unwrap_or_default();
+            let printable = e.bytes().all(|b| b.is_ascii_graphic());
+            if host.is_empty() || host.contains('/') || !printable {
+                bail!(
+                    "CORS_ALLOWED_ORIGINS: `{e}` is not an origin (scheme://host[:port], \
+                     without a path), nor `*`"
+                );
+            }
+        }
+        Ok(Some(entries.into_iter().map(str::to_string).collect()))
     }
 
     /// True when the environment names a database; `regent dev` starts a private one otherwise.
@@ -530,6 +567,29 @@ mod tests {
     #[test]
     fn tls_needs_both_files_or_neither() {
         assert!(Config::defaults().tls_files().unwrap().is_none());
+        let cors = |v: &str| {
+            let mut c = Config::defaults();
+            c.cors_allowed_origins = v.into();
+            c.cors_origins()
+        };
+        assert_eq!(Config::defaults().cors_origins().unwrap(), None);
+        assert_eq!(cors("https://a.example, *").unwrap(), None);
+        assert_eq!(
+            cors(" https://a.example , http://b.example:8080,").unwrap(),
+            Some(vec![
+                "https://a.example".into(),
+                "http://b.example:8080".into()
+            ])
+        );
+        for bad in [
+            "",
+            " , ",
+            "a.example",
+            "https://a.example/console",
+            "https://",
+        ] {
+            assert!(cors(bad).is_err(), "{bad:?}");
+        }
         let both = with(&[("TLS_CERT_FILE", "/c.pem"), ("TLS_KEY_FILE", "/k.pem")]);
         let (cert, key) = both.tls_files().unwrap().unwrap();
         assert_eq!((cert, key), (Path::new("/c.pem"), Path::new("/k.pem")));

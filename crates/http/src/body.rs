@@ -1,4 +1,7 @@
 //! Reading JSON bodies with Queen's error texts instead of axum's plain-text rejections.
+//! A field holding NUL (`\u0000`) is refused here, before any SQL: PostgreSQL's text and
+//! jsonb cannot hold it, and a statement it failed would take its transaction down, with
+//! every request fused into that transaction. Payloads may hold it (stored as sent).
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
@@ -31,8 +34,10 @@ impl RawBody {
         if self.0.iter().all(u8::is_ascii_whitespace) {
             return Err(ApiError::bad_request("Empty request body"));
         }
-        serde_json::from_slice(&self.0)
-            .map_err(|e| ApiError::bad_request(format!("Invalid JSON: {e}")))
+        let v = serde_json::from_slice(&self.0)
+            .map_err(|e| ApiError::bad_request(format!("Invalid JSON: {e}")))?;
+        refuse_nul(&self.0, &v, "Invalid JSON")?;
+        Ok(v)
     }
 
     /// Like [`RawBody::json`], but only validated, not parsed into a tree: for bodies whose
@@ -57,7 +62,10 @@ impl RawBody {
         if self.0.iter().all(u8::is_ascii_whitespace) {
             return Err(ApiError::bad_request("bad body: empty request body"));
         }
-        serde_json::from_slice(&self.0).map_err(|e| ApiError::bad_request(format!("bad body: {e}")))
+        let v = serde_json::from_slice(&self.0)
+            .map_err(|e| ApiError::bad_request(format!("bad body: {e}")))?;
+        refuse_nul(&self.0, &v, "bad body")?;
+        Ok(v)
     }
 
     /// For routes the Python client calls with `{}`, which it sends as no body at all.
@@ -67,6 +75,50 @@ impl RawBody {
         }
         self.json()
     }
+}
+
+/// The text of a refused NUL, after the route's prefix (`Invalid JSON`, `bad body`).
+pub const NUL_IN_STRING: &str =
+    "a field holds the NUL character (\\u0000), which PostgreSQL cannot store";
+
+/// Refuses a parsed body with NUL in a key or a string, except inside a message's payload
+/// (`payload`, `data`): payloads are stored as the bytes sent, NUL and all. Bodies read with
+/// [`RawBody::raw_json`] carry payloads and check their fields one by one.
+fn refuse_nul(json: &[u8], v: &Value, prefix: &str) -> Result<(), ApiError> {
+    if holds_nul(json) && nul_outside_payloads(v) {
+        return Err(ApiError::bad_request(format!("{prefix}: {NUL_IN_STRING}")));
+    }
+    Ok(())
+}
+
+fn nul_outside_payloads(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(items) => items.iter().any(nul_outside_payloads),
+        Value::Object(fields) => fields.iter().any(|(k, v)| {
+            k.contains('\0') || (k != "payload" && k != "data" && nul_outside_payloads(v))
+        }),
+        _ => false,
+    }
+}
+
+/// Whether valid JSON text may decode to a string holding NUL (the cheap look first): the
+/// only way to write it is the escape `\u0000` (a raw control character is not valid JSON),
+/// and a backslash appears only inside strings, each escape two characters from its
+/// backslash on.
+fn holds_nul(json: &[u8]) -> bool {
+    let mut i = 0;
+    while let Some(at) = json[i..].iter().position(|&b| b == b'\\') {
+        let escape = i + at;
+        if json[escape + 1..].starts_with(b"u0000") {
+            return true;
+        }
+        i = escape + 2;
+        if i >= json.len() {
+            return false;
+        }
+    }
+    false
 }
 
 /// serde_json's own limit when it builds a tree.
@@ -101,7 +153,31 @@ fn nesting_depth(json: &[u8]) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::nesting_depth;
+    use super::{holds_nul, nesting_depth, nul_outside_payloads};
+    use serde_json::json;
+
+    #[test]
+    fn nul_in_a_payload_is_the_clients_bytes() {
+        assert!(nul_outside_payloads(&json!({"a": ["x\0"]})));
+        assert!(nul_outside_payloads(&json!({"a\0": 1})));
+        assert!(!nul_outside_payloads(
+            &json!({"items": [{"payload": {"k": "\0"}, "data": "\0"}]})
+        ));
+        assert!(nul_outside_payloads(
+            &json!({"items": [{"payload": 1, "queue": "\0"}]})
+        ));
+    }
+
+    #[test]
+    fn nul_is_found_only_as_an_escape_of_its_own() {
+        assert!(holds_nul(br#"{"a":"x\u0000y"}"#));
+        assert!(holds_nul(br#"{"\u0000":1}"#));
+        assert!(holds_nul(br#"["\\\u0000"]"#));
+        assert!(!holds_nul(br#"{"a":"\\u0000"}"#));
+        assert!(!holds_nul(br#"{"a":"\u0001","b":"u0000"}"#));
+        assert!(!holds_nul(br#"{"a":"\\"}"#));
+        assert!(!holds_nul(b"42"));
+    }
 
     #[test]
     fn depth_ignores_brackets_in_strings() {

@@ -26,12 +26,13 @@ use super::request_id;
 use super::State as AppState;
 
 pub async fn edge(State(s): AppState, req: Request, next: Next) -> Response {
+    let origin = req.headers().get(header::ORIGIN).cloned();
     let mut res = if req.method() == Method::OPTIONS {
         StatusCode::NO_CONTENT.into_response()
     } else {
         request_id::within(req, |req| guarded(next.run(req), s.grace_over.clone())).await
     };
-    cors(res.headers_mut());
+    cors(res.headers_mut(), s.cors_origins.as_deref(), origin);
     res
 }
 
@@ -62,11 +63,29 @@ fn panicked(panic: Box<dyn Any + Send + 'static>) -> Response {
     ApiError::Internal(format!("handler panicked: {text}")).into_response()
 }
 
-fn cors(h: &mut HeaderMap) {
-    h.insert(
-        header::ACCESS_CONTROL_ALLOW_ORIGIN,
-        HeaderValue::from_static("*"),
-    );
+/// Queen's headers; the allowed origin is `*`, or with `CORS_ALLOWED_ORIGINS` listing
+/// origins the request's own `Origin` when listed (and none otherwise, which a browser
+/// refuses), the answer varying by it.
+fn cors(h: &mut HeaderMap, listed: Option<&[String]>, origin: Option<HeaderValue>) {
+    match listed {
+        None => {
+            h.insert(
+                header::ACCESS_CONTROL_ALLOW_ORIGIN,
+                HeaderValue::from_static("*"),
+            );
+        }
+        Some(listed) => {
+            h.append(header::VARY, HeaderValue::from_static("Origin"));
+            let allowed = origin.filter(|o| {
+                listed
+                    .iter()
+                    .any(|l| o.as_bytes().eq_ignore_ascii_case(l.as_bytes()))
+            });
+            if let Some(o) = allowed {
+                h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, o);
+            }
+        }
+    }
     h.insert(
         header::ACCESS_CONTROL_ALLOW_METHODS,
         HeaderValue::from_static("GET, POST, PUT, DELETE, OPTIONS"),

@@ -72,6 +72,8 @@ pub struct AppState {
     large_requests: Arc<Semaphore>,
     /// Every route's access level, from the route table.
     routes: Vec<Route>,
+    /// `CORS_ALLOWED_ORIGINS`: `None` for any origin.
+    cors_origins: Option<Vec<String>>,
 }
 
 impl AppState {
@@ -84,6 +86,7 @@ impl AppState {
         AppState {
             service,
             large_requests: Arc::new(Semaphore::new(config.max_large_requests.max(1))),
+            cors_origins: config.cors_origins().unwrap_or(Some(Vec::new())),
             config,
             auth,
             grace_over,

@@ -20,6 +20,14 @@ impl<S: Send + Sync> FromRequestParts<S> for Params {
         let Query(pairs) = Query::<Vec<(String, String)>>::from_request_parts(parts, state)
             .await
             .map_err(|e| ApiError::bad_request(format!("Invalid query string: {e}")))?;
+        if pairs
+            .iter()
+            .any(|(k, v)| k.contains('\0') || v.contains('\0'))
+        {
+            return Err(ApiError::bad_request(
+                "Invalid query string: a value holds the NUL character (%00), which PostgreSQL cannot store",
+            ));
+        }
         let mut map = HashMap::new();
         for (k, v) in pairs {
             map.entry(k).or_insert(v);

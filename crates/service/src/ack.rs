@@ -283,15 +283,21 @@ impl Fusable for AckJob {
 }
 
 /// Runs one group in its own transaction and maps every failure to the contract's per-item
-/// texts: no connection -> `pool`; a statement failing -> the database's own message (a
-/// malformed `partitionId` lands here); the commit failing -> `ack flush failed; ...`.
+/// texts: no connection -> `pool`; a statement refusing the client's own data -> the
+/// database's message (a malformed `partitionId` lands here); any other statement failing,
+/// or the commit -> `ack flush failed; ...` (nothing was written, the lease redelivers),
+/// the database's text logged, never sent: it may name internals such as a worker's host.
 async fn run_group(s: &Service, tenant: &str, group: &AckGroup) -> Acked {
     let n = group.items.len();
     match committed(s, tenant, std::slice::from_ref(&group)).await {
         Commit::Done(mut acked) => acked.pop().expect("one group"),
         Commit::Failed => AckPlan::refuse_all(n, FLUSH_FAILED).into(),
         Commit::NotRun(StoreError::Pool(_)) => AckPlan::refuse_all(n, POOL).into(),
-        Commit::NotRun(e) => AckPlan::refuse_all(n, &e.to_string()).into(),
+        Commit::NotRun(e) if e.is_client_error() => AckPlan::refuse_all(n, &e.to_string()).into(),
+        Commit::NotRun(e) => {
+            tracing::error!(error = %e, "ack group failed");
+            AckPlan::refuse_all(n, FLUSH_FAILED).into()
+        }
     }
 }
 

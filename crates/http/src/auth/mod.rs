@@ -134,6 +134,13 @@ async fn principal(
         let text = format!("Token has no tenant: claim `{}`", auth.tenant_claim());
         return Err(ApiError::Forbidden(text));
     };
+    if tenant.contains('\0') {
+        let text = format!(
+            "Token's tenant (claim `{}`) holds the NUL character, which PostgreSQL cannot store",
+            auth.tenant_claim()
+        );
+        return Err(ApiError::Forbidden(text));
+    }
     Ok(Principal {
         sub: claims
             .get("sub")
