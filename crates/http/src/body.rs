@@ -31,13 +31,25 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
 impl RawBody {
     /// Queen's texts: `Empty request body`, `Invalid JSON: ...`.
     pub fn json(&self) -> Result<Value, ApiError> {
+        let v = self.json_fields_first()?;
+        self.no_nul(&v)?;
+        Ok(v)
+    }
+
+    /// [`RawBody::json`] without its NUL check, for a route whose parser names the fields
+    /// that must not hold NUL in its own texts: it parses, then calls [`RawBody::no_nul`] for
+    /// anything its checks did not name, before any SQL.
+    pub fn json_fields_first(&self) -> Result<Value, ApiError> {
         if self.0.iter().all(u8::is_ascii_whitespace) {
             return Err(ApiError::bad_request("Empty request body"));
         }
-        let v = serde_json::from_slice(&self.0)
-            .map_err(|e| ApiError::bad_request(format!("Invalid JSON: {e}")))?;
-        refuse_nul(&self.0, &v, "Invalid JSON")?;
-        Ok(v)
+        serde_json::from_slice(&self.0)
+            .map_err(|e| ApiError::bad_request(format!("Invalid JSON: {e}")))
+    }
+
+    /// The NUL check of [`RawBody::json`], after [`RawBody::json_fields_first`].
+    pub fn no_nul(&self, v: &Value) -> Result<(), ApiError> {
+        refuse_nul(&self.0, v, "Invalid JSON")
     }
 
     /// Like [`RawBody::json`], but only validated, not parsed into a tree: for bodies whose

@@ -86,7 +86,7 @@ Declares the queue with its options, replacing an earlier declaration (an option
             .reads_body(
                 &["queue", "options", "maxBytes", "maxLength", "policy", "ttlSeconds", "leaseSeconds", "retryLimit", "windowBuffer", "ms", "count"],
                 &[r#"{"queue": "presence", "options": {"maxBytes": 1048576, "maxLength": 100, "policy": "dropOldest", "ttlSeconds": 60, "leaseSeconds": 5, "retryLimit": 3, "windowBuffer": {"ms": 10, "count": 5}}}"#],
-                |b| b.json().and_then(|v| parse_configure(&v).map(drop)),
+                |b| b.json_fields_first().and_then(|v| parse_configure(&v).and_then(|_| b.no_nul(&v))),
             ),
         route(M::POST, "/api/v1/ephemeral/reset", ReadWrite, reset)
             .doc(op("Reset an ephemeral queue")
@@ -97,7 +97,7 @@ Drops every message, voids every lease and rewinds every group; the declaration 
                 .fails(400, "`request body must be a JSON object`, `queue is required`, `queue must be a string`, `queue must be at most 512 bytes`, `queue must not contain NUL`; `Empty request body`, `Invalid JSON: …`.")
                 .answers::<ResetAnswer>(200, "Reset."))
             .reads_body(&["queue"], &[r#"{"queue": "presence"}"#], |b| {
-                b.json().and_then(|v| queue_of(&v).map(drop))
+                b.json_fields_first().and_then(|v| queue_of(&v).and_then(|_| b.no_nul(&v)))
             }),
         route(M::DELETE, "/api/v1/ephemeral/queue/{queue}", Admin, delete)
             .doc(op("Delete an ephemeral queue")
@@ -154,7 +154,7 @@ Settles popped messages of one `group` (the pop's; none is queue mode), each wit
             .reads_body(
                 &["queue", "group", "acks", "id", "status", "error"],
                 &[r#"{"queue": "inbox", "group": "workers", "acks": [{"id": "e:1f:Default:0", "status": "completed"}, {"id": "e:1f:Default:1", "status": "retry", "error": "busy"}]}"#],
-                |b| b.json().and_then(|v| parse_ack(&v, FUZZ_MAX_ITEMS).map(drop)),
+                |b| b.json_fields_first().and_then(|v| parse_ack(&v, FUZZ_MAX_ITEMS).and_then(|_| b.no_nul(&v))),
             ),
         route(M::GET, "/api/v1/ephemeral/queues", ReadOnly, queues)
             .doc(op("Ephemeral queues")
@@ -493,7 +493,9 @@ async fn configure(
     Extension(who): Extension<Principal>,
     body: RawBody,
 ) -> Result<Response, ApiError> {
-    let (queue, declared) = parse_configure(&body.json()?)?;
+    let v = body.json_fields_first()?;
+    let (queue, declared) = parse_configure(&v)?;
+    body.no_nul(&v)?;
     let options = s
         .service
         .ephemeral_configure(&who.tenant, &queue, &declared)
@@ -518,7 +520,9 @@ async fn reset(
     Extension(who): Extension<Principal>,
     body: RawBody,
 ) -> Result<Answer<ResetAnswer>, ApiError> {
-    let queue = queue_of(&body.json()?)?;
+    let v = body.json_fields_first()?;
+    let queue = queue_of(&v)?;
+    body.no_nul(&v)?;
     let dropped = s.service.ephemeral_reset(&who.tenant, &queue).await?;
     Ok(Answer(ResetAnswer { queue, dropped }))
 }
@@ -627,7 +631,9 @@ async fn ack(
     Extension(who): Extension<Principal>,
     body: RawBody,
 ) -> Result<Answer<AckAnswer>, ApiError> {
-    let (queue, group, acks) = parse_ack(&body.json()?, s.config.max_push_items)?;
+    let v = body.json_fields_first()?;
+    let (queue, group, acks) = parse_ack(&v, s.config.max_push_items)?;
+    body.no_nul(&v)?;
     let sent: Vec<(&str, AckStatus)> = acks.iter().map(|(id, st)| (id.as_str(), *st)).collect();
     let outcomes = s
         .service

@@ -20,13 +20,20 @@ impl<S: Send + Sync> FromRequestParts<S> for Params {
         let Query(pairs) = Query::<Vec<(String, String)>>::from_request_parts(parts, state)
             .await
             .map_err(|e| ApiError::bad_request(format!("Invalid query string: {e}")))?;
-        if pairs
+        // PostgreSQL's text cannot hold NUL: refused before any SQL, named as the fields of a
+        // body are (`group must not contain NUL`).
+        if let Some((k, _)) = pairs
             .iter()
-            .any(|(k, v)| k.contains('\0') || v.contains('\0'))
+            .find(|(k, v)| k.contains('\0') || v.contains('\0'))
         {
-            return Err(ApiError::bad_request(
-                "Invalid query string: a value holds the NUL character (%00), which PostgreSQL cannot store",
-            ));
+            let name = if k.contains('\0') {
+                "a parameter's name"
+            } else {
+                k.as_str()
+            };
+            return Err(ApiError::bad_request(format!(
+                "{name} must not contain NUL"
+            )));
         }
         let mut map = HashMap::new();
         for (k, v) in pairs {

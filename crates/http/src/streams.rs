@@ -93,7 +93,7 @@ Idempotent registration by `name` within the caller's tenant. A new name gets a 
             .reads_body(
                 &["name", "source_queue", "config_hash", "sink_queue", "reset"],
                 &[r#"{"name": "orders.per-minute", "source_queue": "orders", "config_hash": "9f2c", "sink_queue": "orders.totals", "reset": false}"#],
-                |b| b.json().and_then(|v| parse_register(&v).map(drop)),
+                |b| b.json_fields_first().and_then(|v| parse_register(&v).and_then(|_| b.no_nul(&v))),
             ),
         route(M::GET, "/streams/v1/queries", ReadOnly, list)
             .doc(op("Stream queries")
@@ -175,7 +175,7 @@ The query's state rows in a source partition, by key: all of them (`keys` empty 
                 &["query_id", "partition_id", "keys", "key_prefix", "ripe_at_or_before", "limit"],
                 &[r#"{"query_id": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d", "partition_id": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6e",
                       "keys": ["a", "b"], "key_prefix": "w\u001f", "ripe_at_or_before": 1767225600000, "limit": 10}"#],
-                |b| b.json().and_then(|v| parse_state_get(&v).map(drop)),
+                |b| b.json_fields_first().and_then(|v| parse_state_get(&v).and_then(|_| b.no_nul(&v))),
             ),
     ]
 }
@@ -290,8 +290,9 @@ async fn register(
     Extension(who): Extension<Principal>,
     body: RawBody,
 ) -> Result<Response, ApiError> {
-    let v = body.json()?;
+    let v = body.json_fields_first()?;
     let r = parse_register(&v)?;
+    body.no_nul(&v)?;
     Ok(match s.service.register_stream(&who.tenant, &r).await? {
         Registered::Done {
             query,
@@ -786,7 +787,9 @@ async fn state_get(
     Extension(who): Extension<Principal>,
     body: RawBody,
 ) -> Result<Answer<StateAnswer>, ApiError> {
-    let g = parse_state_get(&body.json()?)?;
+    let v = body.json_fields_first()?;
+    let g = parse_state_get(&v)?;
+    body.no_nul(&v)?;
     let filter = StateFilter {
         keys: &g.keys,
         key_prefix: g.key_prefix.as_deref(),

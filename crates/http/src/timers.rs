@@ -259,7 +259,7 @@ fn delay(v: Option<&Value>) -> Result<i64, ApiError> {
 
 /// The batch's operations, all valid or the first one's error; at most `max` of them.
 fn parse_batch(body: &RawBody, who: &Principal, max: usize) -> Result<Vec<TimerOp>, ApiError> {
-    let v = body.json()?;
+    let v = body.json_fields_first()?;
     let ops = v
         .get("operations")
         .and_then(Value::as_array)
@@ -270,7 +270,9 @@ fn parse_batch(body: &RawBody, who: &Principal, max: usize) -> Result<Vec<TimerO
             max,
         });
     }
-    parse_timer_ops(ops, who, "operations")
+    let parsed = parse_timer_ops(ops, who, "operations")?;
+    body.no_nul(&v)?;
+    Ok(parsed)
 }
 
 /// A list of timer operations, each error naming its position in `field` (the batch's
