@@ -12,6 +12,7 @@ mod crash_after_commit;
 mod postgres_killed;
 mod postgres_restarted;
 mod postgres_stopped;
+mod rolling_restart;
 mod stream_crash;
 mod timers_killed;
 mod two_brokers;

@@ -45,6 +45,21 @@ impl Broker {
         let _ = self.child.wait().await;
     }
 
+    /// SIGTERM, as an orchestrator stops a pod: the broker stops taking connections, lets
+    /// what runs finish within its grace period and exits. Panics unless it exits 0 within
+    /// `within`.
+    pub async fn terminate(&mut self, within: Duration) {
+        let pid = self.child.id().expect("running") as libc::pid_t;
+        // SAFETY: a signal to our own child, whose pid is not reaped before it exits.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        let status = self.exited(within).await;
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "SIGTERM: {status:?} within {within:?} (log: {})",
+            self.log.display()
+        );
+    }
+
     /// How the process ended, if it does within `within`.
     pub async fn exited(&mut self, within: Duration) -> Option<ExitStatus> {
         tokio::time::timeout(within, self.child.wait())
