@@ -39,6 +39,17 @@ pub fn free_port() -> u16 {
 /// fails to start), or dropped. It is killed when dropped, and leaves no core file if the
 /// crash hook aborts it.
 pub async fn serve(db_url: &str, port: u16, env: &[(&str, &str)], log: Option<&Path>) -> Child {
+    serve_via(&[], db_url, port, env, log).await
+}
+
+/// [`serve`] started through `launcher` (`ip netns exec NAME`, say), which runs the binary.
+pub async fn serve_via(
+    launcher: &[&str],
+    db_url: &str,
+    port: u16,
+    env: &[(&str, &str)],
+    log: Option<&Path>,
+) -> Child {
     let stderr = match log {
         Some(path) => Stdio::from(
             OpenOptions::new()
@@ -50,7 +61,14 @@ pub async fn serve(db_url: &str, port: u16, env: &[(&str, &str)], log: Option<&P
         None => Stdio::null(),
     };
     let see = log.map_or(String::new(), |p| format!("; see {}", p.display()));
-    let mut command = Command::new(env!("CARGO_BIN_EXE_regent"));
+    let mut command = match launcher.split_first() {
+        None => Command::new(env!("CARGO_BIN_EXE_regent")),
+        Some((program, args)) => {
+            let mut c = Command::new(program);
+            c.args(args).arg(env!("CARGO_BIN_EXE_regent"));
+            c
+        }
+    };
     // SAFETY: setrlimit is async-signal-safe.
     unsafe {
         command.pre_exec(|| {

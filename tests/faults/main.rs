@@ -9,6 +9,7 @@ mod harness;
 
 mod broker_killed;
 mod crash_after_commit;
+mod network_cut;
 mod postgres_killed;
 mod postgres_restarted;
 mod postgres_stopped;

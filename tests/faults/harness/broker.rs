@@ -15,6 +15,10 @@ pub struct Broker {
     pub port: u16,
     db_url: String,
     env: Vec<(String, String)>,
+    /// What runs the binary (`ip netns exec NAME` for a broker on a host of its own).
+    launcher: Vec<String>,
+    /// Where clients reach it.
+    host: String,
     /// Every start of this broker appends its stderr here.
     pub log: PathBuf,
 }
@@ -22,21 +26,35 @@ pub struct Broker {
 impl Broker {
     /// Starts `regent serve` on `db_url` with extra environment; returns once it serves.
     pub async fn serve(db_url: &str, env: &[(&str, &str)], log: PathBuf) -> Broker {
+        Broker::serve_via(Vec::new(), "127.0.0.1", db_url, env, log).await
+    }
+
+    /// [`Broker::serve`] run by `launcher` and reached at `host` (a namespace's address, with
+    /// `HOST` in `env` so that it listens there).
+    pub async fn serve_via(
+        launcher: Vec<String>,
+        host: &str,
+        db_url: &str,
+        env: &[(&str, &str)],
+        log: PathBuf,
+    ) -> Broker {
         let port = common::free_port();
         let env = owned(env);
         let _ = std::fs::remove_file(&log);
-        let child = spawn(db_url, port, &env, &log).await;
+        let child = spawn(&launcher, db_url, port, &env, &log).await;
         Broker {
             child,
             port,
             db_url: db_url.to_string(),
             env,
+            launcher,
+            host: host.to_string(),
             log,
         }
     }
 
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("http://{}:{}", self.host, self.port)
     }
 
     /// SIGKILL, waited for.
@@ -72,7 +90,14 @@ impl Broker {
     /// extra environment.
     pub async fn restart(&mut self, env: &[(&str, &str)]) {
         self.env = owned(env);
-        self.child = spawn(&self.db_url, self.port, &self.env, &self.log).await;
+        self.child = spawn(
+            &self.launcher,
+            &self.db_url,
+            self.port,
+            &self.env,
+            &self.log,
+        )
+        .await;
     }
 }
 
@@ -82,7 +107,14 @@ fn owned(env: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
-async fn spawn(db_url: &str, port: u16, env: &[(String, String)], log: &Path) -> Child {
+async fn spawn(
+    launcher: &[String],
+    db_url: &str,
+    port: u16,
+    env: &[(String, String)],
+    log: &Path,
+) -> Child {
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    common::serve(db_url, port, &env, Some(log)).await
+    let launcher: Vec<&str> = launcher.iter().map(String::as_str).collect();
+    common::serve_via(&launcher, db_url, port, &env, Some(log)).await
 }

@@ -9,6 +9,7 @@ pub mod client;
 mod common;
 pub mod ledger;
 pub mod load;
+pub mod netns;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -54,7 +55,7 @@ impl Case {
         lease: Duration,
         env: &[(&str, &str)],
     ) -> Case {
-        let turn = RUNNING.acquire().await.expect("never closed");
+        let turn = Case::turn().await;
         let started = Instant::now();
         let cluster = PrivateCluster::start(None)
             .await
@@ -65,7 +66,24 @@ impl Case {
                 .join(format!("faults-{name}-broker{k}.log"));
             started_brokers.push(Broker::serve(&cluster.url(), env, log).await);
         }
-        let urls = Arc::new(started_brokers.iter().map(Broker::url).collect::<Vec<_>>());
+        Case::run(name, cluster, started_brokers, lease, turn, started).await
+    }
+
+    /// This process's turn to run a case (two at a time).
+    pub async fn turn() -> SemaphorePermit<'static> {
+        RUNNING.acquire().await.expect("never closed")
+    }
+
+    /// The load started on brokers already serving on `cluster` (on hosts of their own, say).
+    pub async fn run(
+        name: &'static str,
+        cluster: PrivateCluster,
+        brokers: Vec<Broker>,
+        lease: Duration,
+        turn: SemaphorePermit<'static>,
+        started: Instant,
+    ) -> Case {
+        let urls = Arc::new(brokers.iter().map(Broker::url).collect::<Vec<_>>());
         configure(&urls[0], load::QUEUE, lease).await;
         let ledger = Arc::new(Ledger::default());
         let answers = Arc::new(Answers::default());
@@ -74,7 +92,7 @@ impl Case {
         Case {
             name,
             cluster,
-            brokers: started_brokers,
+            brokers,
             ledger,
             answers,
             urls,
@@ -83,6 +101,11 @@ impl Case {
             recovered_in: None,
             _turn: turn,
         }
+    }
+
+    /// The 503s the clients were answered so far.
+    pub fn unavailable(&self) -> u64 {
+        self.answers.seen().unavailable.values().sum()
     }
 
     /// A careful client of this case's brokers, starting at broker `home`.

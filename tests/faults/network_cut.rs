@@ -1,0 +1,80 @@
+//! The link between a broker and PostgreSQL cut silently under load (issue 36): the broker
+//! on a test host of its own (a network namespace), its database link's carrier taken away
+//! for 15 s, so its packets vanish with no reset, every pooled connection dead without
+//! knowing it. The clients must be answered 503 with `Retry-After` within seconds, not hang
+//! until TCP gives up (many minutes), and be served again soon after the link heals, with
+//! nothing acknowledged lost.
+
+use std::time::{Duration, Instant};
+
+use regent::cluster::PrivateCluster;
+
+use crate::harness::broker::Broker;
+use crate::harness::netns::Host;
+use crate::harness::Case;
+
+/// How long the link stays cut.
+const CUT: Duration = Duration::from_secs(15);
+/// The longest a client may wait, after the cut, for its first 503.
+const FIRST_503: Duration = Duration::from_secs(20);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_cut_of_the_database_link_is_503s_within_seconds_then_service_again() {
+    let Some(host) = Host::create() else {
+        return;
+    };
+    let turn = Case::turn().await;
+    let started = Instant::now();
+    let listen = format!("listen_addresses=127.0.0.1,{}", host.database_address());
+    let cluster = PrivateCluster::start_with(None, &[&listen])
+        .await
+        .expect("a private cluster");
+    trust_the_link(&cluster).await;
+    let db_url = format!(
+        "postgres://postgres@{}:{}/postgres",
+        host.database_address(),
+        cluster.port()
+    );
+    let log = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("faults-network_cut.log");
+    let env = [("HOST", "0.0.0.0")];
+    let broker =
+        Broker::serve_via(host.launcher(), &host.broker_address(), &db_url, &env, log).await;
+    let lease = Duration::from_secs(5);
+    let mut case = Case::run("network_cut", cluster, vec![broker], lease, turn, started).await;
+    case.steady(Duration::from_secs(3)).await;
+
+    host.cut_database_link();
+    let cut = Instant::now();
+    let before = case.unavailable();
+    while case.unavailable() == before {
+        assert!(
+            cut.elapsed() < FIRST_503,
+            "no 503 within {FIRST_503:?} of the cut: requests hang on dead connections"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let first_503 = cut.elapsed();
+    tokio::time::sleep(CUT.saturating_sub(cut.elapsed())).await;
+    host.heal_database_link();
+    let healed = Instant::now();
+    case.recovered().await;
+    println!(
+        "network_cut: first 503 {:.1} s after the cut; served again {:.1} s after the heal",
+        first_503.as_secs_f64(),
+        healed.elapsed().as_secs_f64()
+    );
+    case.finish().await;
+}
+
+/// Lets the broker's address in (the private cluster trusts loopback only).
+async fn trust_the_link(cluster: &PrivateCluster) {
+    use std::io::Write;
+    let hba = cluster.data_dir().join("pg_hba.conf");
+    let mut f = std::fs::OpenOptions::new().append(true).open(&hba).unwrap();
+    writeln!(f, "host all all 10.78.0.0/16 trust").unwrap();
+    let (db, conn) = tokio_postgres::connect(&cluster.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    db.batch_execute("SELECT pg_reload_conf()").await.unwrap();
+}
