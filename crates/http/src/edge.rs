@@ -26,7 +26,11 @@ use super::request_id;
 use super::State as AppState;
 
 pub async fn edge(State(s): AppState, req: Request, next: Next) -> Response {
-    let origin = req.headers().get(header::ORIGIN).cloned();
+    // Read only when origins are listed: with `*` the answer does not depend on it.
+    let origin = s
+        .cors_origins
+        .as_ref()
+        .and_then(|_| req.headers().get(header::ORIGIN).cloned());
     let mut res = if req.method() == Method::OPTIONS {
         StatusCode::NO_CONTENT.into_response()
     } else {

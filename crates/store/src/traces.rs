@@ -138,27 +138,9 @@ pub async fn record(client: &Conn, t: &NewTrace<'_>) -> Result<Option<Uuid>, Sto
             Layout::Citus => record!(" AND x.partition_id = $2"),
         })
         .await?;
-    let e = t.event;
     // Whether it was written, not RETURNING: Citus names the table, not its shard, in the
     // RETURNING clause of an INSERT ... SELECT it routes to one shard.
-    let written = client
-        .execute(
-            &st,
-            &[
-                &t.id,
-                &e.partition_id,
-                &t.tenant,
-                &t.hash,
-                &e.transaction_id,
-                &e.event_type,
-                &e.data,
-                &e.consumer_group,
-                &e.worker_id,
-                &e.names,
-            ],
-        )
-        .await?;
-    Ok((written > 0).then_some(t.id))
+    write(client, &st, t, &t.hash).await
 }
 
 /// Records a trace of the message at `offset`, found by the caller without the index (the
@@ -170,15 +152,26 @@ pub async fn record_at(
     offset: i64,
 ) -> Result<Option<Uuid>, StoreError> {
     let st = client.prepare_cached(RECORD_AT).await?;
+    write(client, &st, t, &offset).await
+}
+
+/// Runs a trace's insert, `$4` locating its message (the index's hash, or the offset); the
+/// trace's id when a row was written.
+async fn write(
+    client: &Conn,
+    st: &tokio_postgres::Statement,
+    t: &NewTrace<'_>,
+    locator: &(dyn tokio_postgres::types::ToSql + Sync),
+) -> Result<Option<Uuid>, StoreError> {
     let e = t.event;
     let written = client
         .execute(
-            &st,
+            st,
             &[
                 &t.id,
                 &e.partition_id,
                 &t.tenant,
-                &offset,
+                locator,
                 &e.transaction_id,
                 &e.event_type,
                 &e.data,
