@@ -60,6 +60,7 @@ pub mod lease;
 pub mod maintenance;
 pub mod message;
 pub mod messages;
+pub mod net;
 pub mod notify;
 pub mod overview;
 pub mod partitions;

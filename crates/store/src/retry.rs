@@ -11,23 +11,38 @@ use crate::StoreError;
 /// Attempts at most, the first included.
 pub const ATTEMPTS: u32 = 4;
 
-/// Runs `attempt` until it succeeds, fails for good, or has run [`ATTEMPTS`] times.
+/// No attempt starts once the work has run this long. The failures worth repeating come
+/// fast (a deadlock victim, a connection PostgreSQL closed on restart); a connection that
+/// died silently fails only after the TCP user timeout (`crate::net`), and a second attempt
+/// would likely wait as long on another connection of the same dead link, while the client
+/// could already be told to come back (503 with `Retry-After`).
+pub const RETRY_WITHIN: Duration = Duration::from_secs(2);
+
+/// Runs `attempt` until it succeeds, fails for good, has run [`ATTEMPTS`] times, or has
+/// run for [`RETRY_WITHIN`].
 pub async fn retrying<T, F, Fut>(mut attempt: F) -> Result<T, StoreError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, StoreError>>,
 {
+    let started = tokio::time::Instant::now();
     let mut n = 0;
     loop {
         n += 1;
         match attempt().await {
-            Err(e) if n < ATTEMPTS && e.is_retryable() => {
+            Err(e) if runs_again(n, e.is_retryable(), started.elapsed()) => {
                 tracing::debug!(error = %e, attempt = n, "retrying");
                 tokio::time::sleep(backoff(n)).await;
             }
             other => return other,
         }
     }
+}
+
+/// Whether work whose `n`-th attempt failed (`retryable`: in a way safe to repeat) after
+/// running `ran` in all starts again.
+fn runs_again(n: u32, retryable: bool, ran: Duration) -> bool {
+    retryable && n < ATTEMPTS && ran < RETRY_WITHIN
 }
 
 /// 10, 20, 40 ms, each with up to half again at random: deadlock victims that retried in
@@ -95,6 +110,19 @@ mod tests {
             let d = backoff(attempt).as_millis() as u64;
             assert!((base..=base + base / 2).contains(&d), "{attempt}: {d}");
         }
+    }
+
+    #[test]
+    fn work_that_failed_slowly_or_often_or_for_good_is_not_started_again() {
+        let quick = Duration::from_millis(30);
+        assert!(runs_again(1, true, quick));
+        assert!(runs_again(ATTEMPTS - 1, true, quick));
+        assert!(!runs_again(ATTEMPTS, true, quick), "at most ATTEMPTS runs");
+        assert!(!runs_again(1, false, quick), "a failure for good");
+        assert!(
+            !runs_again(1, true, RETRY_WITHIN),
+            "a connection that took its timeout to die is answered, not tried again"
+        );
     }
 
     #[tokio::test]

@@ -44,6 +44,7 @@ enum Mode {
 pub fn target(url: &str) -> Result<Target> {
     let (rest, options) = take_tls_options(url);
     let mut config: tokio_postgres::Config = rest.parse().context("reading the database URL")?;
+    crate::net::bound_silence(&rest, &mut config);
     let mode = match options.sslmode.as_deref() {
         None | Some("disable" | "allow" | "prefer") => None,
         Some("require") => Some(Mode::Require),
