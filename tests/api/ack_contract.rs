@@ -1641,3 +1641,36 @@ async fn a_retried_ack_after_a_lost_answer() {
     );
     pop_expect(&b, "q", Some("g"), 2, &[]).await;
 }
+
+/// Acks of one lease's messages sent at once, one request each, are fused into few
+/// transactions and statements (one per (partition, group) at most in the one-statement
+/// path, the others by the full path): every one succeeds, done or a no-op where a higher
+/// offset committed first, the lease lives on until its last message, and nothing is
+/// redelivered.
+#[tokio::test]
+async fn concurrent_acks_of_one_lease_each_succeed_and_the_last_releases_it() {
+    let b = broker().await;
+    let txids: Vec<String> = (0..20).map(|i| format!("m{i}")).collect();
+    let ids: Vec<&str> = txids.iter().map(String::as_str).collect();
+    let pid = push(&b, "q", &ids).await;
+    let lease = pop_expect(&b, "q", Some("g"), 20, &ids).await;
+    let acks = ids[..19].iter().map(|t| {
+        let body = json!([item(t, &pid, Some(&lease), "completed")]);
+        let b = &b;
+        async move { (t, b.ack_batch(Some("g"), body).await) }
+    });
+    for (t, res) in futures::future::join_all(acks).await {
+        assert_eq!(res.len(), 1, "{t}: {res:?}");
+        assert_eq!(res[0]["success"], json!(true), "{t}: {res:?}");
+        assert_eq!(res[0]["leaseReleased"], json!(false), "{t}: {res:?}");
+    }
+    assert_eq!(b.cursor(&pid, "g").await, Some((18, true, 0)), "the lease lives on");
+    let last = json!([item("m19", &pid, Some(&lease), "completed")]);
+    check(
+        "the last one ends it",
+        &b.ack_batch(Some("g"), last).await,
+        &[("m19", done(true))],
+    );
+    assert_eq!(b.cursor(&pid, "g").await, Some((19, false, 0)));
+    pop_expect(&b, "q", Some("g"), 20, &[]).await;
+}

@@ -6,7 +6,7 @@
 //! not a UUID, and every group of a fused transaction that fails, is re-run on its own, so
 //! one group's failure never changes another's outcome (the seed's isolation rule).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use tokio::sync::oneshot;
 use uuid::Uuid;
@@ -21,9 +21,9 @@ use regent_broker::tx_hash::tx_hash;
 use regent_runtime::placements::Place;
 use regent_runtime::tallies::Tally;
 use regent_runtime::{Announcement, Op, Outcome};
-use regent_store::cursor::{self, Locked};
+use regent_store::cursor::{self, Completed, Completion, Locked};
 use regent_store::dead_letters::{self, Letter};
-use regent_store::{retrying, StoreError, Tx};
+use regent_store::{retrying, Layout, StoreError, Tx};
 
 use crate::fusion::{self, Fusable};
 use crate::{Error, Service};
@@ -257,6 +257,9 @@ impl Fusable for AckJob {
             (Uuid::parse_str(&g.partition_id).ok(), g.group.clone())
         });
         let mut done: HashMap<Slot, Acked> = HashMap::new();
+        if s.store.layout() == Layout::Single {
+            done.extend(complete_in_lease(s, tenant, &mut fused, group).await);
+        }
         let in_order: Vec<&AckGroup> = fused.iter().map(group).collect();
         match run_groups(s, tenant, &in_order).await {
             Ok(acked) => done.extend(fused.iter().copied().zip(acked)),
@@ -279,6 +282,118 @@ impl Fusable for AckJob {
                 .collect();
             let _ = job.reply.send(mine);
         }
+    }
+}
+
+/// Carries out the groups among `slots` that complete messages of their live lease (see
+/// [`completion`]) with one statement and no transaction of its own: one round trip where the
+/// full path takes four. Takes them out of `slots` and returns their plans; the rest (and any
+/// whose row says otherwise: the lease ended, an offset already committed) are left for the
+/// full path, which decides them as the contract says. A statement the database refused
+/// committed nothing, so its groups are left too; one whose connection was lost may have
+/// committed, and its groups are answered as a failed commit is.
+async fn complete_in_lease<'a>(
+    s: &Service,
+    tenant: &str,
+    slots: &mut Vec<Slot>,
+    group: impl Fn(&Slot) -> &'a AckGroup,
+) -> Vec<(Slot, Acked)> {
+    let mut seen = HashSet::new();
+    let (mine, completions): (Vec<Slot>, Vec<Completion<'_>>) = slots
+        .iter()
+        .filter_map(|slot| Some((*slot, completion(group(slot))?)))
+        .filter(|(_, c)| seen.insert((c.partition, c.group)))
+        .unzip();
+    if mine.is_empty() {
+        return Vec::new();
+    }
+    let carried = match s.store.client().await {
+        Ok(client) => cursor::complete_in_lease(&*client, tenant, &completions).await,
+        Err(e) => Err(e),
+    };
+    let carried = match carried {
+        Ok(rows) => rows,
+        Err(e) if e.was_refused() || matches!(e, StoreError::Pool(_)) => {
+            tracing::debug!(error = %e, "acks in lease left to the full path");
+            return Vec::new();
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "ack completion statement failed");
+            slots.retain(|slot| !mine.contains(slot));
+            let refused = |slot: &Slot| AckPlan::refuse_all(group(slot).items.len(), FLUSH_FAILED);
+            return mine.iter().map(|slot| (*slot, refused(slot).into())).collect();
+        }
+    };
+    let done: Vec<(Slot, Acked)> = carried
+        .into_iter()
+        .map(|row| {
+            let slot = mine[row.index];
+            (slot, completed(group(&slot), &completions[row.index], row))
+        })
+        .collect();
+    slots.retain(|slot| !done.iter().any(|(d, _)| d == slot));
+    done
+}
+
+/// The one-statement form of a group, when its outcome depends on the cursor row alone: every
+/// item `completed`, each offset known from this broker's delivery under the named lease (so
+/// no index lookup), and nothing asked beyond the contract (no `release_at_once`).
+fn completion(g: &AckGroup) -> Option<Completion<'_>> {
+    if g.release_at_once || g.items.iter().any(|i| i.status != AckStatus::Completed) {
+        return None;
+    }
+    let known = g.known.as_ref()?;
+    Some(Completion {
+        partition: partition_uuid(g)?,
+        group: &g.group,
+        lease: Uuid::parse_str(g.lease_id.as_deref()?).ok()?,
+        lowest: *known.iter().min()?,
+        highest: *known.iter().max()?,
+    })
+}
+
+/// The plan the contract gives the completion on the row as it was: what the statement
+/// wrote, as the full path would have.
+fn completed(g: &AckGroup, asked: &Completion<'_>, row: Completed) -> Acked {
+    let items = known_items(g, g.known.as_deref().unwrap_or_default());
+    let view = CursorView {
+        committed: row.committed,
+        live_lease_end: Some(row.lease_end),
+        last_lease_end: Some(row.lease_end),
+        retry_count: row.retry_count,
+    };
+    let plan = ack_plan::plan(&view, &policy(QueueOptions::from_stored(&row.options)), true, &items);
+    let written = (asked.highest, row.lease_end <= asked.highest);
+    if (plan.committed, plan.release_lease) != written {
+        // The statement's conditions admit only rows where the two agree.
+        tracing::error!(?written, plan = ?(plan.committed, plan.release_lease), "ack completion differs from its plan");
+        debug_assert!(false, "ack completion differs from its plan");
+    }
+    Acked {
+        reopened: plan.reopens(row.next_offset).then_some(row.queue),
+        tally: Some((row.queue_id, tally(&plan, row.committed, &items))),
+        plan,
+    }
+}
+
+/// The group's items with the offsets given, aligned.
+fn known_items(g: &AckGroup, offsets: &[i64]) -> Vec<AckItem> {
+    g.items
+        .iter()
+        .zip(offsets)
+        .map(|(i, &offset)| AckItem {
+            status: i.status,
+            offset: Some(offset),
+            error: i.error.clone(),
+        })
+        .collect()
+}
+
+/// The retry rules of a queue.
+fn policy(options: QueueOptions) -> Policy {
+    Policy {
+        retry_limit: options.retry_limit(),
+        dead_letter: options.dead_letter_enabled(),
     }
 }
 
@@ -463,17 +578,13 @@ async fn carry_out(
     c: &Locked,
     items: &[AckItem],
 ) -> Result<Acked, StoreError> {
-    let options = QueueOptions::from_stored(&c.options);
     let view = CursorView {
         committed: c.committed,
         live_lease_end: if c.live { c.lease_end } else { None },
         last_lease_end: c.lease_end,
         retry_count: c.retry_count,
     };
-    let policy = Policy {
-        retry_limit: options.retry_limit(),
-        dead_letter: options.dead_letter_enabled(),
-    };
+    let policy = policy(QueueOptions::from_stored(&c.options));
     let mut plan = ack_plan::plan(&view, &policy, group.lease_id.is_some(), items);
     if group.release_at_once && c.live {
         plan = plan.releasing();

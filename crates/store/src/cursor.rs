@@ -242,3 +242,90 @@ pub async fn write(
     .await?;
     Ok(())
 }
+
+/// Acks that complete messages of their live lease, every offset above the cursor and inside
+/// the lease: the case of nearly every ack, whose outcome the locked row alone decides.
+pub struct Completion<'a> {
+    pub partition: Uuid,
+    pub group: &'a str,
+    pub lease: Uuid,
+    /// The lowest and highest offsets acked.
+    pub lowest: i64,
+    pub highest: i64,
+}
+
+/// A completion carried out: the row as it was, and the partition's queue and end.
+pub struct Completed {
+    /// Its index among the completions asked.
+    pub index: usize,
+    pub committed: i64,
+    pub lease_end: i64,
+    pub retry_count: i32,
+    pub queue_id: Uuid,
+    pub queue: String,
+    pub next_offset: i64,
+    /// The queue's options as stored.
+    pub options: Value,
+}
+
+/// Carries out, in one statement and so one round trip and its own transaction, every
+/// completion whose cursor row still holds its lease live with every offset inside it and
+/// above the cursor; returns those, and leaves the rest untouched for the full path. Where
+/// it writes, it writes what `regent_broker::ack_plan::plan` decides for such an ack: the
+/// cursor to the highest offset, the lease released and the retry budget restored once the
+/// lease's range is done. The rows are locked in the global lock order (partition, group).
+/// The tenant's partitions only. One completion per (partition, group), which the caller
+/// keeps.
+pub async fn complete_in_lease(
+    client: &impl deadpool_postgres::GenericClient,
+    tenant: &str,
+    completions: &[Completion<'_>],
+) -> Result<Vec<Completed>, StoreError> {
+    let st = client
+        .prepare_cached(
+            "WITH a AS (
+               SELECT * FROM unnest($2::uuid[], $3::text[], $4::uuid[], $5::bigint[], $6::bigint[])
+                      WITH ORDINALITY AS a(pid, grp, lease, lowest, highest, k)),
+             old AS (
+               SELECT a.k, a.highest, c.partition_id, c.consumer_group, c.committed, c.lease_end,
+                      c.retry_count, p.queue_id, q.name AS queue, q.options, p.next_offset
+                 FROM a
+                 JOIN cursors c ON c.partition_id = a.pid AND c.consumer_group = a.grp
+                 JOIN partitions p ON p.id = c.partition_id AND p.tenant = $1
+                 JOIN queues q ON q.id = p.queue_id
+                WHERE c.lease_id = a.lease AND c.lease_expires_at > now()
+                  AND c.committed < a.lowest AND c.lease_end >= a.highest
+                ORDER BY c.partition_id, c.consumer_group
+                  FOR UPDATE OF c)
+           UPDATE cursors c
+              SET committed = old.highest,
+                  lease_id = CASE WHEN old.lease_end <= old.highest THEN NULL ELSE c.lease_id END,
+                  retry_count = CASE WHEN old.lease_end <= old.highest THEN 0 ELSE c.retry_count END
+             FROM old
+            WHERE c.partition_id = old.partition_id AND c.consumer_group = old.consumer_group
+        RETURNING old.k, old.committed, old.lease_end, old.retry_count, old.queue_id, old.queue,
+                  old.options, old.next_offset",
+        )
+        .await?;
+    let pids: Vec<Uuid> = completions.iter().map(|c| c.partition).collect();
+    let groups: Vec<&str> = completions.iter().map(|c| c.group).collect();
+    let leases: Vec<Uuid> = completions.iter().map(|c| c.lease).collect();
+    let lowest: Vec<i64> = completions.iter().map(|c| c.lowest).collect();
+    let highest: Vec<i64> = completions.iter().map(|c| c.highest).collect();
+    let rows = client
+        .query(&st, &[&tenant, &pids, &groups, &leases, &lowest, &highest])
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| Completed {
+            index: (r.get::<_, i64>("k") - 1) as usize,
+            committed: r.get("committed"),
+            lease_end: r.get("lease_end"),
+            retry_count: r.get("retry_count"),
+            queue_id: r.get("queue_id"),
+            queue: r.get("queue"),
+            next_offset: r.get("next_offset"),
+            options: r.get("options"),
+        })
+        .collect())
+}

@@ -58,6 +58,12 @@ impl StoreError {
         }
     }
 
+    /// PostgreSQL answered the statement with an error, so nothing of it was committed (a
+    /// lost connection, by contrast, leaves a lone statement's commit unknown).
+    pub fn was_refused(&self) -> bool {
+        matches!(self, StoreError::Db(e) if e.code().is_some())
+    }
+
     /// The database could not be reached or is overloaded: the client may retry later.
     pub fn is_unavailable(&self) -> bool {
         matches!(self, StoreError::Pool(_)) || self.is_retryable()
