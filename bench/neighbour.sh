@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# A noisy neighbour (issue 36): tenant A pushes and pops as fast as it can (batch 1000, 8
+# producers and 8 consumers, many connections) while tenant B runs the job-queue shape at a
+# modest fixed rate (RATE_B msg/s open loop, 2 producers and 2 consumers, batch 1). B's end to
+# end latency beside A against B alone, on one broker with authentication on (each tenant
+# from its own token), on a private cluster (fsync and synchronous commit on). Per round, B
+# alone and B beside A, the order alternating; A starts 3 s before B's run and stops after it.
+# Prints B's p50 / p99 / max both ways, their ratios, and what A moved meanwhile. Extra
+# settings for the broker come from the environment (BROKER_ENV="DB_POOL_SIZE=40 ...").
+# (`regent bench` fails the script if a ledger loses a message.)
+#
+#   bench/neighbour.sh                        # DURATION=20 ROUNDS=2 RATE_B=100
+#   RATE_B=200 ROUNDS=3 bench/neighbour.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DURATION=${DURATION:-20}
+ROUNDS=${ROUNDS:-2}
+RATE_B=${RATE_B:-100}
+PORT=${PORT:-6720}
+
+. bench/lib.sh
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+    stop_dev
+}
+trap cleanup EXIT
+# `regent dev` owns the private cluster; the measured broker shares it, with tokens.
+start_dev "$PORT"
+SECRET=bench-secret
+# shellcheck disable=SC2086
+env -u TENANT_LIMITS NO_COLOR=1 DATABASE_URL="$PG" PORT=$((PORT + 1)) JWT_ENABLED=true \
+    JWT_SECRET=$SECRET ${BROKER_ENV:-} "$bin" serve >"$work/broker.out" 2>"$work/broker.err" &
+pids+=($!)
+wait_for "$work/broker.out" "serving on"
+url="http://127.0.0.1:$((PORT + 1))"
+TA=$("$bin" token --secret $SECRET --tenant tenant-a --role admin --expires-in 86400)
+TB=$("$bin" token --secret $SECRET --tenant tenant-b --role admin --expires-in 86400)
+
+b_run() { # name
+    "$bin" bench --url "$url" --token "$TB" --scenario end-to-end --push-batch 1 --pop-batch 1 \
+        --producers 2 --consumers 2 --partitions 10 --rate "$RATE_B" --duration "$DURATION" \
+        --queue "b-$1" --json --quiet >"$work/b-$1.json"
+}
+beside_a() { # name
+    "$bin" bench --url "$url" --token "$TA" --scenario end-to-end --push-batch 1000 \
+        --pop-batch 1000 --producers 8 --consumers 8 --duration $((DURATION + 5)) \
+        --queue "a-$1" --json --quiet >"$work/a-$1.json" &
+    local a=$!
+    sleep 3
+    b_run "$1"
+    wait "$a"
+}
+
+for round in $(seq 1 "$ROUNDS"); do
+    runs=(alone beside)
+    [ $((round % 2)) -eq 0 ] && runs=(beside alone)
+    for r in "${runs[@]}"; do
+        case $r in
+            alone) b_run "alone-$round" ;;
+            beside) beside_a "beside-$round" ;;
+        esac
+    done
+    python3 - "$work" "$round" <<'PY'
+import json, sys
+work, rnd = sys.argv[1:]
+alone = json.load(open(f"{work}/b-alone-{rnd}.json"))
+beside = json.load(open(f"{work}/b-beside-{rnd}.json"))
+a = json.load(open(f"{work}/a-beside-{rnd}.json"))
+for name, r in (("B alone", alone), ("B beside A", beside), ("A", a)):
+    assert r["errors"] == 0, f"{name}: {r['errors']} errors: {r['first_error']}"
+def lat(r):
+    e = r["end_to_end_latency"]
+    return f"p50 {e['p50_ms']:7.1f}  p99 {e['p99_ms']:7.1f}  max {e['max_ms']:7.1f} ms"
+print(f"round {rnd}  B alone      {alone['delivery_rate']:7.0f} msg/s  {lat(alone)}")
+print(f"round {rnd}  B beside A   {beside['delivery_rate']:7.0f} msg/s  {lat(beside)}")
+ea, eb = alone["end_to_end_latency"], beside["end_to_end_latency"]
+print(f"round {rnd}  B beside / alone: p50 {eb['p50_ms'] / ea['p50_ms']:.2f}x  "
+      f"p99 {eb['p99_ms'] / ea['p99_ms']:.2f}x;  A meanwhile: in {a['push_rate']:.0f}, "
+      f"out {a['delivery_rate']:.0f} msg/s")
+PY
+done
