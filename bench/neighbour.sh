@@ -6,17 +6,21 @@
 # from its own token), on a private cluster (fsync and synchronous commit on). Per round, B
 # alone and B beside A, the order alternating; A starts 3 s before B's run and stops after it.
 # Prints B's p50 / p99 / max both ways, their ratios, and what A moved meanwhile. Extra
-# settings for the broker come from the environment (BROKER_ENV="DB_POOL_SIZE=40 ...").
+# settings for the broker come from the environment (BROKER_ENV="DB_POOL_SIZE=40 ..."); A_RATE
+# holds A to that many messages a second (open loop; 0, the default: as fast as it can), as a
+# tenant kept under its limits would be.
 # (`regent bench` fails the script if a ledger loses a message.)
 #
 #   bench/neighbour.sh                        # DURATION=20 ROUNDS=2 RATE_B=100
 #   RATE_B=200 ROUNDS=3 bench/neighbour.sh
+#   A_RATE=30000 bench/neighbour.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DURATION=${DURATION:-20}
 ROUNDS=${ROUNDS:-2}
 RATE_B=${RATE_B:-100}
+A_RATE=${A_RATE:-0}
 PORT=${PORT:-6720}
 
 . bench/lib.sh
@@ -47,7 +51,7 @@ b_run() { # name
 beside_a() { # name
     "$bin" bench --url "$url" --token "$TA" --scenario end-to-end --push-batch 1000 \
         --pop-batch 1000 --producers 8 --consumers 8 --duration $((DURATION + 5)) \
-        --queue "a-$1" --json --quiet >"$work/a-$1.json" &
+        --rate "$A_RATE" --queue "a-$1" --json --quiet >"$work/a-$1.json" &
     local a=$!
     sleep 3
     b_run "$1"

@@ -971,3 +971,44 @@ async fn ephemeral_queues_belong_to_their_tenant() {
         .await;
     assert_eq!(v["results"][0]["outcome"], "acked", "{v}");
 }
+
+/// A tenant's push never waits for another tenant's flush: with both of one tenant's flushes
+/// stuck (its partition row locked by someone else), another tenant's push is answered at
+/// once. With one set of flushers for every tenant it waited until the lock was gone.
+#[tokio::test]
+async fn a_tenants_push_does_not_wait_for_another_tenants_stuck_flushes() {
+    let b = authed_broker().await;
+    let (a, z) = acme_and_zenith(&b, "admin");
+    a.push("orders", "p", &["a0"]).await;
+    let db = b.db().await;
+    db.batch_execute(
+        "BEGIN; SELECT 1 FROM partitions WHERE tenant = 'acme' AND name = 'p' FOR UPDATE",
+    )
+    .await
+    .unwrap();
+    // Two pushes of acme's, far enough apart to be flushed separately: both wait on the lock.
+    let mut stuck = Vec::new();
+    for t in ["a1", "a2"] {
+        let handle = Broker {
+            url: b.url.clone(),
+            db_url: b.db_url.clone(),
+            http: b.http.clone(),
+            server: None,
+        };
+        let token = a.token.clone();
+        stuck.push(tokio::spawn(async move {
+            handle.push_as(Some(&token), "orders", "p", &[t]).await;
+        }));
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+    let zenith = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        z.push("orders", "p", &["z1"]),
+    )
+    .await;
+    db.batch_execute("COMMIT").await.unwrap();
+    assert!(zenith.is_ok(), "zenith's push waited for acme's stuck flushes");
+    for pushed in stuck {
+        pushed.await.unwrap();
+    }
+}
