@@ -1664,7 +1664,11 @@ async fn concurrent_acks_of_one_lease_each_succeed_and_the_last_releases_it() {
         assert_eq!(res[0]["success"], json!(true), "{t}: {res:?}");
         assert_eq!(res[0]["leaseReleased"], json!(false), "{t}: {res:?}");
     }
-    assert_eq!(b.cursor(&pid, "g").await, Some((18, true, 0)), "the lease lives on");
+    assert_eq!(
+        b.cursor(&pid, "g").await,
+        Some((18, true, 0)),
+        "the lease lives on"
+    );
     let last = json!([item("m19", &pid, Some(&lease), "completed")]);
     check(
         "the last one ends it",

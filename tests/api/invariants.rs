@@ -996,10 +996,16 @@ async fn a_claim_reads_its_own_queues_partitions_not_every_queues() {
         let (read0, scans0): (i64, i64) = (before.get(0), before.get(1));
         if what == "hinted" {
             b.push("mine", "p0", &["m1"]).await;
-            assert_eq!(Broker::txids(&pop_prompt(&b, "mine", None, 1).await), ["m1"]);
+            assert_eq!(
+                Broker::txids(&pop_prompt(&b, "mine", None, 1).await),
+                ["m1"]
+            );
         } else {
             let (s, v) = b.get(walk).await;
-            assert!(s == StatusCode::OK && Broker::txids(&v).is_empty(), "{s} {v}");
+            assert!(
+                s == StatusCode::OK && Broker::txids(&v).is_empty(),
+                "{s} {v}"
+            );
         }
         // The broker's backend reports its table counters when idle, within a few seconds.
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -1008,7 +1014,10 @@ async fn a_claim_reads_its_own_queues_partitions_not_every_queues() {
             if r.get::<_, i64>(1) > scans0 {
                 break r.get::<_, i64>(0);
             }
-            assert!(Instant::now() < deadline, "the broker's table counters never arrived");
+            assert!(
+                Instant::now() < deadline,
+                "the broker's table counters never arrived"
+            );
             tokio::time::sleep(Duration::from_millis(200)).await;
         };
         // A pop may look at each of its own queue's 100 partitions a few times (the sweep

@@ -979,11 +979,13 @@ async fn ephemeral_queues_belong_to_their_tenant() {
 async fn a_tenants_push_does_not_wait_for_another_tenants_stuck_flushes() {
     let b = authed_broker().await;
     let (a, z) = acme_and_zenith(&b, "admin");
-    a.push("orders", "p", &["a0"]).await;
+    let pushed = a.push("orders", "p", &["a0"]).await;
+    let partition = pushed[0]["partition_id"].as_str().unwrap();
     let db = b.db().await;
-    db.batch_execute(
-        "BEGIN; SELECT 1 FROM partitions WHERE tenant = 'acme' AND name = 'p' FOR UPDATE",
-    )
+    // By id: on Citus a row lock must name the row's shard.
+    db.batch_execute(&format!(
+        "BEGIN; SELECT 1 FROM partitions WHERE id = '{partition}' FOR UPDATE"
+    ))
     .await
     .unwrap();
     // Two pushes of acme's, far enough apart to be flushed separately: both wait on the lock.
@@ -1007,7 +1009,10 @@ async fn a_tenants_push_does_not_wait_for_another_tenants_stuck_flushes() {
     )
     .await;
     db.batch_execute("COMMIT").await.unwrap();
-    assert!(zenith.is_ok(), "zenith's push waited for acme's stuck flushes");
+    assert!(
+        zenith.is_ok(),
+        "zenith's push waited for acme's stuck flushes"
+    );
     for pushed in stuck {
         pushed.await.unwrap();
     }

@@ -321,7 +321,10 @@ async fn complete_in_lease<'a>(
             tracing::warn!(error = %e, "ack completion statement failed");
             slots.retain(|slot| !mine.contains(slot));
             let refused = |slot: &Slot| AckPlan::refuse_all(group(slot).items.len(), FLUSH_FAILED);
-            return mine.iter().map(|slot| (*slot, refused(slot).into())).collect();
+            return mine
+                .iter()
+                .map(|slot| (*slot, refused(slot).into()))
+                .collect();
         }
     };
     let done: Vec<(Slot, Acked)> = carried
@@ -362,7 +365,12 @@ fn completed(g: &AckGroup, asked: &Completion<'_>, row: Completed) -> Acked {
         last_lease_end: Some(row.lease_end),
         retry_count: row.retry_count,
     };
-    let plan = ack_plan::plan(&view, &policy(QueueOptions::from_stored(&row.options)), true, &items);
+    let plan = ack_plan::plan(
+        &view,
+        &policy(QueueOptions::from_stored(&row.options)),
+        true,
+        &items,
+    );
     let written = (asked.highest, row.lease_end <= asked.highest);
     if (plan.committed, plan.release_lease) != written {
         // The statement's conditions admit only rows where the two agree.

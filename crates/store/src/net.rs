@@ -75,10 +75,18 @@ mod tests {
             "host=db user=u dbname=regent connect_timeout=20 tcp_user_timeout=0 keepalives_idle=60",
         ] {
             let c = configured(url);
-            assert_eq!(c.get_connect_timeout(), Some(&Duration::from_secs(20)), "{url}");
+            assert_eq!(
+                c.get_connect_timeout(),
+                Some(&Duration::from_secs(20)),
+                "{url}"
+            );
             assert_eq!(c.get_tcp_user_timeout(), None, "0 turns it off: {url}");
             assert_eq!(c.get_keepalives_idle(), Duration::from_secs(60), "{url}");
-            assert_eq!(c.get_keepalives_interval(), Some(KEEPALIVES_INTERVAL), "{url}");
+            assert_eq!(
+                c.get_keepalives_interval(),
+                Some(KEEPALIVES_INTERVAL),
+                "{url}"
+            );
         }
     }
 
