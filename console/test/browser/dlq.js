@@ -270,6 +270,9 @@ export async function anonymous({ browser, b }) {
     await page.textContent('[data-testid=page]'),
     `Page 1 of ${Math.ceil(first.total / 50)}`,
   );
+  // Page keys are ignored while typing in a field, and the filter field of an earlier step
+  // may still hold the focus.
+  await page.evaluate(() => document.activeElement?.blur());
   await page.keyboard.press(']');
   await page.waitForFunction(() => location.hash.includes('page=2'));
   check(
@@ -322,6 +325,9 @@ export async function anonymous({ browser, b }) {
     await page.$eval('[data-testid=dlq-total]', (e) => Number(e.dataset.value)),
     spill1.total,
   );
+  // Page keys are ignored while typing in a field, and the filter field of an earlier step
+  // may still hold the focus.
+  await page.evaluate(() => document.activeElement?.blur());
   await page.keyboard.press(']');
   await page.waitForFunction(() => location.hash.includes('page=2'));
   check(

@@ -325,7 +325,10 @@ fn expiry(f: &Fields<'_>, at: &str) -> Result<Expiry, ApiError> {
         (None, Some(_)) => Err(bad(format!("{at}forever must be true when given"))),
         _ => Err(invalid(
             "kv_expiry_not_specified",
-            format!("{at}: a write needs exactly one of ttlSeconds or forever: true (a put never inherits the previous expiry)"),
+            format!(
+                "{}: a write needs exactly one of ttlSeconds or forever: true (a put never inherits the previous expiry)",
+                at.trim_end_matches('.')
+            ),
         )),
     }
 }
