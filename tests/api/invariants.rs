@@ -806,14 +806,7 @@ async fn a_plan_made_on_a_small_table_does_not_scan_it_whole_once_it_grows() {
     if single_only("plans kept per connection (Citus plans each execution)").await {
         return;
     }
-    let b = crate::support::broker_with(|c| c.db_pool_size = 1).await;
-    let db = b.db().await;
-    db.batch_execute(
-        "ALTER TABLE partitions SET (autovacuum_enabled = off);
-         ALTER TABLE cursors SET (autovacuum_enabled = off)",
-    )
-    .await
-    .unwrap();
+    let (b, db) = one_connection_without_autovacuum().await;
     b.push("grow", "p0", &["t0"]).await;
     db.batch_execute("ANALYZE partitions; ANALYZE cursors")
         .await
@@ -856,19 +849,7 @@ async fn a_plan_made_on_a_small_table_does_not_scan_it_whole_once_it_grows() {
         "{s} {v}"
     );
     // The broker's backend reports its table counters when idle, within a few seconds.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let read = loop {
-        let r = db.query_one(stats, &[]).await.unwrap();
-        let (read, scans): (i64, i64) = (r.get(0), r.get(1));
-        if scans > scans0 {
-            break read;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the broker's table counters never arrived"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let read = rows_read_once_reported(&db, stats, scans0).await;
     assert!(
         read - read0 < 100_000,
         "the claim read {} partition rows by sequential scans",
@@ -932,14 +913,7 @@ async fn a_claim_reads_its_own_queues_partitions_not_every_queues() {
     if single_only("plans kept per connection (Citus plans each execution)").await {
         return;
     }
-    let b = crate::support::broker_with(|c| c.db_pool_size = 1).await;
-    let db = b.db().await;
-    db.batch_execute(
-        "ALTER TABLE partitions SET (autovacuum_enabled = off);
-         ALTER TABLE cursors SET (autovacuum_enabled = off)",
-    )
-    .await
-    .unwrap();
+    let (b, db) = one_connection_without_autovacuum().await;
     b.push("mine", "p0", &["m0"]).await;
     b.push("theirs", "p0", &["o0"]).await;
     // Both claim forms planned: the hinted one takes m0, the walk finds nothing.
@@ -1008,18 +982,7 @@ async fn a_claim_reads_its_own_queues_partitions_not_every_queues() {
             );
         }
         // The broker's backend reports its table counters when idle, within a few seconds.
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let read = loop {
-            let r = db.query_one(stats, &[]).await.unwrap();
-            if r.get::<_, i64>(1) > scans0 {
-                break r.get::<_, i64>(0);
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the broker's table counters never arrived"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        };
+        let read = rows_read_once_reported(&db, stats, scans0).await;
         // A pop may look at each of its own queue's 100 partitions a few times (the sweep
         // that makes missing cursors, the walk); the other queue's 3,001 are never its
         // business (before the fix: 3,312 rows).
@@ -1028,5 +991,37 @@ async fn a_claim_reads_its_own_queues_partitions_not_every_queues() {
             "the {what} claim of a 100-partition queue read {} partition rows",
             read - read0
         );
+    }
+}
+
+/// A broker planning on one pooled connection, its plans kept, and the tables it plans over
+/// left as the test writes them (no autovacuum); and a connection to its database.
+async fn one_connection_without_autovacuum() -> (Broker, tokio_postgres::Client) {
+    let b = crate::support::broker_with(|c| c.db_pool_size = 1).await;
+    let db = b.db().await;
+    db.batch_execute(
+        "ALTER TABLE partitions SET (autovacuum_enabled = off);
+         ALTER TABLE cursors SET (autovacuum_enabled = off)",
+    )
+    .await
+    .unwrap();
+    (b, db)
+}
+
+/// The rows `stats` (rows read, scans) counts once the scans have passed `scans0`: the
+/// broker's backend reports its table counters when idle, within a few seconds.
+async fn rows_read_once_reported(db: &tokio_postgres::Client, stats: &str, scans0: i64) -> i64 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = db.query_one(stats, &[]).await.unwrap();
+        let (read, scans): (i64, i64) = (r.get(0), r.get(1));
+        if scans > scans0 {
+            return read;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the broker's table counters never arrived"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
