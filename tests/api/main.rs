@@ -20,6 +20,7 @@ mod ephemeral;
 mod fleet;
 mod invariants;
 mod jwks;
+mod known_names;
 mod kv;
 mod layering;
 mod limits;

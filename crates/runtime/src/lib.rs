@@ -15,6 +15,7 @@ pub mod deliveries;
 pub mod ephemeral;
 pub mod handovers;
 pub mod histogram;
+pub mod known;
 pub mod kv;
 pub mod lanes;
 pub mod limiter;
@@ -75,6 +76,10 @@ pub struct Runtime {
     pub queue_totals: queue_totals::QueueTotals,
     /// Which node holds each partition, for fusion to keep a transaction on one.
     pub placements: placements::Placements,
+    /// The partitions pushed to, by name, for pushes that need no lookup.
+    pub known: known::KnownNames,
+    /// The queues popped from, by name, for pops that need no lookup.
+    pub known_queues: known::KnownNames,
     /// What each stream query's cycles did since start.
     pub streams: streams::Streams,
     /// What each tenant's key/value operations did since start.
@@ -104,6 +109,8 @@ impl Runtime {
             tallies: Default::default(),
             queue_totals: Default::default(),
             placements: placements::Placements::new(s.spread),
+            known: Default::default(),
+            known_queues: Default::default(),
             streams: Default::default(),
             kv: Default::default(),
             timers: Default::default(),
@@ -155,6 +162,8 @@ impl Runtime {
             ("series_queues", self.tallies.len()),
             ("queue_totals", self.queue_totals.len()),
             ("placements", self.placements.len()),
+            ("known_partitions", self.known.len()),
+            ("known_queues", self.known_queues.len()),
             ("stream_queries", self.streams.len()),
             ("kv_tenants", self.kv.len()),
             ("timer_tenants", self.timers.len()),

@@ -27,7 +27,7 @@ pub const MAX_LOOKS: usize = 100_000;
 const PRUNE_FLOOR: usize = 1024;
 
 /// What a pop should sweep.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Due {
     No,
     All,

@@ -16,13 +16,14 @@ use regent_broker::naming::derive_namespace_task;
 use regent_broker::options::QueueOptions;
 use regent_broker::push_plan::repeats;
 use regent_broker::tx_hash::tx_hash;
+use regent_runtime::known::Known;
 use regent_runtime::placements::Place;
 use regent_runtime::tallies::Tally;
 use regent_runtime::{Announcement, Op, Outcome};
-use regent_store::append::{append_many, Appended, Batch, Dedup, Window};
+use regent_store::append::{append_known, append_many, Appended, Batch, Dedup, Window};
 use regent_store::maintenance;
 use regent_store::partitions::{self, NewPartition, PartitionKey, PartitionRef};
-use regent_store::{frames, in_transaction, Message, StoreError, Tx};
+use regent_store::{frames, in_transaction, Layout, Message, StoreError, Tx};
 
 use crate::fusion::{self, Fusable};
 use crate::{Error, Service};
@@ -215,6 +216,9 @@ async fn push_transaction(
         return Ok(verdicts);
     }
     let attempt = |dedup| async move {
+        if let Some(done) = push_known(s, tenant, items, dedup).await {
+            return done;
+        }
         in_transaction!(s.store, |tx| {
             let prepared = prepare(tx, s, tenant, items).await?;
             let verdicts = append(tx, &prepared, dedup).await?;
@@ -399,11 +403,77 @@ pub(crate) async fn prepare(
     tenant: &str,
     items: &[PushItem],
 ) -> Result<Prepared, StoreError> {
-    let keys: Vec<PartitionKey> = items
+    let keys = keys_of(items);
+    let (targets, created) = resolve(tx, tenant, &keys).await?;
+    if tx.layout() == Layout::Single {
+        s.runtime.known.learn(tenant, targets.iter().map(known));
+    }
+    Ok(prepared(s, items, &keys, &targets, created))
+}
+
+/// Each item's (queue, partition) names.
+fn keys_of(items: &[PushItem]) -> Vec<PartitionKey> {
+    items
         .iter()
         .map(|i| (i.queue.clone(), i.partition.clone()))
-        .collect();
-    let (targets, created) = resolve(tx, tenant, &keys).await?;
+        .collect()
+}
+
+/// What the broker keeps of a partition it looked up, to push to it without a lookup.
+fn known<'a>((k, t): (&'a PartitionKey, &'a Target)) -> (&'a str, &'a str, Known) {
+    let known = Known {
+        id: t.part.id,
+        queue_id: t.part.queue_id,
+        options: Arc::new(t.part.options.clone()),
+    };
+    (k.0.as_str(), k.1.as_str(), known)
+}
+
+/// The items' partitions as this broker knows them, if it knows every one (one PostgreSQL
+/// only): a push to them needs no lookup (see [`push_known`]).
+fn known_targets(
+    s: &Service,
+    tenant: &str,
+    items: &[PushItem],
+) -> Option<HashMap<PartitionKey, Target>> {
+    if s.store.layout() != Layout::Single {
+        return None;
+    }
+    let names = items
+        .iter()
+        .map(|i| (i.queue.as_str(), i.partition.as_str()));
+    let known = s.runtime.known.all_of(tenant, names)?;
+    Some(
+        items
+            .iter()
+            .zip(known)
+            .map(|(i, k)| {
+                let options = (*k.options).clone();
+                let encrypted = QueueOptions::from_stored(&options).encrypted();
+                let part = PartitionRef {
+                    id: k.id,
+                    name: i.partition.clone(),
+                    queue_id: k.queue_id,
+                    queue: i.queue.clone(),
+                    options,
+                };
+                (
+                    (i.queue.clone(), i.partition.clone()),
+                    Target { part, encrypted },
+                )
+            })
+            .collect(),
+    )
+}
+
+/// The messages framed and grouped by partition, their partitions resolved to `targets`.
+fn prepared(
+    s: &Service,
+    items: &[PushItem],
+    keys: &[PartitionKey],
+    targets: &HashMap<PartitionKey, Target>,
+    created: Vec<(Uuid, Uuid)>,
+) -> Prepared {
     let targets: Vec<&Target> = keys
         .iter()
         .map(|k| targets.get(k).expect("resolve returns every key"))
@@ -427,7 +497,49 @@ pub(crate) async fn prepare(
         }
     }
     (p.slots, p.batches) = groups.into_values().unzip();
-    Ok(p)
+    p
+}
+
+/// A push to partitions this broker knows, as one statement with no transaction around it
+/// (`append::append_known`): one round trip where the full way takes four (BEGIN, lookup,
+/// append, COMMIT). `None` when a partition is not as known (gone, or its queue's options
+/// changed): nothing was written, what was known is forgotten, and the caller goes the full
+/// way.
+async fn push_known(
+    s: &Service,
+    tenant: &str,
+    items: &[PushItem],
+    dedup: Dedup,
+) -> Option<Result<(Announcement, Vec<Verdict>), StoreError>> {
+    let targets = known_targets(s, tenant, items)?;
+    let p = prepared(s, items, &keys_of(items), &targets, Vec::new());
+    let options: HashMap<Uuid, _> = targets
+        .values()
+        .map(|t| (t.part.id, &t.part.options))
+        .collect();
+    let options: Vec<_> = p.batches.iter().map(|b| options[&b.partition]).collect();
+    let appended = regent_store::retrying(|| async {
+        let client = s.store.client().await?;
+        append_known(&client, &p.batches, &options, dedup, p.window).await
+    })
+    .await;
+    match appended {
+        Err(e) if e.is_stale() => {
+            let names = items
+                .iter()
+                .map(|i| (i.queue.as_str(), i.partition.as_str()));
+            s.runtime.known.forget(tenant, names);
+            None
+        }
+        Err(e) => Some(Err(e)),
+        Ok(appended) => {
+            let verdicts = verdicts(&p, appended, |message_id, partition| Verdict::Queued {
+                message_id,
+                partition,
+            });
+            Some(Ok((p.written(tenant), verdicts)))
+        }
+    }
 }
 
 /// Per partition while items are added: each message's request position and id, and the

@@ -1,9 +1,11 @@
 //! Appending to a partition's log.
 
+use deadpool_postgres::GenericClient;
+use serde_json::Value;
 use uuid::Uuid;
 
 use crate::frames;
-use crate::{Layout, StoreError, Tx};
+use crate::{Conn, Layout, StoreError, Tx};
 
 /// The positions of a batch's hashes (`$1`, of partition `$2`) that the index holds, with
 /// their offsets. `$partition` is a condition naming the partition in the index on Citus.
@@ -138,7 +140,7 @@ pub async fn append_many(
                 .map(|r| r.get::<_, i32>("item") as usize - 1)
                 .collect();
             let offsets: Vec<i64> = rows.iter().map(|r| r.get("stored_offset")).collect();
-            let ids = stored_ids(tx, b.partition, &offsets).await?;
+            let ids = stored_ids(&**tx, b.partition, &offsets).await?;
             for (item, id) in items.into_iter().zip(ids) {
                 out[item] = Appended::Duplicate(id);
             }
@@ -148,10 +150,71 @@ pub async fn append_many(
     futures::future::try_join_all(calls).await
 }
 
+const APPEND_KNOWN: &str =
+    "SELECT batch, item, stored_offset FROM regent_append_known($1, $2, $3, $4, $5, $6, $7)";
+
+/// Appends batches to partitions this broker knows, in one statement that is its own
+/// transaction (one PostgreSQL only; migration V20): `options[k]` is what the broker knows
+/// of batch k's queue's options. Batches in partition-id order, as [`append_many`]. When a
+/// partition is gone or its queue's options changed, nothing is written and the error says
+/// [`StoreError::is_stale`]. Returns one verdict per message, batch by batch.
+pub async fn append_known(
+    client: &Conn,
+    batches: &[Batch],
+    options: &[&Value],
+    dedup: Dedup,
+    window: Window,
+) -> Result<Vec<Vec<Appended>>, StoreError> {
+    let partitions: Vec<Uuid> = batches.iter().map(|b| b.partition).collect();
+    let counts: Vec<i32> = batches.iter().map(|b| b.hashes.len() as i32).collect();
+    let hashes: Vec<Uuid> = batches
+        .iter()
+        .flat_map(|b| b.hashes.iter().copied())
+        .collect();
+    let frames: Vec<&[u8]> = batches
+        .iter()
+        .flat_map(|b| b.frames.iter().map(Vec::as_slice))
+        .collect();
+    let careful = dedup == Dedup::Careful;
+    let st = client.prepare_cached(APPEND_KNOWN).await?;
+    let rows = client
+        .query(
+            &st,
+            &[
+                &partitions,
+                &options,
+                &counts,
+                &hashes,
+                &frames,
+                &careful,
+                &window.0,
+            ],
+        )
+        .await?;
+    let mut out: Vec<Vec<Appended>> = batches
+        .iter()
+        .map(|b| vec![Appended::New; b.frames.len()])
+        .collect();
+    // Only items that were not appended come back: (1-based batch, 1-based item, offset).
+    let mut by_batch: Vec<(Vec<usize>, Vec<i64>)> = vec![Default::default(); batches.len()];
+    for r in &rows {
+        let (items, offsets) = &mut by_batch[r.get::<_, i32>("batch") as usize - 1];
+        items.push(r.get::<_, i32>("item") as usize - 1);
+        offsets.push(r.get("stored_offset"));
+    }
+    for (k, (items, offsets)) in by_batch.into_iter().enumerate() {
+        let ids = stored_ids(&**client, batches[k].partition, &offsets).await?;
+        for (item, id) in items.into_iter().zip(ids) {
+            out[k][item] = Appended::Duplicate(id);
+        }
+    }
+    Ok(out)
+}
+
 /// The ids of the messages stored at `offsets` of a partition, in the same order; `None`
 /// for an offset whose segment has been deleted.
 pub(crate) async fn stored_ids(
-    tx: &Tx<'_>,
+    tx: &impl GenericClient,
     partition: Uuid,
     offsets: &[i64],
 ) -> Result<Vec<Option<Uuid>>, StoreError> {
@@ -193,6 +256,6 @@ pub async fn logged(tx: &Tx<'_>, b: &Batch) -> Result<Vec<(usize, Option<Uuid>)>
         .map(|r| r.get::<_, i64>("ord") as usize - 1)
         .collect();
     let offsets: Vec<i64> = rows.iter().map(|r| r.get("offset")).collect();
-    let ids = stored_ids(tx, b.partition, &offsets).await?;
+    let ids = stored_ids(&**tx, b.partition, &offsets).await?;
     Ok(at.into_iter().zip(ids).collect())
 }

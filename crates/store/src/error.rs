@@ -87,6 +87,12 @@ impl StoreError {
         matches!(self, StoreError::Db(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION))
     }
 
+    /// A partition named by what the broker knew of it is gone, or its queue's options
+    /// changed ([`crate::append::append_known`]): nothing was written; look it up again.
+    pub fn is_stale(&self) -> bool {
+        matches!(self, StoreError::Db(e) if e.code() == Some(&SqlState::NO_DATA_FOUND))
+    }
+
     /// The client sent something the database rejected: bad data (class 22: a malformed
     /// uuid, a NUL in a payload) or a value past a limit (class 54: an oversized key), or a
     /// message too large to frame. A 4xx or a per-item error, never a 500.

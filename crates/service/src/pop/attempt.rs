@@ -11,30 +11,59 @@ use regent_broker::naming::QUEUE_MODE;
 use regent_broker::options::QueueOptions;
 use regent_broker::subscription::StartPoint;
 use regent_runtime::deliveries::Delivered;
+use regent_runtime::known::Known;
 use regent_runtime::sweeps::Due;
 use regent_runtime::tallies::Tally;
 use regent_runtime::Op;
 use regent_store::claim::{self, Claim, ClaimedPartition, EmptyReason, Finish, Start, Sweep};
 use regent_store::queues::{self, QueueRow};
 use regent_store::stats;
-use regent_store::{frames, in_transaction, StoreError, StoredMessage, Tx};
+use regent_store::{frames, in_transaction, Layout, StoreError, StoredMessage, Tx};
 
 use super::{DeliveredPartition, Delivery, PopRequest, Popped, Target};
 use crate::{Error, Handover, Service};
 
 /// A queue of the target, with its options read once.
 struct Queue {
-    row: QueueRow,
+    name: String,
+    /// Its id and its options as stored.
+    known: Known,
     options: QueueOptions,
 }
 
 impl Queue {
     fn of(row: QueueRow) -> Queue {
+        Queue::known(
+            row.name,
+            Known {
+                id: row.id,
+                queue_id: row.id,
+                options: Arc::new(row.options),
+            },
+        )
+    }
+
+    fn known(name: String, known: Known) -> Queue {
         Queue {
-            options: QueueOptions::from_stored(&row.options),
-            row,
+            options: QueueOptions::from_stored(&known.options),
+            name,
+            known,
         }
     }
+
+    fn id(&self) -> Uuid {
+        self.known.id
+    }
+}
+
+/// What a claim of one queue does besides claiming: whether it sweeps first, and which
+/// partitions it tries before walking every cursor. Planned once per claim: planning counts
+/// the sweep as done and takes the hints.
+#[derive(Clone)]
+struct Plan {
+    queue: Uuid,
+    sweep: Option<Due>,
+    hint: Vec<Uuid>,
 }
 
 /// What the claim transaction took from one queue's partition.
@@ -140,7 +169,7 @@ impl Service {
                 Some(name) if taken.is_empty() => {
                     let q = &queues[0];
                     let window = q.options.window_buffer_seconds();
-                    Some(claim::diagnose_empty(tx, q.row.id, name, &req.group, window).await?)
+                    Some(claim::diagnose_empty(tx, q.id(), name, &req.group, window).await?)
                 }
                 _ => None,
             };
@@ -163,6 +192,18 @@ impl Service {
         req: &PopRequest,
         asks: &[Ask],
     ) -> Result<Vec<Found>, Error> {
+        let mut plan = None;
+        if let Some(q) = self.known_queue(tenant, queue, req) {
+            let p = self.plan_claim(&q, req, asks.iter().map(|a| a.budget.partitions).sum());
+            // A sweep writes cursors and group statistics with the claim: the full way.
+            if p.sweep.is_none() {
+                match self.claim_known(&q, req, asks, &p.hint).await? {
+                    Some(taken) => return Ok(found_in(q, taken)),
+                    None => self.runtime.known_queues.forget(tenant, [(queue, "")]),
+                }
+            }
+            plan = Some(p);
+        }
         let claimed = in_transaction!(self.store, |tx| {
             // Pipelined: one round trip for both.
             let durability = async {
@@ -176,22 +217,53 @@ impl Service {
                 return Ok(None);
             };
             let q = Queue::of(row);
-            let taken = self.claim_queue(tx, &q, req, asks).await?;
+            if tx.layout() == Layout::Single {
+                let known = [(queue, "", q.known.clone())];
+                self.runtime.known_queues.learn(tenant, known);
+            }
+            let taken = self.claim_queue(tx, &q, req, asks, plan.clone()).await?;
             Ok(Some((q, taken)))
         })?;
         let Some((q, taken)) = claimed else {
             let none: Arc<[Queue]> = Arc::new([]);
             return Ok(asks.iter().map(|_| Found::none(&none)).collect());
         };
-        let queues: Arc<[Queue]> = Arc::new([q]);
-        Ok(taken
-            .into_iter()
-            .map(|taken| Found {
-                queues: queues.clone(),
-                taken,
-                reason: None,
-            })
-            .collect())
+        Ok(found_in(q, taken))
+    }
+
+    /// The queue as this broker knows it, when a pop of it may claim without a transaction:
+    /// one PostgreSQL, and a claim that consumes nothing (no autoAck).
+    fn known_queue(&self, tenant: &str, queue: &str, req: &PopRequest) -> Option<Queue> {
+        if self.store.layout() != Layout::Single || req.auto_ack {
+            return None;
+        }
+        let mut known = self.runtime.known_queues.all_of(tenant, [(queue, "")])?;
+        Some(Queue::known(queue.to_string(), known.pop()?))
+    }
+
+    /// A claim of a known queue for `asks` as one statement that is its own transaction
+    /// (`claim::claim_known`): one round trip where the full way takes four (BEGIN, lookup,
+    /// claim, COMMIT). A finish, when the sharing needs one, follows as a statement of its
+    /// own. `None` when the queue is gone or its options changed: nothing was claimed.
+    async fn claim_known(
+        &self,
+        q: &Queue,
+        req: &PopRequest,
+        asks: &[Ask],
+        hint: &[Uuid],
+    ) -> Result<Option<Vec<Vec<Taken>>>, StoreError> {
+        let leases = slots(asks);
+        let c = claim_of(q, req, asks, &leases, hint);
+        regent_store::retrying(|| async {
+            let client = self.store.client().await?;
+            let Some(claimed) = claim::claim_known(&client, &c, &q.known.options).await? else {
+                return Ok(None);
+            };
+            let (finishes, taken) = settle(q, req, asks, claimed)?;
+            claim::finish(&*client, Layout::Single, &req.group, &finishes).await?;
+            Ok(Some(taken))
+        })
+        .await
     }
 
     /// The queues a pop may claim from. The lookup's connection goes back to the pool before
@@ -229,7 +301,7 @@ impl Service {
                 lease_id,
                 budget: delivery::Ask { batch, partitions },
             };
-            let mine = self.claim_queue(tx, q, req, &[ask]).await?;
+            let mine = self.claim_queue(tx, q, req, &[ask], None).await?;
             for t in mine.into_iter().flatten() {
                 batch -= t.messages.len() as i64;
                 partitions -= 1;
@@ -251,60 +323,32 @@ impl Service {
         q: &Queue,
         req: &PopRequest,
         asks: &[Ask],
+        plan: Option<Plan>,
     ) -> Result<Vec<Vec<Taken>>, StoreError> {
         let partition = req.target.partition_name();
-        let partitions = asks.iter().map(|a| a.budget.partitions).sum();
-        let (sweep, hint) = self.plan_claim(q, req, partitions);
-        let made = match sweep.as_ref().map(sweep_of) {
+        let plan = match plan {
+            Some(p) if p.queue == q.id() => p,
+            _ => self.plan_claim(q, req, asks.iter().map(|a| a.budget.partitions).sum()),
+        };
+        let made = match plan.sweep.as_ref().map(sweep_of) {
             Some(which) => {
-                claim::sweep(tx, q.row.id, &req.group, partition, start(req), which).await?
+                claim::sweep(tx, q.id(), &req.group, partition, start(req), which).await?
             }
             None => 0,
         };
         let leases = slots(asks);
-        let c = Claim {
-            queue_id: q.row.id,
-            leases: &leases,
-            partition,
-            group: &req.group,
-            max_partitions: partitions,
-            batch: asks.iter().map(|a| a.budget.batch).max().unwrap_or(0),
-            lease_seconds: q.options.lease_seconds(),
-            window_buffer_seconds: q.options.window_buffer_seconds(),
-            hint: &hint,
-        };
+        let c = claim_of(q, req, asks, &leases, &plan.hint);
         // A group given cursors is listed at once (a no-op when the snapshot has it already):
         // sent with the claim, in the same round trip.
         let listed = async {
             match made {
                 0 => Ok(()),
-                n => stats::joined(tx, q.row.id, &req.group, n as i64).await,
+                n => stats::joined(tx, q.id(), &req.group, n as i64).await,
             }
         };
-        let (mut claimed, ()) = tokio::try_join!(claim::claim(tx, &c), listed)?;
-        let delayed = q.options.delayed_processing_seconds();
-        let cutoff = (delayed > 0).then(|| claimed.db_now - chrono::Duration::seconds(delayed));
-        delivery::claim_order(&mut claimed.partitions, |p| (p.last_claim, p.id));
-        let views: Vec<delivery::Claimed> = claimed.partitions.iter().map(view).collect();
-        let budgets: Vec<delivery::Ask> = asks.iter().map(|a| a.budget).collect();
-        let shares = delivery::assign(&views, &budgets, cutoff, req.auto_ack);
-        let finishes: Vec<Finish> = claimed
-            .partitions
-            .iter()
-            .zip(&shares)
-            .filter_map(|(p, (owner, s))| {
-                let handed = owner.map(|j| asks[j].lease_id).filter(|l| *l != p.lease_id);
-                let undo = s.undoes_claim(&view(p)).then_some(p.last_claim);
-                finish(p, s.finish, handed, undo)
-            })
-            .collect();
-        claim::finish(tx, &req.group, &finishes).await?;
-        let mut taken: Vec<Vec<Taken>> = asks.iter().map(|_| Vec::new()).collect();
-        for (p, (owner, s)) in claimed.partitions.into_iter().zip(shares) {
-            if let (Some(j), Some(upto)) = (owner, s.upto) {
-                taken[j].push(read(p, upto)?);
-            }
-        }
+        let (claimed, ()) = tokio::try_join!(claim::claim(tx, &c), listed)?;
+        let (finishes, taken) = settle(q, req, asks, claimed)?;
+        claim::finish(&**tx, tx.layout(), &req.group, &finishes).await?;
         Ok(taken)
     }
 
@@ -312,7 +356,7 @@ impl Service {
     /// a second per group (with the full sweep) the claim walks in claim order regardless of
     /// the ready list, so a partition whose hint was lost (its lease expired, another broker
     /// pushed) is served within the interval.
-    fn plan_claim(&self, q: &Queue, req: &PopRequest, partitions: i64) -> (Option<Due>, Vec<Uuid>) {
+    fn plan_claim(&self, q: &Queue, req: &PopRequest, partitions: i64) -> Plan {
         let partition = req.target.partition_name();
         // A partition route sweeps only its own partition, so it keeps its own clock: it must
         // not stand in for the queue-wide sweep of the same group.
@@ -320,15 +364,19 @@ impl Service {
             Some(p) => format!("{}\u{0}{p}", req.group),
             None => req.group.clone(),
         };
-        let due = self.runtime.sweeps.due(q.row.id, &sweep_key);
+        let due = self.runtime.sweeps.due(q.id(), &sweep_key);
         let hint = match (partition, &due) {
             (Some(_), _) | (None, Due::All) => Vec::new(),
             (None, _) => self
                 .runtime
                 .ready
-                .take(q.row.id, &req.group, partitions as usize),
+                .take(q.id(), &req.group, partitions as usize),
         };
-        ((due != Due::No).then_some(due), hint)
+        Plan {
+            queue: q.id(),
+            sweep: (due != Due::No).then_some(due),
+            hint,
+        }
     }
 
     /// Counts the delivered messages per queue for the series; an auto-acked pop has also
@@ -354,7 +402,7 @@ impl Service {
                 lag_ms_max,
                 ..Tally::default()
             };
-            self.runtime.tallies.add(queues[t.queue].row.id, tally);
+            self.runtime.tallies.add(queues[t.queue].id(), tally);
         }
     }
 
@@ -384,7 +432,7 @@ impl Service {
         taken
             .into_iter()
             .map(|t| {
-                let queue = queues[t.queue].row.name.clone();
+                let queue = queues[t.queue].name.clone();
                 let messages = t
                     .messages
                     .into_iter()
@@ -402,6 +450,76 @@ impl Service {
             })
             .collect()
     }
+}
+
+/// What the pops of a one-queue claim found.
+fn found_in(q: Queue, taken: Vec<Vec<Taken>>) -> Vec<Found> {
+    let queues: Arc<[Queue]> = Arc::new([q]);
+    taken
+        .into_iter()
+        .map(|taken| Found {
+            queues: queues.clone(),
+            taken,
+            reason: None,
+        })
+        .collect()
+}
+
+/// The claim of `q` for `asks`, the k-th partition under `leases[k]`.
+fn claim_of<'a>(
+    q: &Queue,
+    req: &'a PopRequest,
+    asks: &[Ask],
+    leases: &'a [Uuid],
+    hint: &'a [Uuid],
+) -> Claim<'a> {
+    Claim {
+        queue_id: q.id(),
+        leases,
+        partition: req.target.partition_name(),
+        group: &req.group,
+        max_partitions: asks.iter().map(|a| a.budget.partitions).sum(),
+        batch: asks.iter().map(|a| a.budget.batch).max().unwrap_or(0),
+        lease_seconds: q.options.lease_seconds(),
+        window_buffer_seconds: q.options.window_buffer_seconds(),
+        hint,
+    }
+}
+
+/// Shares what a claim took among its pops in order (`regent_broker::delivery`): the
+/// finishes the claimed partitions need, and what each pop takes. The claim puts the k-th
+/// partition under the lease of the pop that would be served it if every partition had
+/// something to deliver (`slots`); where the sharing differs, the finish hands the partition
+/// to its pop's lease (or releases it), so no pop's lease ever names another's partition.
+fn settle(
+    q: &Queue,
+    req: &PopRequest,
+    asks: &[Ask],
+    mut claimed: claim::Claimed,
+) -> Result<(Vec<Finish>, Vec<Vec<Taken>>), StoreError> {
+    let delayed = q.options.delayed_processing_seconds();
+    let cutoff = (delayed > 0).then(|| claimed.db_now - chrono::Duration::seconds(delayed));
+    delivery::claim_order(&mut claimed.partitions, |p| (p.last_claim, p.id));
+    let views: Vec<delivery::Claimed> = claimed.partitions.iter().map(view).collect();
+    let budgets: Vec<delivery::Ask> = asks.iter().map(|a| a.budget).collect();
+    let shares = delivery::assign(&views, &budgets, cutoff, req.auto_ack);
+    let finishes: Vec<Finish> = claimed
+        .partitions
+        .iter()
+        .zip(&shares)
+        .filter_map(|(p, (owner, s))| {
+            let handed = owner.map(|j| asks[j].lease_id).filter(|l| *l != p.lease_id);
+            let undo = s.undoes_claim(&view(p)).then_some(p.last_claim);
+            finish(p, s.finish, handed, undo)
+        })
+        .collect();
+    let mut taken: Vec<Vec<Taken>> = asks.iter().map(|_| Vec::new()).collect();
+    for (p, (owner, s)) in claimed.partitions.into_iter().zip(shares) {
+        if let (Some(j), Some(upto)) = (owner, s.upto) {
+            taken[j].push(read(p, upto)?);
+        }
+    }
+    Ok((finishes, taken))
 }
 
 /// The store's form of a due sweep (never `Due::No`).
@@ -470,6 +588,7 @@ fn finish(
         lease_end: f.lease_end,
         lease: handed,
         undo,
+        held: p.lease_id,
     })
 }
 

@@ -10,7 +10,10 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
-use crate::{Layout, StoreError, Tx};
+use deadpool_postgres::GenericClient;
+use serde_json::Value;
+
+use crate::{Conn, Layout, StoreError, Tx};
 
 mod citus;
 
@@ -110,6 +113,11 @@ pub struct Finish {
     /// `Some(t)`: the claim is undone, and the partition's place in the claim order goes
     /// back to `t`, its last claim before this one (`None`: never claimed).
     pub undo: Option<Option<DateTime<Utc>>>,
+    /// The lease the claim put the partition under: the finish applies only while that lease
+    /// still holds it. Inside the claim's transaction it always does; after a claim that was
+    /// its own transaction ([`claim_known`]), a seek may have released it in between, and the
+    /// finish must not undo the seek.
+    pub held: Uuid,
 }
 
 /// Why a partition-route pop found nothing.
@@ -190,7 +198,20 @@ const ENSURE_NAMED_ONLY: &str = ensure_named!(" AND p.id = ANY ($5::uuid[])");
 macro_rules! claim_and_read {
     ($candidates:literal) => {
         concat!(
-            "WITH cand AS (
+            "WITH ",
+            claim_ctes!($candidates, ""),
+            claim_rows!(),
+            " ORDER BY cl.partition_id, s.end_offset"
+        )
+    };
+}
+
+/// The claim's CTEs: `cand` (the candidates, narrowed by `$candidates` and `$guard`) and
+/// `claimed` (the cursor update).
+macro_rules! claim_ctes {
+    ($candidates:literal, $guard:literal) => {
+        concat!(
+            "cand AS (
        SELECT c.partition_id, c.committed, c.lease_end AS old_end, c.lease_expires_at AS last_claim,
               p.next_offset, p.name
          FROM cursors c
@@ -198,6 +219,7 @@ macro_rules! claim_and_read {
                              WHERE p.id = c.partition_id OFFSET 0) p
         WHERE c.queue_id = $1 AND c.consumer_group = $2 AND ($3::text IS NULL OR p.name = $3)",
             $candidates,
+            $guard,
             "
           AND c.committed < p.next_offset - 1
           AND (c.lease_id IS NULL OR c.lease_expires_at <= now())
@@ -219,7 +241,15 @@ macro_rules! claim_and_read {
                  (SELECT array_agg(t.\"offset\" ORDER BY t.\"offset\") FROM tombstones t
                    WHERE t.partition_id = c.partition_id AND t.\"offset\" > cand.committed
                      AND t.\"offset\" <= c.lease_end) AS tombstoned)
-     SELECT cl.partition_id, cl.lease_id, cl.name, cl.committed, cl.lease_end, cl.old_end, cl.last_claim,
+"
+        )
+    };
+}
+
+/// What a claim returns: each claimed partition once per segment overlapping its leased range.
+macro_rules! claim_rows {
+    () => {
+        "SELECT cl.partition_id, cl.lease_id, cl.name, cl.committed, cl.lease_end, cl.old_end, cl.last_claim,
             cl.tombstoned, now() AS db_now, s.base_offset, s.end_offset, s.created_at, s.frames
        FROM claimed cl
        LEFT JOIN LATERAL (
@@ -229,8 +259,30 @@ macro_rules! claim_and_read {
          UNION ALL
          (SELECT base_offset, end_offset, created_at, frames FROM segments
            WHERE partition_id = cl.partition_id AND end_offset > cl.lease_end
-           ORDER BY end_offset LIMIT 1)) s ON s.base_offset <= cl.lease_end
-      ORDER BY cl.partition_id, s.end_offset"
+           ORDER BY end_offset LIMIT 1)) s ON s.base_offset <= cl.lease_end"
+    };
+}
+
+/// A claim of a queue the broker knows (`$options`: its options as the broker knows them), as
+/// one statement that is its own transaction: it claims only while the queue still has
+/// these options, and answers one row more saying whether it did (`fresh`), so a stale
+/// queue is told from an empty one. Its commit does not wait for the WAL flush, as
+/// [`lease_only`] makes a claim's transaction do.
+macro_rules! claim_known {
+    ($candidates:literal, $options:literal) => {
+        concat!(
+            "WITH known AS MATERIALIZED (
+       SELECT set_config('synchronous_commit', 'off', true) FROM queues
+        WHERE id = $1 AND options = ",
+            $options,
+            "::jsonb),
+     ",
+            claim_ctes!($candidates, " AND EXISTS (SELECT 1 FROM known)"),
+            "SELECT k.fresh, r.* FROM (SELECT EXISTS (SELECT 1 FROM known) AS fresh) k
+       LEFT JOIN LATERAL (",
+            claim_rows!(),
+            ") r ON true
+      ORDER BY r.partition_id, r.end_offset"
         )
     };
 }
@@ -242,6 +294,10 @@ const CLAIM_AND_READ: &str = claim_and_read!("");
 /// key lookups instead of a walk past every partition with nothing to read.
 const CLAIM_HINTED: &str = claim_and_read!(" AND c.partition_id = ANY ($9::uuid[])");
 
+/// [`CLAIM_AND_READ`] and [`CLAIM_HINTED`] of a known queue.
+const CLAIM_KNOWN: &str = claim_known!("", "$9");
+const CLAIM_KNOWN_HINTED: &str = claim_known!(" AND c.partition_id = ANY ($9::uuid[])", "$10");
+
 macro_rules! finish {
     ($shards:literal) => {
         concat!(
@@ -251,9 +307,9 @@ macro_rules! finish {
             lease_end = u.lease_end,
             lease_expires_at = CASE WHEN u.undo THEN u.last_claim ELSE c.lease_expires_at END
        FROM unnest($1::uuid[], $2::bigint[], $3::bool[], $4::bigint[], $6::uuid[],
-                   $7::bool[], $8::timestamptz[])
-            AS u(pid, committed, release, lease_end, lease, undo, last_claim)
-      WHERE c.partition_id = u.pid AND c.consumer_group = $5",
+                   $7::bool[], $8::timestamptz[], $9::uuid[])
+            AS u(pid, committed, release, lease_end, lease, undo, last_claim, held)
+      WHERE c.partition_id = u.pid AND c.consumer_group = $5 AND c.lease_id = u.held",
             $shards
         )
     };
@@ -342,9 +398,62 @@ pub async fn claim(tx: &Tx<'_>, c: &Claim<'_>) -> Result<Claimed, StoreError> {
     Ok(claimed(rows))
 }
 
+/// Claims and reads as [`claim`] does, for a queue this broker knows, in one statement that
+/// is its own transaction, committed without waiting for the WAL flush (a claim that consumes
+/// nothing: not for autoAck; see [`lease_only`]): the hinted partitions first, then (when they
+/// yield nothing) the walk, each its own statement. One PostgreSQL only. `None` when the
+/// queue is gone or its options are no longer `options`: nothing was claimed.
+pub async fn claim_known(
+    client: &Conn,
+    c: &Claim<'_>,
+    options: &Value,
+) -> Result<Option<Claimed>, StoreError> {
+    let window = c.window_buffer_seconds as f64;
+    let lease = c.lease_seconds as f64;
+    let params: Params<'_> = vec![
+        &c.queue_id,
+        &c.group,
+        &c.partition,
+        &window,
+        &c.max_partitions,
+        &c.leases,
+        &lease,
+        &c.batch,
+    ];
+    if !c.hint.is_empty() {
+        let st = client.prepare_cached(CLAIM_KNOWN_HINTED).await?;
+        let mut hinted = params.clone();
+        hinted.extend([&c.hint as &(dyn ToSql + Sync), &options]);
+        let rows = client.query(&st, &hinted).await?;
+        if !fresh(&rows) {
+            return Ok(None);
+        }
+        if rows.iter().any(claims) {
+            return Ok(Some(claimed(rows)));
+        }
+    }
+    let st = client.prepare_cached(CLAIM_KNOWN).await?;
+    let mut walk = params;
+    walk.push(&options);
+    let rows = client.query(&st, &walk).await?;
+    Ok(fresh(&rows).then(|| claimed(rows)))
+}
+
+/// Whether a known queue's claim found the queue as known.
+fn fresh(rows: &[Row]) -> bool {
+    rows.first().is_some_and(|r| r.get("fresh"))
+}
+
+/// Whether a row names a claimed partition (a known queue's claim answers one row without
+/// one when it claimed nothing).
+fn claims(row: &Row) -> bool {
+    row.get::<_, Option<Uuid>>("partition_id").is_some()
+}
+
 /// Rows come one per (partition, overlapping segment), by partition then offset; a claimed
 /// partition without a segment in range comes once with a NULL segment.
 fn claimed(rows: Vec<Row>) -> Claimed {
+    let rows: Vec<Row> = rows.into_iter().filter(claims).collect();
     let db_now = rows
         .first()
         .map(|r| r.get("db_now"))
@@ -396,8 +505,14 @@ pub async fn lease_only(tx: &Tx<'_>) -> Result<(), StoreError> {
 }
 
 /// Ends the claim as decided: trims leases to what was delivered, releases empty ones, and
-/// commits auto-acked deliveries. One statement for every partition of the claim.
-pub async fn finish(tx: &Tx<'_>, group: &str, finishes: &[Finish]) -> Result<(), StoreError> {
+/// commits auto-acked deliveries. One statement for every partition of the claim: inside the
+/// claim's transaction, or (after [`claim_known`]) on its own.
+pub async fn finish(
+    tx: &impl GenericClient,
+    layout: Layout,
+    group: &str,
+    finishes: &[Finish],
+) -> Result<(), StoreError> {
     if finishes.is_empty() {
         return Ok(());
     }
@@ -409,8 +524,9 @@ pub async fn finish(tx: &Tx<'_>, group: &str, finishes: &[Finish]) -> Result<(),
     let undo: Vec<bool> = finishes.iter().map(|f| f.undo.is_some()).collect();
     let last_claim: Vec<Option<DateTime<Utc>>> =
         finishes.iter().map(|f| f.undo.flatten()).collect();
+    let held: Vec<Uuid> = finishes.iter().map(|f| f.held).collect();
     let st = tx
-        .prepare_cached(match tx.layout() {
+        .prepare_cached(match layout {
             Layout::Single => FINISH,
             Layout::Citus => FINISH_CITUS,
         })
@@ -426,6 +542,7 @@ pub async fn finish(tx: &Tx<'_>, group: &str, finishes: &[Finish]) -> Result<(),
             &lease,
             &undo,
             &last_claim,
+            &held,
         ],
     )
     .await?;
