@@ -20,9 +20,18 @@
 #           timeout then `pgmq.delete` of what they read (three commits per message at
 #           job-queue). Delivered = deleted; no ledger (pgbench keeps none). Guarantees: at-least-once with a visibility
 #           timeout; no ordering across consumers, no deduplication, no consumer groups.
-# graphile-worker is not run here yet (it installs from npm).
+#   graphile-worker  graphile-worker (GRAPHILE_VERSION, default 0.18.0) installed from the npm
+#           registry into GRAPHILE_DIR (default ~/.cache/regent-bench/graphile-worker-VERSION; skipped
+#           with a line saying so when npm or the registry is unavailable). Producers are pgbench
+#           calling `graphile_worker.add_job` / `add_jobs` (100 job specs); consumers are one
+#           Node.js process running graphile-worker's runner (bench/graphile-worker.cjs) with 8
+#           jobs at a time, each a no-op; at batch its local queue locks 100 jobs per fetch
+#           (its batching; GRAPHILE_LOCAL_QUEUE sets another size, 0 none), at job-queue each
+#           worker fetches one. Delivered = jobs completed; no
+#           ledger. Guarantees: at-least-once with retries and a per-job lock; named queues
+#           serialise their jobs, none used here; deduplication only by an explicit job key.
 #
-# Prints each run's delivered (and pushed) msg/s, then per shape Regent/pgmq per round and
+# Prints each run's delivered (and pushed) msg/s, then per shape Regent/peer per round and
 # their median, beside the b=1 and b=100 pgbench INSERT ceilings measured on the same cluster.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,11 +43,23 @@ PGMQ_SQL=${PGMQ_SQL:-../shared/peers/pgmq/pgmq.sql}
 shapes=("$@")
 [ ${#shapes[@]} -gt 0 ] || shapes=(job-queue batch)
 
+GRAPHILE_VERSION=${GRAPHILE_VERSION:-0.18.0}
+GRAPHILE_DIR=${GRAPHILE_DIR:-$HOME/.cache/regent-bench/graphile-worker-$GRAPHILE_VERSION}
+
 systems=(regent)
 if [ -f "$PGMQ_SQL" ]; then
     systems+=(pgmq)
 else
     echo "pgmq: skipped, $PGMQ_SQL not found (set PGMQ_SQL to pgmq's SQL-only install)"
+fi
+if [ -d "$GRAPHILE_DIR/node_modules/graphile-worker" ]; then
+    systems+=(graphile)
+elif command -v npm >/dev/null && command -v node >/dev/null &&
+    timeout 300 npm install --prefix "$GRAPHILE_DIR" --no-audit --no-fund --loglevel=error \
+        "graphile-worker@$GRAPHILE_VERSION" >/dev/null 2>&1; then
+    systems+=(graphile)
+else
+    echo "graphile: skipped, graphile-worker@$GRAPHILE_VERSION could not be installed from the npm registry into $GRAPHILE_DIR"
 fi
 
 . bench/lib.sh
@@ -99,6 +120,41 @@ SQL
         awk -v d="$DURATION" '{ printf "%.0f %.0f n/a\n", ($1 - $2) / d, $1 / d }'
 }
 
+run_graphile() { # shape round
+    local db="gw_$2_${1//-/_}" n=${per_call[$1]} url queue=0
+    PGOPTIONS=--client-min-messages=warning psql -q "$PG" -c "DROP DATABASE IF EXISTS $db" \
+        -c "CREATE DATABASE $db"
+    url=$(in_db "$db")
+    node bench/graphile-worker.cjs "$GRAPHILE_DIR" migrate "$url"
+    if [ "$n" -eq 1 ]; then
+        echo "SELECT graphile_worker.add_job('job', '$payload'::json);" >"$work/gw-send.sql"
+    else
+        queue=${GRAPHILE_LOCAL_QUEUE:-$n}
+        echo "SELECT graphile_worker.add_jobs(array_fill(ROW('job', '$payload'::json, NULL, NULL,
+                NULL, NULL, NULL, NULL)::graphile_worker.job_spec, ARRAY[$n]));" | tr -s ' \n' ' ' \
+            >"$work/gw-send.sql"
+    fi
+    "$pgbench" -n -c 8 -j 1 -T "$DURATION" -f "$work/gw-send.sql" "$url" >"$work/gw-send.txt" 2>&1 &
+    local producers=$!
+    node bench/graphile-worker.cjs "$GRAPHILE_DIR" work "$url" "$DURATION" 8 "$queue" \
+        >"$work/gw-take.json"
+    wait "$producers"
+    local sent completed
+    sent=$(awk '/actually processed/ { split($NF, a, "/"); print a[1] }' "$work/gw-send.txt")
+    completed=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["done"])' "$work/gw-take.json")
+    awk -v d="$DURATION" -v s="${sent:-0}" -v n="$n" -v k="$completed" \
+        'BEGIN { printf "%.0f %.0f n/a\n", k / d, s * n / d }'
+}
+
+# run SYSTEM SHAPE ROUND: one run, printed as "delivered pushed ledger".
+run() {
+    case $1 in
+        regent) run_regent "$2" ;;
+        pgmq) run_pgmq "$2" "$3" ;;
+        graphile) run_graphile "$2" "$3" ;;
+    esac
+}
+
 ceiling() { # rows per transaction -> msg/s of pgbench's INSERT into a one-index table
     psql -q "$PG" -c "CREATE TABLE IF NOT EXISTS alt_ceiling (id bigserial PRIMARY KEY, payload jsonb NOT NULL)"
     python3 - "$1" "$payload" >"$work/ceiling.sql" <<'PY'
@@ -118,7 +174,7 @@ for round in $(seq 1 "$ROUNDS"); do
     [ $((round % 2)) -eq 1 ] || order=($(printf '%s\n' "${systems[@]}" | tac))
     for shape in "${shapes[@]}"; do
         for sys in "${order[@]}"; do
-            read -r out in ledger <<<"$(if [ "$sys" = regent ]; then run_regent "$shape"; else run_pgmq "$shape" "$round"; fi)"
+            read -r out in ledger <<<"$(run "$sys" "$shape" "$round")"
             printf '%-7s round %s %-9s delivered %8s msg/s, pushed %8s msg/s, ledger %s\n' \
                 "$sys" "$round" "$shape" "$out" "$in" "$ledger"
             echo "$round $shape $sys $out $in $ledger" >>"$results"
