@@ -40,6 +40,27 @@ pub struct Claim<'a> {
     pub hint: &'a [Uuid],
 }
 
+impl<'a> Claim<'a> {
+    /// The window buffer and the lease length, as the statements take them.
+    fn seconds(&self) -> (f64, f64) {
+        (self.window_buffer_seconds as f64, self.lease_seconds as f64)
+    }
+
+    /// `$1`-`$8` of every claim statement; `window` and `lease` from [`Claim::seconds`].
+    fn params<'p>(&'p self, window: &'p f64, lease: &'p f64) -> Params<'p> {
+        vec![
+            &self.queue_id,
+            &self.group,
+            &self.partition,
+            window,
+            &self.max_partitions,
+            &self.leases,
+            lease,
+            &self.batch,
+        ]
+    }
+}
+
 /// Where the cursors a sweep creates start.
 #[derive(Clone, Copy, Debug)]
 pub enum Start {
@@ -372,18 +393,8 @@ pub async fn claim(tx: &Tx<'_>, c: &Claim<'_>) -> Result<Claimed, StoreError> {
     if tx.layout() == Layout::Citus {
         return citus::claim(tx, c).await;
     }
-    let window = c.window_buffer_seconds as f64;
-    let lease = c.lease_seconds as f64;
-    let params: Params<'_> = vec![
-        &c.queue_id,
-        &c.group,
-        &c.partition,
-        &window,
-        &c.max_partitions,
-        &c.leases,
-        &lease,
-        &c.batch,
-    ];
+    let (window, lease) = c.seconds();
+    let params = c.params(&window, &lease);
     let mut rows = Vec::new();
     if !c.hint.is_empty() {
         let st = tx.prepare_cached(CLAIM_HINTED).await?;
@@ -408,18 +419,8 @@ pub async fn claim_known(
     c: &Claim<'_>,
     options: &Value,
 ) -> Result<Option<Claimed>, StoreError> {
-    let window = c.window_buffer_seconds as f64;
-    let lease = c.lease_seconds as f64;
-    let params: Params<'_> = vec![
-        &c.queue_id,
-        &c.group,
-        &c.partition,
-        &window,
-        &c.max_partitions,
-        &c.leases,
-        &lease,
-        &c.batch,
-    ];
+    let (window, lease) = c.seconds();
+    let params = c.params(&window, &lease);
     if !c.hint.is_empty() {
         let st = client.prepare_cached(CLAIM_KNOWN_HINTED).await?;
         let mut hinted = params.clone();
