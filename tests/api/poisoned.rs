@@ -68,6 +68,17 @@ async fn a_nul_anywhere_is_a_400_before_any_sql() {
             "/api/v1/traces",
             json!({"transactionId": "t", "partitionId": pid, "data": {}, "traceNames": "n\0"}),
         ),
+        // A trace's data is stored as jsonb, which cannot hold NUL: not a payload.
+        (
+            "traces: data",
+            "/api/v1/traces",
+            json!({"transactionId": "t", "partitionId": pid, "data": {"step": "a\0b"}}),
+        ),
+        (
+            "traces: data key",
+            "/api/v1/traces",
+            json!({"transactionId": "t", "partitionId": pid, "data": {"k\0": 1}}),
+        ),
         (
             "kv",
             "/api/v1/kv",

@@ -52,6 +52,17 @@ impl RawBody {
         refuse_nul(&self.0, v, "Invalid JSON")
     }
 
+    /// The NUL check for a field that is carried like a payload but stored as `jsonb` (a
+    /// trace's `data`), which cannot hold NUL in a key or a string.
+    pub fn no_nul_in(&self, v: &Value) -> Result<(), ApiError> {
+        if holds_nul(&self.0) && nul_anywhere(v) {
+            return Err(ApiError::bad_request(format!(
+                "Invalid JSON: {NUL_IN_STRING}"
+            )));
+        }
+        Ok(())
+    }
+
     /// Like [`RawBody::json`], but only validated, not parsed into a tree: for bodies whose
     /// payloads should pass through as the client's own JSON text. The same nesting limit
     /// applies as to a parsed body, so a payload no consumer's parser could read is refused.
@@ -103,13 +114,22 @@ fn refuse_nul(json: &[u8], v: &Value, prefix: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
+fn nul_anywhere(v: &Value) -> bool {
+    nul_in(v, &[])
+}
+
 fn nul_outside_payloads(v: &Value) -> bool {
+    nul_in(v, &["payload", "data"])
+}
+
+/// Whether a key or a string holds NUL, not looking inside the values of the keys `exempt`.
+fn nul_in(v: &Value, exempt: &[&str]) -> bool {
     match v {
         Value::String(s) => s.contains('\0'),
-        Value::Array(items) => items.iter().any(nul_outside_payloads),
-        Value::Object(fields) => fields.iter().any(|(k, v)| {
-            k.contains('\0') || (k != "payload" && k != "data" && nul_outside_payloads(v))
-        }),
+        Value::Array(items) => items.iter().any(|v| nul_in(v, exempt)),
+        Value::Object(fields) => fields
+            .iter()
+            .any(|(k, v)| k.contains('\0') || (!exempt.contains(&k.as_str()) && nul_in(v, exempt))),
         _ => false,
     }
 }

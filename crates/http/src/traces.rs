@@ -146,6 +146,9 @@ async fn record(
     let Some(r) = parse_record(&v)? else {
         return Ok(not_found());
     };
+    if let Some(data) = r.data {
+        body.no_nul_in(data)?;
+    }
     let empty = Value::Object(Map::new());
     let event = TraceEvent {
         partition_id: r.partition_id,
