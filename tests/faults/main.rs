@@ -8,6 +8,7 @@
 mod harness;
 
 mod broker_killed;
+mod commit_cut;
 mod crash_after_commit;
 mod network_cut;
 mod postgres_killed;

@@ -73,7 +73,7 @@ async fn a_silent_cut_of_the_database_link_loses_nothing_and_service_returns_at_
 }
 
 /// Lets the broker's address in (the private cluster trusts loopback only).
-async fn trust_the_link(cluster: &PrivateCluster) {
+pub(crate) async fn trust_the_link(cluster: &PrivateCluster) {
     use std::io::Write;
     let hba = cluster.data_dir().join("pg_hba.conf");
     let mut f = std::fs::OpenOptions::new().append(true).open(&hba).unwrap();
