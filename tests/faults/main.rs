@@ -15,6 +15,7 @@ mod postgres_killed;
 mod postgres_restarted;
 mod postgres_stopped;
 mod rolling_restart;
+mod slow_link;
 mod stream_crash;
 mod timers_killed;
 mod two_brokers;

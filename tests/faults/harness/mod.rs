@@ -10,6 +10,7 @@ mod common;
 pub mod ledger;
 pub mod load;
 pub mod netns;
+pub mod slow_link;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -43,6 +44,9 @@ pub struct Case {
     load: Option<Load>,
     started: Instant,
     recovered_in: Option<Duration>,
+    /// The fault is one no client should feel (a slow link): any 503 or transport error is a
+    /// finding, instead of their absence.
+    calm: bool,
     _turn: SemaphorePermit<'static>,
 }
 
@@ -99,8 +103,15 @@ impl Case {
             load: Some(load),
             started,
             recovered_in: None,
+            calm: false,
             _turn: turn,
         }
+    }
+
+    /// For a fault no client should feel: [`Case::finish`] then fails on any 503 or
+    /// transport error.
+    pub fn calm(&mut self) {
+        self.calm = true;
     }
 
     /// The 503s the clients were answered so far.
@@ -200,7 +211,12 @@ impl Case {
         for line in seen.server_errors.iter().chain(&seen.refused) {
             findings.failures.push(format!("answered {line}"));
         }
-        if seen.transport_errors + seen.unavailable.values().sum::<u64>() == 0 {
+        let felt = seen.transport_errors + seen.unavailable.values().sum::<u64>();
+        if self.calm && felt > 0 {
+            findings
+                .failures
+                .push(format!("{felt} requests failed (503s or transport errors)"));
+        } else if !self.calm && felt == 0 {
             findings
                 .failures
                 .push("no client felt the fault: the case tested nothing".to_string());
