@@ -11,6 +11,7 @@ mod broker_killed;
 mod commit_cut;
 mod crash_after_commit;
 mod network_cut;
+mod peers_stalled;
 mod postgres_killed;
 mod postgres_restarted;
 mod postgres_stopped;
