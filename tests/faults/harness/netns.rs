@@ -6,6 +6,7 @@
 //! machine (the addresses are private, the links end here) and is removed on drop.
 
 use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 pub struct Host {
     name: String,
@@ -16,10 +17,14 @@ pub struct Host {
 }
 
 impl Host {
-    /// A namespace named after this process, or `None` (with the reason printed) where
+    /// A namespace named after this process and how many it made before, or `None` (with the reason printed) where
     /// namespaces cannot be made: not root, no `ip`, no veth.
     pub fn create() -> Option<Host> {
-        let n = std::process::id() % 200 + 20;
+        // Unique per host in this process: cases run two at a time, and a second host named
+        // as the first would remove it on creation (and both cases would skip).
+        static MADE: AtomicU32 = AtomicU32::new(0);
+        let k = MADE.fetch_add(1, Ordering::Relaxed);
+        let n = (std::process::id() + 97 * k) % 230 + 20;
         let host = Host {
             name: format!("regent-f{n}"),
             db_link: format!("rgdb{n}"),
