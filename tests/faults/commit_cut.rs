@@ -8,12 +8,8 @@
 
 use std::time::{Duration, Instant};
 
-use regent::cluster::PrivateCluster;
-
-use crate::harness::broker::Broker;
 use crate::harness::netns::Host;
-use crate::harness::Case;
-use crate::network_cut::trust_the_link;
+use crate::harness::{database, Case};
 
 /// How long a held commit waits before it completes.
 const HELD: Duration = Duration::from_secs(4);
@@ -41,28 +37,12 @@ async fn a_cut_during_commit_is_a_503_and_the_retry_finds_the_committed_push() {
     let Some(host) = Host::create() else {
         return;
     };
-    let turn = Case::turn().await;
-    let started = Instant::now();
-    let listen = format!("listen_addresses=127.0.0.1,{}", host.database_address());
-    let cluster = PrivateCluster::start_with(None, &[&listen])
-        .await
-        .expect("a private cluster");
-    trust_the_link(&cluster).await;
-    let db_url = format!(
-        "postgres://postgres@{}:{}/postgres",
-        host.database_address(),
-        cluster.port()
-    );
-    let log = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("faults-commit_cut.log");
-    let env = [("HOST", "0.0.0.0")];
-    let broker =
-        Broker::serve_via(host.launcher(), &host.broker_address(), &db_url, &env, log).await;
-    // On loopback: this connection is not cut.
-    let db = connect(&cluster.url()).await;
+    let lease = Duration::from_secs(5);
+    let mut case = Case::on_host("commit_cut", &host, lease).await;
+    // On loopback: this connection is not cut. The switch starts off: the load runs freely.
+    let db = database(&case.cluster.url()).await;
     let stall = STALL.replace("%HELD%", &HELD.as_secs().to_string());
     db.batch_execute(&stall).await.expect("the stall trigger");
-    let lease = Duration::from_secs(5);
-    let mut case = Case::run("commit_cut", cluster, vec![broker], lease, turn, started).await;
     case.steady(Duration::from_secs(3)).await;
 
     db.execute("UPDATE regent_test_stall SET held = true", &[])
@@ -90,14 +70,6 @@ async fn a_cut_during_commit_is_a_503_and_the_retry_finds_the_committed_push() {
         book.duplicates >= 1,
         "no retry found a push that committed during the cut"
     );
-}
-
-async fn connect(url: &str) -> tokio_postgres::Client {
-    let (db, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .expect("connecting");
-    tokio::spawn(conn);
-    db
 }
 
 /// Waits (10 s at most) until a broker's transaction is held in its commit; how many are.

@@ -8,9 +8,6 @@
 
 use std::time::{Duration, Instant};
 
-use regent::cluster::PrivateCluster;
-
-use crate::harness::broker::Broker;
 use crate::harness::netns::Host;
 use crate::harness::Case;
 
@@ -26,24 +23,8 @@ async fn a_silent_cut_of_the_database_link_loses_nothing_and_service_returns_at_
     let Some(host) = Host::create() else {
         return;
     };
-    let turn = Case::turn().await;
-    let started = Instant::now();
-    let listen = format!("listen_addresses=127.0.0.1,{}", host.database_address());
-    let cluster = PrivateCluster::start_with(None, &[&listen])
-        .await
-        .expect("a private cluster");
-    trust_the_link(&cluster).await;
-    let db_url = format!(
-        "postgres://postgres@{}:{}/postgres",
-        host.database_address(),
-        cluster.port()
-    );
-    let log = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("faults-network_cut.log");
-    let env = [("HOST", "0.0.0.0")];
-    let broker =
-        Broker::serve_via(host.launcher(), &host.broker_address(), &db_url, &env, log).await;
     let lease = Duration::from_secs(5);
-    let mut case = Case::run("network_cut", cluster, vec![broker], lease, turn, started).await;
+    let mut case = Case::on_host("network_cut", &host, lease).await;
     case.steady(Duration::from_secs(3)).await;
 
     host.cut_database_link();
@@ -70,17 +51,4 @@ async fn a_silent_cut_of_the_database_link_loses_nothing_and_service_returns_at_
         "the first 503 came {heard:?} after the cut, past {HEARD_WITHIN:?}"
     );
     case.finish().await;
-}
-
-/// Lets the broker's address in (the private cluster trusts loopback only).
-pub(crate) async fn trust_the_link(cluster: &PrivateCluster) {
-    use std::io::Write;
-    let hba = cluster.data_dir().join("pg_hba.conf");
-    let mut f = std::fs::OpenOptions::new().append(true).open(&hba).unwrap();
-    writeln!(f, "host all all 10.78.0.0/16 trust").unwrap();
-    let (db, conn) = tokio_postgres::connect(&cluster.url(), tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    db.batch_execute("SELECT pg_reload_conf()").await.unwrap();
 }

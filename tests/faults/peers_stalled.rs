@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::harness::Case;
+use crate::harness::{database, Case};
 
 const SILENT: Duration = Duration::from_secs(8);
 
@@ -41,14 +41,6 @@ async fn silenced_wakeups_between_brokers_fail_nothing_and_lose_nothing() {
         "service went on while the wakeups were silent"
     );
     case.finish().await;
-}
-
-async fn database(url: &str) -> tokio_postgres::Client {
-    let (db, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .expect("connecting");
-    tokio::spawn(conn);
-    db
 }
 
 /// The backends of both brokers' wakeup connections (10 s at most for both to be open).

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
 
 use crate::harness::ledger::payload;
-use crate::harness::{configure, Case};
+use crate::harness::{configure, database, Case};
 
 const LEASE: Duration = Duration::from_secs(2);
 const HELD: &str = "held";
@@ -103,14 +103,6 @@ async fn stall_a_pop(port: u16) -> tokio::net::TcpStream {
     );
     stream.write_all(request.as_bytes()).await.unwrap();
     stream
-}
-
-async fn database(url: &str) -> tokio_postgres::Client {
-    let (db, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    db
 }
 
 async fn wait_for_held_lease(db: &tokio_postgres::Client) {

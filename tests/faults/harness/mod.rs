@@ -23,6 +23,7 @@ use broker::Broker;
 use client::{Answers, Client};
 use ledger::{Book, Findings, Ledger};
 use load::Load;
+use netns::Host;
 
 /// Cases at once. Each runs a cluster, a broker or two and a dozen clients; on two cores,
 /// more at once makes timings (leases, long-polls) meaningless.
@@ -76,6 +77,29 @@ impl Case {
     /// This process's turn to run a case (two at a time).
     pub async fn turn() -> SemaphorePermit<'static> {
         RUNNING.acquire().await.expect("never closed")
+    }
+
+    /// One broker on a test host of its own (`host`), reaching a cluster that also listens
+    /// on the host's database link, and the load started: for faults on that link.
+    pub async fn on_host(name: &'static str, host: &Host, lease: Duration) -> Case {
+        let turn = Case::turn().await;
+        let started = Instant::now();
+        let listen = format!("listen_addresses=127.0.0.1,{}", host.database_address());
+        let cluster = PrivateCluster::start_with(None, &[&listen])
+            .await
+            .expect("a private cluster");
+        trust_the_link(&cluster).await;
+        let db_url = format!(
+            "postgres://postgres@{}:{}/postgres",
+            host.database_address(),
+            cluster.port()
+        );
+        let log =
+            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("faults-{name}.log"));
+        let env = [("HOST", "0.0.0.0")];
+        let broker =
+            Broker::serve_via(host.launcher(), &host.broker_address(), &db_url, &env, log).await;
+        Case::run(name, cluster, vec![broker], lease, turn, started).await
     }
 
     /// The load started on brokers already serving on `cluster` (on hosts of their own, say).
@@ -320,4 +344,23 @@ pub async fn call(
     let res = req.send().await.expect("answered");
     assert!(res.status().is_success(), "{path}: {}", res.status());
     res.json().await.expect("JSON")
+}
+
+/// A plain connection to a case's cluster, for the case's own reads and faults.
+pub async fn database(url: &str) -> tokio_postgres::Client {
+    let (db, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("connecting to the case's cluster");
+    tokio::spawn(connection);
+    db
+}
+
+/// Lets a test host's addresses in (the private cluster trusts loopback only).
+async fn trust_the_link(cluster: &PrivateCluster) {
+    use std::io::Write;
+    let hba = cluster.data_dir().join("pg_hba.conf");
+    let mut f = std::fs::OpenOptions::new().append(true).open(&hba).unwrap();
+    writeln!(f, "host all all 10.78.0.0/16 trust").unwrap();
+    let db = database(&cluster.url()).await;
+    db.batch_execute("SELECT pg_reload_conf()").await.unwrap();
 }
