@@ -52,15 +52,16 @@ impl RawBody {
         refuse_nul(&self.0, v, "Invalid JSON")
     }
 
-    /// The NUL check for a field that is carried like a payload but stored as `jsonb` (a
-    /// trace's `data`), which cannot hold NUL in a key or a string.
-    pub fn no_nul_in(&self, v: &Value) -> Result<(), ApiError> {
-        if holds_nul(&self.0) && nul_anywhere(v) {
+    /// [`RawBody::json`] for a body that carries no payload: NUL is refused in every key and
+    /// string, `data` included (a trace's `data` is stored as jsonb, which cannot hold it).
+    pub fn json_without_payloads(&self) -> Result<Value, ApiError> {
+        let v = self.json_fields_first()?;
+        if holds_nul(&self.0) && nul_anywhere(&v) {
             return Err(ApiError::bad_request(format!(
                 "Invalid JSON: {NUL_IN_STRING}"
             )));
         }
-        Ok(())
+        Ok(v)
     }
 
     /// Like [`RawBody::json`], but only validated, not parsed into a tree: for bodies whose

@@ -83,7 +83,7 @@ Records an event on a message the log holds (it resolves to the message's offset
                     "traceNames": ["a", "b"], "workerId": "w"}"#,
                 r#"{"transactionId": "t", "partitionId": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d",
                     "data": null, "traceNames": "a", "consumerGroup": null}"#,
-            ], |b: &RawBody| b.json().and_then(|v| parse_record(&v).map(drop))),
+            ], |b: &RawBody| b.json_without_payloads().and_then(|v| parse_record(&v).map(drop))),
         route(M::GET, "/api/v1/traces/names", ReadOnly, names_list)
             .doc(op("Trace names")
                 .about(r#"
@@ -142,13 +142,10 @@ async fn record(
     Extension(who): Extension<Principal>,
     body: RawBody,
 ) -> Result<Response, ApiError> {
-    let v = body.json()?;
+    let v = body.json_without_payloads()?;
     let Some(r) = parse_record(&v)? else {
         return Ok(not_found());
     };
-    if let Some(data) = r.data {
-        body.no_nul_in(data)?;
-    }
     let empty = Value::Object(Map::new());
     let event = TraceEvent {
         partition_id: r.partition_id,
