@@ -276,6 +276,13 @@ pub struct Completed {
 /// lease's range is done. The rows are locked in the global lock order (partition, group).
 /// The tenant's partitions only. One completion per (partition, group), which the caller
 /// keeps.
+///
+/// Each cursor is found by its primary key, one completion after another in lock order (a
+/// lateral subquery that locks, which the planner cannot flatten). Joined as a whole, the
+/// planner read every live lease of every queue through the claim-order index
+/// (`lease_expires_at > now()`) and hashed them: with the xmin horizon held, every version of
+/// every cursor, 130 buffers and more per ack (BENCHMARKS.md, "throughput with the xmin
+/// horizon held").
 pub async fn complete_in_lease(
     client: &impl deadpool_postgres::GenericClient,
     tenant: &str,
@@ -285,18 +292,22 @@ pub async fn complete_in_lease(
         .prepare_cached(
             "WITH a AS (
                SELECT * FROM unnest($2::uuid[], $3::text[], $4::uuid[], $5::bigint[], $6::bigint[])
-                      WITH ORDINALITY AS a(pid, grp, lease, lowest, highest, k)),
+                      WITH ORDINALITY AS a(pid, grp, lease, lowest, highest, k)
+                ORDER BY pid, grp),
              old AS (
                SELECT a.k, a.highest, c.partition_id, c.consumer_group, c.committed, c.lease_end,
-                      c.retry_count, p.queue_id, q.name AS queue, q.options, p.next_offset
+                      c.retry_count, c.queue_id, q.name AS queue, q.options, c.next_offset
                  FROM a
-                 JOIN cursors c ON c.partition_id = a.pid AND c.consumer_group = a.grp
-                 JOIN partitions p ON p.id = c.partition_id AND p.tenant = $1
-                 JOIN queues q ON q.id = p.queue_id
-                WHERE c.lease_id = a.lease AND c.lease_expires_at > now()
-                  AND c.committed < a.lowest AND c.lease_end >= a.highest
-                ORDER BY c.partition_id, c.consumer_group
-                  FOR UPDATE OF c)
+                CROSS JOIN LATERAL (
+                      SELECT c.partition_id, c.consumer_group, c.committed, c.lease_end,
+                             c.retry_count, p.queue_id, p.next_offset
+                        FROM cursors c
+                        JOIN partitions p ON p.id = c.partition_id AND p.tenant = $1
+                       WHERE c.partition_id = a.pid AND c.consumer_group = a.grp
+                         AND c.lease_id = a.lease AND c.lease_expires_at > now()
+                         AND c.committed < a.lowest AND c.lease_end >= a.highest
+                         FOR UPDATE OF c) c
+                 JOIN queues q ON q.id = c.queue_id)
            UPDATE cursors c
               SET committed = old.highest,
                   lease_id = CASE WHEN old.lease_end <= old.highest THEN NULL ELSE c.lease_id END,

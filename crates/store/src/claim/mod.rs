@@ -217,20 +217,20 @@ const ENSURE_NAMED_ONLY: &str = ensure_named!(" AND p.id = ANY ($5::uuid[])");
 /// index scan over every queue's partitions, 0.2 ms per claim at 300 of them and growing with
 /// every tenant's queues.
 macro_rules! claim_and_read {
-    ($candidates:literal) => {
+    ($cursors:literal) => {
         concat!(
             "WITH ",
-            claim_ctes!($candidates, ""),
+            claim_ctes!($cursors, ""),
             claim_rows!(),
             " ORDER BY cl.partition_id, s.end_offset"
         )
     };
 }
 
-/// The claim's CTEs: `cand` (the candidates, narrowed by `$candidates` and `$guard`) and
-/// `claimed` (the cursor update).
+/// The claim's CTEs: `cand` (the candidates: the group's cursors `$cursors` selects, narrowed
+/// by `$guard`) and `claimed` (the cursor update).
 macro_rules! claim_ctes {
-    ($candidates:literal, $guard:literal) => {
+    ($cursors:literal, $guard:literal) => {
         concat!(
             "cand AS (
        SELECT c.partition_id, c.committed, c.lease_end AS old_end, c.lease_expires_at AS last_claim,
@@ -238,8 +238,9 @@ macro_rules! claim_ctes {
          FROM cursors c
         CROSS JOIN LATERAL (SELECT p.next_offset, p.name, p.last_push_at FROM partitions p
                              WHERE p.id = c.partition_id OFFSET 0) p
-        WHERE c.queue_id = $1 AND c.consumer_group = $2 AND ($3::text IS NULL OR p.name = $3)",
-            $candidates,
+        WHERE ",
+            $cursors,
+            " AND c.consumer_group = $2 AND ($3::text IS NULL OR p.name = $3)",
             $guard,
             "
           AND c.committed < p.next_offset - 1
@@ -290,7 +291,7 @@ macro_rules! claim_rows {
 /// queue is told from an empty one. Its commit does not wait for the WAL flush, as
 /// [`lease_only`] makes a claim's transaction do.
 macro_rules! claim_known {
-    ($candidates:literal, $options:literal) => {
+    ($cursors:literal, $options:literal) => {
         concat!(
             "WITH known AS MATERIALIZED (
        SELECT set_config('synchronous_commit', 'off', true) FROM queues
@@ -298,7 +299,7 @@ macro_rules! claim_known {
             $options,
             "::jsonb),
      ",
-            claim_ctes!($candidates, " AND EXISTS (SELECT 1 FROM known)"),
+            claim_ctes!($cursors, " AND EXISTS (SELECT 1 FROM known)"),
             "SELECT k.fresh, r.* FROM (SELECT EXISTS (SELECT 1 FROM known) AS fresh) k
        LEFT JOIN LATERAL (",
             claim_rows!(),
@@ -309,15 +310,25 @@ macro_rules! claim_known {
 }
 
 /// Walks the group's cursors in claim order (least recently claimed first).
-const CLAIM_AND_READ: &str = claim_and_read!("");
+const CLAIM_AND_READ: &str = claim_and_read!("c.queue_id = $1");
 
 /// Only the hinted partitions (`$9`, partitions pushed to since the group last looked): primary
 /// key lookups instead of a walk past every partition with nothing to read.
-const CLAIM_HINTED: &str = claim_and_read!(" AND c.partition_id = ANY ($9::uuid[])");
+///
+/// The queue is compared with `IS NOT DISTINCT FROM` (the same as `=` on a column that is never
+/// NULL) because no index serves it: with `queue_id = $1` the planner read the hinted cursors
+/// through the claim-order index, every cursor of the group, and with the xmin horizon held
+/// every version of every one of them (7,077 buffers per claim after 30 s; BENCHMARKS.md,
+/// "throughput with the xmin horizon held").
+const CLAIM_HINTED: &str =
+    claim_and_read!("c.partition_id = ANY ($9::uuid[]) AND c.queue_id IS NOT DISTINCT FROM $1");
 
 /// [`CLAIM_AND_READ`] and [`CLAIM_HINTED`] of a known queue.
-const CLAIM_KNOWN: &str = claim_known!("", "$9");
-const CLAIM_KNOWN_HINTED: &str = claim_known!(" AND c.partition_id = ANY ($9::uuid[])", "$10");
+const CLAIM_KNOWN: &str = claim_known!("c.queue_id = $1", "$9");
+const CLAIM_KNOWN_HINTED: &str = claim_known!(
+    "c.partition_id = ANY ($9::uuid[]) AND c.queue_id IS NOT DISTINCT FROM $1",
+    "$10"
+);
 
 macro_rules! finish {
     ($shards:literal) => {
