@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use tokio::net::TcpListener;
 
 use regent::cluster::citus::CitusCluster;
@@ -63,6 +63,9 @@ enum Command {
         #[arg(long, default_value_t = 3600)]
         expires_in: u64,
     },
+    /// The operator's commands: a client of any broker over its HTTP API (docs/cli.md).
+    #[command(flatten)]
+    Ctl(regent_ctl::Command),
 }
 
 /// jemalloc rather than glibc's malloc: after a burst of large requests glibc kept most of
@@ -78,10 +81,17 @@ pub static MALLOC_CONF: &[u8] = b"background_thread:true,dirty_decay_ms:1000,muz
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    regent::logging::init();
     let cli = Cli::parse();
+    // The operator's commands are clients: the server's configuration and logging are not
+    // theirs, and their exit code is the answer scripts branch on.
+    if let Command::Ctl(command) = cli.command {
+        let code = regent_ctl::run(command, Cli::command).await;
+        std::process::exit(i32::from(code));
+    }
+    regent::logging::init();
     let mut config = Config::from_env().context("reading configuration from the environment")?;
     match cli.command {
+        Command::Ctl(_) => unreachable!("the operator's commands return above"),
         Command::Serve => {
             let url = config.database_url();
             run(config, &url).await

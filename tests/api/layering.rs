@@ -52,6 +52,8 @@ fn every_crate_depends_only_on_the_layers_beneath_it() {
         ("regent-tls", &[]),
         ("regent-cluster", &[]),
         ("regent-bench", &[]),
+        // The operator's command line is a client of the HTTP API like any other.
+        ("regent-ctl", &[]),
         ("regent-config", &["regent-broker"]),
         ("regent-store", &["regent-tls"]),
         ("regent-runtime", &["regent-broker"]),
@@ -95,6 +97,11 @@ fn every_crate_depends_only_on_the_layers_beneath_it() {
 fn each_layer_names_none_of_the_crates_it_must_not_use() {
     let deps = dependencies();
     let forbidden: &[(&str, &[&str], &str)] = &[
+        (
+            "regent-ctl",
+            &["tokio-postgres", "deadpool-postgres", "axum", "hyper"],
+            "the command line talks to brokers over their HTTP API, never SQL",
+        ),
         (
             "regent-broker",
             &[

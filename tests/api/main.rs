@@ -10,6 +10,7 @@ mod bad_input;
 mod bench_smoke;
 mod brokers;
 mod citus;
+mod cli;
 mod connections;
 mod console;
 mod consumer_groups;

@@ -23,7 +23,7 @@ use uuid::Uuid;
 
 #[path = "../common/mod.rs"]
 mod common;
-pub use common::acks;
+pub use common::{acks, free_port};
 
 const TEMPLATE: &str = "regent_template";
 

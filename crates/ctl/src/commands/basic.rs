@@ -1,0 +1,184 @@
+//! `ping`, `status`, `lag`, `replay` and `maintenance`: one or two requests each.
+
+use clap::{Args, Subcommand};
+use serde_json::{json, Value};
+
+use super::{seg, Ctx};
+use crate::exit::{Exit, Failure, Outcome};
+use crate::output::{self, Format, Listing};
+use crate::{when, Conn};
+
+pub async fn ping(ctx: &Ctx) -> Outcome {
+    let started = std::time::Instant::now();
+    let health = ctx.client.get("/health", &[]).await?;
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    match ctx.format {
+        Format::Table => output::line(&format!(
+            "{} is {} ({} {}, database {}) in {ms:.1} ms",
+            ctx.client.server(),
+            text(&health, "status"),
+            text(&health, "server"),
+            text(&health, "version"),
+            text(&health, "database"),
+        ))?,
+        f => output::document(f, &health)?,
+    }
+    Ok(Exit::Ok)
+}
+
+fn text<'v>(v: &'v Value, key: &str) -> &'v str {
+    v.get(key).and_then(Value::as_str).unwrap_or("?")
+}
+
+pub async fn status(ctx: &Ctx) -> Outcome {
+    let overview = ctx.client.get("/api/v1/resources/overview", &[]).await?;
+    let queues = ctx.client.get("/api/v1/resources/queues", &[]).await?;
+    let queues = queues.get("queues").cloned().unwrap_or(json!([]));
+    match ctx.format {
+        Format::Table => {
+            let m = |k: &str| output::at(&overview, k).cloned().unwrap_or(Value::Null);
+            output::line(&format!(
+                "{}: {} queues, {} partitions; messages {} ({} pending, {} processing, {} dead \
+                 letters); in {}/s, out {}/s; oldest unconsumed {} s",
+                ctx.client.server(),
+                m("queues"),
+                m("partitions"),
+                m("messages.total"),
+                m("messages.pending"),
+                m("messages.processing"),
+                m("messages.deadLetter"),
+                m("throughput.ingestedPerSecond"),
+                m("throughput.processedPerSecond"),
+                m("lag.time.max"),
+            ))?;
+            let rows = queues.as_array().cloned().unwrap_or_default();
+            output::listing(
+                Format::Table,
+                &Listing {
+                    rows,
+                    columns: super::queue::QUEUE_COLUMNS,
+                },
+            )?;
+        }
+        f => output::document(f, &json!({"overview": overview, "queues": queues}))?,
+    }
+    Ok(Exit::Ok)
+}
+
+pub async fn lag(ctx: &Ctx, min: u64) -> Outcome {
+    let rows = ctx
+        .client
+        .get(
+            "/api/v1/consumer-groups/lagging",
+            &[("minLagSeconds", min.to_string())],
+        )
+        .await?;
+    let rows = rows.as_array().cloned().unwrap_or_default();
+    let none = rows.is_empty();
+    output::listing(
+        ctx.format,
+        &Listing {
+            rows,
+            columns: &[
+                ("group", "consumer_group"),
+                ("queue", "queue_name"),
+                ("partition", "partition_name"),
+                ("behind (s)", "time_lag_seconds"),
+                ("messages", "offset_lag"),
+                ("oldest unconsumed", "oldest_unconsumed_at"),
+            ],
+        },
+    )?;
+    Ok(if none { Exit::NoOp } else { Exit::Ok })
+}
+
+#[derive(Args, Debug)]
+pub struct Replay {
+    pub queue: String,
+    /// The consumer group (`__QUEUE_MODE__` for the queue's own)
+    #[arg(long = "cg", value_name = "GROUP")]
+    pub group: String,
+    /// Where to: '15m ago', 'now', an RFC 3339 instant, or 'end' (skip everything pending)
+    #[arg(long)]
+    pub to: String,
+    /// One partition only (moved to its end: the broker seeks partitions to the end only)
+    #[arg(long)]
+    pub partition: Option<String>,
+    #[command(flatten)]
+    pub conn: Conn,
+}
+
+pub async fn replay(ctx: &Ctx, r: &Replay) -> Outcome {
+    let to_end = r.to.trim().eq_ignore_ascii_case("end");
+    let base = format!(
+        "/api/v1/consumer-groups/{}/queues/{}",
+        seg(&r.group),
+        seg(&r.queue)
+    );
+    let answer = match &r.partition {
+        Some(p) if to_end => {
+            let path = format!("{base}/partitions/{}/seek", seg(p));
+            ctx.client.post(&path, &json!({})).await?
+        }
+        Some(_) => {
+            return Err(Failure::user(
+                "a single partition can only be moved to its end: --to end",
+            ))
+        }
+        None => {
+            let body = if to_end {
+                json!({"toEnd": true})
+            } else {
+                json!({"timestamp": when::instant(&r.to, chrono::Utc::now())?})
+            };
+            ctx.client.post(&format!("{base}/seek"), &body).await?
+        }
+    };
+    if answer.get("success") == Some(&Value::Bool(false)) {
+        return Err(Failure::user(
+            answer
+                .get("error")
+                .and_then(Value::as_str)
+                .unwrap_or("the broker refused the seek")
+                .to_string(),
+        ));
+    }
+    output::document(ctx.format, &answer)?;
+    Ok(Exit::Ok)
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Maintenance {
+    /// Show both switches
+    Get,
+    /// Turn maintenance on: pushes are buffered (with --pop: pops answer nothing)
+    On {
+        #[arg(long)]
+        pop: bool,
+    },
+    /// Turn maintenance off
+    Off {
+        #[arg(long)]
+        pop: bool,
+    },
+}
+
+pub async fn maintenance(ctx: &Ctx, m: Maintenance) -> Outcome {
+    let (pop, on) = match m {
+        Maintenance::Get => {
+            let v = ctx.client.get("/api/v1/system/maintenance", &[]).await?;
+            output::document(ctx.format, &v)?;
+            return Ok(Exit::Ok);
+        }
+        Maintenance::On { pop } => (pop, true),
+        Maintenance::Off { pop } => (pop, false),
+    };
+    let path = if pop {
+        "/api/v1/system/maintenance/pop"
+    } else {
+        "/api/v1/system/maintenance"
+    };
+    let v = ctx.client.post(path, &json!({"enabled": on})).await?;
+    output::document(ctx.format, &v)?;
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,545 @@
+//! The operator's command line (`regent ping|status|tail|push|pop|ack|replay|queue|
+//! maintenance|config|completion`, docs/cli.md) as an operator runs it: the binary as a child
+//! process against a real broker, its output read back, its exit code checked.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::Command;
+
+use crate::support::*;
+
+struct Run {
+    code: i32,
+    out: String,
+    err: String,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.out).unwrap_or_else(|e| panic!("{e}: {}", self.out))
+    }
+
+    fn lines(&self) -> Vec<Value> {
+        self.out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect()
+    }
+}
+
+/// A configuration file of the test's own, so that no test reads another's contexts (or the
+/// user's).
+fn config_file() -> String {
+    let dir = std::env::temp_dir().join(format!("regent-cli-{}", uuid::Uuid::new_v4()));
+    dir.join("config.yaml").display().to_string()
+}
+
+fn command(url: &str, config: &str, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_regent"));
+    c.args(args)
+        .env("REGENT_SERVER", url)
+        .env("REGENT_CONFIG", config)
+        .env_remove("REGENT_TOKEN")
+        .env_remove("REGENT_CA_FILE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    c
+}
+
+/// Runs `regent ARGS` against `url` with `stdin`, to its end.
+async fn run_at(url: &str, config: &str, args: &[&str], stdin: &str) -> Run {
+    let mut child = command(url, config, args).spawn().expect("regent runs");
+    let mut input = child.stdin.take().unwrap();
+    let text = stdin.to_string();
+    let feed = tokio::spawn(async move {
+        let _ = input.write_all(text.as_bytes()).await;
+    });
+    let out = tokio::time::timeout(Duration::from_secs(180), child.wait_with_output())
+        .await
+        .expect("regent ends within 3 minutes")
+        .unwrap();
+    feed.await.unwrap();
+    Run {
+        code: out.status.code().expect("an exit code"),
+        out: String::from_utf8(out.stdout).unwrap(),
+        err: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+async fn run(b: &Broker, args: &[&str]) -> Run {
+    run_at(&b.url, &config_file(), args, "").await
+}
+
+#[tokio::test]
+async fn ping_answers_0_and_an_unreachable_broker_2() {
+    let b = broker().await;
+    let r = run(&b, &["ping", "-o", "json"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert_eq!(r.json()["status"], "healthy");
+    let r = run(&b, &["ping", "-o", "table"]).await;
+    assert!(r.out.contains("is healthy"), "{}", r.out);
+
+    let closed = format!("http://127.0.0.1:{}", free_port());
+    let r = run_at(&closed, &config_file(), &["ping"], "").await;
+    assert_eq!(r.code, 2, "{} {}", r.out, r.err);
+    assert!(r.err.contains(&closed), "{}", r.err);
+    assert!(!r.err.contains("panicked"), "{}", r.err);
+}
+
+#[tokio::test]
+async fn a_hundred_thousand_lines_arrive_whole_and_in_order_per_partition() {
+    let b = broker().await;
+    let lines: String = (0..100_000)
+        .map(|i| format!("{{\"n\":{i},\"customer\":\"c{}\"}}\n", i % 10))
+        .collect();
+    let r = run_at(
+        &b.url,
+        &config_file(),
+        &["push", "orders", "--partition-key", "customer"],
+        &lines,
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert!(
+        r.err
+            .contains("100000 lines: 100000 pushed to orders, 0 duplicates, 0 failed"),
+        "{}",
+        r.err
+    );
+    let r = run(&b, &["tail", "orders"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    let mut last = std::collections::HashMap::new();
+    let mut count = 0;
+    for m in r.lines() {
+        let n = m["data"]["n"].as_i64().unwrap();
+        let customer = m["data"]["customer"].as_str().unwrap().to_string();
+        assert_eq!(m["partition"], customer.as_str(), "{m}");
+        if let Some(before) = last.insert(customer, n) {
+            assert!(n > before, "{n} after {before} in one partition");
+        }
+        count += 1;
+    }
+    assert_eq!(count, 100_000);
+    assert_eq!(last.len(), 10);
+}
+
+#[tokio::test]
+async fn bad_lines_are_named_and_the_good_ones_arrive() {
+    let b = broker().await;
+    let input = "{\"k\":\"a\",\"n\":1}\nnot json\n\n{\"n\":2}\n{\"k\":\"a\",\"n\":3}\n";
+    let r = run_at(
+        &b.url,
+        &config_file(),
+        &["push", "q", "--partition-key", "k"],
+        input,
+    )
+    .await;
+    assert_eq!(r.code, 1, "{}", r.err);
+    assert!(r.err.contains("line 2: not JSON"), "{}", r.err);
+    assert!(
+        r.err.contains("line 4: no string or number field \"k\""),
+        "{}",
+        r.err
+    );
+    assert!(
+        r.err
+            .contains("4 lines: 2 pushed to q, 0 duplicates, 2 failed"),
+        "{}",
+        r.err
+    );
+    let r = run(&b, &["tail", "q"]).await;
+    let ns: Vec<i64> = r
+        .lines()
+        .iter()
+        .map(|m| m["data"]["n"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ns, [1, 3]);
+}
+
+#[tokio::test]
+async fn tail_follow_prints_a_message_pushed_after_it_started_and_leaves_no_group() {
+    let b = broker().await;
+    b.push("live", "p", &["before"]).await;
+    let mut child = command(&b.url, &config_file(), &["tail", "live", "--follow"])
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(Duration::from_secs(30), out.next_line())
+        .await
+        .expect("the message already there")
+        .unwrap()
+        .unwrap();
+    assert!(first.contains("\"before\""), "{first}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    b.push("live", "p", &["after"]).await;
+    let next = tokio::time::timeout(Duration::from_secs(30), out.next_line())
+        .await
+        .expect("a message pushed after the tail started")
+        .unwrap()
+        .unwrap();
+    assert!(next.contains("\"after\""), "{next}");
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGINT) };
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("tail ends on SIGINT")
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let (_, groups) = b.get("/api/v1/consumer-groups").await;
+    assert!(
+        !groups.to_string().contains("regent-tail-"),
+        "the tail's group is gone: {groups}"
+    );
+}
+
+#[tokio::test]
+async fn pop_prints_each_format_ack_reads_what_pop_printed_and_an_empty_pop_is_4() {
+    let b = broker().await;
+    b.push("jobs", "p", &["t1", "t2", "t3"]).await;
+    let url = b.url.clone();
+    let r = run(&b, &["pop", "jobs", "--batch", "3", "-o", "ndjson"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    let popped = r.lines();
+    assert_eq!(popped.len(), 3);
+    assert!(popped
+        .iter()
+        .all(|m| m["leaseId"].as_str().is_some_and(|l| !l.is_empty())));
+
+    let r = run_at(&url, &config_file(), &["ack", "-o", "json"], &r.out).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    let acks = r.json();
+    assert_eq!(acks.as_array().unwrap().len(), 3);
+    assert!(
+        acks.as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["success"] == true),
+        "{acks}"
+    );
+
+    let r = run(&b, &["pop", "jobs", "-o", "json"]).await;
+    assert_eq!(r.code, 4, "nothing left: {} {}", r.out, r.err);
+    assert_eq!(r.json(), json!([]));
+
+    b.push("jobs", "p", &["t4"]).await;
+    let r = run(&b, &["pop", "jobs", "-o", "yaml"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert!(r.out.contains("transactionId: t4"), "{}", r.out);
+    // A group of its own reads from the first message.
+    let r = run(&b, &["pop", "jobs", "--cg", "other", "-o", "table"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert!(
+        r.out.contains("TRANSACTION ID") && r.out.contains("t1"),
+        "{}",
+        r.out
+    );
+}
+
+#[tokio::test]
+async fn ack_by_transaction_id_and_failed_acks_are_refused_with_1() {
+    let b = broker().await;
+    let (pid, lease, tx) = b.popped("jobs").await;
+    let r = run(
+        &b,
+        &[
+            "ack",
+            &tx,
+            "--partition-id",
+            &pid,
+            "--lease",
+            &lease,
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert_eq!(r.json()[0]["leaseReleased"], true);
+    let r = run(&b, &["ack", &tx]).await;
+    assert_eq!(r.code, 1, "{}", r.err);
+    assert!(r.err.contains("--partition-id is required"), "{}", r.err);
+    let r = run(
+        &b,
+        &[
+            "ack",
+            "zz",
+            "--partition-id",
+            &pid,
+            "--lease",
+            &lease,
+            "--failed",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 1, "{} {}", r.out, r.err);
+    assert!(r.err.contains("zz:"), "{}", r.err);
+}
+
+#[tokio::test]
+async fn replay_moves_a_group_back_and_to_the_end() {
+    let b = broker().await;
+    b.push("r", "p", &["x1", "x2"]).await;
+    let r = run(&b, &["tail", "r", "--cg", "readers"]).await;
+    assert_eq!(r.lines().len(), 2, "{}", r.err);
+    let r = run(&b, &["tail", "r", "--cg", "readers"]).await;
+    assert_eq!(r.code, 4, "read already: {}", r.out);
+
+    let r = run(
+        &b,
+        &[
+            "replay", "r", "--cg", "readers", "--to", "1h ago", "-o", "json",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert_eq!(r.json()["partitionsUpdated"], 1, "{}", r.out);
+    let r = run(&b, &["tail", "r", "--cg", "readers"]).await;
+    assert_eq!(r.lines().len(), 2, "replayed: {}", r.err);
+
+    b.push("r", "p", &["x3"]).await;
+    let r = run(&b, &["replay", "r", "--cg", "readers", "--to", "end"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    let r = run(&b, &["tail", "r", "--cg", "readers"]).await;
+    assert_eq!(r.code, 4, "skipped to the end: {}", r.out);
+
+    let r = run(&b, &["replay", "r", "--cg", "readers", "--to", "yesterday"]).await;
+    assert_eq!(r.code, 1);
+    assert!(r.err.contains("is not a time"), "{}", r.err);
+}
+
+#[tokio::test]
+async fn lag_lists_groups_behind_and_exits_4_when_none_is() {
+    let b = broker().await;
+    let r = run(&b, &["lag", "--min", "1"]).await;
+    assert_eq!(r.code, 4, "{} {}", r.out, r.err);
+    b.push("slow", "p", &["s1", "s2"]).await;
+    let r = run(&b, &["pop", "slow", "--cg", "laggard", "--auto-ack"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    b.refresh_stats().await;
+    let r = run(&b, &["lag", "--min", "1", "-o", "json"]).await;
+    assert_eq!(r.code, 0, "{} {}", r.out, r.err);
+    let rows = r.json();
+    assert!(
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .any(|row| row["consumer_group"] == "laggard" && row["queue_name"] == "slow"),
+        "{rows}"
+    );
+}
+
+#[tokio::test]
+async fn queues_are_configured_described_cleared_and_deleted_only_with_yes() {
+    let b = broker().await;
+    let r = run(
+        &b,
+        &[
+            "queue",
+            "configure",
+            "billing",
+            "--set",
+            "leaseTime=90",
+            "--set",
+            "retryLimit=2",
+            "--namespace",
+            "acct",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    b.push("billing", "p", &["b1"]).await;
+    let r = run(&b, &["queue", "describe", "billing", "-o", "json"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert_eq!(r.json()["namespace"], "acct");
+    let r = run(&b, &["queue", "list", "-o", "ndjson"]).await;
+    assert!(
+        r.lines().iter().any(|q| q["name"] == "billing"),
+        "{}",
+        r.out
+    );
+    let r = run(&b, &["queue", "describe", "nope"]).await;
+    assert_eq!(r.code, 1, "{}", r.err);
+    assert!(r.err.contains("404: Queue not found"), "{}", r.err);
+
+    let r = run(&b, &["queue", "clear", "billing"]).await;
+    assert_eq!(r.code, 1);
+    assert!(r.err.contains("add --yes"), "{}", r.err);
+    let r = run(&b, &["queue", "clear", "billing", "--yes", "-o", "json"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    let r = run(&b, &["tail", "billing"]).await;
+    assert_eq!(r.code, 4, "cleared: {}", r.out);
+
+    let r = run(&b, &["queue", "delete", "billing"]).await;
+    assert_eq!(r.code, 1);
+    let r = run(&b, &["queue", "delete", "billing", "--yes", "-o", "json"]).await;
+    assert_eq!(
+        (r.code, &r.json()["existed"]),
+        (0, &json!(true)),
+        "{}",
+        r.err
+    );
+    let r = run(&b, &["queue", "delete", "billing", "--yes", "-o", "json"]).await;
+    assert_eq!(r.code, 4, "a second delete does nothing: {}", r.out);
+}
+
+#[tokio::test]
+async fn status_and_maintenance_switches() {
+    let b = broker().await;
+    b.push("s", "p", &["m1"]).await;
+    let r = run(&b, &["status", "-o", "json"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert!(
+        r.json()["queues"].to_string().contains("\"s\""),
+        "{}",
+        r.out
+    );
+    assert!(r.json()["overview"].get("queues").is_some(), "{}", r.out);
+
+    let r = run(&b, &["maintenance", "on", "--pop", "-o", "json"]).await;
+    assert_eq!(
+        (r.code, &r.json()["popMaintenanceMode"]),
+        (0, &json!(true)),
+        "{}",
+        r.err
+    );
+    let r = run(&b, &["maintenance", "get", "-o", "json"]).await;
+    assert_eq!(r.json()["popMaintenanceMode"], true, "{}", r.out);
+    let r = run(&b, &["maintenance", "off", "--pop", "-o", "json"]).await;
+    assert_eq!(r.json()["popMaintenanceMode"], false, "{}", r.out);
+}
+
+#[tokio::test]
+async fn contexts_and_their_precedence_flag_then_environment_then_context() {
+    let b = broker().await;
+    let config = config_file();
+    let closed = format!("http://127.0.0.1:{}", free_port());
+    let no_env = |args: &[&str]| {
+        let mut c = command(&b.url, &config, args);
+        c.env_remove("REGENT_SERVER");
+        c
+    };
+    let status = |mut c: Command| async move { c.output().await.unwrap() };
+
+    let out = status(no_env(&[
+        "config",
+        "set-context",
+        "here",
+        "--server",
+        &b.url,
+    ]))
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = status(no_env(&[
+        "config",
+        "set-context",
+        "gone",
+        "--server",
+        &closed,
+    ]))
+    .await;
+    assert!(out.status.success());
+    let out = status(no_env(&["config", "current-context"])).await;
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "here",
+        "the first is current"
+    );
+    let out = status(no_env(&["ping"])).await;
+    assert_eq!(out.status.code(), Some(0), "the current context's server");
+
+    let out = status(no_env(&["config", "use-context", "gone"])).await;
+    assert!(out.status.success());
+    let out = status(no_env(&["ping"])).await;
+    assert_eq!(out.status.code(), Some(2), "now the unreachable one");
+    // The environment wins over the context, the flag over both.
+    let out = status(command(&b.url, &config, &["ping"])).await;
+    assert_eq!(out.status.code(), Some(0), "REGENT_SERVER wins");
+    let out = status(command(&closed, &config, &["ping", "--server", &b.url])).await;
+    assert_eq!(out.status.code(), Some(0), "--server wins");
+    let out = status(no_env(&["ping", "--context", "here"])).await;
+    assert_eq!(out.status.code(), Some(0), "--context picks another");
+
+    let out = status(no_env(&["config", "get-contexts", "-o", "json"])).await;
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 2);
+    assert!(
+        listed
+            .to_string()
+            .contains("\"current\":true,\"name\":\"gone\""),
+        "{listed}"
+    );
+    let out = status(no_env(&["config", "use-context", "nowhere"])).await;
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[tokio::test]
+async fn a_refused_token_is_3_and_a_good_one_from_a_token_file_works() {
+    let b = authed_broker().await;
+    let r = run(&b, &["queue", "list"]).await;
+    assert_eq!(r.code, 3, "no token: {}", r.err);
+    let r = run(&b, &["queue", "list", "--token", "not-a-token"]).await;
+    assert_eq!(r.code, 3, "{}", r.err);
+    assert!(!r.err.contains("panicked"), "{}", r.err);
+    let reader = token("read-only").tenant("acme").mint();
+    let r = run(&b, &["maintenance", "on", "--token", &reader]).await;
+    assert_eq!(
+        r.code, 3,
+        "a read-only token cannot switch maintenance: {}",
+        r.err
+    );
+
+    let config = config_file();
+    let file = std::path::Path::new(&config).with_file_name("token");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, format!("{}\n", token("admin").tenant("acme").mint())).unwrap();
+    let mut c = command(
+        &b.url,
+        &config,
+        &[
+            "config",
+            "set-context",
+            "prod",
+            "--server",
+            &b.url,
+            "--token-file",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert!(c.output().await.unwrap().status.success());
+    let r = run_at(&b.url, &config, &["queue", "list", "-o", "json"], "").await;
+    assert_eq!(r.code, 0, "the context's token file: {}", r.err);
+}
+
+#[tokio::test]
+async fn completion_scripts_for_three_shells() {
+    let b = broker().await;
+    for (shell, marker) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef regent"),
+        ("fish", "complete -c regent"),
+    ] {
+        let r = run(&b, &["completion", shell]).await;
+        assert_eq!(r.code, 0, "{shell}: {}", r.err);
+        assert!(
+            r.out.contains(marker),
+            "{shell}: {}",
+            &r.out[..200.min(r.out.len())]
+        );
+        assert!(
+            r.out.contains("tail"),
+            "{shell} completes the operator's commands"
+        );
+    }
+}
