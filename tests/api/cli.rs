@@ -543,3 +543,320 @@ async fn completion_scripts_for_three_shells() {
         );
     }
 }
+
+#[tokio::test]
+async fn consumer_groups_are_listed_described_moved_and_deleted() {
+    let b = broker().await;
+    b.push("cgq", "p", &["g1", "g2"]).await;
+    let r = run(&b, &["tail", "cgq", "--cg", "readers"]).await;
+    assert_eq!(r.lines().len(), 2, "{}", r.err);
+    let r = run(&b, &["cg", "list", "-o", "json"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert!(
+        r.json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["name"] == "readers" && g["queueName"] == "cgq"),
+        "{}",
+        r.out
+    );
+    let r = run(&b, &["cg", "describe", "readers", "-o", "json"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert_eq!(r.json()[0]["queue"], "cgq", "{}", r.out);
+    let r = run(&b, &["cg", "describe", "nobody"]).await;
+    assert_eq!(r.code, 1, "{}", r.out);
+
+    let r = run(
+        &b,
+        &["cg", "seek", "readers", "--queue", "cgq", "--to", "1h ago"],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    let r = run(&b, &["tail", "cgq", "--cg", "readers"]).await;
+    assert_eq!(r.lines().len(), 2, "read again after the seek: {}", r.err);
+
+    let r = run(&b, &["cg", "delete", "readers"]).await;
+    assert_eq!(r.code, 1, "needs --yes");
+    let r = run(&b, &["cg", "delete", "readers", "--yes", "-o", "json"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    let r = run(&b, &["cg", "list", "-o", "json"]).await;
+    assert_eq!(r.code, 4, "no group left: {}", r.out);
+}
+
+#[tokio::test]
+async fn dead_letters_are_listed_requeued_with_a_dry_run_first_and_deleted() {
+    let b = broker().await;
+    b.push("dq", "p", &["d1", "d2", "d3"]).await;
+    for _ in 0..3 {
+        let pop = b.pop("dq", "batch=1").await;
+        let m = &pop["messages"][0];
+        let ack = json!([{"transactionId": m["transactionId"], "partitionId": m["partitionId"],
+                          "leaseId": pop["leaseId"], "status": "dlq", "error": "bad input"}]);
+        assert_eq!(b.ack_batch(None, ack).await[0]["dlq"], true);
+    }
+
+    let r = run(&b, &["dlq", "list", "--queue", "dq", "-o", "json"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert_eq!(r.json().as_array().unwrap().len(), 3, "{}", r.out);
+    let r = run(&b, &["dlq", "requeue"]).await;
+    assert_eq!(r.code, 1, "a selection is required");
+    assert!(r.err.contains("say which dead letters"), "{}", r.err);
+
+    let r = run(
+        &b,
+        &["dlq", "requeue", "--queue", "dq", "--dry-run", "-o", "json"],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert_eq!(
+        (&r.json()["matched"], &r.json()["dryRun"]),
+        (&json!(3), &json!(true))
+    );
+    let r = run(&b, &["dlq", "list", "--queue", "dq", "-o", "json"]).await;
+    assert_eq!(
+        r.json().as_array().unwrap().len(),
+        3,
+        "the dry run changed nothing"
+    );
+
+    let r = run(
+        &b,
+        &[
+            "dlq",
+            "requeue",
+            "--queue",
+            "dq",
+            "--reason",
+            "bad input",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert_eq!(r.json()["requeued"], 3, "{}", r.out);
+    assert!(r.json()["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|i| i["verdict"] == "requeued"));
+    let r = run(&b, &["dlq", "list", "--queue", "dq"]).await;
+    assert_eq!(r.code, 4, "none left: {}", r.out);
+    let r = run(&b, &["dlq", "delete", "--all", "-o", "json"]).await;
+    assert_eq!(r.code, 4, "nothing to delete: {}", r.out);
+    let r = run(&b, &["tail", "dq"]).await;
+    assert_eq!(
+        r.lines().len(),
+        6,
+        "three pushed and three requeued: {}",
+        r.out
+    );
+}
+
+#[tokio::test]
+async fn messages_partitions_and_traces() {
+    let b = broker().await;
+    b.push("mq", "east", &["m1", "m2"]).await;
+    b.push("mq", "west", &["m3"]).await;
+    let r = run(&b, &["partition", "list", "mq", "-o", "json"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    let listed = r.json();
+    let mut names: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["east", "west"], "{}", r.out);
+    let r = run(&b, &["partition", "describe", "mq", "east", "-o", "json"]).await;
+    assert_eq!(r.json()["stats"]["total"], 2, "{}", r.out);
+    let r = run(&b, &["partition", "describe", "mq", "north"]).await;
+    assert_eq!(r.code, 1);
+
+    let r = run(&b, &["messages", "list", "--queue", "mq", "-o", "json"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    let listed = r.json();
+    let m1 = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["transactionId"] == "m1")
+        .unwrap()
+        .clone();
+    let pid = m1["partitionId"].as_str().unwrap();
+    let r = run(&b, &["messages", "get", pid, "m1", "-o", "json"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert_eq!(r.json()["payload"], json!({"tx": "m1"}));
+    let r = run(&b, &["messages", "get", pid, "nope"]).await;
+    assert_eq!(r.code, 1, "{}", r.err);
+
+    let (s, v) = b
+        .post(
+            "/api/v1/traces",
+            json!({"transactionId": "m1", "partitionId": pid,
+                                        "data": {"step": "checked"}, "traceNames": ["order-7"]}),
+        )
+        .await;
+    assert_eq!(s, reqwest::StatusCode::CREATED, "{v}");
+    let r = run(&b, &["traces", "by-name", "order-7", "-o", "json"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert!(r.out.contains("checked"), "{}", r.out);
+    let r = run(&b, &["traces", "get", pid, "m1", "-o", "json"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    let r = run(&b, &["traces", "names", "-o", "json"]).await;
+    assert!(r.out.contains("order-7"), "{}", r.out);
+
+    let r = run(&b, &["messages", "delete", pid, "m1", "-o", "json"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    let r = run(&b, &["tail", "mq", "--partition", "east"]).await;
+    let left: Vec<Value> = r
+        .lines()
+        .iter()
+        .map(|m| m["transactionId"].clone())
+        .collect();
+    assert_eq!(left, [json!("m2")], "m1 deleted");
+
+    b.push("mq", "west", &["m4"]).await;
+    let r = run(
+        &b,
+        &[
+            "partition",
+            "seek",
+            "mq",
+            "west",
+            "--cg",
+            "late",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(
+        r.code, 4,
+        "a group with no cursor there yet: {} {}",
+        r.out, r.err
+    );
+    let r = run(
+        &b,
+        &[
+            "pop",
+            "mq",
+            "--partition",
+            "west",
+            "--cg",
+            "late",
+            "--auto-ack",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    let r = run(
+        &b,
+        &[
+            "partition",
+            "seek",
+            "mq",
+            "west",
+            "--cg",
+            "late",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{} {}", r.out, r.err);
+    let r = run(&b, &["tail", "mq", "--partition", "west", "--cg", "late"]).await;
+    assert_eq!(r.code, 4, "moved to the end: {}", r.out);
+}
+
+#[tokio::test]
+async fn apply_shows_changes_applies_them_changes_nothing_the_second_time_and_prunes_with_yes() {
+    let b = broker().await;
+    b.push("stray", "p", &["s1"]).await;
+    let config = config_file();
+    let dir = std::path::Path::new(&config)
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("queues.yaml");
+    std::fs::write(
+        &file,
+        "queues:\n  orders:\n    namespace: shop\n    options:\n      leaseTime: 60\n      retryLimit: 5\n  audit: {}\n",
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    let apply = |extra: &'static [&'static str]| {
+        let mut args = vec!["apply", "-f", f];
+        args.extend_from_slice(extra);
+        let (url, config) = (b.url.clone(), config.clone());
+        async move { run_at(&url, &config, &args, "").await }
+    };
+
+    let r = apply(&["--dry-run"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert!(
+        r.err.contains("+ queue orders: created") && r.err.contains("+ queue audit"),
+        "{}",
+        r.err
+    );
+    let r = run(&b, &["queue", "describe", "orders"]).await;
+    assert_eq!(r.code, 1, "a dry run creates nothing");
+
+    let r = apply(&[]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    let (_, q) = b.get("/api/v1/status/queues/orders").await;
+    assert_eq!(
+        (
+            &q["queue"]["options"]["leaseTime"],
+            &q["queue"]["namespace"]
+        ),
+        (&json!(60), &json!("shop"))
+    );
+    let r = apply(&[]).await;
+    assert_eq!(r.code, 4, "the second apply changes nothing: {}", r.err);
+    assert!(r.err.contains("nothing to change"), "{}", r.err);
+
+    // A key changed by hand is put back; keys the file does not name keep their value.
+    b.configure(
+        "orders",
+        json!({"leaseTime": 99, "retryLimit": 5, "ttl": 7200}),
+    )
+    .await;
+    let r = apply(&[]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert!(
+        r.err.contains("~ queue orders: leaseTime 99 -> 60"),
+        "{}",
+        r.err
+    );
+    let (_, q) = b.get("/api/v1/status/queues/orders").await;
+    assert_eq!(
+        (
+            &q["queue"]["options"]["leaseTime"],
+            &q["queue"]["options"]["ttl"]
+        ),
+        (&json!(60), &json!(7200))
+    );
+
+    let r = apply(&["--prune"]).await;
+    assert_eq!(r.code, 1, "pruning needs --yes: {}", r.err);
+    assert!(
+        r.err.contains("- queue stray: deleted (pruned)"),
+        "{}",
+        r.err
+    );
+    let r = apply(&["--prune", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    let (_, gone) = b.get("/api/v1/status/queues/stray").await;
+    assert_eq!(gone["error"], "Queue not found");
+    let r = apply(&["--prune", "--yes"]).await;
+    assert_eq!(r.code, 4, "{}", r.err);
+
+    std::fs::write(&file, "queues:\n  orders:\n    lease: 60\n").unwrap();
+    let r = apply(&[]).await;
+    assert_eq!(r.code, 1);
+    assert!(r.err.contains("unknown field `lease`"), "{}", r.err);
+}

@@ -69,6 +69,11 @@ impl Client {
         self.send(Method::POST, path, &[], Some(body), None).await
     }
 
+    /// A POST with no body (its parameters in the query).
+    pub async fn post_query(&self, path: &str, query: &[(&str, String)]) -> Result<Value, Failure> {
+        self.send(Method::POST, path, query, None, None).await
+    }
+
     pub async fn delete(&self, path: &str, query: &[(&str, String)]) -> Result<Value, Failure> {
         self.send(Method::DELETE, path, query, None, None).await
     }

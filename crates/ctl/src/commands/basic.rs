@@ -109,13 +109,24 @@ pub struct Replay {
 }
 
 pub async fn replay(ctx: &Ctx, r: &Replay) -> Outcome {
-    let to_end = r.to.trim().eq_ignore_ascii_case("end");
+    seek(ctx, &r.group, &r.queue, &r.to, r.partition.as_deref()).await
+}
+
+/// The broker's seek: a group's cursor on a queue (or one partition) to an instant or the end.
+pub async fn seek(
+    ctx: &Ctx,
+    group: &str,
+    queue: &str,
+    to: &str,
+    partition: Option<&str>,
+) -> Outcome {
+    let to_end = to.trim().eq_ignore_ascii_case("end");
     let base = format!(
         "/api/v1/consumer-groups/{}/queues/{}",
-        seg(&r.group),
-        seg(&r.queue)
+        seg(group),
+        seg(queue)
     );
-    let answer = match &r.partition {
+    let answer = match partition {
         Some(p) if to_end => {
             let path = format!("{base}/partitions/{}/seek", seg(p));
             ctx.client.post(&path, &json!({})).await?
@@ -129,7 +140,7 @@ pub async fn replay(ctx: &Ctx, r: &Replay) -> Outcome {
             let body = if to_end {
                 json!({"toEnd": true})
             } else {
-                json!({"timestamp": when::instant(&r.to, chrono::Utc::now())?})
+                json!({"timestamp": when::instant(to, chrono::Utc::now())?})
             };
             ctx.client.post(&format!("{base}/seek"), &body).await?
         }
@@ -144,7 +155,14 @@ pub async fn replay(ctx: &Ctx, r: &Replay) -> Outcome {
         ));
     }
     output::document(ctx.format, &answer)?;
-    Ok(Exit::Ok)
+    // Nothing moved: the group has no cursor there yet.
+    Ok(
+        if answer["updated"] == false || answer["partitionsUpdated"] == 0 {
+            Exit::NoOp
+        } else {
+            Exit::Ok
+        },
+    )
 }
 
 #[derive(Subcommand, Debug)]

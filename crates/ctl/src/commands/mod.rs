@@ -1,11 +1,13 @@
 //! The commands: their clap definitions (the help text is the first reference) and the
 //! dispatch to one module per family.
 
+mod apply;
 mod basic;
 mod config;
 mod consume;
 mod push;
 mod queue;
+mod resources;
 
 use clap::Subcommand;
 
@@ -47,10 +49,48 @@ pub enum Command {
     Ack(consume::Ack),
     /// Move a consumer group's cursor on a queue to an instant (replay) or to the end
     Replay(basic::Replay),
+    /// Make the broker's queues match files (-f queues.yaml): shows the changes, then applies
+    /// them; --prune deletes queues no file names
+    Apply(apply::Apply),
     /// Queues: list, describe, configure, delete, clear
     Queue {
         #[command(subcommand)]
         command: queue::QueueCommand,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// A queue's partitions: list, describe, seek
+    Partition {
+        #[command(subcommand)]
+        command: resources::PartitionCommand,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Messages: list, get, delete, retry, dlq
+    Messages {
+        #[command(subcommand)]
+        command: resources::MessagesCommand,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Consumer groups: list, describe, seek, delete
+    Cg {
+        #[command(subcommand)]
+        command: resources::GroupCommand,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Dead letters: list, requeue, delete (with --dry-run and a verdict per item)
+    Dlq {
+        #[command(subcommand)]
+        command: resources::DlqCommand,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Traces: names, a message's, by name
+    Traces {
+        #[command(subcommand)]
+        command: resources::TracesCommand,
         #[command(flatten)]
         conn: Conn,
     },
@@ -119,8 +159,18 @@ pub async fn run(command: Command, cli: impl FnOnce() -> clap::Command) -> Outco
         Command::Push(p) => push::push(&Ctx::new(&p.conn)?, &p).await,
         Command::Pop(p) => consume::pop(&Ctx::new(&p.conn)?, &p).await,
         Command::Ack(a) => consume::ack(&Ctx::new(&a.conn)?, &a).await,
+        Command::Apply(a) => apply::apply(&Ctx::new(&a.conn)?, &a).await,
         Command::Replay(r) => basic::replay(&Ctx::new(&r.conn)?, &r).await,
         Command::Queue { command, conn } => queue::run(&Ctx::new(&conn)?, command).await,
+        Command::Partition { command, conn } => {
+            resources::partition(&Ctx::new(&conn)?, command).await
+        }
+        Command::Messages { command, conn } => {
+            resources::messages(&Ctx::new(&conn)?, command).await
+        }
+        Command::Cg { command, conn } => resources::group(&Ctx::new(&conn)?, command).await,
+        Command::Dlq { command, conn } => resources::dlq(&Ctx::new(&conn)?, command).await,
+        Command::Traces { command, conn } => resources::traces(&Ctx::new(&conn)?, command).await,
         Command::Maintenance { command, conn } => {
             basic::maintenance(&Ctx::new(&conn)?, command).await
         }
