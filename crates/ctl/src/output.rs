@@ -6,7 +6,7 @@ use clap::ValueEnum;
 use comfy_table::{presets::NOTHING, Table};
 use serde_json::Value;
 
-use crate::exit::Failure;
+use crate::exit::{Exit, Failure};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Format {
@@ -55,6 +55,17 @@ pub fn listing(format: Format, l: &Listing<'_>) -> Result<(), Failure> {
         }
         _ => document(format, &Value::Array(l.rows.clone())),
     }
+}
+
+/// Prints a listing, and says whether it was empty: an empty listing is a successful no-op
+/// (exit code 4).
+pub fn listed(format: Format, l: &Listing<'_>) -> Result<Exit, Failure> {
+    listing(format, l)?;
+    Ok(if l.rows.is_empty() {
+        Exit::NoOp
+    } else {
+        Exit::Ok
+    })
 }
 
 /// Prints one document (an answer as the broker gave it); a table shows it as field/value.

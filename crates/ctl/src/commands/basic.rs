@@ -74,8 +74,7 @@ pub async fn lag(ctx: &Ctx, min: u64) -> Outcome {
         )
         .await?;
     let rows = rows.as_array().cloned().unwrap_or_default();
-    let none = rows.is_empty();
-    output::listing(
+    output::listed(
         ctx.format,
         &Listing {
             rows,
@@ -88,8 +87,7 @@ pub async fn lag(ctx: &Ctx, min: u64) -> Outcome {
                 ("oldest unconsumed", "oldest_unconsumed_at"),
             ],
         },
-    )?;
-    Ok(if none { Exit::NoOp } else { Exit::Ok })
+    )
 }
 
 #[derive(Args, Debug)]

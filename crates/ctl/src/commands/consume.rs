@@ -178,15 +178,13 @@ pub async fn pop(ctx: &Ctx, p: &Pop) -> Outcome {
     let path = pop_path(&p.queue, p.partition.as_deref());
     let answer = ctx.client.get_long(&path, &query, LONG_POLL).await?;
     let rows = messages(&answer, &p.queue);
-    let none = rows.is_empty();
-    output::listing(
+    output::listed(
         ctx.format,
         &Listing {
             rows,
             columns: MESSAGE_COLUMNS,
         },
-    )?;
-    Ok(if none { Exit::NoOp } else { Exit::Ok })
+    )
 }
 
 #[derive(Args, Debug)]

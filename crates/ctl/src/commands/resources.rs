@@ -46,8 +46,7 @@ pub async fn group(ctx: &Ctx, command: GroupCommand) -> Outcome {
             let query: Vec<(&str, String)> = queue.map(|q| ("queue", q)).into_iter().collect();
             let v = ctx.client.get("/api/v1/consumer-groups", &query).await?;
             let rows = v.as_array().cloned().unwrap_or_default();
-            let none = rows.is_empty();
-            output::listing(
+            output::listed(
                 ctx.format,
                 &Listing {
                     rows,
@@ -61,8 +60,7 @@ pub async fn group(ctx: &Ctx, command: GroupCommand) -> Outcome {
                         ("mode", "subscriptionMode"),
                     ],
                 },
-            )?;
-            Ok(if none { Exit::NoOp } else { Exit::Ok })
+            )
         }
         GroupCommand::Describe { group } => {
             let path = format!("/api/v1/consumer-groups/{}", seg(&group));
@@ -182,8 +180,7 @@ pub async fn dlq(ctx: &Ctx, command: DlqCommand) -> Outcome {
             query.extend(group.map(|g| ("consumerGroup", g)));
             let v = ctx.client.get("/api/v1/dlq", &query).await?;
             let rows = v["messages"].as_array().cloned().unwrap_or_default();
-            let none = rows.is_empty();
-            output::listing(
+            return output::listed(
                 ctx.format,
                 &Listing {
                     rows,
@@ -197,8 +194,7 @@ pub async fn dlq(ctx: &Ctx, command: DlqCommand) -> Outcome {
                         ("failed", "failedAt"),
                     ],
                 },
-            )?;
-            return Ok(if none { Exit::NoOp } else { Exit::Ok });
+            );
         }
         DlqCommand::Requeue(s) => ("/api/v1/dlq/requeue", s, "requeued"),
         DlqCommand::Delete(s) => ("/api/v1/dlq/delete", s, "deleted"),
@@ -354,8 +350,7 @@ pub async fn messages(ctx: &Ctx, command: MessagesCommand) -> Outcome {
             }
             let v = ctx.client.get("/api/v1/messages", &query).await?;
             let rows = v["messages"].as_array().cloned().unwrap_or_default();
-            let none = rows.is_empty();
-            output::listing(
+            return output::listed(
                 ctx.format,
                 &Listing {
                     rows,
@@ -368,8 +363,7 @@ pub async fn messages(ctx: &Ctx, command: MessagesCommand) -> Outcome {
                         ("created", "createdAt"),
                     ],
                 },
-            )?;
-            return Ok(if none { Exit::NoOp } else { Exit::Ok });
+            );
         }
         MessagesCommand::Get {
             partition_id,
@@ -440,8 +434,7 @@ pub async fn partition(ctx: &Ctx, command: PartitionCommand) -> Outcome {
                 .get("/api/v1/resources/partitions", &query)
                 .await?;
             let rows = v["partitions"].as_array().cloned().unwrap_or_default();
-            let none = rows.is_empty();
-            output::listing(
+            output::listed(
                 ctx.format,
                 &Listing {
                     rows,
@@ -453,8 +446,7 @@ pub async fn partition(ctx: &Ctx, command: PartitionCommand) -> Outcome {
                         ("last activity", "lastActivity"),
                     ],
                 },
-            )?;
-            Ok(if none { Exit::NoOp } else { Exit::Ok })
+            )
         }
         PartitionCommand::Describe { queue, partition } => {
             let path = format!("/api/v1/resources/queues/{}", seg(&queue));
