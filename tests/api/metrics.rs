@@ -5,7 +5,7 @@ use futures::StreamExt;
 use reqwest::StatusCode;
 use serde_json::json;
 
-use crate::support::{broker, sample, Broker};
+use crate::support::{broker, broker_with, sample, Broker};
 
 #[tokio::test]
 async fn metrics_count_what_this_broker_did() {
@@ -233,4 +233,95 @@ async fn rechecks_count_what_ended_a_long_polls_waits() {
     let rechecks = |by: &str| sample(&text, &format!("regent_pop_rechecks_total{{by=\"{by}\"}}"));
     assert_eq!(rechecks("wakeup"), 1.0, "the push woke it");
     assert!(rechecks("timer") >= 1.0, "the timer rechecked before");
+}
+
+/// The metric names a rule or dashboard expression uses (`regent_*`, `queen_*`), with a
+/// histogram's `_bucket`, `_sum` and `_count` taken back to its family.
+fn names_used(text: &str) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let rest = &text[i..];
+        let starts = (rest.starts_with("regent_") || rest.starts_with("queen_"))
+            && (i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_'));
+        if starts {
+            let len = rest
+                .find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'))
+                .unwrap_or(rest.len());
+            let name = &rest[..len];
+            let family = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s))
+                .unwrap_or(name);
+            names.insert(family.to_string());
+            i += len;
+        } else {
+            i += 1;
+        }
+    }
+    names
+}
+
+#[tokio::test]
+async fn every_metric_the_alert_rules_and_the_dashboard_use_is_served() {
+    let b = broker_with(|c| c.metrics_per_queue = true).await;
+    // Traffic of every kind the families count: a push, a pop and an ack, a dead letter.
+    b.push("watched", "p", &["w1", "w2"]).await;
+    let pop = b.pop("watched", "batch=1").await;
+    let m = &pop["messages"][0];
+    let ack = json!([{"transactionId": m["transactionId"], "partitionId": m["partitionId"],
+                      "leaseId": pop["leaseId"], "status": "dlq", "error": "bad"}]);
+    b.ack_batch(None, ack).await;
+    b.refresh_stats().await;
+    let (s, scrape) = b.get("/metrics/prometheus").await;
+    assert_eq!(s, StatusCode::OK);
+    let scrape = scrape.as_str().unwrap().to_string();
+    let served: std::collections::BTreeSet<&str> = scrape
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split(' ').next())
+        .collect();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for file in [
+        "deploy/prometheus/regent-alerts.yaml",
+        "deploy/grafana/regent-dashboard.json",
+    ] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        let used = names_used(&text);
+        assert!(used.len() >= 5, "{file} uses {used:?}");
+        let missing: Vec<&String> = used
+            .iter()
+            .filter(|n| !served.contains(n.as_str()))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "{file} uses metrics the broker does not serve: {missing:?}"
+        );
+    }
+    // The three families the rules added, with the values this traffic gives them.
+    assert!(scrape.contains("\nregent_database_up 1\n"), "{scrape}");
+    assert!(
+        scrape.contains("\nregent_unavailable_total 0\n"),
+        "{scrape}"
+    );
+    assert!(
+        scrape.contains("\nregent_tenant_cap_fullest 0\n"),
+        "{scrape}"
+    );
+}
+
+#[test]
+fn names_used_finds_families_not_their_series() {
+    let found = names_used(
+        "histogram_quantile(0.99, rate(regent_request_duration_seconds_bucket[5m])) + x_regent_no + queen_dlq_depth_by_queue",
+    );
+    let found: Vec<&str> = found.iter().map(String::as_str).collect();
+    assert_eq!(
+        found,
+        [
+            "queen_dlq_depth_by_queue",
+            "regent_request_duration_seconds"
+        ]
+    );
 }

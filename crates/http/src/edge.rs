@@ -36,6 +36,9 @@ pub async fn edge(State(s): AppState, req: Request, next: Next) -> Response {
     } else {
         request_id::within(req, |req| guarded(next.run(req), s.grace_over.clone())).await
     };
+    if res.status() == StatusCode::SERVICE_UNAVAILABLE {
+        s.service.answered_unavailable();
+    }
     cors(res.headers_mut(), s.cors_origins.as_deref(), origin);
     res
 }

@@ -42,7 +42,7 @@ Queen's JSON snapshot with real numbers for this process: requests and pushed me
             .reads_nothing()
             .doc(Doc::op(health::TAG, "Prometheus text exposition")
                 .about(r#"
-This broker's uptime, CPU, memory and pool under Queen's `queen_*` names, and Regent's `regent_requests_total{op}`, `regent_messages_total{op}` (push, pop, ack, transaction), `regent_db_pool_waiting`, `regent_pending_handovers`, `regent_pop_rechecks_total{by}` (what ended each wait of a parked long-poll: `wakeup` or `timer`), `regent_runtime_entries{map}`, the request-duration and first-delivery histograms and `regent_items_total{op,outcome}`. Names no queue or tenant, unless the broker runs with `METRICS_PER_QUEUE=true`: then every tenant's per-queue families follow (as `GET /api/v1/metrics/queues` serves them for one tenant). Not used by the Python client.
+This broker's uptime, CPU, memory and pool under Queen's `queen_*` names, and Regent's `regent_requests_total{op}`, `regent_messages_total{op}` (push, pop, ack, transaction), `regent_db_pool_waiting`, `regent_database_up` (PostgreSQL answered this scrape's ping), `regent_unavailable_total` (503 answers), `regent_tenant_cap_fullest` (the largest share of its stored-message cap any tenant holds), `regent_pending_handovers`, `regent_pop_rechecks_total{by}` (what ended each wait of a parked long-poll: `wakeup` or `timer`), `regent_runtime_entries{map}`, the request-duration and first-delivery histograms and `regent_items_total{op,outcome}`. Names no queue or tenant, unless the broker runs with `METRICS_PER_QUEUE=true`: then every tenant's per-queue families follow (as `GET /api/v1/metrics/queues` serves them for one tenant). Not used by the Python client.
 "#)
                 .reply_raw(200, exposition_reply())),
     ]
@@ -164,8 +164,9 @@ pub(super) fn exposition(text: String) -> Response {
 
 async fn prometheus(axum::extract::State(s): State) -> Response {
     let m = s.service.metrics();
+    let database_up = s.service.health().await.database;
     let (pool, process) = (&m.pool, &m.process);
-    let singles: [(&str, &str, &str, f64); 9] = [
+    let singles: [(&str, &str, &str, f64); 12] = [
         (
             "queen_uptime_seconds",
             "gauge",
@@ -219,6 +220,24 @@ async fn prometheus(axum::extract::State(s): State) -> Response {
             "gauge",
             "Requests waiting for a connection.",
             pool.waiting as f64,
+        ),
+        (
+            "regent_database_up",
+            "gauge",
+            "1 when PostgreSQL answered this scrape's ping, else 0.",
+            f64::from(u8::from(database_up)),
+        ),
+        (
+            "regent_unavailable_total",
+            "counter",
+            "Answers with status 503 (each carries Retry-After), on any route.",
+            m.activity.unavailable() as f64,
+        ),
+        (
+            "regent_tenant_cap_fullest",
+            "gauge",
+            "The largest share of its stored-message cap (TENANT_LIMITS maxMessages) any tenant holds, as this broker last counted; 0 without caps.",
+            m.cap_fullest,
         ),
     ];
     let per_op: [(&str, &str, Read); 2] = [

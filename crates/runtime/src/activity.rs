@@ -96,6 +96,9 @@ pub struct Activity {
     took: [Histogram; 4],
     /// From a message's append to its first delivery.
     first_delivery: Histogram,
+    /// Answers with status 503, whatever the route: what an alert on "the broker cannot
+    /// serve" counts.
+    unavailable: AtomicU64,
 }
 
 impl Default for Activity {
@@ -108,6 +111,7 @@ impl Default for Activity {
             messages: Default::default(),
             took: Default::default(),
             first_delivery: Default::default(),
+            unavailable: Default::default(),
         }
     }
 }
@@ -180,6 +184,14 @@ impl Activity {
 
     pub fn rechecks(&self, by: Recheck) -> u64 {
         self.rechecks[by as usize].load(Relaxed)
+    }
+
+    pub fn answered_unavailable(&self) {
+        self.unavailable.fetch_add(1, Relaxed);
+    }
+
+    pub fn unavailable(&self) -> u64 {
+        self.unavailable.load(Relaxed)
     }
 }
 

@@ -221,6 +221,19 @@ impl Limiter {
         }
     }
 
+    /// The largest share of its stored-message cap that any tenant holds, as this broker last
+    /// counted (0 when no tenant with a cap has pushed through it): a fleet-wide alert
+    /// needs no tenant's name to say that one is near its cap.
+    pub fn fullest(&self) -> f64 {
+        lock(&self.stored)
+            .iter()
+            .filter_map(|(tenant, a)| {
+                let cap = self.limits(tenant)?.max_messages?;
+                (cap > 0).then(|| a.stored() as f64 / cap as f64)
+            })
+            .fold(0.0, f64::max)
+    }
+
     /// Tenants with a bucket or an account.
     pub fn tenants(&self) -> usize {
         lock(&self.buckets).len() + lock(&self.stored).len()

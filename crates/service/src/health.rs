@@ -27,6 +27,8 @@ pub struct Metrics<'a> {
     pub pending_handovers: usize,
     /// Entries in each in-memory map, by name.
     pub runtime: Vec<(&'static str, usize)>,
+    /// The largest share of its stored-message cap any tenant holds (`Limiter::fullest`).
+    pub cap_fullest: f64,
 }
 
 impl Service {
@@ -46,6 +48,12 @@ impl Service {
             process: ProcessUse::now(),
             pending_handovers: self.runtime.handovers.pending(),
             runtime: self.runtime_sizes(),
+            cap_fullest: self.runtime.limiter.fullest(),
         }
+    }
+
+    /// An answer with status 503 went out (counted for `regent_unavailable_total`).
+    pub fn answered_unavailable(&self) {
+        self.runtime.activity.answered_unavailable();
     }
 }
