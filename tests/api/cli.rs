@@ -719,20 +719,17 @@ async fn messages_partitions_and_traces() {
     assert_eq!(left, [json!("m2")], "m1 deleted");
 
     b.push("mq", "west", &["m4"]).await;
-    let r = run(
-        &b,
-        &[
-            "partition",
-            "seek",
-            "mq",
-            "west",
-            "--cg",
-            "late",
-            "-o",
-            "json",
-        ],
-    )
-    .await;
+    let seek = [
+        "partition",
+        "seek",
+        "mq",
+        "west",
+        "--cg",
+        "late",
+        "-o",
+        "json",
+    ];
+    let r = run(&b, &seek).await;
     assert_eq!(
         r.code, 4,
         "a group with no cursor there yet: {} {}",
@@ -752,20 +749,7 @@ async fn messages_partitions_and_traces() {
     )
     .await;
     assert_eq!(r.code, 0, "{}", r.err);
-    let r = run(
-        &b,
-        &[
-            "partition",
-            "seek",
-            "mq",
-            "west",
-            "--cg",
-            "late",
-            "-o",
-            "json",
-        ],
-    )
-    .await;
+    let r = run(&b, &seek).await;
     assert_eq!(r.code, 0, "{} {}", r.out, r.err);
     let r = run(&b, &["tail", "mq", "--partition", "west", "--cg", "late"]).await;
     assert_eq!(r.code, 4, "moved to the end: {}", r.out);
