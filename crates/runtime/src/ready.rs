@@ -10,9 +10,16 @@
 //! [`MAX_GROUPS`] groups' places (likewise), and all lists together hold at most
 //! [`MAX_ENTRIES`] entries, each list an equal share (at least [`MIN_KEPT`]). A forgotten
 //! group starts again at the end of its list; forgotten entries are found by the walk.
+//!
+//! And kept no longer than they serve: entries every group of a list has taken are dropped
+//! (every [`COMPACT_EVERY`] takes of the list), and a list no pop has looked at for [`IDLE`]
+//! goes. Without that, a queue popped once kept its list full (16,384 entries) until 1,024
+//! other queues pushed it out, and a long soak with fresh queue names grew the resident set
+//! stretch after stretch (BENCHMARKS.md, "a two-hour soak").
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
@@ -27,6 +34,13 @@ pub const MAX_ENTRIES: usize = 1 << 20;
 /// Entries one list keeps at most, and at least when lists share [`MAX_ENTRIES`].
 const MAX_KEPT: usize = 16_384;
 const MIN_KEPT: usize = 256;
+/// A list no pop has looked at for this long is dropped.
+pub const IDLE: Duration = Duration::from_secs(60);
+/// How often idle lists are looked for.
+const SWEEP_EVERY: Duration = Duration::from_secs(10);
+/// Takes of a list between two drops of the entries every group has taken (each a pass over
+/// the list's groups).
+const COMPACT_EVERY: u64 = 64;
 
 #[derive(Default)]
 pub struct Ready {
@@ -38,6 +52,8 @@ struct Inner {
     lists: HashMap<Uuid, ReadyList>,
     /// A logical clock: one tick per take, so "least recently" never ties.
     tick: u64,
+    /// When idle lists were last looked for.
+    swept: Option<Instant>,
 }
 
 struct ReadyList {
@@ -47,15 +63,30 @@ struct ReadyList {
     /// Per group: the sequence number of the first entry it has not taken, and when it took.
     taken: HashMap<String, (u64, u64)>,
     looked: u64,
+    looked_at: Instant,
+    takes: u64,
 }
 
 impl ReadyList {
-    fn new(now: u64) -> ReadyList {
+    fn new(now: u64, at: Instant) -> ReadyList {
         ReadyList {
             pushed: VecDeque::new(),
             next: 0,
             taken: HashMap::new(),
             looked: now,
+            looked_at: at,
+            takes: 0,
+        }
+    }
+
+    /// Drops the entries every group has taken: no group reads them again (a group seen for
+    /// the first time starts at the end).
+    fn drop_taken(&mut self) {
+        let Some(lowest) = self.taken.values().map(|&(seq, _)| seq).min() else {
+            return;
+        };
+        while self.pushed.front().is_some_and(|&(seq, _)| seq < lowest) {
+            self.pushed.pop_front();
         }
     }
 
@@ -91,15 +122,21 @@ impl Ready {
     /// Up to `max` distinct partitions pushed to since `group` last took, oldest first; they
     /// count as taken. A group's first call takes nothing (it starts at the end of the list).
     pub fn take(&self, queue: Uuid, group: &str, max: usize) -> Vec<Uuid> {
+        self.take_at(queue, group, max, Instant::now())
+    }
+
+    fn take_at(&self, queue: Uuid, group: &str, max: usize, at: Instant) -> Vec<Uuid> {
         let mut inner = lock(&self.inner);
         inner.tick += 1;
         let now = inner.tick;
+        forget_idle(&mut inner, at);
         if !inner.lists.contains_key(&queue) {
             make_room(&mut inner.lists);
-            inner.lists.insert(queue, ReadyList::new(now));
+            inner.lists.insert(queue, ReadyList::new(now, at));
         }
         let list = inner.lists.get_mut(&queue).expect("inserted above");
         list.looked = now;
+        list.looked_at = at;
         let end = list.next;
         let from = match list.taken.get(group) {
             Some(&(seq, _)) => seq,
@@ -125,6 +162,10 @@ impl Ready {
             upto = seq + 1;
         }
         list.taken.insert(group.to_string(), (upto.max(from), now));
+        list.takes += 1;
+        if list.takes % COMPACT_EVERY == 0 {
+            list.drop_taken();
+        }
         out
     }
 
@@ -150,6 +191,20 @@ impl Ready {
             .map(|l| l.pushed.len())
             .sum()
     }
+}
+
+/// Drops the lists no pop has looked at for [`IDLE`], at most once per [`SWEEP_EVERY`].
+fn forget_idle(inner: &mut Inner, at: Instant) {
+    if inner
+        .swept
+        .is_some_and(|s| at.saturating_duration_since(s) < SWEEP_EVERY)
+    {
+        return;
+    }
+    inner.swept = Some(at);
+    inner
+        .lists
+        .retain(|_, l| at.saturating_duration_since(l.looked_at) < IDLE);
 }
 
 /// Before a new list: the least recently looked-at list goes if the map is full, and the
@@ -214,6 +269,56 @@ mod tests {
         let on_hot = lock(&r.inner).lists[&hot].taken.len();
         assert!(on_hot <= MAX_GROUPS, "{on_hot}");
         assert!(r.entries() <= MAX_ENTRIES, "{}", r.entries());
+    }
+
+    #[test]
+    fn entries_every_group_has_taken_are_dropped() {
+        let r = Ready::default();
+        let q = Uuid::now_v7();
+        r.take(q, "fast", 1);
+        r.take(q, "slow", 1);
+        let parts: Vec<Uuid> = (0..COMPACT_EVERY * 4).map(|_| Uuid::now_v7()).collect();
+        for &p in &parts {
+            r.pushed(q, p);
+        }
+        // The fast group takes everything; the slow one has taken nothing yet: all stay.
+        for _ in 0..COMPACT_EVERY {
+            r.take(q, "fast", 1_000);
+        }
+        assert_eq!(r.entries(), parts.len(), "the slow group still needs them");
+        assert_eq!(r.take(q, "slow", 10), parts[..10].to_vec());
+        for _ in 0..COMPACT_EVERY {
+            r.take(q, "fast", 1_000);
+        }
+        assert_eq!(
+            r.entries(),
+            parts.len() - 10,
+            "what both groups took is gone"
+        );
+        assert_eq!(
+            r.take(q, "slow", 1),
+            vec![parts[10]],
+            "the rest is still there"
+        );
+    }
+
+    #[test]
+    fn a_list_no_pop_looks_at_goes_after_a_minute() {
+        let r = Ready::default();
+        let (idle, busy) = (Uuid::now_v7(), Uuid::now_v7());
+        let t0 = Instant::now();
+        r.take_at(idle, "g", 1, t0);
+        r.take_at(busy, "g", 1, t0);
+        for _ in 0..100 {
+            r.pushed(idle, Uuid::now_v7());
+            r.pushed(busy, Uuid::now_v7());
+        }
+        r.take_at(busy, "g", 1, t0 + IDLE / 2);
+        assert_eq!(r.queues(), 2);
+        r.take_at(busy, "g", 1, t0 + IDLE + SWEEP_EVERY);
+        assert_eq!(r.queues(), 1, "the idle list went");
+        assert!(r.take_at(idle, "g", 1, t0 + IDLE + SWEEP_EVERY).is_empty());
+        assert!(r.entries() <= 100, "{}", r.entries());
     }
 
     #[test]
