@@ -844,3 +844,113 @@ async fn apply_shows_changes_applies_them_changes_nothing_the_second_time_and_pr
     assert_eq!(r.code, 1);
     assert!(r.err.contains("unknown field `lease`"), "{}", r.err);
 }
+
+#[tokio::test]
+async fn key_values_timers_and_stream_queries_are_inspected() {
+    let b = broker().await;
+    let (s, v) = b
+        .post(
+            "/api/v1/kv",
+            json!({"operations": [
+                {"op": "put", "ns": "counters", "key": "page/home", "value": 3, "forever": true},
+                {"op": "put", "ns": "counters", "key": "page/about", "value": 1, "forever": true}]}),
+        )
+        .await;
+    assert_eq!(s, reqwest::StatusCode::OK, "{v}");
+    let r = run(&b, &["kv", "get", "counters", "page/home", "-o", "json"]).await;
+    assert_eq!((r.code, &r.json()["value"]), (0, &json!(3)), "{}", r.err);
+    let r = run(&b, &["kv", "get", "counters", "page/none", "-o", "json"]).await;
+    assert_eq!(r.code, 4, "{}", r.out);
+    let r = run(
+        &b,
+        &["kv", "list", "counters", "--prefix", "page/", "-o", "json"],
+    )
+    .await;
+    let keys: Vec<Value> = r
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["key"].clone())
+        .collect();
+    assert_eq!(keys, [json!("page/about"), json!("page/home")]);
+
+    let (s, v) = b
+        .post(
+            "/api/v1/timers",
+            json!({"operations": [{"op": "schedule", "queue": "reminders", "timerKey": "invoice/41",
+                                   "payload": "eyJ4IjoxfQ==", "delayMs": 600000}]}),
+        )
+        .await;
+    assert_eq!(s, reqwest::StatusCode::OK, "{v}");
+    let r = run(&b, &["timers", "list", "-o", "json"]).await;
+    assert_eq!(r.json()[0]["pending"], 1, "{}", r.out);
+    let r = run(&b, &["timers", "list", "reminders", "-o", "json"]).await;
+    assert_eq!(r.json()[0]["timerKey"], "invoice/41", "{}", r.out);
+    let r = run(
+        &b,
+        &["timers", "get", "reminders", "invoice/41", "-o", "json"],
+    )
+    .await;
+    assert_eq!((r.code, &r.json()["found"]), (0, &json!(true)), "{}", r.err);
+    let r = run(
+        &b,
+        &["timers", "cancel", "reminders", "invoice/41", "-o", "json"],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{} {}", r.out, r.err);
+    let r = run(&b, &["timers", "cancel", "reminders", "invoice/41"]).await;
+    assert_eq!(r.code, 4, "already cancelled: {}", r.out);
+    let r = run(&b, &["timers", "list"]).await;
+    assert_eq!(r.code, 4, "none pending: {}", r.out);
+
+    let r = run(&b, &["stream", "list"]).await;
+    assert_eq!(r.code, 4, "no query yet: {}", r.out);
+    let (s, v) = b
+        .post(
+            "/streams/v1/queries",
+            json!({"name": "clicks-per-second", "source_queue": "clicks", "config_hash": "h1"}),
+        )
+        .await;
+    assert!(s.is_success(), "{v}");
+    let r = run(&b, &["stream", "list", "-o", "json"]).await;
+    assert_eq!(r.json()[0]["name"], "clicks-per-second", "{}", r.out);
+    let id = r.json()[0]["query_id"].as_str().unwrap().to_string();
+    let r = run(&b, &["stream", "partitions", &id, "-o", "json"]).await;
+    assert_eq!(
+        r.code, 4,
+        "no partition has run a cycle: {} {}",
+        r.out, r.err
+    );
+    let r = run(&b, &["stream", "partitions", "not-a-query"]).await;
+    assert_eq!(r.code, 1, "{}", r.err);
+}
+
+#[tokio::test]
+async fn a_429_is_retried_after_its_retry_after_and_the_push_arrives() {
+    // A tenant allowed one request a second: the second push is answered 429 with
+    // Retry-After, and the command waits and sends it again.
+    let b = broker_with(|c| {
+        c.tenant_limits = Some(r#"{"*": {"rate": 1, "burst": 1}}"#.into());
+    })
+    .await;
+    let r = run_at(
+        &b.url,
+        &config_file(),
+        &["push", "limited", "--batch", "1"],
+        "{\"n\":1}\n{\"n\":2}\n",
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert!(r.err.contains("2 lines: 2 pushed to limited"), "{}", r.err);
+    let r = run(&b, &["tail", "limited"]).await;
+    assert_eq!(r.lines().len(), 2, "{} {}", r.out, r.err);
+    // What the command waited out: two requests back to back, and the second is refused.
+    let push = json!({"items": [{"queue": "limited", "payload": {}}]});
+    let first = b.post("/api/v1/push", push.clone()).await.0;
+    let second = b.post("/api/v1/push", push).await.0;
+    assert!(
+        [first, second].contains(&reqwest::StatusCode::TOO_MANY_REQUESTS),
+        "{first} {second}"
+    );
+}

@@ -8,6 +8,7 @@ mod consume;
 mod push;
 mod queue;
 mod resources;
+mod state;
 
 use clap::Subcommand;
 
@@ -94,6 +95,27 @@ pub enum Command {
         #[command(flatten)]
         conn: Conn,
     },
+    /// Key/value: get, list by prefix
+    Kv {
+        #[command(subcommand)]
+        command: state::KvCommand,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Timers: list, get, cancel
+    Timers {
+        #[command(subcommand)]
+        command: state::TimersCommand,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Stream queries: list, their partitions
+    Stream {
+        #[command(subcommand)]
+        command: state::StreamCommand,
+        #[command(flatten)]
+        conn: Conn,
+    },
     /// Maintenance mode: pushes buffered (or pops paused, with --pop)
     Maintenance {
         #[command(subcommand)]
@@ -171,6 +193,9 @@ pub async fn run(command: Command, cli: impl FnOnce() -> clap::Command) -> Outco
         Command::Cg { command, conn } => resources::group(&Ctx::new(&conn)?, command).await,
         Command::Dlq { command, conn } => resources::dlq(&Ctx::new(&conn)?, command).await,
         Command::Traces { command, conn } => resources::traces(&Ctx::new(&conn)?, command).await,
+        Command::Kv { command, conn } => state::kv(&Ctx::new(&conn)?, command).await,
+        Command::Timers { command, conn } => state::timers(&Ctx::new(&conn)?, command).await,
+        Command::Stream { command, conn } => state::stream(&Ctx::new(&conn)?, command).await,
         Command::Maintenance { command, conn } => {
             basic::maintenance(&Ctx::new(&conn)?, command).await
         }
