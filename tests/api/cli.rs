@@ -394,8 +394,21 @@ async fn queues_are_configured_described_cleared_and_deleted_only_with_yes() {
 async fn status_and_maintenance_switches() {
     let b = broker().await;
     b.push("s", "p", &["m1"]).await;
+    b.sample_now().await;
     let r = run(&b, &["status", "-o", "json"]).await;
     assert_eq!(r.code, 0, "{}", r.err);
+    assert_eq!(
+        r.json()["brokers"].as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        r.out
+    );
+    let table = run(&b, &["status", "-o", "table"]).await;
+    assert!(
+        table.out.contains("brokers seen in the last 5 minutes: "),
+        "{}",
+        table.out
+    );
     assert!(
         r.json()["queues"].to_string().contains("\"s\""),
         "{}",
@@ -953,4 +966,106 @@ async fn a_429_is_retried_after_its_retry_after_and_the_push_arrives() {
         [first, second].contains(&reqwest::StatusCode::TOO_MANY_REQUESTS),
         "{first} {second}"
     );
+}
+
+#[tokio::test]
+async fn a_message_is_retried_and_filed_as_a_dead_letter_and_the_dead_letter_deleted() {
+    let b = broker().await;
+    b.push("ops", "p", &["o1", "o2"]).await;
+    let pop = b.pop("ops", "batch=2").await;
+    b.ack_all(None, &pop).await;
+    let pid = pop["partitionId"].as_str().unwrap().to_string();
+
+    let r = run(&b, &["messages", "retry", &pid, "o1", "-o", "json"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert!(r.json()["copy"].is_object(), "{}", r.out);
+    let r = run(&b, &["tail", "ops"]).await;
+    assert_eq!(r.lines().len(), 3, "the copy is read again: {}", r.out);
+
+    let r = run(
+        &b,
+        &["messages", "dlq", &pid, "o2", "--cg", "audit", "-o", "json"],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{} {}", r.out, r.err);
+    let r = run(&b, &["dlq", "list", "--cg", "audit", "-o", "json"]).await;
+    let listed = r.json();
+    assert_eq!(listed[0]["transactionId"], "o2", "{}", r.out);
+    let id = listed[0]["deadLetterId"].to_string();
+    let r = run(&b, &["dlq", "delete", "--id", &id, "-o", "json"]).await;
+    assert_eq!((r.code, &r.json()["deleted"]), (0, &json!(1)), "{}", r.out);
+    let r = run(&b, &["dlq", "list", "--cg", "audit"]).await;
+    assert_eq!(r.code, 4, "{}", r.out);
+}
+
+#[tokio::test]
+async fn envelopes_keep_their_transaction_ids_and_a_second_push_is_all_duplicates() {
+    let b = broker().await;
+    let lines = "{\"payload\":{\"n\":1},\"partition\":\"a\",\"transactionId\":\"e-1\"}\n\
+                 {\"payload\":{\"n\":2},\"partition\":\"b\",\"transactionId\":\"e-2\"}\n";
+    let r = run_at(
+        &b.url,
+        &config_file(),
+        &["push", "env", "--envelope"],
+        lines,
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    let r = run_at(
+        &b.url,
+        &config_file(),
+        &["push", "env", "--envelope"],
+        lines,
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert!(
+        r.err
+            .contains("2 lines: 0 pushed to env, 2 duplicates, 0 failed"),
+        "{}",
+        r.err
+    );
+    let r = run(
+        &b,
+        &["pop", "env", "--partition", "b", "--wait", "-o", "json"],
+    )
+    .await;
+    assert_eq!(r.json()[0]["transactionId"], "e-2", "{}", r.out);
+    let r = run_at(
+        &b.url,
+        &config_file(),
+        &["push", "env", "--envelope"],
+        "[1]\n",
+    )
+    .await;
+    assert_eq!(r.code, 1);
+    assert!(
+        r.err
+            .contains("line 1: with --envelope each line is an object"),
+        "{}",
+        r.err
+    );
+}
+
+#[tokio::test]
+async fn a_context_is_deleted_and_a_new_one_needs_a_server() {
+    let b = broker().await;
+    let config = config_file();
+    let r = run_at(
+        &b.url,
+        &config,
+        &["config", "set-context", "x", "--server", &b.url],
+        "",
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    let r = run_at(&b.url, &config, &["config", "set-context", "y"], "").await;
+    assert_eq!(r.code, 1);
+    assert!(r.err.contains("give it a --server"), "{}", r.err);
+    let r = run_at(&b.url, &config, &["config", "delete-context", "x"], "").await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    let r = run_at(&b.url, &config, &["config", "current-context"], "").await;
+    assert_eq!(r.code, 4, "no current context left: {}", r.out);
+    let r = run_at(&b.url, &config, &["config", "delete-context", "x"], "").await;
+    assert_eq!(r.code, 1);
 }

@@ -34,6 +34,7 @@ pub async fn status(ctx: &Ctx) -> Outcome {
     let overview = ctx.client.get("/api/v1/resources/overview", &[]).await?;
     let queues = ctx.client.get("/api/v1/resources/queues", &[]).await?;
     let queues = queues.get("queues").cloned().unwrap_or(json!([]));
+    let brokers = brokers(ctx).await?;
     match ctx.format {
         Format::Table => {
             let m = |k: &str| output::at(&overview, k).cloned().unwrap_or(Value::Null);
@@ -51,6 +52,10 @@ pub async fn status(ctx: &Ctx) -> Outcome {
                 m("throughput.processedPerSecond"),
                 m("lag.time.max"),
             ))?;
+            output::line(&match &brokers {
+                Some(b) => format!("brokers seen in the last 5 minutes: {}", b.join(", ")),
+                None => "brokers: an admin token lists them".to_string(),
+            })?;
             let rows = queues.as_array().cloned().unwrap_or_default();
             output::listing(
                 Format::Table,
@@ -60,9 +65,34 @@ pub async fn status(ctx: &Ctx) -> Outcome {
                 },
             )?;
         }
-        f => output::document(f, &json!({"overview": overview, "queues": queues}))?,
+        f => output::document(
+            f,
+            &json!({"overview": overview, "queues": queues, "brokers": brokers}),
+        )?,
     }
     Ok(Exit::Ok)
+}
+
+/// The brokers that sampled the fleet's metrics in the last 5 minutes (`host:port`); `None`
+/// when the token may not read them (the fleet's analytics are admin).
+async fn brokers(ctx: &Ctx) -> Result<Option<Vec<String>>, Failure> {
+    let from = (chrono::Utc::now() - chrono::Duration::minutes(5)).to_rfc3339();
+    match ctx
+        .client
+        .get("/api/v1/analytics/system-metrics", &[("from", from)])
+        .await
+    {
+        Ok(v) => Ok(Some(
+            v["replicas"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|r| format!("{}:{}", r["hostname"].as_str().unwrap_or("?"), r["port"]))
+                .collect(),
+        )),
+        Err(f) if f.exit == Exit::Auth => Ok(None),
+        Err(f) => Err(f),
+    }
 }
 
 pub async fn lag(ctx: &Ctx, min: u64) -> Outcome {

@@ -252,7 +252,10 @@ pub async fn dlq(ctx: &Ctx, command: DlqCommand) -> Outcome {
 fn selection_body(s: &Selection) -> Result<Value, Failure> {
     let mut body = json!({});
     if !s.ids.is_empty() {
-        body["ids"] = json!(s.ids);
+        // Dead-letter ids are numbers on the wire.
+        let ids: Result<Vec<i64>, _> = s.ids.iter().map(|i| i.trim().parse::<i64>()).collect();
+        body["ids"] =
+            json!(ids.map_err(|_| Failure::user("--id takes the numbers `dlq list` shows"))?);
     }
     for (key, v) in [
         ("queue", &s.queue),
