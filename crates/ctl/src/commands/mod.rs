@@ -209,6 +209,29 @@ pub async fn run(command: Command, cli: impl FnOnce() -> clap::Command) -> Outco
     }
 }
 
+/// A listing route: GET `path`, the rows under `key` of its answer (the answer itself when
+/// `None`), printed; exit code 4 when there are none.
+pub async fn list_route(
+    ctx: &Ctx,
+    path: &str,
+    query: &[(&str, String)],
+    key: Option<&str>,
+    columns: &[(&str, &str)],
+) -> Outcome {
+    let v = ctx.client.get(path, query).await?;
+    let rows = match key {
+        Some(k) => &v[k],
+        None => &v,
+    };
+    crate::output::listed(
+        ctx.format,
+        &crate::output::Listing {
+            rows: rows.as_array().cloned().unwrap_or_default(),
+            columns,
+        },
+    )
+}
+
 /// A path segment: queue, partition and group names may hold any character.
 pub fn seg(name: &str) -> String {
     let mut out = String::with_capacity(name.len());

@@ -83,41 +83,38 @@ fn key_path(queue: &str, key: &str) -> String {
 pub async fn timers(ctx: &Ctx, command: TimersCommand) -> Outcome {
     match command {
         TimersCommand::List { queue: None, .. } => {
-            let v = ctx.client.get("/api/v1/timers", &[]).await?;
-            output::listed(
-                ctx.format,
-                &Listing {
-                    rows: v["queues"].as_array().cloned().unwrap_or_default(),
-                    columns: &[
-                        ("queue", "queue"),
-                        ("pending", "pending"),
-                        ("next", "nextDeliverAt"),
-                    ],
-                },
+            super::list_route(
+                ctx,
+                "/api/v1/timers",
+                &[],
+                Some("queues"),
+                &[
+                    ("queue", "queue"),
+                    ("pending", "pending"),
+                    ("next", "nextDeliverAt"),
+                ],
             )
+            .await
         }
         TimersCommand::List {
             queue: Some(q),
             limit,
         } => {
             let path = format!("/api/v1/timers/{}", seg(&q));
-            let v = ctx
-                .client
-                .get(&path, &[("limit", limit.to_string())])
-                .await?;
-            output::listed(
-                ctx.format,
-                &Listing {
-                    rows: v["rows"].as_array().cloned().unwrap_or_default(),
-                    columns: &[
-                        ("key", "timerKey"),
-                        ("deliver at", "deliverAt"),
-                        ("partition", "partition"),
-                        ("transaction id", "txn"),
-                        ("attempts", "attempts"),
-                    ],
-                },
+            super::list_route(
+                ctx,
+                &path,
+                &[("limit", limit.to_string())],
+                Some("rows"),
+                &[
+                    ("key", "timerKey"),
+                    ("deliver at", "deliverAt"),
+                    ("partition", "partition"),
+                    ("transaction id", "txn"),
+                    ("attempts", "attempts"),
+                ],
             )
+            .await
         }
         TimersCommand::Get { queue, key } => {
             let v = ctx.client.get(&key_path(&queue, &key), &[]).await?;
@@ -162,39 +159,36 @@ pub enum StreamCommand {
 pub async fn stream(ctx: &Ctx, command: StreamCommand) -> Outcome {
     match command {
         StreamCommand::List => {
-            let v = ctx.client.get("/streams/v1/queries", &[]).await?;
-            output::listed(
-                ctx.format,
-                &Listing {
-                    rows: v["queries"].as_array().cloned().unwrap_or_default(),
-                    columns: &[
-                        ("name", "name"),
-                        ("id", "query_id"),
-                        ("source", "source_queue"),
-                        ("sink", "sink_queue"),
-                        ("updated", "updated_at"),
-                    ],
-                },
+            super::list_route(
+                ctx,
+                "/streams/v1/queries",
+                &[],
+                Some("queries"),
+                &[
+                    ("name", "name"),
+                    ("id", "query_id"),
+                    ("source", "source_queue"),
+                    ("sink", "sink_queue"),
+                    ("updated", "updated_at"),
+                ],
             )
+            .await
         }
         StreamCommand::Partitions { query_id, limit } => {
             let path = format!("/streams/v1/queries/{}/partitions", seg(&query_id));
-            let v = ctx
-                .client
-                .get(&path, &[("limit", limit.to_string())])
-                .await?;
-            output::listed(
-                ctx.format,
-                &Listing {
-                    rows: v["partitions"].as_array().cloned().unwrap_or_default(),
-                    columns: &[
-                        ("partition", "partition"),
-                        ("state rows", "state_rows"),
-                        ("cycles", "cycles"),
-                        ("last cycle", "last_cycle_at"),
-                    ],
-                },
+            super::list_route(
+                ctx,
+                &path,
+                &[("limit", limit.to_string())],
+                Some("partitions"),
+                &[
+                    ("partition", "partition"),
+                    ("state rows", "state_rows"),
+                    ("cycles", "cycles"),
+                    ("last cycle", "last_cycle_at"),
+                ],
             )
+            .await
         }
     }
 }
