@@ -127,7 +127,7 @@ stop_producing.set()
 # The producer's last push may still be in flight: it counts once answered, so the drain
 # waits for it. (Without this, a push answered after the drain's check was reported lost,
 # as in the two-hour soak's stretch 7, though the database showed it delivered and acked.)
-threads[0].join()
+threads[0].join(timeout=60)
 deadline = time.time() + 60
 while time.time() < deadline:
     with lock:
