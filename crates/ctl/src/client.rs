@@ -69,9 +69,11 @@ impl Client {
         self.send(Method::POST, path, &[], Some(body), None).await
     }
 
-    /// A POST with no body (its parameters in the query).
-    pub async fn post_query(&self, path: &str, query: &[(&str, String)]) -> Result<Value, Failure> {
-        self.send(Method::POST, path, query, None, None).await
+    /// A POST with no body (its parameters in the query) that must not run twice (`messages
+    /// retry` appends a copy each time): not sent again when its answer may have been lost.
+    pub async fn post_once(&self, path: &str, query: &[(&str, String)]) -> Result<Value, Failure> {
+        self.send_as(Method::POST, path, query, None, None, Resend::OnlyUnsent)
+            .await
     }
 
     pub async fn delete(&self, path: &str, query: &[(&str, String)]) -> Result<Value, Failure> {
@@ -98,6 +100,19 @@ impl Client {
         body: Option<&Value>,
         long: Option<Duration>,
     ) -> Result<Value, Failure> {
+        self.send_as(method, path, query, body, long, Resend::Always)
+            .await
+    }
+
+    async fn send_as(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<&Value>,
+        long: Option<Duration>,
+        resend: Resend,
+    ) -> Result<Value, Failure> {
         let url = format!("{}{}", self.base, path);
         let mut attempt = 1;
         loop {
@@ -118,10 +133,14 @@ impl Client {
                     Answered::Later(_, failure) if attempt >= ATTEMPTS => return Err(failure),
                     Answered::Later(wait, _) => wait,
                 },
-                // A request that never reached the broker is safe to send again; one whose
-                // answer was lost is too, for every request this tool makes (pushes carry
-                // their transaction ids, so a resent push is deduplicated).
-                Err(e) if attempt < ATTEMPTS && (e.is_connect() || e.is_timeout()) => {
+                // A request that never reached the broker is safe to send again. One whose
+                // answer was lost is too, except where `Resend::OnlyUnsent` says otherwise
+                // (pushes carry their transaction ids, so a resent push is deduplicated; acks,
+                // seeks, configures and switches are idempotent).
+                Err(e)
+                    if attempt < ATTEMPTS
+                        && (e.is_connect() || (e.is_timeout() && resend == Resend::Always)) =>
+                {
                     Duration::from_secs(1)
                 }
                 Err(e) => {
@@ -136,6 +155,13 @@ impl Client {
             attempt += 1;
         }
     }
+}
+
+/// Whether a request may be sent again after a timeout, when it may already have run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Resend {
+    Always,
+    OnlyUnsent,
 }
 
 enum Answered {
@@ -167,7 +193,11 @@ async fn answer(resp: reqwest::Response) -> Answered {
         s if s.is_client_error() && s != StatusCode::TOO_MANY_REQUESTS => Exit::User,
         _ => Exit::Unreachable,
     };
-    let failure = Failure { exit, message };
+    let failure = Failure {
+        exit,
+        message,
+        status: Some(status.as_u16()),
+    };
     match status {
         StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS => {
             Answered::Later(retry_after.unwrap_or(Duration::from_secs(1)), failure)

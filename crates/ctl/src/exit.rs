@@ -24,6 +24,8 @@ pub enum Exit {
 pub struct Failure {
     pub exit: Exit,
     pub message: String,
+    /// The broker's HTTP status, when the broker answered.
+    pub status: Option<u16>,
 }
 
 impl Failure {
@@ -31,6 +33,7 @@ impl Failure {
         Failure {
             exit: Exit::User,
             message: message.into(),
+            status: None,
         }
     }
 
@@ -38,6 +41,7 @@ impl Failure {
         Failure {
             exit: Exit::Unreachable,
             message: message.into(),
+            status: None,
         }
     }
 }
@@ -56,6 +60,7 @@ impl From<std::io::Error> for Failure {
             return Failure {
                 exit: Exit::Ok,
                 message: String::new(),
+                status: None,
             };
         }
         Failure::user(e.to_string())

@@ -71,7 +71,7 @@ pub async fn apply(ctx: &Ctx, a: &Apply) -> Outcome {
                     plan.push((name.clone(), change));
                 }
             }
-            Err(f) if f.message.starts_with("404") => {
+            Err(f) if f.status == Some(404) => {
                 plan.push((name.clone(), Change::Create(spec.clone())))
             }
             Err(f) => return Err(f),

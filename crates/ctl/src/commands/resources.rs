@@ -390,7 +390,7 @@ pub async fn messages(ctx: &Ctx, command: MessagesCommand) -> Outcome {
             group,
         } => {
             let path = format!("{}/retry", one(&partition_id, &transaction_id));
-            ctx.client.post_query(&path, &group_query(group)).await?
+            ctx.client.post_once(&path, &group_query(group)).await?
         }
         MessagesCommand::Dlq {
             partition_id,
@@ -398,7 +398,7 @@ pub async fn messages(ctx: &Ctx, command: MessagesCommand) -> Outcome {
             group,
         } => {
             let path = format!("{}/dlq", one(&partition_id, &transaction_id));
-            ctx.client.post_query(&path, &group_query(group)).await?
+            ctx.client.post_once(&path, &group_query(group)).await?
         }
     };
     output::document(ctx.format, &v)?;
