@@ -7,7 +7,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::{broker_with, with_retry_after, Broker};
+use crate::support::{broker_with, sample, with_retry_after, Broker};
 
 /// A connection to the cluster's `postgres` database, beside the broker's.
 async fn admin(b: &Broker) -> tokio_postgres::Client {
@@ -25,8 +25,9 @@ async fn get(b: &Broker, path: &str) -> (StatusCode, Option<String>, Value) {
 }
 
 /// The broker's database refuses connections (and its sessions are cut): 503 "Database
-/// unavailable" with `Retry-After: 5` on the API and 503 on `/health`; once it accepts them
-/// again, the broker serves.
+/// unavailable" with `Retry-After: 5` on the API and 503 on `/health`, each counted in
+/// `regent_unavailable_total` (the alert rules' "503s above 1/s") while `regent_database_up`
+/// says 0; once it accepts them again, the broker serves.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_database_is_a_503_that_says_when_to_retry() {
     let b = broker_with(|_| {}).await;
@@ -67,6 +68,23 @@ async fn an_unreachable_database_is_a_503_that_says_when_to_retry() {
     assert_eq!(
         (s, retry.is_some()),
         (StatusCode::SERVICE_UNAVAILABLE, true)
+    );
+    let answered_503 = 1 + seen
+        .iter()
+        .filter(|(s, _, _)| *s == StatusCode::SERVICE_UNAVAILABLE)
+        .count();
+    let (s, text) = b.get("/metrics/prometheus").await;
+    let text = text.as_str().expect("an exposition").to_string();
+    assert_eq!(
+        s,
+        StatusCode::OK,
+        "the scrape is served without the database"
+    );
+    assert_eq!(sample(&text, "regent_database_up"), 0.0);
+    assert_eq!(
+        sample(&text, "regent_unavailable_total"),
+        answered_503 as f64,
+        "every 503 answered, and nothing else"
     );
 
     admin
