@@ -332,3 +332,81 @@ async fn concurrent_pushes_do_not_overshoot_the_cap() {
         .get(0);
     assert_eq!(total, 48);
 }
+
+/// Issue 36 (noisy neighbours): a tenant with `"concurrency": 1` has one request worked on at
+/// a time in a broker. Its second request waits for the first, without a 429, while another
+/// tenant's request runs at once; when the first ends, the second runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_past_its_concurrency_waits_its_turn_and_others_do_not() {
+    let b = std::sync::Arc::new(limited(json!({"heavy": {"concurrency": 1}})).await);
+    assert_eq!(
+        push(&b, "heavy", "q", &["warm"]).await.0,
+        StatusCode::CREATED
+    );
+    // heavy's first request reads `traces`, held locked here: it holds heavy's one turn.
+    let mut db = b.db().await;
+    let lock = db.transaction().await.unwrap();
+    lock.batch_execute("LOCK TABLE traces IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    let first = {
+        let path = format!("/api/v1/traces/{}/tx", uuid::Uuid::now_v7());
+        let b = b.clone();
+        tokio::spawn(async move { send(&b, "heavy", reqwest::Method::GET, &path, None).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let second = {
+        let b = b.clone();
+        tokio::spawn(async move { push(&b, "heavy", "q", &["second"]).await })
+    };
+    // Another tenant's push (the same tables but `traces`) is answered at once.
+    let other = tokio::time::timeout(Duration::from_secs(10), push(&b, "light", "q", &["x"]))
+        .await
+        .expect("another tenant does not wait for heavy's turn");
+    assert_eq!(other.0, StatusCode::CREATED, "{}", other.1);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !second.is_finished(),
+        "heavy's second request waits its turn"
+    );
+    lock.rollback().await.unwrap();
+    let (s, _, v) = first.await.unwrap();
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let (s, v) = second.await.unwrap();
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    assert_eq!(v[0]["status"], "queued", "{v}");
+}
+
+/// A long-poll waiting for messages holds no turn: with `"concurrency": 1`, a tenant's parked
+/// pop does not keep its own push (the one that wakes it) waiting until the pop times out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_long_poll_holds_no_turn() {
+    let b = std::sync::Arc::new(limited(json!({"*": {"concurrency": 1}})).await);
+    assert_eq!(
+        push(&b, "acme", "q", &["first"]).await.0,
+        StatusCode::CREATED
+    );
+    // Delivered and done, so the partition is free for the long-poll below.
+    let path = "/api/v1/pop/queue/q?wait=false&autoAck=true";
+    let (s, _, first) = send(&b, "acme", reqwest::Method::GET, path, None).await;
+    assert_eq!(s, StatusCode::OK, "{first}");
+    assert_eq!(first["messages"][0]["transactionId"], "first", "{first}");
+    let pop = {
+        let b = b.clone();
+        tokio::spawn(async move {
+            let path = "/api/v1/pop/queue/q?wait=true&timeout=20000";
+            send(&b, "acme", reqwest::Method::GET, path, None).await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let pushed = tokio::time::timeout(Duration::from_secs(10), push(&b, "acme", "q", &["wake"]))
+        .await
+        .expect("the parked pop gave its turn back");
+    assert_eq!(pushed.0, StatusCode::CREATED, "{}", pushed.1);
+    let (s, _, v) = tokio::time::timeout(Duration::from_secs(10), pop)
+        .await
+        .expect("the pop woke")
+        .unwrap();
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["messages"][0]["transactionId"], "wake", "{v}");
+}

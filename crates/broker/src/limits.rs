@@ -15,6 +15,9 @@ pub struct Limits {
     pub burst: Option<f64>,
     /// Messages the tenant may hold in the log.
     pub max_messages: Option<i64>,
+    /// Requests of the tenant one broker works on at once; more wait their turn. A
+    /// long-poll waiting for messages is not working and holds no turn.
+    pub concurrency: Option<u32>,
 }
 
 impl Limits {
@@ -185,6 +188,7 @@ mod tests {
             rate: Some(rate),
             burst,
             max_messages: None,
+            concurrency: None,
         }
     }
 

@@ -298,7 +298,7 @@ pub struct Config {
     pub jwt_default_tenant: Option<String>,
 
     /// Per-tenant limits as JSON: `{"<tenant>" | "*": {"rate": r, "burst": b,
-    /// "maxMessages": m}}`; see [`Config::tenant_limits`].
+    /// "maxMessages": m, "concurrency": c}}`; see [`Config::tenant_limits`].
     pub tenant_limits: Option<String>,
 }
 
@@ -309,6 +309,7 @@ struct LimitSpec {
     rate: Option<f64>,
     burst: Option<f64>,
     max_messages: Option<i64>,
+    concurrency: Option<u32>,
 }
 
 impl Config {
@@ -336,10 +337,14 @@ impl Config {
             if s.max_messages.is_some_and(|m| m < 0) {
                 anyhow::bail!("TENANT_LIMITS[{tenant}].maxMessages must not be negative");
             }
+            if s.concurrency == Some(0) {
+                anyhow::bail!("TENANT_LIMITS[{tenant}].concurrency must be at least 1");
+            }
             let limits = Limits {
                 rate: s.rate,
                 burst: s.burst,
                 max_messages: s.max_messages,
+                concurrency: s.concurrency,
             };
             if tenant == "*" {
                 table.default = Some(limits);
@@ -494,6 +499,9 @@ mod tests {
                 .unwrap();
         assert_eq!(t.of("other").unwrap().rate, Some(5.0));
         assert_eq!(t.of("acme").unwrap().max_messages, Some(10));
+        assert_eq!(t.of("acme").unwrap().concurrency, None);
+        let t = limits(r#"{"*": {"concurrency": 2}}"#).unwrap();
+        assert_eq!(t.of("any").unwrap().concurrency, Some(2));
         assert!(limits("").unwrap().is_empty());
         for bad in [
             "[1]",
@@ -502,6 +510,9 @@ mod tests {
             r#"{"acme": {"burst": 0}}"#,
             r#"{"acme": {"maxMessages": -1}}"#,
             r#"{"acme": {"rps": 1}}"#,
+            r#"{"acme": {"concurrency": 0}}"#,
+            r#"{"acme": {"concurrency": -1}}"#,
+            r#"{"acme": {"concurrency": 1.5}}"#,
         ] {
             assert!(limits(bad).is_err(), "{bad}");
         }

@@ -29,6 +29,7 @@ pub mod sweeps;
 pub mod switches;
 pub mod tallies;
 pub mod timers;
+pub mod turns;
 pub mod wakeups;
 
 use std::sync::{Mutex, MutexGuard};
@@ -62,6 +63,8 @@ pub struct Runtime {
     pub deliveries: deliveries::Deliveries,
     /// Per-tenant request buckets and stored-message accounts.
     pub limiter: limiter::Limiter,
+    /// Per-tenant turns, for tenants whose requests run `concurrency` at a time.
+    pub turns: turns::Turns,
     /// Requests and messages since start.
     pub activity: activity::Activity,
     /// This broker's identity among its peers, and its outbox.
@@ -102,6 +105,7 @@ impl Runtime {
             sweeps: Default::default(),
             deliveries: Default::default(),
             limiter: limiter::Limiter::new(s.limits),
+            turns: Default::default(),
             activity: Default::default(),
             peers: peers::Peers::new(s.peer_wakeups),
             handovers: Default::default(),
@@ -155,6 +159,7 @@ impl Runtime {
             ("sweep_created", self.sweeps.created_len()),
             ("deliveries", self.deliveries.len()),
             ("limiter_tenants", self.limiter.tenants()),
+            ("turn_tenants", self.turns.tenants()),
             ("peer_outbox", self.peers.outbox_len()),
             ("peers", self.peers.known_len()),
             ("handovers", self.handovers.pending()),

@@ -167,6 +167,11 @@ impl Limiter {
         self.table.of(tenant)
     }
 
+    /// How many of the tenant's requests may be worked on at once, if it is limited.
+    pub fn concurrency(&self, tenant: &str) -> Option<u32> {
+        self.limits(tenant)?.concurrency
+    }
+
     /// Takes one request from the tenant's bucket.
     pub fn admit(&self, tenant: &Arc<str>) -> Result<(), Refusal> {
         let Some(limits) = self.limits(tenant).filter(|l| l.rate.is_some()) else {
@@ -252,6 +257,7 @@ mod tests {
                 rate,
                 burst: None,
                 max_messages,
+                concurrency: None,
             }),
             tenants: Default::default(),
         }
@@ -327,12 +333,14 @@ mod tests {
             rate: Some(0.001),
             burst: None,
             max_messages: None,
+            concurrency: None,
         };
         let l = Limiter::new(LimitTable {
             default: Some(Limits {
                 rate: Some(1e9),
                 burst: None,
                 max_messages: None,
+                concurrency: None,
             }),
             tenants: busy.iter().map(|t| (t.to_string(), slow.clone())).collect(),
         });

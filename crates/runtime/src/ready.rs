@@ -163,7 +163,7 @@ impl Ready {
         }
         list.taken.insert(group.to_string(), (upto.max(from), now));
         list.takes += 1;
-        if list.takes % COMPACT_EVERY == 0 {
+        if list.takes.is_multiple_of(COMPACT_EVERY) {
             list.drop_taken();
         }
         out

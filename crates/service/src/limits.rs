@@ -1,10 +1,12 @@
-//! Per-tenant limits, applied: the request rate at admission, and the stored-message cap as
-//! room held before a push or transaction writes (so a 429 means nothing was written). The
-//! state is the runtime's; the count it asks for is read here.
+//! Per-tenant limits, applied: the request rate at admission, the turns of a tenant's
+//! concurrency, and the stored-message cap as room held before a push or transaction writes
+//! (so a 429 means nothing was written). The state is the runtime's; the count it asks for is
+//! read here.
 
 use std::sync::Arc;
 
 use regent_runtime::limiter::{Reservation, Reserve};
+use regent_runtime::turns::Turn;
 use regent_store::queues::stored_messages;
 
 use crate::{Error, Service};
@@ -13,6 +15,13 @@ impl Service {
     /// Takes one request from the tenant's rate.
     pub fn admit(&self, tenant: &Arc<str>) -> Result<(), Error> {
         Ok(self.runtime.limiter.admit(tenant)?)
+    }
+
+    /// A turn of the tenant's `concurrency`, once one is free; `None` when it has no such
+    /// limit. The request works holding it (`Turn::hold`).
+    pub async fn turn(&self, tenant: &Arc<str>) -> Option<Turn> {
+        let concurrency = self.runtime.limiter.concurrency(tenant)?;
+        Some(self.runtime.turns.take(tenant, concurrency).await)
     }
 
     /// Holds room for `adding` messages under the tenant's cap, reading its stored count from

@@ -72,7 +72,7 @@ async fn pipe(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, link: Link) {
         while let Ok(n @ 1..) = from.read(&mut buf).await {
             chunks += 1;
             let mut due = Instant::now() + link.delay;
-            if link.lose_every > 0 && chunks % link.lose_every == 0 {
+            if link.lose_every > 0 && chunks.is_multiple_of(link.lose_every) {
                 due += RETRANSMISSION;
             }
             if tx.send((due, buf[..n].to_vec())).is_err() {

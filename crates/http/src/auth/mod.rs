@@ -70,7 +70,7 @@ fn token(req: &Request) -> Option<&str> {
 
 /// Route middleware: runs for matched routes only, so an unknown path is a 404 whatever the
 /// token says. A request that may proceed takes one token of its tenant's rate (public routes
-/// act for no tenant and are not counted).
+/// act for no tenant and are not counted), then a turn of its concurrency.
 pub async fn authorize(State(s): State<Arc<AppState>>, mut req: Request, next: Next) -> Response {
     let matched = req
         .extensions()
@@ -97,12 +97,20 @@ pub async fn authorize(State(s): State<Arc<AppState>>, mut req: Request, next: N
             .map_err(ApiError::from),
         Err(e) => Err(e),
     };
-    match admitted {
-        Ok(who) => {
-            req.extensions_mut().insert(who);
-            next.run(req).await
-        }
-        Err(e) => e.into_response(),
+    let who = match admitted {
+        Ok(who) => who,
+        Err(e) => return e.into_response(),
+    };
+    // A tenant with a `concurrency` works that many requests at once; this one waits its turn
+    // (rated routes only: what no limit may block takes no turn either).
+    let turn = match rated {
+        true => s.service.turn(&who.tenant).await,
+        false => None,
+    };
+    req.extensions_mut().insert(who);
+    match turn {
+        Some(turn) => turn.hold(next.run(req)).await,
+        None => next.run(req).await,
     }
 }
 

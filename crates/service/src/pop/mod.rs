@@ -109,7 +109,8 @@ pub struct DeliveredPartition {
 
 impl Service {
     /// A parked pop's pause: until its wakeup (the recheck starts over), its next recheck
-    /// (which backs off, never past `left`), or shutdown.
+    /// (which backs off, never past `left`), or shutdown. Waiting is not work: the request's
+    /// turn of its tenant's concurrency is given back meanwhile (`regent_runtime::turns`).
     pub(crate) async fn pause(
         &self,
         notified: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
@@ -117,8 +118,9 @@ impl Service {
         left: Duration,
         stopping: &mut tokio::sync::watch::Receiver<bool>,
     ) {
-        tokio::select! {
-            _ = notified => {
+        regent_runtime::turns::parked(async {
+            tokio::select! {
+                _ = notified => {
                 self.runtime.activity.rechecked(Recheck::Wakeup);
                 *recheck = FIRST_RECHECK
             }
@@ -126,8 +128,10 @@ impl Service {
                 self.runtime.activity.rechecked(Recheck::Timer);
                 *recheck = (*recheck * 2).min(MAX_RECHECK)
             }
-            _ = stopping.changed() => {}
-        }
+                _ = stopping.changed() => {}
+            }
+        })
+        .await
     }
 
     /// One pop request: attempts until something is delivered, or (with `wait`) until the
