@@ -17,6 +17,7 @@ use super::answer::Answer;
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
+use super::heavy;
 use super::openapi::{schemas, Doc, Tag};
 use super::routes::{route, Entry, Level::ReadWrite};
 use super::State;
@@ -189,7 +190,7 @@ async fn ack_batch(
     Extension(who): Extension<Principal>,
     body: RawBody,
 ) -> Result<Answer<Vec<AckResult>>, ApiError> {
-    let (acks, group) = parse_batch(&body)?;
+    let (acks, group) = heavy::step(body.0.len(), move || parse_batch(&body)).await?;
     process(&s, &who, acks, &group).await
 }
 
