@@ -17,7 +17,6 @@ use super::answer::Answer;
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
-use super::heavy;
 use super::openapi::{schemas, Doc, Tag};
 use super::routes::{route, Entry, Level::ReadWrite};
 use super::State;
@@ -190,7 +189,7 @@ async fn ack_batch(
     Extension(who): Extension<Principal>,
     body: RawBody,
 ) -> Result<Answer<Vec<AckResult>>, ApiError> {
-    let (acks, group) = heavy::step(body.0.len(), move || parse_batch(&body)).await?;
+    let (acks, group) = parse_batch(&body)?;
     process(&s, &who, acks, &group).await
 }
 

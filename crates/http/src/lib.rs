@@ -22,7 +22,6 @@ pub mod fuzz_targets;
 mod handover;
 mod head;
 mod health;
-mod heavy;
 pub mod jwks;
 mod kv;
 mod layers;

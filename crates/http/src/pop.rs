@@ -23,7 +23,6 @@ use super::answer::{Answer, Micros, True};
 use super::auth::Principal;
 use super::error::ApiError;
 use super::handover::respond;
-use super::heavy;
 use super::openapi::schemas::{flag_param, int_param, string};
 use super::openapi::Doc;
 use super::params::Params;
@@ -157,17 +156,7 @@ async fn run(
 ) -> Result<Response, ApiError> {
     let (req, echo) = ask(&s.config, p, target)?;
     let popped = s.service.pop(&who.tenant, &req).await?;
-    let bytes = payload_bytes(&popped);
-    Ok(heavy::step(bytes, move || answer(popped, &req, &echo)).await)
-}
-
-/// The payloads' bytes an answer carries: what its rendering costs.
-fn payload_bytes(popped: &Popped) -> usize {
-    let Popped::Delivered(d) = popped else {
-        return 0;
-    };
-    let messages = d.partitions.iter().flat_map(|p| &p.messages);
-    messages.map(|m| m.message.payload.get().len()).sum()
+    Ok(answer(popped, &req, &echo))
 }
 
 /// The request's knobs with Queen's defaults and clamps.

@@ -21,7 +21,6 @@ use regent_service::Message;
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
-use super::heavy;
 use super::openapi::{schemas, Doc, Tag};
 use super::routes::{route, Entry, Level, Level::ReadWrite};
 use super::State;
@@ -203,10 +202,10 @@ async fn push(
     Extension(who): Extension<Principal>,
     body: RawBody,
 ) -> Result<Response, ApiError> {
-    // The items own copies of everything they need: the body's bytes (dropped with the
-    // step) are not kept while the push is stored and answered.
-    let (max, by) = (s.config.max_push_items, who.clone());
-    let items = heavy::step(body.0.len(), move || parse_push(&body, &by, max)).await?;
+    let items = parse_push(&body, &who, s.config.max_push_items)?;
+    // The items own copies of everything they need: the body's bytes are not kept while the
+    // push is stored and answered.
+    drop(body);
     let (items, verdicts) = s.service.push(&who.tenant, items).await?;
     Ok((StatusCode::CREATED, answer(items, verdicts)).into_response())
 }
