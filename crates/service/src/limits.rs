@@ -6,7 +6,6 @@
 use std::sync::Arc;
 
 use regent_runtime::limiter::{Reservation, Reserve};
-use regent_runtime::turns::Turn;
 use regent_store::queues::stored_messages;
 
 use crate::{Error, Service};
@@ -17,11 +16,14 @@ impl Service {
         Ok(self.runtime.limiter.admit(tenant)?)
     }
 
-    /// A turn of the tenant's `concurrency`, once one is free; `None` when it has no such
-    /// limit. The request works holding it (`Turn::hold`).
-    pub async fn turn(&self, tenant: &Arc<str>) -> Option<Turn> {
-        let concurrency = self.runtime.limiter.concurrency(tenant)?;
-        Some(self.runtime.turns.take(tenant, concurrency).await)
+    /// Runs `work` in a turn of the tenant's `concurrency` (at once when it has none),
+    /// waiting for one first; a parked long-poll inside gives it back while it waits
+    /// (`regent_runtime::turns`).
+    pub async fn in_turn<F: std::future::Future>(&self, tenant: &Arc<str>, work: F) -> F::Output {
+        match self.runtime.limiter.concurrency(tenant) {
+            Some(n) => self.runtime.turns.take(tenant, n).await.hold(work).await,
+            None => work.await,
+        }
     }
 
     /// Holds room for `adding` messages under the tenant's cap, reading its stored count from

@@ -101,16 +101,13 @@ pub async fn authorize(State(s): State<Arc<AppState>>, mut req: Request, next: N
         Ok(who) => who,
         Err(e) => return e.into_response(),
     };
+    let tenant = who.tenant.clone();
+    req.extensions_mut().insert(who);
     // A tenant with a `concurrency` works that many requests at once; this one waits its turn
     // (rated routes only: what no limit may block takes no turn either).
-    let turn = match rated {
-        true => s.service.turn(&who.tenant).await,
-        false => None,
-    };
-    req.extensions_mut().insert(who);
-    match turn {
-        Some(turn) => turn.hold(next.run(req)).await,
-        None => next.run(req).await,
+    match rated {
+        true => s.service.in_turn(&tenant, next.run(req)).await,
+        false => next.run(req).await,
     }
 }
 
