@@ -18,6 +18,7 @@ mod dedup_window;
 mod dev_command;
 mod dlq_requeue;
 mod ephemeral;
+mod extremes;
 mod fleet;
 mod invariants;
 mod jwks;

@@ -695,3 +695,99 @@ async fn the_timers_rider_commits_with_the_ack_after_the_kv_rider_and_not_withou
         "{v}"
     );
 }
+
+/// Ten schedules of one key sent together, five through each of two brokers: each result
+/// for `key`, in no particular order.
+async fn racing_schedules(a: &Broker, b: &Broker, key: &str, delay_ms: i64) -> Vec<Value> {
+    let racers = (0..10).map(|i| {
+        let on = if i % 2 == 0 { a } else { b };
+        let op = schedule_op(
+            "race",
+            key,
+            &json!({"i": i}),
+            delay_ms,
+            &format!("{key}-t{i}"),
+        );
+        async move {
+            let (s, v) = ops(on, json!([op])).await;
+            assert_eq!(s, StatusCode::OK, "{v}");
+            v[0].clone()
+        }
+    });
+    futures::future::join_all(racers).await
+}
+
+/// The results' statuses, counted.
+fn statuses(results: &[Value]) -> std::collections::BTreeMap<String, usize> {
+    let mut n = std::collections::BTreeMap::new();
+    for r in results {
+        *n.entry(r["status"].as_str().unwrap().to_string())
+            .or_default() += 1;
+    }
+    n
+}
+
+#[tokio::test]
+async fn racing_schedules_of_a_new_key_on_two_brokers_tell_exactly_one_scheduled() {
+    let a = broker().await;
+    let b = Broker::attach(&a.db_url).await;
+    for round in 0..8 {
+        let key = format!("k{round}");
+        let results = racing_schedules(&a, &b, &key, 60_000).await;
+        let n = statuses(&results);
+        assert_eq!(
+            (n.get("scheduled"), n.get("rescheduled")),
+            (Some(&1), Some(&9)),
+            "round {round}: one new timer, nine replacing it: {results:?}"
+        );
+        // What is stored is one of the racers' timers, with the ids its answer promised.
+        let (_, peek) = a.get(&path("race", &key)).await;
+        let kept: Vec<&Value> = results.iter().filter(|r| r["txn"] == peek["txn"]).collect();
+        assert_eq!(kept.len(), 1, "{peek} among {results:?}");
+        assert_eq!(kept[0]["messageId"], peek["messageId"], "{peek}");
+    }
+    assert_eq!(pending(&a).await, 8);
+}
+
+#[tokio::test]
+async fn racing_reschedules_of_a_pending_key_on_two_brokers_all_replace_it() {
+    let a = broker().await;
+    let b = Broker::attach(&a.db_url).await;
+    for round in 0..4 {
+        let key = format!("p{round}");
+        schedule(&a, "race", &key, json!(0), 60_000, &format!("{key}-first")).await;
+        let results = racing_schedules(&a, &b, &key, 60_000).await;
+        assert_eq!(
+            statuses(&results).get("rescheduled"),
+            Some(&10),
+            "round {round}: no fire holds the key, so none is too late: {results:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn racing_cancels_of_a_pending_key_on_two_brokers_cancel_it_once() {
+    let a = broker().await;
+    let b = Broker::attach(&a.db_url).await;
+    for round in 0..4 {
+        let key = format!("c{round}");
+        schedule(&a, "race", &key, json!(0), 60_000, &format!("{key}-t")).await;
+        let cancels = (0..10).map(|i| {
+            let on = if i % 2 == 0 { &a } else { &b };
+            let op = json!({"op": "cancel", "queue": "race", "timerKey": key});
+            async move {
+                let (s, v) = ops(on, json!([op])).await;
+                assert_eq!(s, StatusCode::OK, "{v}");
+                v[0].clone()
+            }
+        });
+        let results = futures::future::join_all(cancels).await;
+        let n = statuses(&results);
+        assert_eq!(
+            (n.get("cancelled"), n.get("absent")),
+            (Some(&1), Some(&9)),
+            "round {round}: cancelled once, then gone: {results:?}"
+        );
+    }
+    assert_eq!(pending(&a).await, 0);
+}

@@ -6,6 +6,8 @@
 
 use arbitrary::{Result, Unstructured};
 
+use regent_http::fuzz_targets::NUMERIC_EXTREMES;
+
 use crate::words;
 
 pub enum J {
@@ -213,11 +215,16 @@ impl Gen<'_> {
     }
 }
 
-/// A number's text: the edges in `words::NUMBERS`, any i64 or finite f64, or a run of
-/// digits too long for any type.
+/// A number's text: the edges in `words::NUMBERS`, the extremes every number field is sent
+/// in the HTTP tests (`NUMERIC_EXTREMES`, `NaN` as a string), any i64 or finite f64, or a
+/// run of digits too long for any type.
 pub fn number(u: &mut Unstructured) -> Result<String> {
     Ok(match u.int_in_range(0..=5)? {
-        0..=2 => u.choose(words::NUMBERS)?.to_string(),
+        0..=1 => u.choose(words::NUMBERS)?.to_string(),
+        2 => match *u.choose(NUMERIC_EXTREMES)? {
+            "NaN" => "\"NaN\"".to_string(),
+            n => n.to_string(),
+        },
         3 => u.arbitrary::<i64>()?.to_string(),
         4 => {
             let f: f64 = u.arbitrary()?;

@@ -134,6 +134,11 @@ pub(crate) async fn apply_timer_ops(
     tenant: &str,
     ops: &[TimerOp],
 ) -> Result<Vec<TimerOutcome>, StoreError> {
+    if ops.is_empty() {
+        return Ok(Vec::new());
+    }
+    let keys: Vec<(&str, &str)> = ops.iter().map(|op| (op.queue(), op.key())).collect();
+    store::take_turns(tx, tenant, &keys).await?;
     let mut out = Vec::with_capacity(ops.len());
     for op in ops {
         out.push(match op {

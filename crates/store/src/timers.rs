@@ -5,7 +5,9 @@
 //!
 //! A row is taken by a firing transaction with `FOR UPDATE SKIP LOCKED` and deleted by it; a
 //! schedule or cancel of that key meanwhile finds the row present but not lockable
-//! ([`Claim::Locked`]) and does not wait for it.
+//! ([`Claim::Locked`]) and does not wait for it. Schedules and cancels of one key take turns
+//! ([`take_turns`]), so they never mistake each other for a fire, and never both find a key
+//! empty.
 
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
@@ -72,8 +74,35 @@ pub enum Claim {
     Locked(Pending),
 }
 
+/// Makes the caller's transaction take its turn at each (`queue`, `key`) of `keys`: it waits
+/// for every other schedule or cancel of those keys to end, and holds them until it ends.
+/// Taken before any [`claim`], so the claim of a key no other transaction holds is the truth
+/// about it, absent included: two schedules of a new key cannot both find nothing (the
+/// second sees the first's timer), and a claim that finds the row locked knows a fire holds
+/// it. Fires do not take turns (they skip what they cannot lock). The keys are locked in one
+/// order, so two batches of the same keys cannot deadlock on them.
+pub async fn take_turns(
+    tx: &Tx<'_>,
+    tenant: &str,
+    keys: &[(&str, &str)],
+) -> Result<(), StoreError> {
+    let (queues, names): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
+    let st = tx
+        .prepare_cached(
+            // `OFFSET 0` keeps the sorted subquery whole, so the locks are taken in its order.
+            "SELECT count(pg_advisory_xact_lock(h)) FROM (
+                 SELECT DISTINCT hashtextextended('regent-timer/' || $1 || '/' || q || '/' || k, 0) AS h
+                   FROM unnest($2::text[], $3::text[]) AS u(q, k)
+                  ORDER BY h OFFSET 0) sorted",
+        )
+        .await?;
+    tx.query_one(&st, &[&tenant, &queues, &names]).await?;
+    Ok(())
+}
+
 /// Locks the pending timer of (`queue`, `key`) without waiting for it; with `txn`, only the
-/// timer scheduled under that txn.
+/// timer scheduled under that txn. The caller has taken its turn at the key ([`take_turns`]),
+/// so a row it cannot lock is a fire's.
 pub async fn claim(
     tx: &Tx<'_>,
     tenant: &str,

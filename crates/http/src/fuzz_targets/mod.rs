@@ -8,6 +8,28 @@
 mod bodies;
 mod routes;
 
+pub use routes::uri;
+
+/// The numbers at their extremes, as a request's text would carry them: zero, minus one,
+/// either side of the 32-bit, 53-bit and 64-bit edges, past any float, and `NaN` (in a JSON
+/// body it goes as a string: JSON has no NaN). The fuzzer draws from them, and the HTTP
+/// tests send each one in every number field of every route's example (`tests/api/extremes.rs`).
+pub const NUMERIC_EXTREMES: &[&str] = &[
+    "0",
+    "-1",
+    "2147483647",
+    "2147483648",
+    "-2147483649",
+    "9007199254740991",
+    "9007199254740993",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "1e30",
+    "-1e30",
+    "1e400",
+    "NaN",
+];
+
 use axum::http::{Method, StatusCode};
 
 use super::error::ApiError;

@@ -74,7 +74,7 @@ fn call(router: &Router, method: &Method, template: &str, input: &[u8]) -> Outco
 
 /// The template with its parameters replaced by the input's segments, in order (the last
 /// takes the rest, slashes and all), then the input's query string.
-fn uri(template: &str, input: &[u8]) -> Vec<u8> {
+pub fn uri(template: &str, input: &[u8]) -> Vec<u8> {
     let (path, query) = match input.iter().position(|&b| b == b'?') {
         Some(i) => (&input[..i], Some(&input[i + 1..])),
         None => (input, None),

@@ -1,0 +1,214 @@
+//! Numbers at their extremes (issue 47): every number of every route's example request (the
+//! bodies and query strings the route table declares for the fuzzer) is sent again with each
+//! of `NUMERIC_EXTREMES` in its place, to a real broker on a real database. Whatever the
+//! number, the answer is never a 5xx and never PostgreSQL's own text: a number that reaches
+//! time arithmetic or a column is bounded before any SQL, and refused by name past its bound.
+//! Then every queue option and ephemeral option at its bounds still leaves a queue that
+//! takes pushes, pops and acks.
+
+use std::time::Duration;
+
+use futures::stream::{self, StreamExt};
+use regent::http::fuzz_targets::{targets, uri, Input, NUMERIC_EXTREMES};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::support::{broker, Broker};
+
+/// What PostgreSQL says of a number it cannot take; none of it may reach a client.
+const DATABASE_TEXTS: [&str; 7] = [
+    "out of range",
+    "invalid input syntax",
+    "overflow",
+    "violates",
+    "syntax error",
+    "SQLSTATE",
+    "db error",
+];
+
+/// A long-poll parks until its timeout: one still parked after this is left, not judged.
+const PATIENCE: Duration = Duration::from_secs(5);
+
+/// Stands in for the number in the written body, then is replaced by the number's raw text
+/// (which `serde_json::Value` cannot hold: `1e400`).
+const MARK: &str = "\u{1}extreme\u{1}";
+
+/// One request of the sweep.
+#[derive(Clone, Debug)]
+struct Probe {
+    method: Method,
+    path: String,
+    body: Option<String>,
+}
+
+/// JSON pointers to every number of `v` (and every string that is one: options may come
+/// as numeric strings).
+fn numbers(v: &Value, at: String, out: &mut Vec<String>) {
+    match v {
+        Value::Number(_) => out.push(at),
+        Value::String(s) if s.parse::<f64>().is_ok() => out.push(at),
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                numbers(x, format!("{at}/{i}"), out);
+            }
+        }
+        Value::Object(o) => {
+            for (k, x) in o {
+                let k = k.replace('~', "~0").replace('/', "~1");
+                numbers(x, format!("{at}/{k}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The number's raw text in a JSON body: `NaN` goes as a string (JSON has no NaN).
+fn in_json(n: &str) -> String {
+    if n == "NaN" {
+        "\"NaN\"".into()
+    } else {
+        n.into()
+    }
+}
+
+/// Each body seed with each of its numbers replaced by each extreme.
+fn body_probes(method: &Method, template: &str, seed: &str) -> Vec<Probe> {
+    let Ok(v) = serde_json::from_str::<Value>(seed) else {
+        return Vec::new();
+    };
+    let mut at = Vec::new();
+    numbers(&v, String::new(), &mut at);
+    // A body route's path parameters, if any, name plain things.
+    let path = String::from_utf8(uri(template, b"q/q")).expect("ascii");
+    let mut out = Vec::new();
+    for pointer in at {
+        for n in NUMERIC_EXTREMES {
+            let mut varied = v.clone();
+            *varied.pointer_mut(&pointer).expect("found above") = json!(MARK);
+            let text = varied
+                .to_string()
+                .replace(&format!("\"{MARK}\""), &in_json(n));
+            out.push(Probe {
+                method: method.clone(),
+                path: path.clone(),
+                body: Some(text),
+            });
+        }
+    }
+    out
+}
+
+/// Each query seed with each of its numeric parameters replaced by each extreme.
+fn query_probes(method: &Method, template: &str, seed: &str) -> Vec<Probe> {
+    let Some((segments, query)) = seed.split_once('?') else {
+        return Vec::new();
+    };
+    let pairs: Vec<(&str, &str)> = query.split('&').filter_map(|p| p.split_once('=')).collect();
+    let mut out = Vec::new();
+    for (i, (_, value)) in pairs.iter().enumerate() {
+        if value.parse::<f64>().is_err() {
+            continue;
+        }
+        for n in NUMERIC_EXTREMES {
+            let q: Vec<String> = pairs
+                .iter()
+                .enumerate()
+                .map(|(j, (k, v))| format!("{k}={}", if i == j { n } else { v }))
+                .collect();
+            let input = format!("{segments}?{}", q.join("&"));
+            out.push(Probe {
+                method: method.clone(),
+                path: String::from_utf8(uri(template, input.as_bytes())).expect("ascii"),
+                body: None,
+            });
+        }
+    }
+    out
+}
+
+/// Every probe of every route the table declares.
+fn probes() -> Vec<Probe> {
+    let mut out = Vec::new();
+    for t in targets() {
+        let Some((method, template)) = t.routes.first().cloned() else {
+            continue;
+        };
+        for seed in &t.seeds {
+            out.extend(match t.input {
+                Input::Body => body_probes(&method, template, seed),
+                Input::Route { .. } => query_probes(&method, template, seed),
+            });
+        }
+    }
+    out
+}
+
+/// What is wrong with the answer to `p`, if anything.
+async fn judge(b: &Broker, p: &Probe) -> Option<String> {
+    let mut req = b
+        .http
+        .request(p.method.clone(), format!("{}{}", b.url, p.path))
+        .timeout(PATIENCE);
+    if let Some(body) = &p.body {
+        req = req
+            .header("content-type", "application/json")
+            .body(body.clone());
+    }
+    let res = match req.send().await {
+        Ok(res) => res,
+        // A long-poll waiting out a long timeout is what it was asked to do.
+        Err(e) if e.is_timeout() => return None,
+        Err(e) => return Some(format!("{e}")),
+    };
+    let status = res.status();
+    let text = res.text().await.unwrap_or_default();
+    if status.is_server_error() {
+        return Some(format!("{status}: {text}"));
+    }
+    if status.is_client_error() {
+        if let Some(t) = DATABASE_TEXTS.iter().find(|t| text.contains(*t)) {
+            return Some(format!("{status} with the database's text ({t:?}): {text}"));
+        }
+    }
+    None
+}
+
+#[tokio::test]
+async fn every_number_of_every_route_at_its_extremes_is_answered_without_a_5xx_or_database_text() {
+    let b = broker().await;
+    // Something to find: a queue with a message, a timer, a key.
+    b.push("orders", "Default", &["o-1"]).await;
+    let all = probes();
+    assert!(
+        all.len() > 500,
+        "only {} probes: the seeds lost their numbers",
+        all.len()
+    );
+    let problems: Vec<String> = stream::iter(all)
+        .map(|p| {
+            let b = &b;
+            async move {
+                judge(b, &p).await.map(|why| {
+                    format!(
+                        "{} {} {}\n    -> {why}",
+                        p.method,
+                        p.path,
+                        p.body.unwrap_or_default()
+                    )
+                })
+            }
+        })
+        .buffer_unordered(8)
+        .filter_map(|x| async { x })
+        .collect()
+        .await;
+    assert!(
+        problems.is_empty(),
+        "{} answers went wrong:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+    // The broker still serves.
+    let (s, _) = b.get("/health").await;
+    assert_eq!(s, StatusCode::OK);
+}
