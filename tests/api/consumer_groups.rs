@@ -683,3 +683,38 @@ async fn a_stats_refresh_succeeds_with_nothing_to_do() {
         "{v}"
     );
 }
+
+/// Two first pops of a new group sent together, one of one partition and one of the whole
+/// queue, through two brokers: both ask to start at the end, so neither may deliver what was
+/// pushed before the group existed. (The second's sweep once read the subscription the first
+/// was committing as missing, and started the partitions it swept from the beginning.)
+#[tokio::test]
+async fn racing_first_pops_of_a_new_group_both_start_at_the_end() {
+    let a = broker().await;
+    let b = Broker::attach(&a.db_url).await;
+    let partitions: Vec<String> = (0..8).map(|i| format!("p{i}")).collect();
+    for p in &partitions {
+        a.push("joined", p, &[&format!("old-{p}")]).await;
+    }
+    let mut delivered = Vec::new();
+    for round in 0..40 {
+        let group = format!("g{round}");
+        let q_one = format!("consumerGroup={group}&subscriptionMode=new&batch=10");
+        let q_all = format!("{q_one}&partitions=8");
+        let (one, all) = tokio::join!(
+            a.pop("joined/partition/p0", &q_one),
+            b.pop("joined", &q_all)
+        );
+        for v in [one, all] {
+            delivered.extend(
+                Broker::txids(&v)
+                    .into_iter()
+                    .map(|t| format!("{group}: {t}")),
+            );
+        }
+    }
+    assert!(
+        delivered.is_empty(),
+        "messages pushed before their group joined, delivered: {delivered:?}"
+    );
+}

@@ -384,16 +384,20 @@ pub async fn sweep(
         (true, false) => ENSURE_NAMED,
         (true, true) => ENSURE_NAMED_ONLY,
     };
-    if tx.layout() == Layout::Citus {
-        // Two sweeps of one group insert the same cursors on every shard at once, each
-        // waiting on the other's rows in a different order: on Citus they take turns.
-        let st = tx
-            .prepare_cached(
-                "SELECT pg_advisory_xact_lock(hashtextextended($1::uuid::text || '/' || $2, 0))",
-            )
-            .await?;
-        tx.query_one(&st, &[&queue_id, &group]).await?;
-    }
+    // Two sweeps of one group take turns, and the sweep's statement (its snapshot) begins
+    // only once its turn has come, so it sees the subscription an earlier sweep committed.
+    // Without the turn, a sweep whose subscription insert met one still being committed
+    // found no row to read in its own snapshot and started its cursors from the beginning,
+    // though both pops asked for `new`
+    // (`consumer_groups::racing_first_pops_of_a_new_group_both_start_at_the_end`). On Citus
+    // the turn also keeps two sweeps from inserting the same cursors on every shard at once,
+    // each waiting on the other's rows in a different order.
+    let st = tx
+        .prepare_cached(
+            "SELECT pg_advisory_xact_lock(hashtextextended($1::uuid::text || '/' || $2, 0))",
+        )
+        .await?;
+    tx.query_one(&st, &[&queue_id, &group]).await?;
     let st = tx.prepare_cached(sql).await?;
     Ok(tx.execute(&st, &params).await?)
 }
