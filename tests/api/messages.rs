@@ -295,6 +295,50 @@ async fn a_move_to_the_dead_letter_queue_files_it_and_deletes_it_from_the_log() 
     assert_eq!(s, StatusCode::NOT_FOUND, "already gone from the log");
 }
 
+/// Moves of one message to the DLQ sent together through two brokers (and a delete among
+/// them): one moves or deletes it, the others find it gone, and it is filed at most once.
+#[tokio::test]
+async fn racing_moves_to_the_dead_letter_queue_file_the_message_once() {
+    let a = broker().await;
+    let b = Broker::attach(&a.db_url).await;
+    for round in 0..6 {
+        let q = format!("race{round}");
+        let pid = partition_of(&a.push(&q, "p", &["m1"]).await);
+        let path = format!("/api/v1/messages/{pid}/m1/dlq?consumerGroup=g");
+        let moves = (0..6).map(|i| {
+            let on = if i % 2 == 0 { &a } else { &b };
+            let path = path.clone();
+            async move { on.post(&path, json!({})).await.0 }
+        });
+        let one = format!("/api/v1/messages/{pid}/m1");
+        let delete = a.delete(&one);
+        let (statuses, (_, deleted)) = tokio::join!(futures::future::join_all(moves), delete);
+        let deleted = deleted["success"] == true;
+        let moved = statuses.iter().filter(|s| **s == StatusCode::OK).count();
+        assert!(
+            statuses
+                .iter()
+                .all(|s| *s == StatusCode::OK || *s == StatusCode::NOT_FOUND),
+            "{statuses:?}"
+        );
+        let (_, d) = a.get(&format!("/api/v1/dlq?queue={q}")).await;
+        assert_eq!(
+            d["total"].as_i64(),
+            Some(moved as i64),
+            "round {round}: {moved} moves answered 200 (delete {deleted}): {d}"
+        );
+        assert!(
+            moved <= 1,
+            "round {round}: moved {moved} times: {statuses:?}"
+        );
+        assert_eq!(
+            moved + usize::from(deleted),
+            1,
+            "round {round}: either a move or the delete took it (moves {statuses:?}, delete {deleted})"
+        );
+    }
+}
+
 /// A payload is the client's own JSON text on every route that shows it: a number no double
 /// holds (`1e400`, a 400-digit integer, valid JSON a Python client sends as a big `int`) is
 /// shown as sent by the message detail, the traces by name and the dead-letter listing, as

@@ -430,7 +430,7 @@ async fn delete(
     let id = partition_id(&pid)?;
     let done = s.service.delete_message(&who.tenant, id, &txid).await?;
     let (success, message) = match done {
-        Done::Deleted(_) => (true, "Message deleted successfully"),
+        Done::Deleted => (true, "Message deleted successfully"),
         _ => (false, "Message not found"),
     };
     Ok(Answer(MessageDeleted {

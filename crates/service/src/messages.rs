@@ -56,8 +56,8 @@ pub struct Found {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Done {
     NotFound,
-    /// Deleted (or already deleted: `false`).
-    Deleted(bool),
+    /// Deleted by this request (one that found it deleted meanwhile is `NotFound`).
+    Deleted,
     /// A copy appended, with its ids.
     Retried {
         message_id: Uuid,
@@ -177,10 +177,12 @@ impl Service {
         };
         let hash = tx_hash(partition, transaction_id);
         let offset = found.message.offset;
+        // Of deletes (and moves to the DLQ) sent together, the one whose tombstone is fresh
+        // deleted it; the others found it gone, as one sent after it would.
         let fresh = in_transaction!(self.store, |tx| {
             store::tombstone(tx, partition, offset, hash).await
         })?;
-        Ok(Done::Deleted(fresh))
+        Ok(if fresh { Done::Deleted } else { Done::NotFound })
     }
 
     /// Files a dead letter of the message for `group` and deletes it from the log, in one
@@ -207,12 +209,20 @@ impl Service {
             reason: MOVED_TO_DLQ,
             retry_count: 0,
         };
-        in_transaction!(self.store, |tx| {
+        // The tombstone decides: of moves (and deletes) of one message sent together, only
+        // the one whose tombstone is fresh files it; the others found it gone.
+        let filed = in_transaction!(self.store, |tx| {
+            if !store::tombstone(tx, partition, offset, hash).await? {
+                return Ok(false);
+            }
             dead_letters::file(tx, &letter).await?;
-            store::tombstone(tx, partition, offset, hash).await
+            Ok(true)
         })?;
-        Ok(Done::DeadLettered {
-            group: group.to_string(),
+        Ok(match filed {
+            true => Done::DeadLettered {
+                group: group.to_string(),
+            },
+            false => Done::NotFound,
         })
     }
 
