@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::{broker_with, Broker};
+use crate::support::{broker_with, single_only, Broker};
 
 async fn retaining(implicit: bool) -> Broker {
     broker_with(|c| {
@@ -164,9 +164,16 @@ async fn messages_older_than_retention_seconds_are_deleted_consumed_or_not() {
     );
 }
 
+/// A broker whose retention clock never ticks: each test runs its passes itself.
+async fn passes_on_demand() -> Broker {
+    broker_with(|c| c.retention_interval = 3_600_000).await
+}
+
 #[tokio::test]
 async fn completed_retention_waits_for_every_group() {
-    let b = retaining(false).await;
+    // Passes run when the test says, so each one sees the joins and acks before it: this
+    // test once raced a pass of the 50 ms clock (the race is the test below).
+    let b = passes_on_demand().await;
     b.configure(
         "jobs",
         json!({"retentionEnabled": true, "completedRetentionSeconds": 3600}),
@@ -191,8 +198,9 @@ async fn completed_retention_waits_for_every_group() {
         .await;
     assert_eq!(s, StatusCode::OK);
     age_queue(&b, "jobs").await;
-    // Passes run meanwhile (every 50 ms), and none may delete j1 while b is behind it.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // No pass may delete j1 while b is behind it.
+    b.retention_pass().await;
+    b.retention_pass().await;
     // b has not passed j1: it stays, and b reads it.
     let v = b.pop("jobs", "consumerGroup=b").await;
     if Broker::txids(&v) != vec!["j1"] {
@@ -203,15 +211,88 @@ async fn completed_retention_waits_for_every_group() {
         b.ack_batch(Some(g), json!([item])).await[0]["success"],
         true
     );
-    let give_up = Instant::now() + PATIENCE;
-    while Instant::now() < give_up {
-        let (_, v) = b.get("/api/v1/resources/queues/jobs").await;
-        if v["totals"]["total"] == 0 {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    b.retention_pass().await;
+    let (_, v) = b.get("/api/v1/resources/queues/jobs").await;
+    assert_eq!(
+        v["totals"]["total"], 0,
+        "j1 was not deleted once every group had passed it: {v}"
+    );
+}
+
+/// A group that joins (and an ack that completes what the others passed) while a pass is
+/// between reading the queue's groups and deleting: the pass must not delete what the new
+/// group has not read. The pass is held there by a lock on `segments` the test takes, which
+/// its delete waits for; the join and the ack commit meanwhile.
+#[tokio::test]
+async fn a_group_that_joins_while_a_pass_runs_keeps_what_it_has_not_read() {
+    if single_only("the pass is held by a lock on one PostgreSQL's segments table").await {
+        return;
     }
-    panic!("j1 was never deleted once every group had passed it");
+    let b = passes_on_demand().await;
+    b.configure(
+        "jobs",
+        json!({"retentionEnabled": true, "completedRetentionSeconds": 3600}),
+    )
+    .await;
+    b.push("jobs", "Default", &["j1"]).await;
+    let item = |v: &Value| {
+        json!([{"transactionId": "j1", "partitionId": v["messages"][0]["partitionId"],
+                "leaseId": v["leaseId"], "status": "completed"}])
+    };
+    let a_popped = b.pop("jobs", "consumerGroup=a").await;
+    let queue_mode = b.pop("jobs", "").await;
+    assert_eq!(
+        b.ack_batch(None, item(&queue_mode)).await[0]["success"],
+        true
+    );
+    age_queue(&b, "jobs").await;
+
+    let holder = b.db().await;
+    holder
+        .batch_execute("BEGIN; LOCK TABLE segments IN SHARE MODE")
+        .await
+        .unwrap();
+    let meanwhile = async {
+        let watcher = b.db().await;
+        let give_up = Instant::now() + PATIENCE;
+        loop {
+            let waiting: i64 = watcher
+                .query_one(
+                    "SELECT count(*) FROM pg_locks
+                      WHERE NOT granted AND relation = 'segments'::regclass",
+                    &[],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            if waiting > 0 {
+                break;
+            }
+            assert!(
+                Instant::now() < give_up,
+                "the pass never reached its delete"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // The pass has read the groups (a only) and waits to delete: b joins, a passes j1.
+        let (s, _) = b
+            .get("/api/v1/pop/queue/jobs/partition/nowhere?wait=false&consumerGroup=b")
+            .await;
+        assert_eq!(s, StatusCode::OK);
+        assert_eq!(
+            b.ack_batch(Some("a"), item(&a_popped)).await[0]["success"],
+            true
+        );
+        holder.batch_execute("COMMIT").await.unwrap();
+    };
+    tokio::join!(b.retention_pass(), meanwhile);
+    let v = b.pop("jobs", "consumerGroup=b").await;
+    if Broker::txids(&v) != vec!["j1"] {
+        panic!(
+            "b joined before the pass deleted, and did not get j1: {v}; {}",
+            where_things_are(&b).await
+        );
+    }
 }
 
 #[tokio::test]
@@ -335,4 +416,37 @@ async fn dead_letters_are_kept_by_default_however_old() {
     until_total(&b, "logs", 0).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(dead_letter_ids(&b, "work").await, vec!["ancient"]);
+}
+
+/// Queue mode is a group like the named ones: a partition created after its last pop, which
+/// the named groups have read, keeps its messages until queue mode has read them too.
+#[tokio::test]
+async fn completed_retention_waits_for_queue_mode_on_a_partition_it_has_not_met() {
+    let b = passes_on_demand().await;
+    b.configure(
+        "jobs",
+        json!({"retentionEnabled": true, "completedRetentionSeconds": 3600}),
+    )
+    .await;
+    b.push("jobs", "first", &["f1"]).await;
+    for group in [Some("a"), None] {
+        let query = group.map_or(String::new(), |g| format!("consumerGroup={g}"));
+        let v = b.pop("jobs", &query).await;
+        assert_eq!(Broker::txids(&v), vec!["f1"], "{v}");
+        b.ack_all(group, &v).await;
+    }
+    // A partition queue mode has not met yet; group a reads it.
+    b.push("jobs", "second", &["s1"]).await;
+    let v = b.pop("jobs/partition/second", "consumerGroup=a").await;
+    assert_eq!(Broker::txids(&v), vec!["s1"], "{v}");
+    b.ack_all(Some("a"), &v).await;
+    age_queue(&b, "jobs").await;
+    b.retention_pass().await;
+    let v = b.pop("jobs", "batch=10").await;
+    if Broker::txids(&v) != vec!["s1"] {
+        panic!(
+            "queue mode did not get s1: {v}; {}",
+            where_things_are(&b).await
+        );
+    }
 }

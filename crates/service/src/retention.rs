@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
+use regent_broker::naming::QUEUE_MODE;
 use regent_broker::options::QueueOptions;
 use regent_runtime::tallies::Tally;
 use regent_store::retention::{self, Cutoffs, Expired};
@@ -62,7 +63,7 @@ impl Service {
             loop {
                 let batch = self.retention_batch;
                 let done = in_transaction!(self.store, |tx| {
-                    retention::expire(tx, q.id, cut, batch).await
+                    retention::expire(tx, q.id, cut, batch, QUEUE_MODE).await
                 })?;
                 total.segments += done.segments;
                 total.messages += done.messages;

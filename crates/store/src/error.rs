@@ -18,6 +18,10 @@ pub enum StoreError {
     /// A message that the frame layout cannot hold.
     #[error("{0}")]
     TooLarge(#[from] frames::TooLarge),
+    /// What the transaction decided on changed under it (a check before commit found a
+    /// concurrent commit it had not seen): nothing of it may commit; run it again.
+    #[error("changed by a concurrent transaction")]
+    Changed,
 }
 
 impl From<frames::Corrupt> for StoreError {
@@ -54,6 +58,7 @@ impl StoreError {
                 }
                 None => e.is_closed(),
             },
+            StoreError::Changed => true,
             StoreError::Pool(_) | StoreError::Corrupt | StoreError::TooLarge(_) => false,
         }
     }
@@ -76,6 +81,7 @@ impl StoreError {
         match self {
             StoreError::Pool(deadpool_postgres::PoolError::Timeout(_)) => true,
             StoreError::Db(e) => e.code().is_some_and(lost_to_another),
+            StoreError::Changed => true,
             _ => false,
         }
     }
