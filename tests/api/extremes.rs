@@ -212,3 +212,173 @@ async fn every_number_of_every_route_at_its_extremes_is_answered_without_a_5xx_o
     let (s, _) = b.get("/health").await;
     assert_eq!(s, StatusCode::OK);
 }
+
+/// Panics unless `(status, body)` is a success.
+fn ok(what: &str, (s, v): (StatusCode, Value)) -> Value {
+    assert!(s.is_success(), "{what}: {s} {v}");
+    v
+}
+
+/// Every queue option at the ends of its range is stored, and the queue still takes a push,
+/// a pop, an ack, a retention pass, a stats round and its views: no stored number breaks it.
+#[tokio::test]
+async fn every_queue_option_at_its_bounds_leaves_a_queue_that_works() {
+    let b = broker().await;
+    const NON_NEGATIVE: [&str; 4] = [
+        "leaseTime",
+        "retryLimit",
+        "delayedProcessing",
+        "windowBuffer",
+    ];
+    for (option, _) in regent::broker::options::INT_DEFAULTS {
+        let low = if NON_NEGATIVE.contains(&option) {
+            0
+        } else {
+            i32::MIN as i64
+        };
+        for (end, n) in [("max", i32::MAX as i64), ("min", low)] {
+            let q = format!("{option}-{end}");
+            let options = json!({option: n, "retentionEnabled": true});
+            let v = b.configure(&q, options).await;
+            assert_eq!(v["options"][option], n, "{q}: {v}");
+            b.push(&q, "Default", &[&format!("{q}-1")]).await;
+            let popped = b.pop(&q, "batch=10").await;
+            if !Broker::txids(&popped).is_empty() {
+                b.ack_all(None, &popped).await;
+            }
+            ok(&q, b.get(&format!("/api/v1/resources/queues/{q}")).await);
+            ok(&q, b.get(&format!("/api/v1/status/queues/{q}")).await);
+            ok(
+                &q,
+                b.get(&format!("/api/v1/status/queues/{q}/messages")).await,
+            );
+        }
+    }
+    b.retention_pass().await;
+    b.refresh_stats().await;
+    ok("status", b.get("/api/v1/status/queues").await);
+    ok(
+        "lagging",
+        b.get("/api/v1/consumer-groups/lagging?minLagSeconds=0")
+            .await,
+    );
+    // One past the range is refused by name, before anything is stored.
+    for (option, _) in regent::broker::options::INT_DEFAULTS {
+        for n in [i32::MAX as i64 + 1, i32::MIN as i64 - 1] {
+            let (s, v) = b
+                .post(
+                    "/api/v1/configure",
+                    json!({"queue": "past", "options": {option: n}}),
+                )
+                .await;
+            assert_eq!(s, StatusCode::BAD_REQUEST, "{option} {n}: {v}");
+            let e = v["error"].as_str().unwrap();
+            assert!(
+                e.starts_with(option) && e.contains("2147483647")
+                    || e.ends_with("must not be negative"),
+                "{e}"
+            );
+        }
+    }
+    let (s, v) = b.get("/api/v1/resources/queues/past").await;
+    assert_eq!(
+        s,
+        StatusCode::NOT_FOUND,
+        "a refused configure created the queue: {v}"
+    );
+}
+
+/// Every ephemeral option at the most and the least a client can send is clamped to its
+/// bound (as Queen clamps), and the queue still takes a push, a pop, an ack and a depth.
+#[tokio::test]
+async fn every_ephemeral_option_at_its_extremes_leaves_a_queue_that_works() {
+    let b = broker().await;
+    for option in [
+        "maxBytes",
+        "maxLength",
+        "ttlSeconds",
+        "leaseSeconds",
+        "retryLimit",
+        "windowBuffer",
+    ] {
+        for (end, n) in [("max", i64::MAX), ("min", i64::MIN)] {
+            let q = format!("{option}-{end}");
+            let value = match option {
+                "windowBuffer" => json!({"ms": n, "count": n}),
+                _ => json!(n),
+            };
+            let v = ok(
+                &q,
+                b.post(
+                    "/api/v1/ephemeral/configure",
+                    json!({"queue": q, "options": {option: value}}),
+                )
+                .await,
+            );
+            if option == "ttlSeconds" && end == "max" {
+                assert_eq!(
+                    v["options"]["ttlSeconds"],
+                    regent::broker::bounds::MAX_SPAN_SECONDS,
+                    "{v}"
+                );
+            }
+            ok(
+                &q,
+                b.post(
+                    "/api/v1/ephemeral/push",
+                    json!({"queue": q, "messages": [{"payload": 1}]}),
+                )
+                .await,
+            );
+            let popped = ok(
+                &q,
+                b.get(&format!("/api/v1/ephemeral/pop?queue={q}&batch=10"))
+                    .await,
+            );
+            let ids: Vec<Value> = popped["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| json!({"id": m["id"], "status": "completed"}))
+                .collect();
+            // A queue bounded to one byte holds nothing; any other delivers what was pushed.
+            if !(option == "maxBytes" && end == "min") {
+                assert_eq!(ids.len(), 1, "{q}: {popped}");
+            }
+            ok(
+                &q,
+                b.post("/api/v1/ephemeral/ack", json!({"queue": q, "acks": ids}))
+                    .await,
+            );
+            ok(
+                &q,
+                b.get(&format!("/api/v1/ephemeral/queues/{q}/depth")).await,
+            );
+        }
+    }
+    ok("listing", b.get("/api/v1/ephemeral/queues").await);
+}
+
+/// A key/value expiry at its bound is a timestamp RFC 3339 can write; one past it is
+/// refused by name, as the op's field.
+#[tokio::test]
+async fn a_kv_expiry_at_its_bound_is_a_timestamp_and_past_it_is_refused_by_name() {
+    let b = broker().await;
+    let max = regent::broker::bounds::MAX_SPAN_SECONDS;
+    let put = |ttl: i64| json!({"operations": [{"op": "put", "ns": "n", "key": "k", "value": 1, "ttlSeconds": ttl}]});
+    let v = ok("at the bound", b.post("/api/v1/kv", put(max)).await);
+    let at = v["results"][0]["expiresAt"].as_str().unwrap().to_string();
+    assert!(
+        chrono::DateTime::parse_from_rfc3339(&at).is_ok(),
+        "{at} is not RFC 3339"
+    );
+    for ttl in [max + 1, 1_000_000_000_000, i64::MAX] {
+        let (s, v) = b.post("/api/v1/kv", put(ttl)).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+        assert_eq!(
+            v["error"],
+            format!("operations[0].ttlSeconds must be between 1 and {max}"),
+            "{v}"
+        );
+    }
+}

@@ -96,7 +96,10 @@ impl Declared {
                 .max_length
                 .map_or(DEFAULT_MAX_LENGTH, |v| v.clamp(1, MAX_MAX_LENGTH)),
             policy: self.policy.unwrap_or(Policy::Reject),
-            ttl_seconds: self.ttl_seconds.unwrap_or(0).max(0),
+            ttl_seconds: self
+                .ttl_seconds
+                .unwrap_or(0)
+                .clamp(0, crate::bounds::MAX_SPAN_SECONDS),
             lease_seconds: self
                 .lease_seconds
                 .map_or(DEFAULT_LEASE_SECONDS, |v| v.clamp(1, MAX_LEASE_SECONDS)),
@@ -318,6 +321,11 @@ mod tests {
         assert_eq!((o.max_bytes, o.max_length), (1, MAX_MAX_LENGTH));
         assert_eq!((o.lease_seconds, o.retry_limit, o.ttl_seconds), (1, 0, 0));
         assert_eq!(o.window_ms, MAX_WINDOW_MS);
+        let far = Declared {
+            ttl_seconds: Some(i64::MAX),
+            ..Declared::default()
+        };
+        assert_eq!(far.resolve().ttl_seconds, crate::bounds::MAX_SPAN_SECONDS);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! what a queue's options are when the client left them out. Everything here is unit-tested.
 
 pub mod ack_plan;
+pub mod bounds;
 pub mod buckets;
 pub mod delivery;
 pub mod encryption;

@@ -67,7 +67,7 @@ pub fn cancel(found: Found) -> TimerStatus {
 
 /// The longest delay a timer takes, either way: ten years of milliseconds. Queen's wire has no
 /// bound; this one keeps `now() + delay` inside PostgreSQL's timestamps with room to spare.
-pub const MAX_DELAY_MS: i64 = 10 * 365 * 24 * 3600 * 1000;
+pub const MAX_DELAY_MS: i64 = crate::bounds::MAX_SPAN_MS;
 
 /// Whether `ms` is a delay a timer takes (a delay in the past fires at once).
 pub fn delay_ok(ms: i64) -> bool {

@@ -302,6 +302,12 @@ pub struct Config {
     pub tenant_limits: Option<String>,
 }
 
+/// The range of a tenant's `rate` and `burst`: below it a 429's `Retry-After` would name a
+/// wait of more than eleven days (one request in a million seconds); above it, a rate no
+/// broker serves (a billion requests a second).
+pub const MIN_RATE: f64 = 1e-6;
+pub const MAX_RATE: f64 = 1e9;
+
 /// One tenant's entry in `TENANT_LIMITS`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -329,6 +335,11 @@ impl Config {
             let positive = |v: Option<f64>, what: &str| match v {
                 Some(x) if !(x.is_finite() && x > 0.0) => {
                     anyhow::bail!("TENANT_LIMITS[{tenant}].{what} must be a positive number")
+                }
+                Some(x) if !(MIN_RATE..=MAX_RATE).contains(&x) => {
+                    anyhow::bail!(
+                        "TENANT_LIMITS[{tenant}].{what} must be between {MIN_RATE} and {MAX_RATE}"
+                    )
                 }
                 _ => Ok(()),
             };
@@ -500,6 +511,10 @@ mod tests {
         assert_eq!(t.of("other").unwrap().rate, Some(5.0));
         assert_eq!(t.of("acme").unwrap().max_messages, Some(10));
         assert_eq!(t.of("acme").unwrap().concurrency, None);
+        let t =
+            limits(r#"{"*": {"rate": 1e-6, "burst": 1e9, "maxMessages": 9223372036854775807}}"#)
+                .unwrap();
+        assert_eq!(t.of("any").unwrap().max_messages, Some(i64::MAX));
         let t = limits(r#"{"*": {"concurrency": 2}}"#).unwrap();
         assert_eq!(t.of("any").unwrap().concurrency, Some(2));
         assert!(limits("").unwrap().is_empty());
@@ -513,6 +528,12 @@ mod tests {
             r#"{"acme": {"concurrency": 0}}"#,
             r#"{"acme": {"concurrency": -1}}"#,
             r#"{"acme": {"concurrency": 1.5}}"#,
+            r#"{"acme": {"rate": 1e-300}}"#,
+            r#"{"acme": {"rate": 1e30}}"#,
+            r#"{"acme": {"burst": 1e400}}"#,
+            r#"{"acme": {"burst": "NaN"}}"#,
+            r#"{"acme": {"maxMessages": 9223372036854775808}}"#,
+            r#"{"acme": {"concurrency": 4294967296}}"#,
         ] {
             assert!(limits(bad).is_err(), "{bad}");
         }

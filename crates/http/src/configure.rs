@@ -17,6 +17,7 @@ use super::push::MAX_NAME_BYTES;
 use super::resources;
 use super::routes::{route, Entry, Level::ReadWrite};
 use super::State;
+use regent_broker::bounds::{within, OPTION_MAX, OPTION_MIN};
 use regent_broker::options::{QueueOptions, BOOL_DEFAULTS, DLQ_FLAGS, INT_DEFAULTS};
 use regent_service::queues::Configure;
 
@@ -64,7 +65,7 @@ Creates the queue (and its `Default` partition) or replaces its WHOLE configurat
                     "options": schemas::r("QueueOptionsIn"),
                 },
             }))
-            .fails(400, "`queue is required` (missing or not a string); `options must be an object`; `<option> must be an integer` / `must be a boolean` / `must not be negative`; `queue must be at most 512 bytes`; encryption asked without a key; `Empty request body`, `Invalid JSON: …`.")
+            .fails(400, "`queue is required` (missing or not a string); `options must be an object`; `<option> must be an integer` / `must be a boolean` / `must not be negative` / `must be between <min> and 2147483647` (Queen keeps each in an `INTEGER` column); `queue must be at most 512 bytes`; encryption asked without a key; `Empty request body`, `Invalid JSON: …`.")
             .answers::<Configured>(200, "The queue as configured."))
         .reads_body(
             &["queue", "namespace", "task", "options", "leaseTime", "retryLimit", "retryDelay",
@@ -192,15 +193,26 @@ fn parse_options(o: &Map<String, Value>) -> Result<QueueOptions, ApiError> {
         encryption_enabled: flag("encryptionEnabled")?,
         max_wait_time_seconds: int("maxWaitTimeSeconds")?,
     };
-    for (k, v) in [
-        ("leaseTime", opts.lease_time),
-        ("retryLimit", opts.retry_limit),
-        ("delayedProcessing", opts.delayed_processing),
-        ("windowBuffer", opts.window_buffer),
-    ] {
-        if v.is_some_and(|n| n < 0) {
-            return Err(ApiError::bad_request(format!("{k} must not be negative")));
-        }
+    const NON_NEGATIVE: [&str; 4] = [
+        "leaseTime",
+        "retryLimit",
+        "delayedProcessing",
+        "windowBuffer",
+    ];
+    let stored = opts.to_stored();
+    for (k, _) in INT_DEFAULTS {
+        let Some(n) = stored.get(k).and_then(Value::as_i64) else {
+            continue;
+        };
+        let min = if NON_NEGATIVE.contains(&k) {
+            if n < 0 {
+                return Err(ApiError::bad_request(format!("{k} must not be negative")));
+            }
+            0
+        } else {
+            OPTION_MIN
+        };
+        within(k, n, min, OPTION_MAX).map_err(|e| ApiError::bad_request(e.to_string()))?;
     }
     Ok(opts)
 }

@@ -22,6 +22,7 @@ use super::params::{Paging, Params};
 use super::path::PathParams;
 use super::routes::{route, Entry, Level::*};
 use super::{AppState, State};
+use regent_broker::bounds::MAX_SPAN_SECONDS;
 use regent_broker::group_state::group_state;
 use regent_service::groups::{GroupOnQueue, Lagging, PartitionLag, Seek, SeekTo};
 use regent_service::queues::Page;
@@ -60,7 +61,7 @@ A top-level array with one element per (group, queue) the group has cursors on, 
         route(M::GET, "/api/v1/consumer-groups/lagging", ReadOnly, lagging)
             .doc(op("Cursors lagging past a threshold")
                 .about(r#"
-The cursors whose first unread message is older than `minLagSeconds`, longest first, in the route's snake_case, from the stats snapshot (which keeps each tenant's 1,000 oldest; the ages are computed when asked); `limit` and `offset` page it. A non-number is a 400 (Queen 0.15: 500). Python: `Admin.get_lagging_consumers()` (which sends 60).
+The cursors whose first unread message is older than `minLagSeconds`, longest first, in the route's snake_case, from the stats snapshot (which keeps each tenant's 1,000 oldest; the ages are computed when asked); `limit` and `offset` page it. A non-number is a 400 (Queen 0.15: 500); past ten years it is ten years (no cursor lags longer). Python: `Admin.get_lagging_consumers()` (which sends 60).
 "#)
                 .query("minLagSeconds", json!({"type": "number", "minimum": 0, "default": 3600}), "The threshold in seconds.")
                 .paged(LAGGING, "Cursors")
@@ -339,7 +340,9 @@ fn lagging_query(p: &Params) -> Result<(f64, Page), ApiError> {
                 ApiError::bad_request(format!(
                     "minLagSeconds must be a non-negative number, got '{v}'"
                 ))
-            })?,
+            })?
+            // No cursor lags longer (and `now()` less more is no timestamp).
+            .min(MAX_SPAN_SECONDS as f64),
     };
     Ok((min, p.page(LAGGING)))
 }

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
+use regent_broker::bounds::{within, MAX_SPAN_SECONDS};
 use regent_broker::kv::{MAX_KEY_BYTES, MAX_MANY_KEYS, MAX_NS_BYTES, MAX_OPS, MAX_VALUE_BYTES};
 use regent_service::kv::{Expiry, KvFailed, KvOp, KvOutcome, KvRow, KvWrite, Num, WriteVerdict};
 
@@ -34,7 +35,7 @@ pub(crate) fn routes() -> Vec<Entry> {
     vec![route(Method::POST, "/api/v1/kv", ReadWrite, kv)
         .doc(Doc::op(TAG, "Key/value operations")
             .about(r#"
-`operations` apply in order in ONE PostgreSQL transaction; `results[i]` answers `operations[i]`. Reads: `get {ns,key}` → `{found,key,value,version,expiresAt,updatedAt}`; `getMany {ns,keys}` → `{rows,missing,truncated}`; `getPrefix {ns,prefix,after?,limit?,keysOnly?}` → `{rows,truncated,nextAfter}` (keys in bytewise order, `after` exclusive, `limit` clamped to 1..1000, default 100). Writes, each with exactly one of `ttlSeconds` (a positive integer) or `forever: true` (not `delete`): `put {ns,key,value,expect?}` (`expect: 0` must not exist, `n` must be at version n), `putIfAbsent {ns,key,value}`, `delete {ns,key,expect?}`, `incr {ns,key,delta=1,min?,max?}` (refused, not saturated, past a bound; the expiry only applies to a row it creates). A write answers `applied`; one that did not apply answers `reason` (`version`, `absent`, `max`, `min`, `not_a_number`) with the live row's `value` and `version` (`null` and 0 when there is none). A row past its expiry is absent to every read and write. An op with `required: true` that does not apply rolls the whole request back: 409 with `code: kv_precondition`. Python: `client.kv.*` (`KV.batch`).
+`operations` apply in order in ONE PostgreSQL transaction; `results[i]` answers `operations[i]`. Reads: `get {ns,key}` → `{found,key,value,version,expiresAt,updatedAt}`; `getMany {ns,keys}` → `{rows,missing,truncated}`; `getPrefix {ns,prefix,after?,limit?,keysOnly?}` → `{rows,truncated,nextAfter}` (keys in bytewise order, `after` exclusive, `limit` clamped to 1..1000, default 100). Writes, each with exactly one of `ttlSeconds` (a positive integer, at most 315360000: ten years) or `forever: true` (not `delete`): `put {ns,key,value,expect?}` (`expect: 0` must not exist, `n` must be at version n), `putIfAbsent {ns,key,value}`, `delete {ns,key,expect?}`, `incr {ns,key,delta=1,min?,max?}` (refused, not saturated, past a bound; the expiry only applies to a row it creates). A write answers `applied`; one that did not apply answers `reason` (`version`, `absent`, `max`, `min`, `not_a_number`) with the live row's `value` and `version` (`null` and 0 when there is none). A row past its expiry is absent to every read and write. An op with `required: true` that does not apply rolls the whole request back: 409 with `code: kv_precondition`. Python: `client.kv.*` (`KV.batch`).
 "#)
             .body(true, "The operations.", obj(&["operations"], json!({
                 "operations": array(obj(&["op", "ns"], json!({
@@ -47,7 +48,7 @@ pub(crate) fn routes() -> Vec<Entry> {
                     "limit": {"type": "integer"},
                     "keysOnly": {"type": "boolean"},
                     "value": about(json!({}), "Any JSON, at most 1 MiB as text."),
-                    "ttlSeconds": {"type": "integer", "minimum": 1},
+                    "ttlSeconds": {"type": "integer", "minimum": 1, "maximum": MAX_SPAN_SECONDS},
                     "forever": {"const": true},
                     "expect": {"type": "integer", "minimum": 0},
                     "required": {"type": "boolean"},
@@ -312,13 +313,16 @@ fn value(v: Option<&RawValue>, field: &str) -> Result<String, ApiError> {
     Ok(json.to_string())
 }
 
-/// Exactly one of `ttlSeconds` (a positive integer) and `forever: true`.
+/// Exactly one of `ttlSeconds` (a positive integer, at most ten years: the expiry is a
+/// timestamp) and `forever: true`.
 fn expiry(f: &Fields<'_>, at: &str) -> Result<Expiry, ApiError> {
     let ttl = f.ttl_seconds.as_ref().filter(|v| !v.is_null());
     let forever = f.forever.as_ref().filter(|v| !v.is_null());
     match (ttl, forever) {
         (Some(t), None) => match t.as_i64() {
-            Some(s) if s > 0 => Ok(Expiry::Seconds(s)),
+            Some(s) if s > 0 => within(&format!("{at}ttlSeconds"), s, 1, MAX_SPAN_SECONDS)
+                .map(Expiry::Seconds)
+                .map_err(|e| bad(e.to_string())),
             _ => Err(bad(format!("{at}ttlSeconds must be a positive integer"))),
         },
         (None, Some(Value::Bool(true))) => Ok(Expiry::Forever),

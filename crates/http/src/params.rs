@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use axum::extract::{FromRequestParts, Query};
 use axum::http::request::Parts;
 
+use regent_broker::bounds::MAX_OFFSET;
 use regent_service::queues::Page;
 
 use super::error::ApiError;
@@ -80,15 +81,15 @@ impl Paging {
 }
 
 impl Params {
-    /// The page asked for: `limit` clamped to 1 through `paging.max`, from `offset` (at
-    /// least 0; garbage is 0).
+    /// The page asked for: `limit` clamped to 1 through `paging.max`, from `offset` (0
+    /// through `MAX_OFFSET`, past any listing's end; garbage is 0).
     pub fn page(&self, paging: Paging) -> Page {
         Page {
             limit: self
                 .int("limit")
                 .unwrap_or(paging.default)
                 .clamp(1, paging.max),
-            offset: self.int("offset").unwrap_or(0).max(0),
+            offset: self.int("offset").unwrap_or(0).clamp(0, MAX_OFFSET),
         }
     }
 }
