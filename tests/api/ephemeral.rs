@@ -743,3 +743,54 @@ async fn the_counters_and_gauges_are_exposed() {
         assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
     }
 }
+
+/// New queues declared together through two brokers by a tenant two short of its limit: two
+/// are made and the others refused, never more than the limit.
+#[tokio::test]
+async fn racing_new_queues_never_pass_the_tenants_queue_limit() {
+    use futures::stream::{self, StreamExt};
+    let a = broker().await;
+    let b = Broker::attach(&a.db_url).await;
+    let limit = regent::broker::ephemeral::MAX_QUEUES_PER_TENANT;
+    let configure = |on: &Broker, q: String| {
+        let (http, url) = (on.http.clone(), on.url.clone());
+        async move {
+            http.post(format!("{url}/api/v1/ephemeral/configure"))
+                .json(&json!({"queue": q, "options": {}}))
+                .send()
+                .await
+                .expect("sent")
+                .status()
+        }
+    };
+    let made: Vec<StatusCode> =
+        stream::iter((0..limit - 2).map(|i| configure(&a, format!("q{i}"))))
+            .buffer_unordered(8)
+            .collect()
+            .await;
+    assert!(made.iter().all(StatusCode::is_success), "{made:?}");
+    for round in 0..3 {
+        let racers = (0..10).map(|i| {
+            let on = if i % 2 == 0 { &a } else { &b };
+            configure(on, format!("race{round}-{i}"))
+        });
+        let answers = futures::future::join_all(racers).await;
+        let accepted = answers.iter().filter(|s| s.is_success()).count();
+        let expected = if round == 0 { 2 } else { 0 };
+        assert_eq!(accepted, expected, "round {round}: {answers:?}");
+        assert!(
+            answers
+                .iter()
+                .all(|s| s.is_success() || *s == StatusCode::TOO_MANY_REQUESTS),
+            "{answers:?}"
+        );
+    }
+    let (_, v) = a.get("/api/v1/ephemeral/queues").await;
+    let listed = v["queues"].as_array().map_or(0, Vec::len) as i64;
+    assert_eq!(
+        listed,
+        limit,
+        "{}",
+        v.to_string().chars().take(300).collect::<String>()
+    );
+}

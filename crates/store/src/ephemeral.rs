@@ -97,8 +97,18 @@ pub async fn declare(
     Ok(row.get("created"))
 }
 
-/// How many queues the tenant has, declared or live.
+/// How many queues the tenant has, declared or live, for a transaction about to make a new
+/// one: it first takes the tenant's turn at making queues (an advisory lock held until it
+/// ends), so the count (a statement begun after the turn came) sees every queue an earlier
+/// turn made. Without the turn, new queues made together each counted the others as absent
+/// and the tenant passed its limit.
 pub async fn queue_count(tx: &Tx<'_>, tenant: &str) -> Result<i64, StoreError> {
+    let st = tx
+        .prepare_cached(
+            "SELECT pg_advisory_xact_lock(hashtextextended('regent-ephemeral-queues/' || $1, 0))",
+        )
+        .await?;
+    tx.query_one(&st, &[&tenant]).await?;
     let st = tx
         .prepare_cached(
             "SELECT count(*) AS n FROM (SELECT name FROM ephemeral_queues WHERE tenant = $1
