@@ -37,6 +37,7 @@ mod push_pop;
 mod python_client;
 mod queen_compat;
 mod queue_metrics;
+mod races;
 mod resources;
 mod retention;
 mod shutdown;
