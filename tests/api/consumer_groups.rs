@@ -9,7 +9,7 @@ use chrono::SecondsFormat;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::{broker, Broker};
+use crate::support::{broker, two_brokers, Broker};
 
 const SEEK: &str = "/api/v1/consumer-groups/g/queues/sq/seek";
 
@@ -690,8 +690,7 @@ async fn a_stats_refresh_succeeds_with_nothing_to_do() {
 /// was committing as missing, and started the partitions it swept from the beginning.)
 #[tokio::test]
 async fn racing_first_pops_of_a_new_group_both_start_at_the_end() {
-    let a = broker().await;
-    let b = Broker::attach(&a.db_url).await;
+    let (a, b) = two_brokers().await;
     let partitions: Vec<String> = (0..8).map(|i| format!("p{i}")).collect();
     for p in &partitions {
         a.push("joined", p, &[&format!("old-{p}")]).await;

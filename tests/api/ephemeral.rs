@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::{broker, with_retry_after, Broker};
+use crate::support::{alternating, broker, two_brokers, with_retry_after, Broker};
 
 const NOT_FOUND: &str = "ephemeral_queue_not_found";
 
@@ -749,8 +749,7 @@ async fn the_counters_and_gauges_are_exposed() {
 #[tokio::test]
 async fn racing_new_queues_never_pass_the_tenants_queue_limit() {
     use futures::stream::{self, StreamExt};
-    let a = broker().await;
-    let b = Broker::attach(&a.db_url).await;
+    let (a, b) = two_brokers().await;
     let limit = regent::broker::ephemeral::MAX_QUEUES_PER_TENANT;
     let configure = |on: &Broker, q: String| {
         let (http, url) = (on.http.clone(), on.url.clone());
@@ -770,11 +769,10 @@ async fn racing_new_queues_never_pass_the_tenants_queue_limit() {
             .await;
     assert!(made.iter().all(StatusCode::is_success), "{made:?}");
     for round in 0..3 {
-        let racers = (0..10).map(|i| {
-            let on = if i % 2 == 0 { &a } else { &b };
+        let answers = alternating(&a, &b, 10, |on, i| {
             configure(on, format!("race{round}-{i}"))
-        });
-        let answers = futures::future::join_all(racers).await;
+        })
+        .await;
         let accepted = answers.iter().filter(|s| s.is_success()).count();
         let expected = if round == 0 { 2 } else { 0 };
         assert_eq!(accepted, expected, "round {round}: {answers:?}");

@@ -5,7 +5,7 @@
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::{broker, Broker};
+use crate::support::{alternating, broker, two_brokers, Broker};
 
 fn ids(v: &Value) -> Vec<String> {
     v["messages"]
@@ -299,20 +299,18 @@ async fn a_move_to_the_dead_letter_queue_files_it_and_deletes_it_from_the_log() 
 /// them): one moves or deletes it, the others find it gone, and it is filed at most once.
 #[tokio::test]
 async fn racing_moves_to_the_dead_letter_queue_file_the_message_once() {
-    let a = broker().await;
-    let b = Broker::attach(&a.db_url).await;
+    let (a, b) = two_brokers().await;
     for round in 0..6 {
         let q = format!("race{round}");
         let pid = partition_of(&a.push(&q, "p", &["m1"]).await);
         let path = format!("/api/v1/messages/{pid}/m1/dlq?consumerGroup=g");
-        let moves = (0..6).map(|i| {
-            let on = if i % 2 == 0 { &a } else { &b };
+        let moves = alternating(&a, &b, 6, |on, _| {
             let path = path.clone();
             async move { on.post(&path, json!({})).await.0 }
         });
         let one = format!("/api/v1/messages/{pid}/m1");
         let delete = a.delete(&one);
-        let (statuses, (_, deleted)) = tokio::join!(futures::future::join_all(moves), delete);
+        let (statuses, (_, deleted)) = tokio::join!(moves, delete);
         let deleted = deleted["success"] == true;
         let moved = statuses.iter().filter(|s| **s == StatusCode::OK).count();
         assert!(

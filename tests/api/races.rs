@@ -7,31 +7,19 @@
 
 use std::collections::BTreeSet;
 
-use futures::future::join_all;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::{broker, Broker};
+use crate::support::{alternating, two_brokers, Broker};
 
-/// Broker A on a fresh database, and broker B on the same one.
-async fn two_brokers() -> (Broker, Broker) {
-    let a = broker().await;
-    let b = Broker::attach(&a.db_url).await;
-    (a, b)
-}
-
-/// Sends `bodies[i]` to `path` through A (even i) or B (odd i), all at once.
+/// Sends `bodies[i]` to `path`, all at once, alternating between the brokers.
 async fn together(
     a: &Broker,
     b: &Broker,
     path: &str,
     bodies: Vec<Value>,
 ) -> Vec<(StatusCode, Value)> {
-    join_all(bodies.into_iter().enumerate().map(|(i, body)| {
-        let on = if i % 2 == 0 { a } else { b };
-        async move { on.post(path, body).await }
-    }))
-    .await
+    alternating(a, b, bodies.len(), |on, i| on.post(path, bodies[i].clone())).await
 }
 
 fn kv(op: Value) -> Value {
@@ -207,6 +195,7 @@ async fn racing_requeues_of_a_dead_letter_append_one_copy() {
 async fn racing_declarations_and_pushes_of_a_new_ephemeral_queue_make_one_queue() {
     let (a, b) = two_brokers().await;
     let bodies: Vec<(String, Value)> = (0..10)
+        // Declarations through A, pushes through B.
         .map(|i| match i % 2 {
             0 => (
                 "/api/v1/ephemeral/configure".to_string(),
@@ -218,10 +207,10 @@ async fn racing_declarations_and_pushes_of_a_new_ephemeral_queue_make_one_queue(
             ),
         })
         .collect();
-    let answers = join_all(bodies.into_iter().enumerate().map(|(i, (path, body))| {
-        let on = if i % 4 < 2 { &a } else { &b };
+    let answers = alternating(&a, &b, bodies.len(), |on, i| {
+        let (path, body) = bodies[i].clone();
         async move { on.post(&path, body).await }
-    }))
+    })
     .await;
     for (s, v) in &answers {
         assert!(s.is_success(), "{s} {v}");

@@ -164,21 +164,23 @@ async fn messages_older_than_retention_seconds_are_deleted_consumed_or_not() {
     );
 }
 
-/// A broker whose retention clock never ticks: each test runs its passes itself.
-async fn passes_on_demand() -> Broker {
-    broker_with(|c| c.retention_interval = 3_600_000).await
+/// A broker whose retention clock never ticks (each test runs its passes itself), with the
+/// queue `jobs` keeping messages an hour after every group has passed them.
+async fn completing_jobs() -> Broker {
+    let b = broker_with(|c| c.retention_interval = 3_600_000).await;
+    b.configure(
+        "jobs",
+        json!({"retentionEnabled": true, "completedRetentionSeconds": 3600}),
+    )
+    .await;
+    b
 }
 
 #[tokio::test]
 async fn completed_retention_waits_for_every_group() {
     // Passes run when the test says, so each one sees the joins and acks before it: this
     // test once raced a pass of the 50 ms clock (the race is the test below).
-    let b = passes_on_demand().await;
-    b.configure(
-        "jobs",
-        json!({"retentionEnabled": true, "completedRetentionSeconds": 3600}),
-    )
-    .await;
+    let b = completing_jobs().await;
     b.push("jobs", "Default", &["j1"]).await;
     let ack = |group: &'static str, v: Value| {
         let item = json!({"transactionId": "j1", "partitionId": v["messages"][0]["partitionId"],
@@ -228,12 +230,7 @@ async fn a_group_that_joins_while_a_pass_runs_keeps_what_it_has_not_read() {
     if single_only("the pass is held by a lock on one PostgreSQL's segments table").await {
         return;
     }
-    let b = passes_on_demand().await;
-    b.configure(
-        "jobs",
-        json!({"retentionEnabled": true, "completedRetentionSeconds": 3600}),
-    )
-    .await;
+    let b = completing_jobs().await;
     b.push("jobs", "Default", &["j1"]).await;
     let item = |v: &Value| {
         json!([{"transactionId": "j1", "partitionId": v["messages"][0]["partitionId"],
@@ -422,12 +419,7 @@ async fn dead_letters_are_kept_by_default_however_old() {
 /// the named groups have read, keeps its messages until queue mode has read them too.
 #[tokio::test]
 async fn completed_retention_waits_for_queue_mode_on_a_partition_it_has_not_met() {
-    let b = passes_on_demand().await;
-    b.configure(
-        "jobs",
-        json!({"retentionEnabled": true, "completedRetentionSeconds": 3600}),
-    )
-    .await;
+    let b = completing_jobs().await;
     b.push("jobs", "first", &["f1"]).await;
     for group in [Some("a"), None] {
         let query = group.map_or(String::new(), |g| format!("consumerGroup={g}"));

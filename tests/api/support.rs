@@ -125,6 +125,24 @@ pub async fn layout() -> Layout {
     }
 }
 
+/// Broker A on a fresh database, and broker B on the same one, as two `regent serve`
+/// processes would be: each with its own pool and its own in-memory hints.
+pub async fn two_brokers() -> (Broker, Broker) {
+    let a = broker().await;
+    let b = Broker::attach(&a.db_url).await;
+    (a, b)
+}
+
+/// `n` requests sent at once, the i-th through `a` when i is even and `b` when it is odd:
+/// their answers, in order. How the race tests send the same write together.
+pub async fn alternating<'a, T, F, Fut>(a: &'a Broker, b: &'a Broker, n: usize, send: F) -> Vec<T>
+where
+    F: Fn(&'a Broker, usize) -> Fut,
+    Fut: std::future::Future<Output = T>,
+{
+    futures::future::join_all((0..n).map(|i| send(if i % 2 == 0 { a } else { b }, i))).await
+}
+
 /// A broker on its own fresh database.
 pub struct Broker {
     pub url: String,

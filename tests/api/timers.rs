@@ -9,7 +9,7 @@ use base64::Engine as _;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::support::{broker, broker_with, Broker};
+use crate::support::{alternating, broker, broker_with, two_brokers, Broker};
 
 fn b64(v: &Value) -> String {
     base64::engine::general_purpose::STANDARD.encode(v.to_string())
@@ -699,8 +699,7 @@ async fn the_timers_rider_commits_with_the_ack_after_the_kv_rider_and_not_withou
 /// Ten schedules of one key sent together, five through each of two brokers: each result
 /// for `key`, in no particular order.
 async fn racing_schedules(a: &Broker, b: &Broker, key: &str, delay_ms: i64) -> Vec<Value> {
-    let racers = (0..10).map(|i| {
-        let on = if i % 2 == 0 { a } else { b };
+    alternating(a, b, 10, |on, i| {
         let op = schedule_op(
             "race",
             key,
@@ -708,13 +707,16 @@ async fn racing_schedules(a: &Broker, b: &Broker, key: &str, delay_ms: i64) -> V
             delay_ms,
             &format!("{key}-t{i}"),
         );
-        async move {
-            let (s, v) = ops(on, json!([op])).await;
-            assert_eq!(s, StatusCode::OK, "{v}");
-            v[0].clone()
-        }
-    });
-    futures::future::join_all(racers).await
+        racing_op(on, op)
+    })
+    .await
+}
+
+/// One operation of a race: its result.
+async fn racing_op(on: &Broker, op: Value) -> Value {
+    let (s, v) = ops(on, json!([op])).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    v[0].clone()
 }
 
 /// The results' statuses, counted.
@@ -729,8 +731,7 @@ fn statuses(results: &[Value]) -> std::collections::BTreeMap<String, usize> {
 
 #[tokio::test]
 async fn racing_schedules_of_a_new_key_on_two_brokers_tell_exactly_one_scheduled() {
-    let a = broker().await;
-    let b = Broker::attach(&a.db_url).await;
+    let (a, b) = two_brokers().await;
     for round in 0..8 {
         let key = format!("k{round}");
         let results = racing_schedules(&a, &b, &key, 60_000).await;
@@ -751,8 +752,7 @@ async fn racing_schedules_of_a_new_key_on_two_brokers_tell_exactly_one_scheduled
 
 #[tokio::test]
 async fn racing_reschedules_of_a_pending_key_on_two_brokers_all_replace_it() {
-    let a = broker().await;
-    let b = Broker::attach(&a.db_url).await;
+    let (a, b) = two_brokers().await;
     for round in 0..4 {
         let key = format!("p{round}");
         schedule(&a, "race", &key, json!(0), 60_000, &format!("{key}-first")).await;
@@ -767,21 +767,12 @@ async fn racing_reschedules_of_a_pending_key_on_two_brokers_all_replace_it() {
 
 #[tokio::test]
 async fn racing_cancels_of_a_pending_key_on_two_brokers_cancel_it_once() {
-    let a = broker().await;
-    let b = Broker::attach(&a.db_url).await;
+    let (a, b) = two_brokers().await;
     for round in 0..4 {
         let key = format!("c{round}");
         schedule(&a, "race", &key, json!(0), 60_000, &format!("{key}-t")).await;
-        let cancels = (0..10).map(|i| {
-            let on = if i % 2 == 0 { &a } else { &b };
-            let op = json!({"op": "cancel", "queue": "race", "timerKey": key});
-            async move {
-                let (s, v) = ops(on, json!([op])).await;
-                assert_eq!(s, StatusCode::OK, "{v}");
-                v[0].clone()
-            }
-        });
-        let results = futures::future::join_all(cancels).await;
+        let cancel = json!({"op": "cancel", "queue": "race", "timerKey": key});
+        let results = alternating(&a, &b, 10, |on, _| racing_op(on, cancel.clone())).await;
         let n = statuses(&results);
         assert_eq!(
             (n.get("cancelled"), n.get("absent")),
