@@ -382,3 +382,29 @@ async fn a_kv_expiry_at_its_bound_is_a_timestamp_and_past_it_is_refused_by_name(
         );
     }
 }
+
+/// A queue whose stored options hold spans past today's bounds (written before configure
+/// refused them, or by hand) still serves: the spans are read at their bound.
+#[tokio::test]
+async fn stored_options_past_their_bounds_are_read_at_them() {
+    let b = broker().await;
+    b.configure("old", json!({"retentionEnabled": true})).await;
+    let far = i64::MAX;
+    b.db()
+        .await
+        .execute(
+            "UPDATE queues SET options = options || jsonb_build_object(
+                 'leaseTime', $1::bigint, 'retentionSeconds', $1::bigint,
+                 'completedRetentionSeconds', $1::bigint, 'maxWaitTimeSeconds', $1::bigint)
+              WHERE name = 'old'",
+            &[&far],
+        )
+        .await
+        .unwrap();
+    b.push("old", "Default", &["o-1"]).await;
+    let popped = b.pop("old", "batch=10").await;
+    assert_eq!(Broker::txids(&popped), vec!["o-1"], "{popped}");
+    b.ack_all(None, &popped).await;
+    b.retention_pass().await;
+    ok("the queue", b.get("/api/v1/resources/queues/old").await);
+}

@@ -78,7 +78,7 @@ impl QueueOptions {
     pub fn lease_seconds(&self) -> i64 {
         match self.lease_time.unwrap_or(300) {
             n if n <= 0 => 60,
-            n => n,
+            n => span(n),
         }
     }
 
@@ -94,11 +94,11 @@ impl QueueOptions {
     }
 
     pub fn delayed_processing_seconds(&self) -> i64 {
-        self.delayed_processing.unwrap_or(0).max(0)
+        span(self.delayed_processing.unwrap_or(0))
     }
 
     pub fn window_buffer_seconds(&self) -> i64 {
-        self.window_buffer.unwrap_or(0).max(0)
+        span(self.window_buffer.unwrap_or(0))
     }
 
     pub fn encrypted(&self) -> bool {
@@ -136,7 +136,7 @@ impl QueueOptions {
             Some(flag) => flag,
             None => implicit,
         };
-        let positive = |v: Option<i64>| v.filter(|s| *s > 0);
+        let positive = |v: Option<i64>| v.filter(|s| *s > 0).map(span);
         let retained = positive(self.retention_seconds).filter(|_| on);
         let evicted = positive(self.max_wait_time_seconds);
         let any = match (retained, evicted) {
@@ -150,9 +150,41 @@ impl QueueOptions {
     }
 }
 
+/// A stored number of seconds as a span the clocks can take: 0 through
+/// [`OPTION_MAX`](crate::bounds::OPTION_MAX). Configure refuses more, but a row written
+/// before it did (or by hand) must not make `now()` plus it leave PostgreSQL's timestamps.
+fn span(seconds: i64) -> i64 {
+    seconds.clamp(0, crate::bounds::OPTION_MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stored_spans_past_the_bound_are_read_at_the_bound() {
+        let far = i64::MAX;
+        let o = QueueOptions {
+            lease_time: Some(far),
+            delayed_processing: Some(far),
+            window_buffer: Some(far),
+            retention_seconds: Some(far),
+            completed_retention_seconds: Some(far),
+            max_wait_time_seconds: Some(far),
+            retention_enabled: Some(true),
+            ..QueueOptions::default()
+        };
+        let max = crate::bounds::OPTION_MAX;
+        assert_eq!(
+            (
+                o.lease_seconds(),
+                o.delayed_processing_seconds(),
+                o.window_buffer_seconds()
+            ),
+            (max, max, max)
+        );
+        assert_eq!(o.retention(false), (Some(max), Some(max)));
+    }
 
     #[test]
     fn retention_needs_its_switch_unless_the_broker_reads_seconds_alone() {
