@@ -35,17 +35,6 @@ fn statuses(v: &[Value]) -> Vec<&str> {
     v.iter().map(|r| r["status"].as_str().unwrap()).collect()
 }
 
-/// Pushes `ids` to partition `p` of `queue`; the verdicts, whatever they are.
-async fn push(b: &Broker, queue: &str, ids: &[&str]) -> Vec<Value> {
-    let items: Vec<Value> = ids
-        .iter()
-        .map(|t| json!({"queue": queue, "partition": "p", "transactionId": t, "payload": {"t": t}}))
-        .collect();
-    let (s, v) = b.post("/api/v1/push", json!({ "items": items })).await;
-    assert_eq!(s, StatusCode::CREATED, "{v}");
-    v.as_array().unwrap().clone()
-}
-
 /// A broker keeping a one-minute window whose purge clock never runs during a test.
 async fn windowed() -> Broker {
     broker_with(|c| {
@@ -63,23 +52,23 @@ async fn a_duplicate_one_second_inside_the_window_is_refused_and_one_outside_is_
         c.purge_interval_seconds = 3600;
     })
     .await;
-    let first = push(&a, "orders", &["x"]).await;
+    let first = a.push_verdicts("orders", "p", &["x"]).await;
     assert_eq!(statuses(&first), ["queued"]);
 
     // One second inside: a duplicate, on the other broker too, naming the stored message.
     age_index(&a, WINDOW - 1).await;
-    let again = push(&b, "orders", &["x"]).await;
+    let again = b.push_verdicts("orders", "p", &["x"]).await;
     assert_eq!(statuses(&again), ["duplicate"], "{again:?}");
     assert_eq!(again[0]["message_id"], first[0]["message_id"]);
 
     // One second outside, the entry still there (no purge ran): a new message. In a batch
     // with an id still inside the window, each is judged on its own.
-    push(&a, "orders", &["y"]).await;
+    a.push_verdicts("orders", "p", &["y"]).await;
     age_index(&a, WINDOW + 1).await;
-    let v = push(&b, "orders", &["x"]).await;
+    let v = b.push_verdicts("orders", "p", &["x"]).await;
     assert_eq!(statuses(&v), ["queued"], "{v:?}");
     assert_ne!(v[0]["message_id"], first[0]["message_id"]);
-    let mixed = push(&a, "orders", &["x", "y"]).await;
+    let mixed = a.push_verdicts("orders", "p", &["x", "y"]).await;
     assert_eq!(statuses(&mixed), ["duplicate", "queued"], "{mixed:?}");
 
     // The log holds x twice (one per window), y twice; each delivered in push order.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::{authed_broker_with, broker_with, token, with_retry_after, Broker};
+use crate::support::{authed_broker_with, broker_with, push_body, token, with_retry_after, Broker};
 
 async fn limited(limits: Value) -> Broker {
     authed_broker_with(|c| c.tenant_limits = Some(limits.to_string())).await
@@ -32,18 +32,8 @@ async fn send(
 }
 
 async fn push(b: &Broker, tenant: &str, queue: &str, txids: &[&str]) -> (StatusCode, Value) {
-    let items: Vec<Value> = txids
-        .iter()
-        .map(|t| json!({"queue": queue, "partition": "p", "transactionId": t, "payload": {"t": t}}))
-        .collect();
-    let (s, _, v) = send(
-        b,
-        tenant,
-        reqwest::Method::POST,
-        "/api/v1/push",
-        Some(json!({ "items": items })),
-    )
-    .await;
+    let body = push_body(queue, "p", txids);
+    let (s, _, v) = send(b, tenant, reqwest::Method::POST, "/api/v1/push", Some(body)).await;
     (s, v)
 }
 

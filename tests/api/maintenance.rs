@@ -22,14 +22,8 @@ async fn switch(b: &Broker, path: &str, on: bool) -> Value {
 
 /// Pushes and answers the per-item statuses.
 async fn push(b: &Broker, queue: &str, partition: &str, txids: &[&str]) -> Vec<String> {
-    let items: Vec<Value> = txids
-        .iter()
-        .map(|t| json!({"queue": queue, "partition": partition, "transactionId": t, "payload": {"tx": t}}))
-        .collect();
-    let (s, v) = b.post("/api/v1/push", json!({ "items": items })).await;
-    assert_eq!(s, StatusCode::CREATED, "{v}");
-    v.as_array()
-        .unwrap()
+    b.push_verdicts(queue, partition, txids)
+        .await
         .iter()
         .map(|r| r["status"].as_str().unwrap().to_string())
         .collect()

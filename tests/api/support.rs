@@ -143,6 +143,16 @@ where
     futures::future::join_all((0..n).map(|i| send(if i % 2 == 0 { a } else { b }, i))).await
 }
 
+/// The push route's body: one message per transaction id to `partition`, each payload
+/// `{"tx": <its id>}`.
+pub fn push_body(queue: &str, partition: &str, txids: &[&str]) -> Value {
+    let items: Vec<Value> = txids
+        .iter()
+        .map(|t| json!({"queue": queue, "partition": partition, "transactionId": t, "payload": {"tx": t}}))
+        .collect();
+    json!({ "items": items })
+}
+
 /// A broker on its own fresh database.
 pub struct Broker {
     pub url: String,
@@ -381,20 +391,32 @@ impl Broker {
         partition: &str,
         txids: &[&str],
     ) -> Vec<Value> {
-        let items: Vec<Value> = txids
-            .iter()
-            .map(|t| json!({"queue": queue, "partition": partition, "transactionId": t, "payload": {"tx": t}}))
-            .collect();
-        let body = json!({ "items": items }).to_string();
-        let (s, v) = self
-            .request_as(token, reqwest::Method::POST, "/api/v1/push", Some(&body))
-            .await;
-        assert_eq!(s, StatusCode::CREATED, "{v}");
-        let out = v.as_array().expect("push answers an array").clone();
+        let out = self.push_verdicts_as(token, queue, partition, txids).await;
         for r in &out {
             assert_eq!(r["status"], "queued", "{r}");
         }
         out
+    }
+
+    /// Pushes one message per transaction id to a partition; asserts the push was answered
+    /// 201: the verdicts, whatever they are (`duplicate`, `buffered`, …).
+    pub async fn push_verdicts(&self, queue: &str, partition: &str, txids: &[&str]) -> Vec<Value> {
+        self.push_verdicts_as(None, queue, partition, txids).await
+    }
+
+    async fn push_verdicts_as(
+        &self,
+        token: Option<&str>,
+        queue: &str,
+        partition: &str,
+        txids: &[&str],
+    ) -> Vec<Value> {
+        let body = push_body(queue, partition, txids).to_string();
+        let (s, v) = self
+            .request_as(token, reqwest::Method::POST, "/api/v1/push", Some(&body))
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{v}");
+        v.as_array().expect("push answers an array").clone()
     }
 
     /// A non-waiting pop on the wildcard route with the given extra query.
