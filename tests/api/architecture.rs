@@ -441,3 +441,155 @@ fn the_ack_contract_the_tests_cite_is_there() {
         "docs/api.md has no `Acknowledgement` section; tests/api/ack_contract.rs cites it"
     );
 }
+
+/// Every source file of the repository's code (Rust and SQL), sorted.
+fn sources() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = fs::read_dir(root().join(dir)) else {
+            return;
+        };
+        let mut paths: Vec<_> = entries.map(|e| e.expect("an entry").path()).collect();
+        paths.sort();
+        for path in paths {
+            let rel = path
+                .strip_prefix(root())
+                .expect("under the root")
+                .to_path_buf();
+            if path.is_dir() {
+                walk(&rel, out);
+            } else if rel.extension().is_some_and(|e| e == "rs" || e == "sql") {
+                out.push(rel);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for dir in ["src", "crates", "tests", "migrations"] {
+        walk(Path::new(dir), &mut out);
+    }
+    out
+}
+
+/// A comment's text with its line breaks and comment markers taken out, so a citation that
+/// runs over two comment lines reads as one.
+fn joined(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        let t = line.trim_start();
+        let t = ["//!", "///", "//", "--"]
+            .iter()
+            .find_map(|m| t.strip_prefix(m))
+            .unwrap_or(t);
+        out.push(' ');
+        out.push_str(t.trim());
+    }
+    out
+}
+
+/// A document and a heading the code cites as `(ARCHITECTURE.md, "Heading")` or
+/// `docs/….md, "Heading"` exist: a renamed section fails here, not in a reader's search.
+#[test]
+fn every_heading_the_code_cites_exists() {
+    let mut problems = Vec::new();
+    // This file's own examples are not citations.
+    for file in sources()
+        .into_iter()
+        .filter(|f| !f.ends_with("architecture.rs"))
+    {
+        let text = joined(&read(&file));
+        for (i, _) in text.match_indices(".md") {
+            let start = text[..i]
+                .char_indices()
+                .rev()
+                .find(|(_, c)| !(c.is_alphanumeric() || "/_-.".contains(*c)))
+                .map_or(0, |(s, c)| s + c.len_utf8());
+            let doc = &text[start..i + 3];
+            let Some(rest) = text[i + 3..]
+                .strip_prefix(", \"")
+                .or_else(|| text[i + 3..].strip_prefix(" \""))
+            else {
+                continue;
+            };
+            let Some(end) = rest.find('"') else { continue };
+            let heading = &rest[..end];
+            let path = if doc.starts_with("design/") {
+                format!("docs/{doc}")
+            } else {
+                doc.to_string()
+            };
+            if !root().join(&path).is_file() {
+                problems.push(format!(
+                    "{}: cites {doc}, which is not there",
+                    file.display()
+                ));
+                continue;
+            }
+            // A heading may carry more than is cited (BENCHMARKS.md's end in the issue and the
+            // date): the cited words must stand in one heading.
+            let headings = parse(&read(Path::new(&path))).headings;
+            let plain = |h: &String| h.replace('`', "").to_lowercase();
+            if !headings
+                .iter()
+                .any(|h| plain(h).contains(&heading.to_lowercase()))
+            {
+                problems.push(format!(
+                    "{}: cites {path}, \"{heading}\", no such heading",
+                    file.display()
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+/// The migrations the documents count and list are the ones in `migrations/`: a new
+/// migration is named where the schema's history is told.
+#[test]
+fn the_documents_name_every_migration() {
+    let mut numbers: Vec<u32> = fs::read_dir(root().join("migrations"))
+        .expect("migrations/")
+        .filter_map(|e| {
+            let name = e.expect("an entry").file_name().into_string().ok()?;
+            name.strip_prefix('V')?.split("__").next()?.parse().ok()
+        })
+        .collect();
+    numbers.sort();
+    let last = *numbers.last().expect("a migration");
+    assert_eq!(
+        numbers,
+        (1..=last).collect::<Vec<_>>(),
+        "migrations are numbered without gaps"
+    );
+    let mut problems = Vec::new();
+    for doc in documents() {
+        let text = read(&doc);
+        for (i, _) in text.match_indices("V1 to V") {
+            let n: String = text[i + 7..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            if n.parse::<u32>().ok() != Some(last) {
+                problems.push(format!(
+                    "{}: says V1 to V{n}; the last is V{last}",
+                    doc.display()
+                ));
+            }
+        }
+    }
+    let storage = read(Path::new("docs/design/storage.md"));
+    let section = storage
+        .split("## Migrations")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("docs/design/storage.md has a Migrations section");
+    for n in numbers {
+        let named = section
+            .match_indices(&format!("V{n}"))
+            .any(|(i, m)| !section[i + m.len()..].starts_with(|c: char| c.is_ascii_digit()));
+        if !named {
+            problems.push(format!(
+                "docs/design/storage.md, Migrations: V{n} is not told"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+}

@@ -170,8 +170,8 @@ fn each_layer_names_none_of_the_crates_it_must_not_use() {
 /// What `regent-service` hands out of the layers beneath it, by name: plain data the store
 /// reads and the runtime counts (rows, counts, ids, outcomes), no connection, lock or
 /// in-memory map. Every other type of `regent-store` and `regent-runtime` stays behind the
-/// service, so what `regent-http` can reach is this list (ARCHITECTURE.md, "The service's
-/// vocabulary"). A name added here is a decision: say why in its commit.
+/// service, so what `regent-http` can reach is this list (ARCHITECTURE.md, "Invariants": the
+/// service's vocabulary). A name added here is a decision: say why in its commit.
 const VOCABULARY: &[&str] = &[
     // Messages and their place in the log.
     "Message",

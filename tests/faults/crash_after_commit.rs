@@ -1,5 +1,5 @@
 //! A crash between a push's COMMIT and its answer, made deterministic by the broker's test
-//! hook (`REGENT_TEST_ABORT_AFTER_COMMIT`, docs/development.md, "Test hooks"): the client sees the
+//! hook (`REGENT_TEST_ABORT_AFTER_COMMIT`, docs/development.md, "The fault suite"): the client sees the
 //! connection drop with no answer; after a restart its retry of the same transaction id is a
 //! `duplicate` of the message that committed, and that message is delivered once.
 

@@ -15,7 +15,7 @@
 //! (every [`COMPACT_EVERY`] takes of the list), and a list no pop has looked at for [`IDLE`]
 //! goes. Without that, a queue popped once kept its list full (16,384 entries) until 1,024
 //! other queues pushed it out, and a long soak with fresh queue names grew the resident set
-//! stretch after stretch (BENCHMARKS.md, "a two-hour soak").
+//! stretch after stretch (BENCHMARKS.md, "the two-hour soak").
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;

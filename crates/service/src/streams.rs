@@ -7,7 +7,7 @@
 //! lease that is no longer live, or messages already committed, is refused whole: its work
 //! was done (or will be redone) under another lease. Sink items sent without a transaction
 //! id get one derived from the cycle, so even a cycle applied twice pushes once.
-//! (ARCHITECTURE.md, "Streams"; docs/design/streams.md.)
+//! (docs/design/streams.md.)
 
 use std::sync::Arc;
 

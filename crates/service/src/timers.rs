@@ -11,7 +11,7 @@
 //! brokers never take the same row), push their messages through the push path (dedup,
 //! partitions created on first push, encryption, maintenance buffering) and delete the rows,
 //! all committed together: a timer's message is pushed exactly once, and its txn is the
-//! push's dedup key as a backstop. (ARCHITECTURE.md, "Timers"; docs/design/timers.md.)
+//! push's dedup key as a backstop. (docs/design/timers.md.)
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};

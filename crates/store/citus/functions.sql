@@ -2,7 +2,9 @@
 -- migrations, at every start, so a migration that redefines a function for one PostgreSQL
 -- is followed by its Citus body).
 --
--- regent_append as in V19, but the transaction index carries its partition (the distribution
+-- regent_append as in V19 (V20 adds the options check of the one-statement push to known
+-- partitions, which the Citus layout does not use: its pushes take the full path), but the
+-- transaction index carries its partition (the distribution
 -- column) and every statement names the partition, so the whole call runs on the worker that
 -- holds it: Citus delegates the call there (create_distributed_function below, by p_partition)
 -- even inside the push's transaction (force_delegation), one round trip as on one PostgreSQL.
