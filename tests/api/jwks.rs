@@ -201,7 +201,7 @@ async fn with_jwks(algorithm: &str, url: &str, ca: &Ca, tune: impl FnOnce(&mut C
     let (algorithm, url, ca) = (algorithm.to_string(), url.to_string(), ca.file.clone());
     authed_broker_with(move |c| {
         c.jwt_secret = None;
-        c.jwt_algorithm = algorithm;
+        c.jwt_algorithm = algorithm.parse().expect("an algorithm");
         c.jwt_jwks_url = Some(url);
         c.jwt_jwks_ca_file = Some(ca.to_string_lossy().into_owned());
         tune(c);
@@ -213,7 +213,7 @@ async fn with_public_key(algorithm: &str, pem: &str) -> Broker {
     let (algorithm, pem) = (algorithm.to_string(), pem.to_string());
     authed_broker_with(move |c| {
         c.jwt_secret = None;
-        c.jwt_algorithm = algorithm;
+        c.jwt_algorithm = algorithm.parse().expect("an algorithm");
         c.jwt_public_key = Some(pem);
     })
     .await

@@ -179,7 +179,7 @@ pub async fn authed_broker() -> Broker {
 /// [`authed_broker`], then `tune` (another algorithm, keys, an issuer, tenant settings...).
 pub async fn authed_broker_with(tune: impl FnOnce(&mut Config)) -> Broker {
     broker_with(|c| {
-        c.jwt_enabled = "true".into();
+        c.jwt_enabled = true;
         c.jwt_secret = Some(SECRET.into());
         tune(c);
     })

@@ -87,8 +87,8 @@ fn default_autopilot_batch() -> i64 {
     100
 }
 
-fn default_jwt_algorithm() -> String {
-    "HS256".into()
+fn default_jwt_algorithm() -> JwtAlgorithm {
+    JwtAlgorithm::Hs256
 }
 fn default_clock_skew() -> u64 {
     30
@@ -122,6 +122,61 @@ fn default_role_read_only() -> String {
 }
 fn default_tenant_claim() -> String {
     "tenant".into()
+}
+
+/// `JWT_ALGORITHM`: how tokens are verified.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JwtAlgorithm {
+    Hs256,
+    Rs256,
+    EdDSA,
+    /// Each token by its own `alg` header.
+    Auto,
+}
+
+impl JwtAlgorithm {
+    /// The variable's spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            JwtAlgorithm::Hs256 => "HS256",
+            JwtAlgorithm::Rs256 => "RS256",
+            JwtAlgorithm::EdDSA => "EdDSA",
+            JwtAlgorithm::Auto => "auto",
+        }
+    }
+}
+
+impl std::str::FromStr for JwtAlgorithm {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<JwtAlgorithm, String> {
+        [
+            JwtAlgorithm::Hs256,
+            JwtAlgorithm::Rs256,
+            JwtAlgorithm::EdDSA,
+            JwtAlgorithm::Auto,
+        ]
+        .into_iter()
+        .find(|a| a.name() == s)
+        .ok_or_else(|| {
+            format!(
+                "Invalid algorithm configuration: JWT_ALGORITHM={s} (HS256, RS256, EdDSA or auto)"
+            )
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for JwtAlgorithm {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<JwtAlgorithm, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// Queen's switch: on only for the exact string `true`.
+fn exactly_true<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    Ok(String::deserialize(d)? == "true")
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -248,11 +303,14 @@ pub struct Config {
     pub tls_key_file: Option<PathBuf>,
 
     // JWT authentication, Queen's variables (spec appendix B.1); see `http::auth`.
-    /// Only the exact string `true` turns authentication on.
-    #[serde(default)]
-    pub jwt_enabled: String,
+    /// Only the exact string `true` turns authentication on (as in Queen: `1`, `yes` and
+    /// `TRUE` leave it off).
+    #[serde(default, deserialize_with = "exactly_true")]
+    pub jwt_enabled: bool,
+    /// Read when the config loads, whether or not authentication is on: a misspelt algorithm
+    /// refuses to start, naming the variable.
     #[serde(default = "default_jwt_algorithm")]
-    pub jwt_algorithm: String,
+    pub jwt_algorithm: JwtAlgorithm,
     /// The HS256 secret, used as raw bytes.
     pub jwt_secret: Option<String>,
     /// A PEM public key (RSA or Ed25519); takes precedence over JWKS.
@@ -590,6 +648,28 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("PG_USE_SSL"), "{e}");
+    }
+
+    #[test]
+    fn the_jwt_switch_and_algorithm_are_read_when_the_config_loads() {
+        assert!(!with(&[]).jwt_enabled);
+        assert_eq!(with(&[]).jwt_algorithm, JwtAlgorithm::Hs256);
+        assert!(with(&[("JWT_ENABLED", "true")]).jwt_enabled);
+        for off in ["TRUE", "1", "yes", ""] {
+            assert!(!with(&[("JWT_ENABLED", off)]).jwt_enabled, "{off}");
+        }
+        assert_eq!(
+            with(&[("JWT_ALGORITHM", "auto")]).jwt_algorithm,
+            JwtAlgorithm::Auto
+        );
+        let e =
+            envy::from_iter::<_, Config>(vec![("JWT_ALGORITHM".to_string(), "HS512".to_string())])
+                .unwrap_err()
+                .to_string();
+        assert!(
+            e.contains("JWT_ALGORITHM=HS512") && e.contains("EdDSA"),
+            "{e}"
+        );
     }
 
     fn with(vars: &[(&str, &str)]) -> Config {

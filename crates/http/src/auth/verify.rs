@@ -13,7 +13,7 @@ use base64::Engine;
 use jsonwebtoken::{decode, Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 
-use regent_config::Config;
+use regent_config::{Config, JwtAlgorithm as Mode};
 use regent_service::Supervisor;
 
 use super::Level;
@@ -24,27 +24,6 @@ use crate::jwks::{Family, Jwks, Miss};
 /// (`producerSub`), so it is bounded like the names it travels with. A longer one is refused
 /// with 401 rather than cut: two subjects cut to the same prefix would be the same producer.
 pub const MAX_SUB_BYTES: usize = 1024;
-
-/// `JWT_ALGORITHM`: what a token's `alg` header must be.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mode {
-    Hs256,
-    Rs256,
-    EdDSA,
-    /// Each token by its own `alg`.
-    Auto,
-}
-
-impl Mode {
-    fn name(self) -> &'static str {
-        match self {
-            Mode::Hs256 => "HS256",
-            Mode::Rs256 => "RS256",
-            Mode::EdDSA => "EdDSA",
-            Mode::Auto => "auto",
-        }
-    }
-}
 
 /// A failed verification: 401 for the token's fault, 500 for the broker's.
 #[derive(Debug, PartialEq, Eq)]
@@ -102,18 +81,10 @@ pub struct Auth {
 impl Auth {
     /// `None` when authentication is off; an error for a configuration that cannot start.
     pub fn from_config(c: &Config) -> anyhow::Result<Option<Arc<Auth>>> {
-        if c.jwt_enabled != "true" {
+        if !c.jwt_enabled {
             return Ok(None);
         }
-        let mode = match c.jwt_algorithm.as_str() {
-            "HS256" => Mode::Hs256,
-            "RS256" => Mode::Rs256,
-            "EdDSA" => Mode::EdDSA,
-            "auto" => Mode::Auto,
-            other => anyhow::bail!(
-                "Invalid algorithm configuration: JWT_ALGORITHM={other} (HS256, RS256, EdDSA or auto)"
-            ),
-        };
+        let mode = c.jwt_algorithm;
         if c.jwt_tenant_claim.is_empty() {
             anyhow::bail!("JWT_TENANT_CLAIM must name a claim");
         }
@@ -127,12 +98,12 @@ impl Auth {
             Mode::Hs256 | Mode::Auto => anyhow::ensure!(
                 secret.is_some() || jwks_url.is_some() || public_key.is_some(),
                 "JWT_ALGORITHM={} needs JWT_SECRET, JWT_JWKS_URL or JWT_PUBLIC_KEY",
-                c.jwt_algorithm
+                c.jwt_algorithm.name()
             ),
             Mode::Rs256 | Mode::EdDSA => anyhow::ensure!(
                 jwks_url.is_some() || public_key.is_some(),
                 "JWT_ALGORITHM={} needs JWT_JWKS_URL or JWT_PUBLIC_KEY",
-                c.jwt_algorithm
+                c.jwt_algorithm.name()
             ),
         }
         // The key takes precedence over JWKS, so a key of the other family could never
@@ -147,7 +118,7 @@ impl Auth {
                 anyhow::bail!(
                     "JWT_PUBLIC_KEY is an {} key, JWT_ALGORITHM={} needs an {} key",
                     family.name(),
-                    c.jwt_algorithm,
+                    c.jwt_algorithm.name(),
                     w.name()
                 );
             }
