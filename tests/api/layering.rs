@@ -382,3 +382,22 @@ fn the_service_hands_out_only_its_vocabulary() {
         leaks.join("\n")
     );
 }
+
+/// The service asks the store what it can do (`one_statement_paths`), never which layout it
+/// is on: a branch on `Layout` in a use case is the Citus difference leaking out of the one
+/// layer that holds it (docs/design/citus.md).
+#[test]
+fn the_service_never_branches_on_the_stores_layout() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/service/src");
+    let branches: Vec<String> = sources(&root)
+        .into_iter()
+        .flat_map(|(path, text)| {
+            text.lines()
+                .enumerate()
+                .filter(|(_, l)| l.contains("Layout"))
+                .map(|(i, l)| format!("{path}:{}: {}", i + 1, l.trim()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(branches.is_empty(), "{branches:#?}");
+}

@@ -23,7 +23,7 @@ use regent_runtime::tallies::Tally;
 use regent_runtime::{Announcement, Op, Outcome};
 use regent_store::cursor::{self, Completed, Completion, Locked};
 use regent_store::dead_letters::{self, Letter};
-use regent_store::{retrying, Layout, StoreError, Tx};
+use regent_store::{retrying, StoreError, Tx};
 
 use crate::fusion::{self, Fusable};
 use crate::{Error, Service};
@@ -257,7 +257,7 @@ impl Fusable for AckJob {
             (Uuid::parse_str(&g.partition_id).ok(), g.group.clone())
         });
         let mut done: HashMap<Slot, Acked> = HashMap::new();
-        if s.store.layout() == Layout::Single {
+        if s.store.one_statement_paths() {
             done.extend(complete_in_lease(s, tenant, &mut fused, group).await);
         }
         // Often every group completed in its lease above: no transaction is left to open.

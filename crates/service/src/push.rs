@@ -23,7 +23,7 @@ use regent_runtime::{Announcement, Op, Outcome};
 use regent_store::append::{append_known, append_many, Appended, Batch, Dedup, Window};
 use regent_store::maintenance;
 use regent_store::partitions::{self, NewPartition, PartitionKey, PartitionRef};
-use regent_store::{frames, in_transaction, Layout, Message, StoreError, Tx};
+use regent_store::{frames, in_transaction, Message, StoreError, Tx};
 
 use crate::fusion::{self, Fusable};
 use crate::{Error, Service};
@@ -405,7 +405,7 @@ pub(crate) async fn prepare(
 ) -> Result<Prepared, StoreError> {
     let keys = keys_of(items);
     let (targets, created) = resolve(tx, tenant, &keys).await?;
-    if tx.layout() == Layout::Single {
+    if tx.one_statement_paths() {
         s.runtime.known.learn(tenant, targets.iter().map(known));
     }
     Ok(prepared(s, items, &keys, &targets, created))
@@ -436,7 +436,7 @@ fn known_targets(
     tenant: &str,
     items: &[PushItem],
 ) -> Option<HashMap<PartitionKey, Target>> {
-    if s.store.layout() != Layout::Single {
+    if !s.store.one_statement_paths() {
         return None;
     }
     let names = items

@@ -21,6 +21,17 @@ pub enum Layout {
 }
 
 impl Layout {
+    /// Whether the broker may send its hot statements as one statement that is its own
+    /// transaction, against what it learned of a queue or partition (its id and the options
+    /// it had): pushes to known partitions, claims of known queues, acks that complete their
+    /// lease, and whether to learn queues and partitions for them at all. On one PostgreSQL.
+    /// On Citus such a statement could reach several workers and the lookups it skips are
+    /// what route a request to its shard, so every request takes the full way. The service
+    /// asks this, never which layout it is on (`tests/api/layering.rs`).
+    pub fn one_statement_paths(self) -> bool {
+        self == Layout::Single
+    }
+
     /// Whether partitions live on more than one node, so that which node holds each is worth
     /// knowing ([`crate::partitions::places`]).
     pub fn spreads_partitions(self) -> bool {

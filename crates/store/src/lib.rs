@@ -186,6 +186,11 @@ impl Conn {
         self.layout
     }
 
+    /// [`Layout::one_statement_paths`].
+    pub fn one_statement_paths(&self) -> bool {
+        self.layout.one_statement_paths()
+    }
+
     pub async fn begin(&mut self) -> Result<Tx<'_>, StoreError> {
         Ok(Tx {
             inner: self.inner.transaction().await?,
@@ -197,6 +202,11 @@ impl Conn {
 impl Tx<'_> {
     pub fn layout(&self) -> Layout {
         self.layout
+    }
+
+    /// [`Layout::one_statement_paths`].
+    pub fn one_statement_paths(&self) -> bool {
+        self.layout.one_statement_paths()
     }
 
     pub async fn commit(self) -> Result<(), StoreError> {
@@ -248,6 +258,11 @@ impl Store {
 
     pub fn layout(&self) -> Layout {
         self.layout
+    }
+
+    /// [`Layout::one_statement_paths`].
+    pub fn one_statement_paths(&self) -> bool {
+        self.layout.one_statement_paths()
     }
 
     /// The pool now: (most connections, open, idle, requests waiting for one).

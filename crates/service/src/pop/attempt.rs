@@ -18,7 +18,7 @@ use regent_runtime::Op;
 use regent_store::claim::{self, Claim, ClaimedPartition, EmptyReason, Finish, Start, Sweep};
 use regent_store::queues::{self, QueueRow};
 use regent_store::stats;
-use regent_store::{frames, in_transaction, Layout, StoreError, StoredMessage, Tx};
+use regent_store::{frames, in_transaction, StoreError, StoredMessage, Tx};
 
 use super::{DeliveredPartition, Delivery, PopRequest, Popped, Target};
 use crate::{Error, Handover, Service};
@@ -217,7 +217,7 @@ impl Service {
                 return Ok(None);
             };
             let q = Queue::of(row);
-            if tx.layout() == Layout::Single {
+            if tx.one_statement_paths() {
                 let known = [(queue, "", q.known.clone())];
                 self.runtime.known_queues.learn(tenant, known);
             }
@@ -234,7 +234,7 @@ impl Service {
     /// The queue as this broker knows it, when a pop of it may claim without a transaction:
     /// one PostgreSQL, and a claim that consumes nothing (no autoAck).
     fn known_queue(&self, tenant: &str, queue: &str, req: &PopRequest) -> Option<Queue> {
-        if self.store.layout() != Layout::Single || req.auto_ack {
+        if !self.store.one_statement_paths() || req.auto_ack {
             return None;
         }
         let mut known = self.runtime.known_queues.all_of(tenant, [(queue, "")])?;
@@ -260,7 +260,7 @@ impl Service {
                 return Ok(None);
             };
             let (finishes, taken) = settle(q, req, asks, claimed)?;
-            claim::finish(&*client, Layout::Single, &req.group, &finishes).await?;
+            claim::finish(&*client, client.layout(), &req.group, &finishes).await?;
             Ok(Some(taken))
         })
         .await
