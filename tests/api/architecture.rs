@@ -593,3 +593,45 @@ fn the_documents_name_every_migration() {
     }
     assert!(problems.is_empty(), "{problems:#?}");
 }
+
+/// The names of the functions `CREATE [OR REPLACE] FUNCTION` defines in `text`.
+fn functions_defined(text: &str) -> BTreeSet<String> {
+    let upper = text.to_uppercase();
+    let mut out = BTreeSet::new();
+    for (i, _) in upper.match_indices("FUNCTION ") {
+        let before = upper[..i].trim_end();
+        if !(before.ends_with("CREATE") || before.ends_with("OR REPLACE")) {
+            continue;
+        }
+        let name: String = text[i + 9..]
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        out.insert(name);
+    }
+    out
+}
+
+/// Every function a migration ever defined has its one current definition in
+/// `crates/store/sql/functions.sql`, applied at every start: a later change is made there,
+/// never by a new copy in a migration.
+#[test]
+fn every_database_function_has_one_definition() {
+    let one = functions_defined(&read(Path::new("crates/store/sql/functions.sql")));
+    let mut missing = BTreeSet::new();
+    for entry in fs::read_dir(root().join("migrations")).expect("migrations/") {
+        let path = entry.expect("an entry").path();
+        let rel = path.strip_prefix(root()).expect("under the root");
+        for f in functions_defined(&read(rel)) {
+            if !one.contains(&f) {
+                missing.insert(format!("{f} ({})", rel.display()));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "defined by a migration, not in crates/store/sql/functions.sql: {missing:?}"
+    );
+    assert!(one.contains("regent_append"), "{one:?}");
+}

@@ -331,8 +331,14 @@ async fn migrate_locked(client: &mut tokio_postgres::Client) -> anyhow::Result<L
         tracing::info!(migration = %m, "applied");
     }
     let layout = Layout::of(client).await?;
-    if layout == Layout::Citus {
-        citus::distribute(client).await?;
+    match layout {
+        Layout::Single => client.batch_execute(FUNCTIONS).await?,
+        Layout::Citus => citus::distribute(client).await?,
     }
     Ok(layout)
 }
+
+/// The one definition of each database function on one PostgreSQL (`CREATE OR REPLACE`),
+/// applied at every start after the migrations: a changed function is changed there, not by
+/// a migration. On Citus, `citus/functions.sql` (applied by `citus::distribute`) instead.
+const FUNCTIONS: &str = include_str!("../sql/functions.sql");
