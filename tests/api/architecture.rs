@@ -17,8 +17,9 @@ fn read(rel: &Path) -> String {
     fs::read_to_string(root().join(rel)).unwrap_or_else(|e| panic!("{}: {e}", rel.display()))
 }
 
-/// Every Markdown file under `dir` (relative to the root), sorted.
-fn markdown_under(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Every file under `dir` (relative to the root) whose extension is one of `extensions`,
+/// sorted.
+fn files_under(dir: &Path, extensions: &[&str], out: &mut Vec<PathBuf>) {
     let mut entries: Vec<_> = fs::read_dir(root().join(dir))
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.expect("a directory entry").path())
@@ -30,8 +31,11 @@ fn markdown_under(dir: &Path, out: &mut Vec<PathBuf>) {
             .expect("under the root")
             .to_path_buf();
         if path.is_dir() {
-            markdown_under(&rel, out);
-        } else if rel.extension().is_some_and(|e| e == "md") {
+            files_under(&rel, extensions, out);
+        } else if rel
+            .extension()
+            .is_some_and(|e| extensions.iter().any(|x| e == *x))
+        {
             out.push(rel);
         }
     }
@@ -41,7 +45,7 @@ fn markdown_under(dir: &Path, out: &mut Vec<PathBuf>) {
 /// repository keeps current.
 fn documents() -> Vec<PathBuf> {
     let mut docs = vec![PathBuf::from("README.md"), PathBuf::from("ARCHITECTURE.md")];
-    markdown_under(Path::new("docs"), &mut docs);
+    files_under(Path::new("docs"), &["md"], &mut docs);
     docs
 }
 
@@ -444,27 +448,9 @@ fn the_ack_contract_the_tests_cite_is_there() {
 
 /// Every source file of the repository's code (Rust and SQL), sorted.
 fn sources() -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(entries) = fs::read_dir(root().join(dir)) else {
-            return;
-        };
-        let mut paths: Vec<_> = entries.map(|e| e.expect("an entry").path()).collect();
-        paths.sort();
-        for path in paths {
-            let rel = path
-                .strip_prefix(root())
-                .expect("under the root")
-                .to_path_buf();
-            if path.is_dir() {
-                walk(&rel, out);
-            } else if rel.extension().is_some_and(|e| e == "rs" || e == "sql") {
-                out.push(rel);
-            }
-        }
-    }
     let mut out = Vec::new();
     for dir in ["src", "crates", "tests", "migrations"] {
-        walk(Path::new(dir), &mut out);
+        files_under(Path::new(dir), &["rs", "sql"], &mut out);
     }
     out
 }
