@@ -148,24 +148,42 @@ async fn configure(
     }))
 }
 
+/// The options that may not be negative (each with its own text, as before the bounds).
+const NON_NEGATIVE: [&str; 4] = [
+    "leaseTime",
+    "retryLimit",
+    "delayedProcessing",
+    "windowBuffer",
+];
+
+/// An integer option within its range: Queen keeps each in an `INTEGER` column.
+fn bounded(k: &str, n: i64) -> Result<i64, ApiError> {
+    let min = match NON_NEGATIVE.contains(&k) {
+        true if n < 0 => return Err(ApiError::bad_request(format!("{k} must not be negative"))),
+        true => 0,
+        false => OPTION_MIN,
+    };
+    within(k, n, min, OPTION_MAX).map_err(|e| ApiError::bad_request(e.to_string()))
+}
+
 /// Integers may come as JSON numbers or numeric strings (Queen casts through text); `null`
-/// is the same as absent. Anything else is the client's mistake.
+/// is the same as absent. Anything else is the client's mistake, and so is an integer past
+/// its range ([`bounded`]).
 fn parse_options(o: &Map<String, Value>) -> Result<QueueOptions, ApiError> {
     let int = |k: &str| -> Result<Option<i64>, ApiError> {
-        match o.get(k) {
-            None | Some(Value::Null) => Ok(None),
+        let n = match o.get(k) {
+            None | Some(Value::Null) => return Ok(None),
             Some(Value::Number(n)) => n
                 .as_i64()
                 .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64))
-                .map(Some)
-                .ok_or_else(|| ApiError::bad_request(format!("{k} must be an integer"))),
+                .ok_or_else(|| ApiError::bad_request(format!("{k} must be an integer")))?,
             Some(Value::String(s)) => s
                 .trim()
                 .parse()
-                .map(Some)
-                .map_err(|_| ApiError::bad_request(format!("{k} must be an integer"))),
-            Some(_) => Err(ApiError::bad_request(format!("{k} must be an integer"))),
-        }
+                .map_err(|_| ApiError::bad_request(format!("{k} must be an integer")))?,
+            Some(_) => return Err(ApiError::bad_request(format!("{k} must be an integer"))),
+        };
+        bounded(k, n).map(Some)
     };
     let flag = |k: &str| -> Result<Option<bool>, ApiError> {
         match o.get(k) {
@@ -176,7 +194,7 @@ fn parse_options(o: &Map<String, Value>) -> Result<QueueOptions, ApiError> {
             Some(_) => Err(ApiError::bad_request(format!("{k} must be a boolean"))),
         }
     };
-    let opts = QueueOptions {
+    Ok(QueueOptions {
         lease_time: int("leaseTime")?,
         retry_limit: int("retryLimit")?,
         retry_delay: int("retryDelay")?,
@@ -192,29 +210,7 @@ fn parse_options(o: &Map<String, Value>) -> Result<QueueOptions, ApiError> {
         retention_enabled: flag("retentionEnabled")?,
         encryption_enabled: flag("encryptionEnabled")?,
         max_wait_time_seconds: int("maxWaitTimeSeconds")?,
-    };
-    const NON_NEGATIVE: [&str; 4] = [
-        "leaseTime",
-        "retryLimit",
-        "delayedProcessing",
-        "windowBuffer",
-    ];
-    let stored = opts.to_stored();
-    for (k, _) in INT_DEFAULTS {
-        let Some(n) = stored.get(k).and_then(Value::as_i64) else {
-            continue;
-        };
-        let min = if NON_NEGATIVE.contains(&k) {
-            if n < 0 {
-                return Err(ApiError::bad_request(format!("{k} must not be negative")));
-            }
-            0
-        } else {
-            OPTION_MIN
-        };
-        within(k, n, min, OPTION_MAX).map_err(|e| ApiError::bad_request(e.to_string()))?;
-    }
-    Ok(opts)
+    })
 }
 
 impl OptionsEcho {
