@@ -44,6 +44,7 @@ mod shutdown;
 mod smoke;
 mod stats;
 mod status;
+mod store;
 mod streams;
 mod tenants;
 mod timers;

@@ -44,6 +44,7 @@ macro_rules! partition_counts {
 }
 
 pub mod append;
+pub mod sql;
 pub mod citus;
 pub mod claim;
 pub mod cursor;

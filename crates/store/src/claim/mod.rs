@@ -13,6 +13,10 @@ use uuid::Uuid;
 use deadpool_postgres::GenericClient;
 use serde_json::Value;
 
+use crate::sql::claim::{
+    CLAIM_AND_READ, CLAIM_HINTED, CLAIM_KNOWN, CLAIM_KNOWN_HINTED, DIAGNOSE_EMPTY, ENSURE_NAMED,
+    ENSURE_NAMED_ONLY, ENSURE_QUEUE_MODE, ENSURE_QUEUE_MODE_ONLY, FINISH, FINISH_CITUS, SWEEP_TURN,
+};
 use crate::{Conn, Layout, StoreError, Tx};
 
 mod citus;
@@ -150,207 +154,6 @@ pub enum EmptyReason {
     NothingReadable,
 }
 
-/// The end of both cursor-making statements: only partitions the group has no cursor on, and
-/// a cursor another pop made meanwhile wins.
-macro_rules! only_missing {
-    () => {
-        "
-        AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.consumer_group = $2)
-     ON CONFLICT DO NOTHING"
-    };
-}
-
-macro_rules! ensure_queue_mode {
-    ($partitions:literal) => {
-        concat!(
-            "INSERT INTO cursors (partition_id, consumer_group, committed, queue_id)
-     SELECT p.id, $2, p.first_offset - 1, p.queue_id FROM partitions p
-      WHERE p.queue_id = $1 AND ($3::text IS NULL OR p.name = $3)",
-            $partitions,
-            only_missing!()
-        )
-    };
-}
-const ENSURE_QUEUE_MODE: &str = ensure_queue_mode!("");
-const ENSURE_QUEUE_MODE_ONLY: &str = ensure_queue_mode!(" AND p.id = ANY ($4::uuid[])");
-
-/// A named group's start point is stored once per (queue, group) and then always wins; a
-/// cursor created later for a new partition starts after the last segment appended at or
-/// before that instant.
-macro_rules! ensure_named {
-    ($partitions:literal) => {
-        concat!(
-            "WITH sub AS (
-       INSERT INTO subscriptions (queue_id, consumer_group, start_after) VALUES ($1, $2, $4)
-       ON CONFLICT (queue_id, consumer_group) DO NOTHING RETURNING start_after),
-     s AS (SELECT start_after FROM sub
-           UNION ALL SELECT start_after FROM subscriptions WHERE queue_id = $1 AND consumer_group = $2
-           LIMIT 1)
-     INSERT INTO cursors (partition_id, consumer_group, committed, queue_id)
-     SELECT p.id, $2,
-            CASE WHEN (SELECT start_after FROM s) IS NULL THEN p.first_offset - 1
-                 ELSE ",
-            last_offset_at!("p.id", "(SELECT start_after FROM s)"),
-            " END,
-            p.queue_id
-       FROM partitions p
-      WHERE p.queue_id = $1 AND ($3::text IS NULL OR p.name = $3)",
-            $partitions,
-            only_missing!()
-        )
-    };
-}
-const ENSURE_NAMED: &str = ensure_named!("");
-const ENSURE_NAMED_ONLY: &str = ensure_named!(" AND p.id = ANY ($5::uuid[])");
-
-/// Claims up to `$5` partitions for the group, the k-th under lease `$6[k]`, and reads their
-/// segments, in one statement. Least recently claimed partitions first, so a hot partition
-/// cannot starve the others. Each claimed partition comes back once per segment overlapping its leased
-/// range (committed, lease_end]: the segments ending inside the range plus the first one
-/// ending after it, both bounded index scans however long the backlog behind the range is.
-/// `$candidates` narrows the cursors considered (see the two forms below).
-///
-/// Architecture Invariant: a claim reads its own queue's cursors and, through each, its
-/// partition: never the whole `partitions` table. The partition is a lateral lookup that
-/// cannot be flattened (`OFFSET 0`), so no plan can start from `partitions`: with the
-/// statistics of a working broker (cursor pages grown by updates) the planner preferred an
-/// index scan over every queue's partitions, 0.2 ms per claim at 300 of them and growing with
-/// every tenant's queues.
-macro_rules! claim_and_read {
-    ($cursors:literal) => {
-        concat!(
-            "WITH ",
-            claim_ctes!($cursors, ""),
-            claim_rows!(),
-            " ORDER BY cl.partition_id, s.end_offset"
-        )
-    };
-}
-
-/// The claim's CTEs: `cand` (the candidates: the group's cursors `$cursors` selects, narrowed
-/// by `$guard`) and `claimed` (the cursor update).
-macro_rules! claim_ctes {
-    ($cursors:literal, $guard:literal) => {
-        concat!(
-            "cand AS (
-       SELECT c.partition_id, c.committed, c.lease_end AS old_end, c.lease_expires_at AS last_claim,
-              p.next_offset, p.name
-         FROM cursors c
-        CROSS JOIN LATERAL (SELECT p.next_offset, p.name, p.last_push_at FROM partitions p
-                             WHERE p.id = c.partition_id OFFSET 0) p
-        WHERE ",
-            $cursors,
-            " AND c.consumer_group = $2 AND ($3::text IS NULL OR p.name = $3)",
-            $guard,
-            "
-          AND c.committed < p.next_offset - 1
-          AND (c.lease_id IS NULL OR c.lease_expires_at <= now())
-          AND ($4::float8 = 0 OR p.last_push_at <= now() - make_interval(secs => $4::float8))
-        ORDER BY c.lease_expires_at NULLS FIRST, c.partition_id
-        LIMIT $5
-        FOR UPDATE OF c SKIP LOCKED),
-     claimed AS (
-       UPDATE cursors c
-          SET lease_id = ($6::uuid[])[cand.k],
-              lease_expires_at = now() + make_interval(secs => $7::float8),
-              lease_end = least(cand.next_offset - 1, cand.committed + $8)
-         FROM (SELECT cand.*,
-                      row_number() OVER (ORDER BY cand.last_claim NULLS FIRST, cand.partition_id) AS k
-                 FROM cand) cand
-        WHERE c.partition_id = cand.partition_id AND c.consumer_group = $2
-       RETURNING c.partition_id, c.lease_id, cand.name, cand.committed, c.lease_end, cand.old_end,
-                 cand.last_claim,
-                 (SELECT array_agg(t.\"offset\" ORDER BY t.\"offset\") FROM tombstones t
-                   WHERE t.partition_id = c.partition_id AND t.\"offset\" > cand.committed
-                     AND t.\"offset\" <= c.lease_end) AS tombstoned)
-"
-        )
-    };
-}
-
-/// What a claim returns: each claimed partition once per segment overlapping its leased range.
-macro_rules! claim_rows {
-    () => {
-        "SELECT cl.partition_id, cl.lease_id, cl.name, cl.committed, cl.lease_end, cl.old_end, cl.last_claim,
-            cl.tombstoned, now() AS db_now, s.base_offset, s.end_offset, s.created_at, s.frames
-       FROM claimed cl
-       LEFT JOIN LATERAL (
-         (SELECT base_offset, end_offset, created_at, frames FROM segments
-           WHERE partition_id = cl.partition_id AND end_offset > cl.committed
-             AND end_offset <= cl.lease_end)
-         UNION ALL
-         (SELECT base_offset, end_offset, created_at, frames FROM segments
-           WHERE partition_id = cl.partition_id AND end_offset > cl.lease_end
-           ORDER BY end_offset LIMIT 1)) s ON s.base_offset <= cl.lease_end"
-    };
-}
-
-/// A claim of a queue the broker knows (`$options`: its options as the broker knows them), as
-/// one statement that is its own transaction: it claims only while the queue still has
-/// these options, and answers one row more saying whether it did (`fresh`), so a stale
-/// queue is told from an empty one. Its commit does not wait for the WAL flush, as
-/// [`lease_only`] makes a claim's transaction do.
-macro_rules! claim_known {
-    ($cursors:literal, $options:literal) => {
-        concat!(
-            "WITH known AS MATERIALIZED (
-       SELECT set_config('synchronous_commit', 'off', true) FROM queues
-        WHERE id = $1 AND options = ",
-            $options,
-            "::jsonb),
-     ",
-            claim_ctes!($cursors, " AND EXISTS (SELECT 1 FROM known)"),
-            "SELECT k.fresh, r.* FROM (SELECT EXISTS (SELECT 1 FROM known) AS fresh) k
-       LEFT JOIN LATERAL (",
-            claim_rows!(),
-            ") r ON true
-      ORDER BY r.partition_id, r.end_offset"
-        )
-    };
-}
-
-/// Walks the group's cursors in claim order (least recently claimed first).
-const CLAIM_AND_READ: &str = claim_and_read!("c.queue_id = $1");
-
-/// Only the hinted partitions (`$9`, partitions pushed to since the group last looked): primary
-/// key lookups instead of a walk past every partition with nothing to read.
-///
-/// The queue is compared with `IS NOT DISTINCT FROM` (the same as `=` on a column that is never
-/// NULL) because no index serves it: with `queue_id = $1` the planner read the hinted cursors
-/// through the claim-order index, every cursor of the group, and with the xmin horizon held
-/// every version of every one of them (7,077 buffers per claim after 30 s; BENCHMARKS.md,
-/// "throughput with the xmin horizon held").
-const CLAIM_HINTED: &str =
-    claim_and_read!("c.partition_id = ANY ($9::uuid[]) AND c.queue_id IS NOT DISTINCT FROM $1");
-
-/// [`CLAIM_AND_READ`] and [`CLAIM_HINTED`] of a known queue.
-const CLAIM_KNOWN: &str = claim_known!("c.queue_id = $1", "$9");
-const CLAIM_KNOWN_HINTED: &str = claim_known!(
-    "c.partition_id = ANY ($9::uuid[]) AND c.queue_id IS NOT DISTINCT FROM $1",
-    "$10"
-);
-
-macro_rules! finish {
-    ($shards:literal) => {
-        concat!(
-            "UPDATE cursors c
-        SET committed = u.committed,
-            lease_id = CASE WHEN u.release THEN NULL ELSE coalesce(u.lease, c.lease_id) END,
-            lease_end = u.lease_end,
-            lease_expires_at = CASE WHEN u.undo THEN u.last_claim ELSE c.lease_expires_at END
-       FROM unnest($1::uuid[], $2::bigint[], $3::bool[], $4::bigint[], $6::uuid[],
-                   $7::bool[], $8::timestamptz[], $9::uuid[])
-            AS u(pid, committed, release, lease_end, lease, undo, last_claim, held)
-      WHERE c.partition_id = u.pid AND c.consumer_group = $5 AND c.lease_id = u.held",
-            $shards
-        )
-    };
-}
-const FINISH: &str = finish!("");
-/// On Citus the partitions are named again as a list, which Citus reads to send the update
-/// to their shards only (the join with the list alone it sends to every shard).
-const FINISH_CITUS: &str = finish!(" AND c.partition_id = ANY ($1::uuid[])");
-
 type Params<'a> = Vec<&'a (dyn ToSql + Sync)>;
 
 /// Gives the group a cursor on the partitions of the queue (or the one named) it has none on
@@ -392,11 +195,7 @@ pub async fn sweep(
     // (`consumer_groups::racing_first_pops_of_a_new_group_both_start_at_the_end`). On Citus
     // the turn also keeps two sweeps from inserting the same cursors on every shard at once,
     // each waiting on the other's rows in a different order.
-    let st = tx
-        .prepare_cached(
-            "SELECT pg_advisory_xact_lock(hashtextextended($1::uuid::text || '/' || $2, 0))",
-        )
-        .await?;
+    let st = tx.prepare_cached(SWEEP_TURN).await?;
     tx.query_one(&st, &[&queue_id, &group]).await?;
     let st = tx.prepare_cached(sql).await?;
     Ok(tx.execute(&st, &params).await?)
@@ -573,18 +372,7 @@ pub async fn diagnose_empty(
     group: &str,
     window_buffer_seconds: i64,
 ) -> Result<EmptyReason, StoreError> {
-    let st = tx
-        .prepare_cached(
-            "SELECT p.id,
-                    coalesce(c.lease_id IS NOT NULL AND c.lease_expires_at > now(), false) AS leased,
-                    coalesce($4::float8 > 0
-                             AND p.last_push_at > now() - make_interval(secs => $4::float8),
-                             false) AS buffering
-               FROM partitions p
-               LEFT JOIN cursors c ON c.partition_id = p.id AND c.consumer_group = $3
-              WHERE p.queue_id = $1 AND p.name = $2",
-        )
-        .await?;
+    let st = tx.prepare_cached(DIAGNOSE_EMPTY).await?;
     let window = window_buffer_seconds as f64;
     let row = tx
         .query_opt(&st, &[&queue_id, &partition, &group, &window])
