@@ -75,7 +75,8 @@ fn sections(path: &Path, text: &str) -> Vec<(String, String)> {
             let body = lines.join("\n");
             let body = body.trim_end().trim_end_matches(';').trim_end().to_string();
             assert!(
-                body.lines().any(|l| !l.trim().is_empty() && !l.trim_start().starts_with("--")),
+                body.lines()
+                    .any(|l| !l.trim().is_empty() && !l.trim_start().starts_with("--")),
                 "{}: `{name}` has no statement",
                 path.display()
             );

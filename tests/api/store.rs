@@ -102,12 +102,26 @@ async fn a_sweep_makes_each_missing_cursor_once_where_the_group_starts() {
     let f = fixture("store-sweep", 3).await;
     let mut conn = f.store.client().await.unwrap();
     let tx = conn.begin().await.unwrap();
-    let made = claim::sweep(&tx, f.queue_id, "__QUEUE_MODE__", None, Start::QueueMode, Sweep::All)
-        .await
-        .unwrap();
-    let again = claim::sweep(&tx, f.queue_id, "__QUEUE_MODE__", None, Start::QueueMode, Sweep::All)
-        .await
-        .unwrap();
+    let made = claim::sweep(
+        &tx,
+        f.queue_id,
+        "__QUEUE_MODE__",
+        None,
+        Start::QueueMode,
+        Sweep::All,
+    )
+    .await
+    .unwrap();
+    let again = claim::sweep(
+        &tx,
+        f.queue_id,
+        "__QUEUE_MODE__",
+        None,
+        Start::QueueMode,
+        Sweep::All,
+    )
+    .await
+    .unwrap();
     // A named group that starts now begins after the three messages already pushed.
     let only = [f.partition_id];
     let named = claim::sweep(
@@ -123,7 +137,11 @@ async fn a_sweep_makes_each_missing_cursor_once_where_the_group_starts() {
     tx.commit().await.unwrap();
     assert_eq!((made, again, named), (1, 0, 1));
     let first = f.cursor("__QUEUE_MODE__").await.unwrap().0;
-    assert_eq!(f.cursor("late").await.unwrap().0, first + 3, "the named group starts at the end");
+    assert_eq!(
+        f.cursor("late").await.unwrap().0,
+        first + 3,
+        "the named group starts at the end"
+    );
 }
 
 #[tokio::test]
@@ -138,14 +156,25 @@ async fn a_claim_leases_a_batch_reads_its_segments_and_a_finish_trims_it() {
     let claimed = claim::claim(&tx, &f.claim("g", &lease, 2)).await.unwrap();
     assert_eq!(claimed.partitions.len(), 1);
     let p = &claimed.partitions[0];
-    assert_eq!((p.id, p.lease_id, p.name.as_str()), (f.partition_id, lease[0], "p"));
-    assert_eq!(p.lease_end, p.committed + 2, "the lease holds the batch of two");
+    assert_eq!(
+        (p.id, p.lease_id, p.name.as_str()),
+        (f.partition_id, lease[0], "p")
+    );
+    assert_eq!(
+        p.lease_end,
+        p.committed + 2,
+        "the lease holds the batch of two"
+    );
     assert!(!p.segments.is_empty(), "the segments in range are read");
     assert!(p.segments[0].base_offset <= p.committed + 1);
     assert!(p.segments.last().unwrap().end_offset >= p.lease_end);
     // A second claim finds the partition leased.
     let other = [Uuid::now_v7()];
-    assert!(claim::claim(&tx, &f.claim("g", &other, 2)).await.unwrap().partitions.is_empty());
+    assert!(claim::claim(&tx, &f.claim("g", &other, 2))
+        .await
+        .unwrap()
+        .partitions
+        .is_empty());
     // One message delivered and acked at once (autoAck): the cursor moves past it and the
     // lease is released.
     let finish = Finish {
@@ -157,7 +186,9 @@ async fn a_claim_leases_a_batch_reads_its_segments_and_a_finish_trims_it() {
         undo: None,
         held: lease[0],
     };
-    claim::finish(&*tx, tx.layout(), "g", &[finish]).await.unwrap();
+    claim::finish(&*tx, tx.layout(), "g", &[finish])
+        .await
+        .unwrap();
     tx.commit().await.unwrap();
     let (committed, lease_id, _) = f.cursor("g").await.unwrap();
     assert_eq!((committed, lease_id), (p.committed + 1, None));
@@ -172,7 +203,11 @@ async fn a_finish_under_a_lease_no_longer_held_changes_nothing() {
         .await
         .unwrap();
     let lease = [Uuid::now_v7()];
-    let p = claim::claim(&tx, &f.claim("g", &lease, 10)).await.unwrap().partitions.remove(0);
+    let p = claim::claim(&tx, &f.claim("g", &lease, 10))
+        .await
+        .unwrap()
+        .partitions
+        .remove(0);
     let stale = Finish {
         partition: p.id,
         committed: p.lease_end,
@@ -182,9 +217,14 @@ async fn a_finish_under_a_lease_no_longer_held_changes_nothing() {
         undo: None,
         held: Uuid::now_v7(),
     };
-    claim::finish(&*tx, tx.layout(), "g", &[stale]).await.unwrap();
+    claim::finish(&*tx, tx.layout(), "g", &[stale])
+        .await
+        .unwrap();
     tx.commit().await.unwrap();
-    assert_eq!(f.cursor("g").await.unwrap(), (p.committed, Some(lease[0]), Some(p.lease_end)));
+    assert_eq!(
+        f.cursor("g").await.unwrap(),
+        (p.committed, Some(lease[0]), Some(p.lease_end))
+    );
 }
 
 #[tokio::test]
@@ -207,14 +247,33 @@ async fn a_known_claim_claims_only_while_the_queue_has_the_options_it_knows() {
     let hint = [f.partition_id];
     let mut hinted = f.claim("g", &lease, 10);
     hinted.hint = &hint;
-    assert!(claim::claim_known(&conn, &hinted, &stale).await.unwrap().is_none());
-    assert!(claim::claim_known(&conn, &f.claim("g", &lease, 10), &stale).await.unwrap().is_none());
-    assert_eq!(f.cursor("g").await.unwrap().1, None, "a stale queue is not claimed");
-    let claimed = claim::claim_known(&conn, &hinted, &f.options).await.unwrap().unwrap();
-    assert_eq!(claimed.partitions.len(), 1, "the hinted partition is claimed");
+    assert!(claim::claim_known(&conn, &hinted, &stale)
+        .await
+        .unwrap()
+        .is_none());
+    assert!(claim::claim_known(&conn, &f.claim("g", &lease, 10), &stale)
+        .await
+        .unwrap()
+        .is_none());
+    assert_eq!(
+        f.cursor("g").await.unwrap().1,
+        None,
+        "a stale queue is not claimed"
+    );
+    let claimed = claim::claim_known(&conn, &hinted, &f.options)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        claimed.partitions.len(),
+        1,
+        "the hinted partition is claimed"
+    );
     assert_eq!(f.cursor("g").await.unwrap().1, Some(lease[0]));
     // Leased now: the walk finds nothing, and says the queue is as known.
-    let again = claim::claim_known(&conn, &f.claim("g", &lease, 10), &f.options).await.unwrap();
+    let again = claim::claim_known(&conn, &f.claim("g", &lease, 10), &f.options)
+        .await
+        .unwrap();
     assert!(again.unwrap().partitions.is_empty());
 }
 
@@ -226,13 +285,19 @@ async fn an_empty_partition_pop_is_explained() {
     let reason = |name: &'static str, window: i64| {
         let tx = &tx;
         let queue = f.queue_id;
-        async move { claim::diagnose_empty(tx, queue, name, "g", window).await.unwrap() }
+        async move {
+            claim::diagnose_empty(tx, queue, name, "g", window)
+                .await
+                .unwrap()
+        }
     };
     assert_eq!(reason("nope", 0).await, EmptyReason::PartitionNotFound);
     assert_eq!(reason("p", 0).await, EmptyReason::NothingReadable);
     assert_eq!(
         reason("p", 3600).await,
-        EmptyReason::WindowBufferActive { partition_id: f.partition_id }
+        EmptyReason::WindowBufferActive {
+            partition_id: f.partition_id
+        }
     );
     claim::sweep(&tx, f.queue_id, "g", None, Start::Named(None), Sweep::All)
         .await

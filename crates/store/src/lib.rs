@@ -44,7 +44,6 @@ macro_rules! partition_counts {
 }
 
 pub mod append;
-pub mod sql;
 pub mod citus;
 pub mod claim;
 pub mod cursor;
@@ -73,6 +72,7 @@ pub mod retention;
 mod retry;
 pub mod seek;
 pub mod series;
+pub mod sql;
 pub mod stats;
 pub mod streams;
 pub mod timers;

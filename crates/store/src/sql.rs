@@ -83,9 +83,14 @@ mod tests {
             let (_, _, base_text) = ALL
                 .iter()
                 .find(|(f, n, _)| f == family && *n == base)
-                .unwrap_or_else(|| panic!("{family}::{name} varies `{base}`, which {family}.sql lacks"));
+                .unwrap_or_else(|| {
+                    panic!("{family}::{name} varies `{base}`, which {family}.sql lacks")
+                });
             let odd = unmarked_differences(base_text, text);
-            assert!(odd.is_empty(), "{family}::{name} differs from {base} in unmarked lines: {odd:#?}");
+            assert!(
+                odd.is_empty(),
+                "{family}::{name} differs from {base} in unmarked lines: {odd:#?}"
+            );
             checked += 1;
         }
         assert!(checked >= 6, "only {checked} variants found");
@@ -94,11 +99,20 @@ mod tests {
     #[test]
     fn an_unmarked_change_is_caught() {
         let base = "SELECT a\n  FROM t\n WHERE x = 1";
-        assert!(unmarked_differences(base, "SELECT a\n  FROM t\n WHERE x = 1 -- (variant)").is_empty());
+        assert!(
+            unmarked_differences(base, "SELECT a\n  FROM t\n WHERE x = 1 -- (variant)").is_empty()
+        );
         assert_eq!(
             unmarked_differences(base, "SELECT a\n  FROM t\n WHERE x = 2"),
-            vec!["only in the base: WHERE x = 1", "only in the variant: WHERE x = 2"]
+            vec![
+                "only in the base: WHERE x = 1",
+                "only in the variant: WHERE x = 2"
+            ]
         );
-        assert!(unmarked_differences(base, "SELECT a\n  FROM t\n   AND y -- (variant)\n WHERE x = 1").is_empty());
+        assert!(unmarked_differences(
+            base,
+            "SELECT a\n  FROM t\n   AND y -- (variant)\n WHERE x = 1"
+        )
+        .is_empty());
     }
 }
