@@ -5,22 +5,8 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::frames;
+use crate::sql::append::{APPEND, APPEND_CITUS, APPEND_KNOWN, LOGGED, LOGGED_CITUS, SEGMENTS_OF};
 use crate::{Conn, Layout, StoreError, Tx};
-
-/// The positions of a batch's hashes (`$1`, of partition `$2`) that the index holds, with
-/// their offsets. `$partition` is a condition naming the partition in the index on Citus.
-macro_rules! logged {
-    ($partition:literal) => {
-        concat!(
-            "SELECT w.ord, x.\"offset\"
-               FROM unnest($1::uuid[]) WITH ORDINALITY AS w(hash, ord)
-               JOIN tx_index x ON x.hash = w.hash AND ",
-            $partition,
-            "
-              ORDER BY w.ord"
-        )
-    };
-}
 
 /// One partition's share of an append: its messages' index hashes and frames, in order,
 /// free of duplicates among themselves.
@@ -58,14 +44,6 @@ pub enum Dedup {
     Optimistic,
 }
 
-const APPEND: &str = "SELECT item, stored_offset FROM regent_append($1, $2, $3, $4, $5)";
-
-/// On Citus the frames go as one segment and each frame's end in it: Citus sends a delegated
-/// call's arguments as text, and a `bytea[]`'s text form is written and read a character at
-/// a time (`citus/functions.sql`).
-const APPEND_CITUS: &str =
-    "SELECT item, stored_offset FROM regent_append($1, $2, $3::bytea, $4::int4[], $5, $6)";
-
 /// The frames as one segment, and where each ends in it (in bytes).
 fn joined(frames: &[Vec<u8>]) -> Result<(Vec<u8>, Vec<i32>), StoreError> {
     let mut segment = Vec::with_capacity(frames.iter().map(Vec::len).sum());
@@ -80,18 +58,6 @@ fn joined(frames: &[Vec<u8>]) -> Result<(Vec<u8>, Vec<i32>), StoreError> {
     }
     Ok((segment, ends))
 }
-
-/// The segments holding the offsets `$2` of partition `$1`, each once, in offset order:
-/// where duplicates' stored message ids are read. (One row per offset would send a segment
-/// once per duplicate in it: a resent batch of 1,000 would carry its segment 1,000 times.)
-const SEGMENTS_OF: &str = "WITH e AS (
-         SELECT DISTINCT s.end_offset FROM unnest($2::bigint[]) AS o(at)
-          CROSS JOIN LATERAL (SELECT end_offset FROM segments
-                               WHERE partition_id = $1 AND end_offset >= o.at
-                               ORDER BY end_offset LIMIT 1) s)
-     SELECT g.base_offset, g.end_offset, g.frames
-       FROM e JOIN segments g ON g.partition_id = $1 AND g.end_offset = e.end_offset
-      ORDER BY g.end_offset";
 
 /// Appends batches to several partitions inside the caller's transaction, each batch as one
 /// segment. The calls are pipelined on the connection in the order given, which must be
@@ -149,9 +115,6 @@ pub async fn append_many(
     });
     futures::future::try_join_all(calls).await
 }
-
-const APPEND_KNOWN: &str =
-    "SELECT batch, item, stored_offset FROM regent_append_known($1, $2, $3, $4, $5, $6, $7)";
 
 /// Appends batches to partitions this broker knows, in one statement that is its own
 /// transaction (one PostgreSQL only; migration V20): `options[k]` is what the broker knows
@@ -246,8 +209,8 @@ pub(crate) async fn stored_ids(
 pub async fn logged(tx: &Tx<'_>, b: &Batch) -> Result<Vec<(usize, Option<Uuid>)>, StoreError> {
     let st = tx
         .prepare_cached(match tx.layout() {
-            Layout::Single => logged!("$2::uuid IS NOT NULL"),
-            Layout::Citus => logged!("x.partition_id = $2"),
+            Layout::Single => LOGGED,
+            Layout::Citus => LOGGED_CITUS,
         })
         .await?;
     let rows = tx.query(&st, &[&b.hashes, &b.partition]).await?;

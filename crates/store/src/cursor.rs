@@ -8,62 +8,8 @@ use serde_json::Value;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
+use crate::sql::cursor::{LOCK_AND_RESOLVE, LOCK_AND_RESOLVE_CITUS, RESOLVE, RESOLVE_CITUS, WRITE};
 use crate::{frames, Layout, StoreError, Tx};
-
-/// The offsets of the transaction ids whose index hashes are in `$hashes` (a `uuid[]`), in
-/// the same order, NULL where one resolves nowhere, as an SQL array expression. `$partition`
-/// names the partition on Citus, where its index rows are found on its shard (on one
-/// PostgreSQL the partition is inside the hash, and the condition is left out).
-macro_rules! offsets_of {
-    ($hashes:literal, $partition:literal) => {
-        concat!(
-            "ARRAY(SELECT x.\"offset\"
-                     FROM unnest(",
-            $hashes,
-            "::uuid[]) WITH ORDINALITY AS w(hash, ord)
-                     LEFT JOIN tx_index x ON x.hash = w.hash",
-            $partition,
-            "
-                    ORDER BY w.ord)"
-        )
-    };
-}
-
-/// Locks the cursor row and resolves the transaction ids (`$4`, their index hashes) in one
-/// round trip; the queue's name and the partition's end say whether an ended lease leaves
-/// the group something to claim.
-macro_rules! lock_and_resolve {
-    ($partition:literal) => {
-        concat!(
-            "SELECT c.committed, c.lease_id,
-            (c.lease_id IS NOT NULL AND c.lease_expires_at > now()) AS live, c.lease_end,
-            c.retry_count, q.options, q.id AS queue_id, q.name AS queue, p.id AS partition_id,
-            p.next_offset, ",
-            offsets_of!("$4", $partition),
-            " AS offsets
-       FROM cursors c
-       JOIN partitions p ON p.id = c.partition_id
-       JOIN queues q ON q.id = p.queue_id
-      WHERE c.partition_id = $1::text::uuid AND c.consumer_group = $2 AND p.tenant = $3
-        FOR UPDATE OF c"
-        )
-    };
-}
-const LOCK_AND_RESOLVE: &str = lock_and_resolve!("");
-const LOCK_AND_RESOLVE_CITUS: &str = lock_and_resolve!(" AND x.partition_id = $1::text::uuid");
-
-/// The resolution of [`LOCK_AND_RESOLVE`] on its own, in partition `$2`.
-const RESOLVE: &str = concat!("SELECT ", offsets_of!("$1", ""), " AS offsets");
-const RESOLVE_CITUS: &str = concat!(
-    "SELECT ",
-    offsets_of!("$1", " AND x.partition_id = $2"),
-    " AS offsets"
-);
-
-const WRITE: &str = "UPDATE cursors
-        SET committed = $3, retry_count = $4,
-            lease_id = CASE WHEN $5 THEN NULL ELSE lease_id END
-      WHERE partition_id = $1 AND consumer_group = $2";
 
 /// A locked cursor row and what the ack needs around it.
 #[derive(Debug)]

@@ -7,6 +7,7 @@ use tokio_postgres::Row;
 use uuid::Uuid;
 
 use crate::message::{Message, StoredMessage};
+use crate::sql::dead_letters::{TAKE, TAKE_CITUS};
 use crate::{frames, Layout, StoreError, Tx};
 
 /// A message to dead-letter: where it is and why.
@@ -282,37 +283,16 @@ impl TryFrom<&Row> for Taken {
     }
 }
 
-/// Deletes the dead letters `$which` selects, with their queue's name, where their partition
-/// still exists.
-macro_rules! take {
-    ($which:literal) => {
-        concat!(
-            "DELETE FROM dead_letters d
-              USING queues q, partitions p
-              WHERE ",
-            $which,
-            "
-                AND q.id = d.queue_id AND p.id = d.partition_id
-             RETURNING d.id, d.queue_id, q.name AS queue, d.partition_id, d.consumer_group,
-                       d.error, d.\"offset\", d.frame"
-        )
-    };
-}
-
 /// Deletes the tenant's dead letters `ids` in the caller's transaction and returns them,
 /// locked in id order (two bulk calls over the same rows then wait for each other instead
 /// of deadlocking). One another transaction took first, or whose partition is gone, is not
 /// returned (and, orphaned, is left alone).
 pub async fn take(tx: &Tx<'_>, tenant: &str, ids: &[i64]) -> Result<Vec<Taken>, StoreError> {
-    // On Citus the rows are deleted on every shard at once, in no global order: two bulk calls
-    // over the same rows may deadlock there, which Citus breaks and the retry loop repeats.
+    // On Citus two bulk calls over the same rows may deadlock (`take_citus` says why).
     let st = tx
         .prepare_cached(match tx.layout() {
-            Layout::Single => take!(
-                "d.id IN (SELECT id FROM dead_letters WHERE tenant = $1 AND id = ANY ($2)
-                           ORDER BY id FOR UPDATE)"
-            ),
-            Layout::Citus => take!("d.tenant = $1 AND d.id = ANY ($2)"),
+            Layout::Single => TAKE,
+            Layout::Citus => TAKE_CITUS,
         })
         .await?;
     let rows = tx.query(&st, &[&tenant, &ids]).await?;

@@ -7,6 +7,7 @@
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
 
+use crate::sql::ephemeral::{DROP_OLDEST, EXPIRE, TRIM};
 use crate::{StoreError, Tx};
 
 /// A queue's options as declared (`None`: the default); the policy as the client spelled it.
@@ -232,17 +233,6 @@ async fn remove(
     Ok(removed)
 }
 
-/// A removal's statement: the queue's messages `m` that `$select` picks, deleted.
-macro_rules! removing {
-    ($select:literal) => {
-        concat!(
-            "DELETE FROM ephemeral_messages m WHERE m.tenant = $1 AND m.queue = $2 AND ",
-            $select,
-            " RETURNING m.seq, m.bytes"
-        )
-    };
-}
-
 /// Drops the queue's messages older than `ttl_seconds`, counted as dropped by ttl.
 pub async fn expire(
     tx: &Tx<'_>,
@@ -250,9 +240,15 @@ pub async fn expire(
     queue: &str,
     ttl_seconds: i64,
 ) -> Result<Removed, StoreError> {
-    const SQL: &str =
-        removing!("m.enqueued_at <= now() - make_interval(secs => $3::bigint) AND $4::bool");
-    remove(tx, SQL, tenant, queue, [&ttl_seconds, &true], Counter::Ttl).await
+    remove(
+        tx,
+        EXPIRE,
+        tenant,
+        queue,
+        [&ttl_seconds, &true],
+        Counter::Ttl,
+    )
+    .await
 }
 
 /// Drops the queue's oldest messages until at least `count` messages and `bytes` bytes are
@@ -264,17 +260,15 @@ pub async fn drop_oldest(
     count: i64,
     bytes: i64,
 ) -> Result<Removed, StoreError> {
-    // A message goes when what the messages before it free is not yet enough: the
-    // shortest prefix that frees both.
-    const SQL: &str = removing!(
-        "m.seq IN (SELECT seq FROM (
-                     SELECT seq, row_number() OVER w - 1 AS before_n,
-                            coalesce(sum(bytes) OVER w, 0) - bytes AS before_bytes
-                       FROM ephemeral_messages WHERE tenant = $1 AND queue = $2
-                     WINDOW w AS (ORDER BY seq ROWS UNBOUNDED PRECEDING)) o
-                    WHERE o.before_n < $3::bigint OR o.before_bytes < $4::bigint)"
-    );
-    remove(tx, SQL, tenant, queue, [&count, &bytes], Counter::Bounds).await
+    remove(
+        tx,
+        DROP_OLDEST,
+        tenant,
+        queue,
+        [&count, &bytes],
+        Counter::Bounds,
+    )
+    .await
 }
 
 /// Appends `payloads` to the queue's `partition` as sequence numbers `first..`, and counts
@@ -538,18 +532,7 @@ pub async fn settle(
 /// empty partition is the head again: sequence numbers only grow). A queue no group has
 /// popped keeps its messages for the first one.
 pub async fn trim(tx: &Tx<'_>, tenant: &str, queue: &str) -> Result<Removed, StoreError> {
-    const SQL: &str = removing!(
-        "m.seq < (SELECT min(least(coalesce(c.next_seq, 0),
-                                   coalesce((SELECT min(d.seq) FROM ephemeral_deliveries d
-                                              WHERE d.tenant = $1 AND d.queue = $2 AND d.grp = g.grp
-                                                AND d.partition = m.partition), m.seq + 1)))
-                    FROM ephemeral_groups g
-                    LEFT JOIN ephemeral_cursors c
-                           ON c.tenant = $1 AND c.queue = $2 AND c.grp = g.grp
-                          AND c.partition = m.partition
-                   WHERE g.tenant = $1 AND g.queue = $2) AND $3::bool AND $4::bool"
-    );
-    let removed = remove(tx, SQL, tenant, queue, [&true, &true], Counter::None).await?;
+    let removed = remove(tx, TRIM, tenant, queue, [&true, &true], Counter::None).await?;
     if removed.count > 0 {
         forget_empty(tx, tenant, queue).await?;
     }

@@ -7,42 +7,6 @@
 //! caller's (the service layer, with `regent-broker`). The crate graph enforces it: this
 //! crate does not depend on `regent-broker`.
 
-/// The offset of the last message of partition `$partition` appended at or before the instant
-/// `$at` (both SQL expressions), or the offset before the first the log still holds if that
-/// is later (retention deleted the ones before): where a group starting after that instant
-/// stands. Segments are appended whole, so a segment's time is each of its messages' time.
-macro_rules! last_offset_at {
-    ($partition:literal, $at:literal) => {
-        concat!(
-            "greatest(coalesce((SELECT max(g.end_offset) FROM segments g WHERE g.partition_id = ",
-            $partition,
-            " AND g.created_at <= ",
-            $at,
-            "), -1), (SELECT f.first_offset - 1 FROM partitions f WHERE f.id = ",
-            $partition,
-            "))"
-        )
-    };
-}
-
-/// One partition's counts, aggregated over its cursors `c` (grouped by the partition `p`):
-/// `total` kept, `pending` after the furthest-behind cursor, `processing` under live leases,
-/// `completed` up to the furthest-ahead cursor, `failed` 1 while a group's next message
-/// waits for the retry of a nack. The one definition both the pages counted when asked and
-/// the stats rounds use.
-macro_rules! partition_counts {
-    () => {
-        "p.next_offset - p.first_offset AS total,
-         p.next_offset - 1 - coalesce(min(c.committed), p.first_offset - 1) AS pending,
-         coalesce(max(c.lease_end - c.committed)
-                  FILTER (WHERE c.lease_id IS NOT NULL AND c.lease_expires_at > now()), 0)
-           AS processing,
-         greatest(coalesce(max(c.committed), p.first_offset - 1) + 1 - p.first_offset, 0)
-           AS completed,
-         (CASE WHEN bool_or(c.retry_count > 0) THEN 1 ELSE 0 END)::bigint AS failed"
-    };
-}
-
 pub mod append;
 pub mod citus;
 pub mod claim;

@@ -10,25 +10,8 @@ use tokio_postgres::Row;
 use uuid::Uuid;
 
 use crate::message::StoredMessage;
+use crate::sql::messages::{TOMBSTONE, TOMBSTONE_CITUS};
 use crate::{frames, Conn, Layout, StoreError, Tx};
-
-/// Deletes message `$2` of partition `$1` (index hash `$3`): its tombstone, its index entry,
-/// its traces. `$partition` names the partition in the index on Citus.
-macro_rules! tombstone {
-    ($partition:literal) => {
-        concat!(
-            "WITH t AS (INSERT INTO tombstones (partition_id, \"offset\") VALUES ($1, $2)
-                        ON CONFLICT DO NOTHING RETURNING 1),
-                  x AS (DELETE FROM tx_index WHERE hash = $3 AND \"offset\" = $2",
-            $partition,
-            "
-                           AND EXISTS (SELECT 1 FROM t)),
-                  r AS (DELETE FROM traces WHERE partition_id = $1 AND \"offset\" = $2
-                           AND EXISTS (SELECT 1 FROM t))
-             SELECT count(*) AS n FROM t"
-        )
-    };
-}
 
 /// A tenant's partition with its queue.
 #[derive(Clone, Debug)]
@@ -271,8 +254,8 @@ pub async fn tombstone(
 ) -> Result<bool, StoreError> {
     let st = tx
         .prepare_cached(match tx.layout() {
-            Layout::Single => tombstone!(""),
-            Layout::Citus => tombstone!(" AND partition_id = $1"),
+            Layout::Single => TOMBSTONE,
+            Layout::Citus => TOMBSTONE_CITUS,
         })
         .await?;
     let n: i64 = tx

@@ -8,20 +8,8 @@ use tokio_postgres::Row;
 use uuid::Uuid;
 
 use crate::series::Filter;
+use crate::sql::overview::PARTITIONS_PAGE;
 use crate::StoreError;
-
-/// Per partition of the tenant's queues: its counts, as the queue detail counts them
-/// (pending after the furthest-behind cursor, completed up to the furthest-ahead).
-pub(crate) const PER_PARTITION: &str = concat!(
-    "
-    SELECT p.id, q.name AS queue, q.namespace, q.task, p.name, p.created_at, p.last_push_at, ",
-    partition_counts!(),
-    "
-      FROM queues q
-      JOIN partitions p ON p.queue_id = q.id
-      LEFT JOIN cursors c ON c.partition_id = p.id
-     WHERE q.tenant = $1"
-);
 
 /// Message counts summed over some partitions.
 #[derive(Clone, Copy, Debug, Default)]
@@ -234,16 +222,7 @@ pub async fn partitions(
         )
         .await?;
     let total: i64 = client.query_one(&st, &[&tenant, &queue]).await?.get("n");
-    let sql = format!(
-        "WITH page AS (
-           SELECT p.id FROM queues q JOIN partitions p ON p.queue_id = q.id
-            WHERE q.tenant = $1 AND ($2::text IS NULL OR q.name = $2)
-            ORDER BY q.name, p.name LIMIT $3 OFFSET $4)
-         {PER_PARTITION} AND p.id IN (SELECT id FROM page)
-          GROUP BY p.id, q.name, q.namespace, q.task
-          ORDER BY q.name, p.name"
-    );
-    let st = client.prepare_cached(&sql).await?;
+    let st = client.prepare_cached(PARTITIONS_PAGE).await?;
     let rows = client
         .query(&st, &[&tenant, &queue, &limit, &offset])
         .await?;

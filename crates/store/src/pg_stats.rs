@@ -13,6 +13,7 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
 use tokio_postgres::Row;
 
+use crate::sql::pg_stats::{TABLE_SIZES, TABLE_SIZES_CITUS};
 use crate::{Conn, Layout, StoreError};
 
 /// Rows each list holds at most.
@@ -444,39 +445,3 @@ async fn table_sizes(client: &Conn) -> Result<Vec<TableSize>, StoreError> {
         })
         .collect())
 }
-
-/// Each table's sizes from `sizes` (schemaname, relname, n_live_tup, total_bytes,
-/// table_bytes), largest first.
-macro_rules! largest {
-    ($sizes:literal) => {
-        concat!(
-            "WITH sizes AS (",
-            $sizes,
-            ")
-             SELECT schemaname, relname, n_live_tup, total_bytes, table_bytes,
-                    total_bytes - table_bytes AS index_bytes,
-                    pg_size_pretty(total_bytes) AS total,
-                    pg_size_pretty(table_bytes) AS table_size,
-                    pg_size_pretty(total_bytes - table_bytes) AS index_size
-               FROM sizes
-              ORDER BY total_bytes DESC, relname
-              LIMIT $1"
-        )
-    };
-}
-
-const TABLE_SIZES: &str = largest!(
-    "SELECT schemaname::text, relname::text, n_live_tup,
-            pg_total_relation_size(relid) AS total_bytes, pg_table_size(relid) AS table_bytes
-       FROM pg_stat_user_tables"
-);
-
-const TABLE_SIZES_CITUS: &str = largest!(
-    "SELECT s.schemaname::text, s.relname::text, s.n_live_tup,
-            CASE WHEN d.logicalrelid IS NULL THEN pg_total_relation_size(s.relid)
-                 ELSE citus_total_relation_size(s.relid) END AS total_bytes,
-            CASE WHEN d.logicalrelid IS NULL THEN pg_table_size(s.relid)
-                 ELSE citus_table_size(s.relid) END AS table_bytes
-       FROM pg_stat_user_tables s
-       LEFT JOIN pg_dist_partition d ON d.logicalrelid = s.relid"
-);

@@ -7,7 +7,7 @@ use serde_json::Value;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
-use crate::overview::PER_PARTITION;
+use crate::sql::queues::{PARTITION_STATS, PENDING_BY_PARTITION};
 use crate::{Layout, StoreError, Tx};
 
 #[derive(Clone, Debug)]
@@ -219,7 +219,7 @@ impl From<&Row> for PartitionStats {
 }
 
 /// A page of a queue's partitions, by name, each with its counts counted now (as the
-/// overview counts them, `overview::PER_PARTITION`). The page is chosen before anything is
+/// overview counts them, `sql/overview.sql`). The page is chosen before anything is
 /// counted, so it costs the same at 100 partitions or 100,000. Oldest and newest message
 /// times are the first and last segments' (index probes, not scans).
 pub async fn partition_stats(
@@ -229,25 +229,7 @@ pub async fn partition_stats(
     limit: i64,
     offset: i64,
 ) -> Result<Vec<PartitionStats>, StoreError> {
-    let sql = format!(
-        "WITH page AS (SELECT id FROM partitions WHERE queue_id = $2
-                        ORDER BY name LIMIT $3 OFFSET $4),
-              per AS ({PER_PARTITION} AND q.id = $2 AND p.id IN (SELECT id FROM page)
-                       GROUP BY p.id, q.name, q.namespace, q.task),
-              d AS (SELECT partition_id, count(*) AS n FROM dead_letters
-                     WHERE tenant = $1 AND queue_id = $2
-                       AND partition_id IN (SELECT id FROM page)
-                     GROUP BY partition_id)
-         SELECT per.id, per.name, per.created_at, per.total, per.pending, per.processing,
-                per.completed, per.failed, coalesce(d.n, 0) AS dead_letters,
-                (SELECT g.created_at FROM segments g WHERE g.partition_id = per.id
-                  ORDER BY g.end_offset LIMIT 1) AS oldest,
-                (SELECT g.created_at FROM segments g WHERE g.partition_id = per.id
-                  ORDER BY g.end_offset DESC LIMIT 1) AS newest
-           FROM per LEFT JOIN d ON d.partition_id = per.id
-          ORDER BY per.name"
-    );
-    let st = client.prepare_cached(&sql).await?;
+    let st = client.prepare_cached(PARTITION_STATS).await?;
     let rows = client
         .query(&st, &[&tenant, &queue_id, &limit, &offset])
         .await?;
@@ -274,21 +256,7 @@ pub async fn depth_now(
         .query_opt(&st, &[&queue_id, &group])
         .await?
         .and_then(|r| r.get("start_after"));
-    let st = client
-        .prepare_cached(concat!(
-            "SELECT name, pending, sum(pending) OVER ()::bigint AS sum, count(*) OVER () AS n
-               FROM (SELECT p.name, p.next_offset - 1 - coalesce(
-                              (SELECT c.committed FROM cursors c
-                                WHERE c.partition_id = p.id AND c.consumer_group = $2),
-                              CASE WHEN $4::timestamptz IS NULL THEN p.first_offset - 1
-                                   ELSE ",
-            last_offset_at!("p.id", "$4::timestamptz"),
-            " END) AS pending
-                       FROM partitions p WHERE p.queue_id = $1) d
-              WHERE pending > 0
-              ORDER BY pending DESC, name LIMIT $3"
-        ))
-        .await?;
+    let st = client.prepare_cached(PENDING_BY_PARTITION).await?;
     let rows = client
         .query(
             &st,

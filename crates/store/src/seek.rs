@@ -8,6 +8,7 @@ use deadpool_postgres::Client;
 use uuid::Uuid;
 
 use crate::queues;
+use crate::sql::seek::SEEK;
 use crate::StoreError;
 
 /// Where a seek moves the cursors.
@@ -33,28 +34,6 @@ pub enum Seek {
     NoPartition,
     Moved(Vec<Moved>),
 }
-
-/// The target of each partition, and the cursor update. The lease is released as an expiry
-/// releases it (no retry charged, and acks under it are refused from now on); the retry
-/// budget starts again, as for a completed batch; nothing is leased past the new cursor. A
-/// cursor moved back makes its partition claimable at once: claims only ask whether the
-/// cursor is behind the partition's end.
-const SEEK: &str = concat!(
-    "WITH t AS (
-       SELECT p.id, CASE WHEN $3::bool THEN p.next_offset - 1 ELSE ",
-    last_offset_at!("p.id", "$4::timestamptz"),
-    " END AS target
-         FROM partitions p
-        WHERE p.queue_id = $1 AND ($5::text IS NULL OR p.name = $5))
-     UPDATE cursors c
-        SET committed = t.target, lease_end = t.target, lease_id = NULL,
-            lease_expires_at = least(c.lease_expires_at, now()), retry_count = 0
-       FROM t
-      WHERE c.partition_id = t.id AND c.consumer_group = $2
-  RETURNING (SELECT g.created_at FROM segments g
-              WHERE g.partition_id = t.id AND g.end_offset >= t.target AND t.target >= 0
-              ORDER BY g.end_offset LIMIT 1) AS appended_at"
-);
 
 /// Moves `group`'s cursors on the tenant's `queue` (on one named partition, or on all).
 pub async fn seek(

@@ -67,9 +67,85 @@ fn statement_lines(text: &str) -> Vec<&str> {
         .collect()
 }
 
+/// Expressions more than one statement writes out, and the statements that must hold each
+/// exactly (white space aside): a fact a statement states again is held to its one wording.
+pub const SHARED: &[(&str, &str, &[&str])] = &[
+    (
+        "a partition's counts (overview::partitions_page says what each means)",
+        "p.next_offset - p.first_offset AS total,
+         p.next_offset - 1 - coalesce(min(c.committed), p.first_offset - 1) AS pending,
+         coalesce(max(c.lease_end - c.committed)
+                  FILTER (WHERE c.lease_id IS NOT NULL AND c.lease_expires_at > now()), 0)
+           AS processing,
+         greatest(coalesce(max(c.committed), p.first_offset - 1) + 1 - p.first_offset, 0)
+           AS completed,
+         (CASE WHEN bool_or(c.retry_count > 0) THEN 1 ELSE 0 END)::bigint AS failed",
+        &[
+            "stats::recount",
+            "stats::recount_citus",
+            "overview::partitions_page",
+            "queues::partition_stats",
+        ],
+    ),
+    (
+        "where a named group starts on partition p: after the last segment appended at or \
+         before its instant, or before the first offset the log still holds",
+        "greatest(coalesce((SELECT max(g.end_offset) FROM segments g
+                             WHERE g.partition_id = p.id AND g.created_at <=",
+        &[
+            "claim::ensure_named",
+            "claim::ensure_named_only",
+            "seek::seek",
+            "queues::pending_by_partition",
+            "stats::recount",
+        ],
+    ),
+    (
+        "... its end",
+        "), -1), p.first_offset - 1)",
+        &[
+            "claim::ensure_named",
+            "claim::ensure_named_only",
+            "seek::seek",
+            "queues::pending_by_partition",
+            "stats::recount",
+        ],
+    ),
+];
+
+/// A statement's text with its comments left out and its white space folded, for comparing
+/// what two statements say.
+pub fn folded(text: &str) -> String {
+    let code: Vec<&str> = text
+        .lines()
+        .map(|l| l.find("--").map_or(l, |at| &l[..at]))
+        .collect();
+    let joined = code.join(" ");
+    let words: Vec<&str> = joined.split_whitespace().collect();
+    words.join(" ").replace("( ", "(").replace(" )", ")")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn statements_that_state_a_shared_expression_state_it_alike() {
+        for (what, expr, holders) in SHARED {
+            for holder in *holders {
+                let (family, name) = holder.split_once("::").unwrap();
+                let (_, _, text) = ALL
+                    .iter()
+                    .find(|(f, n, _)| *f == family && *n == name)
+                    .unwrap_or_else(|| panic!("no statement {holder}"));
+                assert!(
+                    folded(text).contains(&folded(expr)),
+                    "{holder} does not state {what} as the others do:\n{}",
+                    folded(expr)
+                );
+            }
+        }
+    }
 
     /// Variants written out in full (each exactly as sent) may drift apart; this holds each to
     /// the lines it says it changes.

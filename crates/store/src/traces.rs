@@ -10,59 +10,8 @@ use uuid::Uuid;
 
 use crate::dead_letters::Taken;
 use crate::message::Message;
+use crate::sql::traces::{RECORD, RECORD_AT, RECORD_CITUS, RECORD_REQUEUED, RECORD_REQUEUED_CITUS};
 use crate::{frames, Conn, Layout, StoreError, Tx};
-
-/// Records a trace (`$1`) of the message with index hash `$4` in the tenant's (`$3`)
-/// partition `$2`, while the log holds it. `$partition` names the partition in the index on
-/// Citus.
-macro_rules! record {
-    ($partition:literal) => {
-        concat!(
-            "INSERT INTO traces (id, tenant, queue_id, partition_id, transaction_id, \"offset\",
-                                 event_type, data, consumer_group, worker_id, trace_names)
-             SELECT $1, p.tenant, p.queue_id, p.id, $5, x.\"offset\", $6, $7, $8, $9, $10
-               FROM partitions p JOIN tx_index x ON x.hash = $4",
-            $partition,
-            "
-              WHERE p.id = $2 AND p.tenant = $3
-                AND (SELECT s.base_offset <= x.\"offset\" FROM segments s
-                      WHERE s.partition_id = p.id AND s.end_offset >= x.\"offset\"
-                      ORDER BY s.end_offset LIMIT 1)"
-        )
-    };
-}
-
-/// Records a trace (`$1`) of the message at offset `$4` of the tenant's (`$3`) partition `$2`:
-/// for a message found without the index (see [`record_at`]).
-const RECORD_AT: &str = "INSERT INTO traces (id, tenant, queue_id, partition_id, transaction_id,
-                                     \"offset\", event_type, data, consumer_group, worker_id,
-                                     trace_names)
-         SELECT $1, p.tenant, p.queue_id, p.id, $5, $4, $6, $7, $8, $9, $10
-           FROM partitions p WHERE p.id = $2 AND p.tenant = $3";
-
-/// The `requeued` traces of a requeue's copies (see [`record_requeued`]).
-macro_rules! record_requeued {
-    ($partition:literal) => {
-        concat!(
-            "INSERT INTO traces (id, tenant, queue_id, partition_id, transaction_id, \"offset\",
-                                 event_type, data, consumer_group, worker_id, trace_names)
-             SELECT c.id, p.tenant, p.queue_id, p.id, c.txid, x.\"offset\", $2,
-                    jsonb_build_object('deadLetterId', c.dead_letter,
-                                       'originalMessageId', c.message_id,
-                                       'originalTransactionId', c.original_txid,
-                                       'consumerGroup', c.consumer_group,
-                                       'reason', c.reason),
-                    c.consumer_group, NULL, '{}'
-               FROM unnest($3::uuid[], $4::uuid[], $5::uuid[], $6::text[], $7::bigint[],
-                           $8::uuid[], $9::text[], $10::text[], $11::text[])
-                    AS c(id, partition_id, hash, txid, dead_letter, message_id, original_txid,
-                         consumer_group, reason)
-               JOIN partitions p ON p.id = c.partition_id AND p.tenant = $1
-               JOIN tx_index x ON x.hash = c.hash",
-            $partition
-        )
-    };
-}
 
 /// A trace event as the client sends it, parsed.
 pub struct TraceEvent<'a> {
@@ -134,8 +83,8 @@ pub struct TraceName {
 pub async fn record(client: &Conn, t: &NewTrace<'_>) -> Result<Option<Uuid>, StoreError> {
     let st = client
         .prepare_cached(match client.layout() {
-            Layout::Single => record!(""),
-            Layout::Citus => record!(" AND x.partition_id = $2"),
+            Layout::Single => RECORD,
+            Layout::Citus => RECORD_CITUS,
         })
         .await?;
     // Whether it was written, not RETURNING: Citus names the table, not its shard, in the
@@ -244,8 +193,8 @@ pub async fn record_requeued(
 ) -> Result<(), StoreError> {
     let st = tx
         .prepare_cached(match tx.layout() {
-            Layout::Single => record_requeued!(""),
-            Layout::Citus => record_requeued!(" AND x.partition_id = p.id"),
+            Layout::Single => RECORD_REQUEUED,
+            Layout::Citus => RECORD_REQUEUED_CITUS,
         })
         .await?;
     let ids: Vec<Uuid> = copies.iter().map(|_| Uuid::now_v7()).collect();

@@ -2,7 +2,7 @@
 //! and Citus locks rows (`FOR UPDATE`) only in a statement routed to one shard. So a claim
 //! reads its candidates first, without locks (the hinted partitions' shards, or every shard
 //! in claim order, each shard's best few merged on the coordinator), then claims them one
-//! partition at a time with the statement below, each routed to the partition's worker and
+//! partition at a time (`claim_citus.sql`: `claim_one`), each routed to the partition's worker and
 //! skipping a cursor another pop holds, the calls pipelined. The least recently claimed
 //! partitions still come first, as on one PostgreSQL; a claim over partitions on two workers
 //! commits on both in two phases.
@@ -13,74 +13,8 @@ use uuid::Uuid;
 
 use super::{claimed, Claim, Claimed};
 use crate::partitions::id_of;
+use crate::sql::claim_citus::{CANDIDATES, CANDIDATES_HINTED, CLAIM_ONE};
 use crate::{Layout, StoreError, Tx};
-
-/// Whether a cursor has something to claim: the same conditions as the claim on one
-/// PostgreSQL.
-macro_rules! claimable {
-    () => {
-        "c.committed < p.next_offset - 1
-          AND (c.lease_id IS NULL OR c.lease_expires_at <= now())
-          AND ($3::float8 = 0 OR p.last_push_at <= now() - make_interval(secs => $3::float8))"
-    };
-}
-
-/// The group's cursors that look claimable, least recently claimed first (`$4` of them),
-/// partitions never claimed in the order they were created, as on one PostgreSQL, whose
-/// partition ids are time-ordered where these are derived from names. A look, not a lock:
-/// another pop may take one before this one claims it.
-macro_rules! candidates {
-    ($narrow:literal) => {
-        concat!(
-            "SELECT c.partition_id FROM cursors c JOIN partitions p ON p.id = c.partition_id
-              WHERE c.queue_id = $1 AND c.consumer_group = $2",
-            $narrow,
-            " AND ",
-            claimable!(),
-            " ORDER BY c.lease_expires_at NULLS FIRST, p.created_at, c.partition_id LIMIT $4"
-        )
-    };
-}
-const CANDIDATES: &str = candidates!("");
-const CANDIDATES_HINTED: &str = candidates!(" AND c.partition_id = ANY ($5::uuid[])");
-
-/// Claims partition `$1` for the group under lease `$4` and reads it, as the claim on one
-/// PostgreSQL does for each partition it takes; every table is named with the partition, so
-/// Citus routes the whole statement to its worker. Nothing comes back when the cursor has
-/// nothing to claim or another pop holds it.
-const CLAIM_ONE: &str = concat!(
-    "WITH cand AS (
-       SELECT c.partition_id, c.committed, c.lease_end AS old_end,
-              c.lease_expires_at AS last_claim, p.next_offset, p.name
-         FROM cursors c JOIN partitions p ON p.id = c.partition_id
-        WHERE c.partition_id = $1 AND p.id = $1 AND c.consumer_group = $2 AND c.queue_id = $7
-          AND ",
-    claimable!(),
-    "
-          FOR UPDATE OF c SKIP LOCKED),
-     claimed AS (
-       UPDATE cursors c
-          SET lease_id = $4, lease_expires_at = now() + make_interval(secs => $5::float8),
-              lease_end = least(cand.next_offset - 1, cand.committed + $6)
-         FROM cand WHERE c.partition_id = $1 AND c.consumer_group = $2
-       RETURNING c.partition_id, c.lease_id, cand.name, cand.committed, c.lease_end,
-                 cand.old_end, cand.last_claim)
-     SELECT cl.partition_id, cl.lease_id, cl.name, cl.committed, cl.lease_end, cl.old_end,
-            cl.last_claim,
-            (SELECT array_agg(t.\"offset\" ORDER BY t.\"offset\") FROM tombstones t
-              WHERE t.partition_id = $1 AND t.\"offset\" > cl.committed
-                AND t.\"offset\" <= cl.lease_end) AS tombstoned,
-            now() AS db_now, s.base_offset, s.end_offset, s.created_at, s.frames
-       FROM claimed cl
-       LEFT JOIN LATERAL (
-         (SELECT base_offset, end_offset, created_at, frames FROM segments
-           WHERE partition_id = $1 AND end_offset > cl.committed AND end_offset <= cl.lease_end)
-         UNION ALL
-         (SELECT base_offset, end_offset, created_at, frames FROM segments
-           WHERE partition_id = $1 AND end_offset > cl.lease_end
-           ORDER BY end_offset LIMIT 1)) s ON s.base_offset <= cl.lease_end
-      ORDER BY s.end_offset"
-);
 
 /// The hinted partitions first (when they yield anything), else the group's cursors in claim
 /// order; a pop of one partition by name claims that one alone, on its worker.
