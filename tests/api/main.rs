@@ -4,6 +4,7 @@ mod support;
 
 mod ack_contract;
 mod answers;
+mod append_function;
 mod architecture;
 mod auth;
 mod bad_input;

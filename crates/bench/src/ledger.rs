@@ -35,6 +35,21 @@ impl LedgerCheck {
     }
 }
 
+/// Every group's ledger checked, summed: one group losing a message is the run losing it.
+pub fn check_all(ledgers: &[Ledger]) -> LedgerCheck {
+    ledgers
+        .iter()
+        .map(Ledger::check)
+        .fold(LedgerCheck::default(), |mut a, c| {
+            a.pushed += c.pushed;
+            a.delivered_unique += c.delivered_unique;
+            a.lost += c.lost;
+            a.duplicates += c.duplicates;
+            a.unknown += c.unknown;
+            a
+        })
+}
+
 /// The transaction id of a producer's `seq`-th message. It starts with 16 hex digits that
 /// look random, as the reference client's UUIDv4 ids do: ids that sort in push order would
 /// flatter any index keyed by them (every insert would land on the same few pages).

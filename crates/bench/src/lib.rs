@@ -214,7 +214,8 @@ pub(crate) struct Shared {
     pub delivered_in_window: AtomicU64,
 }
 
-/// Runs one benchmark against `args.url` (consumers on `args.pop_url`) and returns its report.
+/// Runs one benchmark against `args.url` (consumers on `args.pop_url`) and returns its report:
+/// set up, the measured window, the drain, then the checks and figures.
 pub async fn run(mut args: BenchArgs) -> anyhow::Result<Report> {
     // Resolved here so the report names the broker consumers used even when it was the default.
     args.pop_url = Some(args.pop_url().to_string());
@@ -223,18 +224,7 @@ pub async fn run(mut args: BenchArgs) -> anyhow::Result<Report> {
         .clone()
         .unwrap_or_else(|| format!("bench-{}", uuid::Uuid::now_v7().simple()));
     let groups = args.groups();
-    let mut headers = reqwest::header::HeaderMap::new();
-    if let Some(t) = &args.token {
-        let value = format!("Bearer {t}")
-            .parse()
-            .map_err(|_| anyhow::anyhow!("--token is not a valid header value"))?;
-        headers.insert(reqwest::header::AUTHORIZATION, value);
-    }
-    let http = reqwest::Client::builder()
-        .default_headers(headers)
-        .pool_max_idle_per_host(args.producers + args.consumers * groups + 4)
-        .timeout(Duration::from_secs(60))
-        .build()?;
+    let http = client(&args, groups)?;
     let shared = Arc::new(Shared::default());
     let ledgers: Arc<Vec<Ledger>> = Arc::new((0..groups).map(|_| Ledger::default()).collect());
     let streams = if args.scenario.streams() {
@@ -251,16 +241,7 @@ pub async fn run(mut args: BenchArgs) -> anyhow::Result<Report> {
         streams,
         timers: (args.scenario == Scenario::Timers).then(timers::Book::default),
     });
-
-    if args.scenario == Scenario::PopAck {
-        workers::prefill(&ctx).await?;
-    }
-    if args.consumers_alone() && args.scenario.streams() {
-        streams::prefill(&ctx).await?;
-    }
-    if ctx.timers.is_some() {
-        timers::prepare(&ctx).await?;
-    }
+    prepare(&ctx).await?;
 
     // Commits and CPU count from here, after any prefill, as a script measuring the broker's
     // CPU does.
@@ -271,51 +252,10 @@ pub async fn run(mut args: BenchArgs) -> anyhow::Result<Report> {
     }
     let started = Instant::now();
     let pushed_before = shared.pushed.load(Ordering::SeqCst);
-    let window = Duration::from_secs_f64(args.duration);
-    let producers = if args.scenario == Scenario::PopAck {
-        vec![]
-    } else if args.scenario.streams() {
-        (0..args.producers)
-            .map(|p| tokio::spawn(streams::producer(ctx.clone(), p)))
-            .collect()
-    } else if args.scenario == Scenario::Timers {
-        (0..args.producers.max(1))
-            .map(|p| tokio::spawn(timers::producer(ctx.clone(), p)))
-            .collect()
-    } else {
-        (0..args.producers)
-            .map(|p| tokio::spawn(workers::producer(ctx.clone(), p)))
-            .collect()
-    };
-    let consumers: Vec<_> = if args.scenario == Scenario::Push {
-        vec![]
-    } else if args.scenario.streams() {
-        (0..args.consumers)
-            .map(|_| tokio::spawn(streams::consumer(ctx.clone())))
-            .collect()
-    } else if args.scenario == Scenario::Timers {
-        (0..args.consumers.max(1))
-            .map(|_| tokio::spawn(timers::consumer(ctx.clone())))
-            .collect()
-    } else {
-        (0..groups)
-            .flat_map(|g| (0..args.consumers).map(move |c| (g, c)))
-            .map(|(g, _)| tokio::spawn(workers::consumer(ctx.clone(), g)))
-            .collect()
-    };
+    let producers = spawn_producers(&ctx);
+    let consumers = spawn_consumers(&ctx, groups);
     let progress = (!args.quiet).then(|| tokio::spawn(report::progress(shared.clone(), started)));
-
-    // The measured window.
-    loop {
-        let elapsed = started.elapsed();
-        if elapsed >= window {
-            break;
-        }
-        if args.consumers_alone() && ledgers.iter().all(|l| l.outstanding() == 0) {
-            break;
-        }
-        tokio::time::sleep((window - elapsed).min(Duration::from_millis(100))).await;
-    }
+    measured_window(&ctx, started).await;
     let measured = started.elapsed();
     shared.window_closed.store(true, Ordering::SeqCst);
     let pushed_in_window = shared.pushed.load(Ordering::SeqCst) - pushed_before;
@@ -324,23 +264,7 @@ pub async fn run(mut args: BenchArgs) -> anyhow::Result<Report> {
     for p in producers {
         push_hist.add(&p.await??)?;
     }
-
-    // Drain: consumers keep going until every acknowledged push was delivered (every
-    // promised timer, whose last is due a delay after the window).
-    let mut drain = Duration::from_secs_f64(args.drain_timeout);
-    if ctx.timers.is_some() {
-        drain += Duration::from_millis(args.timer_delay_ms);
-    }
-    let drain_deadline = Instant::now() + drain;
-    let outstanding = || {
-        ledgers.iter().any(|l| l.outstanding() > 0)
-            || ctx.timers.as_ref().is_some_and(|t| t.outstanding() > 0)
-    };
-    if args.scenario != Scenario::Push {
-        while outstanding() && Instant::now() < drain_deadline {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
+    drain(&ctx).await;
     shared.stop_consumers.store(true, Ordering::SeqCst);
     let mut e2e_hist = stats::histogram();
     for c in consumers {
@@ -357,19 +281,8 @@ pub async fn run(mut args: BenchArgs) -> anyhow::Result<Report> {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
         _ => None,
     };
-    let mut ledger = (args.scenario != Scenario::Push && ctx.timers.is_none()).then(|| {
-        ledgers
-            .iter()
-            .map(Ledger::check)
-            .fold(LedgerCheck::default(), |mut a, c| {
-                a.pushed += c.pushed;
-                a.delivered_unique += c.delivered_unique;
-                a.lost += c.lost;
-                a.duplicates += c.duplicates;
-                a.unknown += c.unknown;
-                a
-            })
-    });
+    let mut ledger = (args.scenario != Scenario::Push && ctx.timers.is_none())
+        .then(|| ledger::check_all(&ledgers));
     // After the commits were read: the final flush and the sink's read-back are not the run's.
     let mut figures = None;
     if ctx.streams.is_some() {
@@ -401,4 +314,108 @@ pub async fn run(mut args: BenchArgs) -> anyhow::Result<Report> {
     report.streams = figures;
     report.timers = timer_figures;
     Ok(report)
+}
+
+/// The HTTP client every task shares: the token on every request, and an idle connection
+/// kept for each task.
+fn client(args: &BenchArgs, groups: usize) -> anyhow::Result<reqwest::Client> {
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(t) = &args.token {
+        let value = format!("Bearer {t}")
+            .parse()
+            .map_err(|_| anyhow::anyhow!("--token is not a valid header value"))?;
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+    }
+    Ok(reqwest::Client::builder()
+        .default_headers(headers)
+        .pool_max_idle_per_host(args.producers + args.consumers * groups + 4)
+        .timeout(Duration::from_secs(60))
+        .build()?)
+}
+
+/// What the scenario loads before the measured window: a backlog to consume, or the timers.
+async fn prepare(ctx: &Arc<workers::Ctx>) -> anyhow::Result<()> {
+    let args = &ctx.args;
+    if args.scenario == Scenario::PopAck {
+        workers::prefill(ctx).await?;
+    }
+    if args.consumers_alone() && args.scenario.streams() {
+        streams::prefill(ctx).await?;
+    }
+    if ctx.timers.is_some() {
+        timers::prepare(ctx).await?;
+    }
+    Ok(())
+}
+
+type Task = tokio::task::JoinHandle<anyhow::Result<hdrhistogram::Histogram<u64>>>;
+
+/// The scenario's producers, each returning its push latencies.
+fn spawn_producers(ctx: &Arc<workers::Ctx>) -> Vec<Task> {
+    let n = ctx.args.producers;
+    match ctx.args.scenario {
+        Scenario::PopAck => vec![],
+        Scenario::Streams | Scenario::StreamsTx => (0..n)
+            .map(|p| tokio::spawn(streams::producer(ctx.clone(), p)))
+            .collect(),
+        Scenario::Timers => (0..n.max(1))
+            .map(|p| tokio::spawn(timers::producer(ctx.clone(), p)))
+            .collect(),
+        Scenario::Push | Scenario::EndToEnd | Scenario::FanOut => (0..n)
+            .map(|p| tokio::spawn(workers::producer(ctx.clone(), p)))
+            .collect(),
+    }
+}
+
+/// The scenario's consumers (`consumers` per group), each returning its end-to-end latencies.
+fn spawn_consumers(ctx: &Arc<workers::Ctx>, groups: usize) -> Vec<Task> {
+    let n = ctx.args.consumers;
+    match ctx.args.scenario {
+        Scenario::Push => vec![],
+        Scenario::Streams | Scenario::StreamsTx => (0..n)
+            .map(|_| tokio::spawn(streams::consumer(ctx.clone())))
+            .collect(),
+        Scenario::Timers => (0..n.max(1))
+            .map(|_| tokio::spawn(timers::consumer(ctx.clone())))
+            .collect(),
+        Scenario::PopAck | Scenario::EndToEnd | Scenario::FanOut => (0..groups)
+            .flat_map(|g| (0..n).map(move |_| g))
+            .map(|g| tokio::spawn(workers::consumer(ctx.clone(), g)))
+            .collect(),
+    }
+}
+
+/// Waits out the measured window: `--duration`, or until a pre-filled backlog is consumed.
+async fn measured_window(ctx: &workers::Ctx, started: Instant) {
+    let window = Duration::from_secs_f64(ctx.args.duration);
+    loop {
+        let elapsed = started.elapsed();
+        if elapsed >= window {
+            return;
+        }
+        if ctx.args.consumers_alone() && ctx.ledgers.iter().all(|l| l.outstanding() == 0) {
+            return;
+        }
+        tokio::time::sleep((window - elapsed).min(Duration::from_millis(100))).await;
+    }
+}
+
+/// Consumers keep going until every acknowledged push was delivered (every promised timer,
+/// whose last is due a delay after the window), for `--drain-timeout` at most.
+async fn drain(ctx: &workers::Ctx) {
+    if ctx.args.scenario == Scenario::Push {
+        return;
+    }
+    let mut drain = Duration::from_secs_f64(ctx.args.drain_timeout);
+    if ctx.timers.is_some() {
+        drain += Duration::from_millis(ctx.args.timer_delay_ms);
+    }
+    let deadline = Instant::now() + drain;
+    let outstanding = || {
+        ctx.ledgers.iter().any(|l| l.outstanding() > 0)
+            || ctx.timers.as_ref().is_some_and(|t| t.outstanding() > 0)
+    };
+    while outstanding() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

@@ -4,9 +4,12 @@
 -- FUNCTION a changed signature needs (as V20's for regent_append). The migrations that first
 -- defined each (V1, V3, V19 and V20 for regent_append; V20 for regent_append_known; V15 for
 -- regent_stream_state) are the history of databases already migrated, and are not edited.
--- On Citus, crates/store/citus/functions.sql holds the bodies that run there instead; the
--- integration suite's core runs on both layouts (scripts/test's Citus pass), so the two
--- agree on every behaviour the ack contract and the push rules need.
+-- On Citus, crates/store/citus/functions.sql holds the bodies that run there instead. The
+-- two are held to the same answers by tests that call them on both layouts (scripts/test's
+-- Citus pass): tests/api/append_function.rs on every rule of an append (dense offsets, a
+-- resent id answered with the stored message, new messages around duplicates, the window,
+-- the optimistic refusal, a missing partition), and the core suites (push_pop, ack_contract,
+-- dedup_window, streams) on what the routes answer.
 
 -- The push hot path: a batch of frames appended to one partition under its sequencer row's
 -- lock, deduplicated by hash within the window (V19), only while its queue still has the
