@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use crate::support::{broker, layout, Broker};
+use crate::wire::{self, Acked, Popped, Pushed};
 use regent::store::Layout;
 
 const QUEUE_MODE: &str = "__QUEUE_MODE__";
@@ -88,32 +89,31 @@ fn check(ctx: &str, res: &[Value], want: &[(&str, Want)]) {
 /// Asserts one element of an answer, which must carry `index`.
 fn check_at(ctx: &str, r: &Value, index: usize, txid: &str, w: Want) {
     let at = format!("{ctx}: item {index}: {r}");
-    assert_eq!(r["index"], json!(index), "{at}: index");
-    assert_eq!(r["transactionId"], json!(txid), "{at}: transactionId");
-    assert_eq!(r["success"], json!(w.success), "{at}: success");
-    assert_eq!(
-        r["error"],
-        w.error.map_or(Value::Null, |e| json!(e)),
-        "{at}: error"
-    );
-    assert_eq!(r["leaseReleased"], json!(w.released), "{at}: leaseReleased");
-    assert_eq!(r["dlq"], json!(w.dlq), "{at}: dlq");
-    assert_eq!(r["noop"], json!(w.noop), "{at}: noop");
+    let a: Acked = wire::read(r);
+    assert_eq!(a.index, index, "{at}: index");
+    assert_eq!(a.transaction_id, txid, "{at}: transactionId");
+    assert_eq!(a.success, w.success, "{at}: success");
+    assert_eq!(a.error.as_deref(), w.error, "{at}: error");
+    assert_eq!(a.lease_released, w.released, "{at}: leaseReleased");
+    assert_eq!(a.dlq, w.dlq, "{at}: dlq");
+    assert_eq!(a.noop, w.noop, "{at}: noop");
 }
 
 /// Asserts a single error item whose text is a raw database message.
 fn check_db_error(ctx: &str, r: &Value, index: usize, txid: &str, needle: &str) {
-    assert_eq!(r["index"], json!(index), "{ctx}: {r}");
-    assert_eq!(r["transactionId"], json!(txid), "{ctx}: {r}");
-    assert_eq!(r["success"], false, "{ctx}: {r}");
-    let e = r["error"].as_str().unwrap_or_default();
+    let a: Acked = wire::read(r);
+    assert_eq!(
+        (a.index, a.transaction_id.as_str()),
+        (index, txid),
+        "{ctx}: {r}"
+    );
+    assert!(!a.success, "{ctx}: {r}");
+    let e = a.error.unwrap_or_default();
     assert!(
         e.contains(needle),
         "{ctx}: error should contain {needle:?}: {r}"
     );
-    assert_eq!(r["leaseReleased"], false, "{ctx}: {r}");
-    assert_eq!(r["dlq"], false, "{ctx}: {r}");
-    assert_eq!(r["noop"], false, "{ctx}: {r}");
+    assert!(!a.lease_released && !a.dlq && !a.noop, "{ctx}: {r}");
 }
 
 /// One ack item; `lease` None = lease-less.
@@ -138,11 +138,11 @@ async fn push(b: &Broker, queue: &str, txids: &[&str]) -> String {
 }
 
 async fn push_to(b: &Broker, queue: &str, partition: &str, txids: &[&str]) -> String {
-    let pushed = b.push(queue, partition, txids).await;
-    pushed[0]["partition_id"]
-        .as_str()
+    let pushed: Vec<Pushed> = wire::read(&Value::from(b.push(queue, partition, txids).await));
+    pushed[0]
+        .partition_id
+        .clone()
         .expect("push answers partition_id")
-        .to_string()
 }
 
 /// A pop; `group` None = queue mode. Returns (transaction ids, lease id, the answer).
@@ -151,9 +151,12 @@ async fn pop(b: &Broker, queue: &str, group: Option<&str>, batch: u32) -> (Vec<S
         Some(g) => format!("batch={batch}&consumerGroup={g}"),
         None => format!("batch={batch}"),
     };
-    let v = b.pop(queue, &q).await;
-    let lease = v["leaseId"].as_str().unwrap_or_default().to_string();
-    (Broker::txids(&v), lease)
+    let v: Popped = wire::read(&b.pop(queue, &q).await);
+    let lease = v.lease_id.unwrap_or_default();
+    (
+        v.messages.into_iter().map(|m| m.transaction_id).collect(),
+        lease,
+    )
 }
 
 /// Pops and asserts exactly these messages were delivered; returns the lease.

@@ -1,6 +1,7 @@
 //! Integration tests: the real HTTP API against real PostgreSQL.
 
 mod support;
+mod wire;
 
 mod ack_contract;
 mod answers;

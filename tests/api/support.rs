@@ -23,6 +23,7 @@ use uuid::Uuid;
 
 #[path = "../common/mod.rs"]
 mod common;
+use crate::wire;
 pub use common::{acks, free_port};
 
 const TEMPLATE: &str = "regent_template";
@@ -393,7 +394,7 @@ impl Broker {
     ) -> Vec<Value> {
         let out = self.push_verdicts_as(token, queue, partition, txids).await;
         for r in &out {
-            assert_eq!(r["status"], "queued", "{r}");
+            assert_eq!(wire::read::<wire::Pushed>(r).status, "queued", "{r}");
         }
         out
     }
@@ -416,7 +417,16 @@ impl Broker {
             .request_as(token, reqwest::Method::POST, "/api/v1/push", Some(&body))
             .await;
         assert_eq!(s, StatusCode::CREATED, "{v}");
-        v.as_array().expect("push answers an array").clone()
+        let items = v.as_array().expect("push answers an array").clone();
+        let read: Vec<wire::Pushed> = wire::read(&v);
+        assert_eq!(
+            read.iter()
+                .map(|p| p.transaction_id.as_str())
+                .collect::<Vec<_>>(),
+            txids,
+            "one answer per item, in order"
+        );
+        items
     }
 
     /// A non-waiting pop on the wildcard route with the given extra query.
@@ -425,6 +435,7 @@ impl Broker {
             .get(&format!("/api/v1/pop/queue/{queue}?wait=false&{query}"))
             .await;
         assert_eq!(s, StatusCode::OK, "{v}");
+        wire::read::<wire::Popped>(&v);
         v
     }
 
@@ -432,32 +443,25 @@ impl Broker {
     /// id, transaction id), for a bundle to ack.
     pub async fn popped(&self, queue: &str) -> (String, String, String) {
         self.push(queue, "p", &[&format!("{queue}-in")]).await;
-        let pop = self.pop(queue, "batch=1").await;
+        let pop: wire::Popped = wire::read(&self.pop(queue, "batch=1").await);
+        let m = &pop.messages[0];
         (
-            pop["partitionId"].as_str().unwrap().to_string(),
-            pop["leaseId"].as_str().unwrap().to_string(),
-            Broker::txids(&pop)[0].clone(),
+            m.partition_id.clone(),
+            m.lease_id.clone(),
+            m.transaction_id.clone(),
         )
     }
 
-    /// Transaction ids of a pop answer, in order.
+    /// Transaction ids of an answer that lists messages (a pop's, say), in order.
     pub fn txids(pop: &Value) -> Vec<String> {
-        pop["messages"]
-            .as_array()
-            .map(|m| {
-                m.iter()
-                    .map(|x| x["transactionId"].as_str().unwrap().to_string())
-                    .collect()
-            })
-            .unwrap_or_default()
+        let listed: wire::Listed = wire::read(pop);
+        listed.messages.into_iter().map(|m| m.transaction_id).collect()
     }
 
-    /// Payloads (`data`) of a pop answer, in order.
+    /// Payloads (`data`) of an answer that lists messages, in order.
     pub fn data(pop: &Value) -> Vec<Value> {
-        pop["messages"]
-            .as_array()
-            .map(|m| m.iter().map(|x| x["data"].clone()).collect())
-            .unwrap_or_default()
+        let listed: wire::Listed = wire::read(pop);
+        listed.messages.into_iter().map(|m| m.data).collect()
     }
 
     /// Acks every message of a pop answer as completed, each under the lease it was delivered
@@ -469,7 +473,10 @@ impl Broker {
             .await;
         assert_eq!(answers.len(), messages.len(), "{answers:?}");
         for a in &answers {
-            assert_eq!(a["success"], true, "ack of {pop}: {answers:?}");
+            assert!(
+                wire::read::<wire::Acked>(a).success,
+                "ack of {pop}: {answers:?}"
+            );
         }
     }
 
@@ -481,6 +488,7 @@ impl Broker {
             )
             .await;
         assert_eq!(s, StatusCode::OK, "{v}");
+        wire::read::<Vec<wire::Acked>>(&v);
         v.as_array().expect("ack answers an array").clone()
     }
 
