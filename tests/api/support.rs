@@ -455,7 +455,11 @@ impl Broker {
     /// Transaction ids of an answer that lists messages (a pop's, say), in order.
     pub fn txids(pop: &Value) -> Vec<String> {
         let listed: wire::Listed = wire::read(pop);
-        listed.messages.into_iter().map(|m| m.transaction_id).collect()
+        listed
+            .messages
+            .into_iter()
+            .map(|m| m.transaction_id)
+            .collect()
     }
 
     /// Payloads (`data`) of an answer that lists messages, in order.

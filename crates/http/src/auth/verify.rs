@@ -94,73 +94,14 @@ impl Auth {
         let secret = given(&c.jwt_secret).map(|s| DecodingKey::from_secret(s.as_bytes()));
         let public_key = given(&c.jwt_public_key).map(public_key).transpose()?;
         let jwks_url = given(&c.jwt_jwks_url);
-        match mode {
-            Mode::Hs256 | Mode::Auto => anyhow::ensure!(
-                secret.is_some() || jwks_url.is_some() || public_key.is_some(),
-                "JWT_ALGORITHM={} needs JWT_SECRET, JWT_JWKS_URL or JWT_PUBLIC_KEY",
-                c.jwt_algorithm.name()
-            ),
-            Mode::Rs256 | Mode::EdDSA => anyhow::ensure!(
-                jwks_url.is_some() || public_key.is_some(),
-                "JWT_ALGORITHM={} needs JWT_JWKS_URL or JWT_PUBLIC_KEY",
-                c.jwt_algorithm.name()
-            ),
-        }
-        // The key takes precedence over JWKS, so a key of the other family could never
-        // verify a token.
-        if let Some((family, _)) = &public_key {
-            let wanted = match mode {
-                Mode::Rs256 => Some(Family::Rsa),
-                Mode::EdDSA => Some(Family::Ed25519),
-                _ => None,
-            };
-            if let Some(w) = wanted.filter(|w| w != family) {
-                anyhow::bail!(
-                    "JWT_PUBLIC_KEY is an {} key, JWT_ALGORITHM={} needs an {} key",
-                    family.name(),
-                    c.jwt_algorithm.name(),
-                    w.name()
-                );
-            }
-        }
-        // HS256 never looks a key up, so it fetches nothing (as Queen).
-        let jwks = match jwks_url.filter(|_| mode != Mode::Hs256) {
-            Some(url) => {
-                let roots = given(&c.jwt_jwks_ca_file)
-                    .map(|path| {
-                        std::fs::read(path)
-                            .map_err(|e| anyhow::anyhow!("JWT_JWKS_CA_FILE {path}: {e}"))
-                    })
-                    .transpose()?;
-                Some(Arc::new(Jwks::new(
-                    url,
-                    Duration::from_millis(c.jwt_jwks_timeout_ms.max(1)),
-                    roots.as_deref(),
-                )?))
-            }
-            None => None,
-        };
-        let mut validation = Validation::new(Algorithm::HS256);
-        validation.insecure_disable_signature_validation();
-        validation.leeway = c.jwt_clock_skew;
-        // `exp` is checked only when present (appendix B.2); `nbf` when present.
-        validation.required_spec_claims = HashSet::new();
-        validation.validate_exp = true;
-        validation.validate_nbf = true;
-        validation.validate_aud = c.jwt_audience.is_some();
-        if let Some(aud) = &c.jwt_audience {
-            validation.set_audience(&[aud]);
-        }
-        if let Some(iss) = &c.jwt_issuer {
-            validation.set_issuer(&[iss]);
-        }
+        keys_suffice(mode, secret.is_some(), jwks_url.is_some(), &public_key)?;
         Ok(Some(Arc::new(Auth {
             mode,
             secret,
             public_key,
-            jwks,
+            jwks: jwks(c, jwks_url)?,
             jwks_refresh: Duration::from_secs(c.jwt_jwks_refresh_interval),
-            validation,
+            validation: validation(c),
             skip: c
                 .jwt_skip_paths
                 .split(',')
@@ -406,6 +347,84 @@ fn check(
 }
 
 /// A variable that is set and not blank.
+/// Refuses a configuration whose keys cannot verify a token of its algorithm: HS256 (and
+/// auto) needs a secret or a key source, RS256 and EdDSA a key source; and a configured
+/// public key must be of the algorithm's family (it takes precedence over JWKS, so a key of
+/// the other family could never verify a token).
+fn keys_suffice(
+    mode: Mode,
+    secret: bool,
+    jwks: bool,
+    public_key: &Option<(Family, DecodingKey)>,
+) -> anyhow::Result<()> {
+    match mode {
+        Mode::Hs256 | Mode::Auto => anyhow::ensure!(
+            secret || jwks || public_key.is_some(),
+            "JWT_ALGORITHM={} needs JWT_SECRET, JWT_JWKS_URL or JWT_PUBLIC_KEY",
+            mode.name()
+        ),
+        Mode::Rs256 | Mode::EdDSA => anyhow::ensure!(
+            jwks || public_key.is_some(),
+            "JWT_ALGORITHM={} needs JWT_JWKS_URL or JWT_PUBLIC_KEY",
+            mode.name()
+        ),
+    }
+    if let Some((family, _)) = public_key {
+        let wanted = match mode {
+            Mode::Rs256 => Some(Family::Rsa),
+            Mode::EdDSA => Some(Family::Ed25519),
+            _ => None,
+        };
+        if let Some(w) = wanted.filter(|w| w != family) {
+            anyhow::bail!(
+                "JWT_PUBLIC_KEY is an {} key, JWT_ALGORITHM={} needs an {} key",
+                family.name(),
+                mode.name(),
+                w.name()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The JWKS client, when a URL is configured; HS256 never looks a key up, so it fetches
+/// nothing (as Queen).
+fn jwks(c: &Config, url: Option<&str>) -> anyhow::Result<Option<Arc<Jwks>>> {
+    let Some(url) = url.filter(|_| c.jwt_algorithm != Mode::Hs256) else {
+        return Ok(None);
+    };
+    let roots = given(&c.jwt_jwks_ca_file)
+        .map(|path| {
+            std::fs::read(path).map_err(|e| anyhow::anyhow!("JWT_JWKS_CA_FILE {path}: {e}"))
+        })
+        .transpose()?;
+    Ok(Some(Arc::new(Jwks::new(
+        url,
+        Duration::from_millis(c.jwt_jwks_timeout_ms.max(1)),
+        roots.as_deref(),
+    )?)))
+}
+
+/// The claims checked on every token: `exp` and `nbf` when present (appendix B.2), within
+/// the clock skew; the audience and issuer when configured. The signature is checked
+/// separately, by the key the token's header picks.
+fn validation(c: &Config) -> Validation {
+    let mut validation = Validation::new(Algorithm::HS256);
+    validation.insecure_disable_signature_validation();
+    validation.leeway = c.jwt_clock_skew;
+    validation.required_spec_claims = HashSet::new();
+    validation.validate_exp = true;
+    validation.validate_nbf = true;
+    validation.validate_aud = c.jwt_audience.is_some();
+    if let Some(aud) = &c.jwt_audience {
+        validation.set_audience(&[aud]);
+    }
+    if let Some(iss) = &c.jwt_issuer {
+        validation.set_issuer(&[iss]);
+    }
+    validation
+}
+
 fn given(v: &Option<String>) -> Option<&str> {
     v.as_deref().filter(|s| !s.trim().is_empty())
 }
