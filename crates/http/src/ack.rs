@@ -18,6 +18,7 @@ use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
 use super::openapi::{schemas, Doc, Tag};
+use super::read;
 use super::routes::{route, Entry, Level::ReadWrite};
 use super::State;
 
@@ -83,11 +84,9 @@ const ACK_KEYS: &[&str] = &[
     "error",
 ];
 
+/// A field as the ack contract reads it: anything but a non-empty string is absent.
 fn text(v: &Value, key: &str) -> Option<String> {
-    v.get(key)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
+    read::lenient(v.get(key)).map(str::to_string)
 }
 
 /// One ack as sent, with the contract's defaults for absent or null fields.

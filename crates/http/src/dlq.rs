@@ -18,6 +18,7 @@ use super::error::ApiError;
 use super::openapi::schemas::{r, string};
 use super::openapi::{Doc, Tag};
 use super::params::{Paging, Params};
+use super::read;
 use super::routes::{route, Entry, Level::*};
 use super::time::instant;
 use super::State;
@@ -79,7 +80,7 @@ Each selected dead letter's snapshot (payload as stored, `traceId`, `producerSub
 "#))
                 .body(true, "The selection.", r("BulkSelector"))
                 .quota()
-                .fails(400, "`ids or a filter is required`, `unknown field <k>: expected one of …`, `ids must be an array of dead-letter ids (integers)`, `<key> must be a string`, `<key> must be true or false`, `<key> must be an ISO-8601 timestamp`, `limit must be an integer from 1 to 10000`, `the body must be a JSON object`; `Invalid JSON: …`.")
+                .fails(400, "`ids or a filter is required`, `unknown field <k>: expected one of …`, `ids must be an array of dead-letter ids (integers)`, `<key> must be a string`, `<key> must be a boolean`, `<key> must be an ISO-8601 timestamp`, `limit must be an integer from 1 to 10000`, `request body must be a JSON object`; `Invalid JSON: …`.")
                 .fails(409, "Under push maintenance, or while its buffered pushes wait to be appended, a requeue (dry run included) is refused whole: `Push maintenance is on: dead letters cannot be requeued until it is switched off and the buffered pushes are appended`.")
                 .answers::<DeadLettersRequeued>(200, "What was (or, dry, would be) done."))
             .reads_body(&BULK_KEYS, BULK_SEEDS, BulkBody::parse),
@@ -226,9 +227,7 @@ const BULK_KEYS: [&str; 10] = [
 impl BulkBody {
     fn parse(body: &RawBody) -> Result<BulkBody, ApiError> {
         let v = body.json_or_empty_object()?;
-        let o = v
-            .as_object()
-            .ok_or_else(|| ApiError::bad_request("the body must be a JSON object"))?;
+        let o = read::object(&v)?;
         if let Some(k) = o.keys().find(|k| !BULK_KEYS.contains(&k.as_str())) {
             return Err(ApiError::bad_request(format!(
                 "unknown field {k}: expected one of {}",
@@ -241,11 +240,11 @@ impl BulkBody {
             partition: text(o, "partition")?,
             group: text(o, "consumerGroup")?,
             reason: text(o, "reason")?,
-            from: body_instant(o, "from")?,
-            to: body_instant(o, "to")?,
-            all: flag(o, "all")?,
-            limit: limit(o.get("limit"))?,
-            dry_run: flag(o, "dryRun")?,
+            from: read::instant(o.get("from"), "from")?,
+            to: read::instant(o.get("to"), "to")?,
+            all: read::flag(o.get("all"), "all", false)?,
+            limit: read::int_in(o.get("limit"), "limit", 1..=MAX_BULK)?,
+            dry_run: read::flag(o.get("dryRun"), "dryRun", false)?,
         };
         if !b.selects() {
             return Err(ApiError::bad_request("ids or a filter is required"));
@@ -282,37 +281,10 @@ impl BulkBody {
     }
 }
 
-type Object = serde_json::Map<String, Value>;
-
 /// A string field; absent or null is no filter. An empty string is a value like any other
 /// (it matches the empty name or reason).
-fn text(o: &Object, key: &str) -> Result<Option<String>, ApiError> {
-    match o.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(ApiError::bad_request(format!("{key} must be a string"))),
-    }
-}
-
-fn flag(o: &Object, key: &str) -> Result<bool, ApiError> {
-    match o.get(key) {
-        None | Some(Value::Null) => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(_) => Err(ApiError::bad_request(format!(
-            "{key} must be true or false"
-        ))),
-    }
-}
-
-fn body_instant(o: &Object, key: &str) -> Result<Option<DateTime<Utc>>, ApiError> {
-    let refused = || ApiError::bad_request(format!("{key} must be an ISO-8601 timestamp"));
-    match o.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(t)) => DateTime::parse_from_rfc3339(t)
-            .map(|t| Some(t.with_timezone(&Utc)))
-            .map_err(|_| refused()),
-        Some(_) => Err(refused()),
-    }
+fn text(o: &read::Object, key: &str) -> Result<Option<String>, ApiError> {
+    Ok(read::text(o.get(key), key)?.map(str::to_string))
 }
 
 fn ids(v: Option<&Value>) -> Result<Option<Vec<i64>>, ApiError> {
@@ -325,18 +297,6 @@ fn ids(v: Option<&Value>) -> Result<Option<Vec<i64>>, ApiError> {
             .collect::<Result<Vec<_>, _>>()
             .map(Some),
         Some(_) => Err(refused()),
-    }
-}
-
-fn limit(v: Option<&Value>) -> Result<Option<i64>, ApiError> {
-    let refused =
-        || ApiError::bad_request(format!("limit must be an integer from 1 to {MAX_BULK}"));
-    match v {
-        None | Some(Value::Null) => Ok(None),
-        Some(n) => match n.as_i64() {
-            Some(n) if (1..=MAX_BULK).contains(&n) => Ok(Some(n)),
-            _ => Err(refused()),
-        },
     }
 }
 

@@ -33,6 +33,7 @@ use super::openapi::{Doc, Tag};
 use super::params::Params;
 use super::path::PathParams;
 use super::push;
+use super::read;
 use super::routes::{route, Entry, Level::*};
 use super::State;
 
@@ -201,40 +202,24 @@ fn pop_params(d: Doc, c: &Config) -> Doc {
 
 // ---------------------------------------------------------------- reading
 
-/// The body as an object.
-fn object(v: &Value) -> Result<&Map<String, Value>, ApiError> {
-    v.as_object()
-        .ok_or_else(|| ApiError::bad_request("request body must be a JSON object"))
-}
-
 /// A required name: absent, null or empty is `<field> is required`.
 fn required(v: Option<&Value>, field: &str) -> Result<String, ApiError> {
-    match v {
-        None | Some(Value::Null) => Err(ApiError::bad_request(format!("{field} is required"))),
-        Some(Value::String(s)) if s.is_empty() => {
-            Err(ApiError::bad_request(format!("{field} is required")))
-        }
-        Some(Value::String(s)) => push::name(field, s),
-        Some(_) => Err(ApiError::bad_request(format!("{field} must be a string"))),
-    }
+    push::name(field, read::required(v, field)?)
 }
 
 /// An optional name: absent, null or empty is `None`.
 fn optional(v: Option<&Value>, field: &str) -> Result<Option<String>, ApiError> {
-    match v {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if s.is_empty() => Ok(None),
-        Some(Value::String(s)) => push::name(field, s).map(Some),
-        Some(_) => Err(ApiError::bad_request(format!("{field} must be a string"))),
-    }
+    read::optional(v, field)?
+        .map(|s| push::name(field, s))
+        .transpose()
 }
 
 fn queue_of(v: &Value) -> Result<String, ApiError> {
-    required(object(v)?.get("queue"), "queue")
+    required(read::object(v)?.get("queue"), "queue")
 }
 
 fn parse_configure(v: &Value) -> Result<(String, Declared), ApiError> {
-    let o = object(v)?;
+    let o = read::object(v)?;
     let queue = required(o.get("queue"), "queue")?;
     let options = match o.get("options") {
         None | Some(Value::Null) => Map::new(),
@@ -247,7 +232,7 @@ fn parse_configure(v: &Value) -> Result<(String, Declared), ApiError> {
             OPTIONS.join(", ")
         )));
     }
-    let int = |k: &str| integer(options.get(k), k);
+    let int = |k: &str| read::whole(options.get(k), k);
     let policy = match options.get("policy") {
         None | Some(Value::Null) => None,
         Some(p) => Some(
@@ -259,8 +244,8 @@ fn parse_configure(v: &Value) -> Result<(String, Declared), ApiError> {
     let (window_ms, window_count) = match options.get("windowBuffer") {
         None | Some(Value::Null) => (None, None),
         Some(Value::Object(w)) => (
-            integer(w.get("ms"), "windowBuffer.ms")?,
-            integer(w.get("count"), "windowBuffer.count")?,
+            read::whole(w.get("ms"), "windowBuffer.ms")?,
+            read::whole(w.get("count"), "windowBuffer.count")?,
         ),
         Some(_) => return Err(ApiError::bad_request("windowBuffer must be an object")),
     };
@@ -279,19 +264,6 @@ fn parse_configure(v: &Value) -> Result<(String, Declared), ApiError> {
     ))
 }
 
-/// An optional integer option; one too large for 64 bits is the largest (it is clamped).
-fn integer(v: Option<&Value>, field: &str) -> Result<Option<i64>, ApiError> {
-    match v {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) if n.is_i64() => Ok(n.as_i64()),
-        Some(Value::Number(n)) if n.is_u64() => Ok(Some(i64::MAX)),
-        Some(Value::Number(n)) if n.as_f64().is_some_and(|f| f.fract() == 0.0) => {
-            Ok(n.as_f64().map(|f| f as i64))
-        }
-        Some(_) => Err(ApiError::bad_request(format!("{field} must be an integer"))),
-    }
-}
-
 /// A push body: the queue, the partition and each message's payload as sent.
 struct PushBody<'a> {
     queue: String,
@@ -308,8 +280,8 @@ fn parse_push(body: &RawBody, max: usize) -> Result<PushBody<'_>, ApiError> {
         messages: Option<&'a RawValue>,
     }
     let raw = body.raw_json()?;
-    let f: Fields<'_> = serde_json::from_str(raw.get())
-        .map_err(|_| ApiError::bad_request("request body must be a JSON object"))?;
+    let f: Fields<'_> =
+        serde_json::from_str(raw.get()).map_err(|_| ApiError::bad_request(read::NOT_AN_OBJECT))?;
     let queue = required(f.queue.as_ref(), "queue")?;
     let partition = optional(f.partition.as_ref(), "partition")?;
     let messages: Vec<&RawValue> = match f.messages {
@@ -354,13 +326,12 @@ fn payload(i: usize, m: &RawValue) -> Result<&RawValue, ApiError> {
 type AckBody = (String, Option<String>, Vec<(String, AckStatus)>);
 
 fn parse_ack(v: &Value, max: usize) -> Result<AckBody, ApiError> {
-    let o = object(v)?;
+    let o = read::object(v)?;
     let queue = required(o.get("queue"), "queue")?;
     let group = optional(o.get("group"), "group")?;
-    let acks = match o.get("acks") {
-        Some(Value::Array(a)) => a,
-        _ => return Err(ApiError::bad_request("acks must be an array")),
-    };
+    // Absent is not an array either: the client always sends one.
+    let acks = read::array(o.get("acks"), "acks")?
+        .ok_or_else(|| ApiError::bad_request("acks must be an array"))?;
     if acks.len() > max {
         return Err(ApiError::TooManyItems {
             items: acks.len(),
@@ -375,15 +346,7 @@ fn parse_ack(v: &Value, max: usize) -> Result<AckBody, ApiError> {
                 Some(Value::String(id)) if !id.is_empty() => id.clone(),
                 _ => return Err(ApiError::bad_request(format!("acks[{i}].id is required"))),
             };
-            let status = match a.get("status") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) => Some(s.as_str()),
-                Some(_) => {
-                    return Err(ApiError::bad_request(format!(
-                        "acks[{i}].status must be a string"
-                    )))
-                }
-            };
+            let status = read::text(a.get("status"), &format!("acks[{i}].status"))?;
             Ok((id, AckStatus::parse(status)))
         })
         .collect::<Result<_, _>>()?;

@@ -23,6 +23,7 @@ use super::body::RawBody;
 use super::error::ApiError;
 use super::openapi::schemas::{about, array, obj, string};
 use super::openapi::{Doc, Tag};
+use super::read;
 use super::routes::{route, Entry, Level::*};
 use super::State;
 
@@ -94,8 +95,7 @@ fn operations(body: &RawValue) -> Result<Vec<KvOp>, ApiError> {
         #[serde(borrow)]
         operations: Option<&'a RawValue>,
     }
-    let b: Body<'_> =
-        serde_json::from_str(body.get()).map_err(|_| bad("request body must be a JSON object"))?;
+    let b: Body<'_> = serde_json::from_str(body.get()).map_err(|_| bad(read::NOT_AN_OBJECT))?;
     let Some(raw) = b.operations else {
         return Err(bad("operations array required"));
     };
@@ -202,13 +202,7 @@ fn parse_op(i: usize, raw: &RawValue, prefix_allowed: bool) -> Result<KvOp, ApiE
                 None | Some(Value::Null) => None,
                 Some(_) => Some(text(&f.after, &at("after"), MAX_KEY_BYTES)?),
             },
-            limit: match &f.limit {
-                None | Some(Value::Null) => None,
-                Some(v) => Some(
-                    v.as_i64()
-                        .ok_or_else(|| bad(format!("{} must be an integer", at("limit"))))?,
-                ),
-            },
+            limit: read::integer(f.limit.as_ref(), &at("limit")).map_err(coded)?,
             keys_only: flag(&f.keys_only, &at("keysOnly"))?,
         }),
         "put" | "putIfAbsent" => {
@@ -258,20 +252,19 @@ fn parse_op(i: usize, raw: &RawValue, prefix_allowed: bool) -> Result<KvOp, ApiE
     }
 }
 
-/// A non-empty string of at most `max` bytes, without NUL (PostgreSQL text cannot hold one).
+/// A required string of at most `max` bytes, without NUL (PostgreSQL text cannot hold one).
 fn text(v: &Option<Value>, field: &str, max: usize) -> Result<String, ApiError> {
-    match v {
-        Some(Value::String(s)) if s.is_empty() => {
-            Err(bad(format!("{field} must be a non-empty string")))
-        }
-        Some(Value::String(s)) if s.len() > max => {
-            Err(bad(format!("{field} must be at most {max} bytes")))
-        }
-        Some(Value::String(s)) if s.contains('\0') => {
-            Err(bad(format!("{field} must not contain NUL")))
-        }
-        Some(Value::String(s)) => Ok(s.clone()),
-        _ => Err(bad(format!("{field} must be a non-empty string"))),
+    let s = read::required(v.as_ref(), field).map_err(coded)?;
+    read::short(field, s, max)
+        .map(str::to_string)
+        .map_err(coded)
+}
+
+/// The reading layer's refusal, with the family's code.
+fn coded(e: ApiError) -> ApiError {
+    match e {
+        ApiError::BadRequest(text) => bad(text),
+        other => other,
     }
 }
 
@@ -283,16 +276,13 @@ fn keys(v: &Option<Value>, field: &str) -> Result<Vec<String>, ApiError> {
         return Err(bad(format!("{field} must hold 1 to {MAX_MANY_KEYS} keys")));
     }
     list.iter()
-        .map(|k| text(&Some(k.clone()), field, MAX_KEY_BYTES))
+        .enumerate()
+        .map(|(i, k)| text(&Some(k.clone()), &format!("{field}[{i}]"), MAX_KEY_BYTES))
         .collect()
 }
 
 fn flag(v: &Option<Value>, field: &str) -> Result<bool, ApiError> {
-    match v {
-        None | Some(Value::Null) => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        _ => Err(bad(format!("{field} must be a boolean"))),
-    }
+    read::flag(v.as_ref(), field, false).map_err(coded)
 }
 
 fn value(v: Option<&RawValue>, field: &str) -> Result<String, ApiError> {

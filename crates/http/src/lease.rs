@@ -15,6 +15,7 @@ use super::body::RawBody;
 use super::error::ApiError;
 use super::openapi::Doc;
 use super::path::PathParams;
+use super::read;
 use super::routes::{route, Entry, Level::ReadWrite};
 use super::State;
 use regent_service::lease::{Extended, MAX_EXTEND_SECONDS};
@@ -36,7 +37,7 @@ Every (partition, group) whose live lease is this id gets expiry = max(current, 
                     },
                 },
             }))
-            .fails(400, "`seconds must be a positive integer`, `body must be a JSON object`, `Invalid JSON: …`.")
+            .fails(400, "`seconds must be a positive integer`, `request body must be a JSON object`, `Invalid JSON: …`.")
             .answers::<LeaseExtended>(200, "Renewed, or not (`success: false`, the expiry keys null)."))
         .reads_request(&["0190a6c4-0000-7000-8000-000000000001"], |_: PathParams<String>| async {})
         .reads_body(&["seconds"], &[r#"{"seconds": 120}"#, "{}", "", r#"{"seconds": null}"#], parse_seconds)]
@@ -45,10 +46,7 @@ Every (partition, group) whose live lease is this id gets expiry = max(current, 
 /// `{"seconds": n}` (or no body): how long to extend by, clamped to the service's maximum.
 pub(crate) fn parse_seconds(body: &RawBody) -> Result<i64, ApiError> {
     let v = body.json_or_empty_object()?;
-    if !v.is_object() {
-        return Err(ApiError::bad_request("body must be a JSON object"));
-    }
-    match v.get("seconds") {
+    match read::object(&v)?.get("seconds") {
         None | Some(Value::Null) => Ok(DEFAULT_SECONDS),
         Some(n) => match n.as_i64() {
             Some(n) if n > 0 => Ok(n.min(MAX_EXTEND_SECONDS)),

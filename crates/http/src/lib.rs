@@ -35,6 +35,7 @@ mod path;
 mod pop;
 mod push;
 mod queue_metrics;
+mod read;
 pub mod request_id;
 mod resources;
 pub mod routes;

@@ -22,6 +22,7 @@ use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
 use super::openapi::{schemas, Doc, Tag};
+use super::read;
 use super::routes::{route, Entry, Level, Level::ReadWrite};
 use super::State;
 
@@ -87,17 +88,7 @@ pub(crate) fn fuzz_principal() -> Principal {
 pub(crate) const MAX_NAME_BYTES: usize = 512;
 
 pub(crate) fn name(field: &str, v: &str) -> Result<String, ApiError> {
-    if v.len() > MAX_NAME_BYTES {
-        return Err(ApiError::bad_request(format!(
-            "{field} must be at most {MAX_NAME_BYTES} bytes"
-        )));
-    }
-    if v.contains('\0') {
-        return Err(ApiError::bad_request(format!(
-            "{field} must not contain NUL"
-        )));
-    }
-    Ok(v.to_string())
+    read::short(field, v, MAX_NAME_BYTES).map(str::to_string)
 }
 
 /// Validates one item with Queen's texts. Only the small fields are parsed: the payload stays

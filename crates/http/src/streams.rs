@@ -31,6 +31,7 @@ use super::openapi::{Doc, Tag};
 use super::params::{Paging, Params};
 use super::path::PathParams;
 use super::push::{self, parse_item, PushResult};
+use super::read;
 use super::routes::{route, Entry, Level::*};
 use super::State;
 
@@ -184,80 +185,23 @@ fn int_or_null() -> Value {
     json!({"type": ["integer", "null"]})
 }
 
-/// The body as an object; Queen's text for anything else.
-fn object(v: &Value) -> Result<&serde_json::Map<String, Value>, ApiError> {
-    v.as_object()
-        .ok_or_else(|| ApiError::bad_request("request body must be a JSON object"))
-}
-
-/// A required string field: absent, null or empty is `<field> is required`.
-fn required<'a>(v: Option<&'a Value>, field: &str) -> Result<&'a str, ApiError> {
-    match v {
-        None | Some(Value::Null) => Err(ApiError::bad_request(format!("{field} is required"))),
-        Some(Value::String(s)) if s.is_empty() => {
-            Err(ApiError::bad_request(format!("{field} is required")))
-        }
-        Some(Value::String(s)) => Ok(s),
-        Some(_) => Err(ApiError::bad_request(format!("{field} must be a string"))),
-    }
-}
-
-/// A required id field.
-fn required_id(v: Option<&Value>, field: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(required(v, field)?)
-        .map_err(|_| ApiError::bad_request(format!("{field} must be a UUID")))
-}
-
 /// A name as the queue routes take one (at most 512 bytes, no NUL: it is stored as text).
 fn named<'a>(field: &str, s: &'a str) -> Result<&'a str, ApiError> {
-    push::name(field, s).map(|_| s)
-}
-
-/// Text that becomes a state key or selects keys: no NUL, which PostgreSQL's text cannot
-/// hold (and no stored key has).
-fn no_nul(field: &str, s: String) -> Result<String, ApiError> {
-    if s.contains('\0') {
-        return Err(ApiError::bad_request(format!(
-            "{field} must not contain NUL"
-        )));
-    }
-    Ok(s)
-}
-
-/// An optional boolean field.
-fn flag(o: &serde_json::Map<String, Value>, field: &str, default: bool) -> Result<bool, ApiError> {
-    match o.get(field) {
-        None | Some(Value::Null) => Ok(default),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(_) => Err(ApiError::bad_request(format!("{field} must be a boolean"))),
-    }
+    read::short(field, s, push::MAX_NAME_BYTES)
 }
 
 // ---------------------------------------------------------------- registration
 
 fn parse_register(v: &Value) -> Result<Register<'_>, ApiError> {
-    let o = object(v)?;
-    let name = named("name", required(o.get("name"), "name")?)?;
-    let source_queue = named(
-        "source_queue",
-        required(o.get("source_queue"), "source_queue")?,
-    )?;
-    let config_hash = named(
-        "config_hash",
-        required(o.get("config_hash"), "config_hash")?,
-    )?;
-    let sink_queue = match o.get("sink_queue") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.is_empty() => None,
-        Some(Value::String(s)) => Some(named("sink_queue", s)?),
-        Some(_) => return Err(ApiError::bad_request("sink_queue must be a string")),
-    };
+    let o = read::object(v)?;
+    let name = |field: &str| named(field, read::required(o.get(field), field)?);
+    let sink_queue = read::optional(o.get("sink_queue"), "sink_queue")?;
     Ok(Register {
-        name,
-        source_queue,
-        sink_queue,
-        config_hash,
-        reset: flag(o, "reset", false)?,
+        name: name("name")?,
+        source_queue: name("source_queue")?,
+        sink_queue: sink_queue.map(|s| named("sink_queue", s)).transpose()?,
+        config_hash: name("config_hash")?,
+        reset: read::flag(o.get("reset"), "reset", false)?,
     })
 }
 
@@ -460,14 +404,11 @@ fn parse_cycle(body: &RawBody, who: &Principal, max: usize) -> Result<Cycle, Api
     let raw = body.raw_json()?;
     let f: CycleFields<'_> = serde_json::from_str(raw.get())
         .map_err(|_| ApiError::bad_request("request body must be a JSON object"))?;
-    let query_id = required_id(Some(&small(f.query_id)), "query_id")?;
-    let partition_id = required_id(Some(&small(f.partition_id)), "partition_id")?;
-    let group = match small(f.consumer_group) {
-        Value::Null => QUEUE_MODE.to_string(),
-        Value::String(g) if g.is_empty() => QUEUE_MODE.to_string(),
-        Value::String(g) => g,
-        _ => return Err(ApiError::bad_request("consumer_group must be a string")),
-    };
+    let query_id = read::uuid(Some(&small(f.query_id)), "query_id")?;
+    let partition_id = read::uuid(Some(&small(f.partition_id)), "partition_id")?;
+    let group = read::optional(Some(&small(f.consumer_group)), "consumer_group")?
+        .unwrap_or(QUEUE_MODE)
+        .to_string();
     let ops = elements(f.state_ops, "state_ops")?;
     let items = elements(f.push_items, "push_items")?;
     if ops.len() + items.len() > max {
@@ -485,11 +426,7 @@ fn parse_cycle(body: &RawBody, who: &Principal, max: usize) -> Result<Cycle, Api
         .iter()
         .map(|item| Ok((parse_item(item, &["payload", "data"], who)?, sends_id(item))))
         .collect::<Result<_, ApiError>>()?;
-    let release_lease = match small(f.release_lease) {
-        Value::Null => true,
-        Value::Bool(b) => b,
-        _ => return Err(ApiError::bad_request("release_lease must be a boolean")),
-    };
+    let release_lease = read::flag(Some(&small(f.release_lease)), "release_lease", true)?;
     Ok(Cycle {
         query_id,
         partition_id,
@@ -528,7 +465,10 @@ fn parse_state_op(i: usize, op: &RawValue) -> Result<StateOp<StateValue>, ApiErr
         ApiError::bad_request(format!("state_ops[{i}].type must be upsert or delete"))
     })?;
     let key = match f.key {
-        Some(Value::String(k)) if !k.is_empty() => no_nul(&format!("state_ops[{i}].key"), k)?,
+        Some(Value::String(k)) if !k.is_empty() => {
+            read::no_nul(&format!("state_ops[{i}].key"), &k)?;
+            k
+        }
         _ => {
             return Err(ApiError::bad_request(format!(
                 "state_ops[{i}].key is required"
@@ -701,47 +641,19 @@ struct StateGet {
 }
 
 fn parse_state_get(v: &Value) -> Result<StateGet, ApiError> {
-    let o = object(v)?;
-    let query_id = required_id(o.get("query_id"), "query_id")?;
-    let partition_id = required_id(o.get("partition_id"), "partition_id")?;
-    let keys: Vec<String> = match o.get("keys") {
-        None | Some(Value::Null) => vec![],
-        Some(Value::Array(a)) => a
-            .iter()
-            .map(|k| k.as_str().map(str::to_string))
-            .collect::<Option<_>>()
-            .ok_or_else(|| ApiError::bad_request("keys must be an array of strings"))?,
-        Some(_) => return Err(ApiError::bad_request("keys must be an array of strings")),
-    };
-    let keys = keys
+    let o = read::object(v)?;
+    let query_id = read::uuid(o.get("query_id"), "query_id")?;
+    let partition_id = read::uuid(o.get("partition_id"), "partition_id")?;
+    let keys = read::strings(o.get("keys"), "keys")?
+        .unwrap_or_default()
         .into_iter()
-        .map(|k| no_nul("keys", k))
+        .map(|k| read::no_nul("keys", k).map(str::to_string))
         .collect::<Result<_, _>>()?;
-    let key_prefix = match o.get("key_prefix") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(p)) if p.is_empty() => None,
-        Some(Value::String(p)) => Some(no_nul("key_prefix", p.clone())?),
-        Some(_) => return Err(ApiError::bad_request("key_prefix must be a string")),
-    };
-    let ripe_at_or_before = match o.get("ripe_at_or_before") {
-        None | Some(Value::Null) => None,
-        Some(n) => Some(
-            n.as_f64()
-                .ok_or_else(|| ApiError::bad_request("ripe_at_or_before must be a number"))?,
-        ),
-    };
-    let limit = match o.get("limit") {
-        None | Some(Value::Null) => None,
-        Some(n) => Some(
-            n.as_i64()
-                .filter(|n| (1..=MAX_STATE_LIMIT).contains(n))
-                .ok_or_else(|| {
-                    ApiError::bad_request(format!(
-                        "limit must be an integer from 1 to {MAX_STATE_LIMIT}"
-                    ))
-                })?,
-        ),
-    };
+    let key_prefix = read::optional(o.get("key_prefix"), "key_prefix")?
+        .map(|p| read::no_nul("key_prefix", p).map(str::to_string))
+        .transpose()?;
+    let ripe_at_or_before = read::number(o.get("ripe_at_or_before"), "ripe_at_or_before")?;
+    let limit = read::int_in(o.get("limit"), "limit", 1..=MAX_STATE_LIMIT)?;
     Ok(StateGet {
         query_id,
         partition_id,

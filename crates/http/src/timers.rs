@@ -26,6 +26,7 @@ use super::openapi::{Doc, Tag};
 use super::params::{Paging, Params};
 use super::path::PathParams;
 use super::push::{self, fuzz_principal, FUZZ_MAX_ITEMS};
+use super::read;
 use super::routes::{route, Entry, Level::*};
 use super::State;
 
@@ -152,25 +153,15 @@ The tenant's queues with pending timers, by name: how many, and the nearest dead
 }
 
 /// An object's field as a required non-empty string, checked as a name.
-fn text(o: &serde_json::Map<String, Value>, field: &str) -> Result<String, ApiError> {
-    match o.get(field) {
-        None | Some(Value::Null) => Err(ApiError::bad_request(format!("{field} is required"))),
-        Some(Value::String(s)) if s.is_empty() => {
-            Err(ApiError::bad_request(format!("{field} is required")))
-        }
-        Some(Value::String(s)) => push::name(field, s),
-        Some(_) => Err(ApiError::bad_request(format!("{field} must be a string"))),
-    }
+fn text(o: &read::Object, field: &str) -> Result<String, ApiError> {
+    push::name(field, read::required(o.get(field), field)?)
 }
 
-/// An optional string field; empty is absent.
-fn optional(o: &serde_json::Map<String, Value>, field: &str) -> Result<Option<String>, ApiError> {
-    match o.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if s.is_empty() => Ok(None),
-        Some(Value::String(s)) => push::name(field, s).map(Some),
-        Some(_) => Err(ApiError::bad_request(format!("{field} must be a string"))),
-    }
+/// An optional string field, checked as a name; empty is absent.
+fn optional(o: &read::Object, field: &str) -> Result<Option<String>, ApiError> {
+    read::optional(o.get(field), field)?
+        .map(|s| push::name(field, s))
+        .transpose()
 }
 
 /// One timer operation, as `POST /api/v1/timers` and the transaction route's `timers` carry

@@ -20,6 +20,7 @@ use super::openapi::schemas::{about, array, obj, string};
 use super::openapi::{Doc, Tag};
 use super::params::{Paging, Params};
 use super::path::PathParams;
+use super::read;
 use super::routes::{route, Entry, Level::*};
 use super::State;
 use regent_broker::naming::QUEUE_MODE;
@@ -193,7 +194,8 @@ fn parse_record(v: &Value) -> Result<Option<Record<'_>>, ApiError> {
     let o = v
         .as_object()
         .ok_or_else(|| ApiError::bad_request("transactionId and partitionId are required"))?;
-    let (Some(txid), Some(pid)) = (text(o, "transactionId"), text(o, "partitionId")) else {
+    let text = |k| read::lenient(o.get(k));
+    let (Some(txid), Some(pid)) = (text("transactionId"), text("partitionId")) else {
         return Err(ApiError::bad_request(
             "transactionId and partitionId are required",
         ));
@@ -218,18 +220,9 @@ fn parse_record(v: &Value) -> Result<Option<Record<'_>>, ApiError> {
     }))
 }
 
-fn text<'a>(o: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
-    o.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
-}
-
-/// A string field that may be absent or null (its default then); anything else is refused.
+/// A string field that may be absent, null or empty (its default then).
 fn optional<'a>(o: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, ApiError> {
-    match o.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if s.is_empty() => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(ApiError::bad_request(format!("{key} must be a string"))),
-    }
+    read::optional(o.get(key), key)
 }
 
 /// `traceNames`: one string, a list of strings, or nothing.

@@ -21,6 +21,7 @@ use super::error::ApiError;
 use super::kv::{self, KvResult, Precondition};
 use super::openapi::{schemas, Doc};
 use super::push::{self, parse_item};
+use super::read;
 use super::routes::{route, Entry, Level::ReadWrite};
 use super::timers::{parse_timer_ops, TimerResult};
 use super::State;
@@ -110,16 +111,14 @@ fn parse_ops(v: &Value, who: &Principal, riders: bool) -> Result<Vec<BundleOp>, 
     Ok(out)
 }
 
+/// The leases named; an element that is not a string names none.
 fn required_leases(v: &Value) -> Result<Vec<String>, ApiError> {
-    match v.get("requiredLeases") {
-        None | Some(Value::Null) => Ok(vec![]),
-        Some(Value::Array(a)) => Ok(a
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect()),
-        Some(_) => Err(ApiError::bad_request("requiredLeases must be an array")),
-    }
+    Ok(read::array(v.get("requiredLeases"), "requiredLeases")?
+        .unwrap_or_default()
+        .iter()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect())
 }
 
 /// The transaction body: its operations (push items flattened), its riders, at most `max`
@@ -131,10 +130,9 @@ pub(crate) fn parse_bundle(
 ) -> Result<Bundle, ApiError> {
     let v = body.json()?;
     let kv = kv_rider(body)?;
-    let timers = match v.get("timers") {
-        None | Some(Value::Null) => vec![],
-        Some(Value::Array(list)) => parse_timer_ops(list, who, "timers")?,
-        Some(_) => return Err(ApiError::bad_request("timers must be an array")),
+    let timers = match read::array(v.get("timers"), "timers")? {
+        None => vec![],
+        Some(list) => parse_timer_ops(list, who, "timers")?,
     };
     let ops = parse_ops(&v, who, !kv.is_empty() || !timers.is_empty())?;
     let items = ops.len() + kv.len() + timers.len();
