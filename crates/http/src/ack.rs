@@ -34,9 +34,6 @@ pub(crate) fn routes() -> Vec<Entry> {
     vec![
         route(Method::POST, "/api/v1/ack", ReadWrite, ack_single)
             .doc(Doc::op(TAG, "Acknowledge one message")
-                .about(r#"
-The seed ack contract (it replaces Queen 0.15's): the message is named by `transactionId` within `partitionId` and resolved to its offset; `completed` commits the group's cursor up to it (acking a batch's last message completes the batch), `failed` clamps the cursor below it and charges the retry budget (`retryLimit`, then a dead letter), `retry` redelivers without charging, `dlq` dead-letters at once. An ack with a `leaseId` is checked against the live lease; one without is not. The answer is a one-element array saying exactly what happened. An ack that ends a lease with messages left to read wakes one parked pop of the same group, on every broker. Queen differs: its texts are `bad body: …` here, an odd status is a nack (Queen ignores it), a late ack never moves a cursor backwards. Python: `queen.ack(message, status)`.
-"#)
                 .body(true, "The ack.", schemas::r("AckItem"))
                 .fails(400, "`bad body: empty request body`, `bad body: expected a JSON object`, `bad body: <parser message>`.")
                 .answers::<Vec<AckResult>>(200, results))
@@ -49,9 +46,6 @@ The seed ack contract (it replaces Queen 0.15's): the message is named by `trans
             ], parse_single),
         route(Method::POST, "/api/v1/ack/batch", ReadWrite, ack_batch)
             .doc(Doc::op(TAG, "Acknowledge several messages")
-                .about(r#"
-As the single route for every item: items are grouped by (partition, lease) and each group is committed on its own (a failure in one group changes no other's). Within one group, items above the lowest explicit signal (`failed`, `retry`, `dlq`) redeliver: a `completed` above it is answered `success: false` (`superseded: …`). The array key is spelled `acknowledgments`; `consumerGroup` is read at the top level only. Python: `queen.ack([messages], status)`.
-"#)
                 .body(true, "The acks.", json!({
                     "type": "object", "required": ["acknowledgments"],
                     "properties": {

@@ -53,9 +53,6 @@ pub(crate) fn parse_configure(body: &RawBody) -> Result<ConfigureBody, ApiError>
 pub(crate) fn routes() -> Vec<Entry> {
     vec![route(Method::POST, "/api/v1/configure", ReadWrite, configure)
         .doc(Doc::op(resources::TAG, "Create a queue or replace its configuration")
-            .about(r#"
-Creates the queue (and its `Default` partition) or replaces its WHOLE configuration: an option left out falls back to its default (as in Queen 0.15; not a patch). Messages and cursors are not touched. The echo gives every option's effective value, with the dead-letter flags as stored (`null` = never set; dead-lettering is off only when both are explicitly false). Queen differs: a type error is a 400 naming the field (Queen 0.15 answers 200 with the database's error); `encryptionEnabled` without `QUEEN_ENCRYPTION_KEY` is a 400 rather than stored in the clear. Python: `queue(name).config(...).create()` (`QueueBuilder.create`).
-"#)
             .body(true, "The queue and its options.", json!({
                 "type": "object", "required": ["queue"],
                 "properties": {

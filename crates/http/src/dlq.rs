@@ -37,10 +37,6 @@ const LISTING: Paging = Paging {
     max: 1000,
 };
 
-/// What both bulk routes select and answer.
-const BULK: &str = r#"
-The body selects dead letters by `ids`, by a filter (`queue`, `partition`, `consumerGroup`, `reason`, `from`/`to` on `failedAt`), both (ids AND filter), or `"all": true`; at most `limit` (10,000) per call, oldest failure first, `more` saying more matched. `"dryRun": true` answers exactly what the call would do and writes nothing. Each dead letter considered is one item (in the order of the ids sent, else oldest failure first), `gone` when no dead letter of the tenant with that id matches any more. A Regent extension: not in Queen, no Python client method."#;
-
 /// Valid bulk bodies, for the fuzzer.
 const BULK_SEEDS: &[&str] = &[
     r#"{"ids": [1, 2, 3], "dryRun": true}"#,
@@ -57,9 +53,6 @@ pub(crate) fn routes() -> Vec<Entry> {
     vec![
         route(M::GET, "/api/v1/dlq", ReadOnly, list)
             .doc(op("List dead letters")
-                .about(r#"
-Dead letters newest failure first, each with its payload snapshot (`data`), reason (`errorMessage`), `retryCount`, and Regent's `deadLetterId` for the bulk routes; `total` counts every match. Queen differs: `total` is given (the Python client reads it; Queen 0.15 omits it), `partition`, `from`, `to`, `limit` and `offset` work (Queen 0.15 ignores or mishandles them), and a dead letter survives retention of its message (a snapshot). Python: `queue(name).dlq(group).get()` (`DLQBuilder.get`).
-"#)
                 .query("queue", string(), "Exact queue name.")
                 .query("consumerGroup", string(), "Exact group name.")
                 .query("partition", string(), "Exact partition name.")
@@ -75,9 +68,6 @@ Dead letters newest failure first, each with its payload snapshot (`data`), reas
             ),
         route(M::POST, "/api/v1/dlq/requeue", ReadWrite, requeue)
             .doc(op("Requeue dead letters as new messages")
-                .about(&format!(r#"
-Each selected dead letter's snapshot (payload as stored, `traceId`, `producerSub`; a sealed payload stays sealed) is appended to its own partition as a NEW message (new id, transaction id `requeue:<original message id>`) and the dead letter removed, all in one PostgreSQL transaction for the whole call: a call sent again after a lost answer finds its dead letters `gone`. Copies deduplicate like pushes: the same message dead-lettered by two groups gets one copy (the second is a `duplicate`, removed too). The log is shared by every consumer group: the copy is read by every group of the queue, not only the one that gave up. Each copy gets a `requeued` trace; parked pops are woken as by a push. Counts against `maxMessages` as a push (429, nothing moves).{BULK}
-"#))
                 .body(true, "The selection.", r("BulkSelector"))
                 .quota()
                 .fails(400, "`ids or a filter is required`, `unknown field <k>: expected one of …`, `ids must be an array of dead-letter ids (integers)`, `<key> must be a string`, `<key> must be a boolean`, `<key> must be an ISO-8601 timestamp`, `limit must be an integer from 1 to 10000`, `request body must be a JSON object`; `Invalid JSON: …`.")
@@ -86,9 +76,6 @@ Each selected dead letter's snapshot (payload as stored, `traceId`, `producerSub
             .reads_body(&BULK_KEYS, BULK_SEEDS, BulkBody::parse),
         route(M::POST, "/api/v1/dlq/delete", ReadWrite, delete)
             .doc(op("Delete dead letters")
-                .about(&format!(r#"
-The selected dead letters deleted, in one transaction; goes on under push maintenance.{BULK}
-"#))
                 .body(true, "The selection.", r("BulkSelector"))
                 .fails(400, "`ids or a filter is required`, `unknown field <k>: expected one of …`, the field texts of the requeue route; `Invalid JSON: …`.")
                 .answers::<DeadLettersDeleted>(200, "What was (or, dry, would be) done."))

@@ -69,9 +69,6 @@ pub(crate) fn routes() -> Vec<Entry> {
     vec![
         route(M::POST, "/api/v1/ephemeral/configure", ReadWrite, configure)
             .doc(op("Declare an ephemeral queue")
-                .about(r#"
-Declares the queue with its options, replacing an earlier declaration (an option left out takes its default). The declaration is durable; the contents are not. Every option is optional: `maxBytes` (default 16 MiB, at most 64 MiB) and `maxLength` (default 10,000, at most 100,000) bound what the queue holds, and `policy` says what a push over them does: `reject` (default; 429 `queue_full`) or `dropOldest` (the oldest messages go). `ttlSeconds` (default 0: none): older messages are never delivered and are dropped. `leaseSeconds` (default 30): an unacked delivery comes back after it, `attempts` + 1. `retryLimit` (default 5): deliveries at most, then the message is dropped for the group (no DLQ). `windowBuffer` `{ms, count}` is stored and echoed; a waiting pop answers as soon as it has messages. Values past a bound are clamped, as in Queen; an option not in this list is refused. Python: `client.ephemeral.configure(queue, …)`.
-"#)
                 .body(true, "The queue and its options.", obj(&["queue"], json!({
                     "queue": string(),
                     "options": obj(&[], json!({
@@ -91,9 +88,6 @@ Declares the queue with its options, replacing an earlier declaration (an option
             ),
         route(M::POST, "/api/v1/ephemeral/reset", ReadWrite, reset)
             .doc(op("Reset an ephemeral queue")
-                .about(r#"
-Drops every message, voids every lease and rewinds every group; the declaration and the groups stay. `dropped: 0` for a queue that is not there. Python: `client.ephemeral.reset(queue)`.
-"#)
                 .body(true, "The queue.", obj(&["queue"], json!({"queue": string()})))
                 .fails(400, "`request body must be a JSON object`, `queue is required`, `queue must be a string`, `queue must be at most 512 bytes`, `queue must not contain NUL`; `Empty request body`, `Invalid JSON: …`.")
                 .answers::<ResetAnswer>(200, "Reset."))
@@ -102,9 +96,6 @@ Drops every message, voids every lease and rewinds every group; the declaration 
             }),
         route(M::DELETE, "/api/v1/ephemeral/queue/{queue}", Admin, delete)
             .doc(op("Delete an ephemeral queue")
-                .about(r#"
-Deletes the queue: its contents, its groups and its declaration. `deleted: false` for a queue that is not there (never 404). Admin, as deleting a durable queue is. Python: `client.ephemeral.delete(queue)`.
-"#)
                 .fails(400, "`queue must be at most 512 bytes`, `queue must not contain NUL`.")
                 .answers::<DeleteAnswer>(200, "Deleted, or not there."))
             .reads_request(&["presence"], |PathParams(q): PathParams<String>| async move {
@@ -112,9 +103,6 @@ Deletes the queue: its contents, its groups and its declaration. `deleted: false
             }),
         route(M::POST, "/api/v1/ephemeral/push", ReadWrite, push_messages)
             .doc(op("Push to an ephemeral queue")
-                .about(r#"
-Appends the messages to one partition (`Default` when the body names none), in order, all or none; an unknown queue is created with its defaults. Over the queue's `maxLength`/`maxBytes` the push is refused whole (policy `reject`: 429 `queue_full` with `Retry-After`) or the oldest messages of the queue are dropped to make room (`dropOldest`); a push larger than the bounds on its own is refused with 413. Wakes the queue's parked pops on every broker. Python: `client.ephemeral.push(queue, messages, partition=…)` and the buffered producer's sink.
-"#)
                 .body(true, "One queue's messages.", obj(&["queue", "messages"], json!({
                     "queue": string(),
                     "partition": {"type": ["string", "null"], "default": "Default"},
@@ -131,9 +119,6 @@ Appends the messages to one partition (`Default` when the body names none), in o
             ),
         route(M::GET, "/api/v1/ephemeral/pop", ReadWrite, pop)
             .doc(pop_params(op("Pop from an ephemeral queue"), &DEFAULTS)
-                .about(r#"
-Up to `batch` messages for `group`: deliveries due again first (a nack, an expired lease), then what the group has not been handed, oldest first (FIFO per partition). `group` is the whole of the consumption semantics: none is queue mode (one shared cursor), the same group is competing consumers, each its own group is fan-out (every group sees every message the queue still holds when it first pops, and everything after). Without `autoAck` each message is leased for the queue's `leaseSeconds` and must be acked; with it, it is done at delivery (at most once). An unknown queue is created with its defaults. `messages` is always a list, empty when there was nothing. Python: `client.ephemeral.pop(queue, …)`.
-"#)
                 .fails(400, "`queue is required`, `<field> must be at most 512 bytes`, `<field> must not contain NUL`; an undecodable query string.")
                 .answers_with_retry::<super::error::LimitBody>(429, "`quota_exceeded`: the tenant has 1,000 ephemeral queues and this one is not one of them.")
                 .answers::<PopAnswer>(200, "The messages."))
@@ -141,9 +126,6 @@ Up to `batch` messages for `group`: deliveries due again first (a nack, an expir
                 |p: Params| async move { let _ = ask(&DEFAULTS, &p); }),
         route(M::POST, "/api/v1/ephemeral/ack", ReadWrite, ack)
             .doc(op("Ack ephemeral messages")
-                .about(r#"
-Settles popped messages of one `group` (the pop's; none is queue mode), each with its outcome: `acked` (done: `completed`, or a nack past `retryLimit`, dropped), `redelivered` (`failed` or `retry`: due again at once, `attempts` + 1), `stale` (the id names another incarnation of the queue: a crash emptied it, or it was deleted), `unknown` (no delivery of it is held: acked already, dropped, reset, or not an id). Status: absent, `completed`, `success`, `acked`, `ok` complete; `retry` retries; anything else fails. `error` is accepted and not kept (there is no DLQ). Python: `client.ephemeral.ack(queue, messages, group=…, status=…)`.
-"#)
                 .body(true, "The acks.", obj(&["queue", "acks"], json!({
                     "queue": string(),
                     "group": {"type": ["string", "null"], "default": QUEUE_MODE},
@@ -159,16 +141,10 @@ Settles popped messages of one `group` (the pop's; none is queue mode), each wit
             ),
         route(M::GET, "/api/v1/ephemeral/queues", ReadOnly, queues)
             .doc(op("Ephemeral queues")
-                .about(r#"
-The tenant's ephemeral queues, declared (`tier: declared`) and implicit (created by a push or a pop), by name: what each holds, its partitions and groups, what it dropped and why, and its options in force. Python: `client.ephemeral.queues()`.
-"#)
                 .answers::<QueuesAnswer>(200, "The queues."))
             .reads_nothing(),
         route(M::GET, "/api/v1/ephemeral/queues/{queue}/depth", ReadOnly, depth)
             .doc(op("An ephemeral queue's depth")
-                .about(r#"
-One queue's depth: `pending` (the worst named group's backlog, else queue mode's, else every message held), what it holds per partition, and per group its backlog (`pending`: not yet handed plus due again) and its deliveries under lease. The only verb that can say a queue is not there: 404 with `code: ephemeral_queue_not_found` (the client raises `EphemeralQueueNotFoundError`). Python: `client.ephemeral.depth(queue)`.
-"#)
                 .fails(400, "`queue must be at most 512 bytes`, `queue must not contain NUL`.")
                 .answers::<CodedBody>(404, "`ephemeral_queue_not_found`: the tenant has no such queue, declared or live.")
                 .answers::<DepthAnswer>(200, "The depth."))

@@ -35,9 +35,6 @@ const TAG: Tag = (
 pub(crate) fn routes() -> Vec<Entry> {
     vec![route(Method::POST, "/api/v1/kv", ReadWrite, kv)
         .doc(Doc::op(TAG, "Key/value operations")
-            .about(r#"
-`operations` apply in order in ONE PostgreSQL transaction; `results[i]` answers `operations[i]`. Reads: `get {ns,key}` → `{found,key,value,version,expiresAt,updatedAt}`; `getMany {ns,keys}` → `{rows,missing,truncated}`; `getPrefix {ns,prefix,after?,limit?,keysOnly?}` → `{rows,truncated,nextAfter}` (keys in bytewise order, `after` exclusive, `limit` clamped to 1..1000, default 100). Writes, each with exactly one of `ttlSeconds` (a positive integer, at most 315360000: ten years) or `forever: true` (not `delete`): `put {ns,key,value,expect?}` (`expect: 0` must not exist, `n` must be at version n), `putIfAbsent {ns,key,value}`, `delete {ns,key,expect?}`, `incr {ns,key,delta=1,min?,max?}` (refused, not saturated, past a bound; the expiry only applies to a row it creates). A write answers `applied`; one that did not apply answers `reason` (`version`, `absent`, `max`, `min`, `not_a_number`) with the live row's `value` and `version` (`null` and 0 when there is none). A row past its expiry is absent to every read and write. An op with `required: true` that does not apply rolls the whole request back: 409 with `code: kv_precondition`. Python: `client.kv.*` (`KV.batch`).
-"#)
             .body(true, "The operations.", obj(&["operations"], json!({
                 "operations": array(obj(&["op", "ns"], json!({
                     "op": {"enum": ["get", "getMany", "getPrefix", "put", "putIfAbsent", "delete", "incr"]},

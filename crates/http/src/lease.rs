@@ -25,9 +25,6 @@ const DEFAULT_SECONDS: i64 = 60;
 pub(crate) fn routes() -> Vec<Entry> {
     vec![route(Method::POST, "/api/v1/lease/{lease_id}/extend", ReadWrite, extend)
         .doc(Doc::op(ack::TAG, "Extend a lease")
-            .about(r#"
-Every (partition, group) whose live lease is this id gets expiry = max(current, now + `seconds`); an expired, released or unknown lease is not revived (`success: false`). An empty body is `{}` (the Python client sends none). The answer is an object with every alias (`newExpiresAt`, `expiresAt`, `lease_expires_at`): Queen 0.15 answers an array, which client 1.3.0 cannot read. Python: `queen.renew(message | leaseId)`.
-"#)
             .body(false, "Optional; an empty body is `{}`.", json!({
                 "type": "object",
                 "properties": {

@@ -3,6 +3,7 @@
 //! below this crate sees a JSON request or response shape, and nothing here sees SQL (the
 //! crate does not depend on `regent-store`, tokio-postgres or deadpool).
 
+mod about;
 mod ack;
 mod analytics;
 mod answer;

@@ -35,9 +35,6 @@ pub(crate) const TAG: Tag = (
 pub(crate) fn routes() -> Vec<Entry> {
     vec![route(Method::POST, "/api/v1/push", ReadWrite, push)
         .doc(Doc::op(TAG, "Push messages")
-            .about(r#"
-Appends the items to their queues' partitions in one PostgreSQL transaction, creating queues and partitions on first use, and answers one verdict per item, in request order. Deduplicated by (partition, `transactionId`) within `DEDUP_WINDOW_SECONDS` (5 minutes by default): a repeat is `duplicate` naming the existing message, so a client's retry after a 5xx is harmless. Validation is all-or-nothing: one bad item refuses the request with 400 before anything is written; `items: []` answers 201 `[]`. The verified token's `sub` is stamped as `producerSub`. Under push maintenance the items are `buffered`. Queen differs: 201 on the wire (Queen 0.15 sends 200), `index` is always the request position, a non-UUID `traceId` is a 400 (Queen fails the whole database call), and a database outage is a 503 (Queen spills to a file buffer). Python: `queue(name).push(items)` (`PushBuilder`), and the client's buffered producer.
-"#)
             .body(true, "The messages.", json!({
                 "type": "object", "required": ["items"],
                 "properties": {

@@ -78,9 +78,6 @@ pub(crate) fn routes() -> Vec<Entry> {
     vec![
         route(M::POST, "/streams/v1/queries", ReadWrite, register)
             .doc(op("Register a stream query")
-                .about(r#"
-Idempotent registration by `name` within the caller's tenant. A new name gets a new `query_id` (`fresh: true`); the same name and `config_hash` the stored query (`fresh: false`); another hash is refused with 409 (the client raises `StreamsConfigHashMismatch`; Queen 0.15 answers 200) unless `reset: true`, which deletes the query's state and adopts the new configuration (answered `reset: true`); with the same hash `reset` changes nothing (the client sends it on every start). Python: `Stream...run(query_id, url=...)` (`register_query`).
-"#)
                 .body(true, "The query.", obj(&["name", "source_queue", "config_hash"], json!({
                     "name": about(string(), "The query's id as the client names it."),
                     "source_queue": string(),
@@ -98,16 +95,10 @@ Idempotent registration by `name` within the caller's tenant. A new name gets a 
             ),
         route(M::GET, "/streams/v1/queries", ReadOnly, list)
             .doc(op("Stream queries")
-                .about(r#"
-The caller's tenant's stream queries, by name. Regent's own (for the console; Queen has no such route).
-"#)
                 .answers::<QueryList>(200, "The queries."))
             .reads_nothing(),
         route(M::GET, "/streams/v1/queries/{query_id}/partitions", ReadOnly, partitions)
             .doc(op("A stream query's partitions")
-                .about(r#"
-The query's source partitions that have had a cycle, most recently cycled first: state rows, cycles, state operations applied, the last cycle's time. 404 for a query the tenant does not have. Regent's own (for the console).
-"#)
                 .paged(PARTITIONS, "Partitions")
                 .fails(404, "`query not found`.")
                 .answers::<PartitionList>(200, "A page of partitions."))
@@ -117,9 +108,6 @@ The query's source partitions that have had a cycle, most recently cycled first:
                 }),
         route(M::POST, "/streams/v1/cycle", ReadWrite, cycle)
             .doc(op("Commit a stream cycle")
-                .about(r#"
-The cycle's state operations (scoped to the query and source partition; the last operation on a key wins), its sink pushes (every push rule: dedup, partitions created on first push, encryption, maintenance buffering, quotas, `producerSub` from the token) and its source ack (the seed's commit rules, the lease checked strictly) commit in ONE PostgreSQL transaction, or nothing does (`success: false` and `error`). `completed`/`success` commit the cursor to the message; `failed`/`dlq` dead-letter it (reason `Streaming cycle reported failure` unless `error` says otherwise); `release_lease` (default true) ends the lease even when a tail of the batch is left, which then redelivers at once. Exactly once under retries: a cycle that repeats the last committed one of its (query, partition) byte for byte is answered with that cycle's answer and applies nothing; any other cycle whose ack names an ended lease or messages committed before is refused; sink items sent without `transactionId` get one derived from the cycle (`stream-<digest>-<index>`). State values over 1 MiB and keys over 2,048 bytes are refused (413, 400). Python: the streams runner's `commit_cycle`.
-"#)
                 .body(true, "The cycle.", obj(&["query_id", "partition_id"], json!({
                     "query_id": uuid(),
                     "partition_id": about(uuid(), "The source partition."),
@@ -159,9 +147,6 @@ The cycle's state operations (scoped to the query and source partition; the last
             ),
         route(M::POST, "/streams/v1/state/get", ReadOnly, state_get)
             .doc(op("Read a stream query's state")
-                .about(r#"
-The query's state rows in a source partition, by key: all of them (`keys` empty or absent), the keys named (missing ones are absent), those starting with `key_prefix`, those whose `value.windowEnd` (epoch ms) is at or before `ripe_at_or_before`; `limit` (Regent's, at most 10,000) bounds the answer. A query the tenant does not have has no rows. Python: the streams runner's `get_state` and its idle flush.
-"#)
                 .body(true, "Which rows.", obj(&["query_id", "partition_id"], json!({
                     "query_id": uuid(),
                     "partition_id": uuid(),

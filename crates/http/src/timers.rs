@@ -89,9 +89,6 @@ pub(crate) fn routes() -> Vec<Entry> {
     vec![
         route(M::POST, "/api/v1/timers", ReadWrite, batch)
             .doc(op("Schedule, reschedule or cancel timers")
-                .about(r#"
-The operations in one transaction, in order; `results` is index-aligned with them. `schedule` and `reschedule` are the same upsert on (`queue`, `timerKey`): a new timer (`scheduled`) or one in place of the pending timer of the key (`rescheduled`, with the new `txn`, a new `messageId` and the new deadline); `deliverAt` is the database's `now()` plus `delayMs` (a delay in the past fires at once). The answer promises `messageId` and `txn`: the timer is delivered as a message of `queue` (in `partition`, default `Default`) with that id and that transaction id, whose payload is the JSON document `payload` holds (base64), not before `deliverAt`, and exactly once. `cancel`: `cancelled`; `absent` when no timer of the key is pending (never scheduled, cancelled, or already delivered: look for `txn` in the queue), or none under the `txn` sent; `too_late` when a fire holds the timer and is about to commit its message (nothing changed). `ok` is true for `scheduled`, `rescheduled` and `cancelled`. Counted against the tenant's rate and stored-message cap as a push is (a cancel here too: use `DELETE /api/v1/timers/{queue}/{timerKey}`, which nothing blocks). Under push maintenance timers are stored and their messages buffered when they fire. `payloadZstd: true` is refused: this broker has no zstd. Python: `client.timers.schedule/reschedule/batch`, `client.timer(queue)...schedule()`.
-"#)
                 .body(true, "The operations.", obj(&["operations"], json!({
                     "operations": array(obj(&["op", "queue", "timerKey"], json!({
                         "op": {"enum": ["schedule", "reschedule", "cancel"]},
@@ -112,9 +109,6 @@ The operations in one transaction, in order; `results` is index-aligned with the
         route(M::DELETE, "/api/v1/timers/{queue}/{*timer_key}", ReadWrite, cancel)
             .unrated()
             .doc(op("Cancel a timer")
-                .about(r#"
-Cancels the pending timer of the key (`cancelled`); `absent` when there is none (or none under `txn`), with the `txn` sent echoed; `too_late` when a fire holds it. Never blocked: neither the tenant's request rate, nor its stored-message cap, nor maintenance applies, so a timer can always be stopped. Python: `client.timers.cancel(queue, key, txn=...)`.
-"#)
                 .query("txn", string(), "Only the timer scheduled under this txn.")
                 .fails(400, "`txn must be at most 512 bytes`, `txn must not contain NUL`.")
                 .answers::<TimerResult>(200, "What the cancel did."))
@@ -124,17 +118,11 @@ Cancels the pending timer of the key (`cancelled`); `absent` when there is none 
                 }),
         route(M::GET, "/api/v1/timers/{queue}/{*timer_key}", ReadOnly, peek)
             .doc(op("Peek at a timer")
-                .about(r#"
-The pending timer of the key, its payload as stored (base64 of its JSON text); a miss is `{"found": false}` (200). Python: `client.timers.peek(queue, key)`.
-"#)
                 .answers::<PeekAnswer>(200, "The timer, or `found: false`."))
             .reads_request(&["orders/order:9f1/expire"],
                 |PathParams((_, _)): PathParams<(String, String)>| async {}),
         route(M::GET, "/api/v1/timers/{queue}", ReadOnly, list)
             .doc(op("A queue's pending timers")
-                .about(r#"
-A page of the queue's pending timers by key, after `after` (exclusive; the previous page's `nextAfter`); `limit` is clamped to 1 through 1,000 (default 100), never refused; `truncated` says more follow. Rows carry no payload (peek for it). Python: `client.timers.list(queue, after=, limit=)`, `list_all`.
-"#)
                 .query("after", string(), "Keys after this one (exclusive).")
                 .query("limit", int_param(LIST.default, Some(1), Some(LIST.max)), "Timers per page.")
                 .answers::<ListAnswer>(200, "A page of timers."))
@@ -144,9 +132,6 @@ A page of the queue's pending timers by key, after `after` (exclusive; the previ
                 }),
         route(M::GET, "/api/v1/timers", ReadOnly, queues)
             .doc(op("Queues with pending timers")
-                .about(r#"
-The tenant's queues with pending timers, by name: how many, and the nearest deadline. Regent's own (for the console; Queen has no such route).
-"#)
                 .answers::<QueuesAnswer>(200, "The queues."))
             .reads_nothing(),
     ]

@@ -63,9 +63,6 @@ pub(crate) fn routes() -> Vec<Entry> {
     vec![
         route(M::POST, "/api/v1/traces", ReadWrite, record)
             .doc(op("Record a trace event")
-                .about(r#"
-Records an event on a message the log holds (it resolves to the message's offset). Queen differs: 201 (Queen 0.15: 200 on the wire), 404 for an unknown message (Queen 0.15: 500), and a null `consumerGroup` is the default (Queen 0.15: 500). Python: `message.trace({...})` inside `consume` (never raises).
-"#)
                 .body(true, "The event.", obj(&["transactionId", "partitionId", "data"], json!({
                     "transactionId": string(),
                     "partitionId": about(string(), "The partition's UUID; one that is not a UUID names no message (404)."),
@@ -87,9 +84,6 @@ Records an event on a message the log holds (it resolves to the message's offset
             ], |b: &RawBody| b.json_without_payloads().and_then(|v| parse_record(&v).map(drop))),
         route(M::GET, "/api/v1/traces/names", ReadOnly, names_list)
             .doc(op("Trace names")
-                .about(r#"
-Trace names with `trace_count`, `message_count` and `last_seen`, most recently seen first. Python: `Admin.get_trace_names(**params)`.
-"#)
                 .paged(NAMES, "Trace names")
                 .answers::<TraceNames>(200, "A page of names."))
             .reads_request(&["?limit=50&offset=0"], |p: Params| async move {
@@ -97,9 +91,6 @@ Trace names with `trace_count`, `message_count` and `last_seen`, most recently s
             }),
         route(M::GET, "/api/v1/traces/by-name/{name}", ReadOnly, by_name)
             .doc(op("Traces carrying a name")
-                .about(r#"
-Traces carrying the name, newest first, each with its message's queue, partition and payload (`null` once the log no longer holds it), `total`, and `pagination`. Python: `Admin.get_traces_by_name(name, **params)`.
-"#)
                 .paged(BY_NAME, "Traces")
                 .answers::<NamedTraces>(200, "A page of traces."))
             .reads_request(&["checkout?limit=100"], |_: PathParams<String>, p: Params| async move {
@@ -107,9 +98,6 @@ Traces carrying the name, newest first, each with its message's queue, partition
             }),
         route(M::GET, "/api/v1/traces/{partition_id}/{transaction_id}", ReadOnly, of_message)
             .doc(op("A message's traces")
-                .about(r#"
-The message's traces, oldest first; `[]` for a partition id that is not a UUID. Python: `Admin.get_traces_for_message(partition_id, transaction_id)`.
-"#)
                 .answers::<MessageTraces>(200, "The traces."))
             .reads_request(
                 &["0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d/ord-77-created"],

@@ -29,9 +29,6 @@ use super::State;
 pub(crate) fn routes() -> Vec<Entry> {
     vec![route(Method::POST, "/api/v1/transaction", ReadWrite, transaction)
         .doc(Doc::op(push::TAG, "Acks and pushes in one transaction")
-            .about(r#"
-Everything in the bundle commits in ONE PostgreSQL transaction, or nothing does: the exactly-once hand-off between pipeline stages. Pushes behave as on the push route (deduplicated, so a retried bundle is harmless; `producerSub` stamped); acks follow the ack contract per (partition, lease), and any refusal other than a duplicate `completed` rolls the bundle back (200 with `success: false`). `requiredLeases` must all be live. Queen 0.15 differs: it ignores `requiredLeases`, does not deduplicate pushes (a repeat aborts the bundle), dead-letters `failed` acks at once, and stamps no `producerSub`. The 1.x `kv` rider applies key/value operations (not `getPrefix`) in the same transaction, their results after the operations' (`type: kv`); a `required` one that does not apply rolls everything back and answers `success: false, reason: kv_precondition` with `failedIndex`, `kvReason`, `value`, `version`. The `timers` rider schedules and cancels timers (as `POST /api/v1/timers`) in the same transaction, their results after the KV results (`type: timer`). With a rider `operations` may be empty. Python: `queen.transaction()...commit()` (`TransactionBuilder.commit`).
-"#)
             .body(true, "The bundle.", schemas::r("TransactionRequest"))
             .quota()
             .fails(400, "`operations array required`, `operations array cannot be empty`, `Unknown operation type: <type>`, `items array is required`, `requiredLeases must be an array`, a push item's texts (as on the push route), a KV operation's (as on `POST /api/v1/kv`); `Empty request body`, `Invalid JSON: …`.")

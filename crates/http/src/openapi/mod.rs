@@ -1,6 +1,7 @@
 //! `GET /api/v1/openapi.json`: an OpenAPI 3.1 document of every route, generated from the
 //! route table (`crate::routes`): each entry carries its operation ([`Doc`]), written beside
-//! its handler by the route's family.
+//! its handler by the route's family; its prose description is the route's section of the
+//! family's file under `crate::about`.
 //!
 //! The table decides what is documented: `paths` is built by walking `routes::table()`, so
 //! a served route always appears, with its path parameters and its access level (a
@@ -30,11 +31,10 @@ use serde_json::{json, Map, Value};
 use super::params::Paging;
 use super::routes::{self, Entry as Routed, Level, Route};
 
-/// A route's OpenAPI operation: what it does, its query parameters, its body, and its
+/// A route's OpenAPI operation: its summary, its query parameters, its body, and its
 /// answers; answers that are typed values are described by their types' own schemas.
 pub struct Doc {
     pub summary: &'static str,
-    description: String,
     tag: Tag,
     /// Each query parameter's name and its parameter object.
     query: Vec<(&'static str, Value)>,
@@ -66,19 +66,12 @@ impl Doc {
     pub(crate) fn op(tag: Tag, summary: &'static str) -> Doc {
         Doc {
             summary,
-            description: String::new(),
             tag,
             query: Vec::new(),
             body: None,
             responses: BTreeMap::new(),
             quota: false,
         }
-    }
-
-    /// What the route does, Queen compatibility notes, and the Python client's caller.
-    pub(crate) fn about(mut self, text: &str) -> Doc {
-        self.description = text.trim().to_string();
-        self
     }
 
     /// A query parameter: its JSON Schema (type, default, bounds) and what it means.
@@ -287,7 +280,9 @@ fn operation(route: &Route, entry: Option<&Doc>, g: &mut SchemaGenerator) -> Val
         Some(e) => {
             op.insert("tags".into(), json!([e.tag.0]));
             op.insert("summary".into(), json!(e.summary));
-            op.insert("description".into(), json!(e.description));
+            // What the route does, Queen compatibility notes, the Python client's caller.
+            let about = crate::about::of(&route.method, route.path).unwrap_or_default();
+            op.insert("description".into(), json!(about));
             parameters.extend(e.query.iter().map(|(_, p)| p.clone()));
             if let Some(body) = &e.body {
                 op.insert("requestBody".into(), body.clone());
@@ -438,19 +433,22 @@ pub fn document() -> &'static Value {
 }
 
 pub(crate) fn routes() -> Vec<Routed> {
-    vec![routes::route(Method::GET, "/api/v1/openapi.json", Level::Public, serve)
+    vec![
+        routes::route(Method::GET, "/api/v1/openapi.json", Level::Public, serve)
             .reads_nothing()
-        .doc(Doc::op(crate::health::TAG, "This OpenAPI document")
-            .about(r#"
-A Regent extension: the OpenAPI 3.1 document of every route the broker serves, generated from its route table, so a route cannot be served undocumented. Public: it names no tenant's data.
-"#)
-            .reply_raw(200, json!({
-                "description": "The document.",
-                "headers": request_id_header(),
-                "content": { "application/json": { "schema": {
-                    "type": "object", "required": ["openapi", "info", "paths"],
-                } } },
-            })))]
+            .doc(
+                Doc::op(crate::health::TAG, "This OpenAPI document").reply_raw(
+                    200,
+                    json!({
+                        "description": "The document.",
+                        "headers": request_id_header(),
+                        "content": { "application/json": { "schema": {
+                            "type": "object", "required": ["openapi", "info", "paths"],
+                        } } },
+                    }),
+                ),
+            ),
+    ]
 }
 
 /// `GET /api/v1/openapi.json`.
