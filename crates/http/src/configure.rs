@@ -65,10 +65,6 @@ pub(crate) fn routes() -> Vec<Entry> {
             .fails(400, "`queue is required` (missing or not a string); `options must be an object`; `<option> must be an integer` / `must be a boolean` / `must not be negative` / `must be between <min> and 2147483647` (Queen keeps each in an `INTEGER` column); `queue must be at most 512 bytes`; encryption asked without a key; `Empty request body`, `Invalid JSON: …`.")
             .answers::<Configured>(200, "The queue as configured."))
         .reads_body(
-            &["queue", "namespace", "task", "options", "leaseTime", "retryLimit", "retryDelay",
-              "maxSize", "ttl", "deadLetterQueue", "dlqAfterMaxRetries", "priority",
-              "delayedProcessing", "windowBuffer", "retentionSeconds", "completedRetentionSeconds",
-              "retentionEnabled", "encryptionEnabled", "maxWaitTimeSeconds"],
             &[
                 r#"{"queue": "orders", "namespace": "billing", "task": "invoice",
                     "options": {"leaseTime": 300, "retryLimit": 3, "retryDelay": 1000, "maxSize": 0,

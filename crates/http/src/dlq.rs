@@ -73,13 +73,13 @@ pub(crate) fn routes() -> Vec<Entry> {
                 .fails(400, "`ids or a filter is required`, `unknown field <k>: expected one of …`, `ids must be an array of dead-letter ids (integers)`, `<key> must be a string`, `<key> must be a boolean`, `<key> must be an ISO-8601 timestamp`, `limit must be an integer from 1 to 10000`, `request body must be a JSON object`; `Invalid JSON: …`.")
                 .fails(409, "Under push maintenance, or while its buffered pushes wait to be appended, a requeue (dry run included) is refused whole: `Push maintenance is on: dead letters cannot be requeued until it is switched off and the buffered pushes are appended`.")
                 .answers::<DeadLettersRequeued>(200, "What was (or, dry, would be) done."))
-            .reads_body(&BULK_KEYS, BULK_SEEDS, BulkBody::parse),
+            .reads_body(BULK_SEEDS, BulkBody::parse),
         route(M::POST, "/api/v1/dlq/delete", ReadWrite, delete)
             .doc(op("Delete dead letters")
                 .body(true, "The selection.", r("BulkSelector"))
                 .fails(400, "`ids or a filter is required`, `unknown field <k>: expected one of …`, the field texts of the requeue route; `Invalid JSON: …`.")
                 .answers::<DeadLettersDeleted>(200, "What was (or, dry, would be) done."))
-            .reads_body(&BULK_KEYS, BULK_SEEDS, BulkBody::parse),
+            .reads_body(BULK_SEEDS, BulkBody::parse),
     ]
 }
 

@@ -14,10 +14,10 @@ use axum::Extension;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use regent_broker::ephemeral::{AckStatus, Declared, Options, Outcome, Policy};
-use regent_broker::naming::QUEUE_MODE;
+use regent_broker::naming::{DEFAULT_PARTITION, QUEUE_MODE};
 use regent_config::Config;
 use regent_service::ephemeral::{
     EphemeralDepth, EphemeralMessage, EphemeralQueue, GroupDepth, PartitionDepth, Pop, Push,
@@ -28,11 +28,11 @@ use super::answer::Answer;
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::{ApiError, CodedBody};
-use super::openapi::schemas::{about, array, flag_param, int_param, obj, string};
+use super::openapi::schemas::{flag_param, int_param, string};
 use super::openapi::{Doc, Tag};
 use super::params::Params;
 use super::path::PathParams;
-use super::push;
+use super::push::{self, MAX_NAME_BYTES};
 use super::read;
 use super::routes::{route, Entry, Level::*};
 use super::State;
@@ -53,45 +53,26 @@ const FULL_RETRY_SECS: u64 = 1;
 /// its queues is deleted.
 const QUEUE_LIMIT_RETRY_SECS: u64 = 60;
 
-const OPTIONS: &[&str] = &[
-    "maxBytes",
-    "maxLength",
-    "policy",
-    "ttlSeconds",
-    "leaseSeconds",
-    "retryLimit",
-    "windowBuffer",
-];
-
 pub(crate) fn routes() -> Vec<Entry> {
     use Method as M;
     let op = |summary| Doc::op(TAG, summary);
     vec![
         route(M::POST, "/api/v1/ephemeral/configure", ReadWrite, configure)
             .doc(op("Declare an ephemeral queue")
-                .body(true, "The queue and its options.", obj(&["queue"], json!({
-                    "queue": string(),
-                    "options": obj(&[], json!({
-                        "maxBytes": int_or_null(), "maxLength": int_or_null(),
-                        "policy": {"enum": ["reject", "dropOldest", null]},
-                        "ttlSeconds": int_or_null(), "leaseSeconds": int_or_null(), "retryLimit": int_or_null(),
-                        "windowBuffer": {"anyOf": [obj(&[], json!({"ms": int_or_null(), "count": int_or_null()})), {"type": "null"}]},
-                    })),
-                })))
+                .body_of::<ConfigureBody>(true, "The queue and its options.")
                 .fails(400, "`request body must be a JSON object`, `queue is required`, `queue must be a string`, `queue must be at most 512 bytes`, `queue must not contain NUL`, `options must be an object`, `unknown option <name>; known: …`, `<option> must be an integer`, `policy must be reject or dropOldest`, `windowBuffer must be an object`; `Empty request body`, `Invalid JSON: …`.")
                 .answers_with_retry::<super::error::LimitBody>(429, "`quota_exceeded`: the tenant has 1,000 ephemeral queues.")
                 .answers::<Configured>(201, "Declared: the options in force."))
             .reads_body(
-                &["queue", "options", "maxBytes", "maxLength", "policy", "ttlSeconds", "leaseSeconds", "retryLimit", "windowBuffer", "ms", "count"],
                 &[r#"{"queue": "presence", "options": {"maxBytes": 1048576, "maxLength": 100, "policy": "dropOldest", "ttlSeconds": 60, "leaseSeconds": 5, "retryLimit": 3, "windowBuffer": {"ms": 10, "count": 5}}}"#],
                 |b| b.json_fields_first().and_then(|v| parse_configure(&v).and_then(|_| b.no_nul(&v))),
             ),
         route(M::POST, "/api/v1/ephemeral/reset", ReadWrite, reset)
             .doc(op("Reset an ephemeral queue")
-                .body(true, "The queue.", obj(&["queue"], json!({"queue": string()})))
+                .body_of::<ResetBody>(true, "The queue.")
                 .fails(400, "`request body must be a JSON object`, `queue is required`, `queue must be a string`, `queue must be at most 512 bytes`, `queue must not contain NUL`; `Empty request body`, `Invalid JSON: …`.")
                 .answers::<ResetAnswer>(200, "Reset."))
-            .reads_body(&["queue"], &[r#"{"queue": "presence"}"#], |b| {
+            .reads_body(&[r#"{"queue": "presence"}"#], |b| {
                 b.json_fields_first().and_then(|v| queue_of(&v).and_then(|_| b.no_nul(&v)))
             }),
         route(M::DELETE, "/api/v1/ephemeral/queue/{queue}", Admin, delete)
@@ -103,17 +84,12 @@ pub(crate) fn routes() -> Vec<Entry> {
             }),
         route(M::POST, "/api/v1/ephemeral/push", ReadWrite, push_messages)
             .doc(op("Push to an ephemeral queue")
-                .body(true, "One queue's messages.", obj(&["queue", "messages"], json!({
-                    "queue": string(),
-                    "partition": {"type": ["string", "null"], "default": "Default"},
-                    "messages": array(obj(&["payload"], json!({"payload": about(json!({}), "Any JSON, kept as sent.")}))),
-                })))
+                .body_of::<PushFields>(true, "One queue's messages.")
                 .fails(400, "`request body must be a JSON object`, `queue is required`, `queue must be a string`, `partition must be a string`, `<field> must be at most 512 bytes`, `<field> must not contain NUL`, `messages must be an array`, `messages[<i>] must be an object with a payload`; `Empty request body`, `Invalid JSON: …`.")
                 .fails(413, "`a push of <n> messages is over the queue's maxLength of <max>`, `a push of <n> bytes is over the queue's maxBytes of <max>`; `A request of <n> items is over the limit of <max> items (MAX_PUSH_ITEMS)`.")
                 .answers_with_retry::<super::error::LimitBody>(429, "`queue_full`: over the queue's bounds with policy `reject`, nothing written; `quota_exceeded`: the tenant has 1,000 ephemeral queues.")
                 .answers::<PushAnswer>(201, "Pushed."))
             .reads_body(
-                &["queue", "partition", "messages", "payload"],
                 &[r#"{"queue": "presence", "partition": "room-7", "messages": [{"payload": {"user": "a", "typing": true}}, {"payload": 3}]}"#],
                 |b| parse_push(b, FUZZ_MAX_ITEMS).map(drop),
             ),
@@ -126,16 +102,11 @@ pub(crate) fn routes() -> Vec<Entry> {
                 |p: Params| async move { let _ = ask(&DEFAULTS, &p); }),
         route(M::POST, "/api/v1/ephemeral/ack", ReadWrite, ack)
             .doc(op("Ack ephemeral messages")
-                .body(true, "The acks.", obj(&["queue", "acks"], json!({
-                    "queue": string(),
-                    "group": {"type": ["string", "null"], "default": QUEUE_MODE},
-                    "acks": array(obj(&["id"], json!({"id": string(), "status": {"type": ["string", "null"], "default": "completed"}, "error": {}}))),
-                })))
+                .body_of::<AckFields>(true, "The acks.")
                 .fails(400, "`request body must be a JSON object`, `queue is required`, `queue must be a string`, `group must be a string`, `<field> must be at most 512 bytes`, `<field> must not contain NUL`, `acks must be an array`, `acks[<i>].id is required`, `acks[<i>].status must be a string`; `Empty request body`, `Invalid JSON: …`.")
                 .fails(413, "`A request of <n> items is over the limit of <max> items (MAX_PUSH_ITEMS)`.")
                 .answers::<AckAnswer>(200, "Each ack's outcome, in order."))
             .reads_body(
-                &["queue", "group", "acks", "id", "status", "error"],
                 &[r#"{"queue": "inbox", "group": "workers", "acks": [{"id": "e:1f:Default:0", "status": "completed"}, {"id": "e:1f:Default:1", "status": "retry", "error": "busy"}]}"#],
                 |b| b.json_fields_first().and_then(|v| parse_ack(&v, FUZZ_MAX_ITEMS).and_then(|_| b.no_nul(&v))),
             ),
@@ -160,10 +131,6 @@ static DEFAULTS: std::sync::LazyLock<Config> = std::sync::LazyLock::new(Config::
 
 /// The fuzzer's bound on a request's items (the default `MAX_PUSH_ITEMS`).
 const FUZZ_MAX_ITEMS: usize = 10_000;
-
-fn int_or_null() -> Value {
-    json!({"type": ["integer", "null"]})
-}
 
 fn pop_params(d: Doc, c: &Config) -> Doc {
     d.query("queue", string(), "The queue (required).")
@@ -190,50 +157,117 @@ fn optional(v: Option<&Value>, field: &str) -> Result<Option<String>, ApiError> 
         .transpose()
 }
 
+/// `POST /api/v1/ephemeral/configure`: the queue and its options.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "EphemeralConfigure")]
+struct ConfigureBody {
+    /// The queue.
+    #[schemars(with = "String", length(max = MAX_NAME_BYTES))]
+    queue: Option<Value>,
+    /// Every option may be left out (its default then); an option not named here is refused.
+    #[schemars(with = "Option<OptionsBody>")]
+    options: Option<Value>,
+}
+
+/// An ephemeral queue's options as a declaration sends them; a value past its bound is
+/// clamped, as in Queen.
+#[derive(Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "EphemeralOptionsIn")]
+struct OptionsBody {
+    /// Bytes the queue holds at most (default 16 MiB, at most 64 MiB).
+    #[schemars(with = "Option<i64>")]
+    max_bytes: Option<Value>,
+    /// Messages the queue holds at most (default 10,000, at most 100,000).
+    #[schemars(with = "Option<i64>")]
+    max_length: Option<Value>,
+    /// What a push over the bounds does: `reject` (429 `queue_full`, the default) or
+    /// `dropOldest`.
+    #[schemars(with = "Option<String>", extend("enum" = ["reject", "dropOldest", null]))]
+    policy: Option<Value>,
+    /// Older messages are never delivered (default 0: no limit).
+    #[schemars(with = "Option<i64>")]
+    ttl_seconds: Option<Value>,
+    /// An unacked delivery comes back after it (default 30).
+    #[schemars(with = "Option<i64>")]
+    lease_seconds: Option<Value>,
+    /// Deliveries at most (default 5), then the message is dropped for the group.
+    #[schemars(with = "Option<i64>")]
+    retry_limit: Option<Value>,
+    /// Stored and echoed.
+    #[schemars(with = "Option<WindowBody>")]
+    window_buffer: Option<Value>,
+}
+
+/// `windowBuffer`.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "EphemeralWindowIn")]
+struct WindowBody {
+    #[schemars(with = "Option<i64>")]
+    ms: Option<Value>,
+    #[schemars(with = "Option<i64>")]
+    count: Option<Value>,
+}
+
+/// `POST /api/v1/ephemeral/reset`.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "EphemeralReset")]
+struct ResetBody {
+    /// The queue.
+    #[schemars(with = "String", length(max = MAX_NAME_BYTES))]
+    queue: Option<Value>,
+}
+
 fn queue_of(v: &Value) -> Result<String, ApiError> {
-    required(read::object(v)?.get("queue"), "queue")
+    required(read::fields::<ResetBody>(v)?.queue.as_ref(), "queue")
 }
 
 fn parse_configure(v: &Value) -> Result<(String, Declared), ApiError> {
-    let o = read::object(v)?;
-    let queue = required(o.get("queue"), "queue")?;
-    let options = match o.get("options") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(m)) => m.clone(),
+    let b: ConfigureBody = read::fields(v)?;
+    let queue = required(b.queue.as_ref(), "queue")?;
+    let o = match &b.options {
+        None => OptionsBody::default(),
+        Some(Value::Object(m)) => {
+            let known = read::names::<OptionsBody>();
+            if let Some(k) = m.keys().find(|k| !known.contains(&k.as_str())) {
+                return Err(ApiError::bad_request(format!(
+                    "unknown option {k}; known: {}",
+                    known.join(", ")
+                )));
+            }
+            read::fields(b.options.as_ref().unwrap_or(&Value::Null))?
+        }
         Some(_) => return Err(ApiError::bad_request("options must be an object")),
     };
-    if let Some(k) = options.keys().find(|k| !OPTIONS.contains(&k.as_str())) {
-        return Err(ApiError::bad_request(format!(
-            "unknown option {k}; known: {}",
-            OPTIONS.join(", ")
-        )));
-    }
-    let int = |k: &str| read::whole(options.get(k), k);
-    let policy = match options.get("policy") {
-        None | Some(Value::Null) => None,
-        Some(p) => Some(
+    let policy = o
+        .policy
+        .as_ref()
+        .map(|p| {
             p.as_str()
                 .and_then(Policy::parse)
-                .ok_or_else(|| ApiError::bad_request("policy must be reject or dropOldest"))?,
-        ),
-    };
-    let (window_ms, window_count) = match options.get("windowBuffer") {
-        None | Some(Value::Null) => (None, None),
-        Some(Value::Object(w)) => (
-            read::whole(w.get("ms"), "windowBuffer.ms")?,
-            read::whole(w.get("count"), "windowBuffer.count")?,
-        ),
+                .ok_or_else(|| ApiError::bad_request("policy must be reject or dropOldest"))
+        })
+        .transpose()?;
+    let (window_ms, window_count) = match &o.window_buffer {
+        None => (None, None),
+        Some(w @ Value::Object(_)) => {
+            let w: WindowBody = read::fields(w)?;
+            (
+                read::whole(w.ms.as_ref(), "windowBuffer.ms")?,
+                read::whole(w.count.as_ref(), "windowBuffer.count")?,
+            )
+        }
         Some(_) => return Err(ApiError::bad_request("windowBuffer must be an object")),
     };
     Ok((
         queue,
         Declared {
-            max_bytes: int("maxBytes")?,
-            max_length: int("maxLength")?,
+            max_bytes: read::whole(o.max_bytes.as_ref(), "maxBytes")?,
+            max_length: read::whole(o.max_length.as_ref(), "maxLength")?,
             policy,
-            ttl_seconds: int("ttlSeconds")?,
-            lease_seconds: int("leaseSeconds")?,
-            retry_limit: int("retryLimit")?,
+            ttl_seconds: read::whole(o.ttl_seconds.as_ref(), "ttlSeconds")?,
+            lease_seconds: read::whole(o.lease_seconds.as_ref(), "leaseSeconds")?,
+            retry_limit: read::whole(o.retry_limit.as_ref(), "retryLimit")?,
             window_ms,
             window_count,
         },
@@ -247,16 +281,34 @@ struct PushBody<'a> {
     payloads: Vec<&'a RawValue>,
 }
 
+/// `POST /api/v1/ephemeral/push`: the small fields as values, the messages as sent.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "EphemeralPush")]
+struct PushFields<'a> {
+    /// The queue; created with its defaults when unknown.
+    #[schemars(with = "String", length(max = MAX_NAME_BYTES))]
+    queue: Option<Value>,
+    #[schemars(with = "Option<String>", length(max = MAX_NAME_BYTES))]
+    #[schemars(extend("default" = DEFAULT_PARTITION))]
+    partition: Option<Value>,
+    #[serde(borrow)]
+    #[schemars(with = "Vec<MessageBody>")]
+    messages: Option<&'a RawValue>,
+}
+
+/// One message of an ephemeral push.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "EphemeralMessageIn")]
+struct MessageBody<'a> {
+    /// Any JSON, kept as sent.
+    #[serde(borrow)]
+    #[schemars(with = "Value")]
+    payload: Option<&'a RawValue>,
+}
+
 fn parse_push(body: &RawBody, max: usize) -> Result<PushBody<'_>, ApiError> {
-    #[derive(Deserialize)]
-    struct Fields<'a> {
-        queue: Option<Value>,
-        partition: Option<Value>,
-        #[serde(borrow)]
-        messages: Option<&'a RawValue>,
-    }
     let raw = body.raw_json()?;
-    let f: Fields<'_> =
+    let f: PushFields<'_> =
         serde_json::from_str(raw.get()).map_err(|_| ApiError::bad_request(read::NOT_AN_OBJECT))?;
     let queue = required(f.queue.as_ref(), "queue")?;
     let partition = optional(f.partition.as_ref(), "partition")?;
@@ -285,12 +337,7 @@ fn parse_push(body: &RawBody, max: usize) -> Result<PushBody<'_>, ApiError> {
 
 /// One message's payload, as sent.
 fn payload(i: usize, m: &RawValue) -> Result<&RawValue, ApiError> {
-    #[derive(Deserialize)]
-    struct Message<'a> {
-        #[serde(borrow)]
-        payload: Option<&'a RawValue>,
-    }
-    serde_json::from_str::<Message<'_>>(m.get())
+    serde_json::from_str::<MessageBody<'_>>(m.get())
         .ok()
         .and_then(|m| m.payload)
         .ok_or_else(|| {
@@ -301,12 +348,42 @@ fn payload(i: usize, m: &RawValue) -> Result<&RawValue, ApiError> {
 /// An ack body: the queue, the group and each (id, status).
 type AckBody = (String, Option<String>, Vec<(String, AckStatus)>);
 
+/// `POST /api/v1/ephemeral/ack`.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "EphemeralAck")]
+struct AckFields {
+    #[schemars(with = "String", length(max = MAX_NAME_BYTES))]
+    queue: Option<Value>,
+    /// The pop's group; absent: queue mode.
+    #[schemars(with = "Option<String>", extend("default" = QUEUE_MODE))]
+    group: Option<Value>,
+    #[schemars(with = "Vec<AckItemBody>")]
+    acks: Option<Value>,
+}
+
+/// One ack: which delivery, and its outcome.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "EphemeralAckItem")]
+struct AckItemBody {
+    /// The popped message's `id`.
+    #[schemars(with = "String")]
+    id: Option<Value>,
+    /// Absent, `completed`, `success`, `acked`, `ok` complete; `retry` retries; anything
+    /// else fails.
+    #[schemars(with = "Option<String>", extend("default" = "completed"))]
+    status: Option<Value>,
+    /// Accepted and not kept (there is no DLQ).
+    #[schemars(with = "Option<Value>")]
+    #[allow(dead_code)]
+    error: Option<Value>,
+}
+
 fn parse_ack(v: &Value, max: usize) -> Result<AckBody, ApiError> {
-    let o = read::object(v)?;
-    let queue = required(o.get("queue"), "queue")?;
-    let group = optional(o.get("group"), "group")?;
+    let o: AckFields = read::fields(v)?;
+    let queue = required(o.queue.as_ref(), "queue")?;
+    let group = optional(o.group.as_ref(), "group")?;
     // Absent is not an array either: the client always sends one.
-    let acks = read::array(o.get("acks"), "acks")?
+    let acks = read::array(o.acks.as_ref(), "acks")?
         .ok_or_else(|| ApiError::bad_request("acks must be an array"))?;
     if acks.len() > max {
         return Err(ApiError::TooManyItems {
@@ -318,11 +395,17 @@ fn parse_ack(v: &Value, max: usize) -> Result<AckBody, ApiError> {
         .iter()
         .enumerate()
         .map(|(i, a)| {
-            let id = match a.get("id") {
+            // An ack that is not an object names no delivery.
+            let item = match a.is_object() {
+                true => Some(read::fields::<AckItemBody>(a)?),
+                false => None,
+            };
+            let id = match item.as_ref().and_then(|a| a.id.as_ref()) {
                 Some(Value::String(id)) if !id.is_empty() => id.clone(),
                 _ => return Err(ApiError::bad_request(format!("acks[{i}].id is required"))),
             };
-            let status = read::text(a.get("status"), &format!("acks[{i}].status"))?;
+            let status = item.as_ref().and_then(|a| a.status.as_ref());
+            let status = read::text(status, &format!("acks[{i}].status"))?;
             Ok((id, AckStatus::parse(status)))
         })
         .collect::<Result<_, _>>()?;

@@ -60,8 +60,6 @@ pub(crate) fn routes() -> Vec<Entry> {
             .answers::<KvAnswer>(200, "One result per operation.")
             .answers::<PreconditionAnswer>(409, "A `required` operation did not apply; nothing was written."))
         .reads_body(
-            &["operations", "op", "ns", "key", "keys", "prefix", "after", "limit", "keysOnly",
-              "value", "ttlSeconds", "forever", "expect", "required", "delta", "min", "max"],
             &[r#"{"operations": [
                 {"op": "put", "ns": "quota", "key": "acme", "value": {"n": 1}, "ttlSeconds": 60, "expect": 0},
                 {"op": "incr", "ns": "quota", "key": "hits", "delta": 1, "max": 10, "forever": true, "required": true},

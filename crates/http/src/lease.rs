@@ -37,7 +37,7 @@ pub(crate) fn routes() -> Vec<Entry> {
             .fails(400, "`seconds must be a positive integer`, `request body must be a JSON object`, `Invalid JSON: …`.")
             .answers::<LeaseExtended>(200, "Renewed, or not (`success: false`, the expiry keys null)."))
         .reads_request(&["0190a6c4-0000-7000-8000-000000000001"], |_: PathParams<String>| async {})
-        .reads_body(&["seconds"], &[r#"{"seconds": 120}"#, "{}", "", r#"{"seconds": null}"#], parse_seconds)]
+        .reads_body(&[r#"{"seconds": 120}"#, "{}", "", r#"{"seconds": null}"#], parse_seconds)]
 }
 
 /// `{"seconds": n}` (or no body): how long to extend by, clamped to the service's maximum.

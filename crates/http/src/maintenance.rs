@@ -49,7 +49,7 @@ pub(crate) fn routes() -> Vec<Entry> {
                     .fails(400, enabled_400)
                     .answers::<PushSwitch>(200, "The switch now."),
             )
-            .reads_body(&["enabled"], enabled_seeds, enabled),
+            .reads_body(enabled_seeds, enabled),
         route(M::GET, POP_MAINTENANCE, Admin, get_pop)
             .reads_nothing()
             .doc(
@@ -63,7 +63,7 @@ pub(crate) fn routes() -> Vec<Entry> {
                     .fails(400, enabled_400)
                     .answers::<PopSwitch>(200, "The switch now."),
             )
-            .reads_body(&["enabled"], enabled_seeds, enabled),
+            .reads_body(enabled_seeds, enabled),
         route(M::GET, "/api/v1/system/shared-state", Admin, shared_state)
             .reads_nothing()
             .doc(

@@ -48,8 +48,6 @@ pub(crate) fn routes() -> Vec<Entry> {
             .fails(400, "`items array is required`, `Queue must be a string`, `Partition must be a string`, `TransactionId must be a string`, `TraceId must be a string`, `TraceId must be a UUID`, `<field> must be at most 512 bytes`, `<field> must not contain NUL`, `A push of <n> messages exceeds the stored message limit of <cap>`; `Empty request body`, `Invalid JSON: …`.")
             .answers::<Vec<PushResult<'static>>>(201, "One verdict per item, in request order."))
         .reads_body(
-            &["items", "queue", "partition", "payload", "transactionId", "traceId", "namespace",
-              "task", "producerSub", "bufferMs", "bufferMax"],
             PUSH_SEEDS,
             |b| parse_push(b, &fuzz_principal(), FUZZ_MAX_ITEMS),
         )]

@@ -26,6 +26,7 @@
 use std::ops::RangeInclusive;
 
 use chrono::{DateTime, Utc};
+use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
@@ -50,6 +51,51 @@ fn present(v: Option<&Value>) -> Option<&Value> {
 pub(crate) fn object(v: &Value) -> Result<&Object, ApiError> {
     v.as_object()
         .ok_or_else(|| ApiError::bad_request(NOT_AN_OBJECT))
+}
+
+/// A body's fields as its request type `T` names them: a struct whose fields are each still
+/// a JSON value (`Option<Value>`), read by the readers here. The type is the one place a
+/// field's wire name is written: the reading, the OpenAPI schema and the fuzzer's keys all
+/// take it from there.
+pub(crate) fn fields<T: DeserializeOwned>(v: &Value) -> Result<T, ApiError> {
+    object(v)?;
+    T::deserialize(v).map_err(|_| ApiError::bad_request(NOT_AN_OBJECT))
+}
+
+/// The wire names of a request type's fields, in the order the type declares them (serde's
+/// own list, renames applied): for a text that lists the fields a body may hold.
+pub(crate) fn names<T: DeserializeOwned>() -> &'static [&'static str] {
+    let mut names = Names(&[]);
+    // The deserializer refuses at once, having been told the names.
+    let _ = T::deserialize(&mut names);
+    names.0
+}
+
+/// A deserializer that only listens for the names of a struct's fields.
+struct Names(&'static [&'static str]);
+
+impl<'de> Deserializer<'de> for &mut Names {
+    type Error = de::value::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+        Err(de::Error::custom("not a struct"))
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        fields: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.0 = fields;
+        Err(de::Error::custom("names read"))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+        ignored_any
+    }
 }
 
 /// A string, `""` included.
@@ -258,6 +304,21 @@ mod tests {
         assert_eq!(whole(Some(&json!(u64::MAX)), "n").unwrap(), Some(i64::MAX));
         assert!(integer(Some(&json!(3.0)), "n").is_err());
         assert!(integer(Some(&json!(u64::MAX)), "n").is_err());
+    }
+
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(rename_all = "camelCase")]
+    struct Body {
+        queue: Option<Value>,
+        dry_run: Option<Value>,
+    }
+
+    #[test]
+    fn a_request_type_names_its_fields_in_order() {
+        assert_eq!(names::<Body>(), ["queue", "dryRun"]);
+        let b: Body = fields(&json!({"dryRun": true, "other": 1})).unwrap();
+        assert_eq!((b.queue, b.dry_run), (None, Some(json!(true))));
+        assert_eq!(text_of(fields::<Body>(&json!(["q", true]))), NOT_AN_OBJECT);
     }
 
     #[test]

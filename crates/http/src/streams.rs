@@ -49,29 +49,6 @@ const PARTITIONS: Paging = Paging {
 /// The most state rows one read answers, when it asks for a limit.
 const MAX_STATE_LIMIT: i64 = 10_000;
 
-const CYCLE_KEYS: &[&str] = &[
-    "query_id",
-    "partition_id",
-    "consumer_group",
-    "state_ops",
-    "type",
-    "key",
-    "value",
-    "push_items",
-    "queue",
-    "partition",
-    "payload",
-    "transactionId",
-    "traceId",
-    "ack",
-    "leaseId",
-    "status",
-    "count",
-    "error",
-    "release_lease",
-    "windowEnd",
-];
-
 pub(crate) fn routes() -> Vec<Entry> {
     use Method as M;
     let op = |summary| Doc::op(TAG, summary);
@@ -89,7 +66,6 @@ pub(crate) fn routes() -> Vec<Entry> {
                 .answers::<RegisteredAnswer>(200, "Registered.")
                 .answers::<ConflictAnswer>(409, "Another `config_hash` is registered under the name; nothing changed."))
             .reads_body(
-                &["name", "source_queue", "config_hash", "sink_queue", "reset"],
                 &[r#"{"name": "orders.per-minute", "source_queue": "orders", "config_hash": "9f2c", "sink_queue": "orders.totals", "reset": false}"#],
                 |b| b.json_fields_first().and_then(|v| parse_register(&v).and_then(|_| b.no_nul(&v))),
             ),
@@ -132,7 +108,6 @@ pub(crate) fn routes() -> Vec<Entry> {
                 .fails(413, "`state_ops[<i>].value is <n> bytes, over the limit of 1048576 bytes`; `A request of <n> items is over the limit of <max> items (MAX_PUSH_ITEMS)` (state operations and push items together).")
                 .answers::<CycleAnswer>(200, "Committed (`success: true`), or refused with nothing written (`success: false`)."))
             .reads_body(
-                CYCLE_KEYS,
                 &[
                     r#"{"query_id": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d", "partition_id": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6e",
                         "consumer_group": "streams.q",
@@ -158,7 +133,6 @@ pub(crate) fn routes() -> Vec<Entry> {
                 .fails(400, "`request body must be a JSON object`, `query_id is required`, `partition_id is required`, `query_id must be a UUID`, `partition_id must be a UUID`, `keys must be an array of strings`, `keys must not contain NUL`, `key_prefix must be a string`, `key_prefix must not contain NUL`, `ripe_at_or_before must be a number`, `limit must be an integer from 1 to 10000`; `Empty request body`, `Invalid JSON: …`.")
                 .answers::<StateAnswer>(200, "The rows."))
             .reads_body(
-                &["query_id", "partition_id", "keys", "key_prefix", "ripe_at_or_before", "limit"],
                 &[r#"{"query_id": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d", "partition_id": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6e",
                       "keys": ["a", "b"], "key_prefix": "w\u001f", "ripe_at_or_before": 1767225600000, "limit": 10}"#],
                 |b| b.json_fields_first().and_then(|v| parse_state_get(&v).and_then(|_| b.no_nul(&v))),

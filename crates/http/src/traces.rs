@@ -46,17 +46,6 @@ const BY_NAME: Paging = Paging {
     max: 1000,
 };
 
-/// The keys of a trace event's body.
-const RECORD_KEYS: &[&str] = &[
-    "transactionId",
-    "partitionId",
-    "data",
-    "consumerGroup",
-    "eventType",
-    "traceNames",
-    "workerId",
-];
-
 pub(crate) fn routes() -> Vec<Entry> {
     use Method as M;
     let op = |summary| Doc::op(TAG, summary);
@@ -75,7 +64,7 @@ pub(crate) fn routes() -> Vec<Entry> {
                 .fails(400, "`transactionId and partitionId are required`, `data is required`, `traceNames must be a string or an array of strings`, `<key> must be a string`; `Empty request body`, `Invalid JSON: …`.")
                 .answers::<Recorded>(201, "Recorded.")
                 .answers::<TraceNotFound>(404, "`Message not found`, in the shape the clients read."))
-            .reads_body(RECORD_KEYS, &[
+            .reads_body(&[
                 r#"{"transactionId": "t", "partitionId": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d",
                     "data": {"step": "x"}, "consumerGroup": "g", "eventType": "info",
                     "traceNames": ["a", "b"], "workerId": "w"}"#,

@@ -34,10 +34,6 @@ pub(crate) fn routes() -> Vec<Entry> {
             .fails(400, "`operations array required`, `operations array cannot be empty`, `Unknown operation type: <type>`, `items array is required`, `requiredLeases must be an array`, a push item's texts (as on the push route), a KV operation's (as on `POST /api/v1/kv`); `Empty request body`, `Invalid JSON: …`.")
             .answers::<TransactionAnswer>(200, "Committed (`success: true`) or refused with nothing written (`success: false`)."))
         .reads_body(
-            &["operations", "type", "ack", "push", "items", "queue", "partition", "payload",
-              "data", "transactionId", "traceId", "partitionId", "status", "consumerGroup",
-              "leaseId", "error", "requiredLeases", "kv", "timers", "op", "ns", "key", "value",
-              "ttlSeconds", "forever", "expect", "required", "delta", "timerKey", "delayMs", "txn"],
             &[
                 r#"{"operations": [
                     {"type": "ack", "transactionId": "in-1", "partitionId": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d",
