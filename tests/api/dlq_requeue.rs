@@ -491,10 +491,10 @@ async fn no_selector_and_bad_types_are_400() {
                 json!({"to": 1700000000}),
                 "to must be an ISO-8601 timestamp",
             ),
-            (json!({"all": "true"}), "all must be true or false"),
+            (json!({"all": "true"}), "all must be a boolean"),
             (
                 json!({"all": true, "dryRun": 1}),
-                "dryRun must be true or false",
+                "dryRun must be a boolean",
             ),
             (
                 json!({"all": true, "limit": 0}),
@@ -508,7 +508,7 @@ async fn no_selector_and_bad_types_are_400() {
                 json!({"all": true, "limit": "5"}),
                 "limit must be an integer from 1 to 10000",
             ),
-            (json!([1, 2]), "the body must be a JSON object"),
+            (json!([1, 2]), "request body must be a JSON object"),
             (
                 json!({"all": true, "queu": "q"}),
                 "unknown field queu: expected one of ids, queue, partition, consumerGroup, \

@@ -18,6 +18,7 @@ use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
 use super::openapi::{schemas, Doc, Tag};
+use super::read;
 use super::routes::{route, Entry, Level::ReadWrite};
 use super::State;
 
@@ -33,13 +34,10 @@ pub(crate) fn routes() -> Vec<Entry> {
     vec![
         route(Method::POST, "/api/v1/ack", ReadWrite, ack_single)
             .doc(Doc::op(TAG, "Acknowledge one message")
-                .about(r#"
-The seed ack contract (it replaces Queen 0.15's): the message is named by `transactionId` within `partitionId` and resolved to its offset; `completed` commits the group's cursor up to it (acking a batch's last message completes the batch), `failed` clamps the cursor below it and charges the retry budget (`retryLimit`, then a dead letter), `retry` redelivers without charging, `dlq` dead-letters at once. An ack with a `leaseId` is checked against the live lease; one without is not. The answer is a one-element array saying exactly what happened. An ack that ends a lease with messages left to read wakes one parked pop of the same group, on every broker. Queen differs: its texts are `bad body: …` here, an odd status is a nack (Queen ignores it), a late ack never moves a cursor backwards. Python: `queen.ack(message, status)`.
-"#)
                 .body(true, "The ack.", schemas::r("AckItem"))
                 .fails(400, "`bad body: empty request body`, `bad body: expected a JSON object`, `bad body: <parser message>`.")
                 .answers::<Vec<AckResult>>(200, results))
-            .reads_body(ACK_KEYS, &[
+            .reads_body(&[
                 r#"{"transactionId": "inv-3001", "partitionId": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d",
                     "status": "completed", "leaseId": "0190a6c4-0000-7000-8000-000000000001",
                     "consumerGroup": "ledger", "error": null}"#,
@@ -48,9 +46,6 @@ The seed ack contract (it replaces Queen 0.15's): the message is named by `trans
             ], parse_single),
         route(Method::POST, "/api/v1/ack/batch", ReadWrite, ack_batch)
             .doc(Doc::op(TAG, "Acknowledge several messages")
-                .about(r#"
-As the single route for every item: items are grouped by (partition, lease) and each group is committed on its own (a failure in one group changes no other's). Within one group, items above the lowest explicit signal (`failed`, `retry`, `dlq`) redeliver: a `completed` above it is answered `success: false` (`superseded: …`). The array key is spelled `acknowledgments`; `consumerGroup` is read at the top level only. Python: `queen.ack([messages], status)`.
-"#)
                 .body(true, "The acks.", json!({
                     "type": "object", "required": ["acknowledgments"],
                     "properties": {
@@ -60,7 +55,7 @@ As the single route for every item: items are grouped by (partition, lease) and 
                 }))
                 .fails(400, "`bad body: acknowledgments array is required`, `bad body: acknowledgments[<i>] must be an object`, `bad body: empty request body`, `bad body: <parser message>`.")
                 .answers::<Vec<AckResult>>(200, results))
-            .reads_body(ACK_KEYS, &[
+            .reads_body(&[
                 r#"{"consumerGroup": "ledger", "acknowledgments": [
                     {"transactionId": "inv-3001", "partitionId": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d",
                      "status": "completed", "leaseId": "0190a6c4-0000-7000-8000-000000000001"},
@@ -72,22 +67,9 @@ As the single route for every item: items are grouped by (partition, lease) and 
     ]
 }
 
-/// The fields an ack body may carry, for the fuzzer.
-const ACK_KEYS: &[&str] = &[
-    "acknowledgments",
-    "transactionId",
-    "partitionId",
-    "status",
-    "consumerGroup",
-    "leaseId",
-    "error",
-];
-
+/// A field as the ack contract reads it: anything but a non-empty string is absent.
 fn text(v: &Value, key: &str) -> Option<String> {
-    v.get(key)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
+    read::lenient(v.get(key)).map(str::to_string)
 }
 
 /// One ack as sent, with the contract's defaults for absent or null fields.

@@ -40,20 +40,17 @@ pub(crate) fn routes() -> Vec<Entry> {
         route(M::GET, "/api/v1/analytics/queue-lag", ReadOnly, queue_lag)
             .doc(filtered(window_params(op("Delivery waits per queue and bucket"), "1 h"))
                 .fails(400, WINDOW_FAILS)
-                .about("A top-level array, per queue and bucket with deliveries: how many messages were delivered (`popCount`) and how long they had waited since their append (`avgLagMs`, `maxLagMs`); the window's 100 busiest queues at most.")
                 .answers::<Vec<LagPoint>>(200, "The waits."))
             .reads_request(&[WINDOW_SEED], series(1)),
         route(M::GET, "/api/v1/analytics/queue-ops", ReadOnly, queue_ops)
             .doc(filtered(window_params(op("Operations per queue and bucket"), "1 h"))
                 .fails(400, WINDOW_FAILS)
-                .about("Per queue and bucket over the window: messages pushed, delivered, passed by a cursor, nacked, dead-lettered and expired (`series`), and each queue's totals (`queues`); the window's 100 busiest queues at most.")
                 .answers::<QueueOps>(200, "The series."))
             .reads_request(&[WINDOW_SEED], series(1)),
         // The tenant's queues only, though the counts come from the fleet's samples.
         route(M::GET, "/api/v1/analytics/queue-parked-replicas", ReadOnly, queue_parked_replicas)
             .doc(window_params(op("Parked long-polls per queue and broker"), "1 h")
                 .query("queue", string(), "Only this queue.")
-                .about("The caller's tenant's long-polling pops parked per queue, broker (replica) and bucket, from the brokers' samples (every `METRICS_SAMPLE_INTERVAL`; each names the 100 queues with the most parked): `parkedCount` is the average over the broker's samples of the bucket (a sample without the queue counts 0), `maxParkedCount` the most in one sample. A pop counts from its first empty attempt to its answer; pops across a namespace or task are not counted. `replicas` lists the brokers of the series. `from` after `to` is a 400 `from must not be after to`.")
                 .fails(400, "`from must not be after to`, `from must be an ISO-8601 timestamp`, `to must be an ISO-8601 timestamp`.")
                 .answers::<ParkedReplicas>(200, "The series."))
             .reads_request(&["?from=2026-01-01T00:00:00Z&to=2026-01-01T06:00:00Z&queue=q"], |p: Params| async move {
@@ -62,7 +59,6 @@ pub(crate) fn routes() -> Vec<Entry> {
         route(M::GET, "/api/v1/analytics/retention", ReadOnly, retention)
             .doc(filtered(window_params(op("Messages deleted by retention"), "24 h"))
                 .fails(400, WINDOW_FAILS)
-                .about("Messages deleted by retention per bucket (`expired`). Regent deletes by whichever rule is due first and does not count the rules apart: Queen's per-rule keys are null.")
                 .answers::<RetentionSeries>(200, "The series."))
             .reads_request(&[WINDOW_SEED], series(24)),
     ]

@@ -53,9 +53,6 @@ pub(crate) fn parse_configure(body: &RawBody) -> Result<ConfigureBody, ApiError>
 pub(crate) fn routes() -> Vec<Entry> {
     vec![route(Method::POST, "/api/v1/configure", ReadWrite, configure)
         .doc(Doc::op(resources::TAG, "Create a queue or replace its configuration")
-            .about(r#"
-Creates the queue (and its `Default` partition) or replaces its WHOLE configuration: an option left out falls back to its default (as in Queen 0.15; not a patch). Messages and cursors are not touched. The echo gives every option's effective value, with the dead-letter flags as stored (`null` = never set; dead-lettering is off only when both are explicitly false). Queen differs: a type error is a 400 naming the field (Queen 0.15 answers 200 with the database's error); `encryptionEnabled` without `QUEEN_ENCRYPTION_KEY` is a 400 rather than stored in the clear. Python: `queue(name).config(...).create()` (`QueueBuilder.create`).
-"#)
             .body(true, "The queue and its options.", json!({
                 "type": "object", "required": ["queue"],
                 "properties": {
@@ -68,10 +65,6 @@ Creates the queue (and its `Default` partition) or replaces its WHOLE configurat
             .fails(400, "`queue is required` (missing or not a string); `options must be an object`; `<option> must be an integer` / `must be a boolean` / `must not be negative` / `must be between <min> and 2147483647` (Queen keeps each in an `INTEGER` column); `queue must be at most 512 bytes`; encryption asked without a key; `Empty request body`, `Invalid JSON: …`.")
             .answers::<Configured>(200, "The queue as configured."))
         .reads_body(
-            &["queue", "namespace", "task", "options", "leaseTime", "retryLimit", "retryDelay",
-              "maxSize", "ttl", "deadLetterQueue", "dlqAfterMaxRetries", "priority",
-              "delayedProcessing", "windowBuffer", "retentionSeconds", "completedRetentionSeconds",
-              "retentionEnabled", "encryptionEnabled", "maxWaitTimeSeconds"],
             &[
                 r#"{"queue": "orders", "namespace": "billing", "task": "invoice",
                     "options": {"leaseTime": 300, "retryLimit": 3, "retryDelay": 1000, "maxSize": 0,

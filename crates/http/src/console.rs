@@ -52,25 +52,30 @@ pub(crate) fn routes() -> Vec<Entry> {
     };
     let current = json!({ "description": "The client's copy (its `If-None-Match`) is current." });
     vec![
-        route(Method::GET, "/", Public, index)
-            .reads_nothing()
-            .doc(Doc::op(TAG, "The web console's page")
-                .about(r#"
-A Regent extension: the console's `index.html`, which loads its script and style from `/assets/`. `Cache-Control: no-cache` with an `ETag` (304 to a matching `If-None-Match`), brotli or gzip by `Accept-Encoding`, and a Content-Security-Policy that lets the page talk to this broker only. With authentication on, the page asks for a token, keeps it in the tab's `sessionStorage` and sends it as a bearer on every API call. Queen serves its own dashboard at `/` too.
-"#)
+        route(Method::GET, "/", Public, index).reads_nothing().doc(
+            Doc::op(TAG, "The web console's page")
                 .reply_raw(200, file("text/html", "The page."))
-                .reply_raw(304, current.clone())),
+                .reply_raw(304, current.clone()),
+        ),
         route(Method::GET, "/assets/{*file}", Public, asset)
-            .doc(Doc::op(TAG, "A file of the web console")
-                .about(r#"
-A Regent extension: a script or style of the console's bundle, named by its content hash, so `Cache-Control: public, max-age=31536000, immutable`; brotli or gzip by `Accept-Encoding`. A name the bundle does not hold is 404 `Not found`.
-"#)
-                .reply_raw(200, file("text/javascript", "The file, typed by its extension (`text/javascript`, `text/css`, …)."))
-                .reply_raw(304, current)
-                .fails(404, "`Not found`"))
+            .doc(
+                Doc::op(TAG, "A file of the web console")
+                    .reply_raw(
+                        200,
+                        file(
+                            "text/javascript",
+                            "The file, typed by its extension (`text/javascript`, `text/css`, …).",
+                        ),
+                    )
+                    .reply_raw(304, current)
+                    .fails(404, "`Not found`"),
+            )
             // No state needed: the real handler, seeded with the embedded assets' names.
             .reads_request(
-                &asset_names().iter().map(|a| a.trim_start_matches("assets/")).collect::<Vec<_>>(),
+                &asset_names()
+                    .iter()
+                    .map(|a| a.trim_start_matches("assets/"))
+                    .collect::<Vec<_>>(),
                 asset,
             ),
     ]

@@ -6,7 +6,7 @@ use axum::http::Method;
 use axum::Extension;
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -15,9 +15,10 @@ use super::answer::{Answer, Millis, Pagination};
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
-use super::openapi::schemas::{r, string};
+use super::openapi::schemas::string;
 use super::openapi::{Doc, Tag};
 use super::params::{Paging, Params};
+use super::read;
 use super::routes::{route, Entry, Level::*};
 use super::time::instant;
 use super::State;
@@ -36,10 +37,6 @@ const LISTING: Paging = Paging {
     max: 1000,
 };
 
-/// What both bulk routes select and answer.
-const BULK: &str = r#"
-The body selects dead letters by `ids`, by a filter (`queue`, `partition`, `consumerGroup`, `reason`, `from`/`to` on `failedAt`), both (ids AND filter), or `"all": true`; at most `limit` (10,000) per call, oldest failure first, `more` saying more matched. `"dryRun": true` answers exactly what the call would do and writes nothing. Each dead letter considered is one item (in the order of the ids sent, else oldest failure first), `gone` when no dead letter of the tenant with that id matches any more. A Regent extension: not in Queen, no Python client method."#;
-
 /// Valid bulk bodies, for the fuzzer.
 const BULK_SEEDS: &[&str] = &[
     r#"{"ids": [1, 2, 3], "dryRun": true}"#,
@@ -56,9 +53,6 @@ pub(crate) fn routes() -> Vec<Entry> {
     vec![
         route(M::GET, "/api/v1/dlq", ReadOnly, list)
             .doc(op("List dead letters")
-                .about(r#"
-Dead letters newest failure first, each with its payload snapshot (`data`), reason (`errorMessage`), `retryCount`, and Regent's `deadLetterId` for the bulk routes; `total` counts every match. Queen differs: `total` is given (the Python client reads it; Queen 0.15 omits it), `partition`, `from`, `to`, `limit` and `offset` work (Queen 0.15 ignores or mishandles them), and a dead letter survives retention of its message (a snapshot). Python: `queue(name).dlq(group).get()` (`DLQBuilder.get`).
-"#)
                 .query("queue", string(), "Exact queue name.")
                 .query("consumerGroup", string(), "Exact group name.")
                 .query("partition", string(), "Exact partition name.")
@@ -74,24 +68,18 @@ Dead letters newest failure first, each with its payload snapshot (`data`), reas
             ),
         route(M::POST, "/api/v1/dlq/requeue", ReadWrite, requeue)
             .doc(op("Requeue dead letters as new messages")
-                .about(&format!(r#"
-Each selected dead letter's snapshot (payload as stored, `traceId`, `producerSub`; a sealed payload stays sealed) is appended to its own partition as a NEW message (new id, transaction id `requeue:<original message id>`) and the dead letter removed, all in one PostgreSQL transaction for the whole call: a call sent again after a lost answer finds its dead letters `gone`. Copies deduplicate like pushes: the same message dead-lettered by two groups gets one copy (the second is a `duplicate`, removed too). The log is shared by every consumer group: the copy is read by every group of the queue, not only the one that gave up. Each copy gets a `requeued` trace; parked pops are woken as by a push. Counts against `maxMessages` as a push (429, nothing moves).{BULK}
-"#))
-                .body(true, "The selection.", r("BulkSelector"))
+                .body_of::<Selection>(true, "The selection.")
                 .quota()
-                .fails(400, "`ids or a filter is required`, `unknown field <k>: expected one of …`, `ids must be an array of dead-letter ids (integers)`, `<key> must be a string`, `<key> must be true or false`, `<key> must be an ISO-8601 timestamp`, `limit must be an integer from 1 to 10000`, `the body must be a JSON object`; `Invalid JSON: …`.")
+                .fails(400, "`ids or a filter is required`, `unknown field <k>: expected one of …`, `ids must be an array of dead-letter ids (integers)`, `<key> must be a string`, `<key> must be a boolean`, `<key> must be an ISO-8601 timestamp`, `limit must be an integer from 1 to 10000`, `request body must be a JSON object`; `Invalid JSON: …`.")
                 .fails(409, "Under push maintenance, or while its buffered pushes wait to be appended, a requeue (dry run included) is refused whole: `Push maintenance is on: dead letters cannot be requeued until it is switched off and the buffered pushes are appended`.")
                 .answers::<DeadLettersRequeued>(200, "What was (or, dry, would be) done."))
-            .reads_body(&BULK_KEYS, BULK_SEEDS, BulkBody::parse),
+            .reads_body(BULK_SEEDS, BulkBody::parse),
         route(M::POST, "/api/v1/dlq/delete", ReadWrite, delete)
             .doc(op("Delete dead letters")
-                .about(&format!(r#"
-The selected dead letters deleted, in one transaction; goes on under push maintenance.{BULK}
-"#))
-                .body(true, "The selection.", r("BulkSelector"))
+                .body_of::<Selection>(true, "The selection.")
                 .fails(400, "`ids or a filter is required`, `unknown field <k>: expected one of …`, the field texts of the requeue route; `Invalid JSON: …`.")
                 .answers::<DeadLettersDeleted>(200, "What was (or, dry, would be) done."))
-            .reads_body(&BULK_KEYS, BULK_SEEDS, BulkBody::parse),
+            .reads_body(BULK_SEEDS, BulkBody::parse),
     ]
 }
 
@@ -208,44 +196,75 @@ struct BulkBody {
     dry_run: bool,
 }
 
-/// Every key the bulk routes read. Any other is refused: a misspelt filter next to
-/// `"all": true` must not widen the call to every dead letter.
-const BULK_KEYS: [&str; 10] = [
-    "ids",
-    "queue",
-    "partition",
-    "consumerGroup",
-    "reason",
-    "from",
-    "to",
-    "all",
-    "dryRun",
-    "limit",
-];
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "BulkSelector")]
+/// What to take: `ids`, or a filter, or both (ids AND filter), or `all`. A body that selects
+/// nothing (empty, `{}`, only `dryRun`) is a 400 `ids or a filter is required`; an unknown key
+/// is a 400 (a misspelt filter must not widen the call).
+struct Selection {
+    /// `deadLetterId`s.
+    #[schemars(with = "Option<Vec<i64>>")]
+    ids: Option<Value>,
+    /// Exact queue name.
+    #[schemars(with = "Option<String>")]
+    queue: Option<Value>,
+    /// Exact partition name.
+    #[schemars(with = "Option<String>")]
+    partition: Option<Value>,
+    /// Exact group name.
+    #[schemars(with = "Option<String>")]
+    consumer_group: Option<Value>,
+    /// The stored error text, exactly.
+    #[schemars(with = "Option<String>")]
+    reason: Option<Value>,
+    /// On `failedAt`, inclusive.
+    #[schemars(with = "Option<String>", extend("format" = "date-time"))]
+    from: Option<Value>,
+    /// On `failedAt`.
+    #[schemars(with = "Option<String>", extend("format" = "date-time"))]
+    to: Option<Value>,
+    /// Every dead letter of the tenant.
+    #[schemars(with = "Option<bool>", extend("default" = false))]
+    all: Option<Value>,
+    /// Answer what the call would do; write nothing.
+    #[schemars(with = "Option<bool>", extend("default" = false))]
+    dry_run: Option<Value>,
+    /// Most dead letters one call takes, oldest failure first.
+    #[schemars(with = "Option<i64>", extend("minimum" = 1, "maximum" = MAX_BULK, "default" = MAX_BULK))]
+    limit: Option<Value>,
+}
 
 impl BulkBody {
     fn parse(body: &RawBody) -> Result<BulkBody, ApiError> {
         let v = body.json_or_empty_object()?;
-        let o = v
-            .as_object()
-            .ok_or_else(|| ApiError::bad_request("the body must be a JSON object"))?;
-        if let Some(k) = o.keys().find(|k| !BULK_KEYS.contains(&k.as_str())) {
+        // Any key the type does not name is refused: a misspelt filter next to `"all": true`
+        // must not widen the call to every dead letter.
+        let known = read::names::<Selection>();
+        if let Some(k) = read::object(&v)?
+            .keys()
+            .find(|k| !known.contains(&k.as_str()))
+        {
             return Err(ApiError::bad_request(format!(
                 "unknown field {k}: expected one of {}",
-                BULK_KEYS.join(", ")
+                known.join(", ")
             )));
         }
+        let s: Selection = read::fields(&v)?;
+        // A string filter; `""` is a value like any other (it matches the empty name or reason).
+        let text =
+            |v: &Option<Value>, key| read::text(v.as_ref(), key).map(|t| t.map(str::to_string));
         let b = BulkBody {
-            ids: ids(o.get("ids"))?,
-            queue: text(o, "queue")?,
-            partition: text(o, "partition")?,
-            group: text(o, "consumerGroup")?,
-            reason: text(o, "reason")?,
-            from: body_instant(o, "from")?,
-            to: body_instant(o, "to")?,
-            all: flag(o, "all")?,
-            limit: limit(o.get("limit"))?,
-            dry_run: flag(o, "dryRun")?,
+            ids: ids(s.ids.as_ref())?,
+            queue: text(&s.queue, "queue")?,
+            partition: text(&s.partition, "partition")?,
+            group: text(&s.consumer_group, "consumerGroup")?,
+            reason: text(&s.reason, "reason")?,
+            from: read::instant(s.from.as_ref(), "from")?,
+            to: read::instant(s.to.as_ref(), "to")?,
+            all: read::flag(s.all.as_ref(), "all", false)?,
+            limit: read::int_in(s.limit.as_ref(), "limit", 1..=MAX_BULK)?,
+            dry_run: read::flag(s.dry_run.as_ref(), "dryRun", false)?,
         };
         if !b.selects() {
             return Err(ApiError::bad_request("ids or a filter is required"));
@@ -282,39 +301,6 @@ impl BulkBody {
     }
 }
 
-type Object = serde_json::Map<String, Value>;
-
-/// A string field; absent or null is no filter. An empty string is a value like any other
-/// (it matches the empty name or reason).
-fn text(o: &Object, key: &str) -> Result<Option<String>, ApiError> {
-    match o.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(ApiError::bad_request(format!("{key} must be a string"))),
-    }
-}
-
-fn flag(o: &Object, key: &str) -> Result<bool, ApiError> {
-    match o.get(key) {
-        None | Some(Value::Null) => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(_) => Err(ApiError::bad_request(format!(
-            "{key} must be true or false"
-        ))),
-    }
-}
-
-fn body_instant(o: &Object, key: &str) -> Result<Option<DateTime<Utc>>, ApiError> {
-    let refused = || ApiError::bad_request(format!("{key} must be an ISO-8601 timestamp"));
-    match o.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(t)) => DateTime::parse_from_rfc3339(t)
-            .map(|t| Some(t.with_timezone(&Utc)))
-            .map_err(|_| refused()),
-        Some(_) => Err(refused()),
-    }
-}
-
 fn ids(v: Option<&Value>) -> Result<Option<Vec<i64>>, ApiError> {
     let refused = || ApiError::bad_request("ids must be an array of dead-letter ids (integers)");
     match v {
@@ -325,18 +311,6 @@ fn ids(v: Option<&Value>) -> Result<Option<Vec<i64>>, ApiError> {
             .collect::<Result<Vec<_>, _>>()
             .map(Some),
         Some(_) => Err(refused()),
-    }
-}
-
-fn limit(v: Option<&Value>) -> Result<Option<i64>, ApiError> {
-    let refused =
-        || ApiError::bad_request(format!("limit must be an integer from 1 to {MAX_BULK}"));
-    match v {
-        None | Some(Value::Null) => Ok(None),
-        Some(n) => match n.as_i64() {
-            Some(n) if (1..=MAX_BULK).contains(&n) => Ok(Some(n)),
-            _ => Err(refused()),
-        },
     }
 }
 
@@ -510,23 +484,4 @@ async fn delete(
             })
             .collect(),
     }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The bulk routes' selector documents exactly the keys the handler reads.
-    #[test]
-    fn the_bulk_selector_names_the_keys_the_handler_reads() {
-        let c = crate::openapi::schemas::components();
-        let props = c["schemas"]["BulkSelector"]["properties"]
-            .as_object()
-            .expect("properties");
-        let mut documented: Vec<&str> = props.keys().map(String::as_str).collect();
-        let mut read: Vec<&str> = BULK_KEYS.to_vec();
-        documented.sort();
-        read.sort();
-        assert_eq!(documented, read);
-    }
 }

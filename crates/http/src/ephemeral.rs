@@ -14,10 +14,10 @@ use axum::Extension;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use regent_broker::ephemeral::{AckStatus, Declared, Options, Outcome, Policy};
-use regent_broker::naming::QUEUE_MODE;
+use regent_broker::naming::{DEFAULT_PARTITION, QUEUE_MODE};
 use regent_config::Config;
 use regent_service::ephemeral::{
     EphemeralDepth, EphemeralMessage, EphemeralQueue, GroupDepth, PartitionDepth, Pop, Push,
@@ -28,11 +28,12 @@ use super::answer::Answer;
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::{ApiError, CodedBody};
-use super::openapi::schemas::{about, array, flag_param, int_param, obj, string};
+use super::openapi::schemas::{flag_param, int_param, string};
 use super::openapi::{Doc, Tag};
 use super::params::Params;
 use super::path::PathParams;
-use super::push;
+use super::push::{self, MAX_NAME_BYTES};
+use super::read;
 use super::routes::{route, Entry, Level::*};
 use super::State;
 
@@ -52,58 +53,30 @@ const FULL_RETRY_SECS: u64 = 1;
 /// its queues is deleted.
 const QUEUE_LIMIT_RETRY_SECS: u64 = 60;
 
-const OPTIONS: &[&str] = &[
-    "maxBytes",
-    "maxLength",
-    "policy",
-    "ttlSeconds",
-    "leaseSeconds",
-    "retryLimit",
-    "windowBuffer",
-];
-
 pub(crate) fn routes() -> Vec<Entry> {
     use Method as M;
     let op = |summary| Doc::op(TAG, summary);
     vec![
         route(M::POST, "/api/v1/ephemeral/configure", ReadWrite, configure)
             .doc(op("Declare an ephemeral queue")
-                .about(r#"
-Declares the queue with its options, replacing an earlier declaration (an option left out takes its default). The declaration is durable; the contents are not. Every option is optional: `maxBytes` (default 16 MiB, at most 64 MiB) and `maxLength` (default 10,000, at most 100,000) bound what the queue holds, and `policy` says what a push over them does: `reject` (default; 429 `queue_full`) or `dropOldest` (the oldest messages go). `ttlSeconds` (default 0: none): older messages are never delivered and are dropped. `leaseSeconds` (default 30): an unacked delivery comes back after it, `attempts` + 1. `retryLimit` (default 5): deliveries at most, then the message is dropped for the group (no DLQ). `windowBuffer` `{ms, count}` is stored and echoed; a waiting pop answers as soon as it has messages. Values past a bound are clamped, as in Queen; an option not in this list is refused. Python: `client.ephemeral.configure(queue, …)`.
-"#)
-                .body(true, "The queue and its options.", obj(&["queue"], json!({
-                    "queue": string(),
-                    "options": obj(&[], json!({
-                        "maxBytes": int_or_null(), "maxLength": int_or_null(),
-                        "policy": {"enum": ["reject", "dropOldest", null]},
-                        "ttlSeconds": int_or_null(), "leaseSeconds": int_or_null(), "retryLimit": int_or_null(),
-                        "windowBuffer": {"anyOf": [obj(&[], json!({"ms": int_or_null(), "count": int_or_null()})), {"type": "null"}]},
-                    })),
-                })))
+                .body_of::<ConfigureBody>(true, "The queue and its options.")
                 .fails(400, "`request body must be a JSON object`, `queue is required`, `queue must be a string`, `queue must be at most 512 bytes`, `queue must not contain NUL`, `options must be an object`, `unknown option <name>; known: …`, `<option> must be an integer`, `policy must be reject or dropOldest`, `windowBuffer must be an object`; `Empty request body`, `Invalid JSON: …`.")
                 .answers_with_retry::<super::error::LimitBody>(429, "`quota_exceeded`: the tenant has 1,000 ephemeral queues.")
                 .answers::<Configured>(201, "Declared: the options in force."))
             .reads_body(
-                &["queue", "options", "maxBytes", "maxLength", "policy", "ttlSeconds", "leaseSeconds", "retryLimit", "windowBuffer", "ms", "count"],
                 &[r#"{"queue": "presence", "options": {"maxBytes": 1048576, "maxLength": 100, "policy": "dropOldest", "ttlSeconds": 60, "leaseSeconds": 5, "retryLimit": 3, "windowBuffer": {"ms": 10, "count": 5}}}"#],
                 |b| b.json_fields_first().and_then(|v| parse_configure(&v).and_then(|_| b.no_nul(&v))),
             ),
         route(M::POST, "/api/v1/ephemeral/reset", ReadWrite, reset)
             .doc(op("Reset an ephemeral queue")
-                .about(r#"
-Drops every message, voids every lease and rewinds every group; the declaration and the groups stay. `dropped: 0` for a queue that is not there. Python: `client.ephemeral.reset(queue)`.
-"#)
-                .body(true, "The queue.", obj(&["queue"], json!({"queue": string()})))
+                .body_of::<ResetBody>(true, "The queue.")
                 .fails(400, "`request body must be a JSON object`, `queue is required`, `queue must be a string`, `queue must be at most 512 bytes`, `queue must not contain NUL`; `Empty request body`, `Invalid JSON: …`.")
                 .answers::<ResetAnswer>(200, "Reset."))
-            .reads_body(&["queue"], &[r#"{"queue": "presence"}"#], |b| {
+            .reads_body(&[r#"{"queue": "presence"}"#], |b| {
                 b.json_fields_first().and_then(|v| queue_of(&v).and_then(|_| b.no_nul(&v)))
             }),
         route(M::DELETE, "/api/v1/ephemeral/queue/{queue}", Admin, delete)
             .doc(op("Delete an ephemeral queue")
-                .about(r#"
-Deletes the queue: its contents, its groups and its declaration. `deleted: false` for a queue that is not there (never 404). Admin, as deleting a durable queue is. Python: `client.ephemeral.delete(queue)`.
-"#)
                 .fails(400, "`queue must be at most 512 bytes`, `queue must not contain NUL`.")
                 .answers::<DeleteAnswer>(200, "Deleted, or not there."))
             .reads_request(&["presence"], |PathParams(q): PathParams<String>| async move {
@@ -111,28 +84,17 @@ Deletes the queue: its contents, its groups and its declaration. `deleted: false
             }),
         route(M::POST, "/api/v1/ephemeral/push", ReadWrite, push_messages)
             .doc(op("Push to an ephemeral queue")
-                .about(r#"
-Appends the messages to one partition (`Default` when the body names none), in order, all or none; an unknown queue is created with its defaults. Over the queue's `maxLength`/`maxBytes` the push is refused whole (policy `reject`: 429 `queue_full` with `Retry-After`) or the oldest messages of the queue are dropped to make room (`dropOldest`); a push larger than the bounds on its own is refused with 413. Wakes the queue's parked pops on every broker. Python: `client.ephemeral.push(queue, messages, partition=…)` and the buffered producer's sink.
-"#)
-                .body(true, "One queue's messages.", obj(&["queue", "messages"], json!({
-                    "queue": string(),
-                    "partition": {"type": ["string", "null"], "default": "Default"},
-                    "messages": array(obj(&["payload"], json!({"payload": about(json!({}), "Any JSON, kept as sent.")}))),
-                })))
+                .body_of::<PushFields>(true, "One queue's messages.")
                 .fails(400, "`request body must be a JSON object`, `queue is required`, `queue must be a string`, `partition must be a string`, `<field> must be at most 512 bytes`, `<field> must not contain NUL`, `messages must be an array`, `messages[<i>] must be an object with a payload`; `Empty request body`, `Invalid JSON: …`.")
                 .fails(413, "`a push of <n> messages is over the queue's maxLength of <max>`, `a push of <n> bytes is over the queue's maxBytes of <max>`; `A request of <n> items is over the limit of <max> items (MAX_PUSH_ITEMS)`.")
                 .answers_with_retry::<super::error::LimitBody>(429, "`queue_full`: over the queue's bounds with policy `reject`, nothing written; `quota_exceeded`: the tenant has 1,000 ephemeral queues.")
                 .answers::<PushAnswer>(201, "Pushed."))
             .reads_body(
-                &["queue", "partition", "messages", "payload"],
                 &[r#"{"queue": "presence", "partition": "room-7", "messages": [{"payload": {"user": "a", "typing": true}}, {"payload": 3}]}"#],
                 |b| parse_push(b, FUZZ_MAX_ITEMS).map(drop),
             ),
         route(M::GET, "/api/v1/ephemeral/pop", ReadWrite, pop)
             .doc(pop_params(op("Pop from an ephemeral queue"), &DEFAULTS)
-                .about(r#"
-Up to `batch` messages for `group`: deliveries due again first (a nack, an expired lease), then what the group has not been handed, oldest first (FIFO per partition). `group` is the whole of the consumption semantics: none is queue mode (one shared cursor), the same group is competing consumers, each its own group is fan-out (every group sees every message the queue still holds when it first pops, and everything after). Without `autoAck` each message is leased for the queue's `leaseSeconds` and must be acked; with it, it is done at delivery (at most once). An unknown queue is created with its defaults. `messages` is always a list, empty when there was nothing. Python: `client.ephemeral.pop(queue, …)`.
-"#)
                 .fails(400, "`queue is required`, `<field> must be at most 512 bytes`, `<field> must not contain NUL`; an undecodable query string.")
                 .answers_with_retry::<super::error::LimitBody>(429, "`quota_exceeded`: the tenant has 1,000 ephemeral queues and this one is not one of them.")
                 .answers::<PopAnswer>(200, "The messages."))
@@ -140,34 +102,20 @@ Up to `batch` messages for `group`: deliveries due again first (a nack, an expir
                 |p: Params| async move { let _ = ask(&DEFAULTS, &p); }),
         route(M::POST, "/api/v1/ephemeral/ack", ReadWrite, ack)
             .doc(op("Ack ephemeral messages")
-                .about(r#"
-Settles popped messages of one `group` (the pop's; none is queue mode), each with its outcome: `acked` (done: `completed`, or a nack past `retryLimit`, dropped), `redelivered` (`failed` or `retry`: due again at once, `attempts` + 1), `stale` (the id names another incarnation of the queue: a crash emptied it, or it was deleted), `unknown` (no delivery of it is held: acked already, dropped, reset, or not an id). Status: absent, `completed`, `success`, `acked`, `ok` complete; `retry` retries; anything else fails. `error` is accepted and not kept (there is no DLQ). Python: `client.ephemeral.ack(queue, messages, group=…, status=…)`.
-"#)
-                .body(true, "The acks.", obj(&["queue", "acks"], json!({
-                    "queue": string(),
-                    "group": {"type": ["string", "null"], "default": QUEUE_MODE},
-                    "acks": array(obj(&["id"], json!({"id": string(), "status": {"type": ["string", "null"], "default": "completed"}, "error": {}}))),
-                })))
+                .body_of::<AckFields>(true, "The acks.")
                 .fails(400, "`request body must be a JSON object`, `queue is required`, `queue must be a string`, `group must be a string`, `<field> must be at most 512 bytes`, `<field> must not contain NUL`, `acks must be an array`, `acks[<i>].id is required`, `acks[<i>].status must be a string`; `Empty request body`, `Invalid JSON: …`.")
                 .fails(413, "`A request of <n> items is over the limit of <max> items (MAX_PUSH_ITEMS)`.")
                 .answers::<AckAnswer>(200, "Each ack's outcome, in order."))
             .reads_body(
-                &["queue", "group", "acks", "id", "status", "error"],
                 &[r#"{"queue": "inbox", "group": "workers", "acks": [{"id": "e:1f:Default:0", "status": "completed"}, {"id": "e:1f:Default:1", "status": "retry", "error": "busy"}]}"#],
                 |b| b.json_fields_first().and_then(|v| parse_ack(&v, FUZZ_MAX_ITEMS).and_then(|_| b.no_nul(&v))),
             ),
         route(M::GET, "/api/v1/ephemeral/queues", ReadOnly, queues)
             .doc(op("Ephemeral queues")
-                .about(r#"
-The tenant's ephemeral queues, declared (`tier: declared`) and implicit (created by a push or a pop), by name: what each holds, its partitions and groups, what it dropped and why, and its options in force. Python: `client.ephemeral.queues()`.
-"#)
                 .answers::<QueuesAnswer>(200, "The queues."))
             .reads_nothing(),
         route(M::GET, "/api/v1/ephemeral/queues/{queue}/depth", ReadOnly, depth)
             .doc(op("An ephemeral queue's depth")
-                .about(r#"
-One queue's depth: `pending` (the worst named group's backlog, else queue mode's, else every message held), what it holds per partition, and per group its backlog (`pending`: not yet handed plus due again) and its deliveries under lease. The only verb that can say a queue is not there: 404 with `code: ephemeral_queue_not_found` (the client raises `EphemeralQueueNotFoundError`). Python: `client.ephemeral.depth(queue)`.
-"#)
                 .fails(400, "`queue must be at most 512 bytes`, `queue must not contain NUL`.")
                 .answers::<CodedBody>(404, "`ephemeral_queue_not_found`: the tenant has no such queue, declared or live.")
                 .answers::<DepthAnswer>(200, "The depth."))
@@ -184,10 +132,6 @@ static DEFAULTS: std::sync::LazyLock<Config> = std::sync::LazyLock::new(Config::
 /// The fuzzer's bound on a request's items (the default `MAX_PUSH_ITEMS`).
 const FUZZ_MAX_ITEMS: usize = 10_000;
 
-fn int_or_null() -> Value {
-    json!({"type": ["integer", "null"]})
-}
-
 fn pop_params(d: Doc, c: &Config) -> Doc {
     d.query("queue", string(), "The queue (required).")
         .query("partition", string(), "One partition; absent: any.")
@@ -201,95 +145,133 @@ fn pop_params(d: Doc, c: &Config) -> Doc {
 
 // ---------------------------------------------------------------- reading
 
-/// The body as an object.
-fn object(v: &Value) -> Result<&Map<String, Value>, ApiError> {
-    v.as_object()
-        .ok_or_else(|| ApiError::bad_request("request body must be a JSON object"))
-}
-
 /// A required name: absent, null or empty is `<field> is required`.
 fn required(v: Option<&Value>, field: &str) -> Result<String, ApiError> {
-    match v {
-        None | Some(Value::Null) => Err(ApiError::bad_request(format!("{field} is required"))),
-        Some(Value::String(s)) if s.is_empty() => {
-            Err(ApiError::bad_request(format!("{field} is required")))
-        }
-        Some(Value::String(s)) => push::name(field, s),
-        Some(_) => Err(ApiError::bad_request(format!("{field} must be a string"))),
-    }
+    push::name(field, read::required(v, field)?)
 }
 
 /// An optional name: absent, null or empty is `None`.
 fn optional(v: Option<&Value>, field: &str) -> Result<Option<String>, ApiError> {
-    match v {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if s.is_empty() => Ok(None),
-        Some(Value::String(s)) => push::name(field, s).map(Some),
-        Some(_) => Err(ApiError::bad_request(format!("{field} must be a string"))),
-    }
+    read::optional(v, field)?
+        .map(|s| push::name(field, s))
+        .transpose()
+}
+
+/// `POST /api/v1/ephemeral/configure`: the queue and its options.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "EphemeralConfigure")]
+struct ConfigureBody {
+    /// The queue.
+    #[schemars(with = "String", length(max = MAX_NAME_BYTES))]
+    queue: Option<Value>,
+    /// Every option may be left out (its default then); an option not named here is refused.
+    #[schemars(with = "Option<OptionsBody>")]
+    options: Option<Value>,
+}
+
+/// An ephemeral queue's options as a declaration sends them; a value past its bound is
+/// clamped, as in Queen.
+#[derive(Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "EphemeralOptionsIn")]
+struct OptionsBody {
+    /// Bytes the queue holds at most (default 16 MiB, at most 64 MiB).
+    #[schemars(with = "Option<i64>")]
+    max_bytes: Option<Value>,
+    /// Messages the queue holds at most (default 10,000, at most 100,000).
+    #[schemars(with = "Option<i64>")]
+    max_length: Option<Value>,
+    /// What a push over the bounds does: `reject` (429 `queue_full`, the default) or
+    /// `dropOldest`.
+    #[schemars(with = "Option<String>", extend("enum" = ["reject", "dropOldest", null]))]
+    policy: Option<Value>,
+    /// Older messages are never delivered (default 0: no limit).
+    #[schemars(with = "Option<i64>")]
+    ttl_seconds: Option<Value>,
+    /// An unacked delivery comes back after it (default 30).
+    #[schemars(with = "Option<i64>")]
+    lease_seconds: Option<Value>,
+    /// Deliveries at most (default 5), then the message is dropped for the group.
+    #[schemars(with = "Option<i64>")]
+    retry_limit: Option<Value>,
+    /// Stored and echoed.
+    #[schemars(with = "Option<WindowBody>")]
+    window_buffer: Option<Value>,
+}
+
+/// `windowBuffer`.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "EphemeralWindowIn")]
+struct WindowBody {
+    #[schemars(with = "Option<i64>")]
+    ms: Option<Value>,
+    #[schemars(with = "Option<i64>")]
+    count: Option<Value>,
+}
+
+/// `POST /api/v1/ephemeral/reset`.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "EphemeralReset")]
+struct ResetBody {
+    /// The queue.
+    #[schemars(with = "String", length(max = MAX_NAME_BYTES))]
+    queue: Option<Value>,
 }
 
 fn queue_of(v: &Value) -> Result<String, ApiError> {
-    required(object(v)?.get("queue"), "queue")
+    required(read::fields::<ResetBody>(v)?.queue.as_ref(), "queue")
 }
 
 fn parse_configure(v: &Value) -> Result<(String, Declared), ApiError> {
-    let o = object(v)?;
-    let queue = required(o.get("queue"), "queue")?;
-    let options = match o.get("options") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(m)) => m.clone(),
+    let b: ConfigureBody = read::fields(v)?;
+    let queue = required(b.queue.as_ref(), "queue")?;
+    let o = match &b.options {
+        None => OptionsBody::default(),
+        Some(Value::Object(m)) => {
+            let known = read::names::<OptionsBody>();
+            if let Some(k) = m.keys().find(|k| !known.contains(&k.as_str())) {
+                return Err(ApiError::bad_request(format!(
+                    "unknown option {k}; known: {}",
+                    known.join(", ")
+                )));
+            }
+            read::fields(b.options.as_ref().unwrap_or(&Value::Null))?
+        }
         Some(_) => return Err(ApiError::bad_request("options must be an object")),
     };
-    if let Some(k) = options.keys().find(|k| !OPTIONS.contains(&k.as_str())) {
-        return Err(ApiError::bad_request(format!(
-            "unknown option {k}; known: {}",
-            OPTIONS.join(", ")
-        )));
-    }
-    let int = |k: &str| integer(options.get(k), k);
-    let policy = match options.get("policy") {
-        None | Some(Value::Null) => None,
-        Some(p) => Some(
+    let policy = o
+        .policy
+        .as_ref()
+        .map(|p| {
             p.as_str()
                 .and_then(Policy::parse)
-                .ok_or_else(|| ApiError::bad_request("policy must be reject or dropOldest"))?,
-        ),
-    };
-    let (window_ms, window_count) = match options.get("windowBuffer") {
-        None | Some(Value::Null) => (None, None),
-        Some(Value::Object(w)) => (
-            integer(w.get("ms"), "windowBuffer.ms")?,
-            integer(w.get("count"), "windowBuffer.count")?,
-        ),
+                .ok_or_else(|| ApiError::bad_request("policy must be reject or dropOldest"))
+        })
+        .transpose()?;
+    let (window_ms, window_count) = match &o.window_buffer {
+        None => (None, None),
+        Some(w @ Value::Object(_)) => {
+            let w: WindowBody = read::fields(w)?;
+            (
+                read::whole(w.ms.as_ref(), "windowBuffer.ms")?,
+                read::whole(w.count.as_ref(), "windowBuffer.count")?,
+            )
+        }
         Some(_) => return Err(ApiError::bad_request("windowBuffer must be an object")),
     };
     Ok((
         queue,
         Declared {
-            max_bytes: int("maxBytes")?,
-            max_length: int("maxLength")?,
+            max_bytes: read::whole(o.max_bytes.as_ref(), "maxBytes")?,
+            max_length: read::whole(o.max_length.as_ref(), "maxLength")?,
             policy,
-            ttl_seconds: int("ttlSeconds")?,
-            lease_seconds: int("leaseSeconds")?,
-            retry_limit: int("retryLimit")?,
+            ttl_seconds: read::whole(o.ttl_seconds.as_ref(), "ttlSeconds")?,
+            lease_seconds: read::whole(o.lease_seconds.as_ref(), "leaseSeconds")?,
+            retry_limit: read::whole(o.retry_limit.as_ref(), "retryLimit")?,
             window_ms,
             window_count,
         },
     ))
-}
-
-/// An optional integer option; one too large for 64 bits is the largest (it is clamped).
-fn integer(v: Option<&Value>, field: &str) -> Result<Option<i64>, ApiError> {
-    match v {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) if n.is_i64() => Ok(n.as_i64()),
-        Some(Value::Number(n)) if n.is_u64() => Ok(Some(i64::MAX)),
-        Some(Value::Number(n)) if n.as_f64().is_some_and(|f| f.fract() == 0.0) => {
-            Ok(n.as_f64().map(|f| f as i64))
-        }
-        Some(_) => Err(ApiError::bad_request(format!("{field} must be an integer"))),
-    }
 }
 
 /// A push body: the queue, the partition and each message's payload as sent.
@@ -299,17 +281,35 @@ struct PushBody<'a> {
     payloads: Vec<&'a RawValue>,
 }
 
+/// `POST /api/v1/ephemeral/push`: the small fields as values, the messages as sent.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "EphemeralPush")]
+struct PushFields<'a> {
+    /// The queue; created with its defaults when unknown.
+    #[schemars(with = "String", length(max = MAX_NAME_BYTES))]
+    queue: Option<Value>,
+    #[schemars(with = "Option<String>", length(max = MAX_NAME_BYTES))]
+    #[schemars(extend("default" = DEFAULT_PARTITION))]
+    partition: Option<Value>,
+    #[serde(borrow)]
+    #[schemars(with = "Vec<MessageBody>")]
+    messages: Option<&'a RawValue>,
+}
+
+/// One message of an ephemeral push.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "EphemeralMessageIn")]
+struct MessageBody<'a> {
+    /// Any JSON, kept as sent.
+    #[serde(borrow)]
+    #[schemars(with = "Value")]
+    payload: Option<&'a RawValue>,
+}
+
 fn parse_push(body: &RawBody, max: usize) -> Result<PushBody<'_>, ApiError> {
-    #[derive(Deserialize)]
-    struct Fields<'a> {
-        queue: Option<Value>,
-        partition: Option<Value>,
-        #[serde(borrow)]
-        messages: Option<&'a RawValue>,
-    }
     let raw = body.raw_json()?;
-    let f: Fields<'_> = serde_json::from_str(raw.get())
-        .map_err(|_| ApiError::bad_request("request body must be a JSON object"))?;
+    let f: PushFields<'_> =
+        serde_json::from_str(raw.get()).map_err(|_| ApiError::bad_request(read::NOT_AN_OBJECT))?;
     let queue = required(f.queue.as_ref(), "queue")?;
     let partition = optional(f.partition.as_ref(), "partition")?;
     let messages: Vec<&RawValue> = match f.messages {
@@ -337,12 +337,7 @@ fn parse_push(body: &RawBody, max: usize) -> Result<PushBody<'_>, ApiError> {
 
 /// One message's payload, as sent.
 fn payload(i: usize, m: &RawValue) -> Result<&RawValue, ApiError> {
-    #[derive(Deserialize)]
-    struct Message<'a> {
-        #[serde(borrow)]
-        payload: Option<&'a RawValue>,
-    }
-    serde_json::from_str::<Message<'_>>(m.get())
+    serde_json::from_str::<MessageBody<'_>>(m.get())
         .ok()
         .and_then(|m| m.payload)
         .ok_or_else(|| {
@@ -353,14 +348,43 @@ fn payload(i: usize, m: &RawValue) -> Result<&RawValue, ApiError> {
 /// An ack body: the queue, the group and each (id, status).
 type AckBody = (String, Option<String>, Vec<(String, AckStatus)>);
 
+/// `POST /api/v1/ephemeral/ack`.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "EphemeralAck")]
+struct AckFields {
+    #[schemars(with = "String", length(max = MAX_NAME_BYTES))]
+    queue: Option<Value>,
+    /// The pop's group; absent: queue mode.
+    #[schemars(with = "Option<String>", extend("default" = QUEUE_MODE))]
+    group: Option<Value>,
+    #[schemars(with = "Vec<AckItemBody>")]
+    acks: Option<Value>,
+}
+
+/// One ack: which delivery, and its outcome.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "EphemeralAckItem")]
+struct AckItemBody {
+    /// The popped message's `id`.
+    #[schemars(with = "String")]
+    id: Option<Value>,
+    /// Absent, `completed`, `success`, `acked`, `ok` complete; `retry` retries; anything
+    /// else fails.
+    #[schemars(with = "Option<String>", extend("default" = "completed"))]
+    status: Option<Value>,
+    /// Accepted and not kept (there is no DLQ).
+    #[schemars(with = "Option<Value>")]
+    #[allow(dead_code)]
+    error: Option<Value>,
+}
+
 fn parse_ack(v: &Value, max: usize) -> Result<AckBody, ApiError> {
-    let o = object(v)?;
-    let queue = required(o.get("queue"), "queue")?;
-    let group = optional(o.get("group"), "group")?;
-    let acks = match o.get("acks") {
-        Some(Value::Array(a)) => a,
-        _ => return Err(ApiError::bad_request("acks must be an array")),
-    };
+    let o: AckFields = read::fields(v)?;
+    let queue = required(o.queue.as_ref(), "queue")?;
+    let group = optional(o.group.as_ref(), "group")?;
+    // Absent is not an array either: the client always sends one.
+    let acks = read::array(o.acks.as_ref(), "acks")?
+        .ok_or_else(|| ApiError::bad_request("acks must be an array"))?;
     if acks.len() > max {
         return Err(ApiError::TooManyItems {
             items: acks.len(),
@@ -371,19 +395,17 @@ fn parse_ack(v: &Value, max: usize) -> Result<AckBody, ApiError> {
         .iter()
         .enumerate()
         .map(|(i, a)| {
-            let id = match a.get("id") {
+            // An ack that is not an object names no delivery.
+            let item = match a.is_object() {
+                true => Some(read::fields::<AckItemBody>(a)?),
+                false => None,
+            };
+            let id = match item.as_ref().and_then(|a| a.id.as_ref()) {
                 Some(Value::String(id)) if !id.is_empty() => id.clone(),
                 _ => return Err(ApiError::bad_request(format!("acks[{i}].id is required"))),
             };
-            let status = match a.get("status") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) => Some(s.as_str()),
-                Some(_) => {
-                    return Err(ApiError::bad_request(format!(
-                        "acks[{i}].status must be a string"
-                    )))
-                }
-            };
+            let status = item.as_ref().and_then(|a| a.status.as_ref());
+            let status = read::text(status, &format!("acks[{i}].status"))?;
             Ok((id, AckStatus::parse(status)))
         })
         .collect::<Result<_, _>>()?;

@@ -47,23 +47,19 @@ pub(crate) fn routes() -> Vec<Entry> {
     vec![
         route(M::GET, "/api/v1/analytics/system-metrics", Admin, system_metrics)
             .doc(fleet(op("The fleet's system metrics"))
-                .about("Every broker's samples over the window, bucketed by its length, per broker (`replicas`): CPU, memory, the database pool and the broker's counters (docs/metrics.md, \"Fleet metrics\", names each key). Admin: it names hosts and spans every tenant. Python: `Admin.get_system_metrics(**params)`.")
                 .answers::<SystemMetrics>(200, "The fleet's series."))
             .reads_request(&["?from=2026-01-01T00:00:00Z&hostname=h&workerId=0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d"], reader),
         route(M::GET, "/api/v1/analytics/worker-metrics", Admin, worker_metrics)
             .doc(fleet(op("The fleet's request and message figures"))
-                .about("The fleet's requests, messages, CPU and pool per bucket (`timeSeries`, newest first), the brokers seen lately (`workers`), the caller's tenant's queues (`queues`) and the window's totals (`summary`). Fields of Queen's with no Regent meaning are null. Admin. Python: `Admin.get_worker_metrics(**params)`.")
                 .answers::<WorkerMetrics>(200, "The figures."))
             .reads_request(&["?to=2026-01-01T00:00:00Z&hostname=h"], reader),
         route(M::GET, "/api/v1/analytics/postgres-stats", Admin, postgres_stats)
             .reads_nothing()
             .doc(op("PostgreSQL's statistics")
-                .about("From PostgreSQL's statistics views: cache hit ratios, dead tuples, HOT updates, statements running over 1 s (without their text, which can hold another tenant's payload), autovacuum, buffer settings and use, table sizes; every list at most 20. Admin. Python: `Admin.get_postgres_stats()`.")
                 .answers::<PostgresStats>(200, "The statistics.")),
         route(M::GET, "/api/v1/status/buffers", ReadOnly, buffers)
             .reads_nothing()
             .doc(op("Pushes waiting in the push buffer")
-                .about("Regent has no file buffer: `pending` is the caller's tenant's pushes held in the push buffer under push maintenance (null with `dbHealthy` false when the database does not answer).")
                 .answers::<BufferAnswer>(200, "The buffer.")),
     ]
 }

@@ -19,13 +19,15 @@ pub(crate) const TAG: Tag = (
 
 pub(crate) fn routes() -> Vec<Entry> {
     vec![route(Method::GET, "/health", Public, health)
-            .reads_nothing()
-        .doc(Doc::op(TAG, "Health of this broker")
-            .about(r#"
-200 while the database answers and every background task runs; 503 (with `Retry-After: 1`) and the same body otherwise, naming what is wrong, so an orchestrator routes around this broker. Queen's keys are kept (`worker_id` snake_case, `shared_state` reduced to `{"enabled": false}`), with `tasksDown` added. Python: `Admin.health()`. Never needs a token.
-"#)
-            .answers::<Health>(200, "Healthy.")
-            .answers_with_retry::<Health>(503, "Unhealthy: the database is down or a background task is being restarted."))]
+        .reads_nothing()
+        .doc(
+            Doc::op(TAG, "Health of this broker")
+                .answers::<Health>(200, "Healthy.")
+                .answers_with_retry::<Health>(
+                    503,
+                    "Unhealthy: the database is down or a background task is being restarted.",
+                ),
+        )]
 }
 
 /// This broker's health, in Queen's keys.

@@ -23,6 +23,7 @@ use super::body::RawBody;
 use super::error::ApiError;
 use super::openapi::schemas::{about, array, obj, string};
 use super::openapi::{Doc, Tag};
+use super::read;
 use super::routes::{route, Entry, Level::*};
 use super::State;
 
@@ -34,9 +35,6 @@ const TAG: Tag = (
 pub(crate) fn routes() -> Vec<Entry> {
     vec![route(Method::POST, "/api/v1/kv", ReadWrite, kv)
         .doc(Doc::op(TAG, "Key/value operations")
-            .about(r#"
-`operations` apply in order in ONE PostgreSQL transaction; `results[i]` answers `operations[i]`. Reads: `get {ns,key}` → `{found,key,value,version,expiresAt,updatedAt}`; `getMany {ns,keys}` → `{rows,missing,truncated}`; `getPrefix {ns,prefix,after?,limit?,keysOnly?}` → `{rows,truncated,nextAfter}` (keys in bytewise order, `after` exclusive, `limit` clamped to 1..1000, default 100). Writes, each with exactly one of `ttlSeconds` (a positive integer, at most 315360000: ten years) or `forever: true` (not `delete`): `put {ns,key,value,expect?}` (`expect: 0` must not exist, `n` must be at version n), `putIfAbsent {ns,key,value}`, `delete {ns,key,expect?}`, `incr {ns,key,delta=1,min?,max?}` (refused, not saturated, past a bound; the expiry only applies to a row it creates). A write answers `applied`; one that did not apply answers `reason` (`version`, `absent`, `max`, `min`, `not_a_number`) with the live row's `value` and `version` (`null` and 0 when there is none). A row past its expiry is absent to every read and write. An op with `required: true` that does not apply rolls the whole request back: 409 with `code: kv_precondition`. Python: `client.kv.*` (`KV.batch`).
-"#)
             .body(true, "The operations.", obj(&["operations"], json!({
                 "operations": array(obj(&["op", "ns"], json!({
                     "op": {"enum": ["get", "getMany", "getPrefix", "put", "putIfAbsent", "delete", "incr"]},
@@ -62,8 +60,6 @@ pub(crate) fn routes() -> Vec<Entry> {
             .answers::<KvAnswer>(200, "One result per operation.")
             .answers::<PreconditionAnswer>(409, "A `required` operation did not apply; nothing was written."))
         .reads_body(
-            &["operations", "op", "ns", "key", "keys", "prefix", "after", "limit", "keysOnly",
-              "value", "ttlSeconds", "forever", "expect", "required", "delta", "min", "max"],
             &[r#"{"operations": [
                 {"op": "put", "ns": "quota", "key": "acme", "value": {"n": 1}, "ttlSeconds": 60, "expect": 0},
                 {"op": "incr", "ns": "quota", "key": "hits", "delta": 1, "max": 10, "forever": true, "required": true},
@@ -94,8 +90,7 @@ fn operations(body: &RawValue) -> Result<Vec<KvOp>, ApiError> {
         #[serde(borrow)]
         operations: Option<&'a RawValue>,
     }
-    let b: Body<'_> =
-        serde_json::from_str(body.get()).map_err(|_| bad("request body must be a JSON object"))?;
+    let b: Body<'_> = serde_json::from_str(body.get()).map_err(|_| bad(read::NOT_AN_OBJECT))?;
     let Some(raw) = b.operations else {
         return Err(bad("operations array required"));
     };
@@ -202,13 +197,7 @@ fn parse_op(i: usize, raw: &RawValue, prefix_allowed: bool) -> Result<KvOp, ApiE
                 None | Some(Value::Null) => None,
                 Some(_) => Some(text(&f.after, &at("after"), MAX_KEY_BYTES)?),
             },
-            limit: match &f.limit {
-                None | Some(Value::Null) => None,
-                Some(v) => Some(
-                    v.as_i64()
-                        .ok_or_else(|| bad(format!("{} must be an integer", at("limit"))))?,
-                ),
-            },
+            limit: read::integer(f.limit.as_ref(), &at("limit")).map_err(coded)?,
             keys_only: flag(&f.keys_only, &at("keysOnly"))?,
         }),
         "put" | "putIfAbsent" => {
@@ -258,20 +247,19 @@ fn parse_op(i: usize, raw: &RawValue, prefix_allowed: bool) -> Result<KvOp, ApiE
     }
 }
 
-/// A non-empty string of at most `max` bytes, without NUL (PostgreSQL text cannot hold one).
+/// A required string of at most `max` bytes, without NUL (PostgreSQL text cannot hold one).
 fn text(v: &Option<Value>, field: &str, max: usize) -> Result<String, ApiError> {
-    match v {
-        Some(Value::String(s)) if s.is_empty() => {
-            Err(bad(format!("{field} must be a non-empty string")))
-        }
-        Some(Value::String(s)) if s.len() > max => {
-            Err(bad(format!("{field} must be at most {max} bytes")))
-        }
-        Some(Value::String(s)) if s.contains('\0') => {
-            Err(bad(format!("{field} must not contain NUL")))
-        }
-        Some(Value::String(s)) => Ok(s.clone()),
-        _ => Err(bad(format!("{field} must be a non-empty string"))),
+    let s = read::required(v.as_ref(), field).map_err(coded)?;
+    read::short(field, s, max)
+        .map(str::to_string)
+        .map_err(coded)
+}
+
+/// The reading layer's refusal, with the family's code.
+fn coded(e: ApiError) -> ApiError {
+    match e {
+        ApiError::BadRequest(text) => bad(text),
+        other => other,
     }
 }
 
@@ -283,16 +271,13 @@ fn keys(v: &Option<Value>, field: &str) -> Result<Vec<String>, ApiError> {
         return Err(bad(format!("{field} must hold 1 to {MAX_MANY_KEYS} keys")));
     }
     list.iter()
-        .map(|k| text(&Some(k.clone()), field, MAX_KEY_BYTES))
+        .enumerate()
+        .map(|(i, k)| text(&Some(k.clone()), &format!("{field}[{i}]"), MAX_KEY_BYTES))
         .collect()
 }
 
 fn flag(v: &Option<Value>, field: &str) -> Result<bool, ApiError> {
-    match v {
-        None | Some(Value::Null) => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        _ => Err(bad(format!("{field} must be a boolean"))),
-    }
+    read::flag(v.as_ref(), field, false).map_err(coded)
 }
 
 fn value(v: Option<&RawValue>, field: &str) -> Result<String, ApiError> {

@@ -15,6 +15,7 @@ use super::body::RawBody;
 use super::error::ApiError;
 use super::openapi::Doc;
 use super::path::PathParams;
+use super::read;
 use super::routes::{route, Entry, Level::ReadWrite};
 use super::State;
 use regent_service::lease::{Extended, MAX_EXTEND_SECONDS};
@@ -24,9 +25,6 @@ const DEFAULT_SECONDS: i64 = 60;
 pub(crate) fn routes() -> Vec<Entry> {
     vec![route(Method::POST, "/api/v1/lease/{lease_id}/extend", ReadWrite, extend)
         .doc(Doc::op(ack::TAG, "Extend a lease")
-            .about(r#"
-Every (partition, group) whose live lease is this id gets expiry = max(current, now + `seconds`); an expired, released or unknown lease is not revived (`success: false`). An empty body is `{}` (the Python client sends none). The answer is an object with every alias (`newExpiresAt`, `expiresAt`, `lease_expires_at`): Queen 0.15 answers an array, which client 1.3.0 cannot read. Python: `queen.renew(message | leaseId)`.
-"#)
             .body(false, "Optional; an empty body is `{}`.", json!({
                 "type": "object",
                 "properties": {
@@ -36,19 +34,16 @@ Every (partition, group) whose live lease is this id gets expiry = max(current, 
                     },
                 },
             }))
-            .fails(400, "`seconds must be a positive integer`, `body must be a JSON object`, `Invalid JSON: …`.")
+            .fails(400, "`seconds must be a positive integer`, `request body must be a JSON object`, `Invalid JSON: …`.")
             .answers::<LeaseExtended>(200, "Renewed, or not (`success: false`, the expiry keys null)."))
         .reads_request(&["0190a6c4-0000-7000-8000-000000000001"], |_: PathParams<String>| async {})
-        .reads_body(&["seconds"], &[r#"{"seconds": 120}"#, "{}", "", r#"{"seconds": null}"#], parse_seconds)]
+        .reads_body(&[r#"{"seconds": 120}"#, "{}", "", r#"{"seconds": null}"#], parse_seconds)]
 }
 
 /// `{"seconds": n}` (or no body): how long to extend by, clamped to the service's maximum.
 pub(crate) fn parse_seconds(body: &RawBody) -> Result<i64, ApiError> {
     let v = body.json_or_empty_object()?;
-    if !v.is_object() {
-        return Err(ApiError::bad_request("body must be a JSON object"));
-    }
-    match v.get("seconds") {
+    match read::object(&v)?.get("seconds") {
         None | Some(Value::Null) => Ok(DEFAULT_SECONDS),
         Some(n) => match n.as_i64() {
             Some(n) if n > 0 => Ok(n.min(MAX_EXTEND_SECONDS)),

@@ -3,6 +3,7 @@
 //! below this crate sees a JSON request or response shape, and nothing here sees SQL (the
 //! crate does not depend on `regent-store`, tokio-postgres or deadpool).
 
+mod about;
 mod ack;
 mod analytics;
 mod answer;
@@ -35,6 +36,7 @@ mod path;
 mod pop;
 mod push;
 mod queue_metrics;
+mod read;
 pub mod request_id;
 mod resources;
 pub mod routes;

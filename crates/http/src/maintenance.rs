@@ -38,41 +38,38 @@ pub(crate) fn routes() -> Vec<Entry> {
     vec![
         route(M::GET, MAINTENANCE, Admin, get_push)
             .reads_nothing()
-            .doc(Doc::op(TAG, "Read the push maintenance switch")
-                .about(r#"
-The tenant's two switches and the pushes buffered under push maintenance. `bufferStats` keeps Queen's shape (its file buffer's figures; Regent's buffer is a PostgreSQL table, so only `pendingCount` is real). Python: `Admin.get_maintenance_mode()`.
-"#)
-                .answers::<Switches>(200, "The switches.")),
+            .doc(
+                Doc::op(TAG, "Read the push maintenance switch")
+                    .answers::<Switches>(200, "The switches."),
+            ),
         route(M::POST, MAINTENANCE, Admin, set_push)
-            .doc(Doc::op(TAG, "Set the push maintenance switch")
-                .about(r#"
-On: the tenant's pushes (and the pushes of `/api/v1/transaction`) are held in the database's push buffer, answered `buffered`, deduplicated as usual and invisible to pops; dead-letter requeues are refused with 409. Off: a broker appends them in arrival order, exactly once, before any new push of the tenant. Every broker of the database sees the switch within 250 ms. Python: `Admin.set_maintenance_mode(enabled)`.
-"#)
-                .body(true, "The switch.", enabled_body.clone())
-                .fails(400, enabled_400)
-                .answers::<PushSwitch>(200, "The switch now."))
-            .reads_body(&["enabled"], enabled_seeds, enabled),
+            .doc(
+                Doc::op(TAG, "Set the push maintenance switch")
+                    .body(true, "The switch.", enabled_body.clone())
+                    .fails(400, enabled_400)
+                    .answers::<PushSwitch>(200, "The switch now."),
+            )
+            .reads_body(enabled_seeds, enabled),
         route(M::GET, POP_MAINTENANCE, Admin, get_pop)
             .reads_nothing()
-            .doc(Doc::op(TAG, "Read the pop maintenance switch")
-                .about("Python: `Admin.get_pop_maintenance_mode()`.")
-                .answers::<PopSwitch>(200, "The switch.")),
+            .doc(
+                Doc::op(TAG, "Read the pop maintenance switch")
+                    .answers::<PopSwitch>(200, "The switch."),
+            ),
         route(M::POST, POP_MAINTENANCE, Admin, set_pop)
-            .doc(Doc::op(TAG, "Set the pop maintenance switch")
-                .about(r#"
-On: every pop of the tenant answers at once with its empty shape and `"paused": true` (200, where Queen 0.15 sends a 204 with a body), long-polls already parked included. Pushes and acks go on. Python: `Admin.set_pop_maintenance_mode(enabled)`.
-"#)
-                .body(true, "The switch.", enabled_body)
-                .fails(400, enabled_400)
-                .answers::<PopSwitch>(200, "The switch now."))
-            .reads_body(&["enabled"], enabled_seeds, enabled),
+            .doc(
+                Doc::op(TAG, "Set the pop maintenance switch")
+                    .body(true, "The switch.", enabled_body)
+                    .fails(400, enabled_400)
+                    .answers::<PopSwitch>(200, "The switch now."),
+            )
+            .reads_body(enabled_seeds, enabled),
         route(M::GET, "/api/v1/system/shared-state", Admin, shared_state)
             .reads_nothing()
-            .doc(Doc::op(TAG, "How the switches travel between brokers")
-                .about(r#"
-This broker's id and how maintenance switches reach the other brokers (polled from the database every 250 ms), with the tenant's switches. Queen answers its UDP cluster-sync statistics here; the keys kept are `enabled`, `running`, `server_id`, `maintenance_mode`, `pop_maintenance_mode`. No Python client method.
-"#)
-                .answers::<SharedState>(200, "The state.")),
+            .doc(
+                Doc::op(TAG, "How the switches travel between brokers")
+                    .answers::<SharedState>(200, "The state."),
+            ),
     ]
 }
 

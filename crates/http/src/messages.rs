@@ -54,9 +54,6 @@ pub(crate) fn routes() -> Vec<Entry> {
     vec![
         route(M::GET, "/api/v1/messages", ReadOnly, list)
             .doc(op("List messages, newest first")
-                .about(r#"
-The tenant's messages newest first across partitions, without payloads, each with its status computed from the cursors. Reads the tenant's partitions most recently pushed first (at most 2,048), each one's newest segments in the window. `mode` describes the first message's partition (`type` `none` for an empty page). Python: `Admin.list_messages(**params)`.
-"#)
                 .query("queue", string(), "Exact queue name.")
                 .query("partition", string(), "Exact partition name.")
                 .query("ns", string(), "Namespace (the key is `ns`, not `namespace`).")
@@ -73,26 +70,17 @@ The tenant's messages newest first across partitions, without payloads, each wit
             ),
         route(M::GET, MESSAGE, ReadOnly, get)
             .doc(op("One message")
-                .about(r#"
-The message with its payload, status, each consumer group's view (`consumed`, `leaseExpiresAt`), `errorMessage`/`retryCount` from its dead letter, `queueConfig` and `mode`. Found through the transaction index within its window, else by a search of the partition's newest 200 segments. Queen differs: 404 for an unknown message and 400 for a partition id that is not a UUID (Queen 0.15: 200 with an error body). Python: `Admin.get_message(partition_id, transaction_id)`.
-"#)
                 .fails(400, BAD_PID)
                 .fails(404, "`Message not found`.")
                 .answers::<Detail>(200, "The message."))
             .reads_request(SEEDS, read_message),
         route(M::DELETE, MESSAGE, ReadWrite, delete)
             .doc(op("Delete a message")
-                .about(r#"
-Deletes the message: a tombstone every pop skips (no lease waits for a deleted message), its transaction id free to be pushed again, its traces gone. The log is never rewritten; counts include the message until a cursor passes it. 200 whether or not it was there, as in Queen (`success` says which). Python: `Admin.delete_message(partition_id, transaction_id)`.
-"#)
                 .fails(400, BAD_PID)
                 .answers::<MessageDeleted>(200, "Deleted (`success: true`), or not found (`success: false`, `Message not found`)."))
             .reads_request(SEEDS, read_message),
         route(M::POST, "/api/v1/messages/{partition_id}/{transaction_id}/retry", ReadWrite, retry)
             .doc(op("Retry a message as a copy")
-                .about(r#"
-Appends a copy of the message to its partition through the push path (limits, encryption, maintenance): a new message id and the transaction id `<id>:retry:<uuid>`, marked by a `retried` trace naming the original. On the shared log every group of the queue reads the copy. A 1.x-broker extension with no reference shape. The body is ignored. Python: `Admin.retry_message(partition_id, transaction_id)`.
-"#)
                 .quota()
                 .fails(400, "`partitionId must be a UUID`; a sealed payload this broker's key cannot open.")
                 .fails(404, "`Message not found`.")
@@ -100,9 +88,6 @@ Appends a copy of the message to its partition through the push path (limits, en
             .reads_request(SEEDS, read_message),
         route(M::POST, "/api/v1/messages/{partition_id}/{transaction_id}/dlq", ReadWrite, to_dlq)
             .doc(op("Move a message to the dead-letter queue")
-                .about(r#"
-Files a dead letter for `consumerGroup` (queue mode by default) with the reason `Moved to the dead-letter queue by an operator`, and deletes the message from the log (a tombstone), in one transaction: it leaves every group's path. A 1.x-broker extension with no reference shape. The body is ignored. Python: `Admin.move_message_to_dlq(partition_id, transaction_id)`.
-"#)
                 .query("consumerGroup", json!({"type": "string", "default": "__QUEUE_MODE__"}), "The group the dead letter is filed for.")
                 .fails(400, BAD_PID)
                 .fails(404, "`Message not found`.")

@@ -33,18 +33,16 @@ pub(crate) fn routes() -> Vec<Entry> {
     vec![
         route(Method::GET, "/metrics", Public, json_snapshot)
             .reads_nothing()
-            .doc(Doc::op(health::TAG, "Queen's JSON metrics snapshot")
-                .about(r#"
-Queen's JSON snapshot with real numbers for this process: requests and pushed messages since start, the PostgreSQL pool, resident memory, CPU (Queen 0.15 stubs most of these with zeros). Nothing per tenant or per queue: anyone may call it. Python: `Admin.metrics()` (its docstring says Prometheus; it returns this JSON).
-"#)
-                .answers::<MetricsSnapshot>(200, "The snapshot.")),
+            .doc(
+                Doc::op(health::TAG, "Queen's JSON metrics snapshot")
+                    .answers::<MetricsSnapshot>(200, "The snapshot."),
+            ),
         route(Method::GET, "/metrics/prometheus", Public, prometheus)
             .reads_nothing()
-            .doc(Doc::op(health::TAG, "Prometheus text exposition")
-                .about(r#"
-This broker's uptime, CPU, memory and pool under Queen's `queen_*` names, and Regent's `regent_requests_total{op}`, `regent_messages_total{op}` (push, pop, ack, transaction), `regent_db_pool_waiting`, `regent_database_up` (PostgreSQL answered this scrape's ping), `regent_unavailable_total` (503 answers), `regent_tenant_cap_fullest` (the largest share of its stored-message cap any tenant holds), `regent_pending_handovers`, `regent_pop_rechecks_total{by}` (what ended each wait of a parked long-poll: `wakeup` or `timer`), `regent_runtime_entries{map}`, the request-duration and first-delivery histograms and `regent_items_total{op,outcome}`. Names no queue or tenant, unless the broker runs with `METRICS_PER_QUEUE=true`: then every tenant's per-queue families follow (as `GET /api/v1/metrics/queues` serves them for one tenant). Not used by the Python client.
-"#)
-                .reply_raw(200, exposition_reply())),
+            .doc(
+                Doc::op(health::TAG, "Prometheus text exposition")
+                    .reply_raw(200, exposition_reply()),
+            ),
     ]
 }
 

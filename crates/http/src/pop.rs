@@ -30,23 +30,15 @@ use super::path::PathParams;
 use super::routes::{route, Entry, Level::ReadWrite};
 use super::{AppState, State};
 
-const POP: &str = r#"
-Claims up to `partitions` partitions with something to read for `consumerGroup` under ONE lease (queue's `leaseTime`) and answers up to `batch` messages, oldest first per partition. `wait=true` long-polls until messages arrive or `timeout` ms pass, answering before the deadline; a push through any broker of the database wakes it. A named group's first pop decides where it starts (`subscriptionMode`, `subscriptionFrom`), once per queue. Always 200 with a body, empty answers included (Queen 0.15 sends 204 for some, which the Python client reads the same way). Never cache it: it takes a lease."#;
-
 const SUBSCRIPTION_FROM_400: &str =
     "`subscriptionFrom` unparsable; an undecodable query string or path segment.";
 
 pub(crate) fn routes() -> Vec<Entry> {
-    let doc = |summary, about: String, partitions: bool| {
-        pop_params(
-            Doc::op(ack::TAG, summary).about(&about),
-            &DEFAULTS,
-            partitions,
-        )
-    };
+    let doc =
+        |summary, partitions: bool| pop_params(Doc::op(ack::TAG, summary), &DEFAULTS, partitions);
     vec![
         route(Method::GET, "/api/v1/pop/queue/{queue}", ReadWrite, pop_queue)
-            .doc(doc("Pop from any partition of a queue", format!("{POP} An unknown queue answers `no_available_partition`. Python: `queue(name).pop()` and `consume(handler)` (a partition named `Default` also uses this route)."), true)
+            .doc(doc("Pop from any partition of a queue", true)
                 .fails(400, SUBSCRIPTION_FROM_400))
             .reads_request(&[
                 "orders?batch=10&wait=true&timeout=30000&consumerGroup=g&subscriptionMode=new&autoAck=true",
@@ -55,14 +47,14 @@ pub(crate) fn routes() -> Vec<Entry> {
                 ask(&DEFAULTS, &p, Target::Queue(q)).map(drop)
             }),
         route(Method::GET, "/api/v1/pop/queue/{queue}/partition/{partition}", ReadWrite, pop_partition)
-            .doc(doc("Pop from one named partition", format!("{POP} One partition (by name), so `partitions` does not apply; an unknown one answers `partition_not_found`, one leased to another consumer of the group `lease_held`. Python: `queue(name).partition(p).pop()` / `consume` when `p` is not `Default`."), false)
+            .doc(doc("Pop from one named partition", false)
                 .fails(400, SUBSCRIPTION_FROM_400))
             .reads_request(&["orders/customer-42?batch=1&wait=false&timeout=-5&consumerGroup=g"],
                 |PathParams((q, part)): PathParams<(String, String)>, p: Params| async move {
                     ask(&DEFAULTS, &p, Target::Partition(q, part)).map(drop)
                 }),
         route(Method::GET, "/api/v1/pop", ReadWrite, pop_scope)
-            .doc(doc("Pop across a namespace or task", format!("{POP} Across every queue whose namespace and/or task match, highest `priority` first; each message names its `queue`. Documented by Queen but not routed by Queen 0.15; the Python client calls it for a consumer that names no queue."), true)
+            .doc(doc("Pop across a namespace or task", true)
                 .query("namespace", string(), "The queues' namespace (this or `task` is required).")
                 .query("task", string(), "The queues' task.")
                 .fails(400, "`namespace or task is required`; `subscriptionFrom` unparsable."))

@@ -22,6 +22,7 @@ use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
 use super::openapi::{schemas, Doc, Tag};
+use super::read;
 use super::routes::{route, Entry, Level, Level::ReadWrite};
 use super::State;
 
@@ -34,9 +35,6 @@ pub(crate) const TAG: Tag = (
 pub(crate) fn routes() -> Vec<Entry> {
     vec![route(Method::POST, "/api/v1/push", ReadWrite, push)
         .doc(Doc::op(TAG, "Push messages")
-            .about(r#"
-Appends the items to their queues' partitions in one PostgreSQL transaction, creating queues and partitions on first use, and answers one verdict per item, in request order. Deduplicated by (partition, `transactionId`) within `DEDUP_WINDOW_SECONDS` (5 minutes by default): a repeat is `duplicate` naming the existing message, so a client's retry after a 5xx is harmless. Validation is all-or-nothing: one bad item refuses the request with 400 before anything is written; `items: []` answers 201 `[]`. The verified token's `sub` is stamped as `producerSub`. Under push maintenance the items are `buffered`. Queen differs: 201 on the wire (Queen 0.15 sends 200), `index` is always the request position, a non-UUID `traceId` is a 400 (Queen fails the whole database call), and a database outage is a 503 (Queen spills to a file buffer). Python: `queue(name).push(items)` (`PushBuilder`), and the client's buffered producer.
-"#)
             .body(true, "The messages.", json!({
                 "type": "object", "required": ["items"],
                 "properties": {
@@ -50,8 +48,6 @@ Appends the items to their queues' partitions in one PostgreSQL transaction, cre
             .fails(400, "`items array is required`, `Queue must be a string`, `Partition must be a string`, `TransactionId must be a string`, `TraceId must be a string`, `TraceId must be a UUID`, `<field> must be at most 512 bytes`, `<field> must not contain NUL`, `A push of <n> messages exceeds the stored message limit of <cap>`; `Empty request body`, `Invalid JSON: …`.")
             .answers::<Vec<PushResult<'static>>>(201, "One verdict per item, in request order."))
         .reads_body(
-            &["items", "queue", "partition", "payload", "transactionId", "traceId", "namespace",
-              "task", "producerSub", "bufferMs", "bufferMax"],
             PUSH_SEEDS,
             |b| parse_push(b, &fuzz_principal(), FUZZ_MAX_ITEMS),
         )]
@@ -87,17 +83,7 @@ pub(crate) fn fuzz_principal() -> Principal {
 pub(crate) const MAX_NAME_BYTES: usize = 512;
 
 pub(crate) fn name(field: &str, v: &str) -> Result<String, ApiError> {
-    if v.len() > MAX_NAME_BYTES {
-        return Err(ApiError::bad_request(format!(
-            "{field} must be at most {MAX_NAME_BYTES} bytes"
-        )));
-    }
-    if v.contains('\0') {
-        return Err(ApiError::bad_request(format!(
-            "{field} must not contain NUL"
-        )));
-    }
-    Ok(v.to_string())
+    read::short(field, v, MAX_NAME_BYTES).map(str::to_string)
 }
 
 /// Validates one item with Queen's texts. Only the small fields are parsed: the payload stays

@@ -108,12 +108,14 @@ fn families(m: &QueueMetrics, out: &mut String) {
 
 pub(crate) fn routes() -> Vec<Entry> {
     vec![route(Method::GET, "/api/v1/metrics/queues", Admin, queues)
-            .reads_nothing()
-        .doc(Doc::op(maintenance::TAG, "Per-queue Prometheus families of the tenant")
-            .about(r#"
-A Regent extension, admin: the text exposition of the token's tenant's queues (with authentication off, tenant `default`), whatever `METRICS_PER_QUEUE` says: `regent_queue_depth{tenant,queue}` (messages some consumer group has still to read), `regent_queue_lag_messages{tenant,queue,group}` (messages after the group's cursors), `queen_dlq_depth_by_queue{tenant,queue}` (dead letters), and this broker's `regent_queue_pushed_total{tenant,queue}` and `regent_queue_delivered_total{tenant,queue}` since it started. The `METRICS_TOP_QUEUES` deepest queues by name (default 100), the rest summed into `queue="_other"`; per queue the 20 groups furthest behind, the rest in `group="_other"`. Also this broker's stream query counters (`regent_stream_*_total{tenant,query}`) and timer counters (`regent_timers_*_total{tenant}`, the `regent_timer_lateness_seconds{tenant}` histogram). Depth, lag and dead letters are the database's (the same on every broker: take `max`); the totals are this broker's (take `sum`). Not used by the Python client.
-"#)
-            .reply_raw(200, exposition_reply()))]
+        .reads_nothing()
+        .doc(
+            Doc::op(
+                maintenance::TAG,
+                "Per-queue Prometheus families of the tenant",
+            )
+            .reply_raw(200, exposition_reply()),
+        )]
 }
 
 /// `GET /api/v1/metrics/queues` (admin): the per-queue families of the token's tenant.

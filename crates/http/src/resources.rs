@@ -45,89 +45,102 @@ pub(crate) fn routes() -> Vec<Entry> {
     vec![
         route(M::GET, "/api/v1/resources/overview", ReadOnly, overview)
             .reads_nothing()
-            .doc(op("The tenant at a glance")
-                .about(r#"
-The tenant's queues, partitions, namespaces, tasks and message counts, the spread of its cursors' time lag (seconds since the first unread message was appended) and offset lag, and `throughput` over the last 5 minutes of the per-minute series. The counts come from the stats snapshot one broker of the fleet refreshes every `STATS_INTERVAL_MS` (10 s), as Queen 0.15 reads its stats table: `statsAge` says how old they are (-1 before the first round); `POST /api/v1/stats/refresh` counts now. With several queues, the lag median is the cursor-weighted median of the queues' medians. Python: `Admin.get_overview()`.
-"#)
-                .answers::<TenantOverview>(200, "The overview.")),
+            .doc(op("The tenant at a glance").answers::<TenantOverview>(200, "The overview.")),
         route(M::GET, "/api/v1/resources/queues", ReadOnly, list_queues)
-            .doc(op("List queues")
-                .about(r#"
-Queues with partition and message counts (from the stats snapshot, as the overview), newest first. Queen 0.15 ignores the query; Regent honours `search`, `limit` and `offset` (the spec's recommendation). Python: `Admin.list_queues(**params)`.
-"#)
-                .query("search", string(), "Only queues whose name contains this.")
-                .paged(Paging::LISTING, "Queues")
-                .answers::<QueueList>(200, "The queues."))
-            .reads_request(&["?search=ord&limit=10&offset=20"], |p: Params| async move {
-                let _ = listing(&p);
-            }),
+            .doc(
+                op("List queues")
+                    .query("search", string(), "Only queues whose name contains this.")
+                    .paged(Paging::LISTING, "Queues")
+                    .answers::<QueueList>(200, "The queues."),
+            )
+            .reads_request(
+                &["?search=ord&limit=10&offset=20"],
+                |p: Params| async move {
+                    let _ = listing(&p);
+                },
+            ),
         route(M::GET, QUEUE, ReadOnly, get_queue)
-            .doc(op("One queue with each partition's counts")
-                .about(r#"
-The queue and a page of its partitions (by name; `limit`, `offset`), each with its `stats` counted now (`total`, `pending`, `processing` under a live lease, `completed`, `failed` = 1 while a nacked message waits for its retry, `deadLetter`; each the largest over consumer groups) and its oldest and newest message times; `totals` over every partition come from the stats snapshot (`statsAge`). Queen 0.15 lists every partition; Regent pages them so the answer stays bounded at 100,000 partitions (`pagination.total` says how many there are). Unknown queue: 404 (Queen 0.15: 200 with the error body). Python: `Admin.get_queue(name)`.
-"#)
-                .paged(Paging::LISTING, "Partitions")
-                .fails(404, "`Queue not found`.")
-                .answers::<QueueDetail>(200, "The queue."))
+            .doc(
+                op("One queue with each partition's counts")
+                    .paged(Paging::LISTING, "Partitions")
+                    .fails(404, "`Queue not found`.")
+                    .answers::<QueueDetail>(200, "The queue."),
+            )
             .reads_request(&["orders?limit=5"], page_only),
         route(M::DELETE, QUEUE, Admin, delete_queue)
-            .doc(op("Delete a queue")
-                .about(r#"
-Deletes the queue with its partitions, log, cursors, leases, buffered pushes, traces and dead letters; its transaction-index entries match nothing afterwards and expire with the purge clock. Idempotent: `existed` says whether there was one. Python: `queue(name).delete()` (`QueueBuilder.delete`).
-"#)
-                .answers::<QueueDeleted>(200, "Deleted (or never there)."))
+            .doc(op("Delete a queue").answers::<QueueDeleted>(200, "Deleted (or never there)."))
             .reads_request(&["orders"], |_: PathParams<String>| async {}),
         route(M::GET, "/api/v1/resources/namespaces", ReadOnly, namespaces)
-            .doc(op("Namespaces with their counts")
-                .about(r#"
-A page of the namespaces, each with its `queues`, `partitions` and `messages` (`total`, `pending`, from the stats snapshot), by name; queues without one are not listed. Python: `Admin.get_namespaces()`.
-"#)
-                .paged(Paging::LISTING, "Namespaces")
-                .answers::<Namespaces>(200, "The namespaces."))
+            .doc(
+                op("Namespaces with their counts")
+                    .paged(Paging::LISTING, "Namespaces")
+                    .answers::<Namespaces>(200, "The namespaces."),
+            )
             .reads_request(&["?limit=10&offset=0"], |p: Params| async move {
                 let _ = p.page(Paging::LISTING);
             }),
         route(M::GET, "/api/v1/resources/tasks", ReadOnly, tasks)
-            .doc(op("Tasks with their counts")
-                .about("As the namespaces, by task. Python: `Admin.get_tasks()`.")
-                .paged(Paging::LISTING, "Tasks")
-                .answers::<Tasks>(200, "The tasks."))
+            .doc(
+                op("Tasks with their counts")
+                    .paged(Paging::LISTING, "Tasks")
+                    .answers::<Tasks>(200, "The tasks."),
+            )
             .reads_request(&["?limit=10&offset=0"], |p: Params| async move {
                 let _ = p.page(Paging::LISTING);
             }),
-        route(M::GET, "/api/v1/resources/queues/{queue}/depth", ReadOnly, queue_depth)
-            .doc(op("A queue's backlog")
-                .about(r#"
-The backlog of `group` (or, without one, of each partition's furthest-behind cursor): `pending`, `partitionsPending` and the 100 partitions with the most pending, most first, from the stats snapshot (a group no round has seen on the queue is counted now, `statsAge` 0). Regent does not conflate, so `conflation` is false and `effectivePending` = `pending`. A 1.x-broker extension (absent from Queen 0.15). Python: `Admin.get_queue_depth(name, group)`.
-"#)
-                .query("group", string(), "The consumer group; absent: the furthest-behind cursor of each partition.")
+        route(
+            M::GET,
+            "/api/v1/resources/queues/{queue}/depth",
+            ReadOnly,
+            queue_depth,
+        )
+        .doc(
+            op("A queue's backlog")
+                .query(
+                    "group",
+                    string(),
+                    "The consumer group; absent: the furthest-behind cursor of each partition.",
+                )
                 .fails(404, "`Queue not found`.")
-                .answers::<QueueDepth>(200, "The backlog."))
-            .reads_request(&["orders?group=ledger"], |_: PathParams<String>, p: Params| async move {
+                .answers::<QueueDepth>(200, "The backlog."),
+        )
+        .reads_request(
+            &["orders?group=ledger"],
+            |_: PathParams<String>, p: Params| async move {
                 let _ = depth_group(&p);
-            }),
+            },
+        ),
         route(M::GET, "/api/v1/resources/partitions", ReadOnly, partitions)
-            .doc(op("A page of partitions")
-                .about(r#"
-Partitions by queue and name, each with `messages` and `lastActivity` (its last push), and `total`. A 1.x-broker extension with no reference shape. Python: `Admin.get_partitions(**params)`.
-"#)
-                .query("queue", string(), "Only this queue's partitions.")
-                .paged(PARTITIONS, "Partitions")
-                .answers::<PartitionList>(200, "The page."))
-            .reads_request(&["?queue=orders&limit=100&offset=100"], |p: Params| async move {
-                let _ = partitions_query(&p);
-            }),
-        route(M::DELETE, "/api/v1/queues/{queue}/clear", Admin, clear_queue)
-            .doc(op("Delete every message of a queue")
-                .about(r#"
-Deletes every message of the queue (or of `partition`): its segments go, its cursors move to the end, their leases released and retry counts reset. Dead letters and the transaction index stay: a retried push of a cleared message is answered `duplicate` without a `message_id`. A 1.x-broker extension (admin). Python: `Admin.clear_queue(name, partition)`.
-"#)
+            .doc(
+                op("A page of partitions")
+                    .query("queue", string(), "Only this queue's partitions.")
+                    .paged(PARTITIONS, "Partitions")
+                    .answers::<PartitionList>(200, "The page."),
+            )
+            .reads_request(
+                &["?queue=orders&limit=100&offset=100"],
+                |p: Params| async move {
+                    let _ = partitions_query(&p);
+                },
+            ),
+        route(
+            M::DELETE,
+            "/api/v1/queues/{queue}/clear",
+            Admin,
+            clear_queue,
+        )
+        .doc(
+            op("Delete every message of a queue")
                 .query("partition", string(), "Only this partition.")
                 .fails(404, "`Queue not found`, `Partition not found`.")
-                .answers::<QueueCleared>(200, "Cleared."))
-            .reads_request(&["orders?partition=Default"], |_: PathParams<String>, p: Params| async move {
+                .answers::<QueueCleared>(200, "Cleared."),
+        )
+        .reads_request(
+            &["orders?partition=Default"],
+            |_: PathParams<String>, p: Params| async move {
                 let _ = clear_partition(&p);
-            }),
+            },
+        ),
     ]
 }
 

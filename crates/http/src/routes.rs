@@ -123,16 +123,14 @@ impl Entry {
         self
     }
 
-    /// The route reads a JSON body with `parse`; `keys` are the field names it looks for, at
-    /// any depth, `seeds` valid bodies.
+    /// The route reads a JSON body with `parse`; `seeds` are valid bodies. The field names
+    /// the fuzzer tries are the ones the operation's body schema names.
     pub(crate) fn reads_body<T>(
         mut self,
-        keys: &'static [&'static str],
         seeds: &[&str],
         parse: impl Fn(&RawBody) -> Result<T, ApiError> + Send + Sync + 'static,
     ) -> Entry {
         self.reads.body = Some(BodyReader {
-            keys,
             seeds: seeds.iter().map(|s| s.to_string()).collect(),
             parse: Box::new(move |b| parse(b).map(drop)),
         });
@@ -170,7 +168,6 @@ pub(crate) type BodyParse = Box<dyn Fn(&RawBody) -> Result<(), ApiError> + Send 
 
 /// A route's body parser.
 pub(crate) struct BodyReader {
-    pub(crate) keys: &'static [&'static str],
     pub(crate) seeds: Vec<String>,
     pub(crate) parse: BodyParse,
 }

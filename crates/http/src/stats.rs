@@ -16,12 +16,11 @@ use super::State;
 
 pub(crate) fn routes() -> Vec<Entry> {
     vec![route(Method::POST, "/api/v1/stats/refresh", Admin, refresh)
-            .reads_nothing()
-        .doc(Doc::op(maintenance::TAG, "Recount the stats snapshot now")
-            .about(r#"
-Runs a stats round at once (waiting for one another broker is running), so the counts of the overview, the listings, the queue totals, the depth and the consumer-group routes include every write committed before the call; answers when it is done. The round counts every queue of the fleet. The body is ignored. Python: `Admin.refresh_consumer_stats()`.
-"#)
-            .answers::<Refreshed>(200, "Counted."))]
+        .reads_nothing()
+        .doc(
+            Doc::op(maintenance::TAG, "Recount the stats snapshot now")
+                .answers::<Refreshed>(200, "Counted."),
+        )]
 }
 
 /// What a stats round counted.

@@ -60,59 +60,76 @@ pub(crate) fn routes() -> Vec<Entry> {
     let op = |summary| Doc::op(TAG, summary);
     vec![
         route(M::GET, "/api/v1/status", ReadOnly, status)
-            .doc(filtered(window_params(op("Throughput, leases and dead letters over a window"), "1 h"))
-                .about(r#"
-Over `from`/`to` (the last hour), optionally one queue, namespace or task: `throughput` per bucket, newest first, with each point's pushed, delivered, processed, nacked, dead-lettered and expired counts and their per-second rates; `depth`, the tenant's backlog per bucket as the stats rounds counted it (a Regent extension; with `queue` the queue's, `null` with `namespace` or `task`); each queue's `totalConsumed`; `messages` now; `leases` now; `deadLetterQueue` with the five commonest reasons. Python: `Admin.get_status(**params)`.
-"#)
+            .doc(
+                filtered(window_params(
+                    op("Throughput, leases and dead letters over a window"),
+                    "1 h",
+                ))
                 .fails(400, WINDOW_FAILS)
-                .answers::<StatusAnswer>(200, "The status."))
+                .answers::<StatusAnswer>(200, "The status."),
+            )
             .reads_request(&[WINDOW_SEED], |p: Params| async move {
                 series_query(&p, Duration::hours(1)).map(drop)
             }),
         route(M::GET, "/api/v1/status/queues", ReadOnly, queues)
-            .doc(op("A page of queues")
-                .about(r#"
-Queues with partition and message counts and `pagination`. `from`/`to` are accepted and ignored, as in Queen. Python: `Admin.get_queue_stats(**params)`.
-"#)
-                .query("namespace", string(), "Only this namespace.")
-                .query("task", string(), "Only this task.")
-                .paged(QUEUE_STATS, "Queues")
-                .answers::<QueueStats>(200, "The page."))
-            .reads_request(&["?namespace=n&task=t&limit=100&offset=0"], |p: Params| async move {
-                let _ = queues_listing(&p);
-            }),
+            .doc(
+                op("A page of queues")
+                    .query("namespace", string(), "Only this namespace.")
+                    .query("task", string(), "Only this task.")
+                    .paged(QUEUE_STATS, "Queues")
+                    .answers::<QueueStats>(200, "The page."),
+            )
+            .reads_request(
+                &["?namespace=n&task=t&limit=100&offset=0"],
+                |p: Params| async move {
+                    let _ = queues_listing(&p);
+                },
+            ),
         route(M::GET, "/api/v1/status/queues/{queue}", ReadOnly, queue)
-            .doc(op("One queue's page")
-                .about(r#"
-The queue with its `config` (note `maxQueueSize`, where configure says `maxSize`), a page of its partitions (by name; `limit`, `offset`) with each one's `messages`/`stats` counted now, `cursor.totalConsumed`, oldest and newest message, and `totals` over every partition from the stats snapshot (`statsAge`). Queen 0.15 lists every partition; Regent pages them. Unknown queue: 404 (Queen 0.15: 200 with the error body). Python: `Admin.get_queue_detail(name)`.
-"#)
-                .paged(Paging::LISTING, "Partitions")
-                .fails(404, "`Queue not found`.")
-                .answers::<QueuePage>(200, "The queue."))
-            .reads_request(&["orders?limit=5"], |_: PathParams<String>, p: Params| async move {
-                let _ = p.page(Paging::LISTING);
-            }),
-        route(M::GET, "/api/v1/status/queues/{queue}/messages", ReadOnly, queue_messages)
-            .doc(op("A queue's messages, newest first")
-                .about(r#"
-A top-level array (not an object) of the queue's messages, newest first, with queue mode's status of each. Real paging and a real `[]` (Queen 0.15 ignores `limit`, breaks on `offset` > 0 and sends an empty body for `[]`). No Python client method.
-"#)
+            .doc(
+                op("One queue's page")
+                    .paged(Paging::LISTING, "Partitions")
+                    .fails(404, "`Queue not found`.")
+                    .answers::<QueuePage>(200, "The queue."),
+            )
+            .reads_request(
+                &["orders?limit=5"],
+                |_: PathParams<String>, p: Params| async move {
+                    let _ = p.page(Paging::LISTING);
+                },
+            ),
+        route(
+            M::GET,
+            "/api/v1/status/queues/{queue}/messages",
+            ReadOnly,
+            queue_messages,
+        )
+        .doc(
+            op("A queue's messages, newest first")
                 .paged(QUEUE_MESSAGES, "Messages")
-                .answers::<Vec<QueueMessage>>(200, "The messages."))
-            .reads_request(&["orders?limit=50&offset=50"], |PathParams(q): PathParams<String>, p: Params| async move {
+                .answers::<Vec<QueueMessage>>(200, "The messages."),
+        )
+        .reads_request(
+            &["orders?limit=50&offset=50"],
+            |PathParams(q): PathParams<String>, p: Params| async move {
                 let _ = queue_messages_query(&q, &p, Utc::now());
-            }),
+            },
+        ),
         route(M::GET, "/api/v1/status/analytics", ReadOnly, analytics)
-            .doc(filtered(window_params(op("Messages pushed per interval"), "24 h"))
-                .about(r#"
-`dataPoints` of messages pushed per `interval` over `from`/`to` (the last 24 h), from the per-minute series. Python: `Admin.get_analytics(**params)`.
-"#)
-                .fails(400, WINDOW_FAILS)
-                .query("interval", json!({"enum": ["minute", "hour", "day"], "default": "hour"}), "Bucket width; any other value is `hour`.")
-                .answers::<PushedSeries>(200, "The series."))
-            .reads_request(&["?interval=minute&from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z&queue=q"], |p: Params| async move {
-                analytics_query(&p).map(drop)
-            }),
+            .doc(
+                filtered(window_params(op("Messages pushed per interval"), "24 h"))
+                    .fails(400, WINDOW_FAILS)
+                    .query(
+                        "interval",
+                        json!({"enum": ["minute", "hour", "day"], "default": "hour"}),
+                        "Bucket width; any other value is `hour`.",
+                    )
+                    .answers::<PushedSeries>(200, "The series."),
+            )
+            .reads_request(
+                &["?interval=minute&from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z&queue=q"],
+                |p: Params| async move { analytics_query(&p).map(drop) },
+            ),
     ]
 }
 

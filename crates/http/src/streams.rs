@@ -31,6 +31,7 @@ use super::openapi::{Doc, Tag};
 use super::params::{Paging, Params};
 use super::path::PathParams;
 use super::push::{self, parse_item, PushResult};
+use super::read;
 use super::routes::{route, Entry, Level::*};
 use super::State;
 
@@ -48,38 +49,12 @@ const PARTITIONS: Paging = Paging {
 /// The most state rows one read answers, when it asks for a limit.
 const MAX_STATE_LIMIT: i64 = 10_000;
 
-const CYCLE_KEYS: &[&str] = &[
-    "query_id",
-    "partition_id",
-    "consumer_group",
-    "state_ops",
-    "type",
-    "key",
-    "value",
-    "push_items",
-    "queue",
-    "partition",
-    "payload",
-    "transactionId",
-    "traceId",
-    "ack",
-    "leaseId",
-    "status",
-    "count",
-    "error",
-    "release_lease",
-    "windowEnd",
-];
-
 pub(crate) fn routes() -> Vec<Entry> {
     use Method as M;
     let op = |summary| Doc::op(TAG, summary);
     vec![
         route(M::POST, "/streams/v1/queries", ReadWrite, register)
             .doc(op("Register a stream query")
-                .about(r#"
-Idempotent registration by `name` within the caller's tenant. A new name gets a new `query_id` (`fresh: true`); the same name and `config_hash` the stored query (`fresh: false`); another hash is refused with 409 (the client raises `StreamsConfigHashMismatch`; Queen 0.15 answers 200) unless `reset: true`, which deletes the query's state and adopts the new configuration (answered `reset: true`); with the same hash `reset` changes nothing (the client sends it on every start). Python: `Stream...run(query_id, url=...)` (`register_query`).
-"#)
                 .body(true, "The query.", obj(&["name", "source_queue", "config_hash"], json!({
                     "name": about(string(), "The query's id as the client names it."),
                     "source_queue": string(),
@@ -91,22 +66,15 @@ Idempotent registration by `name` within the caller's tenant. A new name gets a 
                 .answers::<RegisteredAnswer>(200, "Registered.")
                 .answers::<ConflictAnswer>(409, "Another `config_hash` is registered under the name; nothing changed."))
             .reads_body(
-                &["name", "source_queue", "config_hash", "sink_queue", "reset"],
                 &[r#"{"name": "orders.per-minute", "source_queue": "orders", "config_hash": "9f2c", "sink_queue": "orders.totals", "reset": false}"#],
                 |b| b.json_fields_first().and_then(|v| parse_register(&v).and_then(|_| b.no_nul(&v))),
             ),
         route(M::GET, "/streams/v1/queries", ReadOnly, list)
             .doc(op("Stream queries")
-                .about(r#"
-The caller's tenant's stream queries, by name. Regent's own (for the console; Queen has no such route).
-"#)
                 .answers::<QueryList>(200, "The queries."))
             .reads_nothing(),
         route(M::GET, "/streams/v1/queries/{query_id}/partitions", ReadOnly, partitions)
             .doc(op("A stream query's partitions")
-                .about(r#"
-The query's source partitions that have had a cycle, most recently cycled first: state rows, cycles, state operations applied, the last cycle's time. 404 for a query the tenant does not have. Regent's own (for the console).
-"#)
                 .paged(PARTITIONS, "Partitions")
                 .fails(404, "`query not found`.")
                 .answers::<PartitionList>(200, "A page of partitions."))
@@ -116,9 +84,6 @@ The query's source partitions that have had a cycle, most recently cycled first:
                 }),
         route(M::POST, "/streams/v1/cycle", ReadWrite, cycle)
             .doc(op("Commit a stream cycle")
-                .about(r#"
-The cycle's state operations (scoped to the query and source partition; the last operation on a key wins), its sink pushes (every push rule: dedup, partitions created on first push, encryption, maintenance buffering, quotas, `producerSub` from the token) and its source ack (the seed's commit rules, the lease checked strictly) commit in ONE PostgreSQL transaction, or nothing does (`success: false` and `error`). `completed`/`success` commit the cursor to the message; `failed`/`dlq` dead-letter it (reason `Streaming cycle reported failure` unless `error` says otherwise); `release_lease` (default true) ends the lease even when a tail of the batch is left, which then redelivers at once. Exactly once under retries: a cycle that repeats the last committed one of its (query, partition) byte for byte is answered with that cycle's answer and applies nothing; any other cycle whose ack names an ended lease or messages committed before is refused; sink items sent without `transactionId` get one derived from the cycle (`stream-<digest>-<index>`). State values over 1 MiB and keys over 2,048 bytes are refused (413, 400). Python: the streams runner's `commit_cycle`.
-"#)
                 .body(true, "The cycle.", obj(&["query_id", "partition_id"], json!({
                     "query_id": uuid(),
                     "partition_id": about(uuid(), "The source partition."),
@@ -143,7 +108,6 @@ The cycle's state operations (scoped to the query and source partition; the last
                 .fails(413, "`state_ops[<i>].value is <n> bytes, over the limit of 1048576 bytes`; `A request of <n> items is over the limit of <max> items (MAX_PUSH_ITEMS)` (state operations and push items together).")
                 .answers::<CycleAnswer>(200, "Committed (`success: true`), or refused with nothing written (`success: false`)."))
             .reads_body(
-                CYCLE_KEYS,
                 &[
                     r#"{"query_id": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d", "partition_id": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6e",
                         "consumer_group": "streams.q",
@@ -158,9 +122,6 @@ The cycle's state operations (scoped to the query and source partition; the last
             ),
         route(M::POST, "/streams/v1/state/get", ReadOnly, state_get)
             .doc(op("Read a stream query's state")
-                .about(r#"
-The query's state rows in a source partition, by key: all of them (`keys` empty or absent), the keys named (missing ones are absent), those starting with `key_prefix`, those whose `value.windowEnd` (epoch ms) is at or before `ripe_at_or_before`; `limit` (Regent's, at most 10,000) bounds the answer. A query the tenant does not have has no rows. Python: the streams runner's `get_state` and its idle flush.
-"#)
                 .body(true, "Which rows.", obj(&["query_id", "partition_id"], json!({
                     "query_id": uuid(),
                     "partition_id": uuid(),
@@ -172,7 +133,6 @@ The query's state rows in a source partition, by key: all of them (`keys` empty 
                 .fails(400, "`request body must be a JSON object`, `query_id is required`, `partition_id is required`, `query_id must be a UUID`, `partition_id must be a UUID`, `keys must be an array of strings`, `keys must not contain NUL`, `key_prefix must be a string`, `key_prefix must not contain NUL`, `ripe_at_or_before must be a number`, `limit must be an integer from 1 to 10000`; `Empty request body`, `Invalid JSON: …`.")
                 .answers::<StateAnswer>(200, "The rows."))
             .reads_body(
-                &["query_id", "partition_id", "keys", "key_prefix", "ripe_at_or_before", "limit"],
                 &[r#"{"query_id": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d", "partition_id": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6e",
                       "keys": ["a", "b"], "key_prefix": "w\u001f", "ripe_at_or_before": 1767225600000, "limit": 10}"#],
                 |b| b.json_fields_first().and_then(|v| parse_state_get(&v).and_then(|_| b.no_nul(&v))),
@@ -184,80 +144,23 @@ fn int_or_null() -> Value {
     json!({"type": ["integer", "null"]})
 }
 
-/// The body as an object; Queen's text for anything else.
-fn object(v: &Value) -> Result<&serde_json::Map<String, Value>, ApiError> {
-    v.as_object()
-        .ok_or_else(|| ApiError::bad_request("request body must be a JSON object"))
-}
-
-/// A required string field: absent, null or empty is `<field> is required`.
-fn required<'a>(v: Option<&'a Value>, field: &str) -> Result<&'a str, ApiError> {
-    match v {
-        None | Some(Value::Null) => Err(ApiError::bad_request(format!("{field} is required"))),
-        Some(Value::String(s)) if s.is_empty() => {
-            Err(ApiError::bad_request(format!("{field} is required")))
-        }
-        Some(Value::String(s)) => Ok(s),
-        Some(_) => Err(ApiError::bad_request(format!("{field} must be a string"))),
-    }
-}
-
-/// A required id field.
-fn required_id(v: Option<&Value>, field: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(required(v, field)?)
-        .map_err(|_| ApiError::bad_request(format!("{field} must be a UUID")))
-}
-
 /// A name as the queue routes take one (at most 512 bytes, no NUL: it is stored as text).
 fn named<'a>(field: &str, s: &'a str) -> Result<&'a str, ApiError> {
-    push::name(field, s).map(|_| s)
-}
-
-/// Text that becomes a state key or selects keys: no NUL, which PostgreSQL's text cannot
-/// hold (and no stored key has).
-fn no_nul(field: &str, s: String) -> Result<String, ApiError> {
-    if s.contains('\0') {
-        return Err(ApiError::bad_request(format!(
-            "{field} must not contain NUL"
-        )));
-    }
-    Ok(s)
-}
-
-/// An optional boolean field.
-fn flag(o: &serde_json::Map<String, Value>, field: &str, default: bool) -> Result<bool, ApiError> {
-    match o.get(field) {
-        None | Some(Value::Null) => Ok(default),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(_) => Err(ApiError::bad_request(format!("{field} must be a boolean"))),
-    }
+    read::short(field, s, push::MAX_NAME_BYTES)
 }
 
 // ---------------------------------------------------------------- registration
 
 fn parse_register(v: &Value) -> Result<Register<'_>, ApiError> {
-    let o = object(v)?;
-    let name = named("name", required(o.get("name"), "name")?)?;
-    let source_queue = named(
-        "source_queue",
-        required(o.get("source_queue"), "source_queue")?,
-    )?;
-    let config_hash = named(
-        "config_hash",
-        required(o.get("config_hash"), "config_hash")?,
-    )?;
-    let sink_queue = match o.get("sink_queue") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.is_empty() => None,
-        Some(Value::String(s)) => Some(named("sink_queue", s)?),
-        Some(_) => return Err(ApiError::bad_request("sink_queue must be a string")),
-    };
+    let o = read::object(v)?;
+    let name = |field: &str| named(field, read::required(o.get(field), field)?);
+    let sink_queue = read::optional(o.get("sink_queue"), "sink_queue")?;
     Ok(Register {
-        name,
-        source_queue,
-        sink_queue,
-        config_hash,
-        reset: flag(o, "reset", false)?,
+        name: name("name")?,
+        source_queue: name("source_queue")?,
+        sink_queue: sink_queue.map(|s| named("sink_queue", s)).transpose()?,
+        config_hash: name("config_hash")?,
+        reset: read::flag(o.get("reset"), "reset", false)?,
     })
 }
 
@@ -460,14 +363,11 @@ fn parse_cycle(body: &RawBody, who: &Principal, max: usize) -> Result<Cycle, Api
     let raw = body.raw_json()?;
     let f: CycleFields<'_> = serde_json::from_str(raw.get())
         .map_err(|_| ApiError::bad_request("request body must be a JSON object"))?;
-    let query_id = required_id(Some(&small(f.query_id)), "query_id")?;
-    let partition_id = required_id(Some(&small(f.partition_id)), "partition_id")?;
-    let group = match small(f.consumer_group) {
-        Value::Null => QUEUE_MODE.to_string(),
-        Value::String(g) if g.is_empty() => QUEUE_MODE.to_string(),
-        Value::String(g) => g,
-        _ => return Err(ApiError::bad_request("consumer_group must be a string")),
-    };
+    let query_id = read::uuid(Some(&small(f.query_id)), "query_id")?;
+    let partition_id = read::uuid(Some(&small(f.partition_id)), "partition_id")?;
+    let group = read::optional(Some(&small(f.consumer_group)), "consumer_group")?
+        .unwrap_or(QUEUE_MODE)
+        .to_string();
     let ops = elements(f.state_ops, "state_ops")?;
     let items = elements(f.push_items, "push_items")?;
     if ops.len() + items.len() > max {
@@ -485,11 +385,7 @@ fn parse_cycle(body: &RawBody, who: &Principal, max: usize) -> Result<Cycle, Api
         .iter()
         .map(|item| Ok((parse_item(item, &["payload", "data"], who)?, sends_id(item))))
         .collect::<Result<_, ApiError>>()?;
-    let release_lease = match small(f.release_lease) {
-        Value::Null => true,
-        Value::Bool(b) => b,
-        _ => return Err(ApiError::bad_request("release_lease must be a boolean")),
-    };
+    let release_lease = read::flag(Some(&small(f.release_lease)), "release_lease", true)?;
     Ok(Cycle {
         query_id,
         partition_id,
@@ -528,7 +424,10 @@ fn parse_state_op(i: usize, op: &RawValue) -> Result<StateOp<StateValue>, ApiErr
         ApiError::bad_request(format!("state_ops[{i}].type must be upsert or delete"))
     })?;
     let key = match f.key {
-        Some(Value::String(k)) if !k.is_empty() => no_nul(&format!("state_ops[{i}].key"), k)?,
+        Some(Value::String(k)) if !k.is_empty() => {
+            read::no_nul(&format!("state_ops[{i}].key"), &k)?;
+            k
+        }
         _ => {
             return Err(ApiError::bad_request(format!(
                 "state_ops[{i}].key is required"
@@ -701,47 +600,19 @@ struct StateGet {
 }
 
 fn parse_state_get(v: &Value) -> Result<StateGet, ApiError> {
-    let o = object(v)?;
-    let query_id = required_id(o.get("query_id"), "query_id")?;
-    let partition_id = required_id(o.get("partition_id"), "partition_id")?;
-    let keys: Vec<String> = match o.get("keys") {
-        None | Some(Value::Null) => vec![],
-        Some(Value::Array(a)) => a
-            .iter()
-            .map(|k| k.as_str().map(str::to_string))
-            .collect::<Option<_>>()
-            .ok_or_else(|| ApiError::bad_request("keys must be an array of strings"))?,
-        Some(_) => return Err(ApiError::bad_request("keys must be an array of strings")),
-    };
-    let keys = keys
+    let o = read::object(v)?;
+    let query_id = read::uuid(o.get("query_id"), "query_id")?;
+    let partition_id = read::uuid(o.get("partition_id"), "partition_id")?;
+    let keys = read::strings(o.get("keys"), "keys")?
+        .unwrap_or_default()
         .into_iter()
-        .map(|k| no_nul("keys", k))
+        .map(|k| read::no_nul("keys", k).map(str::to_string))
         .collect::<Result<_, _>>()?;
-    let key_prefix = match o.get("key_prefix") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(p)) if p.is_empty() => None,
-        Some(Value::String(p)) => Some(no_nul("key_prefix", p.clone())?),
-        Some(_) => return Err(ApiError::bad_request("key_prefix must be a string")),
-    };
-    let ripe_at_or_before = match o.get("ripe_at_or_before") {
-        None | Some(Value::Null) => None,
-        Some(n) => Some(
-            n.as_f64()
-                .ok_or_else(|| ApiError::bad_request("ripe_at_or_before must be a number"))?,
-        ),
-    };
-    let limit = match o.get("limit") {
-        None | Some(Value::Null) => None,
-        Some(n) => Some(
-            n.as_i64()
-                .filter(|n| (1..=MAX_STATE_LIMIT).contains(n))
-                .ok_or_else(|| {
-                    ApiError::bad_request(format!(
-                        "limit must be an integer from 1 to {MAX_STATE_LIMIT}"
-                    ))
-                })?,
-        ),
-    };
+    let key_prefix = read::optional(o.get("key_prefix"), "key_prefix")?
+        .map(|p| read::no_nul("key_prefix", p).map(str::to_string))
+        .transpose()?;
+    let ripe_at_or_before = read::number(o.get("ripe_at_or_before"), "ripe_at_or_before")?;
+    let limit = read::int_in(o.get("limit"), "limit", 1..=MAX_STATE_LIMIT)?;
     Ok(StateGet {
         query_id,
         partition_id,

@@ -26,6 +26,7 @@ use super::openapi::{Doc, Tag};
 use super::params::{Paging, Params};
 use super::path::PathParams;
 use super::push::{self, fuzz_principal, FUZZ_MAX_ITEMS};
+use super::read;
 use super::routes::{route, Entry, Level::*};
 use super::State;
 
@@ -61,18 +62,6 @@ const SERVER_OWNED: &[&str] = &[
     "claimedUntil",
 ];
 
-const OP_KEYS: &[&str] = &[
-    "operations",
-    "op",
-    "queue",
-    "timerKey",
-    "payload",
-    "delayMs",
-    "txn",
-    "partition",
-    "payloadZstd",
-];
-
 const SEEDS: &[&str] = &[
     r#"{"operations": [{"op": "schedule", "queue": "orders", "timerKey": "order:9f1:expire",
         "payload": "eyJvcmRlcklkIjogIjlmMSJ9", "delayMs": 1800000,
@@ -88,9 +77,6 @@ pub(crate) fn routes() -> Vec<Entry> {
     vec![
         route(M::POST, "/api/v1/timers", ReadWrite, batch)
             .doc(op("Schedule, reschedule or cancel timers")
-                .about(r#"
-The operations in one transaction, in order; `results` is index-aligned with them. `schedule` and `reschedule` are the same upsert on (`queue`, `timerKey`): a new timer (`scheduled`) or one in place of the pending timer of the key (`rescheduled`, with the new `txn`, a new `messageId` and the new deadline); `deliverAt` is the database's `now()` plus `delayMs` (a delay in the past fires at once). The answer promises `messageId` and `txn`: the timer is delivered as a message of `queue` (in `partition`, default `Default`) with that id and that transaction id, whose payload is the JSON document `payload` holds (base64), not before `deliverAt`, and exactly once. `cancel`: `cancelled`; `absent` when no timer of the key is pending (never scheduled, cancelled, or already delivered: look for `txn` in the queue), or none under the `txn` sent; `too_late` when a fire holds the timer and is about to commit its message (nothing changed). `ok` is true for `scheduled`, `rescheduled` and `cancelled`. Counted against the tenant's rate and stored-message cap as a push is (a cancel here too: use `DELETE /api/v1/timers/{queue}/{timerKey}`, which nothing blocks). Under push maintenance timers are stored and their messages buffered when they fire. `payloadZstd: true` is refused: this broker has no zstd. Python: `client.timers.schedule/reschedule/batch`, `client.timer(queue)...schedule()`.
-"#)
                 .body(true, "The operations.", obj(&["operations"], json!({
                     "operations": array(obj(&["op", "queue", "timerKey"], json!({
                         "op": {"enum": ["schedule", "reschedule", "cancel"]},
@@ -107,13 +93,10 @@ The operations in one transaction, in order; `results` is index-aligned with the
                 .fails(400, "`operations array is required`, `operations[<i>] must be an object`, `operations[<i>]: `<field>` is server-owned and cannot be supplied`, `operations[<i>]: op must be schedule, reschedule or cancel`, `operations[<i>]: queue is required`, `operations[<i>]: timerKey is required`, `operations[<i>]: payload is required`, `operations[<i>]: payload must be base64`, `operations[<i>]: payload must be the base64 of a JSON document`, `operations[<i>]: delayMs is required`, `operations[<i>]: delayMs must be a number of milliseconds from -<max> to <max>`, `operations[<i>]: payloadZstd is not supported by this broker: send the payload uncompressed`, `operations[<i>]: <field> must be a string`, `operations[<i>]: <field> must be at most 512 bytes`, `operations[<i>]: <field> must not contain NUL`; `Empty request body`, `Invalid JSON: …`.")
                 .fails(413, "`A request of <n> items is over the limit of <max> items (MAX_PUSH_ITEMS)`.")
                 .answers::<BatchAnswer>(200, "One result per operation, in order."))
-            .reads_body(OP_KEYS, SEEDS, |b| parse_batch(b, &fuzz_principal(), FUZZ_MAX_ITEMS)),
+            .reads_body(SEEDS, |b| parse_batch(b, &fuzz_principal(), FUZZ_MAX_ITEMS)),
         route(M::DELETE, "/api/v1/timers/{queue}/{*timer_key}", ReadWrite, cancel)
             .unrated()
             .doc(op("Cancel a timer")
-                .about(r#"
-Cancels the pending timer of the key (`cancelled`); `absent` when there is none (or none under `txn`), with the `txn` sent echoed; `too_late` when a fire holds it. Never blocked: neither the tenant's request rate, nor its stored-message cap, nor maintenance applies, so a timer can always be stopped. Python: `client.timers.cancel(queue, key, txn=...)`.
-"#)
                 .query("txn", string(), "Only the timer scheduled under this txn.")
                 .fails(400, "`txn must be at most 512 bytes`, `txn must not contain NUL`.")
                 .answers::<TimerResult>(200, "What the cancel did."))
@@ -123,17 +106,11 @@ Cancels the pending timer of the key (`cancelled`); `absent` when there is none 
                 }),
         route(M::GET, "/api/v1/timers/{queue}/{*timer_key}", ReadOnly, peek)
             .doc(op("Peek at a timer")
-                .about(r#"
-The pending timer of the key, its payload as stored (base64 of its JSON text); a miss is `{"found": false}` (200). Python: `client.timers.peek(queue, key)`.
-"#)
                 .answers::<PeekAnswer>(200, "The timer, or `found: false`."))
             .reads_request(&["orders/order:9f1/expire"],
                 |PathParams((_, _)): PathParams<(String, String)>| async {}),
         route(M::GET, "/api/v1/timers/{queue}", ReadOnly, list)
             .doc(op("A queue's pending timers")
-                .about(r#"
-A page of the queue's pending timers by key, after `after` (exclusive; the previous page's `nextAfter`); `limit` is clamped to 1 through 1,000 (default 100), never refused; `truncated` says more follow. Rows carry no payload (peek for it). Python: `client.timers.list(queue, after=, limit=)`, `list_all`.
-"#)
                 .query("after", string(), "Keys after this one (exclusive).")
                 .query("limit", int_param(LIST.default, Some(1), Some(LIST.max)), "Timers per page.")
                 .answers::<ListAnswer>(200, "A page of timers."))
@@ -143,34 +120,21 @@ A page of the queue's pending timers by key, after `after` (exclusive; the previ
                 }),
         route(M::GET, "/api/v1/timers", ReadOnly, queues)
             .doc(op("Queues with pending timers")
-                .about(r#"
-The tenant's queues with pending timers, by name: how many, and the nearest deadline. Regent's own (for the console; Queen has no such route).
-"#)
                 .answers::<QueuesAnswer>(200, "The queues."))
             .reads_nothing(),
     ]
 }
 
 /// An object's field as a required non-empty string, checked as a name.
-fn text(o: &serde_json::Map<String, Value>, field: &str) -> Result<String, ApiError> {
-    match o.get(field) {
-        None | Some(Value::Null) => Err(ApiError::bad_request(format!("{field} is required"))),
-        Some(Value::String(s)) if s.is_empty() => {
-            Err(ApiError::bad_request(format!("{field} is required")))
-        }
-        Some(Value::String(s)) => push::name(field, s),
-        Some(_) => Err(ApiError::bad_request(format!("{field} must be a string"))),
-    }
+fn text(o: &read::Object, field: &str) -> Result<String, ApiError> {
+    push::name(field, read::required(o.get(field), field)?)
 }
 
-/// An optional string field; empty is absent.
-fn optional(o: &serde_json::Map<String, Value>, field: &str) -> Result<Option<String>, ApiError> {
-    match o.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if s.is_empty() => Ok(None),
-        Some(Value::String(s)) => push::name(field, s).map(Some),
-        Some(_) => Err(ApiError::bad_request(format!("{field} must be a string"))),
-    }
+/// An optional string field, checked as a name; empty is absent.
+fn optional(o: &read::Object, field: &str) -> Result<Option<String>, ApiError> {
+    read::optional(o.get(field), field)?
+        .map(|s| push::name(field, s))
+        .transpose()
 }
 
 /// One timer operation, as `POST /api/v1/timers` and the transaction route's `timers` carry

@@ -20,6 +20,7 @@ use super::openapi::schemas::{about, array, obj, string};
 use super::openapi::{Doc, Tag};
 use super::params::{Paging, Params};
 use super::path::PathParams;
+use super::read;
 use super::routes::{route, Entry, Level::*};
 use super::State;
 use regent_broker::naming::QUEUE_MODE;
@@ -45,26 +46,12 @@ const BY_NAME: Paging = Paging {
     max: 1000,
 };
 
-/// The keys of a trace event's body.
-const RECORD_KEYS: &[&str] = &[
-    "transactionId",
-    "partitionId",
-    "data",
-    "consumerGroup",
-    "eventType",
-    "traceNames",
-    "workerId",
-];
-
 pub(crate) fn routes() -> Vec<Entry> {
     use Method as M;
     let op = |summary| Doc::op(TAG, summary);
     vec![
         route(M::POST, "/api/v1/traces", ReadWrite, record)
             .doc(op("Record a trace event")
-                .about(r#"
-Records an event on a message the log holds (it resolves to the message's offset). Queen differs: 201 (Queen 0.15: 200 on the wire), 404 for an unknown message (Queen 0.15: 500), and a null `consumerGroup` is the default (Queen 0.15: 500). Python: `message.trace({...})` inside `consume` (never raises).
-"#)
                 .body(true, "The event.", obj(&["transactionId", "partitionId", "data"], json!({
                     "transactionId": string(),
                     "partitionId": about(string(), "The partition's UUID; one that is not a UUID names no message (404)."),
@@ -77,7 +64,7 @@ Records an event on a message the log holds (it resolves to the message's offset
                 .fails(400, "`transactionId and partitionId are required`, `data is required`, `traceNames must be a string or an array of strings`, `<key> must be a string`; `Empty request body`, `Invalid JSON: …`.")
                 .answers::<Recorded>(201, "Recorded.")
                 .answers::<TraceNotFound>(404, "`Message not found`, in the shape the clients read."))
-            .reads_body(RECORD_KEYS, &[
+            .reads_body(&[
                 r#"{"transactionId": "t", "partitionId": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d",
                     "data": {"step": "x"}, "consumerGroup": "g", "eventType": "info",
                     "traceNames": ["a", "b"], "workerId": "w"}"#,
@@ -86,9 +73,6 @@ Records an event on a message the log holds (it resolves to the message's offset
             ], |b: &RawBody| b.json_without_payloads().and_then(|v| parse_record(&v).map(drop))),
         route(M::GET, "/api/v1/traces/names", ReadOnly, names_list)
             .doc(op("Trace names")
-                .about(r#"
-Trace names with `trace_count`, `message_count` and `last_seen`, most recently seen first. Python: `Admin.get_trace_names(**params)`.
-"#)
                 .paged(NAMES, "Trace names")
                 .answers::<TraceNames>(200, "A page of names."))
             .reads_request(&["?limit=50&offset=0"], |p: Params| async move {
@@ -96,9 +80,6 @@ Trace names with `trace_count`, `message_count` and `last_seen`, most recently s
             }),
         route(M::GET, "/api/v1/traces/by-name/{name}", ReadOnly, by_name)
             .doc(op("Traces carrying a name")
-                .about(r#"
-Traces carrying the name, newest first, each with its message's queue, partition and payload (`null` once the log no longer holds it), `total`, and `pagination`. Python: `Admin.get_traces_by_name(name, **params)`.
-"#)
                 .paged(BY_NAME, "Traces")
                 .answers::<NamedTraces>(200, "A page of traces."))
             .reads_request(&["checkout?limit=100"], |_: PathParams<String>, p: Params| async move {
@@ -106,9 +87,6 @@ Traces carrying the name, newest first, each with its message's queue, partition
             }),
         route(M::GET, "/api/v1/traces/{partition_id}/{transaction_id}", ReadOnly, of_message)
             .doc(op("A message's traces")
-                .about(r#"
-The message's traces, oldest first; `[]` for a partition id that is not a UUID. Python: `Admin.get_traces_for_message(partition_id, transaction_id)`.
-"#)
                 .answers::<MessageTraces>(200, "The traces."))
             .reads_request(
                 &["0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d/ord-77-created"],
@@ -193,7 +171,8 @@ fn parse_record(v: &Value) -> Result<Option<Record<'_>>, ApiError> {
     let o = v
         .as_object()
         .ok_or_else(|| ApiError::bad_request("transactionId and partitionId are required"))?;
-    let (Some(txid), Some(pid)) = (text(o, "transactionId"), text(o, "partitionId")) else {
+    let text = |k| read::lenient(o.get(k));
+    let (Some(txid), Some(pid)) = (text("transactionId"), text("partitionId")) else {
         return Err(ApiError::bad_request(
             "transactionId and partitionId are required",
         ));
@@ -218,18 +197,9 @@ fn parse_record(v: &Value) -> Result<Option<Record<'_>>, ApiError> {
     }))
 }
 
-fn text<'a>(o: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
-    o.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
-}
-
-/// A string field that may be absent or null (its default then); anything else is refused.
+/// A string field that may be absent, null or empty (its default then).
 fn optional<'a>(o: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, ApiError> {
-    match o.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if s.is_empty() => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(ApiError::bad_request(format!("{key} must be a string"))),
-    }
+    read::optional(o.get(key), key)
 }
 
 /// `traceNames`: one string, a list of strings, or nothing.

@@ -21,6 +21,7 @@ use super::error::ApiError;
 use super::kv::{self, KvResult, Precondition};
 use super::openapi::{schemas, Doc};
 use super::push::{self, parse_item};
+use super::read;
 use super::routes::{route, Entry, Level::ReadWrite};
 use super::timers::{parse_timer_ops, TimerResult};
 use super::State;
@@ -28,18 +29,11 @@ use super::State;
 pub(crate) fn routes() -> Vec<Entry> {
     vec![route(Method::POST, "/api/v1/transaction", ReadWrite, transaction)
         .doc(Doc::op(push::TAG, "Acks and pushes in one transaction")
-            .about(r#"
-Everything in the bundle commits in ONE PostgreSQL transaction, or nothing does: the exactly-once hand-off between pipeline stages. Pushes behave as on the push route (deduplicated, so a retried bundle is harmless; `producerSub` stamped); acks follow the ack contract per (partition, lease), and any refusal other than a duplicate `completed` rolls the bundle back (200 with `success: false`). `requiredLeases` must all be live. Queen 0.15 differs: it ignores `requiredLeases`, does not deduplicate pushes (a repeat aborts the bundle), dead-letters `failed` acks at once, and stamps no `producerSub`. The 1.x `kv` rider applies key/value operations (not `getPrefix`) in the same transaction, their results after the operations' (`type: kv`); a `required` one that does not apply rolls everything back and answers `success: false, reason: kv_precondition` with `failedIndex`, `kvReason`, `value`, `version`. The `timers` rider schedules and cancels timers (as `POST /api/v1/timers`) in the same transaction, their results after the KV results (`type: timer`). With a rider `operations` may be empty. Python: `queen.transaction()...commit()` (`TransactionBuilder.commit`).
-"#)
             .body(true, "The bundle.", schemas::r("TransactionRequest"))
             .quota()
             .fails(400, "`operations array required`, `operations array cannot be empty`, `Unknown operation type: <type>`, `items array is required`, `requiredLeases must be an array`, a push item's texts (as on the push route), a KV operation's (as on `POST /api/v1/kv`); `Empty request body`, `Invalid JSON: …`.")
             .answers::<TransactionAnswer>(200, "Committed (`success: true`) or refused with nothing written (`success: false`)."))
         .reads_body(
-            &["operations", "type", "ack", "push", "items", "queue", "partition", "payload",
-              "data", "transactionId", "traceId", "partitionId", "status", "consumerGroup",
-              "leaseId", "error", "requiredLeases", "kv", "timers", "op", "ns", "key", "value",
-              "ttlSeconds", "forever", "expect", "required", "delta", "timerKey", "delayMs", "txn"],
             &[
                 r#"{"operations": [
                     {"type": "ack", "transactionId": "in-1", "partitionId": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d",
@@ -110,16 +104,14 @@ fn parse_ops(v: &Value, who: &Principal, riders: bool) -> Result<Vec<BundleOp>, 
     Ok(out)
 }
 
+/// The leases named; an element that is not a string names none.
 fn required_leases(v: &Value) -> Result<Vec<String>, ApiError> {
-    match v.get("requiredLeases") {
-        None | Some(Value::Null) => Ok(vec![]),
-        Some(Value::Array(a)) => Ok(a
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect()),
-        Some(_) => Err(ApiError::bad_request("requiredLeases must be an array")),
-    }
+    Ok(read::array(v.get("requiredLeases"), "requiredLeases")?
+        .unwrap_or_default()
+        .iter()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect())
 }
 
 /// The transaction body: its operations (push items flattened), its riders, at most `max`
@@ -131,10 +123,9 @@ pub(crate) fn parse_bundle(
 ) -> Result<Bundle, ApiError> {
     let v = body.json()?;
     let kv = kv_rider(body)?;
-    let timers = match v.get("timers") {
-        None | Some(Value::Null) => vec![],
-        Some(Value::Array(list)) => parse_timer_ops(list, who, "timers")?,
-        Some(_) => return Err(ApiError::bad_request("timers must be an array")),
+    let timers = match read::array(v.get("timers"), "timers")? {
+        None => vec![],
+        Some(list) => parse_timer_ops(list, who, "timers")?,
     };
     let ops = parse_ops(&v, who, !kv.is_empty() || !timers.is_empty())?;
     let items = ops.len() + kv.len() + timers.len();

@@ -17,12 +17,11 @@ use super::State;
 
 pub(crate) fn routes() -> Vec<Entry> {
     vec![route(Method::GET, "/api/v1/whoami", ReadOnly, whoami)
-            .reads_nothing()
-        .doc(Doc::op(maintenance::TAG, "The tenant and role this request acts as")
-            .about(r#"
-A Regent extension, asked by the web console: the tenant and the role (as its access level) of the request's token, or of the one a proxy in front of the broker adds. With authentication off every request acts for the default tenant and nothing is refused, so the role is `admin` and `verified` is false.
-"#)
-            .answers::<WhoAmI>(200, "Who the request is."))]
+        .reads_nothing()
+        .doc(
+            Doc::op(maintenance::TAG, "The tenant and role this request acts as")
+                .answers::<WhoAmI>(200, "Who the request is."),
+        )]
 }
 
 /// Who a request acts as.

@@ -1,5 +1,6 @@
 //! The body targets: each body parser a route's entry declares (`Entry::reads_body`), fed the
-//! raw bytes as `RawBody` holds them after the body limit. The seeds are the spec's examples.
+//! raw bytes as `RawBody` holds them after the body limit. The seeds are the spec's examples;
+//! the keys are the field names the operation's body schema names (`Doc::body_keys`).
 
 use axum::body::Bytes;
 
@@ -13,10 +14,11 @@ pub(super) fn targets() -> Vec<Target> {
         .filter_map(|e| {
             let r = e.reads.body?;
             let parse = r.parse;
+            let keys = e.doc.as_ref().map(|d| d.body_keys()).unwrap_or_default();
             Some(Target {
                 name: format!("{} {} (body)", e.method, e.path),
                 input: Input::Body,
-                keys: r.keys.to_vec(),
+                keys,
                 seeds: r.seeds,
                 routes: vec![(e.method, e.path)],
                 run: Box::new(move |bytes| outcome(parse(&RawBody(Bytes::copy_from_slice(bytes))))),

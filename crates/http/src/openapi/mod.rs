@@ -1,6 +1,7 @@
 //! `GET /api/v1/openapi.json`: an OpenAPI 3.1 document of every route, generated from the
 //! route table (`crate::routes`): each entry carries its operation ([`Doc`]), written beside
-//! its handler by the route's family.
+//! its handler by the route's family; its prose description is the route's section of the
+//! family's file under `crate::about`.
 //!
 //! The table decides what is documented: `paths` is built by walking `routes::table()`, so
 //! a served route always appears, with its path parameters and its access level (a
@@ -30,15 +31,14 @@ use serde_json::{json, Map, Value};
 use super::params::Paging;
 use super::routes::{self, Entry as Routed, Level, Route};
 
-/// A route's OpenAPI operation: what it does, its query parameters, its body, and its
+/// A route's OpenAPI operation: its summary, its query parameters, its body, and its
 /// answers; answers that are typed values are described by their types' own schemas.
 pub struct Doc {
     pub summary: &'static str,
-    description: String,
     tag: Tag,
     /// Each query parameter's name and its parameter object.
     query: Vec<(&'static str, Value)>,
-    body: Option<Value>,
+    body: Option<Body>,
     responses: BTreeMap<u16, Reply>,
     /// Whether a refused quota (`maxMessages`) is among this route's 429s.
     quota: bool,
@@ -46,6 +46,37 @@ pub struct Doc {
 
 /// An operation's group in the document: its name and what its operations have in common.
 pub(crate) type Tag = (&'static str, &'static str);
+
+/// A JSON request body: whether it may be left out, what it is, and its schema.
+struct Body {
+    required: bool,
+    description: String,
+    schema: BodySchema,
+}
+
+/// A request body's schema: its request type's, or written out where no type describes it.
+enum BodySchema {
+    Typed(fn(&mut SchemaGenerator) -> Schema),
+    Raw(Value),
+}
+
+impl BodySchema {
+    fn render(&self, g: &mut SchemaGenerator) -> Value {
+        match self {
+            BodySchema::Typed(schema) => schema(g).to_value(),
+            BodySchema::Raw(v) => v.clone(),
+        }
+    }
+}
+
+impl Body {
+    fn render(&self, g: &mut SchemaGenerator) -> Value {
+        json!({
+            "required": self.required, "description": self.description,
+            "content": { "application/json": { "schema": self.schema.render(g) } },
+        })
+    }
+}
 
 /// One documented answer.
 enum Reply {
@@ -66,19 +97,12 @@ impl Doc {
     pub(crate) fn op(tag: Tag, summary: &'static str) -> Doc {
         Doc {
             summary,
-            description: String::new(),
             tag,
             query: Vec::new(),
             body: None,
             responses: BTreeMap::new(),
             quota: false,
         }
-    }
-
-    /// What the route does, Queen compatibility notes, and the Python client's caller.
-    pub(crate) fn about(mut self, text: &str) -> Doc {
-        self.description = text.trim().to_string();
-        self
     }
 
     /// A query parameter: its JSON Schema (type, default, bounds) and what it means.
@@ -112,13 +136,44 @@ impl Doc {
         self.query.iter().map(|(name, _)| *name).collect()
     }
 
-    /// The JSON request body; `required: false` when an empty body is read as `{}`.
-    pub(crate) fn body(mut self, required: bool, description: &str, schema: Value) -> Doc {
-        self.body = Some(json!({
-            "required": required, "description": description,
-            "content": { "application/json": { "schema": schema } },
-        }));
+    /// The JSON request body, of type `T`: the schema is `T`'s own, and so are the field
+    /// names the fuzzer tries ([`Doc::body_keys`]); `required: false` when an empty body is
+    /// read as `{}`.
+    pub(crate) fn body_of<T: JsonSchema>(mut self, required: bool, description: &str) -> Doc {
+        self.body = Some(Body {
+            required,
+            description: description.to_string(),
+            schema: BodySchema::Typed(|g| g.subschema_for::<T>()),
+        });
         self
+    }
+
+    /// A JSON request body no request type describes yet: its schema written out.
+    pub(crate) fn body(mut self, required: bool, description: &str, schema: Value) -> Doc {
+        self.body = Some(Body {
+            required,
+            description: description.to_string(),
+            schema: BodySchema::Raw(schema),
+        });
+        self
+    }
+
+    /// Every field name the request body's schema names, at any depth (what the fuzzer
+    /// tries, as it tries the documented query parameters).
+    pub(crate) fn body_keys(&self) -> Vec<&'static str> {
+        let Some(body) = &self.body else {
+            return Vec::new();
+        };
+        let mut g = request_generator();
+        let schema = body.schema.render(&mut g);
+        let mut defs = match schemas::components()["schemas"].take() {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        defs.extend(g.take_definitions(true));
+        let mut names = std::collections::BTreeSet::new();
+        field_names(&schema, &defs, &mut Vec::new(), &mut names);
+        names.into_iter().map(|n| intern(&n)).collect()
     }
 
     /// A JSON answer with this status, of type `T`: the schema is `T`'s own.
@@ -190,6 +245,61 @@ impl Reply {
             }
         }
     }
+}
+
+/// The property names under `schema`, following references into `defs` (each once).
+fn field_names(
+    schema: &Value,
+    defs: &Map<String, Value>,
+    followed: &mut Vec<String>,
+    names: &mut std::collections::BTreeSet<String>,
+) {
+    match schema {
+        Value::Object(o) => {
+            for (k, v) in o {
+                match k.as_str() {
+                    "properties" => {
+                        if let Some(props) = v.as_object() {
+                            names.extend(props.keys().cloned());
+                        }
+                        field_names(v, defs, followed, names);
+                    }
+                    "$ref" => {
+                        let name = v.as_str().and_then(|r| r.rsplit('/').next());
+                        if let Some(name) = name.filter(|n| !followed.iter().any(|f| f == n)) {
+                            followed.push(name.to_string());
+                            if let Some(d) = defs.get(name) {
+                                field_names(d, defs, followed, names);
+                            }
+                        }
+                    }
+                    // Values, not shapes: their keys are no field names.
+                    "default" | "examples" | "const" | "enum" | "description" => {}
+                    _ => field_names(v, defs, followed, names),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for v in items {
+                field_names(v, defs, followed, names);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A field name as the fuzzer holds it, `'static`: each name is leaked once, and the names
+/// are a fixed set (the request bodies' fields).
+fn intern(name: &str) -> &'static str {
+    static NAMES: std::sync::Mutex<std::collections::BTreeSet<&'static str>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(n) = names.get(name) {
+        return n;
+    }
+    let n: &'static str = Box::leak(name.to_string().into_boxed_str());
+    names.insert(n);
+    n
 }
 
 fn request_id_header() -> Value {
@@ -268,7 +378,12 @@ fn path_parameter(name: &str) -> Value {
 }
 
 /// The operation object of one route of the table.
-fn operation(route: &Route, entry: Option<&Doc>, g: &mut SchemaGenerator) -> Value {
+fn operation(
+    route: &Route,
+    entry: Option<&Doc>,
+    g: &mut SchemaGenerator,
+    requests: &mut SchemaGenerator,
+) -> Value {
     let mut op = Map::new();
     let level = level_name(route.level);
     let mut parameters: Vec<Value> = path_params(route.path)
@@ -287,10 +402,12 @@ fn operation(route: &Route, entry: Option<&Doc>, g: &mut SchemaGenerator) -> Val
         Some(e) => {
             op.insert("tags".into(), json!([e.tag.0]));
             op.insert("summary".into(), json!(e.summary));
-            op.insert("description".into(), json!(e.description));
+            // What the route does, Queen compatibility notes, the Python client's caller.
+            let about = crate::about::of(&route.method, route.path).unwrap_or_default();
+            op.insert("description".into(), json!(about));
             parameters.extend(e.query.iter().map(|(_, p)| p.clone()));
             if let Some(body) = &e.body {
-                op.insert("requestBody".into(), body.clone());
+                op.insert("requestBody".into(), body.render(requests));
             }
         }
         None => {
@@ -366,9 +483,22 @@ fn generator() -> SchemaGenerator {
         .into_generator()
 }
 
+/// The settings of the request bodies' schemas: as [`generator`]'s, describing what is
+/// read (a field that may be left out is not required).
+fn request_generator() -> SchemaGenerator {
+    SchemaSettings::draft2020_12()
+        .for_deserialize()
+        .with(|s| {
+            s.definitions_path = "/components/schemas".into();
+            s.meta_schema = None;
+        })
+        .into_generator()
+}
+
 /// The whole document for these entries.
 fn build(entries: &[Routed]) -> Value {
     let mut g = generator();
+    let mut requests = request_generator();
     let mut paths = Map::new();
     let mut tags: Vec<Tag> = Vec::new();
     for e in entries {
@@ -382,7 +512,8 @@ fn build(entries: &[Routed]) -> Value {
         let item = paths
             .entry(openapi_path(route.path))
             .or_insert_with(|| json!({}));
-        item[route.method.as_str().to_ascii_lowercase()] = operation(&route, doc, &mut g);
+        item[route.method.as_str().to_ascii_lowercase()] =
+            operation(&route, doc, &mut g, &mut requests);
     }
     // The error envelopes the shared responses name.
     g.subschema_for::<crate::error::ErrorBody>();
@@ -391,11 +522,12 @@ fn build(entries: &[Routed]) -> Value {
     let named = components["schemas"]
         .as_object_mut()
         .expect("the shared schemas");
-    for (name, schema) in g.take_definitions(true) {
-        assert!(
-            named.insert(name.clone(), schema).is_none(),
-            "two schemas named {name}"
-        );
+    let answers = g.take_definitions(true);
+    for (name, schema) in answers.into_iter().chain(requests.take_definitions(true)) {
+        // A type both read and answered is one schema; two types of one name are a mistake.
+        if let Some(other) = named.insert(name.clone(), schema.clone()) {
+            assert_eq!(other, schema, "two schemas named {name}");
+        }
     }
     json!({
         "openapi": "3.1.0",
@@ -438,19 +570,22 @@ pub fn document() -> &'static Value {
 }
 
 pub(crate) fn routes() -> Vec<Routed> {
-    vec![routes::route(Method::GET, "/api/v1/openapi.json", Level::Public, serve)
+    vec![
+        routes::route(Method::GET, "/api/v1/openapi.json", Level::Public, serve)
             .reads_nothing()
-        .doc(Doc::op(crate::health::TAG, "This OpenAPI document")
-            .about(r#"
-A Regent extension: the OpenAPI 3.1 document of every route the broker serves, generated from its route table, so a route cannot be served undocumented. Public: it names no tenant's data.
-"#)
-            .reply_raw(200, json!({
-                "description": "The document.",
-                "headers": request_id_header(),
-                "content": { "application/json": { "schema": {
-                    "type": "object", "required": ["openapi", "info", "paths"],
-                } } },
-            })))]
+            .doc(
+                Doc::op(crate::health::TAG, "This OpenAPI document").reply_raw(
+                    200,
+                    json!({
+                        "description": "The document.",
+                        "headers": request_id_header(),
+                        "content": { "application/json": { "schema": {
+                            "type": "object", "required": ["openapi", "info", "paths"],
+                        } } },
+                    }),
+                ),
+            ),
+    ]
 }
 
 /// `GET /api/v1/openapi.json`.

@@ -26,10 +26,6 @@ pub(crate) fn uuid() -> Value {
     json!({ "type": "string", "format": "uuid" })
 }
 
-pub(crate) fn ts_or_null() -> Value {
-    json!({ "type": ["string", "null"], "format": "date-time" })
-}
-
 pub(crate) fn string() -> Value {
     json!({ "type": "string" })
 }
@@ -225,32 +221,12 @@ fn transaction_request() -> Value {
     )
 }
 
-fn bulk_selector() -> Value {
-    json!({
-        "type": "object",
-        "description": "What to take: `ids`, or a filter, or both (ids AND filter), or `all`. A body that selects nothing (empty, `{}`, only `dryRun`) is a 400 `ids or a filter is required`; an unknown key is a 400 (a misspelt filter must not widen the call).",
-        "properties": {
-            "ids": about(json!({"type": ["array", "null"], "items": int()}), "`deadLetterId`s."),
-            "queue": about(json!({"type": ["string", "null"]}), "Exact queue name."),
-            "partition": about(json!({"type": ["string", "null"]}), "Exact partition name."),
-            "consumerGroup": about(json!({"type": ["string", "null"]}), "Exact group name."),
-            "reason": about(json!({"type": ["string", "null"]}), "The stored error text, exactly."),
-            "from": about(ts_or_null(), "On `failedAt`, inclusive."),
-            "to": about(ts_or_null(), "On `failedAt`."),
-            "all": about(json!({"type": ["boolean", "null"], "default": false}), "Every dead letter of the tenant."),
-            "limit": about(json!({"type": ["integer", "null"], "minimum": 1, "maximum": regent_service::dead_letters::MAX_BULK, "default": regent_service::dead_letters::MAX_BULK}), "Most dead letters one call takes, oldest failure first."),
-            "dryRun": about(json!({"type": ["boolean", "null"], "default": false}), "Answer what the call would do; write nothing."),
-        },
-    })
-}
-
 fn schemas() -> Value {
     json!({
         "QueueOptionsIn": options_in(),
         "PushItem": push_item(),
         "AckItem": ack_item(),
         "TransactionRequest": transaction_request(),
-        "BulkSelector": bulk_selector(),
     })
 }
 
