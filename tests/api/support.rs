@@ -567,13 +567,13 @@ impl Broker {
     /// `METRICS_SAMPLE_INTERVAL`).
     pub async fn sample_now(&self) {
         let s = &self.server.as_ref().expect("running").service;
-        s.sample_fleet().await.expect("sample written");
+        s.fleet().sample().await.expect("sample written");
     }
 
     /// One bounded batch of the fleet's expired samples deleted now; how many went.
     pub async fn expire_samples(&self) -> i64 {
         let s = &self.server.as_ref().expect("running").service;
-        s.expire_fleet_samples().await.expect("samples expired")
+        s.fleet().expire_samples().await.expect("samples expired")
     }
 
     /// This broker's id in the fleet's samples (`workerId`).

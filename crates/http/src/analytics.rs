@@ -314,7 +314,11 @@ async fn queue_parked_replicas(
     p: Params,
 ) -> Result<Answer<ParkedReplicas>, ApiError> {
     let (w, queue) = parked_query(&p)?;
-    let points = s.service.parked_replicas(&who.tenant, queue, &w).await?;
+    let points = s
+        .service
+        .fleet()
+        .parked_replicas(&who.tenant, queue, &w)
+        .await?;
     let replicas: BTreeSet<Replica> = points
         .iter()
         .map(|pt| Replica {

@@ -127,7 +127,11 @@ async fn configure(
         task: &c.task,
         options: &c.options,
     };
-    let (q, default_partition) = s.service.configure(&who.tenant, &configure).await?;
+    let (q, default_partition) = s
+        .service
+        .queues()
+        .configure(&who.tenant, &configure)
+        .await?;
     let row = q.row;
     Ok(Answer(Configured {
         configured: True,

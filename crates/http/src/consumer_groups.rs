@@ -184,7 +184,8 @@ async fn list(
     let (queue, search, page) = list_query(&p);
     let rows = s
         .service
-        .consumer_groups(&who.tenant, queue, search, page)
+        .groups()
+        .list(&who.tenant, queue, search, page)
         .await?;
     Ok(Answer(rows.into_iter().map(GroupAnswer::from).collect()))
 }
@@ -229,7 +230,8 @@ async fn detail(
 ) -> Result<Answer<GroupDetail>, ApiError> {
     let rows = s
         .service
-        .group_cursors(&who.tenant, &group, p.page(Paging::LISTING))
+        .groups()
+        .cursors(&who.tenant, &group, p.page(Paging::LISTING))
         .await?;
     let mut out = GroupDetail(Default::default());
     for r in rows {
@@ -301,7 +303,7 @@ async fn lagging(
     p: Params,
 ) -> Result<Answer<Vec<LaggingCursor>>, ApiError> {
     let (min, page) = lagging_query(&p)?;
-    let rows = s.service.lagging(&who.tenant, min, page).await?;
+    let rows = s.service.groups().lagging(&who.tenant, min, page).await?;
     Ok(Answer(rows.into_iter().map(LaggingCursor::from).collect()))
 }
 
@@ -379,7 +381,11 @@ async fn resubscribe(
     body: RawBody,
 ) -> Result<Answer<Resubscribed>, ApiError> {
     let (at, sent) = parse_subscription(&body)?;
-    let updated = s.service.resubscribe(&who.tenant, &group, at).await?;
+    let updated = s
+        .service
+        .groups()
+        .resubscribe(&who.tenant, &group, at)
+        .await?;
     Ok(Answer(Resubscribed {
         success: True,
         consumer_group: group,
@@ -427,6 +433,7 @@ async fn seek_queue(
     let to = parse_seek(&body)?;
     let moved = match s
         .service
+        .groups()
         .seek(&who.tenant, &queue, &group, None, to)
         .await?
     {
@@ -483,6 +490,7 @@ async fn seek_partition(
 ) -> Result<Response, ApiError> {
     let moved = match s
         .service
+        .groups()
         .seek(&who.tenant, &queue, &group, Some(&partition), SeekTo::End)
         .await?
     {
@@ -539,7 +547,8 @@ async fn delete_in(
 ) -> Result<Answer<GroupDeleted>, ApiError> {
     let deleted = s
         .service
-        .delete_group(&who.tenant, &group, queue.as_deref(), delete_metadata(p))
+        .groups()
+        .delete(&who.tenant, &group, queue.as_deref(), delete_metadata(p))
         .await?;
     Ok(Answer(GroupDeleted {
         success: True,

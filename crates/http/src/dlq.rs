@@ -171,7 +171,7 @@ async fn list(
     p: Params,
 ) -> Result<Answer<DeadLetters>, ApiError> {
     let filter = list_filter(&p)?;
-    let (letters, total) = s.service.dead_letters(&who.tenant, &filter).await?;
+    let (letters, total) = s.service.dead_letters().list(&who.tenant, &filter).await?;
     Ok(Answer(DeadLetters {
         messages: letters.into_iter().map(DeadLetter::from).collect(),
         pagination: Pagination {
@@ -470,7 +470,8 @@ async fn delete(
     let b = BulkBody::parse(&body)?;
     let out = s
         .service
-        .delete_dead_letters(&who.tenant, &b.bulk())
+        .dead_letters()
+        .delete(&who.tenant, &b.bulk())
         .await?;
     Ok(Answer(DeadLettersDeleted {
         tally: Tally::of(&out, b.dry_run),

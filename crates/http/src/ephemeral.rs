@@ -520,7 +520,8 @@ async fn configure(
     body.no_nul(&v)?;
     let options = s
         .service
-        .ephemeral_configure(&who.tenant, &queue, &declared)
+        .ephemeral()
+        .configure(&who.tenant, &queue, &declared)
         .await??;
     Ok(Answer(Configured {
         queue,
@@ -545,7 +546,7 @@ async fn reset(
     let v = body.json_fields_first()?;
     let queue = queue_of(&v)?;
     body.no_nul(&v)?;
-    let dropped = s.service.ephemeral_reset(&who.tenant, &queue).await?;
+    let dropped = s.service.ephemeral().reset(&who.tenant, &queue).await?;
     Ok(Answer(ResetAnswer { queue, dropped }))
 }
 
@@ -561,7 +562,7 @@ async fn delete(
     PathParams(queue): PathParams<String>,
 ) -> Result<Answer<DeleteAnswer>, ApiError> {
     let queue = push::name("queue", &queue)?;
-    let deleted = s.service.ephemeral_delete(&who.tenant, &queue).await?;
+    let deleted = s.service.ephemeral().delete(&who.tenant, &queue).await?;
     Ok(Answer(DeleteAnswer { queue, deleted }))
 }
 
@@ -581,7 +582,7 @@ async fn push_messages(
         partition: b.partition.as_deref(),
         payloads: b.payloads.iter().map(|m| m.get()).collect(),
     };
-    let pushed = s.service.ephemeral_push(&who.tenant, &p).await??;
+    let pushed = s.service.ephemeral().push(&who.tenant, &p).await??;
     Ok(Answer(PushAnswer { pushed }).with_status(StatusCode::CREATED))
 }
 
@@ -626,7 +627,7 @@ async fn pop(
     p: Params,
 ) -> Result<Answer<PopAnswer>, ApiError> {
     let req = ask(&s.config, &p)?;
-    let messages = s.service.ephemeral_pop(&who.tenant, &req).await??;
+    let messages = s.service.ephemeral().pop(&who.tenant, &req).await??;
     Ok(Answer(PopAnswer {
         queue: req.queue,
         messages: messages
@@ -659,7 +660,8 @@ async fn ack(
     let sent: Vec<(&str, AckStatus)> = acks.iter().map(|(id, st)| (id.as_str(), *st)).collect();
     let outcomes = s
         .service
-        .ephemeral_ack(&who.tenant, &queue, group.as_deref(), &sent)
+        .ephemeral()
+        .ack(&who.tenant, &queue, group.as_deref(), &sent)
         .await?;
     Ok(Answer(AckAnswer {
         results: acks
@@ -740,7 +742,8 @@ async fn queues(
 ) -> Result<Answer<QueuesAnswer>, ApiError> {
     let queues: Vec<QueueView> = s
         .service
-        .ephemeral_queues(&who.tenant)
+        .ephemeral()
+        .queues(&who.tenant)
         .await?
         .into_iter()
         .map(QueueView::from)
@@ -824,7 +827,7 @@ async fn depth(
     PathParams(queue): PathParams<String>,
 ) -> Result<Response, ApiError> {
     let queue = push::name("queue", &queue)?;
-    match s.service.ephemeral_depth(&who.tenant, &queue).await? {
+    match s.service.ephemeral().depth(&who.tenant, &queue).await? {
         Some(d) => Ok(Answer(DepthAnswer::from(d)).into_response()),
         None => Err(ApiError::Coded {
             status: StatusCode::NOT_FOUND,

@@ -276,7 +276,7 @@ impl From<&SystemPoint> for SystemBucket {
 /// `Admin.get_system_metrics`: each broker's samples of the window, bucketed.
 async fn system_metrics(AxState(s): State, p: Params) -> Result<Answer<SystemMetrics>, ApiError> {
     let w = window(&p)?;
-    let points = s.service.system_metrics(&w).await?;
+    let points = s.service.fleet().system_metrics(&w).await?;
     // The points come by broker: each run of one broker's points is its series.
     let mut replicas: Vec<SystemReplica> = Vec::new();
     for point in &points {
@@ -496,7 +496,7 @@ async fn worker_metrics(
     p: Params,
 ) -> Result<Answer<WorkerMetrics>, ApiError> {
     let w = window(&p)?;
-    let m = s.service.worker_metrics(&who.tenant, &w).await?;
+    let m = s.service.fleet().worker_metrics(&who.tenant, &w).await?;
     let bucket_seconds = f64::from(w.bucket_minutes()) * 60.0;
     let sum = |f: fn(&FleetPoint) -> i64| m.series.iter().map(f).sum::<i64>();
     Ok(Answer(WorkerMetrics {
@@ -758,7 +758,7 @@ struct TableSize {
 /// `Admin.get_postgres_stats`: PostgreSQL's own statistics, every list at most 20 long; no
 /// session's statement text, only its first keyword.
 async fn postgres_stats(AxState(s): State) -> Result<Answer<PostgresStats>, ApiError> {
-    let st = s.service.postgres_stats().await?;
+    let st = s.service.fleet().postgres_stats().await?;
     let d = &st.database;
     let ratio = |hit: i64, read: i64| percent(hit, hit + read);
     let at = |t: Option<DateTime<Utc>>| t.map(Millis);
@@ -920,7 +920,7 @@ struct BufferAnswer {
 /// `GET /api/v1/status/buffers`: Regent has no file buffer; `pending` is the tenant's pushes
 /// held in the push buffer (maintenance), `null` when the database did not answer the count.
 async fn buffers(AxState(s): State, Extension(who): Extension<Principal>) -> Answer<BufferAnswer> {
-    let b = s.service.buffers(&who.tenant).await;
+    let b = s.service.fleet().buffers(&who.tenant).await;
     Answer(BufferAnswer {
         pending: b.pending,
         failed: 0,

@@ -608,7 +608,7 @@ async fn kv(
     let ops = operations(body.raw_json()?)?;
     drop(body);
     let flags = keys_only(&ops);
-    match s.service.kv(&who.tenant, ops).await? {
+    match s.service.kv().apply(&who.tenant, ops).await? {
         Ok(outcomes) => Ok(Answer(KvAnswer {
             results: results(&flags, outcomes)?,
         })

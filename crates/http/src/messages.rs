@@ -301,7 +301,7 @@ async fn list(
             mode: MessageMode::NONE,
         }));
     };
-    let found = s.service.list_messages(&who.tenant, &q).await?;
+    let found = s.service.messages().list(&who.tenant, &q).await?;
     Ok(Answer(Listing {
         messages: found.iter().map(Listed::from).collect(),
         mode: found
@@ -364,7 +364,7 @@ async fn get(
     PathParams((pid, txid)): PathParams<(String, String)>,
 ) -> Result<Answer<Detail>, ApiError> {
     let pid = partition_id(&pid)?;
-    let Some(f) = s.service.message(&who.tenant, pid, &txid).await? else {
+    let Some(f) = s.service.messages().get(&who.tenant, pid, &txid).await? else {
         return Err(not_found());
     };
     let o = QueueOptions::from_stored(&f.place.options);
@@ -413,7 +413,7 @@ async fn delete(
     PathParams((pid, txid)): PathParams<(String, String)>,
 ) -> Result<Answer<MessageDeleted>, ApiError> {
     let id = partition_id(&pid)?;
-    let done = s.service.delete_message(&who.tenant, id, &txid).await?;
+    let done = s.service.messages().delete(&who.tenant, id, &txid).await?;
     let (success, message) = match done {
         Done::Deleted => (true, "Message deleted successfully"),
         _ => (false, "Message not found"),
@@ -460,7 +460,7 @@ async fn retry(
     PathParams((pid, txid)): PathParams<(String, String)>,
 ) -> Result<Answer<Retried>, ApiError> {
     let id = partition_id(&pid)?;
-    match s.service.retry_message(&who.tenant, id, &txid).await? {
+    match s.service.messages().retry(&who.tenant, id, &txid).await? {
         Done::Retried {
             message_id,
             transaction_id,
@@ -512,7 +512,8 @@ async fn to_dlq(
     let id = partition_id(&pid)?;
     match s
         .service
-        .message_to_dlq(&who.tenant, id, &txid, dlq_group(&p))
+        .messages()
+        .to_dlq(&who.tenant, id, &txid, dlq_group(&p))
         .await?
     {
         Done::DeadLettered { group } => Ok(Answer(DeadLettered {

@@ -173,7 +173,8 @@ fn per_tenant<T>(out: &mut String, totals: &[(String, T)], families: &[Family<T>
 fn kv(s: &AppState, tenant: Option<&str>, out: &mut String) {
     let totals: Vec<_> = s
         .service
-        .kv_totals()
+        .kv()
+        .totals()
         .into_iter()
         .filter(|(t, _)| tenant.is_none_or(|want| want == t))
         .collect();
@@ -191,7 +192,8 @@ fn kv(s: &AppState, tenant: Option<&str>, out: &mut String) {
 fn streams(s: &AppState, tenant: Option<&str>, out: &mut String) {
     let totals: Vec<_> = s
         .service
-        .stream_totals()
+        .streams()
+        .totals()
         .into_iter()
         .filter(|(t, _, _)| tenant.is_none_or(|want| want == t))
         .collect();
@@ -220,7 +222,8 @@ fn streams(s: &AppState, tenant: Option<&str>, out: &mut String) {
 fn timers(s: &AppState, tenant: Option<&str>, out: &mut String) {
     let totals: Vec<_> = s
         .service
-        .timer_totals()
+        .timers()
+        .totals()
         .into_iter()
         .filter(|(t, _)| tenant.is_none_or(|want| want == t))
         .collect();
@@ -289,7 +292,8 @@ async fn ephemeral(s: &AppState, tenant: Option<&str>, out: &mut String) {
     let mine = |t: &str| tenant.is_none_or(|want| want == t);
     let totals: Vec<_> = s
         .service
-        .ephemeral_totals()
+        .ephemeral()
+        .totals()
         .into_iter()
         .filter(|(t, _)| mine(t))
         .collect();
@@ -326,7 +330,7 @@ async fn ephemeral(s: &AppState, tenant: Option<&str>, out: &mut String) {
             );
         }
     }
-    let held = match s.service.ephemeral_held().await {
+    let held = match s.service.ephemeral().held().await {
         Ok(h) => h,
         Err(e) => return tracing::debug!(error = %e, "the ephemeral gauges were left out"),
     };

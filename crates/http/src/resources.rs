@@ -217,7 +217,7 @@ async fn list_queues(
     Extension(who): Extension<Principal>,
     p: Params,
 ) -> Result<Answer<QueueList>, ApiError> {
-    let rows = s.service.list_queues(&who.tenant, &listing(&p)).await?;
+    let rows = s.service.queues().list(&who.tenant, &listing(&p)).await?;
     Ok(Answer(QueueList {
         queues: rows.iter().map(QueueListed::from).collect(),
     }))
@@ -345,7 +345,7 @@ async fn get_queue(
     p: Params,
 ) -> Result<Answer<QueueDetail>, ApiError> {
     let page = p.page(Paging::LISTING);
-    let Some(d) = s.service.queue_detail(&who.tenant, &queue, page).await? else {
+    let Some(d) = s.service.queues().detail(&who.tenant, &queue, page).await? else {
         return Err(ApiError::NotFound("Queue not found".into()));
     };
     let partitions = d
@@ -415,7 +415,7 @@ async fn queue_depth(
     p: Params,
 ) -> Result<Answer<QueueDepth>, ApiError> {
     let group = depth_group(&p);
-    let Some(d) = s.service.queue_depth(&who.tenant, &queue, group).await? else {
+    let Some(d) = s.service.queues().depth(&who.tenant, &queue, group).await? else {
         return Err(ApiError::NotFound("Queue not found".into()));
     };
     // A group no round has seen on the queue is counted now.
@@ -454,7 +454,7 @@ async fn delete_queue(
     Extension(who): Extension<Principal>,
     PathParams(queue): PathParams<String>,
 ) -> Result<Answer<QueueDeleted>, ApiError> {
-    let existed = s.service.delete_queue(&who.tenant, &queue).await?;
+    let existed = s.service.queues().delete(&who.tenant, &queue).await?;
     Ok(Answer(QueueDeleted {
         deleted: True,
         queue,
@@ -740,7 +740,8 @@ async fn clear_queue(
     let partition = clear_partition(&p);
     match s
         .service
-        .clear_queue(&who.tenant, &queue, partition)
+        .queues()
+        .clear(&who.tenant, &queue, partition)
         .await?
     {
         Cleared::NoQueue => Err(ApiError::NotFound("Queue not found".into())),

@@ -466,7 +466,7 @@ async fn queues(
     p: Params,
 ) -> Result<Answer<QueueStats>, ApiError> {
     let listing = queues_listing(&p);
-    let rows = s.service.list_queues(&who.tenant, &listing).await?;
+    let rows = s.service.queues().list(&who.tenant, &listing).await?;
     Ok(Answer(QueueStats {
         queues: rows.iter().map(QueueListed::from).collect(),
         pagination: Pagination {
@@ -560,7 +560,7 @@ async fn queue(
     p: Params,
 ) -> Result<Answer<QueuePage>, ApiError> {
     let page = p.page(Paging::LISTING);
-    let Some(d) = s.service.queue_detail(&who.tenant, &name, page).await? else {
+    let Some(d) = s.service.queues().detail(&who.tenant, &name, page).await? else {
         return Err(ApiError::NotFound("Queue not found".into()));
     };
     let (q, o) = (&d.row, QueueOptions::from_stored(&d.row.options));
@@ -667,7 +667,7 @@ async fn queue_messages(
     p: Params,
 ) -> Result<Answer<Vec<QueueMessage>>, ApiError> {
     let q = queue_messages_query(&name, &p, Utc::now());
-    let found = s.service.list_messages(&who.tenant, &q).await?;
+    let found = s.service.messages().list(&who.tenant, &q).await?;
     Ok(Answer(found.iter().map(QueueMessage::from).collect()))
 }
 

@@ -196,7 +196,7 @@ async fn register(
     let v = body.json_fields_first()?;
     let r = parse_register(&v)?;
     body.no_nul(&v)?;
-    Ok(match s.service.register_stream(&who.tenant, &r).await? {
+    Ok(match s.service.streams().register(&who.tenant, &r).await? {
         Registered::Done {
             query,
             fresh,
@@ -261,7 +261,7 @@ async fn list(
     AxState(s): State,
     Extension(who): Extension<Principal>,
 ) -> Result<Answer<QueryList>, ApiError> {
-    let queries = s.service.stream_queries(&who.tenant).await?;
+    let queries = s.service.streams().queries(&who.tenant).await?;
     Ok(Answer(QueryList {
         queries: queries.into_iter().map(QueryView::from).collect(),
     }))
@@ -313,7 +313,11 @@ async fn partitions(
     let page = p.page(PARTITIONS);
     let not_found = || ApiError::NotFound(regent_service::streams::QUERY_NOT_FOUND.into());
     let id = Uuid::parse_str(&id).map_err(|_| not_found())?;
-    let (query, rows, total) = s.service.stream_partitions(&who.tenant, id, page).await?;
+    let (query, rows, total) = s
+        .service
+        .streams()
+        .partitions(&who.tenant, id, page)
+        .await?;
     Ok(Answer(PartitionList {
         query: query.into(),
         partitions: rows.into_iter().map(PartitionView::from).collect(),
@@ -570,7 +574,12 @@ async fn cycle(
         })
     };
     Ok(
-        match s.service.stream_cycle(&who.tenant, cycle, &render).await? {
+        match s
+            .service
+            .streams()
+            .cycle(&who.tenant, cycle, &render)
+            .await?
+        {
             CycleOutcome::Answered { answer, .. } => Rendered(answer).into_response(),
             CycleOutcome::Refused { queue, error } => Answer(CycleAnswer {
                 success: false,
@@ -669,7 +678,8 @@ async fn state_get(
     };
     let rows = s
         .service
-        .stream_state(&who.tenant, g.query_id, g.partition_id, &filter)
+        .streams()
+        .state(&who.tenant, g.query_id, g.partition_id, &filter)
         .await?;
     Ok(Answer(StateAnswer {
         success: True,

@@ -308,7 +308,7 @@ async fn batch(
 ) -> Result<Answer<BatchAnswer>, ApiError> {
     let ops = parse_batch(&body, &who, s.config.max_push_items)?;
     drop(body);
-    let out = s.service.timers(&who.tenant, ops).await?;
+    let out = s.service.timers().apply(&who.tenant, ops).await?;
     Ok(Answer(BatchAnswer {
         results: out.into_iter().map(TimerResult::from).collect(),
     }))
@@ -329,7 +329,7 @@ async fn cancel(
     p: Params,
 ) -> Result<Answer<TimerResult>, ApiError> {
     let c = parse_cancel(queue, key, p.str("txn"))?;
-    let out = s.service.cancel_timer(&who.tenant, c).await?;
+    let out = s.service.timers().cancel(&who.tenant, c).await?;
     Ok(Answer(out.into()))
 }
 
@@ -394,7 +394,7 @@ async fn peek(
     Extension(who): Extension<Principal>,
     PathParams((queue, key)): PathParams<(String, String)>,
 ) -> Result<Answer<PeekAnswer>, ApiError> {
-    let t = s.service.peek_timer(&who.tenant, &queue, &key).await?;
+    let t = s.service.timers().peek(&who.tenant, &queue, &key).await?;
     Ok(Answer(PeekAnswer {
         found: t.is_some(),
         timer: t.map(|t| Peeked {
@@ -425,7 +425,8 @@ async fn list(
     let limit = p.page(LIST).limit;
     let (rows, truncated) = s
         .service
-        .list_timers(&who.tenant, &queue, p.str("after"), limit)
+        .timers()
+        .list(&who.tenant, &queue, p.str("after"), limit)
         .await?;
     Ok(Answer(ListAnswer {
         next_after: rows.last().map(|t| t.key.clone()),
@@ -463,7 +464,7 @@ async fn queues(
     AxState(s): State,
     Extension(who): Extension<Principal>,
 ) -> Result<Answer<QueuesAnswer>, ApiError> {
-    let queues = s.service.timer_queues(&who.tenant).await?;
+    let queues = s.service.timers().queues(&who.tenant).await?;
     Ok(Answer(QueuesAnswer {
         queues: queues.into_iter().map(QueueView::from).collect(),
     }))

@@ -134,7 +134,7 @@ async fn record(
         worker_id: r.worker_id,
         names: &r.names,
     };
-    match s.service.record_trace(&who.tenant, &event).await {
+    match s.service.traces().record(&who.tenant, &event).await {
         Ok(id) => Ok(Answer(Recorded {
             success: True,
             trace_id: id,
@@ -255,7 +255,12 @@ async fn of_message(
     PathParams((pid, txid)): PathParams<(String, String)>,
 ) -> Result<Answer<MessageTraces>, ApiError> {
     let traces = match Uuid::parse_str(&pid) {
-        Ok(pid) => s.service.traces_of_message(&who.tenant, pid, &txid).await?,
+        Ok(pid) => {
+            s.service
+                .traces()
+                .of_message(&who.tenant, pid, &txid)
+                .await?
+        }
         Err(_) => Vec::new(),
     };
     Ok(Answer(MessageTraces {
@@ -306,7 +311,7 @@ async fn by_name(
     p: Params,
 ) -> Result<Answer<NamedTraces>, ApiError> {
     let page = p.page(BY_NAME);
-    let (traces, total) = s.service.traces_by_name(&who.tenant, &name, page).await?;
+    let (traces, total) = s.service.traces().by_name(&who.tenant, &name, page).await?;
     Ok(Answer(NamedTraces {
         traces: traces.into_iter().map(NamedTrace::from).collect(),
         total,
@@ -338,7 +343,7 @@ async fn names_list(
     p: Params,
 ) -> Result<Answer<TraceNames>, ApiError> {
     let page = p.page(NAMES);
-    let (names, total) = s.service.trace_names(&who.tenant, page).await?;
+    let (names, total) = s.service.traces().names(&who.tenant, page).await?;
     Ok(Answer(TraceNames {
         trace_names: names
             .into_iter()

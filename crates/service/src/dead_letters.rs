@@ -12,6 +12,7 @@ use regent_store::dead_letters as store;
 pub use regent_store::dead_letters::{DeadLetter, Filter, Picked, Selector};
 use regent_store::{in_transaction, StoreError, Tx};
 
+use crate::Family;
 use crate::{Error, Service};
 
 /// The most dead letters one bulk call takes, and how many it takes when not told.
@@ -139,9 +140,9 @@ pub(crate) async fn select(
     Ok(Selection { items, more })
 }
 
-impl Service {
+impl Family<'_, DeadLetters> {
     /// A page of the tenant's dead letters, newest failure first, and how many match.
-    pub async fn dead_letters(
+    pub async fn list(
         &self,
         tenant: &str,
         filter: &Filter<'_>,
@@ -156,11 +157,7 @@ impl Service {
     }
 
     /// Deletes the selected dead letters in one transaction (a dry run only selects them).
-    pub async fn delete_dead_letters(
-        &self,
-        tenant: &str,
-        bulk: &Bulk<'_>,
-    ) -> Result<BulkOutcome, Error> {
+    pub async fn delete(&self, tenant: &str, bulk: &Bulk<'_>) -> Result<BulkOutcome, Error> {
         let (selection, deleted) = in_transaction!(self.store, |tx| {
             let selection = select(tx, tenant, bulk).await?;
             let ids = selection.found();
@@ -177,5 +174,14 @@ impl Service {
             .map(|id| (id, (BulkVerdict::Deleted, None)))
             .collect();
         Ok(selection.answer(done))
+    }
+}
+
+/// The use cases of dead letters: `service.dead_letters().…`.
+pub enum DeadLetters {}
+
+impl Service {
+    pub fn dead_letters(&self) -> Family<'_, DeadLetters> {
+        Family::new(self)
     }
 }

@@ -10,7 +10,6 @@
 //! link on the other brokers, and rechecks on a timer, so a lost wakeup costs latency.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -27,6 +26,7 @@ pub use regent_store::ephemeral::{GroupDepth, PartitionDepth};
 use regent_store::{commit_if, StoreError, Tx};
 
 use crate::pop::FIRST_RECHECK;
+use crate::Family;
 use crate::{Error, Service};
 
 /// A pop's answer is sent this long before the client's `timeout`, so it arrives first.
@@ -102,10 +102,10 @@ pub struct EphemeralDepth {
     pub groups: Vec<GroupDepth>,
 }
 
-impl Service {
+impl Family<'_, Ephemeral> {
     /// Declares `queue` with `options` (replacing an earlier declaration); the options in
     /// force.
-    pub async fn ephemeral_configure(
+    pub async fn configure(
         &self,
         tenant: &str,
         queue: &str,
@@ -123,7 +123,7 @@ impl Service {
     }
 
     /// Empties `queue` (its declaration and groups stay); the messages dropped.
-    pub async fn ephemeral_reset(&self, tenant: &str, queue: &str) -> Result<i64, Error> {
+    pub async fn reset(&self, tenant: &str, queue: &str) -> Result<i64, Error> {
         let dropped = commit_if!(self.store, |tx| {
             Ok(Ok::<_, ()>(match store::lock(tx, tenant, queue).await? {
                 Some(_) => store::reset(tx, tenant, queue).await?,
@@ -134,7 +134,7 @@ impl Service {
     }
 
     /// Deletes `queue`: its declaration and contents. Whether there was one.
-    pub async fn ephemeral_delete(&self, tenant: &str, queue: &str) -> Result<bool, Error> {
+    pub async fn delete(&self, tenant: &str, queue: &str) -> Result<bool, Error> {
         let deleted = commit_if!(self.store, |tx| {
             store::lock(tx, tenant, queue).await?;
             Ok(Ok::<_, ()>(store::delete(tx, tenant, queue).await?))
@@ -143,11 +143,7 @@ impl Service {
     }
 
     /// Pushes every message or none; how many.
-    pub async fn ephemeral_push(
-        &self,
-        tenant: &str,
-        p: &Push<'_>,
-    ) -> Result<Result<usize, Refused>, Error> {
+    pub async fn push(&self, tenant: &str, p: &Push<'_>) -> Result<Result<usize, Refused>, Error> {
         if p.payloads.is_empty() {
             return Ok(Ok(0));
         }
@@ -188,8 +184,8 @@ impl Service {
 
     /// One pop: attempts until something is handed, or (with `wait`) until the deadline or
     /// a shutdown. An empty answer is an empty list.
-    pub async fn ephemeral_pop(
-        self: &Arc<Self>,
+    pub async fn pop(
+        &self,
         tenant: &str,
         req: &Pop,
     ) -> Result<Result<Vec<EphemeralMessage>, Refused>, Error> {
@@ -290,7 +286,7 @@ impl Service {
     }
 
     /// Acks of one group: each id's outcome, in order.
-    pub async fn ephemeral_ack(
+    pub async fn ack(
         &self,
         tenant: &str,
         queue: &str,
@@ -351,7 +347,7 @@ impl Service {
     }
 
     /// The tenant's queues, declared or live, by name.
-    pub async fn ephemeral_queues(&self, tenant: &str) -> Result<Vec<EphemeralQueue>, Error> {
+    pub async fn queues(&self, tenant: &str) -> Result<Vec<EphemeralQueue>, Error> {
         let client = self.store.client().await?;
         Ok(store::list(&client, tenant)
             .await?
@@ -362,11 +358,7 @@ impl Service {
 
     /// The queue's depth; `None` when the tenant has no such queue (declared or live).
     /// Messages past their `ttlSeconds` are dropped first.
-    pub async fn ephemeral_depth(
-        &self,
-        tenant: &str,
-        queue: &str,
-    ) -> Result<Option<EphemeralDepth>, Error> {
+    pub async fn depth(&self, tenant: &str, queue: &str) -> Result<Option<EphemeralDepth>, Error> {
         let found = commit_if!(self.store, |tx| {
             let ttl = match store::lock(tx, tenant, queue).await? {
                 Some(_) => {
@@ -396,12 +388,12 @@ impl Service {
     }
 
     /// What each tenant's ephemeral queues did on this broker since start.
-    pub fn ephemeral_totals(&self) -> Vec<(String, EphemeralTotal)> {
+    pub fn totals(&self) -> Vec<(String, EphemeralTotal)> {
         self.runtime.ephemeral.all()
     }
 
     /// Per tenant: its live queues and the messages and bytes they hold.
-    pub async fn ephemeral_held(&self) -> Result<Vec<(String, i64, i64, i64)>, Error> {
+    pub async fn held(&self) -> Result<Vec<(String, i64, i64, i64)>, Error> {
         let client = self.store.client().await?;
         Ok(store::totals(&client).await?)
     }
@@ -516,4 +508,13 @@ fn pending(groups: &[GroupDepth], held: i64) -> i64 {
         .max()
         .or_else(|| groups.iter().find(|g| g.group == QUEUE_MODE).map(backlog))
         .unwrap_or(held)
+}
+
+/// The use cases of ephemeral queues: `service.ephemeral().…`.
+pub enum Ephemeral {}
+
+impl Service {
+    pub fn ephemeral(&self) -> Family<'_, Ephemeral> {
+        Family::new(self)
+    }
 }

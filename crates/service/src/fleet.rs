@@ -25,6 +25,7 @@ pub use regent_store::fleet::{
 };
 pub use regent_store::pg_stats::PgStats;
 
+use crate::Family;
 use crate::{Error, Service};
 
 /// Samples one expiring statement deletes at most (each broker runs one per sample; and as
@@ -163,10 +164,12 @@ impl Service {
     pub fn broker_id(&self) -> uuid::Uuid {
         self.runtime.peers.id()
     }
+}
 
+impl Family<'_, Fleet> {
     /// Writes a sample of this broker now. Its counters are what happened since the last
     /// sample written (or since start); when the write fails they stay for the next.
-    pub async fn sample_fleet(&self) -> Result<(), Error> {
+    pub async fn sample(&self) -> Result<(), Error> {
         let mut last = self.fleet.last.lock().await;
         // Read before taking a connection, so the sample does not count itself in use.
         let pool = self.store.pool_status();
@@ -229,7 +232,7 @@ impl Service {
 
     /// Deletes at most [`EXPIRE_BATCH`] samples older than `METRICS_RETENTION_HOURS`, oldest
     /// first, and as many of their parked counts; how many samples went.
-    pub async fn expire_fleet_samples(&self) -> Result<i64, Error> {
+    pub async fn expire_samples(&self) -> Result<i64, Error> {
         let client = self.store.client().await?;
         let before = Utc::now() - self.fleet.keep;
         let samples = fleet::expire(&client, before, EXPIRE_BATCH).await?;
@@ -304,8 +307,8 @@ pub(crate) async fn run(s: Arc<Service>) {
     let mut failing = false;
     loop {
         tokio::time::sleep(s.fleet.interval).await;
-        let done = match s.sample_fleet().await {
-            Ok(()) => s.expire_fleet_samples().await.map(|_| ()),
+        let done = match s.fleet().sample().await {
+            Ok(()) => s.fleet().expire_samples().await.map(|_| ()),
             Err(e) => Err(e),
         };
         match done {
@@ -320,6 +323,15 @@ pub(crate) async fn run(s: Arc<Service>) {
             }
             _ => {}
         }
+    }
+}
+
+/// The use cases of the fleet's samples and figures: `service.fleet().…`.
+pub enum Fleet {}
+
+impl Service {
+    pub fn fleet(&self) -> Family<'_, Fleet> {
+        Family::new(self)
     }
 }
 

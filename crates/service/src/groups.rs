@@ -8,14 +8,15 @@ use regent_store::{groups, seek};
 pub use regent_store::groups::{GroupOnQueue, Lagging, PartitionLag};
 
 use crate::queues::Page;
+use crate::Family;
 pub use regent_store::seek::{Deleted, Moved, Seek, SeekTo};
 
 use crate::{Error, Service};
 
-impl Service {
+impl Family<'_, Groups> {
     /// A page of the tenant's (group, queue) pairs with at least one cursor, from the
     /// stats snapshot: all of them, one queue's, or groups whose name contains `search`.
-    pub async fn consumer_groups(
+    pub async fn list(
         &self,
         tenant: &str,
         queue: Option<&str>,
@@ -33,7 +34,7 @@ impl Service {
     }
 
     /// A page of one group's cursors, each with its lag counted now.
-    pub async fn group_cursors(
+    pub async fn cursors(
         &self,
         tenant: &str,
         group: &str,
@@ -84,7 +85,7 @@ impl Service {
     /// Deletes the group's cursors (and leases) on one queue or all, and with `forget_start`
     /// its stored start points. Its next pop on this broker gives it cursors at once, not
     /// after the sweep interval.
-    pub async fn delete_group(
+    pub async fn delete(
         &self,
         tenant: &str,
         group: &str,
@@ -109,5 +110,14 @@ impl Service {
     ) -> Result<u64, Error> {
         let client = self.store.client().await?;
         Ok(groups::resubscribe(&client, tenant, group, at).await?)
+    }
+}
+
+/// The use cases of consumer groups: `service.groups().…`.
+pub enum Groups {}
+
+impl Service {
+    pub fn groups(&self) -> Family<'_, Groups> {
+        Family::new(self)
     }
 }

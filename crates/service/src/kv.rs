@@ -16,6 +16,7 @@ pub use regent_store::kv::KvRow;
 use regent_store::kv::{self as store, Key, NewRow, Range};
 use regent_store::{commit_if, StoreError, Tx};
 
+use crate::Family;
 use crate::{Error, Service};
 
 /// Expired rows one prune statement deletes at most.
@@ -96,22 +97,22 @@ pub struct KvFailed {
     pub current: Option<KvRow>,
 }
 
-impl Service {
+impl Family<'_, Kv> {
     /// A batch, in one transaction: every outcome, or the `required` operation that failed
     /// (nothing applied).
-    pub async fn kv(
+    pub async fn apply(
         &self,
         tenant: &Arc<str>,
         ops: Vec<KvOp>,
     ) -> Result<Result<Vec<KvOutcome>, KvFailed>, Error> {
         let done = commit_if!(self.store, |tx| { apply(tx, tenant, &ops).await })?;
-        self.count_kv(tenant, done.as_deref().ok());
+        self.count(tenant, done.as_deref().ok());
         Ok(done)
     }
 
     /// Counts what a committed list of operations did, for the metrics (`None`: rolled back
     /// by a `required` one).
-    pub(crate) fn count_kv(&self, tenant: &str, done: Option<&[KvOutcome]>) {
+    pub(crate) fn count(&self, tenant: &str, done: Option<&[KvOutcome]>) {
         self.runtime.kv.count(tenant, |t| match done {
             None => t.rollbacks += 1,
             Some(outcomes) => {
@@ -130,12 +131,12 @@ impl Service {
     }
 
     /// This broker's key/value counts per tenant, by tenant.
-    pub fn kv_totals(&self) -> Vec<(String, KvTotal)> {
+    pub fn totals(&self) -> Vec<(String, KvTotal)> {
         self.runtime.kv.all()
     }
 
     /// Deletes the rows past their expiry, in bounded statements; how many went.
-    pub(crate) async fn prune_kv(&self) -> Result<u64, Error> {
+    pub(crate) async fn prune(&self) -> Result<u64, Error> {
         let client = self.store.client().await?;
         let mut total = 0;
         loop {
@@ -316,5 +317,14 @@ fn page(mut rows: Vec<KvRow>, limit: i64) -> KvOutcome {
         rows,
         truncated,
         next_after,
+    }
+}
+
+/// The use cases of key/value: `service.kv().…`.
+pub enum Kv {}
+
+impl Service {
+    pub fn kv(&self) -> Family<'_, Kv> {
+        Family::new(self)
     }
 }

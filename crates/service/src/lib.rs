@@ -58,6 +58,32 @@ use regent_runtime::Runtime;
 use regent_store::Store;
 
 pub use error::Error;
+
+/// One family of `Service`'s use cases (`service.kv()`, `service.streams()`, …), as the http
+/// crate groups its routes: `F` names the family, and each family's module implements its
+/// use cases on `Family<'_, F>`. It derefs to the `Service`, whose store, runtime and other
+/// families the use cases reach as before.
+pub struct Family<'a, F> {
+    service: &'a Service,
+    family: std::marker::PhantomData<F>,
+}
+
+impl<'a, F> Family<'a, F> {
+    fn new(service: &'a Service) -> Self {
+        Family {
+            service,
+            family: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<F> std::ops::Deref for Family<'_, F> {
+    type Target = Service;
+
+    fn deref(&self) -> &Service {
+        self.service
+    }
+}
 pub use handover::Handover;
 pub use regent_runtime::activity::{Activity, Op, Outcome, ProcessUse, Recheck};
 pub use regent_runtime::histogram::Snapshot;

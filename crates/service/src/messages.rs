@@ -19,6 +19,7 @@ use regent_store::traces::Origin;
 use regent_store::{in_transaction, Message, StoredMessage};
 
 use crate::push::{PushItem, Verdict};
+use crate::Family;
 use crate::{Error, Service};
 
 /// Partitions the listing reads per round, most recently pushed first.
@@ -79,10 +80,10 @@ fn views(rows: &[CursorRow]) -> Vec<GroupCursor<'_>> {
         .collect()
 }
 
-impl Service {
+impl Family<'_, Messages> {
     /// The tenant's message with this transaction id in this partition, while the log holds
     /// it and it is not deleted.
-    pub async fn message(
+    pub async fn get(
         &self,
         tenant: &str,
         partition: Uuid,
@@ -131,11 +132,7 @@ impl Service {
 
     /// A page of the tenant's messages in scope, newest first (payloads not opened: the
     /// listing does not show them).
-    pub async fn list_messages(
-        &self,
-        tenant: &str,
-        q: &ListQuery<'_>,
-    ) -> Result<Vec<Found>, Error> {
+    pub async fn list(&self, tenant: &str, q: &ListQuery<'_>) -> Result<Vec<Found>, Error> {
         let client = self.store.client().await?;
         // At least one, so that a full page always has an oldest message.
         let want = (q.offset + q.limit).max(1) as usize;
@@ -166,13 +163,13 @@ impl Service {
     }
 
     /// Deletes the message (a tombstone; its transaction id may be pushed again).
-    pub async fn delete_message(
+    pub async fn delete(
         &self,
         tenant: &str,
         partition: Uuid,
         transaction_id: &str,
     ) -> Result<Done, Error> {
-        let Some(found) = self.message(tenant, partition, transaction_id).await? else {
+        let Some(found) = self.get(tenant, partition, transaction_id).await? else {
             return Ok(Done::NotFound);
         };
         let hash = tx_hash(partition, transaction_id);
@@ -187,14 +184,14 @@ impl Service {
 
     /// Files a dead letter of the message for `group` and deletes it from the log, in one
     /// transaction.
-    pub async fn message_to_dlq(
+    pub async fn to_dlq(
         &self,
         tenant: &str,
         partition: Uuid,
         transaction_id: &str,
         group: Option<&str>,
     ) -> Result<Done, Error> {
-        let Some(found) = self.message(tenant, partition, transaction_id).await? else {
+        let Some(found) = self.get(tenant, partition, transaction_id).await? else {
             return Ok(Done::NotFound);
         };
         let group = group.unwrap_or(QUEUE_MODE);
@@ -228,13 +225,13 @@ impl Service {
 
     /// Appends a copy of the message to its partition as a new message (every group of the
     /// queue reads it), marked by a `retried` trace naming the original.
-    pub async fn retry_message(
+    pub async fn retry(
         &self,
         tenant: &Arc<str>,
         partition: Uuid,
         transaction_id: &str,
     ) -> Result<Done, Error> {
-        let Some(found) = self.message(tenant, partition, transaction_id).await? else {
+        let Some(found) = self.get(tenant, partition, transaction_id).await? else {
             return Ok(Done::NotFound);
         };
         let original = &found.message.message;
@@ -422,4 +419,13 @@ fn newest_offsets(heads: &[Head], want: usize) -> Vec<(Uuid, i64, DateTime<Utc>)
         }
     }
     out
+}
+
+/// The use cases of single messages: `service.messages().…`.
+pub enum Messages {}
+
+impl Service {
+    pub fn messages(&self) -> Family<'_, Messages> {
+        Family::new(self)
+    }
 }

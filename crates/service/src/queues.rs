@@ -11,6 +11,7 @@ pub use regent_store::stats::{Depth, QueueTotals};
 use uuid::Uuid;
 
 use crate::overview::THROUGHPUT_SPAN;
+use crate::Family;
 use crate::{Error, Service};
 
 /// A queue's configuration as sent.
@@ -52,7 +53,7 @@ impl From<QueueRow> for Queue {
     }
 }
 
-impl Service {
+impl Family<'_, Queues> {
     /// Creates the queue or replaces its whole configuration (not a patch), and makes sure
     /// its `Default` partition exists. Returns the queue and that partition's id.
     pub async fn configure(&self, tenant: &str, c: &Configure<'_>) -> Result<(Queue, Uuid), Error> {
@@ -72,7 +73,7 @@ impl Service {
 
     /// A page of the tenant's queues, newest first, as the listing filters them, each with
     /// what was pushed and processed over the overview's span (`THROUGHPUT_SPAN`).
-    pub async fn list_queues(
+    pub async fn list(
         &self,
         tenant: &str,
         listing: &Listing<'_>,
@@ -85,7 +86,7 @@ impl Service {
 
     /// The queue, its counts from the stats snapshot, and a page of its partitions counted
     /// now; `None` for a queue the tenant does not have.
-    pub async fn queue_detail(
+    pub async fn detail(
         &self,
         tenant: &str,
         name: &str,
@@ -108,7 +109,7 @@ impl Service {
     /// The queue's backlog (for `group`, or behind the furthest-behind cursors) from the
     /// stats snapshot; a group no round has seen on the queue is counted now. `None` for a
     /// queue the tenant does not have.
-    pub async fn queue_depth(
+    pub async fn depth(
         &self,
         tenant: &str,
         name: &str,
@@ -128,7 +129,7 @@ impl Service {
     }
 
     /// Deletes a queue with everything that hangs off it; whether it existed.
-    pub async fn delete_queue(&self, tenant: &str, name: &str) -> Result<bool, Error> {
+    pub async fn delete(&self, tenant: &str, name: &str) -> Result<bool, Error> {
         Ok(in_transaction!(self.store, |tx| {
             queues::delete(tx, tenant, name).await
         })?)
@@ -136,7 +137,7 @@ impl Service {
 
     /// Deletes the messages of a queue (or of one partition) and moves its cursors to the
     /// end (`DELETE /api/v1/queues/:queue/clear`).
-    pub async fn clear_queue(
+    pub async fn clear(
         &self,
         tenant: &str,
         name: &str,
@@ -145,5 +146,14 @@ impl Service {
         Ok(in_transaction!(self.store, |tx| {
             queues::clear(tx, tenant, name, partition).await
         })?)
+    }
+}
+
+/// The use cases of queues: `service.queues().…`.
+pub enum Queues {}
+
+impl Service {
+    pub fn queues(&self) -> Family<'_, Queues> {
+        Family::new(self)
     }
 }

@@ -38,7 +38,7 @@ impl Service {
             expired: self.expire_messages().await?,
             dead_letters: self.expire_dead_letters().await?,
             series_minutes: self.expire_series().await?,
-            kv_rows: self.prune_kv().await?,
+            kv_rows: self.kv().prune().await?,
         })
     }
 

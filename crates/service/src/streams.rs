@@ -28,6 +28,7 @@ use regent_store::{commit_if, maintenance, StoreError, Tx};
 use crate::ack::{ack_group, AckGroup, LeaseCheck, SentAck};
 use crate::push::{append, hold, prepare, queued, PushItem, Verdict};
 use crate::queues::Page;
+use crate::Family;
 use crate::{Error, Service};
 
 /// What a registration asks.
@@ -122,13 +123,9 @@ pub const CYCLE_FAILURE_REASON: &str = "Streaming cycle reported failure";
 pub const QUERY_NOT_FOUND: &str = "query not found";
 pub const PARTITION_NOT_OF_SOURCE: &str = "partition not found in the query's source queue";
 
-impl Service {
+impl Family<'_, Streams> {
     /// Registers a query by name within the tenant (spec §16.1).
-    pub async fn register_stream(
-        &self,
-        tenant: &str,
-        r: &Register<'_>,
-    ) -> Result<Registered, Error> {
+    pub async fn register(&self, tenant: &str, r: &Register<'_>) -> Result<Registered, Error> {
         let q = NewQuery {
             tenant,
             name: r.name,
@@ -168,7 +165,7 @@ impl Service {
 
     /// One cycle in one transaction (spec §16.2). `render` writes the answer of a committed
     /// cycle; it is stored with the cycle, so a replay answers the same bytes.
-    pub async fn stream_cycle(
+    pub async fn cycle(
         &self,
         tenant: &Arc<str>,
         cycle: Cycle,
@@ -383,7 +380,7 @@ impl Service {
 
     /// What each stream query's cycles did on this broker since start: (tenant, query name,
     /// counts).
-    pub fn stream_totals(&self) -> Vec<(String, String, StreamTotal)> {
+    pub fn totals(&self) -> Vec<(String, String, StreamTotal)> {
         self.runtime.streams.all()
     }
 
@@ -396,14 +393,14 @@ impl Service {
     }
 
     /// The tenant's queries, by name.
-    pub async fn stream_queries(&self, tenant: &str) -> Result<Vec<StreamQuery>, Error> {
+    pub async fn queries(&self, tenant: &str) -> Result<Vec<StreamQuery>, Error> {
         let client = self.store.client().await?;
         Ok(store::list(&client, tenant).await?)
     }
 
     /// The tenant's query `id` (`NotFound` otherwise) with a page of its source partitions,
     /// most recently cycled first, and how many there are.
-    pub async fn stream_partitions(
+    pub async fn partitions(
         &self,
         tenant: &str,
         id: Uuid,
@@ -417,7 +414,7 @@ impl Service {
 
     /// The tenant's query's state rows in a partition (spec §16.3); none for a query the
     /// tenant does not have.
-    pub async fn stream_state(
+    pub async fn state(
         &self,
         tenant: &str,
         query: Uuid,
@@ -512,4 +509,13 @@ async fn run_ack(
         reopened: acked.reopened,
         tally: acked.tally,
     }))
+}
+
+/// The use cases of stream queries and cycles: `service.streams().…`.
+pub enum Streams {}
+
+impl Service {
+    pub fn streams(&self) -> Family<'_, Streams> {
+        Family::new(self)
+    }
 }

@@ -29,6 +29,7 @@ pub use regent_store::timers::{QueueTimers, StoredTimer};
 use regent_store::{commit_if, in_transaction, maintenance, StoreError, Tx};
 
 use crate::push::{append, hold, prepare, PushItem, Verdict};
+use crate::Family;
 use crate::{Error, Message, Service};
 
 /// The longest the firing loop sleeps: how soon a timer scheduled through another broker (or
@@ -128,7 +129,7 @@ impl TimerOutcome {
 
 /// The timer operations inside the caller's transaction, in order; one outcome each. Shared
 /// by `POST /api/v1/timers`, its cancel route and the transaction route. After the commit,
-/// the caller calls [`Service::timers_committed`].
+/// the caller calls [`Family::committed`](crate::Family).
 pub(crate) async fn apply_timer_ops(
     tx: &Tx<'_>,
     tenant: &str,
@@ -211,11 +212,11 @@ fn found(c: Claim) -> (Found, Option<store::Pending>) {
     }
 }
 
-impl Service {
+impl Family<'_, Timers> {
     /// Applies timer operations in one transaction (`POST /api/v1/timers`). Counted against
     /// the tenant's stored-message cap as a push of its schedules would be: over the cap,
     /// refused whole.
-    pub async fn timers(
+    pub async fn apply(
         &self,
         tenant: &Arc<str>,
         ops: Vec<TimerOp>,
@@ -228,23 +229,23 @@ impl Service {
         // stores then is counted at the account's next read of the log.
         self.reserve(tenant, schedules as i64).await?.released();
         let out = in_transaction!(self.store, |tx| { apply_timer_ops(tx, tenant, &ops).await })?;
-        self.timers_committed(tenant, &ops, &out);
+        self.committed(tenant, &ops, &out);
         Ok(out)
     }
 
     /// Cancels one timer (`DELETE /api/v1/timers/:queue/*timerKey`): no limit of the tenant's
     /// applies, so a timer can always be stopped.
-    pub async fn cancel_timer(&self, tenant: &str, c: Cancel) -> Result<TimerOutcome, Error> {
+    pub async fn cancel(&self, tenant: &str, c: Cancel) -> Result<TimerOutcome, Error> {
         let ops = [TimerOp::Cancel(c)];
         let mut out =
             in_transaction!(self.store, |tx| { apply_timer_ops(tx, tenant, &ops).await })?;
-        self.timers_committed(tenant, &ops, &out);
+        self.committed(tenant, &ops, &out);
         Ok(out.remove(0))
     }
 
     /// After the commit of timer operations: the counters, and the firing loop woken for a
     /// deadline nearer than it sleeps to.
-    pub(crate) fn timers_committed(&self, tenant: &str, ops: &[TimerOp], out: &[TimerOutcome]) {
+    pub(crate) fn committed(&self, tenant: &str, ops: &[TimerOp], out: &[TimerOutcome]) {
         for (op, o) in ops.iter().zip(out) {
             if let (TimerOp::Schedule(s), true) = (op, o.status.ok()) {
                 let ms = s.delay_ms.max(0) as u64;
@@ -261,7 +262,7 @@ impl Service {
     }
 
     /// The tenant's pending timer of (`queue`, `key`).
-    pub async fn peek_timer(
+    pub async fn peek(
         &self,
         tenant: &str,
         queue: &str,
@@ -273,7 +274,7 @@ impl Service {
 
     /// Up to `limit` of the tenant's pending timers of `queue` by key, after `after`
     /// (exclusive), and whether more follow.
-    pub async fn list_timers(
+    pub async fn list(
         &self,
         tenant: &str,
         queue: &str,
@@ -288,13 +289,13 @@ impl Service {
     }
 
     /// The tenant's queues with pending timers: how many, and the nearest deadline.
-    pub async fn timer_queues(&self, tenant: &str) -> Result<Vec<QueueTimers>, Error> {
+    pub async fn queues(&self, tenant: &str) -> Result<Vec<QueueTimers>, Error> {
         let client = self.store.client().await?;
         Ok(store::by_queue(&client, tenant).await?)
     }
 
     /// What this broker's timer operations and fires did since start, per tenant.
-    pub fn timer_totals(&self) -> Vec<(String, TimerTotal)> {
+    pub fn totals(&self) -> Vec<(String, TimerTotal)> {
         self.runtime.timers.all()
     }
 }
@@ -459,5 +460,14 @@ fn item(t: &StoredTimer) -> PushItem {
             encrypted: false,
             payload: t.payload.clone(),
         },
+    }
+}
+
+/// The use cases of timers: `service.timers().…`.
+pub enum Timers {}
+
+impl Service {
+    pub fn timers(&self) -> Family<'_, Timers> {
+        Family::new(self)
     }
 }

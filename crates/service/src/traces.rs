@@ -8,16 +8,17 @@ use regent_store::cursor;
 use regent_store::traces::{self as store, NewTrace};
 pub use regent_store::traces::{NamedTrace, Trace, TraceEvent, TraceName};
 
+use crate::Family;
 use crate::{Error, Service};
 
 pub use crate::queues::Page;
 
-impl Service {
+impl Family<'_, Traces> {
     /// The new trace's id, or `NotFound` when the tenant's partition does not hold the message.
     /// The message is found through the transaction index while its id is in the window, else
     /// among the partition's live leases (a consumer traces what it is working on, which may
     /// take longer than the window).
-    pub async fn record_trace(&self, tenant: &str, e: &TraceEvent<'_>) -> Result<Uuid, Error> {
+    pub async fn record(&self, tenant: &str, e: &TraceEvent<'_>) -> Result<Uuid, Error> {
         let client = self.store.client().await?;
         let t = NewTrace {
             id: Uuid::now_v7(),
@@ -46,7 +47,7 @@ impl Service {
         Err(Error::NotFound("Message not found".into()))
     }
 
-    pub async fn traces_of_message(
+    pub async fn of_message(
         &self,
         tenant: &str,
         partition_id: Uuid,
@@ -57,7 +58,7 @@ impl Service {
     }
 
     /// Traces carrying `name`, with their messages' payloads opened.
-    pub async fn traces_by_name(
+    pub async fn by_name(
         &self,
         tenant: &str,
         name: &str,
@@ -74,12 +75,17 @@ impl Service {
         Ok((traces, total))
     }
 
-    pub async fn trace_names(
-        &self,
-        tenant: &str,
-        page: Page,
-    ) -> Result<(Vec<TraceName>, i64), Error> {
+    pub async fn names(&self, tenant: &str, page: Page) -> Result<(Vec<TraceName>, i64), Error> {
         let client = self.store.client().await?;
         Ok(store::names(&client, tenant, page.limit, page.offset).await?)
+    }
+}
+
+/// The use cases of trace events: `service.traces().…`.
+pub enum Traces {}
+
+impl Service {
+    pub fn traces(&self) -> Family<'_, Traces> {
+        Family::new(self)
     }
 }

@@ -141,7 +141,7 @@ impl Service {
                 return Ok(match why {
                     Refusal::Text(why) => BundleOutcome::Refused(why),
                     Refusal::Kv(failed) => {
-                        self.count_kv(tenant, None);
+                        self.kv().count(tenant, None);
                         BundleOutcome::KvPrecondition(failed)
                     }
                 });
@@ -160,10 +160,10 @@ impl Service {
         self.announce(&done.written);
         let kv = std::mem::take(&mut done.kv);
         if !sorted.kv.is_empty() {
-            self.count_kv(tenant, Some(&kv));
+            self.kv().count(tenant, Some(&kv));
         }
         let timers = std::mem::take(&mut done.timers);
-        self.timers_committed(tenant, &sorted.timers, &timers);
+        self.timers().committed(tenant, &sorted.timers, &timers);
         Ok(BundleOutcome::Committed(Committed {
             ops: outcomes(total, &mut sorted, done),
             kv,
