@@ -111,6 +111,71 @@ pub const SHARED: &[(&str, &str, &[&str])] = &[
             "stats::recount",
         ],
     ),
+    (
+        "an ephemeral queue's declared options (ephemeral::StoredOptions)",
+        "max_bytes, max_length, policy, ttl_seconds, lease_seconds, retry_limit, window_ms,
+         window_count",
+        &["ephemeral::declared", "ephemeral::declare"],
+    ),
+    (
+        "an ephemeral queue's row in a listing (ephemeral::EphemeralRow)",
+        "SELECT coalesce(q.name, l.queue) AS name, q.name IS NOT NULL AS is_declared,
+                q.max_bytes, q.max_length, q.policy, q.ttl_seconds, q.lease_seconds,
+                q.retry_limit, q.window_ms, q.window_count,
+                coalesce(l.length, 0) AS length, coalesce(l.bytes, 0) AS bytes,
+                coalesce(l.dropped_bounds, 0) AS dropped_bounds,
+                coalesce(l.dropped_ttl, 0) AS dropped_ttl,
+                coalesce(l.dropped_retry, 0) AS dropped_retry,
+                least(q.created_at, l.created_at) AS created_at,
+                (SELECT count(*) FROM ephemeral_rings r
+                  WHERE r.tenant = $1 AND r.queue = coalesce(q.name, l.queue)) AS partitions,
+                (SELECT count(*) FROM ephemeral_groups g
+                  WHERE g.tenant = $1 AND g.queue = coalesce(q.name, l.queue)) AS groups
+           FROM (SELECT * FROM ephemeral_queues WHERE tenant = $1) q
+           FULL JOIN (SELECT * FROM ephemeral_live WHERE tenant = $1) l ON l.queue = q.name",
+        &["ephemeral::list", "ephemeral::find"],
+    ),
+    (
+        "a queue's row (queues::QueueRow)",
+        "q.id, q.name, q.namespace, q.task, q.options, q.created_at",
+        &[
+            "queues::upsert",
+            "queues::find",
+            "queues::find_scoped",
+            "queues::list",
+        ],
+    ),
+    (
+        "a stream query's row (streams::StreamQuery)",
+        "id, name, source_queue, sink_queue, config_hash, created_at, updated_at",
+        &[
+            "streams::lock",
+            "streams::find",
+            "streams::list",
+            "streams::scope",
+        ],
+    ),
+    (
+        "a partition and its queue (messages::Place)",
+        "p.id AS partition_id, p.name AS partition, q.id AS queue_id,
+         q.name AS queue, q.namespace, q.task, q.options, p.last_push_at",
+        &[
+            "messages::place",
+            "messages::recent_places",
+            "messages::dead_letter_places",
+        ],
+    ),
+    (
+        "a timer's row (timers::StoredTimer)",
+        "queue, timer_key, txn, message_id, partition, payload, producer_sub,
+         deliver_at, attempts, created_at, updated_at",
+        &["timers::peek", "timers::list", "timers::take"],
+    ),
+    (
+        "a depth as a round counted it (stats::Depth)",
+        "SELECT pending, partitions_pending, top_partitions, top_pending, refreshed_at",
+        &["stats::group_depth", "stats::queue_depth"],
+    ),
 ];
 
 /// A statement's text with its comments left out and its white space folded, for comparing
