@@ -176,6 +176,56 @@ pub const SHARED: &[(&str, &str, &[&str])] = &[
         "SELECT pending, partitions_pending, top_partitions, top_pending, refreshed_at",
         &["stats::group_depth", "stats::queue_depth"],
     ),
+    (
+        "a table's vacuum statistics and autovacuum settings (pg_stats::TableStats)",
+        "SELECT s.schemaname::text, s.relname::text, s.n_live_tup, s.n_dead_tup, s.n_tup_upd,
+                s.n_tup_hot_upd, s.last_vacuum, s.last_autovacuum, s.last_autoanalyze,
+                s.autovacuum_count, s.autoanalyze_count,
+                (coalesce(o.threshold, current_setting('autovacuum_vacuum_threshold')::float8)
+                   + coalesce(o.scale_factor,
+                              current_setting('autovacuum_vacuum_scale_factor')::float8)
+                     * greatest(c.reltuples, 0))::bigint AS vacuum_threshold,
+                current_setting('autovacuum')::bool AND coalesce(o.enabled, true)
+                  AS autovacuum_enabled
+           FROM pg_stat_user_tables s
+           JOIN pg_class c ON c.oid = s.relid
+           CROSS JOIN LATERAL (
+                SELECT max(option_value) FILTER (WHERE option_name = 'autovacuum_vacuum_threshold')
+                         ::float8 AS threshold,
+                       max(option_value) FILTER (WHERE option_name = 'autovacuum_vacuum_scale_factor')
+                         ::float8 AS scale_factor,
+                       max(option_value) FILTER (WHERE option_name = 'autovacuum_enabled')::bool
+                         AS enabled
+                  FROM pg_options_to_table(c.reloptions)) o",
+        &[
+            "pg_stats::dead_tuples",
+            "pg_stats::hot_updates",
+            "pg_stats::autovacuum_due",
+        ],
+    ),
+    (
+        "a key/value row, expired or not (kv::KvRow)",
+        "key, value, version, expires_at, updated_at,
+         (expires_at IS NOT NULL AND expires_at <= now()) AS expired",
+        &["kv::lock", "kv::get"],
+    ),
+    (
+        "a live key/value row: not past its expiry",
+        "(expires_at IS NULL OR expires_at > now())",
+        &[
+            "kv::get",
+            "kv::range",
+            "kv::range_until",
+            "kv::range_keys",
+            "kv::range_keys_until",
+        ],
+    ),
+    (
+        "the key/value row a write returns, live by construction (Citus allows no now() in a \
+         RETURNING clause)",
+        "RETURNING key, value, version, expires_at, updated_at, false AS expired",
+        &["kv::update_with_expiry", "kv::update", "kv::insert"],
+    ),
 ];
 
 /// A statement's text with its comments left out and its white space folded, for comparing
