@@ -226,6 +226,20 @@ pub const SHARED: &[(&str, &str, &[&str])] = &[
         "RETURNING key, value, version, expires_at, updated_at, false AS expired",
         &["kv::update_with_expiry", "kv::update", "kv::insert"],
     ),
+    (
+        "which dead letters a listing shows (dead_letters::Filter)",
+        "FROM dead_letters d
+           JOIN queues q ON q.id = d.queue_id
+           JOIN partitions p ON p.id = d.partition_id
+          WHERE d.tenant = $1
+            AND ($2::text IS NULL OR q.name = $2)
+            AND ($3::text IS NULL OR d.consumer_group = $3)
+            AND ($4::text IS NULL OR p.name = $4)
+            AND ($5::timestamptz IS NULL OR d.failed_at >= $5)
+            AND ($6::timestamptz IS NULL OR d.failed_at <= $6)
+            AND ($7::text IS NULL OR d.error = $7)",
+        &["dead_letters::count", "dead_letters::list"],
+    ),
 ];
 
 /// A statement's text with its comments left out and its white space folded, for comparing
