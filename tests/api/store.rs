@@ -1,11 +1,14 @@
 //! The store's statements against a real database, beside the HTTP tests (River's
 //! `riverdrivertest` is the model): every statement of `crates/store/sql/*.sql` prepares
-//! against the migrated schema, and the claim family's statements, called through
-//! `regent_store::claim`, do what their comments say. Messages are pushed through the HTTP
+//! against the migrated schema, and the statements of the claim, cursor, seek, key/value and
+//! timer families, called through `regent_store`, do what their comments say. Messages are pushed through the HTTP
 //! API, the one way they are written.
 
+use chrono::{Duration, Utc};
+use regent::broker::tx_hash::tx_hash;
 use regent::store::claim::{self, Claim, EmptyReason, Finish, Start, Sweep};
-use regent::store::{sql, Layout, Store};
+use regent::store::seek::{self, Seek, SeekTo};
+use regent::store::{cursor, kv, sql, timers, Layout, Store};
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -28,12 +31,42 @@ async fn every_statement_prepares_against_the_migrated_schema() {
         if !sent_on(layout, family, name) {
             continue;
         }
-        if let Err(e) = db.prepare(text).await {
-            panic!("{family}::{name} does not prepare on {layout:?}: {e:?}\n{text}");
+        // A batch (several statements sent at once, `batch_execute`) prepares one by one.
+        for statement in batch(text) {
+            if let Err(e) = db.prepare(statement).await {
+                panic!("{family}::{name} does not prepare on {layout:?}: {e:?}\n{statement}");
+            }
         }
         prepared += 1;
     }
     assert!(prepared >= 10, "only {prepared} statements prepared");
+}
+
+/// The statements of a section: one, or those of a batch, each of which ends a line (not a
+/// comment's) with `;` (the last one's is left off by build.rs).
+fn batch(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        at += line.len();
+        let l = line.trim_end();
+        if l.ends_with(';') && !l.trim_start().starts_with("--") {
+            out.push(&text[start..at - (line.len() - l.len()) - 1]);
+            start = at;
+        }
+    }
+    out.push(&text[start..]);
+    out
+}
+
+#[test]
+fn a_batch_is_split_into_its_statements() {
+    assert_eq!(batch("SELECT 1"), vec!["SELECT 1"]);
+    assert_eq!(
+        batch("-- a;\nSET a = 1;\nSET b = 2"),
+        vec!["-- a;\nSET a = 1", "SET b = 2"]
+    );
 }
 
 /// A queue of `n` messages in partition `p`, and what a claim on it needs.
@@ -69,6 +102,15 @@ async fn fixture(queue: &str, n: usize) -> Fixture {
 }
 
 impl Fixture {
+    /// The queue's tenant.
+    async fn tenant(&self) -> String {
+        let db = self.b.db().await;
+        db.query_one("SELECT tenant FROM queues WHERE id = $1", &[&self.queue_id])
+            .await
+            .unwrap()
+            .get(0)
+    }
+
     fn claim<'a>(&self, group: &'a str, leases: &'a [Uuid], batch: i64) -> Claim<'a> {
         Claim {
             queue_id: self.queue_id,
@@ -305,4 +347,261 @@ async fn an_empty_partition_pop_is_explained() {
     let lease = [Uuid::now_v7()];
     claim::claim(&tx, &f.claim("g", &lease, 1)).await.unwrap();
     assert_eq!(reason("p", 0).await, EmptyReason::LeaseHeld);
+}
+
+#[tokio::test]
+async fn an_ack_locks_the_cursor_resolves_its_ids_and_writes_the_cursor_back() {
+    let f = fixture("store-cursor", 3).await;
+    let tenant = f.tenant().await;
+    let mut conn = f.store.client().await.unwrap();
+    let tx = conn.begin().await.unwrap();
+    claim::sweep(&tx, f.queue_id, "g", None, Start::Named(None), Sweep::All)
+        .await
+        .unwrap();
+    let pid = f.partition_id.to_string();
+    let hashes = [
+        tx_hash(f.partition_id, "m1"),
+        tx_hash(f.partition_id, "nope"),
+    ];
+    let locked = cursor::lock(&tx, &tenant, &pid, "g", &hashes)
+        .await
+        .unwrap()
+        .expect("the group's cursor");
+    let first = locked.committed + 1;
+    assert_eq!(
+        (locked.partition_id, locked.lease_id, locked.live),
+        (f.partition_id, None, false)
+    );
+    assert_eq!(locked.next_offset, first + 3);
+    assert_eq!(
+        locked.offsets,
+        vec![Some(first + 1), None],
+        "m1 is the second message; an unknown id resolves nowhere"
+    );
+    assert_eq!(
+        cursor::resolve(&tx, f.partition_id, &hashes).await.unwrap(),
+        locked.offsets
+    );
+    assert!(cursor::lock(&tx, "someone-else", &pid, "g", &hashes)
+        .await
+        .unwrap()
+        .is_none());
+    assert!(cursor::lock(&tx, &tenant, &pid, "other", &hashes)
+        .await
+        .unwrap()
+        .is_none());
+    cursor::write(&tx, f.partition_id, "g", first + 1, 2, true)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(f.cursor("g").await.unwrap().0, first + 1);
+    let db = f.b.db().await;
+    let retries: i32 = db
+        .query_one(
+            "SELECT retry_count FROM cursors WHERE partition_id = $1 AND consumer_group = 'g'",
+            &[&f.partition_id],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(retries, 2);
+}
+
+#[tokio::test]
+async fn a_seek_to_the_end_moves_only_the_cursors_the_group_has() {
+    let f = fixture("store-seek", 4).await;
+    let tenant = f.tenant().await;
+    {
+        let mut conn = f.store.client().await.unwrap();
+        let tx = conn.begin().await.unwrap();
+        claim::sweep(&tx, f.queue_id, "g", None, Start::Named(None), Sweep::All)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+    }
+    let before = f.cursor("g").await.unwrap().0;
+    let conn = f.store.client().await.unwrap();
+    let seek = |group: &'static str, queue: &'static str, partition: Option<&'static str>| {
+        let (conn, tenant) = (&conn, &tenant);
+        async move {
+            seek::seek(conn, tenant, queue, group, partition, SeekTo::End)
+                .await
+                .unwrap()
+        }
+    };
+    match seek("g", "store-seek", None).await {
+        Seek::Moved(moved) => assert_eq!(moved.len(), 1),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(f.cursor("g").await.unwrap().0, before + 4, "on the newest");
+    match seek("nobody", "store-seek", Some("p")).await {
+        Seek::Moved(moved) => assert!(moved.is_empty(), "no cursor, nothing moves"),
+        other => panic!("{other:?}"),
+    }
+    assert!(f.cursor("nobody").await.is_none());
+    assert!(matches!(
+        seek("g", "store-seek", Some("nope")).await,
+        Seek::NoPartition
+    ));
+    assert!(matches!(
+        seek("g", "store-absent", None).await,
+        Seek::NoQueue
+    ));
+}
+
+#[tokio::test]
+async fn kv_inserts_once_updates_in_place_and_ranges_keep_their_bounds() {
+    let b = broker().await;
+    let store = Store::connect(&b.db_url, 2, layout().await).unwrap();
+    let mut conn = store.client().await.unwrap();
+    let tx = conn.begin().await.unwrap();
+    let (tenant, ns) = ("store-kv", "ns");
+    let k = |key| kv::Key { tenant, ns, key };
+    let new = |value, version, ttl_seconds| kv::NewRow {
+        value,
+        version,
+        ttl_seconds,
+    };
+    assert!(kv::lock(&tx, k("a")).await.unwrap().is_none());
+    let a = kv::write(&tx, k("a"), false, &new("1", 1, Some(Some(3600))))
+        .await
+        .unwrap()
+        .expect("inserted");
+    assert!(a.expires_at.is_some() && !a.expired);
+    assert!(
+        kv::write(&tx, k("a"), false, &new("9", 1, None))
+            .await
+            .unwrap()
+            .is_none(),
+        "a second insert finds the row and writes nothing"
+    );
+    let kept = kv::write(&tx, k("a"), true, &new("2", 2, None))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (kept.value.as_str(), kept.version, kept.expires_at),
+        ("2", 2, a.expires_at),
+        "the expiry is kept"
+    );
+    let forever = kv::write(&tx, k("a"), true, &new("3", 3, Some(None)))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(forever.expires_at, None);
+    assert_eq!(kv::lock(&tx, k("a")).await.unwrap().unwrap().value, "3");
+    for key in ["ab", "b"] {
+        kv::write(&tx, k(key), false, &new("1", 1, None))
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    let range = |until, keys_only| kv::Range {
+        from: "a",
+        until,
+        after: "a",
+        limit: 10,
+        keys_only,
+    };
+    let read = |r: kv::Range<'static>| {
+        let tx = &tx;
+        async move {
+            kv::range(tx, tenant, ns, &r)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|r| (r.key, r.value))
+                .collect::<Vec<_>>()
+        }
+    };
+    let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
+    assert_eq!(
+        read(range(None, false)).await,
+        [pair("ab", "1"), pair("b", "1")]
+    );
+    assert_eq!(read(range(Some("b"), false)).await, [pair("ab", "1")]);
+    assert_eq!(
+        read(range(None, true)).await,
+        [pair("ab", ""), pair("b", "")]
+    );
+    assert_eq!(read(range(Some("b"), true)).await, [pair("ab", "")]);
+    kv::remove(&tx, k("b")).await.unwrap();
+    let got = kv::get(&tx, tenant, ns, &["a".into(), "b".into()])
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 1);
+    tx.commit().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_timer_is_claimed_by_its_key_put_off_and_taken_once_due() {
+    let b = broker().await;
+    let store = Store::connect(&b.db_url, 2, layout().await).unwrap();
+    let (tenant, queue) = ("store-timers", "store-timers-q");
+    let mut conn = store.client().await.unwrap();
+    let tx = conn.begin().await.unwrap();
+    timers::take_turns(&tx, tenant, &[(queue, "k")])
+        .await
+        .unwrap();
+    let claim = |txn| {
+        let tx = &tx;
+        async move { timers::claim(tx, tenant, queue, "k", txn).await.unwrap() }
+    };
+    assert!(matches!(claim(None).await, timers::Claim::Absent));
+    let timer = timers::NewTimer {
+        tenant,
+        queue,
+        key: "k",
+        txn: "t1",
+        message_id: Uuid::now_v7(),
+        partition: "p",
+        payload: "{\"a\":1}",
+        producer_sub: None,
+        delay_ms: 3_600_000,
+    };
+    let at = timers::upsert(&tx, &timer).await.unwrap();
+    match claim(Some("t1")).await {
+        timers::Claim::Mine(p) => assert_eq!((p.txn.as_str(), p.deliver_at), ("t1", at)),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(claim(Some("t2")).await, timers::Claim::Absent));
+    tx.commit().await.unwrap();
+
+    let peeked = timers::peek(&conn, tenant, queue, "k")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((peeked.txn.as_str(), peeked.attempts), ("t1", 0));
+    assert_eq!(
+        timers::list(&conn, tenant, queue, None, 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(timers::list(&conn, tenant, queue, Some("k"), 10)
+        .await
+        .unwrap()
+        .is_empty());
+    let tx = conn.begin().await.unwrap();
+    assert!(timers::take(&tx, tenant, queue, Utc::now(), 10)
+        .await
+        .unwrap()
+        .is_empty());
+    let later = at + Duration::hours(1);
+    timers::postpone(&tx, tenant, queue, &["k"], &[later], Utc::now())
+        .await
+        .unwrap();
+    assert!(timers::take(&tx, tenant, queue, at, 10)
+        .await
+        .unwrap()
+        .is_empty());
+    let taken = timers::take(&tx, tenant, queue, later, 10).await.unwrap();
+    assert_eq!(taken.len(), 1);
+    assert_eq!((taken[0].deliver_at, taken[0].attempts), (later, 1));
+    tx.commit().await.unwrap();
+    assert!(timers::peek(&conn, tenant, queue, "k")
+        .await
+        .unwrap()
+        .is_none());
 }

@@ -348,3 +348,11 @@ SELECT p.id,
   FROM partitions p
   LEFT JOIN cursors c ON c.partition_id = p.id AND c.consumer_group = $3
  WHERE p.queue_id = $1 AND p.name = $2
+
+-- name: asynchronous_commit
+-- Makes the transaction's commit return without waiting for its WAL flush. Only for a claim
+-- that consumes nothing (no autoAck): lost in a crash, its leases are as if they had expired
+-- (the messages redeliver and acks under them are refused), which at-least-once delivery
+-- allows; a later durable commit (an ack's) flushes it with its own.
+-- (no parameters)
+SET LOCAL synchronous_commit = off

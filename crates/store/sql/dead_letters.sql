@@ -1,5 +1,84 @@
--- Dead letters (crate::dead_letters). Statements still inline in dead_letters.rs move here as
--- they change.
+-- Dead letters (crate::dead_letters): snapshots of the frames of messages a group gave up on,
+-- with the reason, so they outlive the log. Each `-- name:` section is one statement, exactly
+-- as sent (crates/store/build.rs); a `_citus` statement is the Citus layout's in place of the
+-- one without the suffix.
+
+-- name: segment
+-- The segment holding the message being dead-lettered (the caller copies its frame's bytes).
+-- $1 partition id, $2 offset
+SELECT base_offset, created_at, frames FROM segments
+ WHERE partition_id = $1 AND end_offset >= $2 ORDER BY end_offset LIMIT 1
+
+-- name: file
+-- Files a dead letter: the message's frame, copied from the log, and why the group gave up.
+-- $1 tenant, $2 queue id, $3 partition id, $4 consumer group, $5 offset, $6 message id,
+-- $7 transaction id, $8 frame, $9 appended at, $10 error, $11 retry count
+INSERT INTO dead_letters
+    (tenant, queue_id, partition_id, consumer_group, "offset", message_id,
+     transaction_id, frame, created_at, error, retry_count)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+
+-- name: count
+-- How many of the tenant's dead letters a listing matches.
+-- $1 tenant, $2 queue (NULL: any), $3 consumer group (NULL: any), $4 partition (NULL: any),
+-- $5 failed at or after (NULL: any), $6 failed at or before (NULL: any), $7 error (NULL: any)
+SELECT count(*) AS total
+  FROM dead_letters d
+  JOIN queues q ON q.id = d.queue_id
+  JOIN partitions p ON p.id = d.partition_id
+ WHERE d.tenant = $1
+   AND ($2::text IS NULL OR q.name = $2)
+   AND ($3::text IS NULL OR d.consumer_group = $3)
+   AND ($4::text IS NULL OR p.name = $4)
+   AND ($5::timestamptz IS NULL OR d.failed_at >= $5)
+   AND ($6::timestamptz IS NULL OR d.failed_at <= $6)
+   AND ($7::text IS NULL OR d.error = $7)
+
+-- name: list
+-- A page of the tenant's dead letters a listing matches (as count), newest failure first.
+-- $1-$7 as count, $8 limit, $9 offset
+SELECT d.id, d.partition_id, q.name AS queue, p.name AS partition, d.consumer_group,
+       d.error, d.retry_count, d."offset", d.frame, d.created_at, d.failed_at
+  FROM dead_letters d
+  JOIN queues q ON q.id = d.queue_id
+  JOIN partitions p ON p.id = d.partition_id
+ WHERE d.tenant = $1
+   AND ($2::text IS NULL OR q.name = $2)
+   AND ($3::text IS NULL OR d.consumer_group = $3)
+   AND ($4::text IS NULL OR p.name = $4)
+   AND ($5::timestamptz IS NULL OR d.failed_at >= $5)
+   AND ($6::timestamptz IS NULL OR d.failed_at <= $6)
+   AND ($7::text IS NULL OR d.error = $7)
+ ORDER BY d.failed_at DESC, d.id DESC
+ LIMIT $8 OFFSET $9
+
+-- name: expire
+-- Deletes up to $2 dead letters that failed before $1, oldest first.
+-- $1 failed before, $2 limit
+DELETE FROM dead_letters WHERE id IN (
+    SELECT id FROM dead_letters WHERE failed_at < $1 ORDER BY failed_at LIMIT $2)
+
+-- name: pick
+-- Up to $9 of the tenant's dead letters a selector matches, oldest failure first: the ids
+-- named, when given, and whatever the set fields match (AND). Only dead letters whose queue
+-- and partition still exist match (as in list).
+-- $1 tenant, $2 ids (NULL: any), $3 queue (NULL: any), $4 partition (NULL: any), $5 consumer
+-- group (NULL: any), $6 error (NULL: any), $7 failed at or after (NULL: any), $8 failed at or
+-- before (NULL: any), $9 limit
+SELECT d.id, d.partition_id, d.transaction_id, d.consumer_group
+  FROM dead_letters d
+  JOIN queues q ON q.id = d.queue_id AND q.tenant = d.tenant
+  JOIN partitions p ON p.id = d.partition_id
+ WHERE d.tenant = $1
+   AND ($2::bigint[] IS NULL OR d.id = ANY ($2))
+   AND ($3::text IS NULL OR q.name = $3)
+   AND ($4::text IS NULL OR p.name = $4)
+   AND ($5::text IS NULL OR d.consumer_group = $5)
+   AND ($6::text IS NULL OR d.error = $6)
+   AND ($7::timestamptz IS NULL OR d.failed_at >= $7)
+   AND ($8::timestamptz IS NULL OR d.failed_at <= $8)
+ ORDER BY d.failed_at, d.id
+ LIMIT $9
 
 -- name: take
 -- Deletes the tenant's dead letters $2 and returns them with their queue's name, where their
@@ -26,3 +105,14 @@ DELETE FROM dead_letters d
    AND q.id = d.queue_id AND p.id = d.partition_id
 RETURNING d.id, d.queue_id, q.name AS queue, d.partition_id, d.consumer_group,
           d.error, d."offset", d.frame
+
+-- name: read
+-- The tenant's dead letters $2 whose partitions exist, read as take would delete them (a dry
+-- run), without locking anything.
+-- $1 tenant, $2 dead-letter ids
+SELECT d.id, d.queue_id, q.name AS queue, d.partition_id, d.consumer_group,
+       d.error, d."offset", d.frame
+  FROM dead_letters d
+  JOIN queues q ON q.id = d.queue_id
+  JOIN partitions p ON p.id = d.partition_id
+ WHERE d.tenant = $1 AND d.id = ANY ($2)

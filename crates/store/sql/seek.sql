@@ -28,3 +28,29 @@ UPDATE cursors c
 RETURNING (SELECT g.created_at FROM segments g
             WHERE g.partition_id = t.id AND g.end_offset >= t.target AND t.target >= 0
             ORDER BY g.end_offset LIMIT 1) AS appended_at
+
+-- name: partition_exists
+-- Whether the queue has the partition.
+-- $1 queue id, $2 partition name
+SELECT 1 FROM partitions WHERE queue_id = $1 AND name = $2
+
+-- name: delete_group
+-- Deletes the group's cursors, with their leases, on the tenant's queues (one, or all); with
+-- $4, also its stored start points, so the group's next pop starts it afresh from that pop's
+-- subscription. Its dead letters stay: they are records of what happened.
+-- $1 tenant, $2 consumer group, $3 queue (NULL: every queue), $4 forget the start points
+WITH q AS (SELECT id FROM queues WHERE tenant = $1 AND ($3::text IS NULL OR name = $3)),
+     c AS (DELETE FROM cursors WHERE consumer_group = $2
+             AND queue_id IN (SELECT id FROM q) RETURNING queue_id),
+     s AS (DELETE FROM subscriptions WHERE $4 AND consumer_group = $2
+             AND queue_id IN (SELECT id FROM q) RETURNING 1)
+SELECT (SELECT count(*) FROM c) AS cursors,
+       ARRAY(SELECT DISTINCT queue_id FROM c) AS queues
+
+-- name: delete_group_stats
+-- The deleted group out of the stats snapshot as well, so it leaves the listing at once (a
+-- round running now may list it again until the next one: it counted the cursors deleted).
+-- $1 tenant, $2 consumer group, $3 queue (NULL: every queue)
+DELETE FROM group_stats
+ WHERE consumer_group = $2
+   AND queue_id IN (SELECT id FROM queues WHERE tenant = $1 AND ($3::text IS NULL OR name = $3))

@@ -1,5 +1,46 @@
--- Statistics rounds (crate::stats). Statements still inline in stats.rs move here as they
--- change.
+-- Statistics rounds (crate::stats): a round takes its turn, recounts every queue into
+-- queue_stats and group_stats, replaces each tenant's lagging list, and finishes; the snapshot
+-- is read back for listings and depths. Each `-- name:` section is one statement, exactly as
+-- sent (crates/store/build.rs); a `_citus` statement is the Citus layout's in place of the one
+-- without the suffix.
+
+-- name: begin_round
+-- Takes the round (one row: taken) if the last one finished more than $2 seconds ago, and more
+-- than $3 times its own length ago (or always, with $1). A round already running holds the
+-- row: without $1 this skips at once; with it, it waits for that round and then runs its own,
+-- which sees every write committed before the call.
+-- $1 force, $2 interval seconds, $3 pause per round (crate::stats::PAUSE_PER_ROUND)
+UPDATE stats_rounds SET started_at = now()
+ WHERE id = (SELECT id FROM stats_rounds
+              WHERE $1 OR finished_at IS NULL
+                 OR finished_at < now() - greatest(
+                        make_interval(secs => $2),
+                        $3 * (finished_at - started_at))
+              FOR UPDATE SKIP LOCKED)
+    OR ($1 AND id = 1)
+RETURNING id
+
+-- name: work_mem
+-- A round's statements run with room to sort in memory (and, as on every pooled connection,
+-- without JIT: SESSION_PLANNING in crates/store/src/lib.rs).
+-- (no parameters)
+SET LOCAL work_mem = '64MB'
+
+-- name: finish_round
+-- Marks the round finished and drops the rows of queues deleted since the last one.
+-- (no parameters)
+WITH q AS (DELETE FROM queue_stats s
+            WHERE NOT EXISTS (SELECT 1 FROM queues q WHERE q.id = s.queue_id)),
+     g AS (DELETE FROM group_stats s
+            WHERE NOT EXISTS (SELECT 1 FROM queues q WHERE q.id = s.queue_id)),
+     l AS (DELETE FROM lagging_stats s
+            WHERE NOT EXISTS (SELECT 1 FROM queues q WHERE q.id = s.queue_id))
+UPDATE stats_rounds SET finished_at = now() WHERE id = 1
+
+-- name: queues
+-- Every queue of the fleet, by tenant: what a round recounts.
+-- (no parameters)
+SELECT tenant, id FROM queues ORDER BY tenant, id
 
 -- name: recount
 -- Recounts some queues of one tenant into queue_stats and group_stats in one statement (the
@@ -319,3 +360,55 @@ WITH
          SELECT queue_id, consumer_group, partition_id, partition_name, behind, oldest_unread_at
            FROM cur WHERE oldest_unread_at IS NOT NULL
           ORDER BY oldest_unread_at, partition_id, consumer_group LIMIT $4
+
+-- name: clear_lagging
+-- The tenant's lagging list, before write_lagging replaces it.
+-- $1 tenant
+DELETE FROM lagging_stats WHERE tenant = $1
+
+-- name: write_lagging
+-- The tenant's lagging list: cursors behind their partition's end, each with the time of its
+-- first unread message.
+-- $1 tenant, $2 queue ids, $3 partition ids, $4 partition names, $5 consumer groups,
+-- $6 offset lags, $7 oldest unread times (pairwise)
+INSERT INTO lagging_stats (tenant, queue_id, partition_id, partition_name,
+                           consumer_group, offset_lag, oldest_unread_at)
+SELECT $1, * FROM unnest($2::uuid[], $3::uuid[], $4::text[], $5::text[],
+                         $6::bigint[], $7::timestamptz[])
+
+-- name: queue_totals
+-- A queue's counts as the last round found them (no row: no round has counted it).
+-- $1 queue id
+SELECT partitions, total, pending, processing, completed, failed, dead_letters,
+       refreshed_at
+  FROM queue_stats WHERE queue_id = $1
+
+-- name: joined
+-- Lists (queue, group) in the snapshot at once, when a pop has just given the group its first
+-- cursors on the queue ($3 of them): the group's counts come with the next round, its
+-- existence must not wait for one. A placeholder (`refreshed_at` -infinity, lag and pending 0)
+-- that a round overwrites; a round already running does not see it (its statement's snapshot
+-- is older) and so cannot delete it, and one starting later counts the cursors committed with
+-- it. Never overwrites a counted row.
+-- $1 queue id, $2 consumer group, $3 partitions
+INSERT INTO group_stats (queue_id, consumer_group, tenant, partitions,
+                         partitions_with_lag, lag, lagging_since, consuming, pending,
+                         partitions_pending, top_partitions, top_pending, refreshed_at)
+SELECT q.id, $2, q.tenant, $3, 0, 0, NULL, true, 0, 0, '{}', '{}', '-infinity'
+  FROM queues q WHERE q.id = $1
+ON CONFLICT (queue_id, consumer_group) DO NOTHING
+
+-- name: group_depth
+-- The queue's depth for the group as the last round counted it (no row: no round has seen the
+-- group on the queue, a placeholder of joined included).
+-- $1 queue id, $2 consumer group
+SELECT pending, partitions_pending, top_partitions, top_pending, refreshed_at
+  FROM group_stats
+ WHERE queue_id = $1 AND consumer_group = $2 AND refreshed_at > '-infinity'
+
+-- name: queue_depth
+-- The queue's depth behind each partition's furthest-behind cursor as the last round counted
+-- it (no row: before the first round).
+-- $1 queue id
+SELECT pending, partitions_pending, top_partitions, top_pending, refreshed_at
+  FROM queue_stats WHERE queue_id = $1

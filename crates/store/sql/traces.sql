@@ -1,5 +1,6 @@
--- Traces of messages (crate::traces). Statements still inline in traces.rs move here as they
--- change.
+-- Traces of messages (crate::traces): recorded with the events they describe, read per
+-- message, per name, and as the list of names. Each `-- name:` section is one statement,
+-- exactly as sent (crates/store/build.rs).
 
 -- name: record
 -- Records trace $1 of the message with index hash $4 in the tenant's partition $2, while the
@@ -80,3 +81,56 @@ SELECT c.id, p.tenant, p.queue_id, p.id, c.txid, x."offset", $2,
   JOIN partitions p ON p.id = c.partition_id AND p.tenant = $1
   JOIN tx_index x ON x.hash = c.hash
    AND x.partition_id = p.id -- (variant)
+
+-- name: of_message
+-- The traces of one message, oldest first.
+-- $1 partition id, $2 transaction id, $3 tenant
+SELECT id, partition_id, transaction_id, event_type, data, consumer_group,
+       worker_id, trace_names, created_at
+  FROM traces
+ WHERE partition_id = $1 AND transaction_id = $2 AND tenant = $3
+ ORDER BY created_at, id
+
+-- name: count_by_name
+-- How many of the tenant's traces carry the names.
+-- $1 tenant, $2 trace names
+SELECT count(*) AS total FROM traces WHERE tenant = $1 AND trace_names @> $2
+
+-- name: by_name
+-- A page of the tenant's traces carrying the names, newest first, each with the segment that
+-- holds its message (NULL once the log no longer holds it; the message is read out of it in
+-- crate::traces).
+-- $1 tenant, $2 trace names, $3 limit, $4 offset
+SELECT t.id, t.partition_id, t.transaction_id, t.event_type, t.data,
+       t.consumer_group, t.worker_id, t.trace_names, t.created_at,
+       q.name AS queue, p.name AS partition, s.base_offset, s.frames,
+       t."offset"
+  FROM traces t
+  JOIN partitions p ON p.id = t.partition_id
+  JOIN queues q ON q.id = t.queue_id
+  LEFT JOIN LATERAL (
+       SELECT base_offset, frames FROM segments
+        WHERE partition_id = t.partition_id AND end_offset >= t."offset"
+        ORDER BY end_offset LIMIT 1) s ON s.base_offset <= t."offset"
+ WHERE t.tenant = $1 AND t.trace_names @> $2
+ ORDER BY t.created_at DESC, t.id DESC
+ LIMIT $3 OFFSET $4
+
+-- name: count_names
+-- How many distinct trace names the tenant's traces carry.
+-- $1 tenant
+SELECT count(DISTINCT n) AS total FROM traces, unnest(trace_names) AS n
+ WHERE tenant = $1
+
+-- name: names
+-- A page of the tenant's trace names, most recently seen first, each with its traces and the
+-- messages they are of.
+-- $1 tenant, $2 limit, $3 offset
+SELECT n AS name, count(*) AS traces,
+       count(DISTINCT (partition_id, transaction_id)) AS messages,
+       max(created_at) AS last_seen
+  FROM traces, unnest(trace_names) AS n
+ WHERE tenant = $1
+ GROUP BY n
+ ORDER BY last_seen DESC, n
+ LIMIT $2 OFFSET $3

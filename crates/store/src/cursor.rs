@@ -8,7 +8,10 @@ use serde_json::Value;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
-use crate::sql::cursor::{LOCK_AND_RESOLVE, LOCK_AND_RESOLVE_CITUS, RESOLVE, RESOLVE_CITUS, WRITE};
+use crate::sql::cursor::{
+    COMPLETE_IN_LEASE, IN_RANGE, LIVE_LEASES, LOCK_AND_RESOLVE, LOCK_AND_RESOLVE_CITUS, OWNER,
+    RESOLVE, RESOLVE_CITUS, WRITE,
+};
 use crate::{frames, Layout, StoreError, Tx};
 
 /// A locked cursor row and what the ack needs around it.
@@ -104,13 +107,7 @@ pub async fn resolve_in_range(
     upto: i64,
     transaction_ids: &[&str],
 ) -> Result<Vec<Option<i64>>, StoreError> {
-    let st = tx
-        .prepare_cached(
-            "SELECT base_offset, frames FROM segments
-              WHERE partition_id = $1 AND end_offset > $2 AND base_offset <= $3
-              ORDER BY end_offset",
-        )
-        .await?;
+    let st = tx.prepare_cached(IN_RANGE).await?;
     let mut found: Vec<Option<i64>> = vec![None; transaction_ids.len()];
     for row in tx.query(&st, &[&partition, &after, &upto]).await? {
         let base: i64 = row.get("base_offset");
@@ -139,13 +136,7 @@ pub async fn live_leases(
     client: &impl deadpool_postgres::GenericClient,
     partition: Uuid,
 ) -> Result<Vec<(i64, i64)>, StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT committed, lease_end FROM cursors
-              WHERE partition_id = $1 AND lease_id IS NOT NULL AND lease_expires_at > now()
-                AND lease_end IS NOT NULL",
-        )
-        .await?;
+    let st = client.prepare_cached(LIVE_LEASES).await?;
     Ok(client
         .query(&st, &[&partition])
         .await?
@@ -156,9 +147,7 @@ pub async fn live_leases(
 
 /// The tenant a partition belongs to (its id as the client sent it), if it exists.
 pub async fn owner(tx: &Tx<'_>, partition_id: &str) -> Result<Option<String>, StoreError> {
-    let st = tx
-        .prepare_cached("SELECT tenant FROM partitions WHERE id = $1::text::uuid")
-        .await?;
+    let st = tx.prepare_cached(OWNER).await?;
     Ok(tx
         .query_opt(&st, &[&partition_id])
         .await?
@@ -222,48 +211,13 @@ pub struct Completed {
 /// lease's range is done. The rows are locked in the global lock order (partition, group).
 /// The tenant's partitions only. One completion per (partition, group), which the caller
 /// keeps.
-///
-/// Each cursor is found by its primary key, one completion after another in lock order (a
-/// lateral subquery that locks, which the planner cannot flatten). Joined as a whole, the
-/// planner read every live lease of every queue through the claim-order index
-/// (`lease_expires_at > now()`) and hashed them: with the xmin horizon held, every version of
-/// every cursor, 130 buffers and more per ack (BENCHMARKS.md, "throughput with the xmin
-/// horizon held").
+/// How the statement finds each cursor, and why: `sql/cursor.sql`.
 pub async fn complete_in_lease(
     client: &impl deadpool_postgres::GenericClient,
     tenant: &str,
     completions: &[Completion<'_>],
 ) -> Result<Vec<Completed>, StoreError> {
-    let st = client
-        .prepare_cached(
-            "WITH a AS (
-               SELECT * FROM unnest($2::uuid[], $3::text[], $4::uuid[], $5::bigint[], $6::bigint[])
-                      WITH ORDINALITY AS a(pid, grp, lease, lowest, highest, k)
-                ORDER BY pid, grp),
-             old AS (
-               SELECT a.k, a.highest, c.partition_id, c.consumer_group, c.committed, c.lease_end,
-                      c.retry_count, c.queue_id, q.name AS queue, q.options, c.next_offset
-                 FROM a
-                CROSS JOIN LATERAL (
-                      SELECT c.partition_id, c.consumer_group, c.committed, c.lease_end,
-                             c.retry_count, p.queue_id, p.next_offset
-                        FROM cursors c
-                        JOIN partitions p ON p.id = c.partition_id AND p.tenant = $1
-                       WHERE c.partition_id = a.pid AND c.consumer_group = a.grp
-                         AND c.lease_id = a.lease AND c.lease_expires_at > now()
-                         AND c.committed < a.lowest AND c.lease_end >= a.highest
-                         FOR UPDATE OF c) c
-                 JOIN queues q ON q.id = c.queue_id)
-           UPDATE cursors c
-              SET committed = old.highest,
-                  lease_id = CASE WHEN old.lease_end <= old.highest THEN NULL ELSE c.lease_id END,
-                  retry_count = CASE WHEN old.lease_end <= old.highest THEN 0 ELSE c.retry_count END
-             FROM old
-            WHERE c.partition_id = old.partition_id AND c.consumer_group = old.consumer_group
-        RETURNING old.k, old.committed, old.lease_end, old.retry_count, old.queue_id, old.queue,
-                  old.options, old.next_offset",
-        )
-        .await?;
+    let st = client.prepare_cached(COMPLETE_IN_LEASE).await?;
     let pids: Vec<Uuid> = completions.iter().map(|c| c.partition).collect();
     let groups: Vec<&str> = completions.iter().map(|c| c.group).collect();
     let leases: Vec<Uuid> = completions.iter().map(|c| c.lease).collect();

@@ -7,7 +7,7 @@ use tokio_postgres::Row;
 use uuid::Uuid;
 
 use crate::message::{Message, StoredMessage};
-use crate::sql::dead_letters::{TAKE, TAKE_CITUS};
+use crate::sql::dead_letters::{COUNT, EXPIRE, FILE, LIST, PICK, READ, SEGMENT, TAKE, TAKE_CITUS};
 use crate::{frames, Layout, StoreError, Tx};
 
 /// A message to dead-letter: where it is and why.
@@ -24,12 +24,7 @@ pub struct Letter<'a> {
 /// Files the message at `letter.offset` as a dead letter: its frame's bytes, copied from the
 /// log.
 pub async fn file(tx: &Tx<'_>, letter: &Letter<'_>) -> Result<(), StoreError> {
-    let st = tx
-        .prepare_cached(
-            "SELECT base_offset, created_at, frames FROM segments
-              WHERE partition_id = $1 AND end_offset >= $2 ORDER BY end_offset LIMIT 1",
-        )
-        .await?;
+    let st = tx.prepare_cached(SEGMENT).await?;
     let seg = tx
         .query_one(&st, &[&letter.partition_id, &letter.offset])
         .await?;
@@ -37,14 +32,7 @@ pub async fn file(tx: &Tx<'_>, letter: &Letter<'_>) -> Result<(), StoreError> {
     let created_at: DateTime<Utc> = seg.get("created_at");
     let raw = frames::raw_at(seg.get("frames"), (letter.offset - base) as usize)?;
     let m = frames::decode(raw)?;
-    let st = tx
-        .prepare_cached(
-            "INSERT INTO dead_letters
-                 (tenant, queue_id, partition_id, consumer_group, \"offset\", message_id,
-                  transaction_id, frame, created_at, error, retry_count)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-        )
-        .await?;
+    let st = tx.prepare_cached(FILE).await?;
     tx.execute(
         &st,
         &[
@@ -113,17 +101,6 @@ impl TryFrom<&Row> for DeadLetter {
     }
 }
 
-const WHERE: &str = "FROM dead_letters d
-       JOIN queues q ON q.id = d.queue_id
-       JOIN partitions p ON p.id = d.partition_id
-      WHERE d.tenant = $1
-        AND ($2::text IS NULL OR q.name = $2)
-        AND ($3::text IS NULL OR d.consumer_group = $3)
-        AND ($4::text IS NULL OR p.name = $4)
-        AND ($5::timestamptz IS NULL OR d.failed_at >= $5)
-        AND ($6::timestamptz IS NULL OR d.failed_at <= $6)
-        AND ($7::text IS NULL OR d.error = $7)";
-
 /// A page of dead letters, newest failure first, and the number of all that match.
 pub async fn list(
     client: &Client,
@@ -139,18 +116,10 @@ pub async fn list(
         &f.to,
         &f.reason,
     ];
-    let count_sql = format!("SELECT count(*) AS total {WHERE}");
-    let st = client.prepare_cached(&count_sql).await?;
+    let st = client.prepare_cached(COUNT).await?;
     let total: i64 = client.query_one(&st, &params).await?.get("total");
 
-    let sql = format!(
-        "SELECT d.id, d.partition_id, q.name AS queue, p.name AS partition, d.consumer_group,
-                d.error, d.retry_count, d.\"offset\", d.frame, d.created_at, d.failed_at
-           {WHERE}
-          ORDER BY d.failed_at DESC, d.id DESC
-          LIMIT $8 OFFSET $9"
-    );
-    let st = client.prepare_cached(&sql).await?;
+    let st = client.prepare_cached(LIST).await?;
     let mut all = params.to_vec();
     all.push(&f.limit);
     all.push(&f.offset);
@@ -165,12 +134,7 @@ pub async fn list(
 /// Deletes up to `limit` dead letters filed before `before`, oldest first, in the caller's
 /// transaction; how many went.
 pub async fn expire(tx: &Tx<'_>, before: DateTime<Utc>, limit: i64) -> Result<i64, StoreError> {
-    let st = tx
-        .prepare_cached(
-            "DELETE FROM dead_letters WHERE id IN (
-                 SELECT id FROM dead_letters WHERE failed_at < $1 ORDER BY failed_at LIMIT $2)",
-        )
-        .await?;
+    let st = tx.prepare_cached(EXPIRE).await?;
     Ok(tx.execute(&st, &[&before, &limit]).await? as i64)
 }
 
@@ -206,24 +170,7 @@ pub async fn pick(
     sel: &Selector<'_>,
     limit: i64,
 ) -> Result<Vec<Picked>, StoreError> {
-    let st = tx
-        .prepare_cached(
-            "SELECT d.id, d.partition_id, d.transaction_id, d.consumer_group
-               FROM dead_letters d
-               JOIN queues q ON q.id = d.queue_id AND q.tenant = d.tenant
-               JOIN partitions p ON p.id = d.partition_id
-              WHERE d.tenant = $1
-                AND ($2::bigint[] IS NULL OR d.id = ANY ($2))
-                AND ($3::text IS NULL OR q.name = $3)
-                AND ($4::text IS NULL OR p.name = $4)
-                AND ($5::text IS NULL OR d.consumer_group = $5)
-                AND ($6::text IS NULL OR d.error = $6)
-                AND ($7::timestamptz IS NULL OR d.failed_at >= $7)
-                AND ($8::timestamptz IS NULL OR d.failed_at <= $8)
-              ORDER BY d.failed_at, d.id
-              LIMIT $9",
-        )
-        .await?;
+    let st = tx.prepare_cached(PICK).await?;
     let rows = tx
         .query(
             &st,
@@ -302,16 +249,7 @@ pub async fn take(tx: &Tx<'_>, tenant: &str, ids: &[i64]) -> Result<Vec<Taken>, 
 /// The tenant's dead letters `ids` whose partitions exist, read as [`take`] would delete
 /// them (a dry run), without locking anything.
 pub async fn read(tx: &Tx<'_>, tenant: &str, ids: &[i64]) -> Result<Vec<Taken>, StoreError> {
-    let st = tx
-        .prepare_cached(
-            "SELECT d.id, d.queue_id, q.name AS queue, d.partition_id, d.consumer_group,
-                    d.error, d.\"offset\", d.frame
-               FROM dead_letters d
-               JOIN queues q ON q.id = d.queue_id
-               JOIN partitions p ON p.id = d.partition_id
-              WHERE d.tenant = $1 AND d.id = ANY ($2)",
-        )
-        .await?;
+    let st = tx.prepare_cached(READ).await?;
     let rows = tx.query(&st, &[&tenant, &ids]).await?;
     rows.iter().map(Taken::try_from).collect()
 }

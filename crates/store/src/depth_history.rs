@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
 use tokio_postgres::Row;
 
+use crate::sql::depth_history::{READ, READ_QUEUE, RECORD, RECORD_QUEUES};
 use crate::{series, StoreError, Tx};
 
 /// The backlog of a tenant at one minute (or the latest minute of a bucket).
@@ -24,24 +25,7 @@ pub struct DepthPoint {
 /// Writes every tenant's totals from the snapshot the round just wrote (in its
 /// transaction): one statement, the queue and group rows summed per tenant.
 pub async fn record(tx: &Tx<'_>) -> Result<(), StoreError> {
-    let st = tx
-        .prepare_cached(
-            "INSERT INTO depth_minutes AS d (tenant, minute, pending, processing, dead_letters,
-                                             lag_messages, max_time_lag)
-             SELECT s.tenant, date_trunc('minute', now()), sum(s.pending)::bigint,
-                    sum(s.processing)::bigint, sum(s.dead_letters)::bigint,
-                    coalesce(sum(g.lag), 0)::bigint, max(s.time_lag_max)
-               FROM queue_stats s
-               JOIN queues q ON q.id = s.queue_id
-               LEFT JOIN (SELECT queue_id, sum(lag) AS lag FROM group_stats GROUP BY queue_id) g
-                      ON g.queue_id = s.queue_id
-              GROUP BY s.tenant
-             ON CONFLICT (tenant, minute) DO UPDATE SET
-                 pending = EXCLUDED.pending, processing = EXCLUDED.processing,
-                 dead_letters = EXCLUDED.dead_letters, lag_messages = EXCLUDED.lag_messages,
-                 max_time_lag = EXCLUDED.max_time_lag",
-        )
-        .await?;
+    let st = tx.prepare_cached(RECORD).await?;
     tx.execute(&st, &[]).await?;
     Ok(())
 }
@@ -49,28 +33,7 @@ pub async fn record(tx: &Tx<'_>) -> Result<(), StoreError> {
 /// Writes a row for each of these queues (just recounted, in the round's transaction)
 /// whose figures differ from its latest row: a queue that did not change writes nothing.
 pub async fn record_queues(tx: &Tx<'_>, queues: &[uuid::Uuid]) -> Result<(), StoreError> {
-    let st = tx
-        .prepare_cached(
-            "INSERT INTO queue_depth_minutes AS d (queue_id, minute, pending, processing,
-                                                   dead_letters, lag_messages)
-             SELECT s.queue_id, date_trunc('minute', now()), s.pending, s.processing,
-                    s.dead_letters, coalesce(g.lag, 0)
-               FROM queue_stats s
-               LEFT JOIN (SELECT queue_id, sum(lag)::bigint AS lag FROM group_stats
-                           WHERE queue_id = ANY($1) GROUP BY queue_id) g
-                      ON g.queue_id = s.queue_id
-               LEFT JOIN LATERAL (
-                    SELECT l.pending, l.processing, l.dead_letters, l.lag_messages
-                      FROM queue_depth_minutes l WHERE l.queue_id = s.queue_id
-                     ORDER BY l.minute DESC LIMIT 1) last ON true
-              WHERE s.queue_id = ANY($1)
-                AND (last.pending, last.processing, last.dead_letters, last.lag_messages)
-                    IS DISTINCT FROM (s.pending, s.processing, s.dead_letters, coalesce(g.lag, 0))
-             ON CONFLICT (queue_id, minute) DO UPDATE SET
-                 pending = EXCLUDED.pending, processing = EXCLUDED.processing,
-                 dead_letters = EXCLUDED.dead_letters, lag_messages = EXCLUDED.lag_messages",
-        )
-        .await?;
+    let st = tx.prepare_cached(RECORD_QUEUES).await?;
     tx.execute(&st, &[&queues]).await?;
     Ok(())
 }
@@ -96,24 +59,7 @@ pub async fn read_queue(
     to: DateTime<Utc>,
     bucket_minutes: i32,
 ) -> Result<Vec<DepthPoint>, StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT * FROM (
-                SELECT DISTINCT ON (bucket)
-                       date_bin(make_interval(mins => $4), minute, $2) AS bucket,
-                       pending, processing, dead_letters, lag_messages, 0::float8 AS max_time_lag
-                  FROM queue_depth_minutes
-                 WHERE queue_id = $1 AND minute >= $2 AND minute < $3
-                 ORDER BY bucket DESC, minute DESC) w
-             UNION ALL
-             SELECT * FROM (
-                SELECT $2::timestamptz, pending, processing, dead_letters, lag_messages, 0::float8
-                  FROM queue_depth_minutes
-                 WHERE queue_id = $1 AND minute < $2
-                 ORDER BY minute DESC LIMIT 1) b
-             ORDER BY bucket DESC",
-        )
-        .await?;
+    let st = client.prepare_cached(READ_QUEUE).await?;
     let rows = client
         .query(&st, &[&queue_id, &from, &to, &bucket_minutes])
         .await?;
@@ -132,15 +78,7 @@ pub async fn read(
     to: DateTime<Utc>,
     bucket_minutes: i32,
 ) -> Result<Vec<DepthPoint>, StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT DISTINCT ON (bucket) date_bin(make_interval(mins => $4), minute, $2) AS bucket,
-                    pending, processing, dead_letters, lag_messages, max_time_lag
-               FROM depth_minutes
-              WHERE tenant = $1 AND minute >= $2 AND minute < $3
-              ORDER BY bucket DESC, minute DESC",
-        )
-        .await?;
+    let st = client.prepare_cached(READ).await?;
     let rows = client
         .query(&st, &[&tenant, &from, &to, &bucket_minutes])
         .await?;

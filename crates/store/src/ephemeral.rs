@@ -7,7 +7,13 @@
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
 
-use crate::sql::ephemeral::{DROP_OLDEST, EXPIRE, TRIM};
+use crate::sql::ephemeral::{
+    ADD_CURSORS, ADD_RING, APPEND, COUNT_RETRY_DROPS, CREATE, DECLARE, DECLARED, DELETE_CURSORS,
+    DELETE_DECLARATION, DELETE_DELIVERIES, DELETE_GROUPS, DELETE_LIVE, DELETE_MESSAGES,
+    DELETE_RINGS, DROP_OLDEST, DUE, EXPIRE, FIND, FORGET_EMPTY, GROUP_DEPTH, HELD, LEASE, LIST,
+    LOCK, PARTITION_DEPTH, QUEUE_COUNT, REMEMBER_GROUP, REMOVE_DELIVERIES, RESET_LIVE,
+    SETTLE_AGAIN, SETTLE_DONE, TAKE, TAKE_QUEUE_TURN, TOTALS, TRIM, UNCOUNT,
+};
 use crate::{StoreError, Tx};
 
 /// A queue's options as declared (`None`: the default); the policy as the client spelled it.
@@ -22,9 +28,6 @@ pub struct StoredOptions {
     pub window_ms: Option<i64>,
     pub window_count: Option<i64>,
 }
-
-const OPTION_COLUMNS: &str = "max_bytes, max_length, policy, ttl_seconds, lease_seconds, \
-                              retry_limit, window_ms, window_count";
 
 fn options_of(r: &tokio_postgres::Row) -> StoredOptions {
     StoredOptions {
@@ -45,11 +48,7 @@ pub async fn declared(
     tenant: &str,
     queue: &str,
 ) -> Result<Option<StoredOptions>, StoreError> {
-    let st = tx
-        .prepare_cached(&format!(
-            "SELECT {OPTION_COLUMNS} FROM ephemeral_queues WHERE tenant = $1 AND name = $2"
-        ))
-        .await?;
+    let st = tx.prepare_cached(DECLARED).await?;
     Ok(tx
         .query_opt(&st, &[&tenant, &queue])
         .await?
@@ -65,19 +64,7 @@ pub async fn declare(
     queue: &str,
     o: &StoredOptions,
 ) -> Result<bool, StoreError> {
-    let st = tx
-        .prepare_cached(&format!(
-            "INSERT INTO ephemeral_queues (tenant, name, {OPTION_COLUMNS})
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-             ON CONFLICT (tenant, name) DO UPDATE
-                SET max_bytes = excluded.max_bytes, max_length = excluded.max_length,
-                    policy = excluded.policy, ttl_seconds = excluded.ttl_seconds,
-                    lease_seconds = excluded.lease_seconds, retry_limit = excluded.retry_limit,
-                    window_ms = excluded.window_ms, window_count = excluded.window_count,
-                    updated_at = excluded.updated_at
-             RETURNING (xmax = 0) AS created"
-        ))
-        .await?;
+    let st = tx.prepare_cached(DECLARE).await?;
     let row = tx
         .query_one(
             &st,
@@ -104,18 +91,9 @@ pub async fn declare(
 /// turn made. Without the turn, new queues made together each counted the others as absent
 /// and the tenant passed its limit.
 pub async fn queue_count(tx: &Tx<'_>, tenant: &str) -> Result<i64, StoreError> {
-    let st = tx
-        .prepare_cached(
-            "SELECT pg_advisory_xact_lock(hashtextextended('regent-ephemeral-queues/' || $1, 0))",
-        )
-        .await?;
+    let st = tx.prepare_cached(TAKE_QUEUE_TURN).await?;
     tx.query_one(&st, &[&tenant]).await?;
-    let st = tx
-        .prepare_cached(
-            "SELECT count(*) AS n FROM (SELECT name FROM ephemeral_queues WHERE tenant = $1
-                                        UNION SELECT queue FROM ephemeral_live WHERE tenant = $1) q",
-        )
-        .await?;
+    let st = tx.prepare_cached(QUEUE_COUNT).await?;
     Ok(tx.query_one(&st, &[&tenant]).await?.get("n"))
 }
 
@@ -132,12 +110,7 @@ pub struct Live {
 
 /// Locks the queue's live row for the transaction; `None` when the queue has none.
 pub async fn lock(tx: &Tx<'_>, tenant: &str, queue: &str) -> Result<Option<Live>, StoreError> {
-    let st = tx
-        .prepare_cached(
-            "SELECT epoch, next_seq, length, bytes FROM ephemeral_live
-              WHERE tenant = $1 AND queue = $2 FOR UPDATE",
-        )
-        .await?;
+    let st = tx.prepare_cached(LOCK).await?;
     Ok(tx.query_opt(&st, &[&tenant, &queue]).await?.map(|r| Live {
         epoch: r.get("epoch"),
         next_seq: r.get("next_seq"),
@@ -148,12 +121,7 @@ pub async fn lock(tx: &Tx<'_>, tenant: &str, queue: &str) -> Result<Option<Live>
 
 /// Gives the queue a live row (a new incarnation) unless it has one; then locks it.
 pub async fn create(tx: &Tx<'_>, tenant: &str, queue: &str) -> Result<Live, StoreError> {
-    let st = tx
-        .prepare_cached(
-            "INSERT INTO ephemeral_live (tenant, queue) VALUES ($1, $2)
-             ON CONFLICT (tenant, queue) DO NOTHING",
-        )
-        .await?;
+    let st = tx.prepare_cached(CREATE).await?;
     tx.execute(&st, &[&tenant, &queue]).await?;
     // The row exists now (this transaction's, or one committed before the conflict), and
     // nothing deletes it without first taking the lock the insert waited on.
@@ -199,25 +167,14 @@ async fn remove(
     if seqs.is_empty() {
         return Ok(removed);
     }
-    let st = tx
-        .prepare_cached(
-            "DELETE FROM ephemeral_deliveries WHERE tenant = $1 AND queue = $2 AND seq = ANY($3)",
-        )
-        .await?;
+    let st = tx.prepare_cached(REMOVE_DELIVERIES).await?;
     tx.execute(&st, &[&tenant, &queue, &seqs]).await?;
     let (ttl, bounds) = match counter {
         Counter::None => (0, 0),
         Counter::Ttl => (removed.count, 0),
         Counter::Bounds => (0, removed.count),
     };
-    let st = tx
-        .prepare_cached(
-            "UPDATE ephemeral_live
-                SET length = length - $3, bytes = bytes - $4,
-                    dropped_ttl = dropped_ttl + $5, dropped_bounds = dropped_bounds + $6
-              WHERE tenant = $1 AND queue = $2",
-        )
-        .await?;
+    let st = tx.prepare_cached(UNCOUNT).await?;
     tx.execute(
         &st,
         &[
@@ -281,27 +238,9 @@ pub async fn append(
     first: i64,
     payloads: &[&str],
 ) -> Result<(), StoreError> {
-    let ring = tx
-        .prepare_cached(
-            "INSERT INTO ephemeral_rings (tenant, queue, partition) VALUES ($1, $2, $3)
-             ON CONFLICT DO NOTHING",
-        )
-        .await?;
+    let ring = tx.prepare_cached(ADD_RING).await?;
     tx.execute(&ring, &[&tenant, &queue, &partition]).await?;
-    let st = tx
-        .prepare_cached(
-            "WITH added AS (
-               INSERT INTO ephemeral_messages (tenant, queue, seq, partition, payload, bytes)
-               SELECT $1, $2, $4 + p.i - 1, $3, p.payload, octet_length(p.payload)
-                 FROM unnest($5::text[]) WITH ORDINALITY AS p(payload, i)
-               RETURNING bytes)
-             UPDATE ephemeral_live
-                SET next_seq = $4 + cardinality($5::text[]),
-                    length = length + cardinality($5::text[]),
-                    bytes = ephemeral_live.bytes + (SELECT coalesce(sum(bytes), 0) FROM added)
-              WHERE tenant = $1 AND queue = $2",
-        )
-        .await?;
+    let st = tx.prepare_cached(APPEND).await?;
     tx.execute(&st, &[&tenant, &queue, &partition, &first, &payloads])
         .await?;
     Ok(())
@@ -315,14 +254,7 @@ pub async fn remember_group(
     group: &str,
     cap: i64,
 ) -> Result<(), StoreError> {
-    let st = tx
-        .prepare_cached(
-            "INSERT INTO ephemeral_groups (tenant, queue, grp)
-             SELECT $1, $2, $3
-              WHERE (SELECT count(*) FROM ephemeral_groups WHERE tenant = $1 AND queue = $2) < $4
-             ON CONFLICT DO NOTHING",
-        )
-        .await?;
+    let st = tx.prepare_cached(REMEMBER_GROUP).await?;
     tx.execute(&st, &[&tenant, &queue, &group, &cap]).await?;
     Ok(())
 }
@@ -357,17 +289,7 @@ pub async fn due(
     partition: Option<&str>,
     limit: i64,
 ) -> Result<Vec<Handed>, StoreError> {
-    let st = tx
-        .prepare_cached(
-            "SELECT d.seq, d.partition, d.attempts, m.payload
-               FROM ephemeral_deliveries d
-               JOIN ephemeral_messages m ON m.tenant = d.tenant AND m.queue = d.queue AND m.seq = d.seq
-              WHERE d.tenant = $1 AND d.queue = $2 AND d.grp = $3 AND m.tenant = $1 AND m.queue = $2
-                AND ($4::text IS NULL OR d.partition = $4) AND d.lease_until <= now()
-              ORDER BY d.seq
-              LIMIT $5",
-        )
-        .await?;
+    let st = tx.prepare_cached(DUE).await?;
     let rows = tx
         .query(&st, &[&tenant, &queue, &group, &partition, &limit])
         .await?;
@@ -386,37 +308,10 @@ pub async fn take(
 ) -> Result<Vec<Handed>, StoreError> {
     // The group's cursors first, in a statement of their own: a statement does not see the
     // rows it inserts, and the move below must.
-    let cursors = tx
-        .prepare_cached(
-            "INSERT INTO ephemeral_cursors (tenant, queue, grp, partition, next_seq)
-             SELECT $1, $2, $3, p, 0
-               FROM (SELECT $4::text AS p WHERE $4::text IS NOT NULL
-                     UNION SELECT partition FROM ephemeral_rings
-                            WHERE tenant = $1 AND queue = $2 AND $4::text IS NULL) s
-             ON CONFLICT DO NOTHING",
-        )
-        .await?;
+    let cursors = tx.prepare_cached(ADD_CURSORS).await?;
     tx.execute(&cursors, &[&tenant, &queue, &group, &partition])
         .await?;
-    let st = tx
-        .prepare_cached(
-            "WITH picked AS (
-               SELECT m.seq, m.partition, m.payload
-                 FROM ephemeral_messages m
-                 JOIN ephemeral_cursors c ON c.tenant = m.tenant AND c.queue = m.queue
-                                         AND c.partition = m.partition
-                WHERE m.tenant = $1 AND m.queue = $2 AND c.tenant = $1 AND c.queue = $2
-                  AND c.grp = $3 AND ($4::text IS NULL OR c.partition = $4)
-                  AND m.seq >= c.next_seq
-                ORDER BY m.seq
-                LIMIT $5),
-             moved AS (
-               UPDATE ephemeral_cursors c SET next_seq = t.top + 1
-                 FROM (SELECT partition, max(seq) AS top FROM picked GROUP BY partition) t
-                WHERE c.tenant = $1 AND c.queue = $2 AND c.grp = $3 AND c.partition = t.partition)
-             SELECT seq, partition, 0::int AS attempts, payload FROM picked ORDER BY seq",
-        )
-        .await?;
+    let st = tx.prepare_cached(TAKE).await?;
     let rows = tx
         .query(&st, &[&tenant, &queue, &group, &partition, &limit])
         .await?;
@@ -439,16 +334,7 @@ pub async fn lease(
     let seqs: Vec<i64> = handed.iter().map(|h| h.0).collect();
     let partitions: Vec<&str> = handed.iter().map(|h| h.1).collect();
     let attempts: Vec<i32> = handed.iter().map(|h| h.2).collect();
-    let st = tx
-        .prepare_cached(
-            "INSERT INTO ephemeral_deliveries (tenant, queue, grp, seq, partition, attempts, lease_until)
-             SELECT $1, $2, $3, h.seq, h.partition, h.attempts,
-                    now() + make_interval(secs => $7::bigint)
-               FROM unnest($4::bigint[], $5::text[], $6::int[]) AS h(seq, partition, attempts)
-             ON CONFLICT (tenant, queue, grp, seq) DO UPDATE
-                SET attempts = excluded.attempts, lease_until = excluded.lease_until",
-        )
-        .await?;
+    let st = tx.prepare_cached(LEASE).await?;
     tx.execute(
         &st,
         &[
@@ -473,12 +359,7 @@ pub async fn held(
     group: &str,
     seqs: &[i64],
 ) -> Result<Vec<(i64, String, i32)>, StoreError> {
-    let st = tx
-        .prepare_cached(
-            "SELECT seq, partition, attempts FROM ephemeral_deliveries
-              WHERE tenant = $1 AND queue = $2 AND grp = $3 AND seq = ANY($4)",
-        )
-        .await?;
+    let st = tx.prepare_cached(HELD).await?;
     let rows = tx.query(&st, &[&tenant, &queue, &group, &seqs]).await?;
     Ok(rows
         .iter()
@@ -498,30 +379,15 @@ pub async fn settle(
     dropped: i64,
 ) -> Result<(), StoreError> {
     let steps: [(bool, &str, &[i64]); 2] = [
-        (
-            !done.is_empty(),
-            "DELETE FROM ephemeral_deliveries
-              WHERE tenant = $1 AND queue = $2 AND grp = $3 AND seq = ANY($4)",
-            done,
-        ),
-        (
-            !again.is_empty(),
-            "UPDATE ephemeral_deliveries SET lease_until = now()
-              WHERE tenant = $1 AND queue = $2 AND grp = $3 AND seq = ANY($4)",
-            again,
-        ),
+        (!done.is_empty(), SETTLE_DONE, done),
+        (!again.is_empty(), SETTLE_AGAIN, again),
     ];
     for (_, sql, seqs) in steps.into_iter().filter(|s| s.0) {
         let st = tx.prepare_cached(sql).await?;
         tx.execute(&st, &[&tenant, &queue, &group, &seqs]).await?;
     }
     if dropped > 0 {
-        let st = tx
-            .prepare_cached(
-                "UPDATE ephemeral_live SET dropped_retry = dropped_retry + $3
-                  WHERE tenant = $1 AND queue = $2",
-            )
-            .await?;
+        let st = tx.prepare_cached(COUNT_RETRY_DROPS).await?;
         tx.execute(&st, &[&tenant, &queue, &dropped]).await?;
     }
     Ok(())
@@ -540,17 +406,7 @@ pub async fn trim(tx: &Tx<'_>, tenant: &str, queue: &str) -> Result<Removed, Sto
 }
 
 async fn forget_empty(tx: &Tx<'_>, tenant: &str, queue: &str) -> Result<(), StoreError> {
-    let st = tx
-        .prepare_cached(
-            "WITH empty AS (
-               DELETE FROM ephemeral_rings r WHERE r.tenant = $1 AND r.queue = $2
-                  AND NOT EXISTS (SELECT 1 FROM ephemeral_messages m
-                                   WHERE m.tenant = $1 AND m.queue = $2 AND m.partition = r.partition)
-               RETURNING partition)
-             DELETE FROM ephemeral_cursors c USING empty e
-              WHERE c.tenant = $1 AND c.queue = $2 AND c.partition = e.partition",
-        )
-        .await?;
+    let st = tx.prepare_cached(FORGET_EMPTY).await?;
     tx.execute(&st, &[&tenant, &queue]).await?;
     Ok(())
 }
@@ -560,19 +416,15 @@ async fn forget_empty(tx: &Tx<'_>, tenant: &str, queue: &str) -> Result<(), Stor
 pub async fn reset(tx: &Tx<'_>, tenant: &str, queue: &str) -> Result<i64, StoreError> {
     let mut dropped = 0;
     for sql in [
-        "DELETE FROM ephemeral_deliveries WHERE tenant = $1 AND queue = $2",
-        "DELETE FROM ephemeral_cursors WHERE tenant = $1 AND queue = $2",
-        "DELETE FROM ephemeral_rings WHERE tenant = $1 AND queue = $2",
-        "DELETE FROM ephemeral_messages WHERE tenant = $1 AND queue = $2",
+        DELETE_DELIVERIES,
+        DELETE_CURSORS,
+        DELETE_RINGS,
+        DELETE_MESSAGES,
     ] {
         let st = tx.prepare_cached(sql).await?;
         dropped = tx.execute(&st, &[&tenant, &queue]).await? as i64;
     }
-    let st = tx
-        .prepare_cached(
-            "UPDATE ephemeral_live SET length = 0, bytes = 0 WHERE tenant = $1 AND queue = $2",
-        )
-        .await?;
+    let st = tx.prepare_cached(RESET_LIVE).await?;
     tx.execute(&st, &[&tenant, &queue]).await?;
     Ok(dropped)
 }
@@ -580,18 +432,19 @@ pub async fn reset(tx: &Tx<'_>, tenant: &str, queue: &str) -> Result<i64, StoreE
 /// Deletes the queue: its declaration and everything it holds. True when there was any.
 pub async fn delete(tx: &Tx<'_>, tenant: &str, queue: &str) -> Result<bool, StoreError> {
     let mut any = false;
-    for sql in [
-        "DELETE FROM ephemeral_deliveries WHERE tenant = $1 AND queue = $2",
-        "DELETE FROM ephemeral_cursors WHERE tenant = $1 AND queue = $2",
-        "DELETE FROM ephemeral_groups WHERE tenant = $1 AND queue = $2",
-        "DELETE FROM ephemeral_rings WHERE tenant = $1 AND queue = $2",
-        "DELETE FROM ephemeral_messages WHERE tenant = $1 AND queue = $2",
-        "DELETE FROM ephemeral_live WHERE tenant = $1 AND queue = $2",
-        "DELETE FROM ephemeral_queues WHERE tenant = $1 AND name = $2",
+    // (statement, whether a row it deletes means the queue existed)
+    for (sql, says) in [
+        (DELETE_DELIVERIES, false),
+        (DELETE_CURSORS, false),
+        (DELETE_GROUPS, false),
+        (DELETE_RINGS, false),
+        (DELETE_MESSAGES, false),
+        (DELETE_LIVE, true),
+        (DELETE_DECLARATION, true),
     ] {
         let st = tx.prepare_cached(sql).await?;
         let n = tx.execute(&st, &[&tenant, &queue]).await?;
-        any |= n > 0 && (sql.contains("_live") || sql.contains("_queues"));
+        any |= n > 0 && says;
     }
     Ok(any)
 }
@@ -612,21 +465,6 @@ pub struct EphemeralRow {
     pub created_at: DateTime<Utc>,
 }
 
-const QUEUE_ROW: &str =
-    "SELECT coalesce(q.name, l.queue) AS name, q.name IS NOT NULL AS is_declared,
-        q.max_bytes, q.max_length, q.policy, q.ttl_seconds, q.lease_seconds, q.retry_limit,
-        q.window_ms, q.window_count,
-        coalesce(l.length, 0) AS length, coalesce(l.bytes, 0) AS bytes,
-        coalesce(l.dropped_bounds, 0) AS dropped_bounds, coalesce(l.dropped_ttl, 0) AS dropped_ttl,
-        coalesce(l.dropped_retry, 0) AS dropped_retry,
-        least(q.created_at, l.created_at) AS created_at,
-        (SELECT count(*) FROM ephemeral_rings r
-          WHERE r.tenant = $1 AND r.queue = coalesce(q.name, l.queue)) AS partitions,
-        (SELECT count(*) FROM ephemeral_groups g
-          WHERE g.tenant = $1 AND g.queue = coalesce(q.name, l.queue)) AS groups
-   FROM (SELECT * FROM ephemeral_queues WHERE tenant = $1) q
-   FULL JOIN (SELECT * FROM ephemeral_live WHERE tenant = $1) l ON l.queue = q.name";
-
 fn queue_row(r: &tokio_postgres::Row) -> EphemeralRow {
     let declared: bool = r.get("is_declared");
     EphemeralRow {
@@ -645,9 +483,7 @@ fn queue_row(r: &tokio_postgres::Row) -> EphemeralRow {
 
 /// The tenant's queues, declared or live, by name.
 pub async fn list(client: &Client, tenant: &str) -> Result<Vec<EphemeralRow>, StoreError> {
-    let st = client
-        .prepare_cached(&format!("{QUEUE_ROW} ORDER BY 1"))
-        .await?;
+    let st = client.prepare_cached(LIST).await?;
     Ok(client
         .query(&st, &[&tenant])
         .await?
@@ -662,9 +498,7 @@ pub async fn find(
     tenant: &str,
     queue: &str,
 ) -> Result<Option<EphemeralRow>, StoreError> {
-    let st = tx
-        .prepare_cached(&format!("SELECT * FROM ({QUEUE_ROW}) s WHERE s.name = $2"))
-        .await?;
+    let st = tx.prepare_cached(FIND).await?;
     Ok(tx
         .query_opt(&st, &[&tenant, &queue])
         .await?
@@ -696,13 +530,7 @@ pub async fn depth(
     tenant: &str,
     queue: &str,
 ) -> Result<(Vec<PartitionDepth>, Vec<GroupDepth>), StoreError> {
-    let st = tx
-        .prepare_cached(
-            "SELECT partition, count(*) AS messages, sum(bytes)::bigint AS bytes
-               FROM ephemeral_messages WHERE tenant = $1 AND queue = $2
-              GROUP BY partition ORDER BY partition",
-        )
-        .await?;
+    let st = tx.prepare_cached(PARTITION_DEPTH).await?;
     let partitions = tx
         .query(&st, &[&tenant, &queue])
         .await?
@@ -713,25 +541,7 @@ pub async fn depth(
             bytes: r.get("bytes"),
         })
         .collect();
-    let st = tx
-        .prepare_cached(
-            "SELECT g.grp,
-                    (SELECT count(*) FROM ephemeral_messages m
-                       LEFT JOIN ephemeral_cursors c
-                              ON c.tenant = $1 AND c.queue = $2 AND c.grp = g.grp
-                             AND c.partition = m.partition
-                      WHERE m.tenant = $1 AND m.queue = $2
-                        AND m.seq >= coalesce(c.next_seq, 0)) AS fresh,
-                    (SELECT count(*) FROM ephemeral_deliveries d
-                      WHERE d.tenant = $1 AND d.queue = $2 AND d.grp = g.grp
-                        AND d.lease_until <= now()) AS due,
-                    (SELECT count(*) FROM ephemeral_deliveries d
-                      WHERE d.tenant = $1 AND d.queue = $2 AND d.grp = g.grp
-                        AND d.lease_until > now()) AS leased
-               FROM ephemeral_groups g WHERE g.tenant = $1 AND g.queue = $2
-              ORDER BY g.grp",
-        )
-        .await?;
+    let st = tx.prepare_cached(GROUP_DEPTH).await?;
     let groups = tx
         .query(&st, &[&tenant, &queue])
         .await?
@@ -749,13 +559,7 @@ pub async fn depth(
 /// Per tenant: its queues with contents, and the messages and bytes they hold (the
 /// Prometheus gauges).
 pub async fn totals(client: &Client) -> Result<Vec<(String, i64, i64, i64)>, StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT tenant, count(*) AS queues, sum(length)::bigint AS messages,
-                    sum(bytes)::bigint AS bytes
-               FROM ephemeral_live GROUP BY tenant ORDER BY tenant",
-        )
-        .await?;
+    let st = client.prepare_cached(TOTALS).await?;
     Ok(client
         .query(&st, &[])
         .await?

@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
 use uuid::Uuid;
 
+use crate::sql::groups::{CURSORS, LAGGING, LIST, RESUBSCRIBE};
 use crate::StoreError;
 
 /// One consumer group on one queue.
@@ -47,23 +48,7 @@ pub async fn list(
     tenant: &str,
     l: &GroupListing<'_>,
 ) -> Result<Vec<GroupOnQueue>, StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT g.consumer_group, q.name AS queue, g.partitions, g.partitions_with_lag,
-                    g.lag,
-                    coalesce(floor(extract(epoch FROM now() - g.lagging_since)), 0)::bigint
-                      AS max_time_lag,
-                    g.consuming, s.start_after, s.created_at AS joined_at
-               FROM group_stats g
-               JOIN queues q ON q.id = g.queue_id
-               LEFT JOIN subscriptions s
-                      ON s.queue_id = g.queue_id AND s.consumer_group = g.consumer_group
-              WHERE g.tenant = $1 AND g.partitions > 0
-                AND ($4::text IS NULL OR q.name = $4)
-                AND ($5::text IS NULL OR strpos(g.consumer_group, $5) > 0)
-              ORDER BY g.consumer_group, q.name LIMIT $2 OFFSET $3",
-        )
-        .await?;
+    let st = client.prepare_cached(LIST).await?;
     Ok(client
         .query(&st, &[&tenant, &l.limit, &l.offset, &l.queue, &l.search])
         .await?
@@ -111,33 +96,7 @@ pub async fn cursors(
     limit: i64,
     offset: i64,
 ) -> Result<Vec<PartitionLag>, StoreError> {
-    let st = client
-        .prepare_cached(
-            // The page is chosen first, then its cursors read again with their partitions
-            // and log probes: on Citus that second read is one statement every shard runs,
-            // a lateral probe from the page's rows themselves being one it cannot plan.
-            "WITH page AS MATERIALIZED (
-               SELECT c.partition_id FROM cursors c
-                WHERE c.consumer_group = $2
-                  AND c.queue_id IN (SELECT id FROM queues WHERE tenant = $1)
-                ORDER BY c.partition_id LIMIT $3 OFFSET $4)
-             SELECT $2::text AS consumer_group, q.name AS queue, p.name AS partition,
-                    c.partition_id, c.committed + 1 AS consumed,
-                    greatest(p.next_offset - 1 - c.committed, 0) AS lag,
-                    o.created_at AS oldest_unread_at,
-                    coalesce(floor(extract(epoch FROM now() - o.created_at)), 0)::bigint AS lag_secs,
-                    (c.lease_id IS NOT NULL AND c.lease_expires_at > now()) AS leased
-               FROM cursors c
-               JOIN partitions p ON p.id = c.partition_id
-               JOIN queues q ON q.id = c.queue_id
-               LEFT JOIN LATERAL (
-                    SELECT g.created_at FROM segments g
-                     WHERE g.partition_id = c.partition_id AND g.end_offset > c.committed
-                     ORDER BY g.end_offset LIMIT 1) o ON c.committed < p.next_offset - 1
-              WHERE c.consumer_group = $2 AND c.partition_id IN (SELECT partition_id FROM page)
-              ORDER BY q.name, p.name",
-        )
-        .await?;
+    let st = client.prepare_cached(CURSORS).await?;
     Ok(client
         .query(&st, &[&tenant, &group, &limit, &offset])
         .await?
@@ -178,18 +137,7 @@ pub async fn lagging(
     limit: i64,
     offset: i64,
 ) -> Result<Vec<Lagging>, StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT l.consumer_group, q.name AS queue, l.partition_name, l.partition_id,
-                    l.offset_lag, l.oldest_unread_at,
-                    floor(extract(epoch FROM now() - l.oldest_unread_at))::bigint AS lag_secs
-               FROM lagging_stats l JOIN queues q ON q.id = l.queue_id
-              WHERE l.tenant = $1
-                AND l.oldest_unread_at < now() - make_interval(secs => $2::float8)
-              ORDER BY l.oldest_unread_at, l.partition_id, l.consumer_group
-              LIMIT $3 OFFSET $4",
-        )
-        .await?;
+    let st = client.prepare_cached(LAGGING).await?;
     Ok(client
         .query(&st, &[&tenant, &min_lag_secs, &limit, &offset])
         .await?
@@ -215,12 +163,6 @@ pub async fn resubscribe(
     group: &str,
     at: DateTime<Utc>,
 ) -> Result<u64, StoreError> {
-    let st = client
-        .prepare_cached(
-            "UPDATE subscriptions s SET start_after = $3
-               FROM queues q
-              WHERE q.id = s.queue_id AND q.tenant = $1 AND s.consumer_group = $2",
-        )
-        .await?;
+    let st = client.prepare_cached(RESUBSCRIBE).await?;
     Ok(client.execute(&st, &[&tenant, &group, &at]).await?)
 }

@@ -6,6 +6,10 @@
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
 
+use crate::sql::kv::{
+    GET, INSERT, LOCK, PRUNE, PRUNE_DUE, RANGE, RANGE_KEYS, RANGE_KEYS_UNTIL, RANGE_UNTIL, REMOVE,
+    UPDATE, UPDATE_WITH_EXPIRY,
+};
 use crate::{StoreError, Tx};
 
 /// A row as stored.
@@ -33,13 +37,6 @@ fn row_of(r: &tokio_postgres::Row) -> KvRow {
     }
 }
 
-const COLUMNS: &str = "key, value, version, expires_at, updated_at,
-                       (expires_at IS NOT NULL AND expires_at <= now()) AS expired";
-/// What a write returns: the row it wrote, live by construction (Citus allows no `now()` in
-/// a RETURNING clause).
-const WRITTEN: &str = "key, value, version, expires_at, updated_at, false AS expired";
-const LIVE: &str = "(expires_at IS NULL OR expires_at > now())";
-
 /// A row's key.
 #[derive(Clone, Copy, Debug)]
 pub struct Key<'a> {
@@ -50,11 +47,7 @@ pub struct Key<'a> {
 
 /// The row at `k`, expired or not, locked until the transaction ends.
 pub async fn lock(tx: &Tx<'_>, k: Key<'_>) -> Result<Option<KvRow>, StoreError> {
-    let st = tx
-        .prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM kv WHERE tenant = $1 AND ns = $2 AND key = $3 FOR UPDATE"
-        ))
-        .await?;
+    let st = tx.prepare_cached(LOCK).await?;
     Ok(tx
         .query_opt(&st, &[&k.tenant, &k.ns, &k.key])
         .await?
@@ -69,12 +62,7 @@ pub async fn get(
     ns: &str,
     keys: &[String],
 ) -> Result<Vec<KvRow>, StoreError> {
-    let st = tx
-        .prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM kv
-              WHERE tenant = $1 AND ns = $2 AND key = ANY ($3::text[]) AND {LIVE}"
-        ))
-        .await?;
+    let st = tx.prepare_cached(GET).await?;
     Ok(tx
         .query(&st, &[&tenant, &ns, &keys])
         .await?
@@ -100,20 +88,13 @@ pub async fn range(
     ns: &str,
     r: &Range<'_>,
 ) -> Result<Vec<KvRow>, StoreError> {
-    let value = if r.keys_only { "''" } else { "value" };
-    let columns = COLUMNS.replacen("value", &format!("{value} AS value"), 1);
-    let upper = if r.until.is_some() {
-        "AND key < $6"
-    } else {
-        ""
+    let sql = match (r.keys_only, r.until.is_some()) {
+        (false, false) => RANGE,
+        (false, true) => RANGE_UNTIL,
+        (true, false) => RANGE_KEYS,
+        (true, true) => RANGE_KEYS_UNTIL,
     };
-    let st = tx
-        .prepare_cached(&format!(
-            "SELECT {columns} FROM kv
-              WHERE tenant = $1 AND ns = $2 AND key >= $3 AND key > $4 {upper} AND {LIVE}
-              ORDER BY key LIMIT $5"
-        ))
-        .await?;
+    let st = tx.prepare_cached(sql).await?;
     let rows = match r.until {
         Some(until) => {
             tx.query(&st, &[&tenant, &ns, &r.from, &r.after, &r.limit, &until])
@@ -143,29 +124,13 @@ pub async fn write(
     locked: bool,
     new: &NewRow<'_>,
 ) -> Result<Option<KvRow>, StoreError> {
-    // `now() + NULL` is NULL: forever. (Citus allows no `now()` inside a CASE.)
     let ttl = new.ttl_seconds.flatten();
-    let expiry = "now() + make_interval(secs => $6::bigint)";
     let sql = match (locked, new.ttl_seconds.is_some()) {
-        (true, true) => format!(
-            "UPDATE kv SET value = $4, version = $5, expires_at = {expiry}, updated_at = now()
-              WHERE tenant = $1 AND ns = $2 AND key = $3
-              RETURNING {WRITTEN}"
-        ),
-        // The expiry is kept.
-        (true, false) => format!(
-            "UPDATE kv SET value = $4, version = $5, updated_at = now()
-              WHERE tenant = $1 AND ns = $2 AND key = $3
-              RETURNING {WRITTEN}"
-        ),
-        (false, _) => format!(
-            "INSERT INTO kv (tenant, ns, key, value, version, expires_at)
-             VALUES ($1, $2, $3, $4, $5, {expiry})
-             ON CONFLICT (tenant, ns, key) DO NOTHING
-             RETURNING {WRITTEN}"
-        ),
+        (true, true) => UPDATE_WITH_EXPIRY,
+        (true, false) => UPDATE,
+        (false, _) => INSERT,
     };
-    let st = tx.prepare_cached(&sql).await?;
+    let st = tx.prepare_cached(sql).await?;
     let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
         vec![&k.tenant, &k.ns, &k.key, &new.value, &new.version];
     if !locked || new.ttl_seconds.is_some() {
@@ -176,9 +141,7 @@ pub async fn write(
 
 /// Deletes `k` (locked by [`lock`]).
 pub async fn remove(tx: &Tx<'_>, k: Key<'_>) -> Result<(), StoreError> {
-    let st = tx
-        .prepare_cached("DELETE FROM kv WHERE tenant = $1 AND ns = $2 AND key = $3")
-        .await?;
+    let st = tx.prepare_cached(REMOVE).await?;
     tx.execute(&st, &[&k.tenant, &k.ns, &k.key]).await?;
     Ok(())
 }
@@ -187,20 +150,8 @@ pub async fn remove(tx: &Tx<'_>, k: Key<'_>) -> Result<(), StoreError> {
 /// The rows are found first and deleted per namespace, so on Citus every delete is one
 /// shard's; a row written again meanwhile is not past its expiry any more and stays.
 pub async fn prune(client: &Client, batch: i64) -> Result<u64, StoreError> {
-    let due = client
-        .prepare_cached(
-            "SELECT tenant, ns, array_agg(key) AS keys FROM (
-                 SELECT tenant, ns, key FROM kv WHERE expires_at <= now()
-                  ORDER BY expires_at LIMIT $1) d
-              GROUP BY tenant, ns",
-        )
-        .await?;
-    let delete = client
-        .prepare_cached(
-            "DELETE FROM kv WHERE tenant = $1 AND ns = $2 AND key = ANY ($3::text[])
-                AND expires_at <= now()",
-        )
-        .await?;
+    let due = client.prepare_cached(PRUNE_DUE).await?;
+    let delete = client.prepare_cached(PRUNE).await?;
     let mut deleted = 0;
     for r in client.query(&due, &[&batch]).await? {
         let (tenant, ns, keys): (String, String, Vec<String>) =

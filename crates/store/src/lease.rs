@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
 use uuid::Uuid;
 
+use crate::sql::lease::{ALL_LIVE, EXTEND, HELD, RELEASE};
 use crate::{StoreError, Tx};
 
 #[derive(Debug, PartialEq, Eq)]
@@ -25,16 +26,7 @@ pub async fn extend(
     lease_id: Uuid,
     seconds: i64,
 ) -> Result<Extended, StoreError> {
-    let st = client
-        .prepare_cached(
-            "UPDATE cursors c
-                SET lease_expires_at = greatest(c.lease_expires_at, now() + make_interval(secs => $2::float8))
-               FROM partitions p
-              WHERE c.lease_id = $1 AND c.lease_expires_at > now()
-                AND p.id = c.partition_id AND p.tenant = $3
-             RETURNING c.lease_expires_at AS expires_at",
-        )
-        .await?;
+    let st = client.prepare_cached(EXTEND).await?;
     let rows = client
         .query(&st, &[&lease_id, &(seconds as f64), &tenant])
         .await?;
@@ -48,12 +40,7 @@ pub async fn extend(
             expires_at,
         });
     }
-    let st = client
-        .prepare_cached(
-            "SELECT 1 FROM cursors c JOIN partitions p ON p.id = c.partition_id
-              WHERE c.lease_id = $1 AND p.tenant = $2 LIMIT 1",
-        )
-        .await?;
+    let st = client.prepare_cached(HELD).await?;
     Ok(match client.query_opt(&st, &[&lease_id, &tenant]).await? {
         Some(_) => Extended::Expired,
         None => Extended::NotFound,
@@ -73,12 +60,7 @@ pub async fn all_live(tx: &Tx<'_>, tenant: &str, lease_ids: &[String]) -> Result
     else {
         return Ok(false);
     };
-    let st = tx
-        .prepare_cached(
-            "SELECT count(DISTINCT c.lease_id) AS live FROM cursors c JOIN partitions p ON p.id = c.partition_id
-              WHERE c.lease_id = ANY($1) AND c.lease_expires_at > now() AND p.tenant = $2",
-        )
-        .await?;
+    let st = tx.prepare_cached(ALL_LIVE).await?;
     let live: i64 = tx.query_one(&st, &[&ids, &tenant]).await?.get("live");
     let mut distinct = ids.clone();
     distinct.sort();
@@ -101,16 +83,7 @@ pub async fn release(
     tenant: &str,
     lease_id: Uuid,
 ) -> Result<Vec<Released>, StoreError> {
-    let st = client
-        .prepare_cached(
-            "UPDATE cursors c
-                SET lease_id = NULL, lease_expires_at = least(c.lease_expires_at, now())
-               FROM partitions p JOIN queues q ON q.id = p.queue_id
-              WHERE c.lease_id = $1 AND c.lease_expires_at > now()
-                AND p.id = c.partition_id AND p.tenant = $2
-             RETURNING q.name AS queue, c.consumer_group",
-        )
-        .await?;
+    let st = client.prepare_cached(RELEASE).await?;
     Ok(client
         .query(&st, &[&lease_id, &tenant])
         .await?

@@ -7,6 +7,10 @@ use deadpool_postgres::Client;
 use uuid::Uuid;
 
 use crate::append::{append_many, logged, Appended, Batch, Dedup, Window};
+use crate::sql::maintenance::{
+    BUFFER, BUFFERED_FRAME, DRAIN, DRAINED_PLACES, GET, POLL, SET, SHARE_DRAIN_LOCK,
+    STILL_BUFFERING, TAKE_DRAIN_LOCK,
+};
 use crate::{frames, StoreError, Tx};
 
 /// A tenant's switches, and whether pushes of it wait in the buffer.
@@ -24,18 +28,7 @@ pub async fn set(
     push: Option<bool>,
     pop: Option<bool>,
 ) -> Result<Switches, StoreError> {
-    let st = client
-        .prepare_cached(
-            // The time comes in through EXCLUDED: Citus evaluates `now()` in VALUES on the
-            // coordinator, but takes no volatile call in a reference table's DO UPDATE.
-            "INSERT INTO maintenance AS m (tenant, push, pop, changed_at)
-             VALUES ($1, coalesce($2, false), coalesce($3, false), now())
-             ON CONFLICT (tenant) DO UPDATE
-                SET push = coalesce($2, m.push), pop = coalesce($3, m.pop),
-                    changed_at = EXCLUDED.changed_at
-             RETURNING push, pop",
-        )
-        .await?;
+    let st = client.prepare_cached(SET).await?;
     let r = client.query_one(&st, &[&tenant, &push, &pop]).await?;
     Ok(Switches {
         push: r.get("push"),
@@ -46,13 +39,7 @@ pub async fn set(
 
 /// The tenant's switches and how many of its pushes wait in the buffer.
 pub async fn get(client: &Client, tenant: &str) -> Result<(Switches, i64), StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT coalesce(m.push, false) AS push, coalesce(m.pop, false) AS pop,
-                    (SELECT count(*) FROM push_buffer WHERE tenant = $1) AS buffered
-               FROM (SELECT 1) one LEFT JOIN maintenance m ON m.tenant = $1",
-        )
-        .await?;
+    let st = client.prepare_cached(GET).await?;
     let r = client.query_one(&st, &[&tenant]).await?;
     let waiting: i64 = r.get("buffered");
     let switches = Switches {
@@ -65,17 +52,7 @@ pub async fn get(client: &Client, tenant: &str) -> Result<(Switches, i64), Store
 
 /// Every tenant with a switch on or pushes in the buffer.
 pub async fn poll(client: &Client) -> Result<Vec<(String, Switches)>, StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT tenant, bool_or(push) AS push, bool_or(pop) AS pop,
-                    bool_or(buffered) AS buffered
-               FROM (SELECT tenant, push, pop, false AS buffered FROM maintenance
-                      WHERE push OR pop
-                     UNION ALL
-                     SELECT DISTINCT tenant, false, false, true FROM push_buffer) s
-              GROUP BY tenant",
-        )
-        .await?;
+    let st = client.prepare_cached(POLL).await?;
     Ok(client
         .query(&st, &[])
         .await?
@@ -132,16 +109,7 @@ async fn insert(
 ) -> Result<Vec<Uuid>, StoreError> {
     let hashes: Vec<Uuid> = which.iter().map(|&i| b.hashes[i]).collect();
     let frames: Vec<&[u8]> = which.iter().map(|&i| b.frames[i].as_slice()).collect();
-    let st = tx
-        .prepare_cached(
-            "INSERT INTO push_buffer (tenant, partition_id, hash, frame)
-             SELECT $1, $2, m.hash, m.frame
-               FROM unnest($3::uuid[], $4::bytea[]) WITH ORDINALITY AS m(hash, frame, ord)
-              ORDER BY m.ord
-             ON CONFLICT (hash) DO NOTHING
-             RETURNING hash",
-        )
-        .await?;
+    let st = tx.prepare_cached(BUFFER).await?;
     let rows = tx
         .query(&st, &[&tenant, &b.partition, &hashes, &frames])
         .await?;
@@ -151,9 +119,7 @@ async fn insert(
 /// The id of the message already holding the transaction id of the batch's message `i`: in
 /// the buffer, or, when a drain appended it between our insert and this read, in the log.
 async fn duplicate_id(tx: &Tx<'_>, b: &Batch, i: usize) -> Result<Option<Uuid>, StoreError> {
-    let st = tx
-        .prepare_cached("SELECT frame FROM push_buffer WHERE hash = $1")
-        .await?;
+    let st = tx.prepare_cached(BUFFERED_FRAME).await?;
     if let Some(row) = tx.query_opt(&st, &[&b.hashes[i]]).await? {
         return Ok(Some(frames::message_id(row.get("frame"))?));
     }
@@ -174,16 +140,9 @@ async fn duplicate_id(tx: &Tx<'_>, b: &Batch, i: usize) -> Result<Option<Uuid>, 
 /// buffer empty while this transaction may still add to it: a broker whose poll is behind
 /// the switch never buffers a push after one that went straight to the log.
 pub async fn still_buffering(tx: &Tx<'_>, tenant: &str) -> Result<bool, StoreError> {
-    let lock = tx
-        .prepare_cached("SELECT pg_advisory_xact_lock_shared(hashtext('regent-drain:' || $1))")
-        .await?;
+    let lock = tx.prepare_cached(SHARE_DRAIN_LOCK).await?;
     tx.query_one(&lock, &[&tenant]).await?;
-    let st = tx
-        .prepare_cached(
-            "SELECT coalesce((SELECT push FROM maintenance WHERE tenant = $1), false)
-                    OR EXISTS (SELECT 1 FROM push_buffer WHERE tenant = $1) AS buffering",
-        )
-        .await?;
+    let st = tx.prepare_cached(STILL_BUFFERING).await?;
     Ok(tx.query_one(&st, &[&tenant]).await?.get("buffering"))
 }
 
@@ -208,17 +167,9 @@ pub async fn drain(
     limit: i64,
     window: Window,
 ) -> Result<Drain, StoreError> {
-    let lock = tx
-        .prepare_cached("SELECT pg_advisory_xact_lock(hashtext('regent-drain:' || $1))")
-        .await?;
+    let lock = tx.prepare_cached(TAKE_DRAIN_LOCK).await?;
     tx.query_one(&lock, &[&tenant]).await?;
-    let st = tx
-        .prepare_cached(
-            "DELETE FROM push_buffer WHERE seq IN (
-                SELECT seq FROM push_buffer WHERE tenant = $1 ORDER BY seq LIMIT $2)
-             RETURNING seq, partition_id, hash, frame",
-        )
-        .await?;
+    let st = tx.prepare_cached(DRAIN).await?;
     let mut rows = tx.query(&st, &[&tenant, &limit]).await?;
     if rows.is_empty() {
         return Ok(Drain::Empty);
@@ -240,12 +191,7 @@ pub async fn drain(
     // have taken a transaction id first.
     append_many(tx, &batches, Dedup::Careful, window).await?;
     let ids: Vec<Uuid> = batches.iter().map(|b| b.partition).collect();
-    let st = tx
-        .prepare_cached(
-            "SELECT p.queue_id, q.name AS queue, p.id
-               FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE p.id = ANY($1)",
-        )
-        .await?;
+    let st = tx.prepare_cached(DRAINED_PLACES).await?;
     Ok(Drain::Appended(
         tx.query(&st, &[&ids])
             .await?

@@ -10,7 +10,11 @@ use tokio_postgres::Row;
 use uuid::Uuid;
 
 use crate::message::StoredMessage;
-use crate::sql::messages::{TOMBSTONE, TOMBSTONE_CITUS};
+use crate::sql::messages::{
+    AT, CURSORS, DEAD_LETTER_PLACES, DEAD_MARKS, HEADS, HEADS_CITUS, INDEXED_OFFSET,
+    INDEXED_OFFSET_CITUS, PLACE, RECENT_PLACES, SEARCH, SEGMENTS_AT, SEGMENTS_AT_CITUS, TOMBSTONE,
+    TOMBSTONED, TOMBSTONE_CITUS,
+};
 use crate::{frames, Conn, Layout, StoreError, Tx};
 
 /// A tenant's partition with its queue.
@@ -41,18 +45,13 @@ impl From<&Row> for Place {
     }
 }
 
-const PLACE: &str = "SELECT p.id AS partition_id, p.name AS partition, q.id AS queue_id,
-                            q.name AS queue, q.namespace, q.task, q.options, p.last_push_at
-                       FROM partitions p JOIN queues q ON q.id = p.queue_id";
-
 /// The tenant's partition with this id.
 pub async fn place(
     client: &Client,
     tenant: &str,
     partition: Uuid,
 ) -> Result<Option<Place>, StoreError> {
-    let sql = format!("{PLACE} WHERE p.id = $1 AND q.tenant = $2");
-    let st = client.prepare_cached(&sql).await?;
+    let st = client.prepare_cached(PLACE).await?;
     Ok(client
         .query_opt(&st, &[&partition, &tenant])
         .await?
@@ -69,12 +68,8 @@ pub async fn indexed_offset(
 ) -> Result<Option<i64>, StoreError> {
     let st = client
         .prepare_cached(match client.layout() {
-            Layout::Single => {
-                "SELECT \"offset\" FROM tx_index WHERE hash = $1 AND $2::uuid IS NOT NULL"
-            }
-            Layout::Citus => {
-                "SELECT \"offset\" FROM tx_index WHERE hash = $1 AND partition_id = $2"
-            }
+            Layout::Single => INDEXED_OFFSET,
+            Layout::Citus => INDEXED_OFFSET_CITUS,
         })
         .await?;
     Ok(client
@@ -89,12 +84,7 @@ pub async fn at(
     partition: Uuid,
     offset: i64,
 ) -> Result<Option<StoredMessage>, StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT base_offset, created_at, frames FROM segments
-              WHERE partition_id = $1 AND end_offset >= $2 ORDER BY end_offset LIMIT 1",
-        )
-        .await?;
+    let st = client.prepare_cached(AT).await?;
     let Some(r) = client.query_opt(&st, &[&partition, &offset]).await? else {
         return Ok(None);
     };
@@ -118,12 +108,7 @@ pub async fn search(
     transaction_id: &str,
     segments: i64,
 ) -> Result<Option<StoredMessage>, StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT base_offset, created_at, frames FROM segments
-              WHERE partition_id = $1 ORDER BY end_offset DESC LIMIT $2",
-        )
-        .await?;
+    let st = client.prepare_cached(SEARCH).await?;
     for r in client.query(&st, &[&partition, &segments]).await? {
         let base: i64 = r.get("base_offset");
         let mut found = None;
@@ -154,16 +139,7 @@ pub struct CursorRow {
 }
 
 pub async fn cursors(client: &Client, partitions: &[Uuid]) -> Result<Vec<CursorRow>, StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT partition_id, consumer_group, committed,
-                    CASE WHEN lease_id IS NOT NULL AND lease_expires_at > now() THEN lease_end END
-                      AS lease_end,
-                    lease_expires_at
-               FROM cursors WHERE partition_id = ANY($1)
-              ORDER BY partition_id, consumer_group",
-        )
-        .await?;
+    let st = client.prepare_cached(CURSORS).await?;
     Ok(client
         .query(&st, &[&partitions])
         .await?
@@ -197,16 +173,7 @@ pub async fn dead_marks(
 ) -> Result<Vec<DeadMark>, StoreError> {
     let partitions: Vec<Uuid> = at.iter().map(|(p, _)| *p).collect();
     let offsets: Vec<i64> = at.iter().map(|(_, o)| *o).collect();
-    let st = client
-        .prepare_cached(
-            "SELECT d.partition_id, d.\"offset\", d.consumer_group, d.error, d.retry_count
-               FROM dead_letters d
-               JOIN unnest($2::uuid[], $3::bigint[]) AS u(p, o)
-                 ON d.partition_id = u.p AND d.\"offset\" = u.o
-              WHERE d.tenant = $1
-              ORDER BY d.failed_at DESC",
-        )
-        .await?;
+    let st = client.prepare_cached(DEAD_MARKS).await?;
     Ok(client
         .query(&st, &[&tenant, &partitions, &offsets])
         .await?
@@ -228,13 +195,7 @@ pub async fn tombstoned(
 ) -> Result<Vec<(Uuid, i64)>, StoreError> {
     let partitions: Vec<Uuid> = at.iter().map(|(p, _)| *p).collect();
     let offsets: Vec<i64> = at.iter().map(|(_, o)| *o).collect();
-    let st = client
-        .prepare_cached(
-            "SELECT t.partition_id, t.\"offset\" FROM tombstones t
-               JOIN unnest($1::uuid[], $2::bigint[]) AS u(p, o)
-                 ON t.partition_id = u.p AND t.\"offset\" = u.o",
-        )
-        .await?;
+    let st = client.prepare_cached(TOMBSTONED).await?;
     Ok(client
         .query(&st, &[&partitions, &offsets])
         .await?
@@ -285,16 +246,7 @@ pub async fn recent_places(
     after: Option<(DateTime<Utc>, Uuid)>,
     limit: i64,
 ) -> Result<Vec<Place>, StoreError> {
-    let sql = format!(
-        "{PLACE}
-          WHERE q.tenant = $1 AND p.last_push_at >= $2
-            AND ($3::text IS NULL OR q.name = $3) AND ($4::text IS NULL OR p.name = $4)
-            AND ($5::text IS NULL OR q.namespace = $5) AND ($6::text IS NULL OR q.task = $6)
-            AND ($7::timestamptz IS NULL OR (p.last_push_at, p.id) < ($7, $8::uuid))
-          ORDER BY p.last_push_at DESC, p.id DESC
-          LIMIT $9"
-    );
-    let st = client.prepare_cached(&sql).await?;
+    let st = client.prepare_cached(RECENT_PLACES).await?;
     let (at, id) = (after.map(|a| a.0), after.map(|a| a.1));
     Ok(client
         .query(
@@ -326,24 +278,7 @@ pub async fn dead_letter_places(
     scope: &Scope<'_>,
     limit: i64,
 ) -> Result<Vec<(Place, i64, DateTime<Utc>)>, StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT * FROM (
-               SELECT DISTINCT ON (d.partition_id, d.\"offset\")
-                      p.id AS partition_id, p.name AS partition, q.id AS queue_id,
-                      q.name AS queue, q.namespace, q.task, q.options, p.last_push_at,
-                      d.\"offset\", d.created_at AS appended_at
-                 FROM dead_letters d
-                 JOIN partitions p ON p.id = d.partition_id
-                 JOIN queues q ON q.id = d.queue_id
-                WHERE d.tenant = $1 AND d.created_at >= $2 AND d.created_at <= $3
-                  AND ($4::text IS NULL OR q.name = $4) AND ($5::text IS NULL OR p.name = $5)
-                  AND ($6::text IS NULL OR q.namespace = $6) AND ($7::text IS NULL OR q.task = $7)
-                ORDER BY d.partition_id, d.\"offset\") x
-              ORDER BY appended_at DESC, \"offset\" DESC, partition_id DESC
-              LIMIT $8",
-        )
-        .await?;
+    let st = client.prepare_cached(DEAD_LETTER_PLACES).await?;
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [
         &tenant,
         &scope.from,
@@ -361,23 +296,6 @@ pub async fn dead_letter_places(
         .map(|r| (Place::from(r), r.get("offset"), r.get("appended_at")))
         .collect())
 }
-
-/// The newest `$4` segments appended in [`$2`, `$3`] of each partition of `$1`.
-const HEADS: &str = "SELECT s.partition_id, s.base_offset, s.end_offset, s.created_at
-       FROM unnest($1::uuid[]) AS u(p)
-       CROSS JOIN LATERAL (
-         SELECT partition_id, base_offset, end_offset, created_at FROM segments
-          WHERE partition_id = u.p AND created_at >= $2 AND created_at <= $3
-          ORDER BY end_offset DESC LIMIT $4) s";
-
-/// The segment holding each (partition of `$1`, offset of `$2`), each once.
-const SEGMENTS_AT: &str = "SELECT DISTINCT ON (s.partition_id, s.end_offset)
-            s.partition_id, s.base_offset, s.end_offset, s.created_at, s.frames
-       FROM unnest($1::uuid[], $2::bigint[]) AS u(p, o)
-       CROSS JOIN LATERAL (
-         SELECT partition_id, base_offset, end_offset, created_at, frames FROM segments
-          WHERE partition_id = u.p AND end_offset >= u.o
-          ORDER BY end_offset LIMIT 1) s";
 
 /// A segment's place and age, without its frames.
 #[derive(Clone, Copy, Debug)]
@@ -406,13 +324,7 @@ pub async fn heads(
         // Citus plans no lateral probe of a distributed table from a list; one statement per
         // partition, each routed to its shard, pipelined.
         Layout::Citus => {
-            let st = client
-                .prepare_cached(
-                    "SELECT partition_id, base_offset, end_offset, created_at FROM segments
-                      WHERE partition_id = $1 AND created_at >= $2 AND created_at <= $3
-                      ORDER BY end_offset DESC LIMIT $4",
-                )
-                .await?;
+            let st = client.prepare_cached(HEADS_CITUS).await?;
             let st = &st;
             let calls = partitions
                 .iter()
@@ -454,17 +366,7 @@ pub async fn read(
             for &(p, o) in at {
                 by_partition.entry(p).or_default().push(o);
             }
-            let st = client
-                .prepare_cached(
-                    "SELECT DISTINCT ON (s.end_offset)
-                            s.partition_id, s.base_offset, s.end_offset, s.created_at, s.frames
-                       FROM unnest($2::bigint[]) AS u(o)
-                       CROSS JOIN LATERAL (
-                         SELECT partition_id, base_offset, end_offset, created_at, frames
-                           FROM segments WHERE partition_id = $1 AND end_offset >= u.o
-                          ORDER BY end_offset LIMIT 1) s",
-                )
-                .await?;
+            let st = client.prepare_cached(SEGMENTS_AT_CITUS).await?;
             let st = &st;
             let calls = by_partition
                 .iter()

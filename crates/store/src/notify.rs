@@ -9,6 +9,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_postgres::{AsyncMessage, Client, Socket, Statement};
 
+use crate::sql::notify::{LISTEN, NOTIFY};
 use crate::StoreError;
 
 pub const CHANNEL: &str = "regent_wakeups";
@@ -37,16 +38,8 @@ impl PeerLink {
                 drive(client, conn)
             }
         };
-        // The notes are hints, rebuilt by any later push: their commits need not wait for the
-        // WAL flush, and they are the only transactions this connection runs.
-        client
-            .batch_execute(&format!(
-                "SET synchronous_commit = off; SET application_name = 'regent peers'; LISTEN {CHANNEL}"
-            ))
-            .await?;
-        let send = client
-            .prepare("SELECT pg_notify($1, p) FROM unnest($2::text[]) p")
-            .await?;
+        client.batch_execute(LISTEN).await?;
+        let send = client.prepare(NOTIFY).await?;
         Ok(PeerLink {
             client,
             send,
@@ -97,4 +90,14 @@ where
         }
     });
     (client, notes, driver)
+}
+
+#[cfg(test)]
+mod tests {
+    /// `sql/notify.sql` writes the channel out; it must be the one notes are sent to.
+    #[test]
+    fn the_link_listens_on_the_channel_notes_are_sent_to() {
+        let listen = format!("LISTEN {}", super::CHANNEL);
+        assert!(crate::sql::notify::LISTEN.ends_with(&listen));
+    }
 }

@@ -6,6 +6,10 @@ use serde_json::Value;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
+use crate::sql::partitions::{
+    CREATE_QUEUE, ENSURE, ENSURE_FOUND, LOCK, LOCK_CITUS, LOOKUP, LOOKUP_BY_ID_CITUS,
+    LOOKUP_QUEUES_CITUS, PLACES_CITUS, QUEUE_ID,
+};
 use crate::{Layout, StoreError, Tx};
 
 /// A partition together with what its queue says about it.
@@ -41,19 +45,6 @@ pub struct NewPartition<'a> {
     pub namespace: &'a str,
     pub task: &'a str,
 }
-
-const LOOKUP: &str = "SELECT q.id AS queue_id, q.name AS queue, q.options, p.id, p.name
-       FROM unnest($2::text[], $3::text[]) AS r(qn, pn)
-       JOIN queues q ON q.tenant = $1 AND q.name = r.qn
-       JOIN partitions p ON p.queue_id = q.id AND p.name = r.pn";
-
-/// On Citus: the queues first (a reference table, read on the coordinator), then the
-/// partitions by the ids their names give ([`id_of`]), so only the shards holding them are
-/// asked.
-const LOOKUP_QUEUES: &str = "SELECT q.id AS queue_id, q.name AS queue, q.options
-       FROM queues q WHERE q.tenant = $1 AND q.name = ANY ($2::text[])";
-const LOOKUP_BY_ID: &str = "SELECT p.queue_id, p.id, p.name FROM partitions p
-      WHERE p.id = ANY ($1::uuid[])";
 
 /// The id of a partition created on Citus: derived from its queue and name (a name-based,
 /// SHA-1 UUID under the queue's id), so that the primary key alone keeps one partition per
@@ -94,15 +85,10 @@ pub async fn places(tx: &Tx<'_>, ids: &[Uuid]) -> Result<Vec<(Uuid, i32)>, Store
     if !tx.layout().spreads_partitions() || ids.is_empty() {
         return Ok(ids.iter().map(|&id| (id, 0)).collect());
     }
-    let st = tx.prepare_cached(PLACES).await?;
+    let st = tx.prepare_cached(PLACES_CITUS).await?;
     let rows = tx.query(&st, &[&ids]).await?;
     Ok(rows.iter().map(|r| (r.get("id"), r.get("place"))).collect())
 }
-
-const PLACES: &str = "SELECT u.id, pl.groupid AS place
-    FROM unnest($1::uuid[]) AS u(id)
-    JOIN pg_dist_placement pl
-      ON pl.shardid = get_shard_id_for_distribution_column('partitions', u.id)";
 
 async fn lookup_by_id(
     tx: &Tx<'_>,
@@ -110,7 +96,7 @@ async fn lookup_by_id(
     keys: &[&PartitionKey],
 ) -> Result<HashMap<PartitionKey, PartitionRef>, StoreError> {
     let names: Vec<&str> = keys.iter().map(|(q, _)| q.as_str()).collect();
-    let st = tx.prepare_cached(LOOKUP_QUEUES).await?;
+    let st = tx.prepare_cached(LOOKUP_QUEUES_CITUS).await?;
     let queues: HashMap<String, (Uuid, Value)> = tx
         .query(&st, &[&tenant, &names])
         .await?
@@ -124,7 +110,7 @@ async fn lookup_by_id(
     if ids.is_empty() {
         return Ok(HashMap::new());
     }
-    let st = tx.prepare_cached(LOOKUP_BY_ID).await?;
+    let st = tx.prepare_cached(LOOKUP_BY_ID_CITUS).await?;
     let by_queue: HashMap<Uuid, (&String, &Value)> =
         queues.iter().map(|(n, (id, o))| (*id, (n, o))).collect();
     let mut found = HashMap::new();
@@ -152,15 +138,8 @@ pub async fn create(
     tenant: &str,
     missing: &[NewPartition<'_>],
 ) -> Result<Vec<(Uuid, Uuid)>, StoreError> {
-    let q_st = tx
-        .prepare_cached(
-            "INSERT INTO queues (id, tenant, name, namespace, task) VALUES ($1, $2, $3, $4, $5)
-             ON CONFLICT (tenant, name) DO NOTHING",
-        )
-        .await?;
-    let id_st = tx
-        .prepare_cached("SELECT id FROM queues WHERE tenant = $1 AND name = $2")
-        .await?;
+    let q_st = tx.prepare_cached(CREATE_QUEUE).await?;
+    let id_st = tx.prepare_cached(QUEUE_ID).await?;
     let mut created = Vec::with_capacity(missing.len());
     for m in missing {
         tx.execute(
@@ -182,16 +161,7 @@ pub async fn ensure(
     queue_id: Uuid,
     name: &str,
 ) -> Result<Uuid, StoreError> {
-    // Two statements, not one: when a concurrent transaction commits the same partition, the
-    // insert waits for it and returns nothing, and only a statement started after that sees
-    // the committed row (a single statement keeps its older snapshot). The conflict is on
-    // (queue, name) on one PostgreSQL, on the id derived from them on Citus.
-    let ins = tx
-        .prepare_cached(
-            "INSERT INTO partitions (id, tenant, queue_id, name) VALUES ($1, $2, $3, $4)
-             ON CONFLICT DO NOTHING RETURNING id",
-        )
-        .await?;
+    let ins = tx.prepare_cached(ENSURE).await?;
     let id = id_of(tx.layout(), queue_id, name);
     if let Some(row) = tx
         .query_opt(&ins, &[&id, &tenant, &queue_id, &name])
@@ -199,12 +169,7 @@ pub async fn ensure(
     {
         return Ok(row.get("id"));
     }
-    let sel = tx
-        .prepare_cached(
-            "SELECT id FROM partitions WHERE queue_id = $1 AND name = $2
-                AND ($3::uuid IS NULL OR id = $3)",
-        )
-        .await?;
+    let sel = tx.prepare_cached(ENSURE_FOUND).await?;
     let routed = (tx.layout() == Layout::Citus).then_some(id);
     Ok(tx
         .query_one(&sel, &[&queue_id, &name, &routed])
@@ -217,18 +182,10 @@ pub async fn ensure(
 /// it takes locks of its own (a requeue, before the dead letters it deletes). Returns the
 /// ids that exist.
 pub async fn lock(tx: &Tx<'_>, tenant: &str, ids: &[Uuid]) -> Result<Vec<Uuid>, StoreError> {
-    // Citus locks rows with FOR UPDATE only in a statement routed to one shard; an update
-    // that changes nothing locks them on every shard at once, in no global order (a deadlock
-    // between shards is broken by Citus and the transaction retried).
     let st = tx
         .prepare_cached(match tx.layout() {
-            Layout::Single => {
-                "SELECT id FROM partitions WHERE tenant = $1 AND id = ANY ($2) ORDER BY id FOR UPDATE"
-            }
-            Layout::Citus => {
-                "UPDATE partitions SET first_offset = first_offset
-                  WHERE tenant = $1 AND id = ANY ($2) RETURNING id"
-            }
+            Layout::Single => LOCK,
+            Layout::Citus => LOCK_CITUS,
         })
         .await?;
     let rows = tx.query(&st, &[&tenant, &ids]).await?;

@@ -13,7 +13,10 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
 use tokio_postgres::Row;
 
-use crate::sql::pg_stats::{TABLE_SIZES, TABLE_SIZES_CITUS};
+use crate::sql::pg_stats::{
+    ACTIVE, AUTOVACUUM_DUE, BUFFERCACHE_SCHEMA, CACHE_SUMMARY, DATABASE, DEAD_TUPLES, HOT_UPDATES,
+    INDEX_CACHE, MEMORY_SETTINGS, TABLE_CACHE, TABLE_SIZES, TABLE_SIZES_CITUS,
+};
 use crate::{Conn, Layout, StoreError};
 
 /// Rows each list holds at most.
@@ -175,43 +178,9 @@ pub const SETTINGS: [&str; 6] = [
     "temp_buffers",
 ];
 
-/// The columns of [`TableStats`], with the table's autovacuum settings: its own storage
-/// parameters where it has them, else the server's.
-const TABLE_STATS: &str = "
-    SELECT s.schemaname::text, s.relname::text, s.n_live_tup, s.n_dead_tup, s.n_tup_upd,
-           s.n_tup_hot_upd, s.last_vacuum, s.last_autovacuum, s.last_autoanalyze,
-           s.autovacuum_count, s.autoanalyze_count,
-           (coalesce(o.threshold, current_setting('autovacuum_vacuum_threshold')::float8)
-              + coalesce(o.scale_factor,
-                         current_setting('autovacuum_vacuum_scale_factor')::float8)
-                * greatest(c.reltuples, 0))::bigint AS vacuum_threshold,
-           current_setting('autovacuum')::bool AND coalesce(o.enabled, true)
-             AS autovacuum_enabled
-      FROM pg_stat_user_tables s
-      JOIN pg_class c ON c.oid = s.relid
-      CROSS JOIN LATERAL (
-           SELECT max(option_value) FILTER (WHERE option_name = 'autovacuum_vacuum_threshold')
-                    ::float8 AS threshold,
-                  max(option_value) FILTER (WHERE option_name = 'autovacuum_vacuum_scale_factor')
-                    ::float8 AS scale_factor,
-                  max(option_value) FILTER (WHERE option_name = 'autovacuum_enabled')::bool
-                    AS enabled
-             FROM pg_options_to_table(c.reloptions)) o";
-
 /// Reads it all, one statement after another on one connection.
 pub async fn read(client: &Conn) -> Result<PgStats, StoreError> {
-    let r = client
-        .query_one(
-            "SELECT now() AS at, d.datname::text AS name,
-                    pg_database_size(d.datid) AS size_bytes,
-                    pg_size_pretty(pg_database_size(d.datid)) AS size,
-                    d.numbackends, d.blks_read, d.blks_hit, d.xact_commit, d.xact_rollback,
-                    d.deadlocks, d.conflicts, d.temp_files, d.temp_bytes, d.stats_reset
-               FROM pg_stat_database d
-              WHERE d.datname = current_database()",
-            &[],
-        )
-        .await?;
+    let r = client.query_one(DATABASE, &[]).await?;
     let at = r.get("at");
     let database = Database {
         name: r.get("name"),
@@ -237,47 +206,18 @@ pub async fn read(client: &Conn) -> Result<PgStats, StoreError> {
         blocks_hit: r.get("blks_hit"),
     };
     let table_cache = client
-        .query(
-            "SELECT schemaname::text, relname::text,
-                    coalesce(heap_blks_read, 0) AS blks_read,
-                    coalesce(heap_blks_hit, 0) AS blks_hit
-               FROM pg_statio_user_tables
-              ORDER BY coalesce(heap_blks_read, 0) + coalesce(heap_blks_hit, 0) DESC, relname
-              LIMIT $1",
-            &[&TOP],
-        )
+        .query(TABLE_CACHE, &[&TOP])
         .await?
         .iter()
         .map(cache)
         .collect();
     let index_cache = client
-        .query(
-            "SELECT schemaname::text, relname::text, indexrelname::text,
-                    coalesce(idx_blks_read, 0) AS blks_read,
-                    coalesce(idx_blks_hit, 0) AS blks_hit
-               FROM pg_statio_user_indexes
-              ORDER BY coalesce(idx_blks_read, 0) DESC, coalesce(idx_blks_hit, 0) DESC,
-                       indexrelname
-              LIMIT $1",
-            &[&TOP],
-        )
+        .query(INDEX_CACHE, &[&TOP])
         .await?
         .iter()
         .map(cache)
         .collect();
-    let r = client
-        .query_one(
-            "SELECT t.read AS table_read, t.hit AS table_hit, i.read AS index_read,
-                    i.hit AS index_hit
-               FROM (SELECT coalesce(sum(heap_blks_read), 0)::bigint AS read,
-                            coalesce(sum(heap_blks_hit), 0)::bigint AS hit
-                       FROM pg_statio_user_tables) t,
-                    (SELECT coalesce(sum(idx_blks_read), 0)::bigint AS read,
-                            coalesce(sum(idx_blks_hit), 0)::bigint AS hit
-                       FROM pg_statio_user_indexes) i",
-            &[],
-        )
-        .await?;
+    let r = client.query_one(CACHE_SUMMARY, &[]).await?;
     let cache_summary = CacheSummary {
         table_read: r.get("table_read"),
         table_hit: r.get("table_hit"),
@@ -285,38 +225,16 @@ pub async fn read(client: &Conn) -> Result<PgStats, StoreError> {
         index_hit: r.get("index_hit"),
     };
 
-    let tables = |sql: String| async move {
-        let rows = client.query(&sql, &[&TOP]).await?;
+    let tables = |sql: &'static str| async move {
+        let rows = client.query(sql, &[&TOP]).await?;
         Ok::<Vec<TableStats>, StoreError>(rows.iter().map(TableStats::from).collect())
     };
-    let dead_tuples = tables(format!(
-        "{TABLE_STATS} WHERE s.n_dead_tup > 0 ORDER BY s.n_dead_tup DESC, s.relname LIMIT $1"
-    ))
-    .await?;
-    let hot_updates = tables(format!(
-        "{TABLE_STATS} WHERE s.n_tup_upd > 0 ORDER BY s.n_tup_upd DESC, s.relname LIMIT $1"
-    ))
-    .await?;
-    let autovacuum_due = tables(format!(
-        "SELECT * FROM ({TABLE_STATS}) t WHERE n_dead_tup > vacuum_threshold
-          ORDER BY n_dead_tup DESC, relname LIMIT $1"
-    ))
-    .await?;
+    let dead_tuples = tables(DEAD_TUPLES).await?;
+    let hot_updates = tables(HOT_UPDATES).await?;
+    let autovacuum_due = tables(AUTOVACUUM_DUE).await?;
 
     let active = client
-        .query(
-            "SELECT pid, coalesce(state, '') AS state,
-                    extract(epoch FROM now() - query_start)::float8 AS seconds,
-                    wait_event_type, wait_event, backend_type,
-                    upper(substring(query FROM '^\\s*([A-Za-z]+)')) AS kind
-               FROM pg_stat_activity
-              WHERE datname = current_database() AND pid <> pg_backend_pid()
-                AND state IS DISTINCT FROM 'idle'
-                AND query_start < now() - make_interval(secs => $1)
-              ORDER BY query_start, pid
-              LIMIT $2",
-            &[&ACTIVE_AFTER_SECONDS, &TOP],
-        )
+        .query(ACTIVE, &[&ACTIVE_AFTER_SECONDS, &TOP])
         .await?
         .iter()
         .map(|r| ActiveQuery {
@@ -332,20 +250,7 @@ pub async fn read(client: &Conn) -> Result<PgStats, StoreError> {
 
     let names: Vec<String> = SETTINGS.iter().map(|s| s.to_string()).collect();
     let settings = client
-        .query(
-            "SELECT s.name, b.bytes, pg_size_pretty(b.bytes) AS pretty
-               FROM unnest($1::text[]) WITH ORDINALITY AS n(name, ord)
-               JOIN pg_settings s ON s.name = n.name
-               CROSS JOIN LATERAL (
-                    -- A unit is `8kB` or `kB`: the size of one step of the setting.
-                    SELECT CASE WHEN s.setting ~ '^[0-9]+$' AND s.unit IS NOT NULL
-                                THEN s.setting::bigint
-                                     * pg_size_bytes(CASE WHEN s.unit ~ '^[0-9]' THEN s.unit
-                                                          ELSE '1' || s.unit END)
-                           END AS bytes) b
-              ORDER BY n.ord",
-            &[&names],
-        )
+        .query(MEMORY_SETTINGS, &[&names])
         .await?
         .iter()
         .map(|r| Setting {
@@ -379,17 +284,14 @@ pub async fn read(client: &Conn) -> Result<PgStats, StoreError> {
 /// `pg_buffercache` is installed here (`None` otherwise: Regent never installs it).
 async fn buffer_usage(client: &Client) -> Result<Option<Vec<Buffered>>, StoreError> {
     let schema: Option<String> = client
-        .query_opt(
-            "SELECT n.nspname::text FROM pg_extension e
-               JOIN pg_namespace n ON n.oid = e.extnamespace
-              WHERE e.extname = 'pg_buffercache'",
-            &[],
-        )
+        .query_opt(BUFFERCACHE_SCHEMA, &[])
         .await?
         .map(|r| r.get(0));
     let Some(schema) = schema else {
         return Ok(None);
     };
+    // Not a fixed statement: the view is qualified by the schema the extension was installed
+    // in, an identifier known only at run time.
     let view = format!("\"{}\".pg_buffercache", schema.replace('"', "\"\""));
     let sql = format!(
         "SELECT c.relname::text AS relation, count(*) AS buffers,

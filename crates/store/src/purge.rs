@@ -3,19 +3,8 @@
 
 use std::time::Duration;
 
+use crate::sql::purge::{PURGE, PURGE_CITUS};
 use crate::{Layout, Store, StoreError};
-
-/// At most 10,000 expired entries, by their row addresses: short transactions however far
-/// behind the clock is.
-const PURGE: &str = "DELETE FROM tx_index WHERE ctid = ANY (ARRAY(
-        SELECT ctid FROM tx_index
-         WHERE created_at < now() - make_interval(secs => $1::float8) LIMIT 10000))";
-
-/// On Citus a row address means nothing beyond its shard, so every shard deletes its expired
-/// entries at once, in parallel: one interval's worth each, since the clock runs every
-/// interval.
-const PURGE_CITUS: &str =
-    "DELETE FROM tx_index WHERE created_at < now() - make_interval(secs => $1::float8)";
 
 /// Deletes index entries older than `retention`, in bounded slices so one purge never holds a
 /// long transaction. Returns how many were removed.

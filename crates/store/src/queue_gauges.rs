@@ -10,6 +10,7 @@
 use deadpool_postgres::Client;
 use uuid::Uuid;
 
+use crate::sql::queue_gauges::QUEUE_GAUGES;
 use crate::StoreError;
 
 /// One consumer group's lag on a queue: messages after its cursors, summed over the
@@ -40,19 +41,7 @@ pub async fn queue_gauges(
     client: &Client,
     tenant: Option<&str>,
 ) -> Result<Vec<QueueGauge>, StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT q.id, q.tenant, q.name, coalesce(s.pending, 0) AS depth,
-                    coalesce(s.dead_letters, 0) AS dead_letters,
-                    (SELECT array_agg(g.consumer_group ORDER BY g.consumer_group)
-                       FROM group_stats g WHERE g.queue_id = q.id AND g.partitions > 0) AS groups,
-                    (SELECT array_agg(g.lag ORDER BY g.consumer_group)
-                       FROM group_stats g WHERE g.queue_id = q.id AND g.partitions > 0) AS lags
-               FROM queues q LEFT JOIN queue_stats s ON s.queue_id = q.id
-              WHERE $1::text IS NULL OR q.tenant = $1
-              ORDER BY q.tenant, q.name",
-        )
-        .await?;
+    let st = client.prepare_cached(QUEUE_GAUGES).await?;
     let rows = client.query(&st, &[&tenant]).await?;
     Ok(rows
         .iter()

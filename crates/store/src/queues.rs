@@ -7,7 +7,12 @@ use serde_json::Value;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
-use crate::sql::queues::{PARTITION_STATS, PENDING_BY_PARTITION};
+use crate::sql::queues::{
+    CLEAR, DELETE, DELETE_CONTENTS, DELETE_TIMERS, FIND, FIND_SCOPED, ID, LIST,
+    LOCK_CLEARED_CURSORS, LOCK_CLEARED_CURSORS_CITUS, LOCK_CLEARED_PARTITIONS,
+    LOCK_CLEARED_PARTITIONS_CITUS, LOCK_PARTITIONS, LOCK_PARTITIONS_CITUS, PARTITION_STATS,
+    PENDING_BY_PARTITION, START_AFTER, STORED_MESSAGES, UPSERT,
+};
 use crate::{Layout, StoreError, Tx};
 
 #[derive(Clone, Debug)]
@@ -34,8 +39,6 @@ impl From<&Row> for QueueRow {
     }
 }
 
-const QUEUE_COLUMNS: &str = "q.id, q.name, q.namespace, q.task, q.options, q.created_at";
-
 /// Creates the queue or replaces its whole configuration (not a patch).
 pub async fn upsert(
     tx: &Tx<'_>,
@@ -45,14 +48,7 @@ pub async fn upsert(
     task: &str,
     options: &Value,
 ) -> Result<QueueRow, StoreError> {
-    let sql = format!(
-        "INSERT INTO queues AS q (id, tenant, name, namespace, task, options)
-         VALUES ($1, $2, $3, $4, $5, $6)
-         ON CONFLICT (tenant, name) DO UPDATE
-           SET namespace = EXCLUDED.namespace, task = EXCLUDED.task, options = EXCLUDED.options
-         RETURNING {QUEUE_COLUMNS}"
-    );
-    let st = tx.prepare_cached(&sql).await?;
+    let st = tx.prepare_cached(UPSERT).await?;
     let row = tx
         .query_one(
             &st,
@@ -67,8 +63,7 @@ pub async fn find(
     tenant: &str,
     name: &str,
 ) -> Result<Option<QueueRow>, StoreError> {
-    let sql = format!("SELECT {QUEUE_COLUMNS} FROM queues q WHERE q.tenant = $1 AND q.name = $2");
-    let st = client.prepare_cached(&sql).await?;
+    let st = client.prepare_cached(FIND).await?;
     Ok(client
         .query_opt(&st, &[&tenant, &name])
         .await?
@@ -83,13 +78,7 @@ pub async fn find_scoped(
     namespace: Option<&str>,
     task: Option<&str>,
 ) -> Result<Vec<QueueRow>, StoreError> {
-    let sql = format!(
-        "SELECT {QUEUE_COLUMNS} FROM queues q
-          WHERE q.tenant = $1 AND ($2::text IS NULL OR q.namespace = $2)
-            AND ($3::text IS NULL OR q.task = $3)
-          ORDER BY coalesce((q.options ->> 'priority')::bigint, 0) DESC, q.name"
-    );
-    let st = client.prepare_cached(&sql).await?;
+    let st = client.prepare_cached(FIND_SCOPED).await?;
     Ok(client
         .query(&st, &[&tenant, &namespace, &task])
         .await?
@@ -131,25 +120,7 @@ pub async fn list(
     l: &Listing<'_>,
     recent: DateTime<Utc>,
 ) -> Result<Vec<QueueSummary>, StoreError> {
-    let sql = format!(
-        "SELECT {QUEUE_COLUMNS}, coalesce(s.partitions, 0) AS partitions,
-                coalesce(s.total, 0) AS total, coalesce(s.pending, 0) AS pending,
-                coalesce(s.processing, 0) AS processing,
-                coalesce(s.dead_letters, 0) AS dead_letters,
-                coalesce(m.pushed, 0) AS pushed_recently,
-                coalesce(m.completed, 0) AS completed_recently
-           FROM queues q LEFT JOIN queue_stats s ON s.queue_id = q.id
-           LEFT JOIN LATERAL (
-                SELECT sum(pushed)::bigint AS pushed, sum(completed)::bigint AS completed
-                  FROM queue_minutes
-                 WHERE queue_id = q.id
-                   AND minute >= date_trunc('minute', $7::timestamptz)) m ON true
-          WHERE q.tenant = $1 AND ($2::text IS NULL OR strpos(q.name, $2) > 0)
-            AND ($5::text IS NULL OR q.namespace = $5) AND ($6::text IS NULL OR q.task = $6)
-          ORDER BY q.created_at DESC, q.name
-          LIMIT $3 OFFSET $4"
-    );
-    let st = client.prepare_cached(&sql).await?;
+    let st = client.prepare_cached(LIST).await?;
     let rows = client
         .query(
             &st,
@@ -245,13 +216,8 @@ pub async fn depth_now(
     queue_id: Uuid,
     group: &str,
 ) -> Result<crate::stats::Depth, StoreError> {
-    // The group's start point first: Citus plans no correlated subquery over a reference
-    // table such as `subscriptions`.
-    let st = client
-        .prepare_cached(
-            "SELECT start_after FROM subscriptions WHERE queue_id = $1 AND consumer_group = $2",
-        )
-        .await?;
+    // The group's start point first, on its own (sql/queues.sql says why).
+    let st = client.prepare_cached(START_AFTER).await?;
     let start_after: Option<DateTime<Utc>> = client
         .query_opt(&st, &[&queue_id, &group])
         .await?
@@ -283,50 +249,23 @@ pub async fn depth_now(
 /// Deletes a queue with everything that hangs off it: partitions, the log, cursors,
 /// subscriptions, dead letters, traces, its series and buffered pushes. Returns whether it existed.
 pub async fn delete(tx: &Tx<'_>, tenant: &str, name: &str) -> Result<bool, StoreError> {
-    let st = tx
-        .prepare_cached("DELETE FROM queues WHERE tenant = $1 AND name = $2 RETURNING id")
-        .await?;
+    let st = tx.prepare_cached(DELETE).await?;
     let Some(row) = tx.query_opt(&st, &[&tenant, &name]).await? else {
         return Ok(false);
     };
     let qid: Uuid = row.get("id");
-    // Wait for in-flight appends first, so the deletes below (a fresh snapshot) see every
-    // segment those appends commit.
-    // (On Citus an update that changes nothing takes the locks: see `partitions::lock`.)
+    // Wait for in-flight appends first (sql/queues.sql says why), then delete.
     let lock = tx
         .prepare_cached(match tx.layout() {
-            Layout::Single => "SELECT id FROM partitions WHERE queue_id = $1 FOR UPDATE",
-            Layout::Citus => {
-                "UPDATE partitions SET first_offset = first_offset WHERE queue_id = $1"
-            }
+            Layout::Single => LOCK_PARTITIONS,
+            Layout::Citus => LOCK_PARTITIONS_CITUS,
         })
         .await?;
     tx.query(&lock, &[&qid]).await?;
-    // The transaction index is left to its purge clock: its rows hold only hashes keyed by
-    // partition ids, which are never reused, and it has no partition index to delete by.
-    let st = tx
-        .prepare_cached(
-            "WITH p AS (DELETE FROM partitions WHERE queue_id = $1 RETURNING id),
-                  s AS (DELETE FROM segments WHERE partition_id IN (SELECT id FROM p)),
-                  c AS (DELETE FROM cursors WHERE partition_id IN (SELECT id FROM p)),
-                  d AS (DELETE FROM dead_letters WHERE queue_id = $1),
-                  t AS (DELETE FROM traces WHERE queue_id = $1),
-                  m AS (DELETE FROM queue_minutes WHERE queue_id = $1),
-                  h AS (DELETE FROM queue_depth_minutes WHERE queue_id = $1),
-                  k AS (DELETE FROM tombstones WHERE partition_id IN (SELECT id FROM p)),
-                  b AS (DELETE FROM push_buffer WHERE partition_id IN (SELECT id FROM p)),
-                  ss AS (DELETE FROM stream_state WHERE partition_id IN (SELECT id FROM p)),
-                  sp AS (DELETE FROM stream_partitions WHERE partition_id IN (SELECT id FROM p))
-             DELETE FROM subscriptions WHERE queue_id = $1",
-        )
-        .await?;
+    let st = tx.prepare_cached(DELETE_CONTENTS).await?;
     tx.execute(&st, &[&qid]).await?;
-    // Its pending timers too: a timer left behind would fire into a queue that is gone and
-    // create it again. (A statement of its own: on Citus `timers` is distributed by queue
-    // name, the tables above by partition.)
-    let st = tx
-        .prepare_cached("DELETE FROM timers WHERE tenant = $1 AND queue = $2")
-        .await?;
+    // Its pending timers too, in a statement of their own.
+    let st = tx.prepare_cached(DELETE_TIMERS).await?;
     tx.execute(&st, &[&tenant, &name]).await?;
     Ok(true)
 }
@@ -334,13 +273,7 @@ pub async fn delete(tx: &Tx<'_>, tenant: &str, name: &str) -> Result<bool, Store
 /// How many messages a tenant holds in the log: every offset its queues' logs still hold
 /// (retention gives room back).
 pub async fn stored_messages(client: &Client, tenant: &str) -> Result<i64, StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT coalesce(sum(p.next_offset - p.first_offset), 0)::bigint AS stored
-               FROM queues q JOIN partitions p ON p.queue_id = q.id
-              WHERE q.tenant = $1",
-        )
-        .await?;
+    let st = client.prepare_cached(STORED_MESSAGES).await?;
     Ok(client.query_one(&st, &[&tenant]).await?.get("stored"))
 }
 
@@ -364,23 +297,15 @@ pub async fn clear(
     queue: &str,
     partition: Option<&str>,
 ) -> Result<Cleared, StoreError> {
-    let st = tx
-        .prepare_cached("SELECT id FROM queues WHERE tenant = $1 AND name = $2")
-        .await?;
+    let st = tx.prepare_cached(ID).await?;
     let Some(q) = tx.query_opt(&st, &[&tenant, &queue]).await? else {
         return Ok(Cleared::NoQueue);
     };
     let queue_id: Uuid = q.get("id");
     let st = tx
         .prepare_cached(match tx.layout() {
-            Layout::Single => {
-                "SELECT id FROM partitions WHERE queue_id = $1 AND ($2::text IS NULL OR name = $2)
-                  ORDER BY id FOR UPDATE"
-            }
-            Layout::Citus => {
-                "UPDATE partitions SET first_offset = first_offset
-                  WHERE queue_id = $1 AND ($2::text IS NULL OR name = $2) RETURNING id"
-            }
+            Layout::Single => LOCK_CLEARED_PARTITIONS,
+            Layout::Citus => LOCK_CLEARED_PARTITIONS_CITUS,
         })
         .await?;
     let ids: Vec<Uuid> = tx
@@ -394,30 +319,12 @@ pub async fn clear(
     }
     let st = tx
         .prepare_cached(match tx.layout() {
-            Layout::Single => {
-                "SELECT 1 FROM cursors WHERE partition_id = ANY($1)
-                  ORDER BY partition_id, consumer_group FOR UPDATE"
-            }
-            Layout::Citus => {
-                "UPDATE cursors SET committed = committed WHERE partition_id = ANY($1)"
-            }
+            Layout::Single => LOCK_CLEARED_CURSORS,
+            Layout::Citus => LOCK_CLEARED_CURSORS_CITUS,
         })
         .await?;
     tx.query(&st, &[&ids]).await?;
-    let st = tx
-        .prepare_cached(
-            "WITH s AS (DELETE FROM segments WHERE partition_id = ANY($1)
-                         RETURNING end_offset - base_offset + 1 AS n),
-                  c AS (UPDATE cursors c
-                           SET committed = greatest(c.committed, p.next_offset - 1),
-                               lease_id = NULL, lease_expires_at = NULL, retry_count = 0
-                          FROM partitions p WHERE p.id = c.partition_id AND p.id = ANY($1)),
-                  t AS (DELETE FROM traces WHERE partition_id = ANY($1)),
-                  k AS (DELETE FROM tombstones WHERE partition_id = ANY($1)),
-                  u AS (UPDATE partitions SET first_offset = next_offset WHERE id = ANY($1))
-             SELECT coalesce(sum(n), 0)::bigint AS deleted FROM s",
-        )
-        .await?;
+    let st = tx.prepare_cached(CLEAR).await?;
     let deleted: i64 = tx.query_one(&st, &[&ids]).await?.get("deleted");
     Ok(Cleared::Deleted(deleted))
 }

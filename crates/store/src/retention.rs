@@ -9,6 +9,9 @@ use deadpool_postgres::Client;
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::sql::retention::{
+    EXPIRE, GROUPS, HAS_CURSOR, LOCK_CURSORS, LOCK_CURSORS_CITUS, MOVE_PAST, QUEUES,
+};
 use crate::{Layout, StoreError, Tx};
 
 /// A queue whose options mention retention.
@@ -33,13 +36,7 @@ pub struct Expired {
 }
 
 pub async fn queues(client: &Client) -> Result<Vec<RetainedQueue>, StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT id, options FROM queues
-              WHERE options ?| array['retentionSeconds', 'completedRetentionSeconds',
-                                     'maxWaitTimeSeconds']",
-        )
-        .await?;
+    let st = client.prepare_cached(QUEUES).await?;
     Ok(client
         .query(&st, &[])
         .await?
@@ -50,18 +47,6 @@ pub async fn queues(client: &Client) -> Result<Vec<RetainedQueue>, StoreError> {
         })
         .collect())
 }
-
-/// Per partition of the queue, how far every group has passed: the lowest cursor, or -1
-/// while a group of the queue has no cursor there yet (it may start from the beginning) or
-/// no group has one at all (nothing has been consumed).
-/// `$5` holds the queue's groups, read first ([`subscribed`]): Citus plans no correlated
-/// subquery over a reference table such as `subscriptions`.
-const PASSED: &str = "CASE WHEN (SELECT count(*) FROM cursors c
-                       WHERE c.partition_id = p.id AND c.consumer_group = ANY ($5::text[]))
-                    < cardinality($5::text[])
-          THEN -1
-          ELSE coalesce((SELECT min(c.committed) FROM cursors c WHERE c.partition_id = p.id), -1)
-        END";
 
 /// Deletes up to `limit` due segments of the queue, a prefix of each partition's log, and
 /// moves what hangs off them, in the caller's transaction. Each partition's log is read in
@@ -74,33 +59,8 @@ pub async fn expire(
     limit: i64,
     queue_mode: &str,
 ) -> Result<Expired, StoreError> {
-    let sql = format!(
-        "WITH parts AS (
-           SELECT p.id, p.next_offset, {PASSED} AS passed FROM partitions p WHERE p.queue_id = $1),
-         keep AS (
-           SELECT parts.id, coalesce((
-               SELECT s.base_offset FROM segments s
-                WHERE s.partition_id = parts.id
-                  AND NOT (($2::timestamptz IS NOT NULL AND s.created_at < $2)
-                           OR ($3::timestamptz IS NOT NULL AND s.created_at < $3
-                               AND s.end_offset <= parts.passed))
-                ORDER BY s.end_offset LIMIT 1),
-               parts.next_offset) AS keep_from
-             FROM parts),
-         doomed AS (
-           SELECT s.partition_id, s.end_offset FROM keep
-             JOIN segments s ON s.partition_id = keep.id AND s.end_offset < keep.keep_from
-            ORDER BY s.partition_id, s.end_offset LIMIT $4),
-         gone AS (
-           DELETE FROM segments s USING doomed d
-            WHERE s.partition_id = d.partition_id AND s.end_offset = d.end_offset
-           RETURNING s.partition_id, s.base_offset, s.end_offset)
-         SELECT partition_id, max(end_offset) + 1 AS first_kept,
-                count(*) AS segments, sum(end_offset - base_offset + 1)::bigint AS messages
-           FROM gone GROUP BY partition_id ORDER BY partition_id"
-    );
     let groups = subscribed(tx, queue_id, queue_mode).await?;
-    let st = tx.prepare_cached(&sql).await?;
+    let st = tx.prepare_cached(EXPIRE).await?;
     let rows = tx
         .query(
             &st,
@@ -137,22 +97,14 @@ async fn subscribed(
     queue_id: Uuid,
     queue_mode: &str,
 ) -> Result<Vec<String>, StoreError> {
-    let st = tx
-        .prepare_cached("SELECT consumer_group FROM subscriptions WHERE queue_id = $1")
-        .await?;
+    let st = tx.prepare_cached(GROUPS).await?;
     let mut groups: Vec<String> = tx
         .query(&st, &[&queue_id])
         .await?
         .iter()
         .map(|r| r.get("consumer_group"))
         .collect();
-    // A statement of its own: Citus plans no query over both a reference table
-    // (`subscriptions`) and a distributed one.
-    let st = tx
-        .prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM cursors WHERE queue_id = $1 AND consumer_group = $2)",
-        )
-        .await?;
+    let st = tx.prepare_cached(HAS_CURSOR).await?;
     if tx.query_one(&st, &[&queue_id, &queue_mode]).await?.get(0) {
         groups.push(queue_mode.to_string());
     }
@@ -181,41 +133,14 @@ async fn joined_since(
 /// Moves the partitions' first offsets, the cursors below them (locked in the global order
 /// first: partition, then group) and drops the traces of the deleted messages.
 async fn move_past(tx: &Tx<'_>, partitions: &[Uuid], first_kept: &[i64]) -> Result<(), StoreError> {
-    // (On Citus an update that changes nothing takes the locks: see `partitions::lock`.)
     let st = tx
         .prepare_cached(match tx.layout() {
-            Layout::Single => {
-                "SELECT 1 FROM cursors c
-                   JOIN unnest($1::uuid[], $2::bigint[]) AS u(pid, first_kept)
-                     ON c.partition_id = u.pid
-                  WHERE c.committed < u.first_kept - 1
-                  ORDER BY c.partition_id, c.consumer_group
-                    FOR UPDATE OF c"
-            }
-            Layout::Citus => {
-                "UPDATE cursors c SET committed = c.committed
-                   FROM unnest($1::uuid[], $2::bigint[]) AS u(pid, first_kept)
-                  WHERE c.partition_id = u.pid AND c.committed < u.first_kept - 1"
-            }
+            Layout::Single => LOCK_CURSORS,
+            Layout::Citus => LOCK_CURSORS_CITUS,
         })
         .await?;
     tx.query(&st, &[&partitions, &first_kept]).await?;
-    let st = tx
-        .prepare_cached(
-            "WITH u AS (SELECT * FROM unnest($1::uuid[], $2::bigint[]) AS u(pid, first_kept)),
-                  c AS (UPDATE cursors c
-                           SET committed = u.first_kept - 1,
-                               lease_id = CASE WHEN c.lease_end IS NULL OR c.lease_end < u.first_kept
-                                               THEN NULL ELSE c.lease_id END
-                          FROM u WHERE c.partition_id = u.pid AND c.committed < u.first_kept - 1),
-                  t AS (DELETE FROM traces t USING u
-                         WHERE t.partition_id = u.pid AND t.\"offset\" < u.first_kept),
-                  k AS (DELETE FROM tombstones k USING u
-                         WHERE k.partition_id = u.pid AND k.\"offset\" < u.first_kept)
-             UPDATE partitions p SET first_offset = greatest(p.first_offset, u.first_kept)
-               FROM u WHERE p.id = u.pid",
-        )
-        .await?;
+    let st = tx.prepare_cached(MOVE_PAST).await?;
     tx.execute(&st, &[&partitions, &first_kept]).await?;
     Ok(())
 }

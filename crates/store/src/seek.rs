@@ -8,7 +8,7 @@ use deadpool_postgres::Client;
 use uuid::Uuid;
 
 use crate::queues;
-use crate::sql::seek::SEEK;
+use crate::sql::seek::{DELETE_GROUP, DELETE_GROUP_STATS, PARTITION_EXISTS, SEEK};
 use crate::StoreError;
 
 /// Where a seek moves the cursors.
@@ -48,9 +48,7 @@ pub async fn seek(
         return Ok(Seek::NoQueue);
     };
     if let Some(name) = partition {
-        let st = client
-            .prepare_cached("SELECT 1 FROM partitions WHERE queue_id = $1 AND name = $2")
-            .await?;
+        let st = client.prepare_cached(PARTITION_EXISTS).await?;
         if client.query_opt(&st, &[&q.id, &name]).await?.is_none() {
             return Ok(Seek::NoPartition);
         }
@@ -93,30 +91,13 @@ pub async fn delete_group(
     queue: Option<&str>,
     forget_start: bool,
 ) -> Result<Deleted, StoreError> {
-    let st = client
-        .prepare_cached(
-            "WITH q AS (SELECT id FROM queues WHERE tenant = $1 AND ($3::text IS NULL OR name = $3)),
-                  c AS (DELETE FROM cursors WHERE consumer_group = $2
-                          AND queue_id IN (SELECT id FROM q) RETURNING queue_id),
-                  s AS (DELETE FROM subscriptions WHERE $4 AND consumer_group = $2
-                          AND queue_id IN (SELECT id FROM q) RETURNING 1)
-             SELECT (SELECT count(*) FROM c) AS cursors,
-                    ARRAY(SELECT DISTINCT queue_id FROM c) AS queues",
-        )
-        .await?;
+    let st = client.prepare_cached(DELETE_GROUP).await?;
     let row = client
         .query_one(&st, &[&tenant, &group, &queue, &forget_start])
         .await?;
     let cursors: i64 = row.get("cursors");
-    // Out of the stats snapshot as well, so the group leaves the listing at once (a round
-    // running now may list it again until the next one: it counted the cursors deleted here).
-    let st = client
-        .prepare_cached(
-            "DELETE FROM group_stats
-              WHERE consumer_group = $2
-                AND queue_id IN (SELECT id FROM queues WHERE tenant = $1 AND ($3::text IS NULL OR name = $3))",
-        )
-        .await?;
+    // Out of the stats snapshot as well (sql/seek.sql says why).
+    let st = client.prepare_cached(DELETE_GROUP_STATS).await?;
     client.execute(&st, &[&tenant, &group, &queue]).await?;
     Ok(Deleted {
         cursors: cursors as u64,

@@ -111,6 +111,135 @@ pub const SHARED: &[(&str, &str, &[&str])] = &[
             "stats::recount",
         ],
     ),
+    (
+        "an ephemeral queue's declared options (ephemeral::StoredOptions)",
+        "max_bytes, max_length, policy, ttl_seconds, lease_seconds, retry_limit, window_ms,
+         window_count",
+        &["ephemeral::declared", "ephemeral::declare"],
+    ),
+    (
+        "an ephemeral queue's row in a listing (ephemeral::EphemeralRow)",
+        "SELECT coalesce(q.name, l.queue) AS name, q.name IS NOT NULL AS is_declared,
+                q.max_bytes, q.max_length, q.policy, q.ttl_seconds, q.lease_seconds,
+                q.retry_limit, q.window_ms, q.window_count,
+                coalesce(l.length, 0) AS length, coalesce(l.bytes, 0) AS bytes,
+                coalesce(l.dropped_bounds, 0) AS dropped_bounds,
+                coalesce(l.dropped_ttl, 0) AS dropped_ttl,
+                coalesce(l.dropped_retry, 0) AS dropped_retry,
+                least(q.created_at, l.created_at) AS created_at,
+                (SELECT count(*) FROM ephemeral_rings r
+                  WHERE r.tenant = $1 AND r.queue = coalesce(q.name, l.queue)) AS partitions,
+                (SELECT count(*) FROM ephemeral_groups g
+                  WHERE g.tenant = $1 AND g.queue = coalesce(q.name, l.queue)) AS groups
+           FROM (SELECT * FROM ephemeral_queues WHERE tenant = $1) q
+           FULL JOIN (SELECT * FROM ephemeral_live WHERE tenant = $1) l ON l.queue = q.name",
+        &["ephemeral::list", "ephemeral::find"],
+    ),
+    (
+        "a queue's row (queues::QueueRow)",
+        "q.id, q.name, q.namespace, q.task, q.options, q.created_at",
+        &[
+            "queues::upsert",
+            "queues::find",
+            "queues::find_scoped",
+            "queues::list",
+        ],
+    ),
+    (
+        "a stream query's row (streams::StreamQuery)",
+        "id, name, source_queue, sink_queue, config_hash, created_at, updated_at",
+        &[
+            "streams::lock",
+            "streams::find",
+            "streams::list",
+            "streams::scope",
+        ],
+    ),
+    (
+        "a partition and its queue (messages::Place)",
+        "p.id AS partition_id, p.name AS partition, q.id AS queue_id,
+         q.name AS queue, q.namespace, q.task, q.options, p.last_push_at",
+        &[
+            "messages::place",
+            "messages::recent_places",
+            "messages::dead_letter_places",
+        ],
+    ),
+    (
+        "a timer's row (timers::StoredTimer)",
+        "queue, timer_key, txn, message_id, partition, payload, producer_sub,
+         deliver_at, attempts, created_at, updated_at",
+        &["timers::peek", "timers::list", "timers::take"],
+    ),
+    (
+        "a depth as a round counted it (stats::Depth)",
+        "SELECT pending, partitions_pending, top_partitions, top_pending, refreshed_at",
+        &["stats::group_depth", "stats::queue_depth"],
+    ),
+    (
+        "a table's vacuum statistics and autovacuum settings (pg_stats::TableStats)",
+        "SELECT s.schemaname::text, s.relname::text, s.n_live_tup, s.n_dead_tup, s.n_tup_upd,
+                s.n_tup_hot_upd, s.last_vacuum, s.last_autovacuum, s.last_autoanalyze,
+                s.autovacuum_count, s.autoanalyze_count,
+                (coalesce(o.threshold, current_setting('autovacuum_vacuum_threshold')::float8)
+                   + coalesce(o.scale_factor,
+                              current_setting('autovacuum_vacuum_scale_factor')::float8)
+                     * greatest(c.reltuples, 0))::bigint AS vacuum_threshold,
+                current_setting('autovacuum')::bool AND coalesce(o.enabled, true)
+                  AS autovacuum_enabled
+           FROM pg_stat_user_tables s
+           JOIN pg_class c ON c.oid = s.relid
+           CROSS JOIN LATERAL (
+                SELECT max(option_value) FILTER (WHERE option_name = 'autovacuum_vacuum_threshold')
+                         ::float8 AS threshold,
+                       max(option_value) FILTER (WHERE option_name = 'autovacuum_vacuum_scale_factor')
+                         ::float8 AS scale_factor,
+                       max(option_value) FILTER (WHERE option_name = 'autovacuum_enabled')::bool
+                         AS enabled
+                  FROM pg_options_to_table(c.reloptions)) o",
+        &[
+            "pg_stats::dead_tuples",
+            "pg_stats::hot_updates",
+            "pg_stats::autovacuum_due",
+        ],
+    ),
+    (
+        "a key/value row, expired or not (kv::KvRow)",
+        "key, value, version, expires_at, updated_at,
+         (expires_at IS NOT NULL AND expires_at <= now()) AS expired",
+        &["kv::lock", "kv::get"],
+    ),
+    (
+        "a live key/value row: not past its expiry",
+        "(expires_at IS NULL OR expires_at > now())",
+        &[
+            "kv::get",
+            "kv::range",
+            "kv::range_until",
+            "kv::range_keys",
+            "kv::range_keys_until",
+        ],
+    ),
+    (
+        "the key/value row a write returns, live by construction (Citus allows no now() in a \
+         RETURNING clause)",
+        "RETURNING key, value, version, expires_at, updated_at, false AS expired",
+        &["kv::update_with_expiry", "kv::update", "kv::insert"],
+    ),
+    (
+        "which dead letters a listing shows (dead_letters::Filter)",
+        "FROM dead_letters d
+           JOIN queues q ON q.id = d.queue_id
+           JOIN partitions p ON p.id = d.partition_id
+          WHERE d.tenant = $1
+            AND ($2::text IS NULL OR q.name = $2)
+            AND ($3::text IS NULL OR d.consumer_group = $3)
+            AND ($4::text IS NULL OR p.name = $4)
+            AND ($5::timestamptz IS NULL OR d.failed_at >= $5)
+            AND ($6::timestamptz IS NULL OR d.failed_at <= $6)
+            AND ($7::text IS NULL OR d.error = $7)",
+        &["dead_letters::count", "dead_letters::list"],
+    ),
 ];
 
 /// A statement's text with its comments left out and its white space folded, for comparing

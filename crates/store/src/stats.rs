@@ -8,7 +8,10 @@ use chrono::{DateTime, Utc};
 use tokio_postgres::Row;
 use uuid::Uuid;
 
-use crate::sql::stats::{RECOUNT, RECOUNT_CITUS};
+use crate::sql::stats::{
+    BEGIN_ROUND, CLEAR_LAGGING, FINISH_ROUND, GROUP_DEPTH, JOINED, QUEUES, QUEUE_DEPTH,
+    QUEUE_TOTALS, RECOUNT, RECOUNT_CITUS, WORK_MEM, WRITE_LAGGING,
+};
 use crate::{Layout, StoreError, Tx};
 
 /// Partitions kept in a queue's (or a group's) depth list: those with the most pending.
@@ -31,51 +34,27 @@ pub async fn begin_round(
     force: bool,
     interval: std::time::Duration,
 ) -> Result<bool, StoreError> {
-    let st = tx
-        .prepare_cached(
-            "UPDATE stats_rounds SET started_at = now()
-              WHERE id = (SELECT id FROM stats_rounds
-                           WHERE $1 OR finished_at IS NULL
-                              OR finished_at < now() - greatest(
-                                     make_interval(secs => $2),
-                                     $3 * (finished_at - started_at))
-                           FOR UPDATE SKIP LOCKED)
-                 OR ($1 AND id = 1)
-             RETURNING id",
-        )
-        .await?;
+    let st = tx.prepare_cached(BEGIN_ROUND).await?;
     let taken = tx
         .query_opt(&st, &[&force, &interval.as_secs_f64(), &PAUSE_PER_ROUND])
         .await?
         .is_some();
     if taken {
-        tx.batch_execute("SET LOCAL work_mem = '64MB'").await?;
+        tx.batch_execute(WORK_MEM).await?;
     }
     Ok(taken)
 }
 
 /// Marks the round finished and drops the rows of queues deleted since the last one.
 pub async fn finish_round(tx: &Tx<'_>) -> Result<(), StoreError> {
-    let st = tx
-        .prepare_cached(
-            "WITH q AS (DELETE FROM queue_stats s
-                         WHERE NOT EXISTS (SELECT 1 FROM queues q WHERE q.id = s.queue_id)),
-                  g AS (DELETE FROM group_stats s
-                         WHERE NOT EXISTS (SELECT 1 FROM queues q WHERE q.id = s.queue_id)),
-                  l AS (DELETE FROM lagging_stats s
-                         WHERE NOT EXISTS (SELECT 1 FROM queues q WHERE q.id = s.queue_id))
-             UPDATE stats_rounds SET finished_at = now() WHERE id = 1",
-        )
-        .await?;
+    let st = tx.prepare_cached(FINISH_ROUND).await?;
     tx.execute(&st, &[]).await?;
     Ok(())
 }
 
 /// Every queue of the fleet, by tenant: what a round recounts.
 pub async fn queues(tx: &Tx<'_>) -> Result<Vec<(String, Uuid)>, StoreError> {
-    let st = tx
-        .prepare_cached("SELECT tenant, id FROM queues ORDER BY tenant, id")
-        .await?;
+    let st = tx.prepare_cached(QUEUES).await?;
     Ok(tx
         .query(&st, &[])
         .await?
@@ -138,9 +117,7 @@ pub async fn recount(
 
 /// Replaces the tenant's lagging list.
 pub async fn write_lagging(tx: &Tx<'_>, tenant: &str, rows: &[Lagging]) -> Result<(), StoreError> {
-    let st = tx
-        .prepare_cached("DELETE FROM lagging_stats WHERE tenant = $1")
-        .await?;
+    let st = tx.prepare_cached(CLEAR_LAGGING).await?;
     tx.execute(&st, &[&tenant]).await?;
     if rows.is_empty() {
         return Ok(());
@@ -151,14 +128,7 @@ pub async fn write_lagging(tx: &Tx<'_>, tenant: &str, rows: &[Lagging]) -> Resul
     let groups: Vec<&str> = rows.iter().map(|l| l.group.as_str()).collect();
     let lags: Vec<i64> = rows.iter().map(|l| l.offset_lag).collect();
     let ats: Vec<DateTime<Utc>> = rows.iter().map(|l| l.oldest_unread_at).collect();
-    let st = tx
-        .prepare_cached(
-            "INSERT INTO lagging_stats (tenant, queue_id, partition_id, partition_name,
-                                        consumer_group, offset_lag, oldest_unread_at)
-             SELECT $1, * FROM unnest($2::uuid[], $3::uuid[], $4::text[], $5::text[],
-                                      $6::bigint[], $7::timestamptz[])",
-        )
-        .await?;
+    let st = tx.prepare_cached(WRITE_LAGGING).await?;
     tx.execute(
         &st,
         &[&tenant, &queues, &partitions, &names, &groups, &lags, &ats],
@@ -184,13 +154,7 @@ pub async fn queue_totals(
     client: &deadpool_postgres::Client,
     queue_id: Uuid,
 ) -> Result<QueueTotals, StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT partitions, total, pending, processing, completed, failed, dead_letters,
-                    refreshed_at
-               FROM queue_stats WHERE queue_id = $1",
-        )
-        .await?;
+    let st = client.prepare_cached(QUEUE_TOTALS).await?;
     Ok(match client.query_opt(&st, &[&queue_id]).await? {
         None => QueueTotals::default(),
         Some(r) => QueueTotals {
@@ -240,16 +204,7 @@ pub async fn joined(
     group: &str,
     partitions: i64,
 ) -> Result<(), StoreError> {
-    let st = tx
-        .prepare_cached(
-            "INSERT INTO group_stats (queue_id, consumer_group, tenant, partitions,
-                                      partitions_with_lag, lag, lagging_since, consuming, pending,
-                                      partitions_pending, top_partitions, top_pending, refreshed_at)
-             SELECT q.id, $2, q.tenant, $3, 0, 0, NULL, true, 0, 0, '{}', '{}', '-infinity'
-               FROM queues q WHERE q.id = $1
-             ON CONFLICT (queue_id, consumer_group) DO NOTHING",
-        )
-        .await?;
+    let st = tx.prepare_cached(JOINED).await?;
     tx.execute(&st, &[&queue_id, &group, &partitions]).await?;
     Ok(())
 }
@@ -262,22 +217,16 @@ pub async fn depth(
     queue_id: Uuid,
     group: Option<&str>,
 ) -> Result<Option<Depth>, StoreError> {
-    const COLUMNS: &str = "pending, partitions_pending, top_partitions, top_pending, refreshed_at";
     let row = match group {
         Some(g) => {
-            let sql = format!(
-                "SELECT {COLUMNS} FROM group_stats
-                  WHERE queue_id = $1 AND consumer_group = $2 AND refreshed_at > '-infinity'"
-            );
-            let st = client.prepare_cached(&sql).await?;
+            let st = client.prepare_cached(GROUP_DEPTH).await?;
             let Some(r) = client.query_opt(&st, &[&queue_id, &g]).await? else {
                 return Ok(None);
             };
             r
         }
         None => {
-            let sql = format!("SELECT {COLUMNS} FROM queue_stats WHERE queue_id = $1");
-            let st = client.prepare_cached(&sql).await?;
+            let st = client.prepare_cached(QUEUE_DEPTH).await?;
             match client.query_opt(&st, &[&queue_id]).await? {
                 Some(r) => r,
                 None => return Ok(Some(Depth::default())),

@@ -7,6 +7,10 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
 use uuid::Uuid;
 
+use crate::sql::streams::{
+    ADD_CYCLE, ADOPT, DELETE_PARTITIONS, DELETE_STATE, FIND, LIST, LOCK, LOCK_CYCLE, PARTITIONS,
+    PARTITION_COUNT, READ_STATE, RECORD_CYCLE, REGISTER, SCOPE, WRITE_STATE,
+};
 use crate::{StoreError, Tx};
 
 /// A query as registered.
@@ -33,9 +37,6 @@ fn query_of(r: &tokio_postgres::Row) -> StreamQuery {
     }
 }
 
-const QUERY_COLUMNS: &str =
-    "id, name, source_queue, sink_queue, config_hash, created_at, updated_at";
-
 /// What a registration names.
 pub struct NewQuery<'a> {
     pub tenant: &'a str,
@@ -52,12 +53,7 @@ pub async fn claim(
     id: Uuid,
     q: &NewQuery<'_>,
 ) -> Result<(StreamQuery, bool), StoreError> {
-    let insert = tx
-        .prepare_cached(
-            "INSERT INTO stream_queries (id, tenant, name, source_queue, sink_queue, config_hash)
-             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant, name) DO NOTHING",
-        )
-        .await?;
+    let insert = tx.prepare_cached(REGISTER).await?;
     let created = tx
         .execute(
             &insert,
@@ -72,11 +68,7 @@ pub async fn claim(
         )
         .await?
         == 1;
-    let lock = tx
-        .prepare_cached(&format!(
-            "SELECT {QUERY_COLUMNS} FROM stream_queries WHERE tenant = $1 AND name = $2 FOR UPDATE"
-        ))
-        .await?;
+    let lock = tx.prepare_cached(LOCK).await?;
     let row = tx.query_one(&lock, &[&q.tenant, &q.name]).await?;
     Ok((query_of(&row), created))
 }
@@ -84,20 +76,11 @@ pub async fn claim(
 /// Starts query `id` over: its state and cycle records deleted, the sent configuration
 /// adopted.
 pub async fn reset(tx: &Tx<'_>, id: Uuid, q: &NewQuery<'_>) -> Result<(), StoreError> {
-    for sql in [
-        "DELETE FROM stream_state WHERE query_id = $1",
-        "DELETE FROM stream_partitions WHERE query_id = $1",
-    ] {
+    for sql in [DELETE_STATE, DELETE_PARTITIONS] {
         let st = tx.prepare_cached(sql).await?;
         tx.execute(&st, &[&id]).await?;
     }
-    let st = tx
-        .prepare_cached(
-            "UPDATE stream_queries SET config_hash = $2, source_queue = $3, sink_queue = $4,
-                    updated_at = now()
-              WHERE id = $1",
-        )
-        .await?;
+    let st = tx.prepare_cached(ADOPT).await?;
     tx.execute(&st, &[&id, &q.config_hash, &q.source_queue, &q.sink_queue])
         .await?;
     Ok(())
@@ -109,11 +92,7 @@ pub async fn find(
     tenant: &str,
     id: Uuid,
 ) -> Result<Option<StreamQuery>, StoreError> {
-    let st = client
-        .prepare_cached(&format!(
-            "SELECT {QUERY_COLUMNS} FROM stream_queries WHERE id = $1 AND tenant = $2"
-        ))
-        .await?;
+    let st = client.prepare_cached(FIND).await?;
     Ok(client
         .query_opt(&st, &[&id, &tenant])
         .await?
@@ -123,11 +102,7 @@ pub async fn find(
 
 /// The tenant's queries, by name.
 pub async fn list(client: &Client, tenant: &str) -> Result<Vec<StreamQuery>, StoreError> {
-    let st = client
-        .prepare_cached(&format!(
-            "SELECT {QUERY_COLUMNS} FROM stream_queries WHERE tenant = $1 ORDER BY name"
-        ))
-        .await?;
+    let st = client.prepare_cached(LIST).await?;
     Ok(client
         .query(&st, &[&tenant])
         .await?
@@ -144,16 +119,7 @@ pub async fn scope(
     id: Uuid,
     partition: Uuid,
 ) -> Result<Option<(StreamQuery, Option<String>)>, StoreError> {
-    // The partition's queue is an uncorrelated subquery: Citus runs it on the partition's
-    // worker as a plan of its own, where a correlated one would be refused.
-    let st = tx
-        .prepare_cached(&format!(
-            "SELECT {QUERY_COLUMNS},
-                    (SELECT s.name FROM partitions p JOIN queues s ON s.id = p.queue_id
-                      WHERE p.id = $3 AND p.tenant = $2 AND s.tenant = $2) AS partition_queue
-               FROM stream_queries WHERE id = $1 AND tenant = $2"
-        ))
-        .await?;
+    let st = tx.prepare_cached(SCOPE).await?;
     Ok(tx
         .query_opt(&st, &[&id, &tenant, &partition])
         .await?
@@ -177,23 +143,11 @@ pub async fn lock_cycle(
     query: Uuid,
     digest: Uuid,
 ) -> Result<Option<Vec<u8>>, StoreError> {
-    let lock = tx
-        .prepare_cached(
-            "SELECT CASE WHEN last_digest = $3 THEN last_answer END AS answer
-               FROM stream_partitions
-              WHERE partition_id = $1 AND query_id = $2
-                FOR UPDATE",
-        )
-        .await?;
+    let lock = tx.prepare_cached(LOCK_CYCLE).await?;
     if let Some(row) = tx.query_opt(&lock, &[&partition, &query, &digest]).await? {
         return Ok(row.get("answer"));
     }
-    let create = tx
-        .prepare_cached(
-            "INSERT INTO stream_partitions (partition_id, query_id) VALUES ($1, $2)
-             ON CONFLICT (partition_id, query_id) DO NOTHING",
-        )
-        .await?;
+    let create = tx.prepare_cached(ADD_CYCLE).await?;
     tx.execute(&create, &[&partition, &query]).await?;
     let row = tx.query_one(&lock, &[&partition, &query, &digest]).await?;
     Ok(row.get("answer"))
@@ -221,9 +175,7 @@ pub async fn write_state(
     let keys: Vec<&str> = upserts.iter().map(|r| r.key).collect();
     let values: Vec<&str> = upserts.iter().map(|r| r.value).collect();
     let ends: Vec<Option<f64>> = upserts.iter().map(|r| r.window_end).collect();
-    let st = tx
-        .prepare_cached("SELECT regent_stream_state($1, $2, $3, $4, $5, $6)")
-        .await?;
+    let st = tx.prepare_cached(WRITE_STATE).await?;
     tx.execute(&st, &[&partition, &query, &deletes, &keys, &values, &ends])
         .await?;
     Ok(())
@@ -238,14 +190,7 @@ pub async fn record_cycle(
     last: &LastCycle,
     state_ops: i64,
 ) -> Result<(), StoreError> {
-    let st = tx
-        .prepare_cached(
-            "UPDATE stream_partitions
-                SET last_digest = $3, last_answer = $4, last_cycle_at = now(),
-                    cycles = cycles + 1, state_ops = state_ops + $5
-              WHERE partition_id = $1 AND query_id = $2",
-        )
-        .await?;
+    let st = tx.prepare_cached(RECORD_CYCLE).await?;
     tx.execute(
         &st,
         &[&partition, &query, &last.digest, &last.answer, &state_ops],
@@ -281,18 +226,7 @@ pub async fn read_state(
     partition: Uuid,
     f: &StateFilter<'_>,
 ) -> Result<Vec<StoredState>, StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT s.key, s.value, s.updated_at
-               FROM stream_state s JOIN stream_queries q ON q.id = s.query_id
-              WHERE s.partition_id = $1 AND s.query_id = $2 AND q.tenant = $3
-                AND (cardinality($4::text[]) = 0 OR s.key = ANY($4))
-                AND ($5::text IS NULL OR starts_with(s.key, $5))
-                AND ($6::float8 IS NULL OR s.window_end <= $6)
-              ORDER BY s.key
-              LIMIT $7",
-        )
-        .await?;
+    let st = client.prepare_cached(READ_STATE).await?;
     let rows = client
         .query(
             &st,
@@ -336,18 +270,7 @@ pub async fn partitions(
     limit: i64,
     offset: i64,
 ) -> Result<(Vec<StreamPartition>, i64), StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT sp.partition_id, p.name, sp.cycles, sp.state_ops, sp.last_cycle_at,
-                    (SELECT count(*) FROM stream_state s
-                      WHERE s.partition_id = sp.partition_id AND s.query_id = sp.query_id)
-                      AS state_rows
-               FROM stream_partitions sp JOIN partitions p ON p.id = sp.partition_id
-              WHERE sp.query_id = $1
-              ORDER BY sp.last_cycle_at DESC NULLS LAST, sp.partition_id
-              LIMIT $2 OFFSET $3",
-        )
-        .await?;
+    let st = client.prepare_cached(PARTITIONS).await?;
     let rows = client.query(&st, &[&query, &limit, &offset]).await?;
     let page = rows
         .iter()
@@ -360,9 +283,7 @@ pub async fn partitions(
             last_cycle_at: r.get("last_cycle_at"),
         })
         .collect();
-    let st = client
-        .prepare_cached("SELECT count(*) AS n FROM stream_partitions WHERE query_id = $1")
-        .await?;
+    let st = client.prepare_cached(PARTITION_COUNT).await?;
     let total = client.query_one(&st, &[&query]).await?.get("n");
     Ok((page, total))
 }

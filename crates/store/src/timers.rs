@@ -14,6 +14,9 @@ use deadpool_postgres::Client;
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
+use crate::sql::timers::{
+    BY_QUEUE, CLAIM, DELETE, DUE, LIST, NEAREST, PEEK, POSTPONE, TAKE, TAKE_TURNS, UPSERT,
+};
 use crate::{StoreError, Tx};
 
 /// A timer as stored.
@@ -33,9 +36,6 @@ pub struct StoredTimer {
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
-
-const COLUMNS: &str = "queue, timer_key, txn, message_id, partition, payload, producer_sub, \
-                       deliver_at, attempts, created_at, updated_at";
 
 fn timer_of(r: &tokio_postgres::Row) -> Result<StoredTimer, StoreError> {
     // Stored only after the schedule checked it is JSON.
@@ -87,15 +87,7 @@ pub async fn take_turns(
     keys: &[(&str, &str)],
 ) -> Result<(), StoreError> {
     let (queues, names): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
-    let st = tx
-        .prepare_cached(
-            // `OFFSET 0` keeps the sorted subquery whole, so the locks are taken in its order.
-            "SELECT count(pg_advisory_xact_lock(h)) FROM (
-                 SELECT DISTINCT hashtextextended('regent-timer/' || $1 || '/' || q || '/' || k, 0) AS h
-                   FROM unnest($2::text[], $3::text[]) AS u(q, k)
-                  ORDER BY h OFFSET 0) sorted",
-        )
-        .await?;
+    let st = tx.prepare_cached(TAKE_TURNS).await?;
     tx.query_one(&st, &[&tenant, &queues, &names]).await?;
     Ok(())
 }
@@ -110,21 +102,7 @@ pub async fn claim(
     key: &str,
     txn: Option<&str>,
 ) -> Result<Claim, StoreError> {
-    // The plain read sees a row another transaction holds (its snapshot predates that
-    // transaction's delete); the locking read skips it.
-    let st = tx
-        .prepare_cached(
-            "WITH locked AS (
-                 SELECT 1 FROM timers
-                  WHERE tenant = $1 AND queue = $2 AND timer_key = $3
-                    AND ($4::text IS NULL OR txn = $4)
-                    FOR UPDATE SKIP LOCKED)
-             SELECT EXISTS (SELECT 1 FROM locked) AS mine, txn, message_id, deliver_at
-               FROM timers
-              WHERE tenant = $1 AND queue = $2 AND timer_key = $3
-                AND ($4::text IS NULL OR txn = $4)",
-        )
-        .await?;
+    let st = tx.prepare_cached(CLAIM).await?;
     let Some(r) = tx.query_opt(&st, &[&tenant, &queue, &key, &txn]).await? else {
         return Ok(Claim::Absent);
     };
@@ -156,22 +134,7 @@ pub struct NewTimer<'a> {
 
 /// Stores `t`, replacing the pending timer of its key; its `deliver_at`.
 pub async fn upsert(tx: &Tx<'_>, t: &NewTimer<'_>) -> Result<DateTime<Utc>, StoreError> {
-    let st = tx
-        .prepare_cached(
-            // `now()` only in the values: Citus refuses a function in `DO UPDATE SET` unless
-            // it is immutable, and evaluates the values on the coordinator.
-            "INSERT INTO timers (tenant, queue, timer_key, txn, message_id, partition, payload,
-                                 producer_sub, deliver_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-                     now() + $9::float8 * interval '1 millisecond', now())
-             ON CONFLICT (tenant, queue, timer_key) DO UPDATE
-                SET txn = excluded.txn, message_id = excluded.message_id,
-                    partition = excluded.partition, payload = excluded.payload,
-                    producer_sub = excluded.producer_sub, deliver_at = excluded.deliver_at,
-                    attempts = 0, updated_at = excluded.updated_at
-             RETURNING deliver_at",
-        )
-        .await?;
+    let st = tx.prepare_cached(UPSERT).await?;
     let delay = t.delay_ms as f64;
     let row = tx
         .query_one(
@@ -194,9 +157,7 @@ pub async fn upsert(tx: &Tx<'_>, t: &NewTimer<'_>) -> Result<DateTime<Utc>, Stor
 
 /// Deletes the timer of (`queue`, `key`), which the caller has claimed.
 pub async fn delete(tx: &Tx<'_>, tenant: &str, queue: &str, key: &str) -> Result<(), StoreError> {
-    let st = tx
-        .prepare_cached("DELETE FROM timers WHERE tenant = $1 AND queue = $2 AND timer_key = $3")
-        .await?;
+    let st = tx.prepare_cached(DELETE).await?;
     tx.execute(&st, &[&tenant, &queue, &key]).await?;
     Ok(())
 }
@@ -208,11 +169,7 @@ pub async fn peek(
     queue: &str,
     key: &str,
 ) -> Result<Option<StoredTimer>, StoreError> {
-    let st = client
-        .prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM timers WHERE tenant = $1 AND queue = $2 AND timer_key = $3"
-        ))
-        .await?;
+    let st = client.prepare_cached(PEEK).await?;
     client
         .query_opt(&st, &[&tenant, &queue, &key])
         .await?
@@ -229,13 +186,7 @@ pub async fn list(
     after: Option<&str>,
     limit: i64,
 ) -> Result<Vec<StoredTimer>, StoreError> {
-    let st = client
-        .prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM timers
-              WHERE tenant = $1 AND queue = $2 AND ($3::text IS NULL OR timer_key > $3)
-              ORDER BY timer_key LIMIT $4"
-        ))
-        .await?;
+    let st = client.prepare_cached(LIST).await?;
     let rows = client
         .query(&st, &[&tenant, &queue, &after, &limit])
         .await?;
@@ -252,12 +203,7 @@ pub struct QueueTimers {
 
 /// The tenant's queues with pending timers, by name.
 pub async fn by_queue(client: &Client, tenant: &str) -> Result<Vec<QueueTimers>, StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT queue, count(*) AS pending, min(deliver_at) AS next
-               FROM timers WHERE tenant = $1 GROUP BY queue ORDER BY queue",
-        )
-        .await?;
+    let st = client.prepare_cached(BY_QUEUE).await?;
     let rows = client.query(&st, &[&tenant]).await?;
     Ok(rows
         .iter()
@@ -272,13 +218,7 @@ pub async fn by_queue(client: &Client, tenant: &str) -> Result<Vec<QueueTimers>,
 /// Milliseconds from now to the nearest deadline of all (negative when one is due), by the
 /// database's clock; `None` with no timer pending.
 pub async fn nearest(client: &Client) -> Result<Option<f64>, StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT (extract(epoch FROM min(deliver_at) - clock_timestamp()) * 1000)::float8
-                    AS ms
-               FROM timers",
-        )
-        .await?;
+    let st = client.prepare_cached(NEAREST).await?;
     Ok(client.query_one(&st, &[]).await?.get("ms"))
 }
 
@@ -288,12 +228,7 @@ pub async fn due(
     client: &Client,
     limit: i64,
 ) -> Result<(Vec<(String, String)>, Option<DateTime<Utc>>), StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT tenant, queue, now() AS at FROM timers
-              WHERE deliver_at <= now() ORDER BY deliver_at LIMIT $1",
-        )
-        .await?;
+    let st = client.prepare_cached(DUE).await?;
     let rows = client.query(&st, &[&limit]).await?;
     let at = rows.first().map(|r| r.get("at"));
     let mut queues: Vec<(String, String)> = Vec::new();
@@ -315,17 +250,7 @@ pub async fn take(
     at: DateTime<Utc>,
     limit: i64,
 ) -> Result<Vec<StoredTimer>, StoreError> {
-    let st = tx
-        .prepare_cached(&format!(
-            "DELETE FROM timers
-              WHERE tenant = $1 AND queue = $2 AND timer_key IN (
-                    SELECT timer_key FROM timers
-                     WHERE tenant = $1 AND queue = $2 AND deliver_at <= $3
-                     ORDER BY deliver_at LIMIT $4
-                       FOR UPDATE SKIP LOCKED)
-             RETURNING {COLUMNS}"
-        ))
-        .await?;
+    let st = tx.prepare_cached(TAKE).await?;
     let rows = tx.query(&st, &[&tenant, &queue, &at, &limit]).await?;
     let mut out: Vec<StoredTimer> = rows.iter().map(timer_of).collect::<Result<_, _>>()?;
     out.sort_by(|a, b| (a.deliver_at, &a.key).cmp(&(b.deliver_at, &b.key)));
@@ -342,15 +267,7 @@ pub async fn postpone(
     until: &[DateTime<Utc>],
     now: DateTime<Utc>,
 ) -> Result<(), StoreError> {
-    // Instants as parameters: Citus refuses `now()` beside a column in an update's SET.
-    let st = tx
-        .prepare_cached(
-            "UPDATE timers t
-                SET deliver_at = p.until, attempts = t.attempts + 1, updated_at = $5
-               FROM unnest($3::text[], $4::timestamptz[]) AS p(k, until)
-              WHERE t.tenant = $1 AND t.queue = $2 AND t.timer_key = p.k",
-        )
-        .await?;
+    let st = tx.prepare_cached(POSTPONE).await?;
     tx.execute(&st, &[&tenant, &queue, &keys, &until, &now])
         .await?;
     Ok(())

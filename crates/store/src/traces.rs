@@ -10,7 +10,10 @@ use uuid::Uuid;
 
 use crate::dead_letters::Taken;
 use crate::message::Message;
-use crate::sql::traces::{RECORD, RECORD_AT, RECORD_CITUS, RECORD_REQUEUED, RECORD_REQUEUED_CITUS};
+use crate::sql::traces::{
+    BY_NAME, COUNT_BY_NAME, COUNT_NAMES, NAMES, OF_MESSAGE, RECORD, RECORD_AT, RECORD_CITUS,
+    RECORD_REQUEUED, RECORD_REQUEUED_CITUS,
+};
 use crate::{frames, Conn, Layout, StoreError, Tx};
 
 /// A trace event as the client sends it, parsed.
@@ -245,15 +248,7 @@ pub async fn of_message(
     partition_id: Uuid,
     transaction_id: &str,
 ) -> Result<Vec<Trace>, StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT id, partition_id, transaction_id, event_type, data, consumer_group,
-                    worker_id, trace_names, created_at
-               FROM traces
-              WHERE partition_id = $1 AND transaction_id = $2 AND tenant = $3
-              ORDER BY created_at, id",
-        )
-        .await?;
+    let st = client.prepare_cached(OF_MESSAGE).await?;
     let rows = client
         .query(&st, &[&partition_id, &transaction_id, &tenant])
         .await?;
@@ -269,35 +264,12 @@ pub async fn by_name(
     offset: i64,
 ) -> Result<(Vec<NamedTrace>, i64), StoreError> {
     let names = [name];
-    let st = client
-        .prepare_cached(
-            "SELECT count(*) AS total FROM traces WHERE tenant = $1 AND trace_names @> $2",
-        )
-        .await?;
+    let st = client.prepare_cached(COUNT_BY_NAME).await?;
     let total: i64 = client
         .query_one(&st, &[&tenant, &&names[..]])
         .await?
         .get("total");
-    // The message's frame is cut out of its segment here, in SQL, so a page does not carry
-    // whole segments across the wire; a segment the log no longer holds gives NULL.
-    let st = client
-        .prepare_cached(
-            "SELECT t.id, t.partition_id, t.transaction_id, t.event_type, t.data,
-                    t.consumer_group, t.worker_id, t.trace_names, t.created_at,
-                    q.name AS queue, p.name AS partition, s.base_offset, s.frames,
-                    t.\"offset\"
-               FROM traces t
-               JOIN partitions p ON p.id = t.partition_id
-               JOIN queues q ON q.id = t.queue_id
-               LEFT JOIN LATERAL (
-                    SELECT base_offset, frames FROM segments
-                     WHERE partition_id = t.partition_id AND end_offset >= t.\"offset\"
-                     ORDER BY end_offset LIMIT 1) s ON s.base_offset <= t.\"offset\"
-              WHERE t.tenant = $1 AND t.trace_names @> $2
-              ORDER BY t.created_at DESC, t.id DESC
-              LIMIT $3 OFFSET $4",
-        )
-        .await?;
+    let st = client.prepare_cached(BY_NAME).await?;
     let rows = client
         .query(&st, &[&tenant, &&names[..], &limit, &offset])
         .await?;
@@ -333,25 +305,9 @@ pub async fn names(
     limit: i64,
     offset: i64,
 ) -> Result<(Vec<TraceName>, i64), StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT count(DISTINCT n) AS total FROM traces, unnest(trace_names) AS n
-              WHERE tenant = $1",
-        )
-        .await?;
+    let st = client.prepare_cached(COUNT_NAMES).await?;
     let total: i64 = client.query_one(&st, &[&tenant]).await?.get("total");
-    let st = client
-        .prepare_cached(
-            "SELECT n AS name, count(*) AS traces,
-                    count(DISTINCT (partition_id, transaction_id)) AS messages,
-                    max(created_at) AS last_seen
-               FROM traces, unnest(trace_names) AS n
-              WHERE tenant = $1
-              GROUP BY n
-              ORDER BY last_seen DESC, n
-              LIMIT $2 OFFSET $3",
-        )
-        .await?;
+    let st = client.prepare_cached(NAMES).await?;
     let rows = client.query(&st, &[&tenant, &limit, &offset]).await?;
     let names = rows
         .iter()

@@ -14,8 +14,9 @@ use deadpool_postgres::GenericClient;
 use serde_json::Value;
 
 use crate::sql::claim::{
-    CLAIM_AND_READ, CLAIM_HINTED, CLAIM_KNOWN, CLAIM_KNOWN_HINTED, DIAGNOSE_EMPTY, ENSURE_NAMED,
-    ENSURE_NAMED_ONLY, ENSURE_QUEUE_MODE, ENSURE_QUEUE_MODE_ONLY, FINISH, FINISH_CITUS, SWEEP_TURN,
+    ASYNCHRONOUS_COMMIT, CLAIM_AND_READ, CLAIM_HINTED, CLAIM_KNOWN, CLAIM_KNOWN_HINTED,
+    DIAGNOSE_EMPTY, ENSURE_NAMED, ENSURE_NAMED_ONLY, ENSURE_QUEUE_MODE, ENSURE_QUEUE_MODE_ONLY,
+    FINISH, FINISH_CITUS, SWEEP_TURN,
 };
 use crate::{Conn, Layout, StoreError, Tx};
 
@@ -314,8 +315,7 @@ fn claimed(rows: Vec<Row>) -> Claimed {
 /// expired (the messages redeliver and acks under them are refused), which at-least-once
 /// delivery allows; a later durable commit (an ack's) flushes it with its own.
 pub async fn lease_only(tx: &Tx<'_>) -> Result<(), StoreError> {
-    tx.batch_execute("SET LOCAL synchronous_commit = off")
-        .await?;
+    tx.batch_execute(ASYNCHRONOUS_COMMIT).await?;
     Ok(())
 }
 
