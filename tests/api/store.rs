@@ -5,7 +5,7 @@
 //! API, the one way they are written.
 
 use chrono::{Duration, Utc};
-use regent::broker::tx_hash::tx_hash;
+use regent::rules::tx_hash::tx_hash;
 use regent::store::claim::{self, Claim, EmptyReason, Finish, Start, Sweep};
 use regent::store::seek::{self, Seek, SeekTo};
 use regent::store::{cursor, kv, sql, timers, Layout, Store};

@@ -12,8 +12,8 @@ use std::time::Duration;
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
 };
-use regent::cluster::PrivateCluster;
 use regent::config::Config;
+use regent::private_pg::PrivateCluster;
 use regent::server;
 use regent::store::Store;
 use reqwest::StatusCode;
