@@ -23,6 +23,7 @@ use super::params::Params;
 use super::routes::{route, Entry, Level::*};
 use super::time::{instant, window_params, TimeRange};
 use super::State;
+use regent_service::fleet::pg_stats as pg;
 use regent_service::fleet::{
     percent, Cpu, FleetPoint, Gauge, Ops, PgStats, Recent, SystemPoint, Window,
 };
@@ -759,17 +760,44 @@ struct TableSize {
 /// session's statement text, only its first keyword.
 async fn postgres_stats(AxState(s): State) -> Result<Answer<PostgresStats>, ApiError> {
     let st = s.service.fleet().postgres_stats().await?;
-    let d = &st.database;
-    let ratio = |hit: i64, read: i64| percent(hit, hit + read);
-    let at = |t: Option<DateTime<Utc>>| t.map(Millis);
-    let cs = &st.cache_summary;
     Ok(Answer(PostgresStats {
         timestamp: Millis(st.at),
-        database: d.name.clone(),
-        database_cache: DatabaseCache {
+        database: st.database.name.clone(),
+        database_cache: (&st.database).into(),
+        table_cache: each(&st.table_cache),
+        index_cache: each(&st.index_cache),
+        cache_summary: (&st.cache_summary).into(),
+        dead_tuples: each(&st.dead_tuples),
+        hot_updates: each(&st.hot_updates),
+        active_queries: each(&st.active),
+        autovacuum_status: st.autovacuum_due.iter().map(AutovacuumDue::from).collect(),
+        buffer_config: BufferConfig::of(&st),
+        buffer_usage: st.buffered.iter().flatten().map(BufferUse::from).collect(),
+        buffer_usage_available: st.buffered.is_some(),
+        table_sizes: each(&st.table_sizes),
+    }))
+}
+
+/// Each row of a statistics list, in its answer's shape.
+fn each<'a, R, T: From<&'a R>>(rows: &'a [R]) -> Vec<T> {
+    rows.iter().map(T::from).collect()
+}
+
+/// Percent of blocks found in the shared buffers.
+fn hit_ratio(hit: i64, read: i64) -> Option<f64> {
+    percent(hit, hit + read)
+}
+
+fn at(t: Option<DateTime<Utc>>) -> Option<Millis> {
+    t.map(Millis)
+}
+
+impl From<&pg::Database> for DatabaseCache {
+    fn from(d: &pg::Database) -> Self {
+        DatabaseCache {
             blocks_read: d.blocks_read,
             blocks_hit: d.blocks_hit,
-            cache_hit_ratio: ratio(d.blocks_hit, d.blocks_read),
+            cache_hit_ratio: hit_ratio(d.blocks_hit, d.blocks_read),
             size_bytes: d.size_bytes,
             size: d.size.clone(),
             connections: d.backends,
@@ -780,125 +808,132 @@ async fn postgres_stats(AxState(s): State) -> Result<Answer<PostgresStats>, ApiE
             temp_files: d.temp_files,
             temp_bytes: d.temp_bytes,
             stats_reset: at(d.stats_reset),
-        },
-        table_cache: st
-            .table_cache
-            .iter()
-            .map(|c| TableCache {
-                schema: c.schema.clone(),
-                table: c.table.clone(),
-                disk_reads: c.blocks_read,
-                cache_hits: c.blocks_hit,
-                cache_hit_ratio: ratio(c.blocks_hit, c.blocks_read),
-            })
-            .collect(),
-        index_cache: st
-            .index_cache
-            .iter()
-            .map(|c| IndexCache {
-                schema: c.schema.clone(),
-                index: c.index.clone(),
-                table: c.table.clone(),
-                disk_reads: c.blocks_read,
-                cache_hits: c.blocks_hit,
-                cache_hit_ratio: ratio(c.blocks_hit, c.blocks_read),
-            })
-            .collect(),
-        cache_summary: CacheSummary {
-            tables: HitRatio {
-                disk_reads: cs.table_read,
-                cache_hits: cs.table_hit,
-                hit_ratio: ratio(cs.table_hit, cs.table_read),
-            },
-            indexes: HitRatio {
-                disk_reads: cs.index_read,
-                cache_hits: cs.index_hit,
-                hit_ratio: ratio(cs.index_hit, cs.index_read),
-            },
-        },
-        dead_tuples: st
-            .dead_tuples
-            .iter()
-            .map(|t| DeadTuples {
-                schema: t.schema.clone(),
-                table: t.table.clone(),
-                live_tuples: t.live_tuples,
-                dead_tuples: t.dead_tuples,
-                dead_percentage: percent(t.dead_tuples, t.live_tuples + t.dead_tuples),
-                last_vacuum: at(t.last_vacuum),
-                last_autovacuum: at(t.last_autovacuum),
-            })
-            .collect(),
-        hot_updates: st
-            .hot_updates
-            .iter()
-            .map(|t| HotUpdates {
-                schema: t.schema.clone(),
-                table: t.table.clone(),
-                total_updates: t.updates,
-                hot_updates: t.hot_updates,
-                hot_update_percentage: percent(t.hot_updates, t.updates),
-            })
-            .collect(),
-        active_queries: st
-            .active
-            .iter()
-            .map(|q| ActiveQuery {
-                pid: q.pid,
-                state: q.state.clone(),
-                duration: round2(q.seconds),
-                wait_event_type: q.wait_event_type.clone(),
-                wait_event: q.wait_event.clone(),
-                backend_type: q.backend_type.clone(),
-                query: Null,
-                query_kind: q.kind.clone(),
-            })
-            .collect(),
-        autovacuum_status: st
-            .autovacuum_due
-            .iter()
-            .map(|t| AutovacuumDue {
-                schema: t.schema.clone(),
-                table: t.table.clone(),
-                dead_tuples: t.dead_tuples,
-                vacuum_threshold: t.vacuum_threshold,
-                autovacuum_enabled: t.autovacuum_enabled,
-                autovacuum_count: t.autovacuum_count,
-                autoanalyze_count: t.autoanalyze_count,
-                last_autovacuum: at(t.last_autovacuum),
-                last_autoanalyze: at(t.last_autoanalyze),
-            })
-            .collect(),
-        buffer_config: BufferConfig::of(&st),
-        buffer_usage: st
-            .buffered
-            .iter()
-            .flatten()
-            .map(|b| BufferUse {
-                object: b.relation.clone(),
-                buffers: b.buffers,
-                buffered_bytes: b.bytes,
-                buffered_size: b.size.clone(),
-                percent_of_cache: round2(b.percent_of_cache),
-            })
-            .collect(),
-        buffer_usage_available: st.buffered.is_some(),
-        table_sizes: st
-            .table_sizes
-            .iter()
-            .map(|t| TableSize {
-                schema: t.schema.clone(),
-                table: t.table.clone(),
-                total_size: t.total.clone(),
-                table_size: t.table_size.clone(),
-                index_size: t.index_size.clone(),
-                total_bytes: t.total_bytes,
-                table_bytes: t.table_bytes,
-                index_bytes: t.index_bytes,
-                rows: t.live_tuples,
-            })
-            .collect(),
-    }))
+        }
+    }
+}
+
+impl From<&pg::Cache> for TableCache {
+    fn from(c: &pg::Cache) -> Self {
+        TableCache {
+            schema: c.schema.clone(),
+            table: c.table.clone(),
+            disk_reads: c.blocks_read,
+            cache_hits: c.blocks_hit,
+            cache_hit_ratio: hit_ratio(c.blocks_hit, c.blocks_read),
+        }
+    }
+}
+
+impl From<&pg::Cache> for IndexCache {
+    fn from(c: &pg::Cache) -> Self {
+        IndexCache {
+            schema: c.schema.clone(),
+            index: c.index.clone(),
+            table: c.table.clone(),
+            disk_reads: c.blocks_read,
+            cache_hits: c.blocks_hit,
+            cache_hit_ratio: hit_ratio(c.blocks_hit, c.blocks_read),
+        }
+    }
+}
+
+impl From<&pg::CacheSummary> for CacheSummary {
+    fn from(cs: &pg::CacheSummary) -> Self {
+        let ratio = |read: i64, hit: i64| HitRatio {
+            disk_reads: read,
+            cache_hits: hit,
+            hit_ratio: hit_ratio(hit, read),
+        };
+        CacheSummary {
+            tables: ratio(cs.table_read, cs.table_hit),
+            indexes: ratio(cs.index_read, cs.index_hit),
+        }
+    }
+}
+
+impl From<&pg::TableStats> for DeadTuples {
+    fn from(t: &pg::TableStats) -> Self {
+        DeadTuples {
+            schema: t.schema.clone(),
+            table: t.table.clone(),
+            live_tuples: t.live_tuples,
+            dead_tuples: t.dead_tuples,
+            dead_percentage: percent(t.dead_tuples, t.live_tuples + t.dead_tuples),
+            last_vacuum: at(t.last_vacuum),
+            last_autovacuum: at(t.last_autovacuum),
+        }
+    }
+}
+
+impl From<&pg::TableStats> for HotUpdates {
+    fn from(t: &pg::TableStats) -> Self {
+        HotUpdates {
+            schema: t.schema.clone(),
+            table: t.table.clone(),
+            total_updates: t.updates,
+            hot_updates: t.hot_updates,
+            hot_update_percentage: percent(t.hot_updates, t.updates),
+        }
+    }
+}
+
+impl From<&pg::ActiveQuery> for ActiveQuery {
+    fn from(q: &pg::ActiveQuery) -> Self {
+        ActiveQuery {
+            pid: q.pid,
+            state: q.state.clone(),
+            duration: round2(q.seconds),
+            wait_event_type: q.wait_event_type.clone(),
+            wait_event: q.wait_event.clone(),
+            backend_type: q.backend_type.clone(),
+            query: Null,
+            query_kind: q.kind.clone(),
+        }
+    }
+}
+
+impl From<&pg::TableStats> for AutovacuumDue {
+    fn from(t: &pg::TableStats) -> Self {
+        AutovacuumDue {
+            schema: t.schema.clone(),
+            table: t.table.clone(),
+            dead_tuples: t.dead_tuples,
+            vacuum_threshold: t.vacuum_threshold,
+            autovacuum_enabled: t.autovacuum_enabled,
+            autovacuum_count: t.autovacuum_count,
+            autoanalyze_count: t.autoanalyze_count,
+            last_autovacuum: at(t.last_autovacuum),
+            last_autoanalyze: at(t.last_autoanalyze),
+        }
+    }
+}
+
+impl From<&pg::Buffered> for BufferUse {
+    fn from(b: &pg::Buffered) -> Self {
+        BufferUse {
+            object: b.relation.clone(),
+            buffers: b.buffers,
+            buffered_bytes: b.bytes,
+            buffered_size: b.size.clone(),
+            percent_of_cache: round2(b.percent_of_cache),
+        }
+    }
+}
+
+impl From<&pg::TableSize> for TableSize {
+    fn from(t: &pg::TableSize) -> Self {
+        TableSize {
+            schema: t.schema.clone(),
+            table: t.table.clone(),
+            total_size: t.total.clone(),
+            table_size: t.table_size.clone(),
+            index_size: t.index_size.clone(),
+            total_bytes: t.total_bytes,
+            table_bytes: t.table_bytes,
+            index_bytes: t.index_bytes,
+            rows: t.live_tuples,
+        }
+    }
 }
 
 /// `GET /api/v1/status/buffers`.

@@ -18,7 +18,8 @@ use chrono::{DateTime, Utc};
 use regent_memory::activity::{hostname, ProcessUse};
 use regent_memory::Op;
 use regent_store::fleet::{self, Parked, Sample};
-use regent_store::{maintenance, pg_stats};
+use regent_store::maintenance;
+pub use regent_store::pg_stats;
 
 pub use regent_store::fleet::{
     Cpu, FleetPoint, Gauge, MapSize, Ops, ParkedPoint, QueueActivity, Recent, SystemPoint,
