@@ -12,15 +12,6 @@ pub(crate) fn r(name: &str) -> Value {
     json!({ "$ref": format!("#/components/schemas/{name}") })
 }
 
-/// An object with these required keys and these properties.
-pub(crate) fn obj(required: &[&str], properties: Value) -> Value {
-    json!({ "type": "object", "required": required, "properties": properties })
-}
-
-pub(crate) fn array(items: Value) -> Value {
-    json!({ "type": "array", "items": items })
-}
-
 pub(crate) fn uuid() -> Value {
     json!({ "type": "string", "format": "uuid" })
 }
@@ -31,12 +22,6 @@ pub(crate) fn string() -> Value {
 
 pub(crate) fn int() -> Value {
     json!({ "type": "integer" })
-}
-
-/// A schema with a description.
-pub(crate) fn about(mut schema: Value, description: &str) -> Value {
-    schema["description"] = json!(description);
-    schema
 }
 
 /// A query parameter's integer schema with its default and bounds.
