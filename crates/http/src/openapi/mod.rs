@@ -12,9 +12,11 @@
 //! Architecture Invariant: an answer's schema is its type's. A JSON answer is documented with
 //! `Doc::answers::<T>()`, `T` being the type the handler returns, and schemars derives the
 //! schema from it (serde's renames included), so the document cannot describe another shape
-//! than the one sent. Request bodies, parsed by hand with Queen's error texts, keep
-//! hand-written schemas (`schemas.rs`), built from the constants the parsers read where
-//! there are some (queue options, limits).
+//! than the one sent. So is a request body's: `Doc::body_of::<T>()`, `T` being the request
+//! type its reader reads the body into (`crate::read::fields`, each field still a JSON value
+//! for the readers, which keep Queen's error texts); the fuzzer's body keys are its property
+//! names. The few bodies still written out (`Doc::body`) are built from the constants their
+//! parsers read (queue options, limits).
 
 pub(crate) mod schemas;
 
