@@ -14,11 +14,11 @@ pub mod logging;
 pub mod server;
 
 pub use regent_bench as bench;
-pub use regent_broker as broker;
-pub use regent_cluster as cluster;
+pub use regent_rules as broker;
+pub use regent_private_pg as cluster;
 pub use regent_config as config;
 pub use regent_http as http;
-pub use regent_runtime as runtime;
+pub use regent_memory as runtime;
 pub use regent_service as service;
 pub use regent_store as store;
 pub use regent_tls as tls;

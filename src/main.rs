@@ -6,9 +6,9 @@ use anyhow::Context;
 use clap::{CommandFactory, Parser, Subcommand};
 use tokio::net::TcpListener;
 
-use regent::cluster::citus::CitusCluster;
-use regent::cluster::key::Origin;
-use regent::cluster::PrivateCluster;
+use regent::private_pg::citus::CitusCluster;
+use regent::private_pg::key::Origin;
+use regent::private_pg::PrivateCluster;
 use regent::config::Config;
 use regent::server;
 

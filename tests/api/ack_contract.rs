@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use regent::broker::tx_hash::tx_hash;
+use regent::rules::tx_hash::tx_hash;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -20,7 +20,7 @@ const ALREADY_COMMITTED: &str =
     "already committed: the cursor moved past this message before this ack";
 const UNRESOLVABLE: &str = "unresolvable: transaction not in the ack window (hash purged or never pushed); if leased, the message redelivers";
 /// The broker's text for a completion (or dlq) above a lower explicit signal in the same call
-/// (crates/broker/src/ack_plan.rs, an interpretation: the seed only says those messages redeliver).
+/// (crates/rules/src/ack_plan.rs, an interpretation: the seed only says those messages redeliver).
 const SUPERSEDED: &str = "superseded: an explicit failed/retry/dlq at a lower offset in this call clamps the cursor; this message redelivers";
 const RETRIES_EXHAUSTED: &str = "Retries exhausted";
 

@@ -6,7 +6,7 @@
 //! again, a batch's new messages appended around its duplicates, an id whose window has
 //! passed taken anew, and an optimistic append of a duplicate refused whole.
 
-use regent::broker::tx_hash::tx_hash;
+use regent::rules::tx_hash::tx_hash;
 use regent::store::append::{append_many, Appended, Batch, Dedup, Window};
 use regent::store::frames;
 use regent::store::message::Message;

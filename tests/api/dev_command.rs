@@ -240,7 +240,7 @@ async fn dev_keeps_its_encryption_key_with_a_persistent_cluster() {
     assert!(!stored_in_clear(&first.pg_url, "kept-secret").await);
     first.stop().await;
 
-    let key = dir.join(regent::cluster::key::KEY_FILE);
+    let key = dir.join(regent::private_pg::key::KEY_FILE);
     let mode = std::fs::metadata(&key)
         .expect("the key file")
         .permissions()
@@ -280,7 +280,7 @@ async fn dev_listens_on_loopback_unless_host_says_otherwise() {
 /// stop takes every node with it.
 #[tokio::test]
 async fn dev_on_citus_serves_on_the_coordinator_and_stops_every_node() {
-    if !regent::cluster::citus::installed() {
+    if !regent::private_pg::citus::installed() {
         eprintln!("skipped: Citus is not installed (scripts/citus)");
         return;
     }

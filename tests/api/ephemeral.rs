@@ -750,7 +750,7 @@ async fn the_counters_and_gauges_are_exposed() {
 async fn racing_new_queues_never_pass_the_tenants_queue_limit() {
     use futures::stream::{self, StreamExt};
     let (a, b) = two_brokers().await;
-    let limit = regent::broker::ephemeral::MAX_QUEUES_PER_TENANT;
+    let limit = regent::rules::ephemeral::MAX_QUEUES_PER_TENANT;
     let configure = |on: &Broker, q: String| {
         let (http, url) = (on.http.clone(), on.url.clone());
         async move {

@@ -230,7 +230,7 @@ async fn every_queue_option_at_its_bounds_leaves_a_queue_that_works() {
         "delayedProcessing",
         "windowBuffer",
     ];
-    for (option, _) in regent::broker::options::INT_DEFAULTS {
+    for (option, _) in regent::rules::options::INT_DEFAULTS {
         let low = if NON_NEGATIVE.contains(&option) {
             0
         } else {
@@ -263,7 +263,7 @@ async fn every_queue_option_at_its_bounds_leaves_a_queue_that_works() {
             .await,
     );
     // One past the range is refused by name, before anything is stored.
-    for (option, _) in regent::broker::options::INT_DEFAULTS {
+    for (option, _) in regent::rules::options::INT_DEFAULTS {
         for n in [i32::MAX as i64 + 1, i32::MIN as i64 - 1] {
             let (s, v) = b
                 .post(
@@ -318,7 +318,7 @@ async fn every_ephemeral_option_at_its_extremes_leaves_a_queue_that_works() {
             if option == "ttlSeconds" && end == "max" {
                 assert_eq!(
                     v["options"]["ttlSeconds"],
-                    regent::broker::bounds::MAX_SPAN_SECONDS,
+                    regent::rules::bounds::MAX_SPAN_SECONDS,
                     "{v}"
                 );
             }
@@ -364,7 +364,7 @@ async fn every_ephemeral_option_at_its_extremes_leaves_a_queue_that_works() {
 #[tokio::test]
 async fn a_kv_expiry_at_its_bound_is_a_timestamp_and_past_it_is_refused_by_name() {
     let b = broker().await;
-    let max = regent::broker::bounds::MAX_SPAN_SECONDS;
+    let max = regent::rules::bounds::MAX_SPAN_SECONDS;
     let put = |ttl: i64| json!({"operations": [{"op": "put", "ns": "n", "key": "k", "value": 1, "ttlSeconds": ttl}]});
     let v = ok("at the bound", b.post("/api/v1/kv", put(max)).await);
     let at = v["results"][0]["expiresAt"].as_str().unwrap().to_string();

@@ -59,7 +59,7 @@ async fn two_brokers_on_one_database_both_answer_for_both() {
     a.push("fleet-q", "p", &["x", "y", "z"]).await;
     a.sample_now().await;
     b.sample_now().await;
-    let host = regent::runtime::activity::hostname();
+    let host = regent::memory::activity::hostname();
     for answering in [&a, &b] {
         let (s, v) = answering.get("/api/v1/analytics/system-metrics").await;
         assert_eq!(s, StatusCode::OK, "{v}");

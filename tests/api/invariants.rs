@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use regent::broker::tx_hash::tx_hash;
+use regent::rules::tx_hash::tx_hash;
 use regent::store::append::{self, append_many, Appended, Dedup};
 use regent::store::frames;
 use regent::store::Message;

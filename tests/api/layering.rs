@@ -48,27 +48,27 @@ fn every_crate_depends_only_on_the_layers_beneath_it() {
     let deps = dependencies();
     // Which of the workspace's own crates each may use.
     let allowed: &[(&str, &[&str])] = &[
-        ("regent-broker", &[]),
+        ("regent-rules", &[]),
         ("regent-tls", &[]),
-        ("regent-cluster", &[]),
+        ("regent-private-pg", &[]),
         ("regent-bench", &[]),
         // The operator's command line is a client of the HTTP API like any other.
         ("regent-ctl", &[]),
-        ("regent-config", &["regent-broker"]),
+        ("regent-config", &["regent-rules"]),
         ("regent-store", &["regent-tls"]),
-        ("regent-runtime", &["regent-broker"]),
+        ("regent-memory", &["regent-rules"]),
         (
             "regent-service",
             &[
-                "regent-broker",
+                "regent-rules",
                 "regent-store",
-                "regent-runtime",
+                "regent-memory",
                 "regent-config",
             ],
         ),
         (
             "regent-http",
-            &["regent-broker", "regent-config", "regent-service"],
+            &["regent-rules", "regent-config", "regent-service"],
         ),
         // The fuzzer calls the parsers, which only regent-http holds.
         ("regent-fuzz", &["regent-http"]),
@@ -103,7 +103,7 @@ fn each_layer_names_none_of_the_crates_it_must_not_use() {
             "the command line talks to brokers over their HTTP API, never SQL",
         ),
         (
-            "regent-broker",
+            "regent-rules",
             &[
                 "tokio",
                 "tokio-postgres",
@@ -115,7 +115,7 @@ fn each_layer_names_none_of_the_crates_it_must_not_use() {
             "the rules do no I/O",
         ),
         (
-            "regent-runtime",
+            "regent-memory",
             &[
                 "tokio-postgres",
                 "deadpool-postgres",
@@ -127,7 +127,7 @@ fn each_layer_names_none_of_the_crates_it_must_not_use() {
         ),
         (
             "regent-store",
-            &["axum", "hyper", "reqwest", "regent-broker"],
+            &["axum", "hyper", "reqwest", "regent-rules"],
             "the store knows SQL, not HTTP, and applies no rule",
         ),
         (
@@ -142,7 +142,7 @@ fn each_layer_names_none_of_the_crates_it_must_not_use() {
                 "deadpool-postgres",
                 "refinery",
                 "regent-store",
-                "regent-runtime",
+                "regent-memory",
             ],
             "HTTP reaches the database only through a use case",
         ),
@@ -152,7 +152,7 @@ fn each_layer_names_none_of_the_crates_it_must_not_use() {
                 "regent-service",
                 "regent-store",
                 "regent-http",
-                "regent-runtime",
+                "regent-memory",
             ],
             "the load generator talks to a broker over HTTP only",
         ),
@@ -169,7 +169,7 @@ fn each_layer_names_none_of_the_crates_it_must_not_use() {
 
 /// What `regent-service` hands out of the layers beneath it, by name: plain data the store
 /// reads and the runtime counts (rows, counts, ids, outcomes), no connection, lock or
-/// in-memory map. Every other type of `regent-store` and `regent-runtime` stays behind the
+/// in-memory map. Every other type of `regent-store` and `regent-memory` stays behind the
 /// service, so what `regent-http` can reach is this list (ARCHITECTURE.md, "Invariants": the
 /// service's vocabulary). A name added here is a decision: say why in its commit.
 const VOCABULARY: &[&str] = &[
@@ -280,11 +280,11 @@ fn lower_names(text: &str) -> BTreeSet<String> {
         else {
             continue;
         };
-        if !(rest.starts_with("regent_store") || rest.starts_with("regent_runtime")) {
+        if !(rest.starts_with("regent_store") || rest.starts_with("regent_memory")) {
             continue;
         }
         for word in rest.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
-            if !word.is_empty() && word != "regent_store" && word != "regent_runtime" {
+            if !word.is_empty() && word != "regent_store" && word != "regent_memory" {
                 names.insert(word.to_string());
             }
         }
@@ -335,10 +335,10 @@ fn public_items(text: &str) -> Vec<String> {
     out
 }
 
-/// The type names an item takes through a path of a lower crate (`regent_runtime::a::B`).
+/// The type names an item takes through a path of a lower crate (`regent_memory::a::B`).
 fn through_paths(item: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for krate in ["regent_store::", "regent_runtime::"] {
+    for krate in ["regent_store::", "regent_memory::"] {
         for (at, _) in item.match_indices(krate) {
             let path: String = item[at..]
                 .chars()
@@ -354,7 +354,7 @@ fn through_paths(item: &str) -> Vec<String> {
 
 /// The use cases hand out their own types and the deliberate vocabulary above, nothing
 /// else of the layers beneath: no public method, field or re-export of `regent-service`
-/// names another type of `regent-store` or `regent-runtime` (`Service::runtime()` handed
+/// names another type of `regent-store` or `regent-memory` (`Service::runtime()` handed
 /// http the whole runtime until this test).
 #[test]
 fn the_service_hands_out_only_its_vocabulary() {

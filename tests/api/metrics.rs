@@ -89,12 +89,12 @@ async fn metrics_count_what_this_broker_did() {
 /// The broker's in-memory maps keyed by names clients send stay bounded: a client popping
 /// with thousands of random consumer-group names leaves no notifier behind once its pops
 /// are answered, and the ready list remembers at most its bound of groups per queue. (The
-/// unit tests of `regent-runtime` run each map through a million names.)
+/// unit tests of `regent-memory` run each map through a million names.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_group_names_do_not_grow_the_runtime_maps() {
     let b = broker().await;
     b.push("bounded", "p", &["m"]).await;
-    let names = 3 * regent::runtime::ready::MAX_GROUPS;
+    let names = 3 * regent::memory::ready::MAX_GROUPS;
     let pops = futures::stream::iter(0..names)
         .map(|i| {
             let b = &b;
@@ -114,13 +114,13 @@ async fn random_group_names_do_not_grow_the_runtime_maps() {
     let (s, text) = b.get("/metrics/prometheus").await;
     assert_eq!(s, StatusCode::OK);
     let text = text.as_str().unwrap().to_string();
-    let entries = |map: &str| sample(&text, &format!("regent_runtime_entries{{map=\"{map}\"}}"));
+    let entries = |map: &str| sample(&text, &format!("regent_memory_entries{{map=\"{map}\"}}"));
     assert_eq!(entries("wakeups"), 0.0, "no pop in flight: no notifier");
     assert_eq!(entries("pop_lanes"), 0.0, "no pop in flight: no lane");
     assert_eq!(entries("ready_queues"), 1.0);
     let groups = entries("ready_groups");
     assert!(
-        groups <= regent::runtime::ready::MAX_GROUPS as f64,
+        groups <= regent::memory::ready::MAX_GROUPS as f64,
         "{groups} group places for {names} names"
     );
     assert_eq!(entries("deliveries"), 0.0, "auto-acked pops hold no lease");

@@ -130,7 +130,7 @@ async fn parked_pops_are_counted_per_queue_and_broker_for_their_tenant_only() {
         [("jobs".to_string(), 0.5, 1), ("orders".to_string(), 1.0, 2)],
         "{v}"
     );
-    let host = regent::runtime::activity::hostname();
+    let host = regent::memory::activity::hostname();
     for p in v["series"].as_array().unwrap() {
         assert_eq!(
             (&p["hostname"], &p["port"], &p["workerId"]),

@@ -6,9 +6,9 @@
 use std::time::Duration;
 
 use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
-use regent::broker::tx_hash::tx_hash;
-use regent::cluster::citus::CitusCluster;
-use regent::cluster::PrivateCluster;
+use regent::rules::tx_hash::tx_hash;
+use regent::private_pg::citus::CitusCluster;
+use regent::private_pg::PrivateCluster;
 use regent::config::Config;
 use regent::server::{self, RunningServer};
 use regent::store::frames;
@@ -537,7 +537,7 @@ impl Broker {
 
 impl Broker {
     /// This broker's in-memory state (wakeups, peers, ...), for tests that watch it.
-    pub fn runtime(&self) -> &regent::runtime::Runtime {
+    pub fn runtime(&self) -> &regent::memory::Runtime {
         self.server.as_ref().expect("running").service.runtime()
     }
 

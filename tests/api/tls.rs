@@ -12,7 +12,7 @@ use std::time::Duration;
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
 };
-use regent::cluster::PrivateCluster;
+use regent::private_pg::PrivateCluster;
 use regent::config::Config;
 use regent::server;
 use regent::store::Store;

@@ -8,7 +8,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use regent::cluster::PrivateCluster;
+use regent::private_pg::PrivateCluster;
 
 use crate::harness::broker::Broker;
 use crate::harness::slow_link::{Link, SlowLink};

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::bail;
 use serde::Deserialize;
 
-use regent_broker::limits::{LimitTable, Limits};
+use regent_rules::limits::{LimitTable, Limits};
 
 fn default_host() -> String {
     "0.0.0.0".into()

@@ -8,9 +8,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use regent_broker::ack_plan::ItemOutcome;
-use regent_broker::naming::QUEUE_MODE;
-use regent_broker::status::AckStatus;
+use regent_rules::ack_plan::ItemOutcome;
+use regent_rules::naming::QUEUE_MODE;
+use regent_rules::status::AckStatus;
 use regent_service::ack::SentAck;
 
 use super::answer::Answer;

@@ -17,8 +17,8 @@ use super::push::MAX_NAME_BYTES;
 use super::resources;
 use super::routes::{route, Entry, Level::ReadWrite};
 use super::State;
-use regent_broker::bounds::{within, OPTION_MAX, OPTION_MIN};
-use regent_broker::options::{QueueOptions, BOOL_DEFAULTS, DLQ_FLAGS, INT_DEFAULTS};
+use regent_rules::bounds::{within, OPTION_MAX, OPTION_MIN};
+use regent_rules::options::{QueueOptions, BOOL_DEFAULTS, DLQ_FLAGS, INT_DEFAULTS};
 use regent_service::queues::Configure;
 
 /// The configure body, read.

@@ -23,8 +23,8 @@ use super::path::PathParams;
 use super::read;
 use super::routes::{route, Entry, Level::*};
 use super::{AppState, State};
-use regent_broker::bounds::MAX_SPAN_SECONDS;
-use regent_broker::group_state::group_state;
+use regent_rules::bounds::MAX_SPAN_SECONDS;
+use regent_rules::group_state::group_state;
 use regent_service::groups::{GroupOnQueue, Lagging, PartitionLag, Seek, SeekTo};
 use regent_service::queues::Page;
 

@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use regent_broker::ephemeral::{AckStatus, Declared, Options, Outcome, Policy};
-use regent_broker::naming::{DEFAULT_PARTITION, QUEUE_MODE};
+use regent_rules::ephemeral::{AckStatus, Declared, Options, Outcome, Policy};
+use regent_rules::naming::{DEFAULT_PARTITION, QUEUE_MODE};
 use regent_config::Config;
 use regent_service::ephemeral::{
     EphemeralDepth, EphemeralMessage, EphemeralQueue, GroupDepth, PartitionDepth, Pop, Push,
@@ -447,7 +447,7 @@ impl From<Refused> for ApiError {
             Refused::QueueLimit => ApiError::TooManyRequests {
                 text: format!(
                     "Ephemeral queue limit reached: {} queues",
-                    regent_broker::ephemeral::MAX_QUEUES_PER_TENANT
+                    regent_rules::ephemeral::MAX_QUEUES_PER_TENANT
                 ),
                 code: "quota_exceeded",
                 retry_after_secs: QUEUE_LIMIT_RETRY_SECS,

@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::answer::Answer;
-use regent_broker::limits::retry_after_secs;
+use regent_rules::limits::retry_after_secs;
 use regent_service::{Error, Refusal};
 
 #[derive(Debug, thiserror::Error)]

@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use regent_broker::bounds::{within, MAX_SPAN_SECONDS};
-use regent_broker::kv::{MAX_KEY_BYTES, MAX_MANY_KEYS, MAX_NS_BYTES, MAX_OPS, MAX_VALUE_BYTES};
+use regent_rules::bounds::{within, MAX_SPAN_SECONDS};
+use regent_rules::kv::{MAX_KEY_BYTES, MAX_MANY_KEYS, MAX_NS_BYTES, MAX_OPS, MAX_VALUE_BYTES};
 use regent_service::kv::{Expiry, KvFailed, KvOp, KvOutcome, KvRow, KvWrite, Num, WriteVerdict};
 
 use super::answer::{Answer, Millis, True};

@@ -22,8 +22,8 @@ use super::path::PathParams;
 use super::routes::{route, Entry, Level::*};
 use super::time::instant;
 use super::State;
-use regent_broker::message_status::{Seen, Status};
-use regent_broker::options::QueueOptions;
+use regent_rules::message_status::{Seen, Status};
+use regent_rules::options::QueueOptions;
 use regent_service::messages::Scope;
 use regent_service::messages::{Done, Found, ListQuery};
 

@@ -330,12 +330,12 @@ async fn prometheus(axum::extract::State(s): State) -> Response {
     let _ = writeln!(out, "regent_pending_handovers {}", m.pending_handovers);
     head(
         &mut out,
-        "regent_runtime_entries",
+        "regent_memory_entries",
         "gauge",
         "Entries in each of this broker's in-memory maps (all bounded).",
     );
     for (map, n) in &m.runtime {
-        let _ = writeln!(out, "regent_runtime_entries{{map=\"{map}\"}} {n}");
+        let _ = writeln!(out, "regent_memory_entries{{map=\"{map}\"}} {n}");
     }
     super::queue_metrics::public(&s, &mut out).await;
     exposition(out)

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use axum::extract::{FromRequestParts, Query};
 use axum::http::request::Parts;
 
-use regent_broker::bounds::MAX_OFFSET;
+use regent_rules::bounds::MAX_OFFSET;
 use regent_service::queues::Page;
 
 use super::error::ApiError;

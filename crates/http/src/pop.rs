@@ -13,8 +13,8 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use regent_broker::naming::QUEUE_MODE;
-use regent_broker::subscription::start_point;
+use regent_rules::naming::QUEUE_MODE;
+use regent_rules::subscription::start_point;
 use regent_config::Config;
 use regent_service::pop::{Delivery, PopRequest, Popped, Target};
 

@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use uuid::Uuid;
 
-use regent_broker::naming::DEFAULT_PARTITION;
+use regent_rules::naming::DEFAULT_PARTITION;
 use regent_service::push::{PushItem, Verdict};
 use regent_service::Message;
 

@@ -24,8 +24,8 @@ use super::resources::{stats_age, stats_age_secs, Counts, PartitionPage, QueueLi
 use super::routes::{route, Entry, Level::*};
 use super::time::{instant, window_params, TimeRange};
 use super::State;
-use regent_broker::message_status::Status;
-use regent_broker::options::QueueOptions;
+use regent_rules::message_status::Status;
+use regent_rules::options::QueueOptions;
 use regent_service::messages::{Found, ListQuery, Scope};
 use regent_service::overview::{Counts as SeriesCounts, Filter, Messages};
 use regent_service::queues::Listing;

@@ -14,9 +14,9 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use uuid::Uuid;
 
-use regent_broker::naming::QUEUE_MODE;
-use regent_broker::status::AckStatus;
-use regent_broker::streams::{cycle_digest, StateOp, MAX_STATE_KEY_BYTES, MAX_STATE_VALUE_BYTES};
+use regent_rules::naming::QUEUE_MODE;
+use regent_rules::status::AckStatus;
+use regent_rules::streams::{cycle_digest, StateOp, MAX_STATE_KEY_BYTES, MAX_STATE_VALUE_BYTES};
 use regent_service::streams::{
     AckDone, Applied, Cycle, CycleAck, CycleOutcome, Register, Registered, StateFilter, StateValue,
     StoredState, StreamPartition, StreamQuery,

@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use regent_broker::naming::DEFAULT_PARTITION;
-use regent_broker::timers::{delay_ok, MAX_DELAY_MS};
+use regent_rules::naming::DEFAULT_PARTITION;
+use regent_rules::timers::{delay_ok, MAX_DELAY_MS};
 use regent_service::timers::{Cancel, QueueTimers, Schedule, StoredTimer, TimerOp, TimerOutcome};
 
 use super::answer::{Answer, Millis};

@@ -22,7 +22,7 @@ use super::path::PathParams;
 use super::read;
 use super::routes::{route, Entry, Level::*};
 use super::State;
-use regent_broker::naming::QUEUE_MODE;
+use regent_rules::naming::QUEUE_MODE;
 use regent_service::traces::{self as service, TraceEvent};
 use regent_service::Error;
 

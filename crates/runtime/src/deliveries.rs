@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
-use regent_broker::tx_hash::tx_hash;
+use regent_rules::tx_hash::tx_hash;
 
 use crate::lock;
 

@@ -34,7 +34,7 @@ pub mod wakeups;
 
 use std::sync::{Mutex, MutexGuard};
 
-use regent_broker::limits::LimitTable;
+use regent_rules::limits::LimitTable;
 
 pub use activity::{Op, Outcome, Recheck};
 pub use announcement::Announcement;

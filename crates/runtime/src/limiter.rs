@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use regent_broker::limits::{Account, Bucket, LimitTable, Limits};
+use regent_rules::limits::{Account, Bucket, LimitTable, Limits};
 
 use crate::lock;
 

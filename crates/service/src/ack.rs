@@ -1,7 +1,7 @@
 //! Ack: acknowledgement as an offset commit, exactly as the seed contract says. Items are
 //! grouped by (partition, lease); each group resolves its transaction ids to offsets (from
 //! what this broker delivered under the lease, else through the transaction index), locks
-//! its cursor, checks the lease on the locked row, and commits what `regent_broker::ack_plan`
+//! its cursor, checks the lease on the locked row, and commits what `regent_rules::ack_plan`
 //! decides. Concurrent requests' groups share one transaction; a group whose partition id is
 //! not a UUID, and every group of a fused transaction that fails, is re-run on its own, so
 //! one group's failure never changes another's outcome (the seed's isolation rule).
@@ -11,16 +11,16 @@ use std::collections::{HashMap, HashSet};
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
-use regent_broker::ack_plan::{
+use regent_rules::ack_plan::{
     self, AckItem, AckPlan, CursorView, ItemOutcome, Policy, CONSUMER_NOT_FOUND, FLUSH_FAILED,
     INVALID_LEASE, NOT_OWNED, POOL,
 };
-use regent_broker::options::QueueOptions;
-use regent_broker::status::AckStatus;
-use regent_broker::tx_hash::tx_hash;
-use regent_runtime::placements::Place;
-use regent_runtime::tallies::Tally;
-use regent_runtime::{Announcement, Op, Outcome};
+use regent_rules::options::QueueOptions;
+use regent_rules::status::AckStatus;
+use regent_rules::tx_hash::tx_hash;
+use regent_memory::placements::Place;
+use regent_memory::tallies::Tally;
+use regent_memory::{Announcement, Op, Outcome};
 use regent_store::cursor::{self, Completed, Completion, Locked};
 use regent_store::dead_letters::{self, Letter};
 use regent_store::{retrying, StoreError, Tx};

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use regent_runtime::Announcement;
+use regent_memory::Announcement;
 use regent_store::notify::PeerLink;
 
 use crate::Service;

@@ -15,13 +15,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use regent_broker::ephemeral::{
+use regent_rules::ephemeral::{
     admit, message_id, parse_id, plan_acks, redeliver, AckStatus, Admit, Declared, Held, Options,
     Outcome, Policy, MAX_GROUPS_PER_QUEUE, MAX_QUEUES_PER_TENANT,
 };
-use regent_broker::naming::{DEFAULT_PARTITION, QUEUE_MODE};
-pub use regent_runtime::ephemeral::EphemeralTotal;
-use regent_runtime::Announcement;
+use regent_rules::naming::{DEFAULT_PARTITION, QUEUE_MODE};
+pub use regent_memory::ephemeral::EphemeralTotal;
+use regent_memory::Announcement;
 use regent_store::ephemeral::{self as store, EphemeralRow, Handed, Live, StoredOptions};
 pub use regent_store::ephemeral::{GroupDepth, PartitionDepth};
 use regent_store::{commit_if, StoreError, Tx};

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use regent_runtime::limiter::Refusal;
+use regent_memory::limiter::Refusal;
 use regent_store::StoreError;
 
 /// Clone: one failure of a claim made for several pops is every one's answer.

@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use regent_runtime::activity::{hostname, ProcessUse};
-use regent_runtime::Op;
+use regent_memory::activity::{hostname, ProcessUse};
+use regent_memory::Op;
 use regent_store::fleet::{self, Parked, Sample};
 use regent_store::{maintenance, pg_stats};
 
@@ -81,7 +81,7 @@ impl Sampler {
     }
 }
 
-pub use regent_broker::buckets::bucket_minutes;
+pub use regent_rules::buckets::bucket_minutes;
 
 /// What a metrics query reads: samples taken in `[from, to]`, of one host and one broker
 /// (`workerId`) when given.

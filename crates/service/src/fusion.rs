@@ -10,7 +10,7 @@
 //!
 //! On Citus a transaction that writes on two workers commits in two phases on each, so the
 //! requests are fused by node as well as by tenant: a request whose partitions all lie on
-//! one worker (as far as this broker knows, `regent_runtime::placements`) is fused only
+//! one worker (as far as this broker knows, `regent_memory::placements`) is fused only
 //! with others for that worker, and the groups commit side by side. On one PostgreSQL every
 //! request has the same place, and a batch is one transaction per tenant as before.
 //!
@@ -25,7 +25,7 @@ use std::time::Duration;
 use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::{mpsc, oneshot, Mutex};
 
-use regent_runtime::placements::Place;
+use regent_memory::placements::Place;
 use regent_store::{partitions, StoreError, Tx};
 use uuid::Uuid;
 

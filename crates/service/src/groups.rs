@@ -2,7 +2,7 @@
 //! to the end (skip its backlog) or back to an instant (replay), on a queue or one of its
 //! partitions; delete a group, on every queue or one.
 
-use regent_runtime::Announcement;
+use regent_memory::Announcement;
 use regent_store::{groups, seek};
 
 pub use regent_store::groups::{GroupOnQueue, Lagging, PartitionLag};

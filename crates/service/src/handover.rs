@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use regent_runtime::Announcement;
+use regent_memory::Announcement;
 
 use crate::Service;
 

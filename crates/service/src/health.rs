@@ -1,6 +1,6 @@
 //! Whether this broker can serve, and what it has done since it started.
 
-use regent_runtime::activity::ProcessUse;
+use regent_memory::activity::ProcessUse;
 use regent_store::PoolStatus;
 
 use crate::Service;
@@ -21,7 +21,7 @@ impl Health {
 /// This broker's figures for `/metrics`.
 pub struct Metrics<'a> {
     pub uptime_secs: f64,
-    pub activity: &'a regent_runtime::activity::Activity,
+    pub activity: &'a regent_memory::activity::Activity,
     pub pool: PoolStatus,
     pub process: ProcessUse,
     pub pending_handovers: usize,

@@ -1,17 +1,17 @@
 //! Key/value (`POST /api/v1/kv`, spec §18.1): a batch of operations applied in order in ONE
 //! transaction, each answered; and the same operations inside the transaction route's bundle
 //! (its `kv` rider, `crate::transaction`). A write locks its row, then decides
-//! (`regent_broker::kv::decide`), so concurrent writers of a key take turns and each sees what
+//! (`regent_rules::kv::decide`), so concurrent writers of a key take turns and each sees what
 //! the one before it committed. An op sent `required` that does not apply rolls everything
 //! back. Expired rows are pruned on the retention clock.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use regent_broker::kv::READ_BUDGET_BYTES;
-use regent_broker::kv::{decide, prefix_end, prefix_limit, Current, Decision, Write};
-pub use regent_broker::kv::{Expiry, Num, Reason, Write as KvWrite};
-pub use regent_runtime::kv::KvTotal;
+use regent_rules::kv::READ_BUDGET_BYTES;
+use regent_rules::kv::{decide, prefix_end, prefix_limit, Current, Decision, Write};
+pub use regent_rules::kv::{Expiry, Num, Reason, Write as KvWrite};
+pub use regent_memory::kv::KvTotal;
 pub use regent_store::kv::KvRow;
 use regent_store::kv::{self as store, Key, NewRow, Range};
 use regent_store::{commit_if, StoreError, Tx};

@@ -4,7 +4,7 @@
 //! queues, consumer groups and dead letters.
 //!
 //! A use case takes parsed, typed input and returns a typed outcome. It owns its transaction
-//! boundary: it begins the transaction, calls `regent-store` for SQL and `regent-broker` for
+//! boundary: it begins the transaction, calls `regent-store` for SQL and `regent-rules` for
 //! the rules, commits, and only then tells anyone (announcements happen after commit). It
 //! knows no HTTP and no JSON shapes.
 //!
@@ -52,17 +52,17 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use regent_broker::encryption::PayloadCipher;
+use regent_rules::encryption::PayloadCipher;
 use regent_config::Config;
-use regent_runtime::Runtime;
+use regent_memory::Runtime;
 use regent_store::Store;
 
 pub use error::Error;
 pub use handover::Handover;
-pub use regent_runtime::activity::{Activity, Op, Outcome, ProcessUse, Recheck};
-pub use regent_runtime::histogram::Snapshot;
-pub use regent_runtime::limiter::Refusal;
-pub use regent_runtime::wakeups::Waiter;
+pub use regent_memory::activity::{Activity, Op, Outcome, ProcessUse, Recheck};
+pub use regent_memory::histogram::Snapshot;
+pub use regent_memory::limiter::Refusal;
+pub use regent_memory::wakeups::Waiter;
 pub use regent_store::{Message, StoredMessage};
 pub use supervise::Supervisor;
 
@@ -103,7 +103,7 @@ pub struct Service {
     /// Where ack requests go to be fused into shared transactions.
     acks: fusion::Batcher<ack::AckJob>,
     /// Where pops of one queue by one group wait to share a claim.
-    pop_lanes: regent_runtime::lanes::Lanes<pop::LaneKey, pop::LaneJob>,
+    pop_lanes: regent_memory::lanes::Lanes<pop::LaneKey, pop::LaneJob>,
     /// Flips to true when the broker starts shutting down: parked long-polls answer at once.
     stopping: watch::Sender<bool>,
     /// Flips to true last, once the shutdown's own releases are announced: the peer link
@@ -130,7 +130,7 @@ impl Service {
         let layout = Store::migrate(database_url).await?;
         let store = Store::connect(database_url, config.db_pool_size, layout)?;
         let dedup_window = config.dedup_window()?;
-        let runtime = Runtime::new(regent_runtime::Settings {
+        let runtime = Runtime::new(regent_memory::Settings {
             limits,
             peer_wakeups: config.peer_wakeups,
             spread: layout.spreads_partitions(),

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use regent_runtime::limiter::{Reservation, Reserve};
+use regent_memory::limiter::{Reservation, Reserve};
 use regent_store::queues::stored_messages;
 
 use crate::{Error, Service};
@@ -18,7 +18,7 @@ impl Service {
 
     /// Runs `work` in a turn of the tenant's `concurrency` (at once when it has none),
     /// waiting for one first; a parked long-poll inside gives it back while it waits
-    /// (`regent_runtime::turns`).
+    /// (`regent_memory::turns`).
     pub async fn in_turn<F: std::future::Future>(&self, tenant: &Arc<str>, work: F) -> F::Output {
         match self.runtime.limiter.concurrency(tenant) {
             Some(n) => self.runtime.turns.take(tenant, n).await.hold(work).await,

@@ -11,8 +11,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use regent_runtime::switches::Switch;
-use regent_runtime::Announcement;
+use regent_memory::switches::Switch;
+use regent_memory::Announcement;
 use regent_store::in_transaction;
 use regent_store::maintenance::{self, Drain, Switches};
 

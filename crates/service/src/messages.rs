@@ -9,9 +9,9 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use regent_broker::message_status::{seen, GroupCursor, Seen, Status};
-use regent_broker::naming::QUEUE_MODE;
-use regent_broker::tx_hash::tx_hash;
+use regent_rules::message_status::{seen, GroupCursor, Seen, Status};
+use regent_rules::naming::QUEUE_MODE;
+use regent_rules::tx_hash::tx_hash;
 use regent_store::dead_letters::{self, Letter};
 use regent_store::messages::{self as store, CursorRow, Head};
 pub use regent_store::messages::{DeadMark, Place, Scope};

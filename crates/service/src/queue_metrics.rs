@@ -1,14 +1,14 @@
 //! The per-queue metrics behind the Prometheus families that name queues: each queue's depth,
 //! dead letters and consumer groups' lag (`regent_store::queue_gauges`, the database's view,
 //! the same on every broker) next to what this broker pushed and delivered to it since it
-//! started (`regent_runtime::queue_totals`).
+//! started (`regent_memory::queue_totals`).
 //!
 //! Bounded, since the names are clients': the `top` deepest queues are shown by name and
 //! the rest summed into one `_other` queue; per queue shown, the [`GROUPS_PER_QUEUE`]
 //! groups furthest behind are shown by name and the rest summed into one `_other` group
-//! (`regent_broker::top`).
+//! (`regent_rules::top`).
 
-use regent_broker::top::{top_n, OTHER};
+use regent_rules::top::{top_n, OTHER};
 use regent_store::queue_gauges::{queue_gauges, QueueGauge};
 
 use crate::{Error, Service};

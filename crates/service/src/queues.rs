@@ -1,7 +1,7 @@
 //! Queues: configured, listed, inspected, deleted.
 
-use regent_broker::naming::DEFAULT_PARTITION;
-use regent_broker::options::QueueOptions;
+use regent_rules::naming::DEFAULT_PARTITION;
+use regent_rules::options::QueueOptions;
 use regent_store::in_transaction;
 use regent_store::partitions;
 use regent_store::queues;

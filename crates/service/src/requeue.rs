@@ -4,7 +4,7 @@
 //!
 //! The copy keeps the snapshot's payload (as stored: still sealed if it was), trace id and
 //! producer; it gets a new message id and the transaction id
-//! `regent_broker::requeue::copy_transaction_id` derives from the original message, so the
+//! `regent_rules::requeue::copy_transaction_id` derives from the original message, so the
 //! transaction index deduplicates copies as it deduplicates pushes: two groups' dead letters
 //! of one message make one copy, and the log being shared, every group of the queue reads
 //! it. Each copy gets a `requeued` trace naming its dead letter.
@@ -17,10 +17,10 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use regent_broker::push_plan::repeats;
-use regent_broker::requeue::copy_transaction_id;
-use regent_broker::tx_hash::tx_hash;
-use regent_runtime::Announcement;
+use regent_rules::push_plan::repeats;
+use regent_rules::requeue::copy_transaction_id;
+use regent_rules::tx_hash::tx_hash;
+use regent_memory::Announcement;
 use regent_store::append::{append_many, logged, Appended, Batch, Dedup, Window};
 use regent_store::dead_letters::{self as store, Taken};
 use regent_store::traces::{record_requeued, Requeued};

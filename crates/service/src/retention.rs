@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use regent_broker::naming::QUEUE_MODE;
-use regent_broker::options::QueueOptions;
-use regent_runtime::tallies::Tally;
+use regent_rules::naming::QUEUE_MODE;
+use regent_rules::options::QueueOptions;
+use regent_memory::tallies::Tally;
 use regent_store::retention::{self, Cutoffs, Expired};
 use regent_store::{dead_letters, in_transaction};
 

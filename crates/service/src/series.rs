@@ -1,12 +1,12 @@
 //! The per-minute series: every [`FLUSH`] each broker writes what its runtime counted
-//! (`regent_runtime::tallies`) to `queue_minutes`; the overview's throughput and the status
+//! (`regent_memory::tallies`) to `queue_minutes`; the overview's throughput and the status
 //! and analytics routes read it back. A flush that fails puts its counts back for the next.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use regent_runtime::tallies::Tally;
+use regent_memory::tallies::Tally;
 use regent_store::depth_history;
 use regent_store::series::{self, Counts};
 use uuid::Uuid;

@@ -2,7 +2,7 @@
 //! queue's share of it, and the current counts, leases and dead letters, read together.
 
 use chrono::{DateTime, Duration, Utc};
-use regent_broker::buckets::{bucket_minutes, point_count};
+use regent_rules::buckets::{bucket_minutes, point_count};
 use regent_store::depth_history::{self, DepthPoint};
 use regent_store::overview::{self, DeadSummary, Leases, Overview};
 use regent_store::queues;

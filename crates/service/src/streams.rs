@@ -13,13 +13,13 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use regent_broker::ack_plan::ALREADY_COMMITTED;
-use regent_broker::status::AckStatus;
-use regent_broker::streams::{collapse, register, sink_transaction_id, Registration, StateOp};
-use regent_runtime::streams::QueryLabel;
-pub use regent_runtime::streams::StreamTotal;
-use regent_runtime::tallies::Tally;
-use regent_runtime::Announcement;
+use regent_rules::ack_plan::ALREADY_COMMITTED;
+use regent_rules::status::AckStatus;
+use regent_rules::streams::{collapse, register, sink_transaction_id, Registration, StateOp};
+use regent_memory::streams::QueryLabel;
+pub use regent_memory::streams::StreamTotal;
+use regent_memory::tallies::Tally;
+use regent_memory::Announcement;
 use regent_store::append::Dedup;
 use regent_store::streams::{self as store, LastCycle, NewQuery, StateRow};
 pub use regent_store::streams::{StoredState, StreamPartition, StreamQuery};
@@ -75,11 +75,11 @@ pub struct Cycle {
     pub group: String,
     pub state_ops: Vec<StateOp<StateValue>>,
     /// Each item, and whether the client sent its transaction id (when not, the cycle
-    /// derives one: `regent_broker::streams::sink_transaction_id`).
+    /// derives one: `regent_rules::streams::sink_transaction_id`).
     pub pushes: Vec<(PushItem, bool)>,
     pub ack: Option<CycleAck>,
     pub release_lease: bool,
-    /// The request's identity (`regent_broker::streams::cycle_digest`).
+    /// The request's identity (`regent_rules::streams::cycle_digest`).
     pub digest: Uuid,
 }
 

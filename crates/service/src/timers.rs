@@ -3,7 +3,7 @@
 //!
 //! A schedule (or reschedule: the same upsert) stores the timer with the message id and txn
 //! its answer promises; a cancel deletes it. Neither ever waits for a fire: a timer a fire
-//! holds answers `too_late` (`regent_broker::timers`).
+//! holds answers `too_late` (`regent_rules::timers`).
 //!
 //! Each broker runs the firing loop. It sleeps until the nearest deadline (at most
 //! [`MAX_SLEEP`]; a schedule committed here with an earlier deadline wakes it at once), then
@@ -19,10 +19,10 @@ use std::time::{Duration, SystemTime};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-pub use regent_broker::timers::TimerStatus;
-use regent_broker::timers::{self as rules, Found};
-pub use regent_runtime::timers::{TimerTotal, LATENESS_BUCKETS_MS};
-use regent_runtime::Announcement;
+pub use regent_rules::timers::TimerStatus;
+use regent_rules::timers::{self as rules, Found};
+pub use regent_memory::timers::{TimerTotal, LATENESS_BUCKETS_MS};
+use regent_memory::Announcement;
 use regent_store::append::Dedup;
 use regent_store::timers::{self as store, Claim, NewTimer};
 pub use regent_store::timers::{QueueTimers, StoredTimer};

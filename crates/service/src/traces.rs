@@ -3,7 +3,7 @@
 
 use uuid::Uuid;
 
-use regent_broker::tx_hash::tx_hash;
+use regent_rules::tx_hash::tx_hash;
 use regent_store::cursor;
 use regent_store::traces::{self as store, NewTrace};
 pub use regent_store::traces::{NamedTrace, Trace, TraceEvent, TraceName};

@@ -9,9 +9,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use regent_broker::ack_plan::{ItemOutcome, INVALID_LEASE};
-use regent_runtime::tallies::Tally;
-use regent_runtime::{Announcement, Op};
+use regent_rules::ack_plan::{ItemOutcome, INVALID_LEASE};
+use regent_memory::tallies::Tally;
+use regent_memory::{Announcement, Op};
 use regent_store::append::Dedup;
 use regent_store::lease::all_live;
 use regent_store::maintenance;

@@ -12,7 +12,7 @@ use crate::{Conn, Layout, StoreError, Tx};
 /// free of duplicates among themselves.
 pub struct Batch {
     pub partition: Uuid,
-    /// Each message's transaction index key (`regent_broker::tx_hash`).
+    /// Each message's transaction index key (`regent_rules::tx_hash`).
     pub hashes: Vec<Uuid>,
     /// Each message's frame (`frames::encode`).
     pub frames: Vec<Vec<u8>>,

@@ -217,7 +217,7 @@ pub struct Completed {
 /// Carries out, in one statement and so one round trip and its own transaction, every
 /// completion whose cursor row still holds its lease live with every offset inside it and
 /// above the cursor; returns those, and leaves the rest untouched for the full path. Where
-/// it writes, it writes what `regent_broker::ack_plan::plan` decides for such an ack: the
+/// it writes, it writes what `regent_rules::ack_plan::plan` decides for such an ack: the
 /// cursor to the highest offset, the lease released and the retry budget restored once the
 /// lease's range is done. The rows are locked in the global lock order (partition, group).
 /// The tenant's partitions only. One completion per (partition, group), which the caller

@@ -4,8 +4,8 @@
 //!
 //! Architecture Invariant: this crate applies no broker rule. It reads and writes what it is
 //! told to; what a status means, what an ack does to a cursor, where a group starts, is the
-//! caller's (the service layer, with `regent-broker`). The crate graph enforces it: this
-//! crate does not depend on `regent-broker`.
+//! caller's (the service layer, with `regent-rules`). The crate graph enforces it: this
+//! crate does not depend on `regent-rules`.
 
 pub mod append;
 pub mod citus;

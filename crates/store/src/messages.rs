@@ -1,7 +1,7 @@
 //! Single messages on the log (spec §10): found by transaction id, listed newest first
 //! across partitions, deleted by tombstone. The log has no per-message state, so what a
 //! message's status is comes from its partition's cursors and dead letters, read here and
-//! decided by `regent_broker::message_status`.
+//! decided by `regent_rules::message_status`.
 
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;

@@ -15,7 +15,7 @@ pub mod slow_link;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use regent::cluster::PrivateCluster;
+use regent::private_pg::PrivateCluster;
 use serde_json::json;
 use tokio::sync::{Semaphore, SemaphorePermit};
 

@@ -17,7 +17,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use regent_broker::naming::DEFAULT_TENANT;
+use regent_rules::naming::DEFAULT_TENANT;
 
 use super::error::ApiError;
 use super::routes::find;

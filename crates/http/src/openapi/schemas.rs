@@ -3,7 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
-use regent_broker::options::{BOOL_DEFAULTS, DLQ_FLAGS, INT_DEFAULTS};
+use regent_rules::options::{BOOL_DEFAULTS, DLQ_FLAGS, INT_DEFAULTS};
 
 use crate::push::MAX_NAME_BYTES;
 

@@ -6,15 +6,15 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use regent_broker::delivery;
-use regent_broker::naming::QUEUE_MODE;
-use regent_broker::options::QueueOptions;
-use regent_broker::subscription::StartPoint;
-use regent_runtime::deliveries::Delivered;
-use regent_runtime::known::Known;
-use regent_runtime::sweeps::Due;
-use regent_runtime::tallies::Tally;
-use regent_runtime::Op;
+use regent_rules::delivery;
+use regent_rules::naming::QUEUE_MODE;
+use regent_rules::options::QueueOptions;
+use regent_rules::subscription::StartPoint;
+use regent_memory::deliveries::Delivered;
+use regent_memory::known::Known;
+use regent_memory::sweeps::Due;
+use regent_memory::tallies::Tally;
+use regent_memory::Op;
 use regent_store::claim::{self, Claim, ClaimedPartition, EmptyReason, Finish, Start, Sweep};
 use regent_store::queues::{self, QueueRow};
 use regent_store::stats;
@@ -486,7 +486,7 @@ fn claim_of<'a>(
     }
 }
 
-/// Shares what a claim took among its pops in order (`regent_broker::delivery`): the
+/// Shares what a claim took among its pops in order (`regent_rules::delivery`): the
 /// finishes the claimed partitions need, and what each pop takes. The claim puts the k-th
 /// partition under the lease of the pop that would be served it if every partition had
 /// something to deliver (`slots`); where the sharing differs, the finish hands the partition

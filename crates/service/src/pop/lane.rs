@@ -1,5 +1,5 @@
 //! Pops of one queue by one consumer group, fused: they queue in a lane
-//! (`regent_runtime::lanes`) and a leader claims for all of them in one transaction, as
+//! (`regent_memory::lanes`) and a leader claims for all of them in one transaction, as
 //! pushes and acks are fused. At batch 1 a consumer's pop was a transaction and a commit per
 //! message; fused, the consumers waiting at the same moment share one. Each still gets its own
 //! lease, so its acks, extensions and release touch only what it was given.

@@ -14,8 +14,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use regent_broker::subscription::StartPoint;
-use regent_runtime::{Op, Recheck};
+use regent_rules::subscription::StartPoint;
+use regent_memory::{Op, Recheck};
 
 use crate::{Error, Handover, Service, StoredMessage};
 
@@ -110,7 +110,7 @@ pub struct DeliveredPartition {
 impl Service {
     /// A parked pop's pause: until its wakeup (the recheck starts over), its next recheck
     /// (which backs off, never past `left`), or shutdown. Waiting is not work: the request's
-    /// turn of its tenant's concurrency is given back meanwhile (`regent_runtime::turns`).
+    /// turn of its tenant's concurrency is given back meanwhile (`regent_memory::turns`).
     pub(crate) async fn pause(
         &self,
         notified: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
@@ -118,7 +118,7 @@ impl Service {
         left: Duration,
         stopping: &mut tokio::sync::watch::Receiver<bool>,
     ) {
-        regent_runtime::turns::parked(async {
+        regent_memory::turns::parked(async {
             tokio::select! {
                 _ = notified => {
                 self.runtime.activity.rechecked(Recheck::Wakeup);

@@ -2,7 +2,7 @@
 //!
 //! A claim is a compare-and-set on the group's cursor rows under `FOR UPDATE SKIP LOCKED`:
 //! a pop never waits on a lock, it moves on to the next partition. What to deliver of what
-//! was claimed is the caller's decision (`regent_broker::delivery`); [`finish`] then trims or
+//! was claimed is the caller's decision (`regent_rules::delivery`); [`finish`] then trims or
 //! releases the leases to match.
 
 use chrono::{DateTime, Utc};
