@@ -5,8 +5,8 @@ use axum::extract::State as AxState;
 use axum::http::Method;
 use axum::Extension;
 use schemars::JsonSchema;
-use serde::Serialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use regent_rules::ack_plan::ItemOutcome;
 use regent_rules::naming::QUEUE_MODE;
@@ -17,7 +17,7 @@ use super::answer::Answer;
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
-use super::openapi::{schemas, Doc, Tag};
+use super::openapi::{Doc, Tag};
 use super::read;
 use super::routes::{route, Entry, Level::ReadWrite};
 use super::State;
@@ -34,7 +34,7 @@ pub(crate) fn routes() -> Vec<Entry> {
     vec![
         route(Method::POST, "/api/v1/ack", ReadWrite, ack_single)
             .doc(Doc::op(TAG, "Acknowledge one message")
-                .body(true, "The ack.", schemas::r("AckItem"))
+                .body_of::<AckItem>(true, "The ack.")
                 .fails(400, "`bad body: empty request body`, `bad body: expected a JSON object`, `bad body: <parser message>`.")
                 .answers::<Vec<AckResult>>(200, results))
             .reads_body(&[
@@ -46,13 +46,7 @@ pub(crate) fn routes() -> Vec<Entry> {
             ], parse_single),
         route(Method::POST, "/api/v1/ack/batch", ReadWrite, ack_batch)
             .doc(Doc::op(TAG, "Acknowledge several messages")
-                .body(true, "The acks.", json!({
-                    "type": "object", "required": ["acknowledgments"],
-                    "properties": {
-                        "acknowledgments": {"type": "array", "items": schemas::r("AckItem")},
-                        "consumerGroup": {"type": ["string", "null"], "default": QUEUE_MODE, "description": "The group of every item."},
-                    },
-                }))
+                .body_of::<AckBatch>(true, "The acks.")
                 .fails(400, "`bad body: acknowledgments array is required`, `bad body: acknowledgments[<i>] must be an object`, `bad body: empty request body`, `bad body: <parser message>`.")
                 .answers::<Vec<AckResult>>(200, results))
             .reads_body(&[
@@ -67,30 +61,83 @@ pub(crate) fn routes() -> Vec<Entry> {
     ]
 }
 
+// Every field is read without refusal (`read::lenient`).
+/// One ack: a field that is not a non-empty string is absent, and takes its default.
+#[derive(Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "AckItem")]
+pub(crate) struct AckItem {
+    /// The message to ack; absent is `""`, which resolves to nothing (an `unresolvable` item,
+    /// not a 400).
+    #[schemars(with = "Option<String>")]
+    transaction_id: Option<Value>,
+    /// The partition's UUID (from the pop), not its name.
+    #[schemars(with = "Option<String>")]
+    partition_id: Option<Value>,
+    /// Case-sensitive: absent, null, `completed`, `success`, `acked`, `ok` complete; `retry`
+    /// redelivers without charging the retry budget; `dlq` dead-letters at once; `failed` and
+    /// ANY other value (even `Completed`) is a nack that charges the budget.
+    #[schemars(with = "Option<String>", extend("default" = "completed"))]
+    #[schemars(extend("examples" = ["completed", "failed", "retry", "dlq"]))]
+    status: Option<Value>,
+    /// When given, the ack is checked against that live lease (`invalid or expired lease`
+    /// otherwise); without one there is no lease check.
+    #[schemars(with = "Option<String>")]
+    lease_id: Option<Value>,
+    /// The dead-letter reason, if this ack dead-letters.
+    #[schemars(with = "Option<String>")]
+    error: Option<Value>,
+    /// Single route only: the batch route reads the top-level one.
+    #[schemars(with = "Option<String>", extend("default" = QUEUE_MODE))]
+    consumer_group: Option<Value>,
+}
+
+/// The acks of `POST /api/v1/ack/batch`, in order, and their one group.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct AckBatch {
+    #[schemars(with = "Vec<AckItem>")]
+    acknowledgments: Option<Value>,
+    /// The group of every item.
+    #[schemars(with = "Option<String>", extend("default" = QUEUE_MODE))]
+    consumer_group: Option<Value>,
+}
+
 /// A field as the ack contract reads it: anything but a non-empty string is absent.
-fn text(v: &Value, key: &str) -> Option<String> {
-    read::lenient(v.get(key)).map(str::to_string)
+fn text(v: &Option<Value>) -> Option<String> {
+    read::lenient(v.as_ref()).map(str::to_string)
+}
+
+/// An ack item's fields; an object always has them (each may be absent).
+fn item(v: &Value) -> AckItem {
+    read::fields(v).unwrap_or_default()
 }
 
 /// One ack as sent, with the contract's defaults for absent or null fields.
 pub(crate) fn parse_ack(v: &Value) -> SentAck {
+    let f = item(v);
     // A non-string status is "anything else": a nack. Only absent or null completes.
-    let status = match v.get("status") {
-        None | Some(Value::Null) => AckStatus::normalise(None),
+    let status = match &f.status {
+        None => AckStatus::normalise(None),
         Some(Value::String(s)) => AckStatus::normalise(Some(s)),
         Some(_) => AckStatus::Failed,
     };
     SentAck {
-        transaction_id: text(v, "transactionId").unwrap_or_default(),
-        partition_id: text(v, "partitionId").unwrap_or_default(),
-        lease_id: text(v, "leaseId"),
+        transaction_id: text(&f.transaction_id).unwrap_or_default(),
+        partition_id: text(&f.partition_id).unwrap_or_default(),
+        lease_id: text(&f.lease_id),
         status,
-        error: text(v, "error"),
+        error: text(&f.error),
     }
 }
 
+/// An ack item's group (the single route's, a transaction's ack operation's).
 pub(crate) fn group_of(v: &Value) -> String {
-    text(v, "consumerGroup").unwrap_or_else(|| QUEUE_MODE.to_string())
+    group(&item(v).consumer_group)
+}
+
+fn group(v: &Option<Value>) -> String {
+    text(v).unwrap_or_else(|| QUEUE_MODE.to_string())
 }
 
 /// What became of one ack item.
@@ -178,7 +225,9 @@ async fn ack_batch(
 /// `POST /api/v1/ack/batch`'s body: the acks, in order, and their one consumer group.
 pub(crate) fn parse_batch(body: &RawBody) -> Result<(Vec<SentAck>, String), ApiError> {
     let v = body.ack_json()?;
-    let Some(Value::Array(items)) = v.get("acknowledgments") else {
+    // A body that is not an object holds no acknowledgments either.
+    let b = read::fields::<AckBatch>(&v).ok();
+    let Some(Value::Array(items)) = b.as_ref().and_then(|b| b.acknowledgments.as_ref()) else {
         return Err(ApiError::bad_request(
             "bad body: acknowledgments array is required",
         ));
@@ -188,5 +237,6 @@ pub(crate) fn parse_batch(body: &RawBody) -> Result<(Vec<SentAck>, String), ApiE
             "bad body: acknowledgments[{bad}] must be an object"
         )));
     }
-    Ok((items.iter().map(parse_ack).collect(), group_of(&v)))
+    let group = group(&b.as_ref().and_then(|b| b.consumer_group.clone()));
+    Ok((items.iter().map(parse_ack).collect(), group))
 }

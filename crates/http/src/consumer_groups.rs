@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
@@ -20,6 +20,7 @@ use super::openapi::schemas::{flag_param, string};
 use super::openapi::{Doc, Tag};
 use super::params::{Paging, Params};
 use super::path::PathParams;
+use super::read;
 use super::routes::{route, Entry, Level::*};
 use super::{AppState, State};
 use regent_rules::bounds::MAX_SPAN_SECONDS;
@@ -80,10 +81,7 @@ pub(crate) fn routes() -> Vec<Entry> {
             }),
         route(M::POST, "/api/v1/consumer-groups/{group}/subscription", ReadWrite, resubscribe)
             .doc(op("Set a group's start instant")
-                .body(true, "The instant.", json!({
-                    "type": "object", "required": ["subscriptionTimestamp"],
-                    "properties": { "subscriptionTimestamp": {"type": "string", "format": "date-time"} },
-                }))
+                .body_of::<SubscriptionBody>(true, "The instant.")
                 .fails(400, "`Missing subscriptionTimestamp in request body`, `subscriptionTimestamp must be an ISO-8601 timestamp, got …` (Queen 0.15: 500); `Invalid JSON: …`.")
                 .answers::<Resubscribed>(200, "Updated."))
             .reads_request(&["ledger"], |_: PathParams<String>| async {})
@@ -97,13 +95,7 @@ pub(crate) fn routes() -> Vec<Entry> {
             }),
         route(M::POST, "/api/v1/consumer-groups/{group}/queues/{queue}/seek", ReadWrite, seek_queue)
             .doc(op("Seek a group's cursors on a queue")
-                .body(true, "Where to.", json!({
-                    "type": "object",
-                    "properties": {
-                        "toEnd": {"type": "boolean"},
-                        "timestamp": {"type": "string", "format": "date-time"},
-                    },
-                }))
+                .body_of::<SeekBody>(true, "Where to.")
                 .fails(400, "`Must specify either 'toEnd': true or 'timestamp'` (an empty body too), `timestamp must be an ISO-8601 timestamp, got …`; `Invalid JSON: …`.")
                 .fails(404, "`Queue not found`.")
                 .answers::<QueueSought>(200, "Moved."))
@@ -327,24 +319,46 @@ fn lagging_query(p: &Params) -> Result<(f64, Page), ApiError> {
     Ok((min, p.page(LAGGING)))
 }
 
+/// Where a queue seek moves the group's cursors: `toEnd` wins when both are sent.
+#[derive(Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "GroupSeek")]
+struct SeekBody {
+    #[schemars(with = "bool", default)]
+    to_end: Option<Value>,
+    #[schemars(with = "String", default, extend("format" = "date-time"))]
+    timestamp: Option<Value>,
+}
+
+/// A group's new start instant.
+#[derive(Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "GroupSubscription")]
+struct SubscriptionBody {
+    #[schemars(with = "String", extend("format" = "date-time"))]
+    subscription_timestamp: Option<Value>,
+}
+
 /// The seek body (none is `{}`, which names no target).
 fn parse_seek(body: &RawBody) -> Result<SeekTo, ApiError> {
     seek_to(&body.json_or_empty_object()?)
 }
 
-/// `{"toEnd": true}` or `{"timestamp": "<ISO-8601>"}`; `toEnd` wins when both are sent.
+/// `{"toEnd": true}` or `{"timestamp": "<ISO-8601>"}`; `toEnd` wins when both are sent. A
+/// body that is not an object names no target.
 fn seek_to(v: &Value) -> Result<SeekTo, ApiError> {
-    if v.get("toEnd") == Some(&Value::Bool(true)) {
+    let f: SeekBody = read::fields(v).unwrap_or_default();
+    if f.to_end == Some(Value::Bool(true)) {
         return Ok(SeekTo::End);
     }
-    instant(v, "timestamp")?
+    instant(f.timestamp.as_ref(), "timestamp")?
         .map(SeekTo::At)
         .ok_or_else(|| ApiError::bad_request("Must specify either 'toEnd': true or 'timestamp'"))
 }
 
 /// The ISO-8601 instant in field `key`; `None` when it is absent or null.
-fn instant(v: &Value, key: &str) -> Result<Option<DateTime<Utc>>, ApiError> {
-    match v.get(key) {
+fn instant(v: Option<&Value>, key: &str) -> Result<Option<DateTime<Utc>>, ApiError> {
+    match v {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(t)) => DateTime::parse_from_rfc3339(t)
             .map(|t| Some(t.with_timezone(&Utc)))
@@ -396,13 +410,15 @@ async fn resubscribe(
 
 /// The new start instant, and the text it was sent as (echoed back).
 fn parse_subscription(body: &RawBody) -> Result<(DateTime<Utc>, Value), ApiError> {
-    let v = body.json_or_empty_object()?;
-    let Some(at) = instant(&v, "subscriptionTimestamp")? else {
+    // A body that is not an object holds no instant.
+    let f: SubscriptionBody = read::fields(&body.json_or_empty_object()?).unwrap_or_default();
+    let sent = f.subscription_timestamp;
+    let Some(at) = instant(sent.as_ref(), "subscriptionTimestamp")? else {
         return Err(ApiError::bad_request(
             "Missing subscriptionTimestamp in request body",
         ));
     };
-    Ok((at, v["subscriptionTimestamp"].clone()))
+    Ok((at, sent.unwrap_or_default()))
 }
 
 /// Where a queue seek moved the group.

@@ -11,7 +11,7 @@ use axum::Extension;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use regent_rules::bounds::{within, MAX_SPAN_SECONDS};
 use regent_rules::kv::{MAX_KEY_BYTES, MAX_MANY_KEYS, MAX_NS_BYTES, MAX_OPS, MAX_VALUE_BYTES};
@@ -21,7 +21,6 @@ use super::answer::{Answer, Millis, True};
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
-use super::openapi::schemas::{about, array, obj, string};
 use super::openapi::{Doc, Tag};
 use super::read;
 use super::routes::{route, Entry, Level::*};
@@ -35,26 +34,7 @@ const TAG: Tag = (
 pub(crate) fn routes() -> Vec<Entry> {
     vec![route(Method::POST, "/api/v1/kv", ReadWrite, kv)
         .doc(Doc::op(TAG, "Key/value operations")
-            .body(true, "The operations.", obj(&["operations"], json!({
-                "operations": array(obj(&["op", "ns"], json!({
-                    "op": {"enum": ["get", "getMany", "getPrefix", "put", "putIfAbsent", "delete", "incr"]},
-                    "ns": about(string(), "The namespace, at most 256 bytes."),
-                    "key": about(string(), "At most 1,024 bytes."),
-                    "keys": array(string()),
-                    "prefix": string(),
-                    "after": string(),
-                    "limit": {"type": "integer"},
-                    "keysOnly": {"type": "boolean"},
-                    "value": about(json!({}), "Any JSON, at most 1 MiB as text."),
-                    "ttlSeconds": {"type": "integer", "minimum": 1, "maximum": MAX_SPAN_SECONDS},
-                    "forever": {"const": true},
-                    "expect": {"type": "integer", "minimum": 0},
-                    "required": {"type": "boolean"},
-                    "delta": {"type": "number", "default": 1},
-                    "min": {"type": "number"},
-                    "max": {"type": "number"},
-                }))),
-            })))
+            .body_of::<KvRequest>(true, "The operations.")
             .fails(400, "`{\"error\": <text>, \"code\": <code>}` with code `kv_invalid` (a field missing or of the wrong type, an unknown `op`, a key or namespace too long), `kv_expiry_not_specified`, `kv_prefix_required`; `Empty request body`, `Invalid JSON: …`.")
             .fails(413, "More than 1,000 operations, or a value over 1 MiB (`code: kv_too_large`).")
             .answers::<KvAnswer>(200, "One result per operation.")
@@ -83,14 +63,19 @@ fn bad(text: impl Into<String>) -> ApiError {
     invalid("kv_invalid", text)
 }
 
+// Each operation is read by `parse_ops`.
+/// The operations, applied in order in one transaction.
+#[derive(Deserialize, JsonSchema)]
+struct KvRequest<'a> {
+    #[serde(borrow)]
+    #[schemars(with = "Vec<Fields>")]
+    operations: Option<&'a RawValue>,
+}
+
 /// The request's operations.
 fn operations(body: &RawValue) -> Result<Vec<KvOp>, ApiError> {
-    #[derive(Deserialize)]
-    struct Body<'a> {
-        #[serde(borrow)]
-        operations: Option<&'a RawValue>,
-    }
-    let b: Body<'_> = serde_json::from_str(body.get()).map_err(|_| bad(read::NOT_AN_OBJECT))?;
+    let b: KvRequest<'_> =
+        serde_json::from_str(body.get()).map_err(|_| bad(read::NOT_AN_OBJECT))?;
     let Some(raw) = b.operations else {
         return Err(bad("operations array required"));
     };
@@ -118,29 +103,55 @@ pub(crate) fn parse_ops(raw: &RawValue, prefix_allowed: bool) -> Result<Vec<KvOp
         .collect()
 }
 
-/// An operation's fields: the value as the client's text, the rest as small trees.
-#[derive(Deserialize)]
-struct Fields<'a> {
+// The value is kept as the client's text, the rest read as small trees.
+/// One key/value operation: `op` names it, and it reads the fields its name needs.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "KvOperation")]
+pub(crate) struct Fields<'a> {
+    #[schemars(with = "String")]
+    #[schemars(extend("enum" = ["get", "getMany", "getPrefix", "put", "putIfAbsent", "delete", "incr"]))]
     op: Option<Value>,
+    /// The namespace, at most 256 bytes.
+    #[schemars(with = "String")]
     ns: Option<Value>,
+    /// At most 1,024 bytes.
+    #[schemars(with = "String", default)]
     key: Option<Value>,
+    #[schemars(with = "Vec<String>", default)]
     keys: Option<Value>,
+    #[schemars(with = "String", default)]
     prefix: Option<Value>,
+    #[schemars(with = "String", default)]
     after: Option<Value>,
+    #[schemars(with = "i64", default)]
     limit: Option<Value>,
     #[serde(rename = "keysOnly")]
+    #[schemars(with = "bool", default)]
     keys_only: Option<Value>,
-    /// Present (`null` included) or not.
+    /// Any JSON, at most 1 MiB as text.
     #[serde(borrow, default, deserialize_with = "present")]
+    #[schemars(with = "Value")]
     value: Option<&'a RawValue>,
     #[serde(rename = "ttlSeconds")]
+    #[schemars(with = "i64", default, range(min = 1, max = MAX_SPAN_SECONDS))]
     ttl_seconds: Option<Value>,
+    #[schemars(with = "bool", default, extend("const" = true))]
     forever: Option<Value>,
+    #[schemars(with = "i64", default, range(min = 0))]
     expect: Option<Value>,
+    #[schemars(with = "bool", default)]
     required: Option<Value>,
+    #[schemars(with = "serde_json::Number", default = "one")]
     delta: Option<Value>,
+    #[schemars(with = "serde_json::Number", default)]
     min: Option<Value>,
+    #[schemars(with = "serde_json::Number", default)]
     max: Option<Value>,
+}
+
+/// `delta`'s default, for the schema.
+fn one() -> Option<Value> {
+    Some(Value::from(1))
 }
 
 /// A field that is there, even as `null` (which serde's `Option` reads as absent).

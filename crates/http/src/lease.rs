@@ -5,8 +5,8 @@ use axum::extract::State as AxState;
 use axum::http::Method;
 use axum::Extension;
 use schemars::JsonSchema;
-use serde::Serialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::ack;
 use super::answer::{Answer, Millis};
@@ -25,26 +25,28 @@ const DEFAULT_SECONDS: i64 = 60;
 pub(crate) fn routes() -> Vec<Entry> {
     vec![route(Method::POST, "/api/v1/lease/{lease_id}/extend", ReadWrite, extend)
         .doc(Doc::op(ack::TAG, "Extend a lease")
-            .body(false, "Optional; an empty body is `{}`.", json!({
-                "type": "object",
-                "properties": {
-                    "seconds": {
-                        "type": ["integer", "null"], "minimum": 1, "maximum": MAX_EXTEND_SECONDS,
-                        "default": DEFAULT_SECONDS, "description": "From now; larger values are clamped.",
-                    },
-                },
-            }))
+            .body_of::<ExtendBody>(false, "Optional; an empty body is `{}`.")
             .fails(400, "`seconds must be a positive integer`, `request body must be a JSON object`, `Invalid JSON: …`.")
             .answers::<LeaseExtended>(200, "Renewed, or not (`success: false`, the expiry keys null)."))
         .reads_request(&["0190a6c4-0000-7000-8000-000000000001"], |_: PathParams<String>| async {})
         .reads_body(&[r#"{"seconds": 120}"#, "{}", "", r#"{"seconds": null}"#], parse_seconds)]
 }
 
+/// How long to extend a lease by.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "LeaseExtend")]
+struct ExtendBody {
+    /// From now; larger values are clamped.
+    #[schemars(with = "Option<i64>", range(min = 1, max = MAX_EXTEND_SECONDS))]
+    #[schemars(extend("default" = DEFAULT_SECONDS))]
+    seconds: Option<Value>,
+}
+
 /// `{"seconds": n}` (or no body): how long to extend by, clamped to the service's maximum.
 pub(crate) fn parse_seconds(body: &RawBody) -> Result<i64, ApiError> {
     let v = body.json_or_empty_object()?;
-    match read::object(&v)?.get("seconds") {
-        None | Some(Value::Null) => Ok(DEFAULT_SECONDS),
+    match read::fields::<ExtendBody>(&v)?.seconds {
+        None => Ok(DEFAULT_SECONDS),
         Some(n) => match n.as_i64() {
             Some(n) if n > 0 => Ok(n.min(MAX_EXTEND_SECONDS)),
             _ => Err(ApiError::bad_request("seconds must be a positive integer")),

@@ -5,14 +5,15 @@ use axum::extract::State as AxState;
 use axum::http::Method;
 use axum::Extension;
 use schemars::JsonSchema;
-use serde::Serialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::answer::{Answer, True};
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
 use super::openapi::{Doc, Tag};
+use super::read;
 use super::routes::{route, Entry, Level::Admin};
 use super::{AppState, State};
 use regent_service::maintenance::{Status, POLL};
@@ -29,10 +30,6 @@ const POP_MAINTENANCE: &str = "/api/v1/system/maintenance/pop";
 
 pub(crate) fn routes() -> Vec<Entry> {
     use Method as M;
-    let enabled_body = json!({
-        "type": "object", "required": ["enabled"],
-        "properties": { "enabled": {"type": "boolean"} },
-    });
     let enabled_400 = "`enabled (boolean) is required`; `Empty request body`, `Invalid JSON: …`.";
     let enabled_seeds = &[r#"{"enabled": true}"#, r#"{"enabled": false}"#];
     vec![
@@ -45,7 +42,7 @@ pub(crate) fn routes() -> Vec<Entry> {
         route(M::POST, MAINTENANCE, Admin, set_push)
             .doc(
                 Doc::op(TAG, "Set the push maintenance switch")
-                    .body(true, "The switch.", enabled_body.clone())
+                    .body_of::<Switch>(true, "The switch.")
                     .fails(400, enabled_400)
                     .answers::<PushSwitch>(200, "The switch now."),
             )
@@ -59,7 +56,7 @@ pub(crate) fn routes() -> Vec<Entry> {
         route(M::POST, POP_MAINTENANCE, Admin, set_pop)
             .doc(
                 Doc::op(TAG, "Set the pop maintenance switch")
-                    .body(true, "The switch.", enabled_body)
+                    .body_of::<Switch>(true, "The switch.")
                     .fails(400, enabled_400)
                     .answers::<PopSwitch>(200, "The switch now."),
             )
@@ -73,11 +70,21 @@ pub(crate) fn routes() -> Vec<Entry> {
     ]
 }
 
-/// `{"enabled": <bool>}`, with the spec's text for anything else.
+/// A maintenance switch's new position.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "MaintenanceSwitch")]
+struct Switch {
+    #[schemars(with = "bool")]
+    enabled: Option<Value>,
+}
+
+/// `{"enabled": <bool>}`, with the spec's text for anything else (a body that is not an
+/// object included).
 fn enabled(body: &RawBody) -> Result<bool, ApiError> {
-    body.json_or_empty_object()?
-        .get("enabled")
-        .and_then(Value::as_bool)
+    read::fields::<Switch>(&body.json_or_empty_object()?)
+        .ok()
+        .and_then(|s| s.enabled)
+        .and_then(|e| e.as_bool())
         .ok_or_else(|| ApiError::bad_request("enabled (boolean) is required"))
 }
 

@@ -11,7 +11,7 @@ use axum::Extension;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::Value;
 use uuid::Uuid;
 
 use regent_rules::naming::DEFAULT_PARTITION;
@@ -21,7 +21,7 @@ use regent_service::Message;
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
-use super::openapi::{schemas, Doc, Tag};
+use super::openapi::{Doc, Tag};
 use super::read;
 use super::routes::{route, Entry, Level, Level::ReadWrite};
 use super::State;
@@ -35,15 +35,7 @@ pub(crate) const TAG: Tag = (
 pub(crate) fn routes() -> Vec<Entry> {
     vec![route(Method::POST, "/api/v1/push", ReadWrite, push)
         .doc(Doc::op(TAG, "Push messages")
-            .body(true, "The messages.", json!({
-                "type": "object", "required": ["items"],
-                "properties": {
-                    "items": {
-                        "type": "array", "items": schemas::r("PushItem"),
-                        "description": "Not an array: 400 `items array is required`.",
-                    },
-                },
-            }))
+            .body_of::<PushBody>(true, "The messages.")
             .quota()
             .fails(400, "`items array is required`, `Queue must be a string`, `Partition must be a string`, `TransactionId must be a string`, `TraceId must be a string`, `TraceId must be a UUID`, `<field> must be at most 512 bytes`, `<field> must not contain NUL`, `A push of <n> messages exceeds the stored message limit of <cap>`; `Empty request body`, `Invalid JSON: …`.")
             .answers::<Vec<PushResult<'static>>>(201, "One verdict per item, in request order."))
@@ -86,6 +78,62 @@ pub(crate) fn name(field: &str, v: &str) -> Result<String, ApiError> {
     read::short(field, v, MAX_NAME_BYTES).map(str::to_string)
 }
 
+/// The messages of `POST /api/v1/push`, in order.
+// Read as a map, not through this type (`parse_push`): a key sent twice is its last value, as
+// JavaScript reads it, where a struct would refuse the body.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct PushBody<'a> {
+    /// Not an array: 400 `items array is required`.
+    #[schemars(with = "Vec<Fields>")]
+    items: Option<&'a RawValue>,
+}
+
+// Each field is read as the JSON text sent.
+/// One message to push; a field not named here is ignored.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "PushItem")]
+pub(crate) struct Fields<'a> {
+    /// The queue; created with defaults on first push (namespace and task derived from the
+    /// name: `billing.invoices` is namespace `billing`, task `invoices`). `""` is a name like
+    /// any other. Not a string: 400 `Queue must be a string`.
+    #[serde(borrow)]
+    #[schemars(with = "String", length(max = MAX_NAME_BYTES))]
+    queue: Option<&'a RawValue>,
+    /// The partition's name; created on first push. Not a string: 400 `Partition must be a
+    /// string`.
+    #[serde(borrow)]
+    #[schemars(with = "Option<String>", length(max = MAX_NAME_BYTES))]
+    #[schemars(extend("default" = DEFAULT_PARTITION))]
+    partition: Option<&'a RawValue>,
+    /// The deduplication key within the partition; absent or `""`: the broker mints a UUID.
+    /// Not a string: 400 `TransactionId must be a string`.
+    #[serde(borrow)]
+    #[schemars(with = "Option<String>", length(max = MAX_NAME_BYTES))]
+    transaction_id: Option<&'a RawValue>,
+    /// A UUID, returned on pop; `""` is absent. 400 `TraceId must be a string` / `TraceId
+    /// must be a UUID`.
+    #[serde(borrow)]
+    #[schemars(with = "Option<Uuid>")]
+    trace_id: Option<&'a RawValue>,
+    /// Any JSON, stored as the exact text sent and popped back as `data`; absent is `{}`,
+    /// `null` is stored as `null`.
+    #[serde(borrow, default)]
+    #[schemars(with = "Value")]
+    payload: Present<'a>,
+    /// The transaction route's alias of `payload` (documented there).
+    #[serde(borrow, default)]
+    #[schemars(skip)]
+    data: Present<'a>,
+    /// Ignored: the broker stamps the verified token's `sub`.
+    // Never read (nor is any field not named here); documented, as the client may send it.
+    #[serde(skip_deserializing)]
+    #[schemars(!skip_deserializing, with = "Value", default)]
+    #[allow(dead_code)]
+    producer_sub: (),
+}
+
 /// Validates one item with Queen's texts. Only the small fields are parsed: the payload stays
 /// the JSON text the client sent, all the way into the log and back out on pop.
 /// `payload_keys` lists where the payload may sit (the transaction route also takes `data`).
@@ -94,22 +142,6 @@ pub(crate) fn parse_item(
     payload_keys: &[&str],
     who: &Principal,
 ) -> Result<PushItem, ApiError> {
-    /// The fields a push item may carry, each still JSON text; anything else is ignored.
-    #[derive(Deserialize)]
-    struct Fields<'a> {
-        #[serde(borrow)]
-        queue: Option<&'a RawValue>,
-        #[serde(borrow)]
-        partition: Option<&'a RawValue>,
-        #[serde(borrow, rename = "transactionId")]
-        transaction_id: Option<&'a RawValue>,
-        #[serde(borrow, rename = "traceId")]
-        trace_id: Option<&'a RawValue>,
-        #[serde(borrow, default)]
-        payload: Present<'a>,
-        #[serde(borrow, default)]
-        data: Present<'a>,
-    }
     let f: Fields<'_> = serde_json::from_str(item.get())
         .map_err(|_| ApiError::bad_request("Queue must be a string"))?;
     // A small field as a JSON value; `null` and absent are the same.

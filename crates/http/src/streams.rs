@@ -11,7 +11,7 @@ use axum::Extension;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::Value;
 use uuid::Uuid;
 
 use regent_rules::naming::QUEUE_MODE;
@@ -26,7 +26,6 @@ use super::answer::{bytes, Answer, Millis, Pagination, Rendered, True};
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
-use super::openapi::schemas::{about, array, obj, string, uuid};
 use super::openapi::{Doc, Tag};
 use super::params::{Paging, Params};
 use super::path::PathParams;
@@ -55,19 +54,16 @@ pub(crate) fn routes() -> Vec<Entry> {
     vec![
         route(M::POST, "/streams/v1/queries", ReadWrite, register)
             .doc(op("Register a stream query")
-                .body(true, "The query.", obj(&["name", "source_queue", "config_hash"], json!({
-                    "name": about(string(), "The query's id as the client names it."),
-                    "source_queue": string(),
-                    "config_hash": about(string(), "The client's hash of the pipeline's configuration."),
-                    "sink_queue": {"type": ["string", "null"]},
-                    "reset": {"type": ["boolean", "null"], "default": false},
-                })))
+                .body_of::<RegisterBody>(true, "The query.")
                 .fails(400, "`request body must be a JSON object`, `name is required`, `source_queue is required`, `config_hash is required`, `<field> must be a string`, `<field> must be at most 512 bytes`, `<field> must not contain NUL`, `reset must be a boolean`; `Empty request body`, `Invalid JSON: …`.")
                 .answers::<RegisteredAnswer>(200, "Registered.")
                 .answers::<ConflictAnswer>(409, "Another `config_hash` is registered under the name; nothing changed."))
             .reads_body(
                 &[r#"{"name": "orders.per-minute", "source_queue": "orders", "config_hash": "9f2c", "sink_queue": "orders.totals", "reset": false}"#],
-                |b| b.json_fields_first().and_then(|v| parse_register(&v).and_then(|_| b.no_nul(&v))),
+                |b| b.json_fields_first().and_then(|v| {
+                    parse_register(&read::fields(&v)?)?;
+                    b.no_nul(&v)
+                }),
             ),
         route(M::GET, "/streams/v1/queries", ReadOnly, list)
             .doc(op("Stream queries")
@@ -84,25 +80,7 @@ pub(crate) fn routes() -> Vec<Entry> {
                 }),
         route(M::POST, "/streams/v1/cycle", ReadWrite, cycle)
             .doc(op("Commit a stream cycle")
-                .body(true, "The cycle.", obj(&["query_id", "partition_id"], json!({
-                    "query_id": uuid(),
-                    "partition_id": about(uuid(), "The source partition."),
-                    "consumer_group": {"type": ["string", "null"], "default": QUEUE_MODE},
-                    "state_ops": array(obj(&["type", "key"], json!({
-                        "type": {"enum": ["upsert", "delete"]},
-                        "key": string(),
-                        "value": about(json!({}), "Any JSON; a numeric `windowEnd` (epoch ms) makes the row visible to `ripe_at_or_before`."),
-                    }))),
-                    "push_items": array(about(super::openapi::schemas::r("PushItem"), "As on the push route; the payload under `payload`.")),
-                    "ack": {"anyOf": [obj(&["transactionId"], json!({
-                        "transactionId": string(),
-                        "leaseId": {"type": ["string", "null"]},
-                        "status": {"enum": ["completed", "success", "failed", "dlq", null], "default": "completed"},
-                        "count": int_or_null(),
-                        "error": {"type": ["string", "null"]},
-                    })), {"type": "null"}]},
-                    "release_lease": {"type": ["boolean", "null"], "default": true},
-                })))
+                .body_of::<CycleFields>(true, "The cycle.")
                 .quota()
                 .fails(400, "`request body must be a JSON object`, `query_id is required`, `partition_id is required`, `query_id must be a UUID`, `partition_id must be a UUID`, `consumer_group must be a string`, `state_ops must be an array`, `push_items must be an array`, `state_ops[<i>].type must be upsert or delete`, `state_ops[<i>].key is required`, `state_ops[<i>].key is longer than 2048 bytes`, `state_ops[<i>].key must not contain NUL`, `ack must be an object`, `ack.transactionId is required`, `release_lease must be a boolean`, a push item's texts (as on the push route); `Empty request body`, `Invalid JSON: …`.")
                 .fails(413, "`state_ops[<i>].value is <n> bytes, over the limit of 1048576 bytes`; `A request of <n> items is over the limit of <max> items (MAX_PUSH_ITEMS)` (state operations and push items together).")
@@ -122,14 +100,7 @@ pub(crate) fn routes() -> Vec<Entry> {
             ),
         route(M::POST, "/streams/v1/state/get", ReadOnly, state_get)
             .doc(op("Read a stream query's state")
-                .body(true, "Which rows.", obj(&["query_id", "partition_id"], json!({
-                    "query_id": uuid(),
-                    "partition_id": uuid(),
-                    "keys": {"type": ["array", "null"], "items": string()},
-                    "key_prefix": {"type": ["string", "null"]},
-                    "ripe_at_or_before": {"type": ["number", "null"]},
-                    "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_STATE_LIMIT},
-                })))
+                .body_of::<StateGetBody>(true, "Which rows.")
                 .fails(400, "`request body must be a JSON object`, `query_id is required`, `partition_id is required`, `query_id must be a UUID`, `partition_id must be a UUID`, `keys must be an array of strings`, `keys must not contain NUL`, `key_prefix must be a string`, `key_prefix must not contain NUL`, `ripe_at_or_before must be a number`, `limit must be an integer from 1 to 10000`; `Empty request body`, `Invalid JSON: …`.")
                 .answers::<StateAnswer>(200, "The rows."))
             .reads_body(
@@ -140,10 +111,6 @@ pub(crate) fn routes() -> Vec<Entry> {
     ]
 }
 
-fn int_or_null() -> Value {
-    json!({"type": ["integer", "null"]})
-}
-
 /// A name as the queue routes take one (at most 512 bytes, no NUL: it is stored as text).
 fn named<'a>(field: &str, s: &'a str) -> Result<&'a str, ApiError> {
     read::short(field, s, push::MAX_NAME_BYTES)
@@ -151,16 +118,35 @@ fn named<'a>(field: &str, s: &'a str) -> Result<&'a str, ApiError> {
 
 // ---------------------------------------------------------------- registration
 
-fn parse_register(v: &Value) -> Result<Register<'_>, ApiError> {
-    let o = read::object(v)?;
-    let name = |field: &str| named(field, read::required(o.get(field), field)?);
-    let sink_queue = read::optional(o.get("sink_queue"), "sink_queue")?;
+/// `POST /streams/v1/queries`.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "StreamRegister")]
+struct RegisterBody {
+    /// The query's id as the client names it.
+    #[schemars(with = "String")]
+    name: Option<Value>,
+    #[schemars(with = "String")]
+    source_queue: Option<Value>,
+    /// The client's hash of the pipeline's configuration.
+    #[schemars(with = "String")]
+    config_hash: Option<Value>,
+    #[schemars(with = "Option<String>")]
+    sink_queue: Option<Value>,
+    #[schemars(with = "Option<bool>", extend("default" = false))]
+    reset: Option<Value>,
+}
+
+fn parse_register(f: &RegisterBody) -> Result<Register<'_>, ApiError> {
+    fn name<'a>(v: &'a Option<Value>, field: &str) -> Result<&'a str, ApiError> {
+        named(field, read::required(v.as_ref(), field)?)
+    }
+    let sink_queue = read::optional(f.sink_queue.as_ref(), "sink_queue")?;
     Ok(Register {
-        name: name("name")?,
-        source_queue: name("source_queue")?,
+        name: name(&f.name, "name")?,
+        source_queue: name(&f.source_queue, "source_queue")?,
         sink_queue: sink_queue.map(|s| named("sink_queue", s)).transpose()?,
-        config_hash: name("config_hash")?,
-        reset: read::flag(o.get("reset"), "reset", false)?,
+        config_hash: name(&f.config_hash, "config_hash")?,
+        reset: read::flag(f.reset.as_ref(), "reset", false)?,
     })
 }
 
@@ -194,7 +180,8 @@ async fn register(
     body: RawBody,
 ) -> Result<Response, ApiError> {
     let v = body.json_fields_first()?;
-    let r = parse_register(&v)?;
+    let f = read::fields(&v)?;
+    let r = parse_register(&f)?;
     body.no_nul(&v)?;
     Ok(match s.service.streams().register(&who.tenant, &r).await? {
         Registered::Done {
@@ -328,23 +315,71 @@ async fn partitions(
 
 // ---------------------------------------------------------------- cycle
 
-/// A cycle's fields, each still JSON text.
-#[derive(Deserialize)]
+// Each field is read as the JSON text sent.
+/// `POST /streams/v1/cycle`: state operations, sink pushes and the source ack, committed in
+/// one transaction.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "StreamCycle")]
 struct CycleFields<'a> {
     #[serde(borrow)]
+    #[schemars(with = "Uuid")]
     query_id: Option<&'a RawValue>,
+    /// The source partition.
     #[serde(borrow)]
+    #[schemars(with = "Uuid")]
     partition_id: Option<&'a RawValue>,
     #[serde(borrow)]
+    #[schemars(with = "Option<String>", extend("default" = QUEUE_MODE))]
     consumer_group: Option<&'a RawValue>,
     #[serde(borrow)]
+    #[schemars(with = "Vec<StateOpFields>", default)]
     state_ops: Option<&'a RawValue>,
+    /// As on the push route; the payload under `payload`.
     #[serde(borrow)]
+    #[schemars(with = "Vec<push::Fields>", default)]
     push_items: Option<&'a RawValue>,
     #[serde(borrow)]
+    #[schemars(with = "Option<CycleAckFields>")]
     ack: Option<&'a RawValue>,
     #[serde(borrow)]
+    #[schemars(with = "Option<bool>", extend("default" = true))]
     release_lease: Option<&'a RawValue>,
+}
+
+/// One state operation of a cycle.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "StreamStateOp")]
+struct StateOpFields<'a> {
+    #[serde(rename = "type")]
+    #[schemars(with = "String", extend("enum" = ["upsert", "delete"]))]
+    kind: Option<Value>,
+    #[schemars(with = "String")]
+    key: Option<Value>,
+    /// Any JSON; a numeric `windowEnd` (epoch ms) makes the row visible to
+    /// `ripe_at_or_before`.
+    #[serde(borrow)]
+    #[schemars(with = "Value", default)]
+    value: Option<&'a RawValue>,
+}
+
+/// A cycle's ack of its source message.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "StreamCycleAck")]
+struct CycleAckFields {
+    #[schemars(with = "String")]
+    transaction_id: Option<Value>,
+    #[schemars(with = "Option<String>")]
+    lease_id: Option<Value>,
+    #[schemars(with = "Option<String>", extend("default" = "completed"))]
+    #[schemars(extend("enum" = ["completed", "success", "failed", "dlq", null]))]
+    status: Option<Value>,
+    // Sent by the client, not read.
+    #[schemars(with = "Option<i64>")]
+    #[allow(dead_code)]
+    count: Option<Value>,
+    #[schemars(with = "Option<String>")]
+    error: Option<Value>,
 }
 
 /// A small field as a tree (`null` for absent).
@@ -416,15 +451,7 @@ fn sends_id(item: &RawValue) -> bool {
 }
 
 fn parse_state_op(i: usize, op: &RawValue) -> Result<StateOp<StateValue>, ApiError> {
-    #[derive(Deserialize)]
-    struct Fields<'a> {
-        #[serde(rename = "type")]
-        kind: Option<Value>,
-        key: Option<Value>,
-        #[serde(borrow)]
-        value: Option<&'a RawValue>,
-    }
-    let f: Fields<'_> = serde_json::from_str(op.get()).map_err(|_| {
+    let f: StateOpFields<'_> = serde_json::from_str(op.get()).map_err(|_| {
         ApiError::bad_request(format!("state_ops[{i}].type must be upsert or delete"))
     })?;
     let key = match f.key {
@@ -480,18 +507,18 @@ fn window_end(json: &str) -> Option<f64> {
 }
 
 fn parse_ack(v: Value) -> Result<Option<CycleAck>, ApiError> {
-    let o = match v {
+    let f: CycleAckFields = match v {
         Value::Null => return Ok(None),
-        Value::Object(o) => o,
+        v @ Value::Object(_) => read::fields(&v)?,
         _ => return Err(ApiError::bad_request("ack must be an object")),
     };
-    let transaction_id = match o.get("transactionId") {
-        Some(Value::String(t)) if !t.is_empty() => t.clone(),
+    let transaction_id = match f.transaction_id {
+        Some(Value::String(t)) if !t.is_empty() => t,
         _ => return Err(ApiError::bad_request("ack.transactionId is required")),
     };
-    let text = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_string);
-    let status = match o.get("status") {
-        None | Some(Value::Null) => Ok(AckStatus::Completed),
+    let text = |v: Option<Value>| v.as_ref().and_then(Value::as_str).map(str::to_string);
+    let status = match f.status {
+        None => Ok(AckStatus::Completed),
         Some(Value::String(s)) => match s.as_str() {
             "completed" | "success" => Ok(AckStatus::Completed),
             "failed" | "dlq" => Ok(AckStatus::Dlq),
@@ -501,9 +528,9 @@ fn parse_ack(v: Value) -> Result<Option<CycleAck>, ApiError> {
     };
     Ok(Some(CycleAck {
         transaction_id,
-        lease_id: text("leaseId").filter(|l| !l.is_empty()),
+        lease_id: text(f.lease_id).filter(|l| !l.is_empty()),
         status,
-        error: text("error"),
+        error: text(f.error),
     }))
 }
 
@@ -608,20 +635,38 @@ struct StateGet {
     limit: Option<i64>,
 }
 
+/// `POST /streams/v1/state/get`: which rows of a query's partition.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "StreamStateGet")]
+struct StateGetBody {
+    #[schemars(with = "Uuid")]
+    query_id: Option<Value>,
+    #[schemars(with = "Uuid")]
+    partition_id: Option<Value>,
+    #[schemars(with = "Option<Vec<String>>")]
+    keys: Option<Value>,
+    #[schemars(with = "Option<String>")]
+    key_prefix: Option<Value>,
+    #[schemars(with = "Option<serde_json::Number>")]
+    ripe_at_or_before: Option<Value>,
+    #[schemars(with = "Option<i64>", range(min = 1, max = MAX_STATE_LIMIT))]
+    limit: Option<Value>,
+}
+
 fn parse_state_get(v: &Value) -> Result<StateGet, ApiError> {
-    let o = read::object(v)?;
-    let query_id = read::uuid(o.get("query_id"), "query_id")?;
-    let partition_id = read::uuid(o.get("partition_id"), "partition_id")?;
-    let keys = read::strings(o.get("keys"), "keys")?
+    let f: StateGetBody = read::fields(v)?;
+    let query_id = read::uuid(f.query_id.as_ref(), "query_id")?;
+    let partition_id = read::uuid(f.partition_id.as_ref(), "partition_id")?;
+    let keys = read::strings(f.keys.as_ref(), "keys")?
         .unwrap_or_default()
         .into_iter()
         .map(|k| read::no_nul("keys", k).map(str::to_string))
         .collect::<Result<_, _>>()?;
-    let key_prefix = read::optional(o.get("key_prefix"), "key_prefix")?
+    let key_prefix = read::optional(f.key_prefix.as_ref(), "key_prefix")?
         .map(|p| read::no_nul("key_prefix", p).map(str::to_string))
         .transpose()?;
-    let ripe_at_or_before = read::number(o.get("ripe_at_or_before"), "ripe_at_or_before")?;
-    let limit = read::int_in(o.get("limit"), "limit", 1..=MAX_STATE_LIMIT)?;
+    let ripe_at_or_before = read::number(f.ripe_at_or_before.as_ref(), "ripe_at_or_before")?;
+    let limit = read::int_in(f.limit.as_ref(), "limit", 1..=MAX_STATE_LIMIT)?;
     Ok(StateGet {
         query_id,
         partition_id,

@@ -9,8 +9,8 @@ use axum::http::Method;
 use axum::Extension;
 use base64::Engine as _;
 use schemars::JsonSchema;
-use serde::Serialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use uuid::Uuid;
 
 use regent_rules::naming::DEFAULT_PARTITION;
@@ -21,7 +21,7 @@ use super::answer::{Answer, Millis};
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
-use super::openapi::schemas::{about, array, int_param, obj, string};
+use super::openapi::schemas::{int_param, string};
 use super::openapi::{Doc, Tag};
 use super::params::{Paging, Params};
 use super::path::PathParams;
@@ -77,18 +77,7 @@ pub(crate) fn routes() -> Vec<Entry> {
     vec![
         route(M::POST, "/api/v1/timers", ReadWrite, batch)
             .doc(op("Schedule, reschedule or cancel timers")
-                .body(true, "The operations.", obj(&["operations"], json!({
-                    "operations": array(obj(&["op", "queue", "timerKey"], json!({
-                        "op": {"enum": ["schedule", "reschedule", "cancel"]},
-                        "queue": string(),
-                        "timerKey": about(string(), "Any text (`/` included), at most 512 bytes."),
-                        "payload": about(string(), "schedule: the base64 of the message's JSON document."),
-                        "delayMs": about(json!({"type": "integer", "minimum": -MAX_DELAY_MS, "maximum": MAX_DELAY_MS}), "schedule: milliseconds from now."),
-                        "txn": about(string(), "The message's transaction id (a new UUID when absent); cancel: only the timer scheduled under it."),
-                        "partition": {"type": ["string", "null"], "default": DEFAULT_PARTITION},
-                        "payloadZstd": {"type": ["boolean", "null"], "description": "`true` is refused (400): send the payload uncompressed."},
-                    }))),
-                })))
+                .body_of::<TimerBatch>(true, "The operations.")
                 .quota()
                 .fails(400, "`operations array is required`, `operations[<i>] must be an object`, `operations[<i>]: `<field>` is server-owned and cannot be supplied`, `operations[<i>]: op must be schedule, reschedule or cancel`, `operations[<i>]: queue is required`, `operations[<i>]: timerKey is required`, `operations[<i>]: payload is required`, `operations[<i>]: payload must be base64`, `operations[<i>]: payload must be the base64 of a JSON document`, `operations[<i>]: delayMs is required`, `operations[<i>]: delayMs must be a number of milliseconds from -<max> to <max>`, `operations[<i>]: payloadZstd is not supported by this broker: send the payload uncompressed`, `operations[<i>]: <field> must be a string`, `operations[<i>]: <field> must be at most 512 bytes`, `operations[<i>]: <field> must not contain NUL`; `Empty request body`, `Invalid JSON: …`.")
                 .fails(413, "`A request of <n> items is over the limit of <max> items (MAX_PUSH_ITEMS)`.")
@@ -125,14 +114,51 @@ pub(crate) fn routes() -> Vec<Entry> {
     ]
 }
 
-/// An object's field as a required non-empty string, checked as a name.
-fn text(o: &read::Object, field: &str) -> Result<String, ApiError> {
-    push::name(field, read::required(o.get(field), field)?)
+/// The operations of `POST /api/v1/timers`, carried out in order.
+#[derive(Deserialize, JsonSchema)]
+struct TimerBatch {
+    #[schemars(with = "Vec<TimerOperation>")]
+    operations: Option<Value>,
 }
 
-/// An optional string field, checked as a name; empty is absent.
-fn optional(o: &read::Object, field: &str) -> Result<Option<String>, ApiError> {
-    read::optional(o.get(field), field)?
+/// One timer operation: `op` names it; a field the server owns (or starting with `_`) is
+/// refused.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct TimerOperation {
+    #[schemars(with = "String", extend("enum" = ["schedule", "reschedule", "cancel"]))]
+    op: Option<Value>,
+    #[schemars(with = "String")]
+    queue: Option<Value>,
+    /// Any text (`/` included), at most 512 bytes.
+    #[schemars(with = "String")]
+    timer_key: Option<Value>,
+    /// schedule: the base64 of the message's JSON document.
+    #[schemars(with = "String", default)]
+    payload: Option<Value>,
+    /// schedule: milliseconds from now.
+    #[schemars(with = "i64", default)]
+    #[schemars(extend("minimum" = -MAX_DELAY_MS, "maximum" = MAX_DELAY_MS))]
+    delay_ms: Option<Value>,
+    /// The message's transaction id (a new UUID when absent); cancel: only the timer
+    /// scheduled under it.
+    #[schemars(with = "String", default)]
+    txn: Option<Value>,
+    #[schemars(with = "Option<String>", extend("default" = DEFAULT_PARTITION))]
+    partition: Option<Value>,
+    /// `true` is refused (400): send the payload uncompressed.
+    #[schemars(with = "Option<bool>")]
+    payload_zstd: Option<Value>,
+}
+
+/// A required non-empty string, checked as a name.
+fn text(v: &Option<Value>, field: &str) -> Result<String, ApiError> {
+    push::name(field, read::required(v.as_ref(), field)?)
+}
+
+/// An optional string, checked as a name; empty is absent.
+fn optional(v: &Option<Value>, field: &str) -> Result<Option<String>, ApiError> {
+    read::optional(v.as_ref(), field)?
         .map(|s| push::name(field, s))
         .transpose()
 }
@@ -151,30 +177,33 @@ pub(crate) fn parse_timer_op(v: &Value, who: &Principal) -> Result<TimerOp, ApiE
             "`{field}` is server-owned and cannot be supplied"
         )));
     }
-    let kind = o.get("op").and_then(Value::as_str);
+    let f: TimerOperation = read::fields(v)?;
+    let kind = f.op.as_ref().and_then(Value::as_str);
     if !matches!(kind, Some("schedule" | "reschedule" | "cancel")) {
         return Err(ApiError::bad_request(
             "op must be schedule, reschedule or cancel",
         ));
     }
-    let queue = text(o, "queue")?;
-    let key = text(o, "timerKey")?;
+    let queue = text(&f.queue, "queue")?;
+    let key = text(&f.timer_key, "timerKey")?;
     if kind == Some("cancel") {
-        let txn = optional(o, "txn")?;
+        let txn = optional(&f.txn, "txn")?;
         return Ok(TimerOp::Cancel(Cancel { queue, key, txn }));
     }
-    if o.get("payloadZstd")
-        .is_some_and(|z| z != &Value::Null && z != &Value::Bool(false))
+    if f.payload_zstd
+        .as_ref()
+        .is_some_and(|z| z != &Value::Bool(false))
     {
         return Err(ApiError::bad_request(
             "payloadZstd is not supported by this broker: send the payload uncompressed",
         ));
     }
     Ok(TimerOp::Schedule(Schedule {
-        payload: payload(o.get("payload"))?,
-        delay_ms: delay(o.get("delayMs"))?,
-        txn: optional(o, "txn")?.unwrap_or_else(|| Uuid::now_v7().to_string()),
-        partition: optional(o, "partition")?.unwrap_or_else(|| DEFAULT_PARTITION.to_string()),
+        payload: payload(f.payload.as_ref())?,
+        delay_ms: delay(f.delay_ms.as_ref())?,
+        txn: optional(&f.txn, "txn")?.unwrap_or_else(|| Uuid::now_v7().to_string()),
+        partition: optional(&f.partition, "partition")?
+            .unwrap_or_else(|| DEFAULT_PARTITION.to_string()),
         producer_sub: who.sub.clone(),
         queue,
         key,
@@ -224,8 +253,11 @@ fn delay(v: Option<&Value>) -> Result<i64, ApiError> {
 /// The batch's operations, all valid or the first one's error; at most `max` of them.
 fn parse_batch(body: &RawBody, who: &Principal, max: usize) -> Result<Vec<TimerOp>, ApiError> {
     let v = body.json_fields_first()?;
-    let ops = v
-        .get("operations")
+    // A body that is not an object has no operations either.
+    let b = read::fields::<TimerBatch>(&v).ok();
+    let ops = b
+        .as_ref()
+        .and_then(|b| b.operations.as_ref())
         .and_then(Value::as_array)
         .ok_or_else(|| ApiError::bad_request("operations array is required"))?;
     if ops.len() > max {

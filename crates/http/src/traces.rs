@@ -7,16 +7,15 @@ use axum::http::{Method, StatusCode};
 use axum::response::Response;
 use axum::Extension;
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::answer::{Answer, Millis, Pagination, True};
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
-use super::openapi::schemas::{about, array, obj, string};
 use super::openapi::{Doc, Tag};
 use super::params::{Paging, Params};
 use super::path::PathParams;
@@ -52,15 +51,7 @@ pub(crate) fn routes() -> Vec<Entry> {
     vec![
         route(M::POST, "/api/v1/traces", ReadWrite, record)
             .doc(op("Record a trace event")
-                .body(true, "The event.", obj(&["transactionId", "partitionId", "data"], json!({
-                    "transactionId": string(),
-                    "partitionId": about(string(), "The partition's UUID; one that is not a UUID names no message (404)."),
-                    "data": about(json!({}), "The event's body, any JSON (`null` is stored as `{}`)."),
-                    "consumerGroup": {"type": ["string", "null"], "default": QUEUE_MODE},
-                    "eventType": {"type": ["string", "null"], "default": "info"},
-                    "traceNames": about(json!({"anyOf": [{"type": "string"}, array(string()), {"type": "null"}]}), "One name or a list."),
-                    "workerId": {"type": ["string", "null"]},
-                })))
+                .body_of::<TraceBody>(true, "The event.")
                 .fails(400, "`transactionId and partitionId are required`, `data is required`, `traceNames must be a string or an array of strings`, `<key> must be a string`; `Empty request body`, `Invalid JSON: …`.")
                 .answers::<Recorded>(201, "Recorded.")
                 .answers::<TraceNotFound>(404, "`Message not found`, in the shape the clients read."))
@@ -70,7 +61,7 @@ pub(crate) fn routes() -> Vec<Entry> {
                     "traceNames": ["a", "b"], "workerId": "w"}"#,
                 r#"{"transactionId": "t", "partitionId": "0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d",
                     "data": null, "traceNames": "a", "consumerGroup": null}"#,
-            ], |b: &RawBody| b.json_without_payloads().and_then(|v| parse_record(&v).map(drop))),
+            ], |b: &RawBody| b.json_without_payloads().and_then(|v| parse_record(&trace_body(&v)?).map(drop))),
         route(M::GET, "/api/v1/traces/names", ReadOnly, names_list)
             .doc(op("Trace names")
                 .paged(NAMES, "Trace names")
@@ -121,7 +112,8 @@ async fn record(
     body: RawBody,
 ) -> Result<Response, ApiError> {
     let v = body.json_without_payloads()?;
-    let Some(r) = parse_record(&v)? else {
+    let f = trace_body(&v)?;
+    let Some(r) = parse_record(&f)? else {
         return Ok(not_found());
     };
     let empty = Value::Object(Map::new());
@@ -165,41 +157,84 @@ struct Record<'a> {
     names: Vec<String>,
 }
 
+/// `POST /api/v1/traces`: an event on one message.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "TraceEventIn")]
+struct TraceBody {
+    #[schemars(with = "String")]
+    transaction_id: Option<Value>,
+    /// The partition's UUID; one that is not a UUID names no message (404).
+    #[schemars(with = "String")]
+    partition_id: Option<Value>,
+    /// The event's body, any JSON (`null` is stored as `{}`).
+    #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Value", !default)]
+    data: Option<Value>,
+    #[schemars(with = "Option<String>", extend("default" = QUEUE_MODE))]
+    consumer_group: Option<Value>,
+    #[schemars(with = "Option<String>", extend("default" = "info"))]
+    event_type: Option<Value>,
+    /// One name or a list.
+    #[schemars(with = "Option<TraceNamesIn>")]
+    trace_names: Option<Value>,
+    #[schemars(with = "Option<String>")]
+    worker_id: Option<Value>,
+}
+
+// `traceNames`, as sent.
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[schemars(inline)]
+#[allow(dead_code)]
+enum TraceNamesIn {
+    One(String),
+    Many(Vec<String>),
+}
+
+/// A field that is there, `null` included (which serde's `Option` reads as absent).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+/// The trace body's fields; a body that is not an object names no message.
+fn trace_body(v: &Value) -> Result<TraceBody, ApiError> {
+    match v.is_object() {
+        true => read::fields(v),
+        false => Err(ApiError::bad_request(
+            "transactionId and partitionId are required",
+        )),
+    }
+}
+
 /// The trace body, read; `None` when its partition id is not a UUID: it names no message of
 /// this broker (a 404, not a 400).
-fn parse_record(v: &Value) -> Result<Option<Record<'_>>, ApiError> {
-    let o = v
-        .as_object()
-        .ok_or_else(|| ApiError::bad_request("transactionId and partitionId are required"))?;
-    let text = |k| read::lenient(o.get(k));
-    let (Some(txid), Some(pid)) = (text("transactionId"), text("partitionId")) else {
+fn parse_record(f: &TraceBody) -> Result<Option<Record<'_>>, ApiError> {
+    let txid = read::lenient(f.transaction_id.as_ref());
+    let (Some(txid), Some(pid)) = (txid, read::lenient(f.partition_id.as_ref())) else {
         return Err(ApiError::bad_request(
             "transactionId and partitionId are required",
         ));
     };
-    let data = match o.get("data") {
+    let data = match &f.data {
         None => return Err(ApiError::bad_request("data is required")),
         Some(Value::Null) => None,
         Some(d) => Some(d),
     };
-    let names = names(o.get("traceNames"))?;
+    let names = names(f.trace_names.as_ref())?;
     let Ok(partition_id) = Uuid::parse_str(pid) else {
         return Ok(None);
     };
     Ok(Some(Record {
         partition_id,
         transaction_id: txid,
-        event_type: optional(o, "eventType")?.unwrap_or("info"),
+        event_type: read::optional(f.event_type.as_ref(), "eventType")?.unwrap_or("info"),
         data,
-        consumer_group: optional(o, "consumerGroup")?.unwrap_or(QUEUE_MODE),
-        worker_id: optional(o, "workerId")?,
+        consumer_group: read::optional(f.consumer_group.as_ref(), "consumerGroup")?
+            .unwrap_or(QUEUE_MODE),
+        worker_id: read::optional(f.worker_id.as_ref(), "workerId")?,
         names,
     }))
-}
-
-/// A string field that may be absent, null or empty (its default then).
-fn optional<'a>(o: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, ApiError> {
-    read::optional(o.get(key), key)
 }
 
 /// `traceNames`: one string, a list of strings, or nothing.

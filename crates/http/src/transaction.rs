@@ -13,23 +13,23 @@ use uuid::Uuid;
 use regent_service::push::Verdict;
 use regent_service::transaction::{Bundle, BundleOp, BundleOutcome, OpOutcome};
 
-use super::ack::{group_of, parse_ack};
+use super::ack::{group_of, parse_ack, AckItem};
 use super::answer::{Answer, Null, True};
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
 use super::kv::{self, KvResult, Precondition};
-use super::openapi::{schemas, Doc};
+use super::openapi::Doc;
 use super::push::{self, parse_item};
 use super::read;
 use super::routes::{route, Entry, Level::ReadWrite};
-use super::timers::{parse_timer_ops, TimerResult};
+use super::timers::{parse_timer_ops, TimerOperation, TimerResult};
 use super::State;
 
 pub(crate) fn routes() -> Vec<Entry> {
     vec![route(Method::POST, "/api/v1/transaction", ReadWrite, transaction)
         .doc(Doc::op(push::TAG, "Acks and pushes in one transaction")
-            .body(true, "The bundle.", schemas::r("TransactionRequest"))
+            .body_of::<TransactionRequest>(true, "The bundle.")
             .quota()
             .fails(400, "`operations array required`, `operations array cannot be empty`, `Unknown operation type: <type>`, `items array is required`, `requiredLeases must be an array`, a push item's texts (as on the push route), a KV operation's (as on `POST /api/v1/kv`); `Empty request body`, `Invalid JSON: …`.")
             .answers::<TransactionAnswer>(200, "Committed (`success: true`) or refused with nothing written (`success: false`)."))
@@ -50,6 +50,96 @@ pub(crate) fn routes() -> Vec<Entry> {
         )]
 }
 
+/// `POST /api/v1/transaction`: operations (acks and pushes) and riders (KV and timer
+/// operations), in one transaction.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct TransactionRequest {
+    /// Required unless `kv` holds operations. Not an array: 400 `operations array required`;
+    /// empty without a `kv` rider: 400 `operations array cannot be empty`; another `type`: 400
+    /// `Unknown operation type: <type>`.
+    #[schemars(with = "Vec<Operation>", default)]
+    operations: Option<Value>,
+    /// Leases that must all be live (the Python client sends its acked messages' leases); an
+    /// ack without its own `leaseId` is fenced by the single one named here.
+    #[schemars(with = "Option<Vec<String>>")]
+    required_leases: Option<Value>,
+    /// Key/value operations as `POST /api/v1/kv` takes them (not `getPrefix`), in the bundle's
+    /// transaction; results follow the operations'.
+    // Read from the body's text by `kv_rider`, values kept as sent.
+    #[schemars(with = "Option<Vec<kv::Fields>>")]
+    #[allow(dead_code)]
+    kv: Option<Value>,
+    /// Timer operations as `POST /api/v1/timers` takes them, in the bundle's transaction;
+    /// results follow the KV results.
+    #[schemars(with = "Option<Vec<TimerOperation>>")]
+    timers: Option<Value>,
+}
+
+/// One operation of the bundle: an ack, pushes nested under `items`, or one push item.
+// Written out: the wire tells the three shapes apart by `type` and by `items`, two of them
+// being `type: push`, which no serde enum representation says; each shape is a type.
+struct Operation;
+
+impl JsonSchema for Operation {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "TransactionOperation".into()
+    }
+
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let shapes = [
+            g.subschema_for::<AckOperation>(),
+            g.subschema_for::<PushesOperation>(),
+            g.subschema_for::<PushOperation>(),
+        ];
+        schemars::json_schema!({ "oneOf": shapes })
+    }
+}
+
+/// An ack, with the ack route's defaults and normalisation.
+#[derive(JsonSchema)]
+#[schemars(rename = "TransactionAck")]
+#[allow(dead_code)]
+struct AckOperation {
+    #[serde(rename = "type")]
+    #[schemars(with = "String", extend("const" = "ack"))]
+    kind: (),
+    #[serde(flatten)]
+    ack: AckItem,
+}
+
+/// Pushes, nested.
+#[derive(JsonSchema)]
+#[schemars(rename = "TransactionPushes")]
+#[allow(dead_code)]
+struct PushesOperation<'a> {
+    #[serde(rename = "type")]
+    #[schemars(with = "String", extend("const" = "push"))]
+    kind: (),
+    /// Each item is one operation of the result's index space; `data` is accepted as an
+    /// alias of `payload`.
+    items: Vec<push::Fields<'a>>,
+}
+
+/// One push item as an operation.
+#[derive(JsonSchema)]
+#[schemars(rename = "TransactionPush")]
+#[allow(dead_code)]
+struct PushOperation<'a> {
+    #[serde(rename = "type")]
+    #[schemars(with = "String", extend("const" = "push"))]
+    kind: (),
+    #[serde(flatten)]
+    item: push::Fields<'a>,
+    /// An alias of `payload`.
+    #[schemars(with = "Value", default)]
+    data: (),
+}
+
 /// The transaction body is read as a tree (its shape is small and irregular); push items go
 /// back to JSON text for the shared item parser.
 fn raw(v: &Value) -> Result<Box<serde_json::value::RawValue>, ApiError> {
@@ -59,10 +149,14 @@ fn raw(v: &Value) -> Result<Box<serde_json::value::RawValue>, ApiError> {
 
 /// `riders`: whether the bundle carries KV or timer operations, when `operations` may be empty
 /// (a KV-only bundle, as client 1.3.0 sends).
-fn parse_ops(v: &Value, who: &Principal, riders: bool) -> Result<Vec<BundleOp>, ApiError> {
-    let ops = match v.get("operations") {
+fn parse_ops(
+    t: Option<&TransactionRequest>,
+    who: &Principal,
+    riders: bool,
+) -> Result<Vec<BundleOp>, ApiError> {
+    let ops = match t.and_then(|t| t.operations.as_ref()) {
         Some(Value::Array(ops)) => ops,
-        None | Some(Value::Null) if riders => return Ok(vec![]),
+        None if riders => return Ok(vec![]),
         _ => return Err(ApiError::bad_request("operations array required")),
     };
     if ops.is_empty() && !riders {
@@ -105,8 +199,9 @@ fn parse_ops(v: &Value, who: &Principal, riders: bool) -> Result<Vec<BundleOp>, 
 }
 
 /// The leases named; an element that is not a string names none.
-fn required_leases(v: &Value) -> Result<Vec<String>, ApiError> {
-    Ok(read::array(v.get("requiredLeases"), "requiredLeases")?
+fn required_leases(t: Option<&TransactionRequest>) -> Result<Vec<String>, ApiError> {
+    let leases = t.and_then(|t| t.required_leases.as_ref());
+    Ok(read::array(leases, "requiredLeases")?
         .unwrap_or_default()
         .iter()
         .filter_map(Value::as_str)
@@ -122,19 +217,22 @@ pub(crate) fn parse_bundle(
     max: usize,
 ) -> Result<Bundle, ApiError> {
     let v = body.json()?;
+    // A body that is not an object has no fields: Queen's `operations array required`.
+    let t = read::fields::<TransactionRequest>(&v).ok();
+    let t = t.as_ref();
     let kv = kv_rider(body)?;
-    let timers = match read::array(v.get("timers"), "timers")? {
+    let timers = match read::array(t.and_then(|t| t.timers.as_ref()), "timers")? {
         None => vec![],
         Some(list) => parse_timer_ops(list, who, "timers")?,
     };
-    let ops = parse_ops(&v, who, !kv.is_empty() || !timers.is_empty())?;
+    let ops = parse_ops(t, who, !kv.is_empty() || !timers.is_empty())?;
     let items = ops.len() + kv.len() + timers.len();
     if items > max {
         return Err(ApiError::TooManyItems { items, max });
     }
     Ok(Bundle {
         ops,
-        required_leases: required_leases(&v)?,
+        required_leases: required_leases(t)?,
         kv,
         timers,
     })

@@ -12,9 +12,11 @@
 //! Architecture Invariant: an answer's schema is its type's. A JSON answer is documented with
 //! `Doc::answers::<T>()`, `T` being the type the handler returns, and schemars derives the
 //! schema from it (serde's renames included), so the document cannot describe another shape
-//! than the one sent. Request bodies, parsed by hand with Queen's error texts, keep
-//! hand-written schemas (`schemas.rs`), built from the constants the parsers read where
-//! there are some (queue options, limits).
+//! than the one sent. So is a request body's: `Doc::body_of::<T>()`, `T` being the request
+//! type its reader reads the body into (`crate::read::fields`, each field still a JSON value
+//! for the readers, which keep Queen's error texts); the fuzzer's body keys are its property
+//! names. The few bodies still written out (`Doc::body`) are built from the constants their
+//! parsers read (queue options, limits).
 
 pub(crate) mod schemas;
 
@@ -25,6 +27,7 @@ use axum::body::Bytes;
 use axum::http::{header, Method};
 use axum::response::{IntoResponse, Response};
 use schemars::generate::SchemaSettings;
+use schemars::transform::RecursiveTransform;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{json, Map, Value};
 
@@ -484,7 +487,9 @@ fn generator() -> SchemaGenerator {
 }
 
 /// The settings of the request bodies' schemas: as [`generator`]'s, describing what is
-/// read (a field that may be left out is not required).
+/// read (a field that may be left out is not required). A request type's field that may be
+/// left out but is documented without `null` says `#[schemars(with = "T", default)]`: the
+/// `"default": null` that makes is dropped here (absent has no value to show).
 fn request_generator() -> SchemaGenerator {
     SchemaSettings::draft2020_12()
         .for_deserialize()
@@ -492,7 +497,36 @@ fn request_generator() -> SchemaGenerator {
             s.definitions_path = "/components/schemas".into();
             s.meta_schema = None;
         })
+        .with_transform(RecursiveTransform(|s: &mut Schema| {
+            if s.get("default").is_some_and(Value::is_null) {
+                s.remove("default");
+            }
+            if let Some(Value::String(d)) = s.get_mut("description") {
+                *d = unwrap_lines(d);
+            }
+        }))
         .into_generator()
+}
+
+/// A doc comment's text as one line per paragraph: a line break inside a paragraph is the
+/// comment's wrapping, not the text's (a blank line, or a line starting a list item or a
+/// table row, stays).
+fn unwrap_lines(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut lines = text.split('\n').peekable();
+    while let Some(line) = lines.next() {
+        out.push_str(line);
+        if let Some(next) = lines.peek() {
+            let breaks = line.is_empty()
+                || next.is_empty()
+                || next.starts_with(['-', '*', '|'])
+                || next
+                    .split_once(". ")
+                    .is_some_and(|(n, _)| n.parse::<u32>().is_ok());
+            out.push(if breaks { '\n' } else { ' ' });
+        }
+    }
+    out
 }
 
 /// The whole document for these entries.

@@ -1,9 +1,9 @@
-//! The shared parts of the document: `components` (schemas of the shapes several routes use,
-//! the error responses, the headers, the bearer scheme) and the path parameters' meanings.
+//! The shared parts of the document: `components` (the error responses, the headers, the
+//! bearer scheme, the queue options' schemas built from the broker's option constants) and
+//! the path parameters' meanings.
 
 use serde_json::{json, Map, Value};
 
-use regent_rules::naming::{DEFAULT_PARTITION, QUEUE_MODE};
 use regent_rules::options::{BOOL_DEFAULTS, DLQ_FLAGS, INT_DEFAULTS};
 
 use crate::push::MAX_NAME_BYTES;
@@ -11,15 +11,6 @@ use crate::push::MAX_NAME_BYTES;
 /// A reference to a shared schema.
 pub(crate) fn r(name: &str) -> Value {
     json!({ "$ref": format!("#/components/schemas/{name}") })
-}
-
-/// An object with these required keys and these properties.
-pub(crate) fn obj(required: &[&str], properties: Value) -> Value {
-    json!({ "type": "object", "required": required, "properties": properties })
-}
-
-pub(crate) fn array(items: Value) -> Value {
-    json!({ "type": "array", "items": items })
 }
 
 pub(crate) fn uuid() -> Value {
@@ -32,12 +23,6 @@ pub(crate) fn string() -> Value {
 
 pub(crate) fn int() -> Value {
     json!({ "type": "integer" })
-}
-
-/// A schema with a description.
-pub(crate) fn about(mut schema: Value, description: &str) -> Value {
-    schema["description"] = json!(description);
-    schema
 }
 
 /// A query parameter's integer schema with its default and bounds.
@@ -146,87 +131,9 @@ pub(crate) fn options_echo() -> Value {
     json!({ "type": "object", "required": required, "properties": props })
 }
 
-fn push_item() -> Value {
-    obj(
-        &["queue"],
-        json!({
-            "queue": about(json!({"type": "string", "maxLength": MAX_NAME_BYTES}),
-                "The queue; created with defaults on first push (namespace and task derived from the name: `billing.invoices` is namespace `billing`, task `invoices`). `\"\"` is a name like any other. Not a string: 400 `Queue must be a string`."),
-            "partition": about(json!({"type": ["string", "null"], "maxLength": MAX_NAME_BYTES, "default": DEFAULT_PARTITION}),
-                "The partition's name; created on first push. Not a string: 400 `Partition must be a string`."),
-            "payload": about(json!({}), "Any JSON, stored as the exact text sent and popped back as `data`; absent is `{}`, `null` is stored as `null`."),
-            "transactionId": about(json!({"type": ["string", "null"], "maxLength": MAX_NAME_BYTES}),
-                "The deduplication key within the partition; absent or `\"\"`: the broker mints a UUID. Not a string: 400 `TransactionId must be a string`."),
-            "traceId": about(json!({"type": ["string", "null"], "format": "uuid"}),
-                "A UUID, returned on pop; `\"\"` is absent. 400 `TraceId must be a string` / `TraceId must be a UUID`."),
-            "producerSub": about(json!({}), "Ignored: the broker stamps the verified token's `sub`."),
-        }),
-    )
-}
-
-fn ack_item() -> Value {
-    obj(
-        &[],
-        json!({
-            "transactionId": about(json!({"type": ["string", "null"]}), "The message to ack; absent is `\"\"`, which resolves to nothing (an `unresolvable` item, not a 400)."),
-            "partitionId": about(json!({"type": ["string", "null"]}), "The partition's UUID (from the pop), not its name."),
-            "status": about(json!({"type": ["string", "null"], "default": "completed", "examples": ["completed", "failed", "retry", "dlq"]}),
-                "Case-sensitive: absent, null, `completed`, `success`, `acked`, `ok` complete; `retry` redelivers without charging the retry budget; `dlq` dead-letters at once; `failed` and ANY other value (even `Completed`) is a nack that charges the budget."),
-            "leaseId": about(json!({"type": ["string", "null"]}), "When given, the ack is checked against that live lease (`invalid or expired lease` otherwise); without one there is no lease check."),
-            "error": about(json!({"type": ["string", "null"]}), "The dead-letter reason, if this ack dead-letters."),
-            "consumerGroup": about(json!({"type": ["string", "null"], "default": QUEUE_MODE}), "Single route only: the batch route reads the top-level one."),
-        }),
-    )
-}
-
-fn transaction_request() -> Value {
-    let ack = obj(
-        &["type"],
-        json!({
-            "type": {"const": "ack"},
-            "transactionId": json!({"type": ["string", "null"]}),
-            "partitionId": json!({"type": ["string", "null"]}),
-            "status": json!({"type": ["string", "null"], "default": "completed"}),
-            "consumerGroup": json!({"type": ["string", "null"], "default": QUEUE_MODE}),
-            "leaseId": json!({"type": ["string", "null"]}),
-            "error": json!({"type": ["string", "null"]}),
-        }),
-    );
-    let nested = obj(
-        &["type", "items"],
-        json!({
-            "type": {"const": "push"},
-            "items": about(array(r("PushItem")), "Each item is one operation of the result's index space; `data` is accepted as an alias of `payload`."),
-        }),
-    );
-    let flat = about(
-        json!({ "allOf": [r("PushItem"), obj(&["type"], json!({ "type": {"const": "push"}, "data": about(json!({}), "An alias of `payload`.") }))] }),
-        "One push item as an operation.",
-    );
-    obj(
-        &[],
-        json!({
-            "operations": about(json!({"type": "array", "items": {"oneOf": [
-                about(ack, "An ack, with the ack route's defaults and normalisation."),
-                about(nested, "Pushes, nested."),
-                flat,
-            ]}}), "Required unless `kv` holds operations. Not an array: 400 `operations array required`; empty without a `kv` rider: 400 `operations array cannot be empty`; another `type`: 400 `Unknown operation type: <type>`."),
-            "requiredLeases": about(json!({"type": ["array", "null"], "items": string()}),
-                "Leases that must all be live (the Python client sends its acked messages' leases); an ack without its own `leaseId` is fenced by the single one named here."),
-            "kv": about(json!({"type": ["array", "null"], "items": {"type": "object"}}),
-                "Key/value operations as `POST /api/v1/kv` takes them (not `getPrefix`), in the bundle's transaction; results follow the operations'."),
-            "timers": about(json!({"type": ["array", "null"], "items": {"type": "object"}}),
-                "Timer operations as `POST /api/v1/timers` takes them, in the bundle's transaction; results follow the KV results."),
-        }),
-    )
-}
-
 fn schemas() -> Value {
     json!({
         "QueueOptionsIn": options_in(),
-        "PushItem": push_item(),
-        "AckItem": ack_item(),
-        "TransactionRequest": transaction_request(),
     })
 }
 
