@@ -162,100 +162,129 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValu
 fn parse_op(i: usize, raw: &RawValue, prefix_allowed: bool) -> Result<KvOp, ApiError> {
     let f: Fields<'_> = serde_json::from_str(raw.get())
         .map_err(|_| bad(format!("operations[{i}] must be an object")))?;
-    let at = |field: &str| format!("operations[{i}].{field}");
+    let at = At(i);
     let op = match &f.op {
         Some(Value::String(s)) => s.as_str(),
-        _ => return Err(bad(format!("{} is required", at("op")))),
+        _ => return Err(bad(format!("{} is required", at.of("op")))),
     };
-    let ns = text(&f.ns, &at("ns"), MAX_NS_BYTES)?;
-    let key = || text(&f.key, &at("key"), MAX_KEY_BYTES);
-    let required = || flag(&f.required, &at("required"));
-    let write = |write| -> Result<KvOp, ApiError> {
-        Ok(KvOp::Write {
-            ns: ns.clone(),
-            key: key()?,
-            write,
-            required: required()?,
-        })
-    };
+    let ns = text(&f.ns, &at.of("ns"), MAX_NS_BYTES)?;
     match op {
         "get" => Ok(KvOp::Get {
-            ns: ns.clone(),
-            key: key()?,
+            key: key(&f, at)?,
+            ns,
         }),
         "getMany" => Ok(KvOp::GetMany {
-            ns: ns.clone(),
-            keys: keys(&f.keys, &at("keys"))?,
+            keys: keys(&f.keys, &at.of("keys"))?,
+            ns,
         }),
         "getPrefix" if !prefix_allowed => Err(bad(format!(
             "{}: getPrefix is not allowed inside a transaction (its cost is not bounded by the caller); use POST /api/v1/kv",
-            at("op")
+            at.of("op")
         ))),
-        "getPrefix" => Ok(KvOp::GetPrefix {
-            ns: ns.clone(),
-            prefix: match &f.prefix {
-                Some(Value::String(p)) if !p.is_empty() => {
-                    text(&f.prefix, &at("prefix"), MAX_KEY_BYTES)?
-                }
-                _ => {
-                    return Err(invalid(
-                        "kv_prefix_required",
-                        format!("{} must be a non-empty string: a namespace is not a table to enumerate", at("prefix")),
-                    ))
-                }
-            },
-            after: match &f.after {
-                None | Some(Value::Null) => None,
-                Some(_) => Some(text(&f.after, &at("after"), MAX_KEY_BYTES)?),
-            },
-            limit: read::integer(f.limit.as_ref(), &at("limit")).map_err(coded)?,
-            keys_only: flag(&f.keys_only, &at("keysOnly"))?,
-        }),
+        "getPrefix" => get_prefix(&f, ns, at),
+        // Each field checked in the order the texts have always come in: value, expiry,
+        // expect, then the key.
         "put" | "putIfAbsent" => {
-            let value = value(f.value, &at("value"))?;
-            let expiry = expiry(&f, &at(""))?;
-            let expect = expect(&f.expect, &at("expect"))?;
-            if op == "putIfAbsent" {
-                if expect.is_some_and(|e| e != 0) {
-                    return Err(bad(format!(
-                        "{} cannot be given to putIfAbsent (it means expect: 0)",
-                        at("expect")
-                    )));
-                }
-                write(KvWrite::PutIfAbsent { value, expiry })
-            } else {
-                write(KvWrite::Put {
-                    value,
-                    expiry,
-                    expect,
-                })
+            let value = value(f.value, &at.of("value"))?;
+            let expiry = expiry(&f, &at.of(""))?;
+            let expect = expect(&f.expect, &at.of("expect"))?;
+            if op == "put" {
+                return write(&f, ns, at, KvWrite::Put { value, expiry, expect });
             }
-        }
-        "delete" => write(KvWrite::Delete {
-            expect: expect(&f.expect, &at("expect"))?,
-        }),
-        "incr" => {
-            if f.expect.as_ref().is_some_and(|v| !v.is_null()) {
+            if expect.is_some_and(|e| e != 0) {
                 return Err(bad(format!(
-                    "{} cannot be given to incr: incr is the way out of the compare-and-set loop",
-                    at("expect")
+                    "{} cannot be given to putIfAbsent (it means expect: 0)",
+                    at.of("expect")
                 )));
             }
-            write(KvWrite::Incr {
-                delta: match &f.delta {
-                    None | Some(Value::Null) => Num::Int(1),
-                    Some(v) => number(v, &at("delta"))?,
-                },
-                min: bound(&f.min, &at("min"))?,
-                max: bound(&f.max, &at("max"))?,
-                expiry: expiry(&f, &at(""))?,
-            })
+            write(&f, ns, at, KvWrite::PutIfAbsent { value, expiry })
+        }
+        "delete" => {
+            let expect = expect(&f.expect, &at.of("expect"))?;
+            write(&f, ns, at, KvWrite::Delete { expect })
+        }
+        "incr" => {
+            let incr = incr(&f, at)?;
+            write(&f, ns, at, incr)
         }
         other => Err(bad(format!(
             "{}: unknown operation {other:?} (get, getMany, getPrefix, put, putIfAbsent, delete, incr)",
-            at("op")
+            at.of("op")
         ))),
     }
+}
+
+/// Where an operation's fields are, for the errors' texts: `operations[i].<field>`.
+#[derive(Clone, Copy)]
+struct At(usize);
+
+impl At {
+    fn of(self, field: &str) -> String {
+        format!("operations[{}].{field}", self.0)
+    }
+}
+
+fn key(f: &Fields<'_>, at: At) -> Result<String, ApiError> {
+    text(&f.key, &at.of("key"), MAX_KEY_BYTES)
+}
+
+/// A write of one key, with its `required` flag.
+fn write(f: &Fields<'_>, ns: String, at: At, write: KvWrite<String>) -> Result<KvOp, ApiError> {
+    Ok(KvOp::Write {
+        ns,
+        key: key(f, at)?,
+        write,
+        required: flag(&f.required, &at.of("required"))?,
+    })
+}
+
+/// `getPrefix`: a non-empty prefix (a namespace is not a table to enumerate), where to start
+/// after, how many, keys only or with values.
+fn get_prefix(f: &Fields<'_>, ns: String, at: At) -> Result<KvOp, ApiError> {
+    let prefix = match &f.prefix {
+        Some(Value::String(p)) if !p.is_empty() => {
+            text(&f.prefix, &at.of("prefix"), MAX_KEY_BYTES)?
+        }
+        _ => {
+            return Err(invalid(
+                "kv_prefix_required",
+                format!(
+                    "{} must be a non-empty string: a namespace is not a table to enumerate",
+                    at.of("prefix")
+                ),
+            ))
+        }
+    };
+    Ok(KvOp::GetPrefix {
+        ns,
+        prefix,
+        after: match &f.after {
+            None | Some(Value::Null) => None,
+            Some(_) => Some(text(&f.after, &at.of("after"), MAX_KEY_BYTES)?),
+        },
+        limit: read::integer(f.limit.as_ref(), &at.of("limit")).map_err(coded)?,
+        keys_only: flag(&f.keys_only, &at.of("keysOnly"))?,
+    })
+}
+
+/// `incr`: a delta (1 by default) within optional bounds; never with `expect` (incr is the
+/// way out of the compare-and-set loop).
+fn incr(f: &Fields<'_>, at: At) -> Result<KvWrite<String>, ApiError> {
+    if f.expect.as_ref().is_some_and(|v| !v.is_null()) {
+        return Err(bad(format!(
+            "{} cannot be given to incr: incr is the way out of the compare-and-set loop",
+            at.of("expect")
+        )));
+    }
+    Ok(KvWrite::Incr {
+        delta: match &f.delta {
+            None | Some(Value::Null) => Num::Int(1),
+            Some(v) => number(v, &at.of("delta"))?,
+        },
+        min: bound(&f.min, &at.of("min"))?,
+        max: bound(&f.max, &at.of("max"))?,
+        expiry: expiry(f, &at.of(""))?,
+    })
 }
 
 /// A required string of at most `max` bytes, without NUL (PostgreSQL text cannot hold one).
