@@ -452,7 +452,8 @@ async fn requeue(
     let b = BulkBody::parse(&body)?;
     let out = s
         .service
-        .requeue_dead_letters(&who.tenant, &b.bulk())
+        .dead_letters()
+        .requeue(&who.tenant, &b.bulk())
         .await?;
     Ok(Answer(DeadLettersRequeued {
         tally: Tally::of(&out, b.dry_run),

@@ -27,8 +27,8 @@ use regent_store::traces::{record_requeued, Requeued};
 use regent_store::{commit_if, frames, in_transaction, maintenance, partitions};
 use regent_store::{Message, StoreError, Tx};
 
-use crate::dead_letters::{select, Bulk, BulkOutcome, BulkVerdict, Selection};
-use crate::{Error, Service};
+use crate::dead_letters::{select, Bulk, BulkOutcome, BulkVerdict, DeadLetters, Selection};
+use crate::{Error, Family};
 
 /// The trace event every copy gets.
 pub const REQUEUED_EVENT: &str = "requeued";
@@ -256,15 +256,11 @@ async fn rehearse(
     }))
 }
 
-impl Service {
+impl Family<'_, DeadLetters> {
     /// Requeues the selected dead letters in one transaction, or, in a dry run, says what
     /// that would do. Refused whole under push maintenance (a conflict) and past the
     /// tenant's stored-message cap (room for every selected dead letter is held first).
-    pub async fn requeue_dead_letters(
-        &self,
-        tenant: &Arc<str>,
-        bulk: &Bulk<'_>,
-    ) -> Result<BulkOutcome, Error> {
+    pub async fn requeue(&self, tenant: &Arc<str>, bulk: &Bulk<'_>) -> Result<BulkOutcome, Error> {
         if bulk.dry_run {
             let (selection, r) = in_transaction!(self.store, |tx| {
                 let selection = select(tx, tenant, bulk).await?;
