@@ -29,6 +29,7 @@ use axum::response::{IntoResponse, Response};
 use schemars::generate::SchemaSettings;
 use schemars::transform::RecursiveTransform;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
 use super::params::Paging;
@@ -117,6 +118,29 @@ impl Doc {
                 "description": description, "schema": schema,
             }),
         ));
+        self
+    }
+
+    /// The query parameters of `T`, one per field in the order `T` declares them: each
+    /// field's schema is its parameter's, its description the parameter's own, and its wire
+    /// name a key the fuzzer tries ([`Doc::query_names`]). `T` describes the query string;
+    /// the handler reads it with [`crate::params::Params`] (Queen's rules: an empty value is
+    /// absent, garbage numbers fall back to the default), so no parameter is required.
+    pub(crate) fn query_of<T: JsonSchema + DeserializeOwned>(mut self) -> Doc {
+        let mut g = query_generator();
+        let schema = g.root_schema_for::<T>().to_value();
+        let props = schema.get("properties").and_then(Value::as_object);
+        for name in crate::read::names::<T>() {
+            let mut schema = props
+                .and_then(|p| p.get(*name))
+                .cloned()
+                .unwrap_or_else(|| panic!("{} names no schema for {name}", T::schema_name()));
+            let description = match schema.as_object_mut().and_then(|o| o.remove("description")) {
+                Some(Value::String(d)) => d,
+                _ => String::new(),
+            };
+            self = self.query(name, schema, &description);
+        }
         self
     }
 
@@ -491,6 +515,18 @@ fn generator() -> SchemaGenerator {
 /// left out but is documented without `null` says `#[schemars(with = "T", default)]`: the
 /// `"default": null` that makes is dropped here (absent has no value to show).
 fn request_generator() -> SchemaGenerator {
+    request_settings().into_generator()
+}
+
+/// The settings of the query strings' schemas: as [`request_generator`]'s, each parameter's
+/// schema whole (a parameter's schema names no shared one).
+fn query_generator() -> SchemaGenerator {
+    request_settings()
+        .with(|s| s.inline_subschemas = true)
+        .into_generator()
+}
+
+fn request_settings() -> SchemaSettings {
     SchemaSettings::draft2020_12()
         .for_deserialize()
         .with(|s| {
@@ -505,7 +541,6 @@ fn request_generator() -> SchemaGenerator {
                 *d = unwrap_lines(d);
             }
         }))
-        .into_generator()
 }
 
 /// A doc comment's text as one line per paragraph: a line break inside a paragraph is the

@@ -37,11 +37,6 @@ pub(crate) fn int_param(default: i64, min: Option<i64>, max: Option<i64>) -> Val
     s
 }
 
-/// A query flag: only `true` or `1` are true (Queen's rule).
-pub(crate) fn flag_param(default: bool) -> Value {
-    json!({ "type": "string", "examples": ["true", "false"], "default": default.to_string() })
-}
-
 /// What a path parameter of the route table means, and its schema.
 pub(crate) fn path_param(name: &str) -> (&'static str, Value) {
     let name_schema = json!({ "type": "string", "maxLength": MAX_NAME_BYTES });
