@@ -20,8 +20,8 @@ use super::openapi::schemas::string;
 use super::openapi::{Doc, Tag};
 use super::params::Params;
 use super::routes::{route, Entry, Level::*};
-use super::status::{filtered, series_query, WINDOW_FAILS, WINDOW_SEED};
-use super::time::{instant, window_params, TimeRange};
+use super::status::{series_query, QueueFilter, WINDOW_FAILS, WINDOW_SEED};
+use super::time::{instant, TimeRange, WindowQuery};
 use super::State;
 use regent_service::fleet::Window;
 use regent_service::overview::Counts;
@@ -38,18 +38,18 @@ pub(crate) fn routes() -> Vec<Entry> {
         |hours| move |p: Params| async move { series_query(&p, Duration::hours(hours)).map(drop) };
     vec![
         route(M::GET, "/api/v1/analytics/queue-lag", ReadOnly, queue_lag)
-            .doc(filtered(window_params(op("Delivery waits per queue and bucket"), "1 h"))
+            .doc(op("Delivery waits per queue and bucket").query_of::<WindowQuery<1>>().query_of::<QueueFilter>()
                 .fails(400, WINDOW_FAILS)
                 .answers::<Vec<LagPoint>>(200, "The waits."))
             .reads_request(&[WINDOW_SEED], series(1)),
         route(M::GET, "/api/v1/analytics/queue-ops", ReadOnly, queue_ops)
-            .doc(filtered(window_params(op("Operations per queue and bucket"), "1 h"))
+            .doc(op("Operations per queue and bucket").query_of::<WindowQuery<1>>().query_of::<QueueFilter>()
                 .fails(400, WINDOW_FAILS)
                 .answers::<QueueOps>(200, "The series."))
             .reads_request(&[WINDOW_SEED], series(1)),
         // The tenant's queues only, though the counts come from the fleet's samples.
         route(M::GET, "/api/v1/analytics/queue-parked-replicas", ReadOnly, queue_parked_replicas)
-            .doc(window_params(op("Parked long-polls per queue and broker"), "1 h")
+            .doc(op("Parked long-polls per queue and broker").query_of::<WindowQuery<1>>()
                 .query("queue", string(), "Only this queue.")
                 .fails(400, "`from must not be after to`, `from must be an ISO-8601 timestamp`, `to must be an ISO-8601 timestamp`.")
                 .answers::<ParkedReplicas>(200, "The series."))
@@ -57,7 +57,7 @@ pub(crate) fn routes() -> Vec<Entry> {
                 parked_query(&p).map(drop)
             }),
         route(M::GET, "/api/v1/analytics/retention", ReadOnly, retention)
-            .doc(filtered(window_params(op("Messages deleted by retention"), "24 h"))
+            .doc(op("Messages deleted by retention").query_of::<WindowQuery<24>>().query_of::<QueueFilter>()
                 .fails(400, WINDOW_FAILS)
                 .answers::<RetentionSeries>(200, "The series."))
             .reads_request(&[WINDOW_SEED], series(24)),

@@ -9,16 +9,15 @@ use axum::Extension;
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 use uuid::Uuid;
 
 use super::answer::{Answer, Millis, Null, True};
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
-use super::openapi::schemas::{flag_param, string};
 use super::openapi::{Doc, Tag};
-use super::params::{Paging, Params};
+use super::params::{Flag, Paging, Params};
 use super::path::PathParams;
 use super::read;
 use super::routes::{route, Entry, Level::*};
@@ -41,7 +40,47 @@ const LAGGING: Paging = Paging {
     max: 1000,
 };
 
-const DELETE_METADATA: &str = "Also forget the group's stored start point (its next pop starts it afresh); only `true` or `1` are true, so anything else sent keeps it.";
+/// The groups listed, as [`list_query`] reads them.
+#[derive(Deserialize, JsonSchema)]
+#[expect(
+    dead_code,
+    reason = "describes the query string; `Params` reads it, by Queen's rules"
+)]
+struct ListFilter {
+    /// Only this queue's groups (a Regent extension).
+    #[schemars(with = "String")]
+    queue: Option<String>,
+    /// Only groups whose name contains this (a Regent extension).
+    #[schemars(with = "String")]
+    search: Option<String>,
+}
+
+/// The lag threshold, as [`lagging_query`] reads it.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[expect(
+    dead_code,
+    reason = "describes the query string; `Params` reads it, by Queen's rules"
+)]
+struct LaggingQuery {
+    /// The threshold in seconds.
+    #[schemars(with = "f64", range(min = 0), extend("default" = 3600))]
+    min_lag_seconds: Option<String>,
+}
+
+/// A group's deletion, as [`delete_metadata`] reads it.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[expect(
+    dead_code,
+    reason = "describes the query string; `Params` reads it, by Queen's rules"
+)]
+struct DeleteQuery {
+    /// Also forget the group's stored start point (its next pop starts it afresh); only
+    /// `true` or `1` are true, so anything else sent keeps it.
+    #[schemars(with = "Flag", extend("default" = "true"))]
+    delete_metadata: Option<String>,
+}
 
 pub(crate) fn routes() -> Vec<Entry> {
     use Method as M;
@@ -49,8 +88,7 @@ pub(crate) fn routes() -> Vec<Entry> {
     vec![
         route(M::GET, "/api/v1/consumer-groups", ReadOnly, list)
             .doc(op("Consumer groups on each queue")
-                .query("queue", string(), "Only this queue's groups (a Regent extension).")
-                .query("search", string(), "Only groups whose name contains this (a Regent extension).")
+                .query_of::<ListFilter>()
                 .paged(Paging::LISTING, "(Group, queue) pairs")
                 .answers::<Vec<GroupAnswer>>(200, "The groups."))
             .reads_request(&["?queue=orders&search=led&limit=10"], |p: Params| async move {
@@ -58,7 +96,7 @@ pub(crate) fn routes() -> Vec<Entry> {
             }),
         route(M::GET, "/api/v1/consumer-groups/lagging", ReadOnly, lagging)
             .doc(op("Cursors lagging past a threshold")
-                .query("minLagSeconds", json!({"type": "number", "minimum": 0, "default": 3600}), "The threshold in seconds.")
+                .query_of::<LaggingQuery>()
                 .paged(LAGGING, "Cursors")
                 .fails(400, "`minLagSeconds must be a non-negative number, got '<v>'`.")
                 .answers::<Vec<LaggingCursor>>(200, "The lagging cursors."))
@@ -74,7 +112,7 @@ pub(crate) fn routes() -> Vec<Entry> {
             }),
         route(M::DELETE, GROUP, Admin, delete)
             .doc(op("Delete a group on every queue")
-                .query("deleteMetadata", flag_param(true), DELETE_METADATA)
+                .query_of::<DeleteQuery>()
                 .answers::<GroupDeleted>(200, "Deleted."))
             .reads_request(&["ledger?deleteMetadata=true"], |_: PathParams<String>, p: Params| async move {
                 let _ = delete_metadata(&p);
@@ -88,7 +126,7 @@ pub(crate) fn routes() -> Vec<Entry> {
             .reads_body(&[r#"{"subscriptionTimestamp": "2026-01-02T03:04:05Z"}"#], parse_subscription),
         route(M::DELETE, "/api/v1/consumer-groups/{group}/queues/{queue}", Admin, delete_for_queue)
             .doc(op("Delete a group on one queue")
-                .query("deleteMetadata", flag_param(true), DELETE_METADATA)
+                .query_of::<DeleteQuery>()
                 .answers::<GroupDeleted>(200, "Deleted."))
             .reads_request(&["ledger/orders?deleteMetadata=false"], |_: PathParams<(String, String)>, p: Params| async move {
                 let _ = delete_metadata(&p);

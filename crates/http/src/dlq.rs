@@ -8,14 +8,13 @@ use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::Value;
 use uuid::Uuid;
 
 use super::answer::{Answer, Millis, Pagination};
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
-use super::openapi::schemas::string;
 use super::openapi::{Doc, Tag};
 use super::params::{Paging, Params};
 use super::read;
@@ -46,19 +45,41 @@ const BULK_SEEDS: &[&str] = &[
     r#"{"reason": "", "partition": "Default"}"#,
 ];
 
+/// A listing's filter, as [`list_filter`] reads it.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[expect(
+    dead_code,
+    reason = "describes the query string; `Params` reads it, by Queen's rules"
+)]
+struct ListFilter {
+    /// Exact queue name.
+    #[schemars(with = "String")]
+    queue: Option<String>,
+    /// Exact group name.
+    #[schemars(with = "String")]
+    consumer_group: Option<String>,
+    /// Exact partition name.
+    #[schemars(with = "String")]
+    partition: Option<String>,
+    /// On the failure time, inclusive.
+    #[schemars(with = "String", extend("format" = "date-time"))]
+    from: Option<String>,
+    /// On the failure time.
+    #[schemars(with = "String", extend("format" = "date-time"))]
+    to: Option<String>,
+    /// The reason exactly, as the bulk requeue and delete select it (a Regent extension).
+    #[schemars(with = "String")]
+    reason: Option<String>,
+}
+
 pub(crate) fn routes() -> Vec<Entry> {
     use Method as M;
     let op = |summary| Doc::op(TAG, summary);
-    let date_time = || json!({"type": "string", "format": "date-time"});
     vec![
         route(M::GET, "/api/v1/dlq", ReadOnly, list)
             .doc(op("List dead letters")
-                .query("queue", string(), "Exact queue name.")
-                .query("consumerGroup", string(), "Exact group name.")
-                .query("partition", string(), "Exact partition name.")
-                .query("from", date_time(), "On the failure time, inclusive.")
-                .query("to", date_time(), "On the failure time.")
-                .query("reason", string(), "The reason exactly, as the bulk requeue and delete select it (a Regent extension).")
+                .query_of::<ListFilter>()
                 .paged(LISTING, "Dead letters")
                 .fails(400, "`from must be an ISO-8601 timestamp`, `to must be an ISO-8601 timestamp`.")
                 .answers::<DeadLetters>(200, "A page of dead letters."))

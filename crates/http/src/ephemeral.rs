@@ -14,7 +14,7 @@ use axum::Extension;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use regent_config::Config;
 use regent_rules::ephemeral::{AckStatus, Declared, Options, Outcome, Policy};
@@ -28,9 +28,8 @@ use super::answer::Answer;
 use super::auth::Principal;
 use super::body::RawBody;
 use super::error::{ApiError, CodedBody};
-use super::openapi::schemas::{flag_param, int_param, string};
 use super::openapi::{Doc, Tag};
-use super::params::Params;
+use super::params::{Flag, Params};
 use super::path::PathParams;
 use super::push::{self, MAX_NAME_BYTES};
 use super::read;
@@ -94,7 +93,7 @@ pub(crate) fn routes() -> Vec<Entry> {
                 |b| parse_push(b, FUZZ_MAX_ITEMS).map(drop),
             ),
         route(M::GET, "/api/v1/ephemeral/pop", ReadWrite, pop)
-            .doc(pop_params(op("Pop from an ephemeral queue"), &DEFAULTS)
+            .doc(op("Pop from an ephemeral queue").query_of::<PopQuery>()
                 .fails(400, "`queue is required`, `<field> must be at most 512 bytes`, `<field> must not contain NUL`; an undecodable query string.")
                 .answers_with_retry::<super::error::LimitBody>(429, "`quota_exceeded`: the tenant has 1,000 ephemeral queues and this one is not one of them.")
                 .answers::<PopAnswer>(200, "The messages."))
@@ -132,15 +131,40 @@ static DEFAULTS: std::sync::LazyLock<Config> = std::sync::LazyLock::new(Config::
 /// The fuzzer's bound on a request's items (the default `MAX_PUSH_ITEMS`).
 const FUZZ_MAX_ITEMS: usize = 10_000;
 
-fn pop_params(d: Doc, c: &Config) -> Doc {
-    d.query("queue", string(), "The queue (required).")
-        .query("partition", string(), "One partition; absent: any.")
-        .query("batch", int_param(1, Some(1), Some(MAX_BATCH)), "Most messages in the answer.")
-        .query("wait", flag_param(false), "`true` or `1`: long-poll until messages arrive or `timeout` passes.")
-        .query("timeout", json!({"type": "integer", "minimum": 0, "default": c.default_timeout, "x-clamped-to": c.max_timeout}),
-            "The long-poll deadline in ms (`DEFAULT_TIMEOUT`), clamped to `MAX_TIMEOUT`.")
-        .query("group", json!({"type": "string", "default": QUEUE_MODE}), "The consumer group; absent or empty: queue mode.")
-        .query("autoAck", flag_param(false), "Done at delivery: no lease, nothing to ack (at most once).")
+/// An ephemeral pop's query string, as [`ask`] reads it, with the defaults and clamps of
+/// [`DEFAULTS`].
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[expect(
+    dead_code,
+    reason = "describes the query string; `Params` reads it, by Queen's rules"
+)]
+struct PopQuery {
+    /// The queue (required).
+    #[schemars(with = "String")]
+    queue: Option<String>,
+    /// One partition; absent: any.
+    #[schemars(with = "String")]
+    partition: Option<String>,
+    /// Most messages in the answer.
+    #[schemars(with = "i64", range(min = 1, max = MAX_BATCH), extend("default" = 1))]
+    batch: Option<String>,
+    /// `true` or `1`: long-poll until messages arrive or `timeout` passes.
+    #[schemars(with = "Flag", extend("default" = "false"))]
+    wait: Option<String>,
+    /// The long-poll deadline in ms (`DEFAULT_TIMEOUT`), clamped to `MAX_TIMEOUT`.
+    #[schemars(
+        with = "i64",
+        range(min = 0),
+        extend("default" = DEFAULTS.default_timeout, "x-clamped-to" = DEFAULTS.max_timeout)
+    )]
+    timeout: Option<String>,
+    /// The consumer group; absent or empty: queue mode.
+    #[schemars(with = "String", extend("default" = QUEUE_MODE))]
+    group: Option<String>,
+    /// Done at delivery: no lease, nothing to ack (at most once).
+    #[schemars(with = "Flag", extend("default" = "false"))]
+    auto_ack: Option<String>,
 }
 
 // ---------------------------------------------------------------- reading

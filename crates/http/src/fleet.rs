@@ -10,36 +10,46 @@ use axum::http::Method;
 use axum::Extension;
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::analytics::TAG;
 use super::answer::{Answer, Millis, Null};
 use super::auth::Principal;
 use super::error::ApiError;
-use super::openapi::schemas::string;
 use super::openapi::Doc;
 use super::params::Params;
 use super::routes::{route, Entry, Level::*};
-use super::time::{instant, window_params, TimeRange};
+use super::time::{instant, TimeRange, WindowQuery};
 use super::State;
 use regent_service::fleet::pg_stats as pg;
 use regent_service::fleet::{
     percent, Cpu, FleetPoint, Gauge, Ops, PgStats, Recent, SystemPoint, Window,
 };
 
+/// The brokers a fleet route reads ([`window`]'s filter).
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[expect(
+    dead_code,
+    reason = "describes the query string; `Params` reads it, by Queen's rules"
+)]
+struct FleetFilter {
+    /// Only brokers on this host.
+    #[schemars(with = "String")]
+    hostname: Option<String>,
+    /// Only this broker (its id, new at every start).
+    #[schemars(with = "String")]
+    worker_id: Option<String>,
+}
+
 pub(crate) fn routes() -> Vec<Entry> {
     use Method as M;
     let op = |summary| Doc::op(TAG, summary);
     const FAILS: &str = "`from must not be after to`, `from must be an ISO-8601 timestamp`, `to must be an ISO-8601 timestamp`.";
     let fleet = |doc: Doc| {
-        window_params(doc, "1 h")
-            .query("hostname", string(), "Only brokers on this host.")
-            .query(
-                "workerId",
-                string(),
-                "Only this broker (its id, new at every start).",
-            )
+        doc.query_of::<WindowQuery<1>>()
+            .query_of::<FleetFilter>()
             .fails(400, FAILS)
     };
     let reader = |p: Params| async move { window(&p).map(drop) };

@@ -7,15 +7,14 @@ use axum::http::Method;
 use axum::Extension;
 use chrono::{DateTime, Duration, DurationRound, Utc};
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::Value;
 use uuid::Uuid;
 
 use super::answer::{Answer, Millis, True};
 use super::auth::Principal;
 use super::error::ApiError;
-use super::openapi::schemas::string;
 use super::openapi::{Doc, Tag};
 use super::params::{Paging, Params};
 use super::path::PathParams;
@@ -23,6 +22,7 @@ use super::routes::{route, Entry, Level::*};
 use super::time::instant;
 use super::State;
 use regent_rules::message_status::{Seen, Status};
+use regent_rules::naming::QUEUE_MODE;
 use regent_rules::options::QueueOptions;
 use regent_service::messages::Scope;
 use regent_service::messages::{Done, Found, ListQuery};
@@ -47,20 +47,59 @@ const BAD_PID: &str = "`partitionId must be a UUID`.";
 
 const SEEDS: &[&str] = &["0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d/ord-77-created"];
 
+/// A listing's filter, as [`list_query`] reads it.
+#[derive(Deserialize, JsonSchema)]
+#[expect(
+    dead_code,
+    reason = "describes the query string; `Params` reads it, by Queen's rules"
+)]
+struct ListFilter {
+    /// Exact queue name.
+    #[schemars(with = "String")]
+    queue: Option<String>,
+    /// Exact partition name.
+    #[schemars(with = "String")]
+    partition: Option<String>,
+    /// Namespace (the key is `ns`, not `namespace`).
+    #[schemars(with = "String")]
+    ns: Option<String>,
+    /// Task.
+    #[schemars(with = "String")]
+    task: Option<String>,
+    /// On the computed status; another value matches nothing.
+    #[schemars(
+        with = "String",
+        extend("enum" = ["pending", "processing", "completed", "dead_letter"])
+    )]
+    status: Option<String>,
+    /// Inclusive; default an hour ago.
+    #[schemars(with = "String", extend("format" = "date-time"))]
+    from: Option<String>,
+    /// Rounded up to the end of its minute; default now.
+    #[schemars(with = "String", extend("format" = "date-time"))]
+    to: Option<String>,
+}
+
+/// The group a dead letter is filed for, as [`dlq_group`] reads it.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[expect(
+    dead_code,
+    reason = "describes the query string; `Params` reads it, by Queen's rules"
+)]
+struct DlqQuery {
+    /// The group the dead letter is filed for.
+    #[schemars(with = "String", extend("default" = QUEUE_MODE))]
+    consumer_group: Option<String>,
+}
+
 pub(crate) fn routes() -> Vec<Entry> {
     use Method as M;
     let op = |summary| Doc::op(TAG, summary);
-    let date_time = || json!({"type": "string", "format": "date-time"});
     vec![
         route(M::GET, "/api/v1/messages", ReadOnly, list)
             .doc(op("List messages, newest first")
-                .query("queue", string(), "Exact queue name.")
-                .query("partition", string(), "Exact partition name.")
-                .query("ns", string(), "Namespace (the key is `ns`, not `namespace`).")
-                .query("task", string(), "Task.")
-                .query("status", json!({"enum": ["pending", "processing", "completed", "dead_letter"]}), "On the computed status; another value matches nothing.")
-                .query("from", date_time(), "Inclusive; default an hour ago.")
-                .query("to", date_time(), "Rounded up to the end of its minute; default now.")
+                .query_of::<ListFilter>()
                 .paged(LISTING, "Messages")
                 .fails(400, "`from must be an ISO-8601 timestamp`, `to must be an ISO-8601 timestamp`.")
                 .answers::<Listing>(200, "A page of messages."))
@@ -88,7 +127,7 @@ pub(crate) fn routes() -> Vec<Entry> {
             .reads_request(SEEDS, read_message),
         route(M::POST, "/api/v1/messages/{partition_id}/{transaction_id}/dlq", ReadWrite, to_dlq)
             .doc(op("Move a message to the dead-letter queue")
-                .query("consumerGroup", json!({"type": "string", "default": "__QUEUE_MODE__"}), "The group the dead letter is filed for.")
+                .query_of::<DlqQuery>()
                 .fails(400, BAD_PID)
                 .fails(404, "`Message not found`.")
                 .answers::<DeadLettered>(200, "Dead-lettered."))

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use axum::extract::{FromRequestParts, Query};
 use axum::http::request::Parts;
+use schemars::JsonSchema;
 
 use regent_rules::bounds::MAX_OFFSET;
 use regent_service::queues::Page;
@@ -13,6 +14,16 @@ use regent_service::queues::Page;
 use super::error::ApiError;
 
 pub struct Params(HashMap<String, String>);
+
+/// A query flag as [`Params::flag`] reads it: only `true` or `1` are true. Documents a query
+/// type's field (`#[schemars(with = "Flag")]`).
+#[derive(JsonSchema)]
+#[schemars(example = &"true", example = &"false")]
+#[expect(
+    dead_code,
+    reason = "describes a query string's value; `Params::flag` reads it"
+)]
+pub(crate) struct Flag(String);
 
 impl<S: Send + Sync> FromRequestParts<S> for Params {
     type Rejection = ApiError;

@@ -8,9 +8,9 @@ use axum::http::Method;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::Value;
 use uuid::Uuid;
 
 use regent_config::Config;
@@ -23,9 +23,8 @@ use super::answer::{Answer, Micros, True};
 use super::auth::Principal;
 use super::error::ApiError;
 use super::handover::respond;
-use super::openapi::schemas::{flag_param, int_param, string};
 use super::openapi::Doc;
-use super::params::Params;
+use super::params::{Flag, Params};
 use super::path::PathParams;
 use super::routes::{route, Entry, Level::ReadWrite};
 use super::{AppState, State};
@@ -34,8 +33,7 @@ const SUBSCRIPTION_FROM_400: &str =
     "`subscriptionFrom` unparsable; an undecodable query string or path segment.";
 
 pub(crate) fn routes() -> Vec<Entry> {
-    let doc =
-        |summary, partitions: bool| pop_params(Doc::op(ack::TAG, summary), &DEFAULTS, partitions);
+    let doc = |summary, partitions: bool| pop_params(Doc::op(ack::TAG, summary), partitions);
     vec![
         route(Method::GET, "/api/v1/pop/queue/{queue}", ReadWrite, pop_queue)
             .doc(doc("Pop from any partition of a queue", true)
@@ -55,8 +53,7 @@ pub(crate) fn routes() -> Vec<Entry> {
                 }),
         route(Method::GET, "/api/v1/pop", ReadWrite, pop_scope)
             .doc(doc("Pop across a namespace or task", true)
-                .query("namespace", string(), "The queues' namespace (this or `task` is required).")
-                .query("task", string(), "The queues' task.")
+                .query_of::<ScopeQuery>()
                 .fails(400, "`namespace or task is required`; `subscriptionFrom` unparsable."))
             .reads_request(&["?namespace=billing&task=invoice&batch=100&subscriptionMode=all"], |p: Params| async move {
                 scope(&p).and_then(|t| ask(&DEFAULTS, &p, t)).map(drop)
@@ -68,28 +65,90 @@ pub(crate) fn routes() -> Vec<Entry> {
 /// document and what the fuzzer reads with.
 static DEFAULTS: std::sync::LazyLock<Config> = std::sync::LazyLock::new(Config::defaults);
 
-/// The query parameters every pop reads, with `c`'s defaults and clamps, and its answer.
-fn pop_params(d: Doc, c: &Config, partitions: bool) -> Doc {
-    let d = d.query("batch", int_param(c.default_batch_size, Some(1), Some(c.max_batch_size)),
-        &format!("Most messages in the answer, over every claimed partition. Absent: `DEFAULT_BATCH_SIZE` ({}), or `AUTOPILOT_BATCH_SIZE` ({}) with `autopilot=true`; larger values are clamped to `MAX_BATCH_SIZE` ({}).", c.default_batch_size, c.autopilot_batch_size, c.max_batch_size));
+/// The query parameters every pop reads ([`ask`]), with the defaults and clamps of
+/// [`DEFAULTS`], and its answer; `partitions` where the route claims more than one.
+fn pop_params(d: Doc, partitions: bool) -> Doc {
+    let d = d.query_of::<PopQuery>();
     let d = if partitions {
-        d.query(
-            "partitions",
-            int_param(1, Some(1), Some(MAX_PARTITIONS)),
-            "Most partitions claimed under the lease.",
-        )
+        d.query_of::<PartitionsQuery>()
     } else {
         d
     };
-    d.query("wait", flag_param(false), "`true` or `1`: long-poll until messages arrive or `timeout` passes.")
-        .query("timeout", json!({"type": "integer", "minimum": 0, "default": c.default_timeout, "x-clamped-to": c.max_timeout}),
-            "The long-poll deadline in ms (`DEFAULT_TIMEOUT`), clamped to `MAX_TIMEOUT`; the Python client gives up at `timeout` + 5 s.")
-        .query("consumerGroup", json!({"type": "string", "default": QUEUE_MODE}), "The group whose cursor is read; absent or empty: queue mode.")
-        .query("autoAck", flag_param(false), "Commit at delivery: no lease, `leaseId` is `\"\"`, nothing to ack (at-most-once).")
-        .query("subscriptionMode", string(), "A named group's first-join start: `new`, `new-only` or `now` start at the end; anything else (`all`, `from_beginning`) from the first message, as in Queen 0.15. Absent: `DEFAULT_SUBSCRIPTION_MODE`.")
-        .query("subscriptionFrom", json!({"type": "string", "examples": ["2026-04-26T10:00:00Z", "now"]}), "A named group's first-join start instant (ISO-8601, or `now`); wins over `subscriptionMode`. Unparsable: 400 (Queen 0.15 silently starts from the beginning).")
-        .query("autopilot", flag_param(false), "1.2+ clients: the broker picks the `batch` and `partitions` left out, and echoes them under `autopilot`.")
-        .answers::<PopAnswer>(200, "Messages, or an empty shape.")
+    d.answers::<PopAnswer>(200, "Messages, or an empty shape.")
+}
+
+/// A pop's query string, as [`ask`] reads it.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[expect(
+    dead_code,
+    reason = "describes the query string; `Params` reads it, by Queen's rules"
+)]
+struct PopQuery {
+    #[schemars(
+        with = "i64",
+        range(min = 1, max = DEFAULTS.max_batch_size),
+        extend("default" = DEFAULTS.default_batch_size),
+        description = format!("Most messages in the answer, over every claimed partition. Absent: `DEFAULT_BATCH_SIZE` ({}), or `AUTOPILOT_BATCH_SIZE` ({}) with `autopilot=true`; larger values are clamped to `MAX_BATCH_SIZE` ({}).", DEFAULTS.default_batch_size, DEFAULTS.autopilot_batch_size, DEFAULTS.max_batch_size),
+    )]
+    batch: Option<String>,
+    /// `true` or `1`: long-poll until messages arrive or `timeout` passes.
+    #[schemars(with = "Flag", extend("default" = "false"))]
+    wait: Option<String>,
+    /// The long-poll deadline in ms (`DEFAULT_TIMEOUT`), clamped to `MAX_TIMEOUT`; the Python
+    /// client gives up at `timeout` + 5 s.
+    #[schemars(
+        with = "i64",
+        range(min = 0),
+        extend("default" = DEFAULTS.default_timeout, "x-clamped-to" = DEFAULTS.max_timeout)
+    )]
+    timeout: Option<String>,
+    /// The group whose cursor is read; absent or empty: queue mode.
+    #[schemars(with = "String", extend("default" = QUEUE_MODE))]
+    consumer_group: Option<String>,
+    /// Commit at delivery: no lease, `leaseId` is `""`, nothing to ack (at-most-once).
+    #[schemars(with = "Flag", extend("default" = "false"))]
+    auto_ack: Option<String>,
+    /// A named group's first-join start: `new`, `new-only` or `now` start at the end; anything
+    /// else (`all`, `from_beginning`) from the first message, as in Queen 0.15. Absent:
+    /// `DEFAULT_SUBSCRIPTION_MODE`.
+    #[schemars(with = "String")]
+    subscription_mode: Option<String>,
+    /// A named group's first-join start instant (ISO-8601, or `now`); wins over
+    /// `subscriptionMode`. Unparsable: 400 (Queen 0.15 silently starts from the beginning).
+    #[schemars(with = "String", example = &"2026-04-26T10:00:00Z", example = &"now")]
+    subscription_from: Option<String>,
+    /// 1.2+ clients: the broker picks the `batch` and `partitions` left out, and echoes them
+    /// under `autopilot`.
+    #[schemars(with = "Flag", extend("default" = "false"))]
+    autopilot: Option<String>,
+}
+
+/// `partitions`, where a pop may claim several.
+#[derive(Deserialize, JsonSchema)]
+#[expect(
+    dead_code,
+    reason = "describes the query string; `Params` reads it, by Queen's rules"
+)]
+struct PartitionsQuery {
+    /// Most partitions claimed under the lease.
+    #[schemars(with = "i64", range(min = 1, max = MAX_PARTITIONS), extend("default" = 1))]
+    partitions: Option<String>,
+}
+
+/// `GET /api/v1/pop`'s target, as [`scope`] reads it.
+#[derive(Deserialize, JsonSchema)]
+#[expect(
+    dead_code,
+    reason = "describes the query string; `Params` reads it, by Queen's rules"
+)]
+struct ScopeQuery {
+    /// The queues' namespace (this or `task` is required).
+    #[schemars(with = "String")]
+    namespace: Option<String>,
+    /// The queues' task.
+    #[schemars(with = "String")]
+    task: Option<String>,
 }
 
 /// The most partitions one pop claims.

@@ -7,8 +7,7 @@ use axum::http::Method;
 use axum::Extension;
 use chrono::{DateTime, Duration, Utc};
 use schemars::JsonSchema;
-use serde::Serialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::answer::{Answer, Millis, Null, Pagination};
@@ -16,13 +15,12 @@ use super::auth::Principal;
 use super::configure::OptionsEcho;
 use super::error::ApiError;
 use super::messages::MessageAt;
-use super::openapi::schemas::string;
 use super::openapi::{Doc, Tag};
 use super::params::{Paging, Params};
 use super::path::PathParams;
 use super::resources::{stats_age, stats_age_secs, Counts, PartitionPage, QueueListed};
 use super::routes::{route, Entry, Level::*};
-use super::time::{instant, window_params, TimeRange};
+use super::time::{instant, TimeRange, WindowQuery};
 use super::State;
 use regent_rules::message_status::Status;
 use regent_rules::options::QueueOptions;
@@ -61,12 +59,11 @@ pub(crate) fn routes() -> Vec<Entry> {
     vec![
         route(M::GET, "/api/v1/status", ReadOnly, status)
             .doc(
-                filtered(window_params(
-                    op("Throughput, leases and dead letters over a window"),
-                    "1 h",
-                ))
-                .fails(400, WINDOW_FAILS)
-                .answers::<StatusAnswer>(200, "The status."),
+                op("Throughput, leases and dead letters over a window")
+                    .query_of::<WindowQuery<1>>()
+                    .query_of::<QueueFilter>()
+                    .fails(400, WINDOW_FAILS)
+                    .answers::<StatusAnswer>(200, "The status."),
             )
             .reads_request(&[WINDOW_SEED], |p: Params| async move {
                 series_query(&p, Duration::hours(1)).map(drop)
@@ -74,8 +71,7 @@ pub(crate) fn routes() -> Vec<Entry> {
         route(M::GET, "/api/v1/status/queues", ReadOnly, queues)
             .doc(
                 op("A page of queues")
-                    .query("namespace", string(), "Only this namespace.")
-                    .query("task", string(), "Only this task.")
+                    .query_of::<QueuesQuery>()
                     .paged(QUEUE_STATS, "Queues")
                     .answers::<QueueStats>(200, "The page."),
             )
@@ -117,13 +113,11 @@ pub(crate) fn routes() -> Vec<Entry> {
         ),
         route(M::GET, "/api/v1/status/analytics", ReadOnly, analytics)
             .doc(
-                filtered(window_params(op("Messages pushed per interval"), "24 h"))
+                op("Messages pushed per interval")
+                    .query_of::<WindowQuery<24>>()
+                    .query_of::<QueueFilter>()
                     .fails(400, WINDOW_FAILS)
-                    .query(
-                        "interval",
-                        json!({"enum": ["minute", "hour", "day"], "default": "hour"}),
-                        "Bucket width; any other value is `hour`.",
-                    )
+                    .query_of::<IntervalQuery>()
                     .answers::<PushedSeries>(200, "The series."),
             )
             .reads_request(
@@ -134,10 +128,48 @@ pub(crate) fn routes() -> Vec<Entry> {
 }
 
 /// `queue`, `namespace`, `task` as [`filter`] reads them.
-pub(crate) fn filtered(doc: Doc) -> Doc {
-    doc.query("queue", string(), "Only this queue.")
-        .query("namespace", string(), "Only this namespace's queues.")
-        .query("task", string(), "Only this task's queues.")
+#[derive(Deserialize, JsonSchema)]
+#[expect(
+    dead_code,
+    reason = "describes the query string; `Params` reads it, by Queen's rules"
+)]
+pub(crate) struct QueueFilter {
+    /// Only this queue.
+    #[schemars(with = "String")]
+    queue: Option<String>,
+    /// Only this namespace's queues.
+    #[schemars(with = "String")]
+    namespace: Option<String>,
+    /// Only this task's queues.
+    #[schemars(with = "String")]
+    task: Option<String>,
+}
+
+/// A page of queues' filter, as [`queues_listing`] reads it.
+#[derive(Deserialize, JsonSchema)]
+#[expect(
+    dead_code,
+    reason = "describes the query string; `Params` reads it, by Queen's rules"
+)]
+struct QueuesQuery {
+    /// Only this namespace.
+    #[schemars(with = "String")]
+    namespace: Option<String>,
+    /// Only this task.
+    #[schemars(with = "String")]
+    task: Option<String>,
+}
+
+/// The analytics' bucket width, as [`analytics_query`] reads it.
+#[derive(Deserialize, JsonSchema)]
+#[expect(
+    dead_code,
+    reason = "describes the query string; `Params` reads it, by Queen's rules"
+)]
+struct IntervalQuery {
+    /// Bucket width; any other value is `hour`.
+    #[schemars(with = "String", extend("enum" = ["minute", "hour", "day"], "default" = "hour"))]
+    interval: Option<String>,
 }
 
 /// Only `queue`, or a `namespace`'s or `task`'s queues, when sent.

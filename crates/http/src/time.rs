@@ -4,12 +4,10 @@
 
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
-use serde::Serialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use super::answer::Millis;
 use super::error::ApiError;
-use super::openapi::Doc;
 use super::params::Params;
 
 /// The query parameter `key` as an ISO-8601 instant, if sent; 400 naming it otherwise.
@@ -24,15 +22,22 @@ pub fn instant(p: &Params, key: &str) -> Result<Option<DateTime<Utc>>, ApiError>
 }
 
 /// `from` and `to` as [`instant`] reads them: a window ending at `to` (default now) and
-/// starting at `from` (default: `default` before `to`, in the route's words).
-pub(crate) fn window_params(doc: Doc, default: &str) -> Doc {
-    let instant = || json!({"type": "string", "format": "date-time"});
-    doc.query(
-        "from",
-        instant(),
-        &format!("Start of the window; default: {default} before `to`."),
-    )
-    .query("to", instant(), "End of the window; default now.")
+/// starting at `from` (default: `HOURS` hours before `to`, as the route reads it).
+#[derive(Deserialize, JsonSchema)]
+#[expect(
+    dead_code,
+    reason = "describes the query string; `Params` reads it, by Queen's rules"
+)]
+pub(crate) struct WindowQuery<const HOURS: u32> {
+    #[schemars(
+        with = "String",
+        extend("format" = "date-time"),
+        description = format!("Start of the window; default: {HOURS} h before `to`.")
+    )]
+    from: Option<String>,
+    /// End of the window; default now.
+    #[schemars(with = "String", extend("format" = "date-time"))]
+    to: Option<String>,
 }
 
 /// A window as the answers name it.

@@ -18,6 +18,7 @@
 //! names. The few bodies still written out (`Doc::body`) are built from the constants their
 //! parsers read (queue options, limits).
 
+mod object;
 pub(crate) mod schemas;
 
 use std::collections::BTreeMap;
@@ -29,8 +30,13 @@ use axum::response::{IntoResponse, Response};
 use schemars::generate::SchemaSettings;
 use schemars::transform::RecursiveTransform;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
+use self::object::{
+    Content, In, OpResponse, Operation, Parameter, Ref, RequestBody, ResponseObject,
+    SecurityRequirement,
+};
 use super::params::Paging;
 use super::routes::{self, Entry as Routed, Level, Route};
 
@@ -39,8 +45,8 @@ use super::routes::{self, Entry as Routed, Level, Route};
 pub struct Doc {
     pub summary: &'static str,
     tag: Tag,
-    /// Each query parameter's name and its parameter object.
-    query: Vec<(&'static str, Value)>,
+    /// The query parameters.
+    query: Vec<Parameter>,
     body: Option<Body>,
     responses: BTreeMap<u16, Reply>,
     /// Whether a refused quota (`maxMessages`) is among this route's 429s.
@@ -73,18 +79,21 @@ impl BodySchema {
 }
 
 impl Body {
-    fn render(&self, g: &mut SchemaGenerator) -> Value {
-        json!({
-            "required": self.required, "description": self.description,
-            "content": { "application/json": { "schema": self.schema.render(g) } },
-        })
+    fn render(&self, g: &mut SchemaGenerator) -> RequestBody {
+        RequestBody {
+            required: self.required,
+            description: self.description.clone(),
+            content: Content::json(self.schema.render(g)),
+        }
     }
 }
 
 /// One documented answer.
 enum Reply {
-    /// A response object as given (an error component, another content type).
+    /// A response object as given (another content type).
     Raw(Value),
+    /// A shared response (an error component), in this route's words.
+    Ref(Ref),
     /// A JSON answer described by the schema of the type the handler returns.
     Typed {
         description: String,
@@ -110,13 +119,36 @@ impl Doc {
 
     /// A query parameter: its JSON Schema (type, default, bounds) and what it means.
     pub(crate) fn query(mut self, name: &'static str, schema: Value, description: &str) -> Doc {
-        self.query.push((
+        self.query.push(Parameter {
             name,
-            json!({
-                "name": name, "in": "query", "required": false,
-                "description": description, "schema": schema,
-            }),
-        ));
+            location: In::Query,
+            required: false,
+            description: description.to_string(),
+            schema,
+        });
+        self
+    }
+
+    /// The query parameters of `T`, one per field in the order `T` declares them: each
+    /// field's schema is its parameter's, its description the parameter's own, and its wire
+    /// name a key the fuzzer tries ([`Doc::query_names`]). `T` describes the query string;
+    /// the handler reads it with [`crate::params::Params`] (Queen's rules: an empty value is
+    /// absent, garbage numbers fall back to the default), so no parameter is required.
+    pub(crate) fn query_of<T: JsonSchema + DeserializeOwned>(mut self) -> Doc {
+        let mut g = query_generator();
+        let schema = g.root_schema_for::<T>().to_value();
+        let props = schema.get("properties").and_then(Value::as_object);
+        for name in crate::read::names::<T>() {
+            let mut schema = props
+                .and_then(|p| p.get(*name))
+                .cloned()
+                .unwrap_or_else(|| panic!("{} names no schema for {name}", T::schema_name()));
+            let description = match schema.as_object_mut().and_then(|o| o.remove("description")) {
+                Some(Value::String(d)) => d,
+                _ => String::new(),
+            };
+            self = self.query(name, schema, &description);
+        }
         self
     }
 
@@ -136,7 +168,7 @@ impl Doc {
 
     /// The names of the documented query parameters (what the fuzzer tries).
     pub(crate) fn query_names(&self) -> Vec<&'static str> {
-        self.query.iter().map(|(name, _)| *name).collect()
+        self.query.iter().map(|p| p.name).collect()
     }
 
     /// The JSON request body, of type `T`: the schema is `T`'s own, and so are the field
@@ -212,10 +244,10 @@ impl Doc {
         let component = error_component(status).expect("an error status with a component");
         self.responses.insert(
             status,
-            Reply::Raw(json!({
-                "$ref": format!("#/components/responses/{component}"),
-                "description": texts,
-            })),
+            Reply::Ref(Ref {
+                description: Some(texts.to_string()),
+                ..Ref::component("responses", component)
+            }),
         );
         self
     }
@@ -228,24 +260,19 @@ impl Doc {
 }
 
 impl Reply {
-    fn render(&self, g: &mut SchemaGenerator) -> Value {
+    fn render(&self, g: &mut SchemaGenerator) -> OpResponse {
         match self {
-            Reply::Raw(v) => v.clone(),
+            Reply::Raw(v) => OpResponse::Raw(v.clone()),
+            Reply::Ref(r) => OpResponse::Ref(r.clone()),
             Reply::Typed {
                 description,
                 schema,
                 retry_after,
-            } => {
-                let mut headers = request_id_header();
-                if *retry_after {
-                    headers["Retry-After"] = json!({ "$ref": "#/components/headers/RetryAfter" });
-                }
-                json!({
-                    "description": description,
-                    "headers": headers,
-                    "content": { "application/json": { "schema": schema(g) } },
-                })
-            }
+            } => OpResponse::Inline(ResponseObject {
+                description: description.clone(),
+                headers: object::headers(*retry_after),
+                content: Content::json(schema(g).to_value()),
+            }),
         }
     }
 }
@@ -303,10 +330,6 @@ fn intern(name: &str) -> &'static str {
     let n: &'static str = Box::leak(name.to_string().into_boxed_str());
     names.insert(n);
     n
-}
-
-fn request_id_header() -> Value {
-    json!({ "x-request-id": { "$ref": "#/components/headers/RequestId" } })
 }
 
 /// The level's name on the wire of this document.
@@ -372,12 +395,15 @@ fn operation_id(method: &Method, template: &str) -> String {
     id
 }
 
-fn path_parameter(name: &str) -> Value {
+fn path_parameter(name: &'static str) -> Parameter {
     let (description, schema) = schemas::path_param(name);
-    json!({
-        "name": name, "in": "path", "required": true,
-        "description": description, "schema": schema,
-    })
+    Parameter {
+        name,
+        location: In::Path,
+        required: true,
+        description: description.to_string(),
+        schema,
+    }
 }
 
 /// The operation object of one route of the table.
@@ -386,14 +412,13 @@ fn operation(
     entry: Option<&Doc>,
     g: &mut SchemaGenerator,
     requests: &mut SchemaGenerator,
-) -> Value {
-    let mut op = Map::new();
+) -> Operation {
     let level = level_name(route.level);
-    let mut parameters: Vec<Value> = path_params(route.path)
+    let mut parameters: Vec<Parameter> = path_params(route.path)
         .into_iter()
         .map(path_parameter)
         .collect();
-    let mut responses: BTreeMap<u16, Value> = entry
+    let mut responses: BTreeMap<u16, OpResponse> = entry
         .map(|e| {
             e.responses
                 .iter()
@@ -401,31 +426,38 @@ fn operation(
                 .collect()
         })
         .unwrap_or_default();
+    let mut op = Operation {
+        tags: Vec::new(),
+        summary: "",
+        description: String::new(),
+        operation_id: operation_id(&route.method, route.path),
+        parameters: Vec::new(),
+        request_body: None,
+        responses: BTreeMap::new(),
+        security: match route.level {
+            Level::Public => Vec::new(),
+            _ => vec![SecurityRequirement::from([("bearer", vec![level])])],
+        },
+        level,
+        undocumented: None,
+    };
     match entry {
         Some(e) => {
-            op.insert("tags".into(), json!([e.tag.0]));
-            op.insert("summary".into(), json!(e.summary));
+            op.tags = vec![e.tag.0];
+            op.summary = e.summary;
             // What the route does, Queen compatibility notes, the Python client's caller.
-            let about = crate::about::of(&route.method, route.path).unwrap_or_default();
-            op.insert("description".into(), json!(about));
-            parameters.extend(e.query.iter().map(|(_, p)| p.clone()));
-            if let Some(body) = &e.body {
-                op.insert("requestBody".into(), body.render(requests));
-            }
+            op.description = crate::about::of(&route.method, route.path)
+                .unwrap_or_default()
+                .to_string();
+            parameters.extend(e.query.iter().cloned());
+            op.request_body = e.body.as_ref().map(|b| b.render(requests));
         }
         None => {
-            op.insert("summary".into(), json!(""));
-            op.insert(
-                "description".into(),
-                json!("Undocumented: the route's table entry has no operation (`Entry::doc`)."),
-            );
-            op.insert("x-regent-undocumented".into(), json!(true));
+            op.description =
+                "Undocumented: the route's table entry has no operation (`Entry::doc`).".into();
+            op.undocumented = Some(true);
         }
     }
-    op.insert(
-        "operationId".into(),
-        json!(operation_id(&route.method, route.path)),
-    );
     // What every route of its kind can answer, unless the entry says it in its own words;
     // the texts are the shared components' (`schemas::components`).
     let has_body = entry.is_some_and(|e| e.body.is_some());
@@ -455,23 +487,14 @@ fn operation(
     for (status, component) in common {
         responses
             .entry(status)
-            .or_insert_with(|| json!({ "$ref": format!("#/components/responses/{component}") }));
+            .or_insert_with(|| OpResponse::Ref(Ref::component("responses", component)));
     }
-    let responses: Map<String, Value> = responses
+    op.responses = responses
         .into_iter()
         .map(|(status, r)| (status.to_string(), r))
         .collect();
-    if !parameters.is_empty() {
-        op.insert("parameters".into(), Value::Array(parameters));
-    }
-    op.insert("responses".into(), Value::Object(responses));
-    let security = match route.level {
-        Level::Public => json!([]),
-        _ => json!([{ "bearer": [level] }]),
-    };
-    op.insert("security".into(), security);
-    op.insert("x-regent-level".into(), json!(level));
-    Value::Object(op)
+    op.parameters = parameters;
+    op
 }
 
 /// The settings of the answers' schemas: JSON Schema 2020-12 (OpenAPI 3.1's), describing
@@ -491,6 +514,18 @@ fn generator() -> SchemaGenerator {
 /// left out but is documented without `null` says `#[schemars(with = "T", default)]`: the
 /// `"default": null` that makes is dropped here (absent has no value to show).
 fn request_generator() -> SchemaGenerator {
+    request_settings().into_generator()
+}
+
+/// The settings of the query strings' schemas: as [`request_generator`]'s, each parameter's
+/// schema whole (a parameter's schema names no shared one).
+fn query_generator() -> SchemaGenerator {
+    request_settings()
+        .with(|s| s.inline_subschemas = true)
+        .into_generator()
+}
+
+fn request_settings() -> SchemaSettings {
     SchemaSettings::draft2020_12()
         .for_deserialize()
         .with(|s| {
@@ -505,7 +540,6 @@ fn request_generator() -> SchemaGenerator {
                 *d = unwrap_lines(d);
             }
         }))
-        .into_generator()
 }
 
 /// A doc comment's text as one line per paragraph: a line break inside a paragraph is the
@@ -533,7 +567,7 @@ fn unwrap_lines(text: &str) -> String {
 fn build(entries: &[Routed]) -> Value {
     let mut g = generator();
     let mut requests = request_generator();
-    let mut paths = Map::new();
+    let mut paths: BTreeMap<String, BTreeMap<String, Operation>> = BTreeMap::new();
     let mut tags: Vec<Tag> = Vec::new();
     for e in entries {
         if let Some(tag) = e.doc.as_ref().map(|d| d.tag) {
@@ -543,11 +577,10 @@ fn build(entries: &[Routed]) -> Value {
         }
         let route = e.route();
         let doc = e.doc.as_ref();
-        let item = paths
-            .entry(openapi_path(route.path))
-            .or_insert_with(|| json!({}));
-        item[route.method.as_str().to_ascii_lowercase()] =
-            operation(&route, doc, &mut g, &mut requests);
+        paths.entry(openapi_path(route.path)).or_default().insert(
+            route.method.as_str().to_ascii_lowercase(),
+            operation(&route, doc, &mut g, &mut requests),
+        );
     }
     // The error envelopes the shared responses name.
     g.subschema_for::<crate::error::ErrorBody>();
@@ -573,7 +606,7 @@ fn build(entries: &[Routed]) -> Value {
             "license": { "name": env!("CARGO_PKG_LICENSE"), "identifier": env!("CARGO_PKG_LICENSE") },
         },
         "tags": tags.iter()
-            .map(|(name, description)| json!({ "name": name, "description": description }))
+            .map(|&(name, description)| object::Tag { name, description })
             .collect::<Vec<_>>(),
         "paths": paths,
         "components": components,
@@ -612,7 +645,7 @@ pub(crate) fn routes() -> Vec<Routed> {
                     200,
                     json!({
                         "description": "The document.",
-                        "headers": request_id_header(),
+                        "headers": object::headers(false),
                         "content": { "application/json": { "schema": {
                             "type": "object", "required": ["openapi", "info", "paths"],
                         } } },

@@ -2,10 +2,14 @@
 //! bearer scheme, the queue options' schemas built from the broker's option constants) and
 //! the path parameters' meanings.
 
+use std::collections::BTreeMap;
+
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use regent_rules::options::{BOOL_DEFAULTS, DLQ_FLAGS, INT_DEFAULTS};
 
+use super::object::{headers, Content, ResponseObject};
 use crate::push::MAX_NAME_BYTES;
 
 /// A reference to a shared schema.
@@ -35,11 +39,6 @@ pub(crate) fn int_param(default: i64, min: Option<i64>, max: Option<i64>) -> Val
         s["maximum"] = json!(m);
     }
     s
-}
-
-/// A query flag: only `true` or `1` are true (Queen's rule).
-pub(crate) fn flag_param(default: bool) -> Value {
-    json!({ "type": "string", "examples": ["true", "false"], "default": default.to_string() })
 }
 
 /// What a path parameter of the route table means, and its schema.
@@ -137,52 +136,86 @@ fn schemas() -> Value {
     })
 }
 
-fn error_response(description: &str, schema: &str, retry_after: bool) -> Value {
-    let mut headers = json!({ "x-request-id": { "$ref": "#/components/headers/RequestId" } });
-    if retry_after {
-        headers["Retry-After"] = json!({ "$ref": "#/components/headers/RetryAfter" });
+fn error_response(description: &str, schema: &str, retry_after: bool) -> ResponseObject {
+    ResponseObject {
+        description: description.to_string(),
+        headers: headers(retry_after),
+        content: Content::json(r(schema)),
     }
-    json!({
-        "description": description,
-        "headers": headers,
-        "content": { "application/json": { "schema": r(schema) } },
-    })
+}
+
+/// The document's `components`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Components {
+    schemas: Value,
+    responses: BTreeMap<&'static str, ResponseObject>,
+    headers: BTreeMap<&'static str, Header>,
+    security_schemes: BTreeMap<&'static str, SecurityScheme>,
+}
+
+/// A header object.
+#[derive(Serialize)]
+struct Header {
+    description: &'static str,
+    schema: Value,
+}
+
+/// A security scheme object (HTTP authentication).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SecurityScheme {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    scheme: &'static str,
+    bearer_format: &'static str,
+    description: &'static str,
 }
 
 /// Every component of the document.
 pub(crate) fn components() -> Value {
-    json!({
-        "schemas": schemas(),
-        "responses": {
-            "BadRequest": error_response("The request is malformed; the text says how, in Queen's words where Queen has them: a body that is not JSON (`Empty request body`, `Invalid JSON: …`), a field of the wrong type (the text names it), a query string or path segment that does not decode.", "Error", false),
-            "Unauthorized": error_response("Authentication is on (`JWT_ENABLED=true`) and the token is missing or not valid: `Authentication required`, `Empty token`, `Token has expired`, `Invalid token signature`, `Token uses HS384, expected HS256`, `Unknown key ID: <kid>`, `Token subject (sub) is <n> bytes; at most 1024 are accepted`, …", "Error", false),
-            "Forbidden": error_response("`Insufficient permissions`: the token's role is below the route's level; or `Token has no tenant: claim `tenant`` when neither the claim nor `JWT_DEFAULT_TENANT` names a tenant.", "Error", false),
-            "NotFound": error_response("Not found; the text says what.", "Error", false),
-            "Conflict": error_response("Valid, but refused by the tenant's state for now.", "Error", false),
-            "PayloadTooLarge": error_response("The body is larger than `MAX_BODY_BYTES` (16 MiB by default): `request body too large`; a `Content-Length` over it is refused before the body is read. Also a push or transaction bundle of more than `MAX_PUSH_ITEMS` items (100,000 by default).", "Error", false),
-            "HeadersTooLarge": error_response("More than 100 header fields, or more than 128 KiB of them: `Request header fields too large`.", "Error", false),
-            "TooManyRequests": error_response("Over the tenant's request rate (`TENANT_LIMITS`): `Rate limit exceeded`, `code: rate_limited`; retry after `Retry-After` seconds (the Python client does not retry it on its own).", "LimitError", true),
-            "OverLimit": error_response("Over a tenant limit (`TENANT_LIMITS`), and nothing of the request was written: the request rate (`Rate limit exceeded`, `code: rate_limited`), or the stored-message cap this request would pass (`Stored message limit reached: <n> of <cap> messages`, `code: quota_exceeded`, `Retry-After: 60`: room comes back only when a queue is deleted). The Python client does not retry it on its own.", "LimitError", true),
-            "InternalError": error_response("`Internal server error`: a fault of the broker's own (a panic included: it answers that request alone); the detail is logged with the request's id, never sent. Also Queen's 500s of a misconfigured authentication (`HS256 secret not configured`, `Failed to fetch JWKS`).", "Error", false),
-            "Unavailable": error_response("Nothing was done; safe to retry after `Retry-After` seconds (pushes are deduplicated; a retried ack moves nothing): `Database unavailable` (5 s), `Database busy` (1 s), `Server is shutting down` (1 s), or `Server busy: too many large requests at once` (1 s: a body over 1 MiB found no turn, `MAX_LARGE_REQUESTS`).", "Error", true),
-        },
-        "headers": {
-            "RequestId": {
-                "description": "The request's id: the client's own `x-request-id`, else a new UUID; every log line of the request names it.",
-                "schema": string(),
+    let c = Components {
+        schemas: schemas(),
+        responses: BTreeMap::from([
+            ("BadRequest", error_response("The request is malformed; the text says how, in Queen's words where Queen has them: a body that is not JSON (`Empty request body`, `Invalid JSON: …`), a field of the wrong type (the text names it), a query string or path segment that does not decode.", "Error", false)),
+            ("Unauthorized", error_response("Authentication is on (`JWT_ENABLED=true`) and the token is missing or not valid: `Authentication required`, `Empty token`, `Token has expired`, `Invalid token signature`, `Token uses HS384, expected HS256`, `Unknown key ID: <kid>`, `Token subject (sub) is <n> bytes; at most 1024 are accepted`, …", "Error", false)),
+            ("Forbidden", error_response("`Insufficient permissions`: the token's role is below the route's level; or `Token has no tenant: claim `tenant`` when neither the claim nor `JWT_DEFAULT_TENANT` names a tenant.", "Error", false)),
+            ("NotFound", error_response("Not found; the text says what.", "Error", false)),
+            ("Conflict", error_response("Valid, but refused by the tenant's state for now.", "Error", false)),
+            ("PayloadTooLarge", error_response("The body is larger than `MAX_BODY_BYTES` (16 MiB by default): `request body too large`; a `Content-Length` over it is refused before the body is read. Also a push or transaction bundle of more than `MAX_PUSH_ITEMS` items (100,000 by default).", "Error", false)),
+            ("HeadersTooLarge", error_response("More than 100 header fields, or more than 128 KiB of them: `Request header fields too large`.", "Error", false)),
+            ("TooManyRequests", error_response("Over the tenant's request rate (`TENANT_LIMITS`): `Rate limit exceeded`, `code: rate_limited`; retry after `Retry-After` seconds (the Python client does not retry it on its own).", "LimitError", true)),
+            ("OverLimit", error_response("Over a tenant limit (`TENANT_LIMITS`), and nothing of the request was written: the request rate (`Rate limit exceeded`, `code: rate_limited`), or the stored-message cap this request would pass (`Stored message limit reached: <n> of <cap> messages`, `code: quota_exceeded`, `Retry-After: 60`: room comes back only when a queue is deleted). The Python client does not retry it on its own.", "LimitError", true)),
+            ("InternalError", error_response("`Internal server error`: a fault of the broker's own (a panic included: it answers that request alone); the detail is logged with the request's id, never sent. Also Queen's 500s of a misconfigured authentication (`HS256 secret not configured`, `Failed to fetch JWKS`).", "Error", false)),
+            ("Unavailable", error_response("Nothing was done; safe to retry after `Retry-After` seconds (pushes are deduplicated; a retried ack moves nothing): `Database unavailable` (5 s), `Database busy` (1 s), `Server is shutting down` (1 s), or `Server busy: too many large requests at once` (1 s: a body over 1 MiB found no turn, `MAX_LARGE_REQUESTS`).", "Error", true)),
+        ]),
+        headers: BTreeMap::from([
+            (
+                "RequestId",
+                Header {
+                    description: "The request's id: the client's own `x-request-id`, else a new UUID; every log line of the request names it.",
+                    schema: string(),
+                },
+            ),
+            (
+                "RetryAfter",
+                Header {
+                    description: "Seconds to wait before retrying.",
+                    schema: int(),
+                },
+            ),
+        ]),
+        security_schemes: BTreeMap::from([(
+            "bearer",
+            SecurityScheme {
+                kind: "http",
+                scheme: "bearer",
+                bearer_format: "JWT",
+                description: BEARER,
             },
-            "RetryAfter": {
-                "description": "Seconds to wait before retrying.",
-                "schema": int(),
-            },
-        },
-        "securitySchemes": {
-            "bearer": {
-                "type": "http",
-                "scheme": "bearer",
-                "bearerFormat": "JWT",
-                "description": "Only with `JWT_ENABLED=true` (off by default: then no route needs a token). `Authorization: Bearer <token>`, or the bare token. HS256 (`JWT_SECRET`), RS256 or EdDSA (`JWT_PUBLIC_KEY`, `JWT_JWKS_URL`), or `auto`. The role (`role` claim, or the `roles` array) must reach the route's level, named in the requirement: `read-only` < `read-write` < `admin`, each including the ones before it. The `tenant` claim (`JWT_TENANT_CLAIM`, else `JWT_DEFAULT_TENANT`) decides whose queues the request sees; `sub` is stamped on pushed messages as `producerSub`.",
-            },
-        },
-    })
+        )]),
+    };
+    serde_json::to_value(c).expect("the components serialise")
 }
+
+const BEARER: &str = "Only with `JWT_ENABLED=true` (off by default: then no route needs a token). `Authorization: Bearer <token>`, or the bare token. HS256 (`JWT_SECRET`), RS256 or EdDSA (`JWT_PUBLIC_KEY`, `JWT_JWKS_URL`), or `auto`. The role (`role` claim, or the `roles` array) must reach the route's level, named in the requirement: `read-only` < `read-write` < `admin`, each including the ones before it. The `tenant` claim (`JWT_TENANT_CLAIM`, else `JWT_DEFAULT_TENANT`) decides whose queues the request sees; `sub` is stamped on pushed messages as `producerSub`.";
