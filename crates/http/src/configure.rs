@@ -53,6 +53,8 @@ pub(crate) fn parse_configure(body: &RawBody) -> Result<ConfigureBody, ApiError>
 pub(crate) fn routes() -> Vec<Entry> {
     vec![route(Method::POST, "/api/v1/configure", ReadWrite, configure)
         .doc(Doc::op(resources::TAG, "Create a queue or replace its configuration")
+            // Written out beside the options' schema, which is built from the option constants
+            // (`schemas::options_in`): the body is read key by key with Queen's casts.
             .body(true, "The queue and its options.", json!({
                 "type": "object", "required": ["queue"],
                 "properties": {

@@ -43,6 +43,8 @@ const TAG: Tag = (
 );
 
 pub(crate) fn routes() -> Vec<Entry> {
+    // Not JSON (the page, its assets, a 304): the typed responses of `openapi::object` are
+    // JSON's, so these are written out.
     let file = |content: &str, description: &str| {
         json!({
             "description": description,

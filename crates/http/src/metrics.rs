@@ -20,7 +20,8 @@ use super::State;
 use regent_service::health::Metrics;
 use regent_service::{Op, Outcome, Recheck, Snapshot};
 
-/// The text exposition's response in the document: no JSON, `Cache-Control: no-cache`.
+/// The text exposition's response in the document: no JSON, `Cache-Control: no-cache` (written
+/// out: the typed responses of `openapi::object` are JSON's).
 pub(crate) fn exposition_reply() -> serde_json::Value {
     json!({
         "description": "The exposition (`text/plain; version=0.0.4`), `Cache-Control: no-cache`.",

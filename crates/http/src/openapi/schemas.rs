@@ -12,6 +12,10 @@ use regent_rules::options::{BOOL_DEFAULTS, DLQ_FLAGS, INT_DEFAULTS};
 use super::object::{headers, Content, ResponseObject};
 use crate::push::MAX_NAME_BYTES;
 
+// The JSON Schema literals below are the few schemas no Rust type describes: a reference, a
+// path segment, a bare string or integer parameter, and the queue options, whose schema is
+// built from the option constants the broker reads them with (`regent_rules::options`).
+
 /// A reference to a shared schema.
 pub(crate) fn r(name: &str) -> Value {
     json!({ "$ref": format!("#/components/schemas/{name}") })
