@@ -605,3 +605,149 @@ async fn a_timer_is_claimed_by_its_key_put_off_and_taken_once_due() {
         .unwrap()
         .is_none());
 }
+
+/// A queue with a namespace and a task of its own (configuring it makes its `Default`
+/// partition), five messages over partitions `p` (3) and `q` (2), two of `p`'s leased by a
+/// pop: its fixture, and its tenant.
+async fn labelled(queue: &str, namespace: &str, task: &str) -> (Fixture, String) {
+    let f = fixture(queue, 3).await;
+    let (s, v) =
+        f.b.post(
+            "/api/v1/configure",
+            serde_json::json!({"queue": queue, "namespace": namespace, "task": task}),
+        )
+        .await;
+    assert!(s.is_success(), "{v}");
+    f.b.push(queue, "q", &["q0", "q1"]).await;
+    let popped =
+        f.b.get(&format!(
+            "/api/v1/pop/queue/{queue}/partition/p?wait=false&batch=2"
+        ))
+        .await
+        .1;
+    assert_eq!(Broker::txids(&popped).len(), 2, "{popped}");
+    let tenant = f.tenant().await;
+    (f, tenant)
+}
+
+#[tokio::test]
+async fn the_overview_and_rollups_sum_the_counted_queues() {
+    use regent::store::overview::{self, Label};
+    use regent::store::series::Filter;
+    let (f, tenant) = labelled("store-overview", "store-ov-ns", "store-ov-task").await;
+    let conn = f.store.client().await.unwrap();
+    let filter = Filter {
+        queue: Some("store-overview"),
+        ..Filter::default()
+    };
+    // No round has counted the queue yet: it is a queue, with nothing summed.
+    let before = overview::overview(&conn, &tenant, &filter).await.unwrap();
+    assert_eq!((before.queues, before.partitions), (1, 0));
+    assert_eq!(before.stats_age, None);
+
+    f.b.refresh_stats().await;
+    let o = overview::overview(&conn, &tenant, &filter).await.unwrap();
+    assert_eq!(
+        (o.queues, o.namespaces, o.tasks, o.partitions),
+        (1, 1, 1, 3)
+    );
+    let m = o.messages;
+    assert_eq!(
+        (m.total, m.pending, m.processing, m.completed, m.failed),
+        (5, 5, 2, 0, 0)
+    );
+    assert_eq!(o.dead_letters, 0);
+    assert!(o.stats_age.is_some_and(|a| (0.0..60.0).contains(&a)));
+    // A filter that names another namespace lets nothing through.
+    let none = Filter {
+        namespace: Some("store-ov-elsewhere"),
+        ..filter
+    };
+    let o = overview::overview(&conn, &tenant, &none).await.unwrap();
+    assert_eq!((o.queues, o.partitions, o.messages.total), (0, 0, 0));
+
+    for (by, label) in [
+        (Label::Namespace, "store-ov-ns"),
+        (Label::Task, "store-ov-task"),
+    ] {
+        let rows = overview::rollup(&conn, &tenant, by, 10_000, 0)
+            .await
+            .unwrap();
+        let r = rows
+            .iter()
+            .find(|r| r.name == label)
+            .unwrap_or_else(|| panic!("{label} not rolled up"));
+        assert_eq!(
+            (
+                r.queues,
+                r.partitions,
+                r.messages.total,
+                r.messages.processing
+            ),
+            (1, 3, 5, 2)
+        );
+        assert!(rows.windows(2).all(|w| w[0].name < w[1].name), "by name");
+        assert!(rows.iter().all(|r| !r.name.is_empty()));
+    }
+}
+
+#[tokio::test]
+async fn partitions_leases_and_dead_letters_are_counted_when_asked() {
+    use regent::store::overview;
+    use regent::store::series::Filter;
+    let (f, tenant) = labelled("store-live", "store-live-ns", "store-live-task").await;
+    let conn = f.store.client().await.unwrap();
+    let (page, total) = overview::partitions(&conn, &tenant, Some("store-live"), 1, 2)
+        .await
+        .unwrap();
+    assert_eq!(total, 3);
+    assert_eq!(page.len(), 1, "a page of one, the third");
+    assert_eq!((page[0].name.as_str(), page[0].messages.total), ("q", 2));
+    let (page, _) = overview::partitions(&conn, &tenant, Some("store-live"), 10, 0)
+        .await
+        .unwrap();
+    let names: Vec<&str> = page.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["Default", "p", "q"]);
+    let p = &page[1];
+    assert_eq!(p.name, "p");
+    assert_eq!((p.messages.total, p.messages.processing), (3, 2));
+
+    let filter = Filter {
+        queue: Some("store-live"),
+        ..Filter::default()
+    };
+    let l = overview::leases(&conn, &tenant, &filter).await.unwrap();
+    assert_eq!((l.active, l.partitions, l.messages), (1, 1, 2));
+    let other = Filter {
+        task: Some("store-live-other"),
+        ..filter
+    };
+    let l = overview::leases(&conn, &tenant, &other).await.unwrap();
+    assert_eq!((l.active, l.partitions, l.messages), (0, 0, 0));
+
+    // Two dead letters of one reason, one of another, filed by another group from `p`.
+    for reason in ["boom", "bang", "boom"] {
+        let (s, v) =
+            f.b.get("/api/v1/pop/queue/store-live/partition/p?wait=false&batch=1&consumerGroup=dl")
+                .await;
+        assert!(s.is_success(), "{v}");
+        let m = &v["messages"][0];
+        let ack = serde_json::json!([{"transactionId": m["transactionId"],
+            "partitionId": m["partitionId"], "leaseId": v["leaseId"], "status": "dlq",
+            "error": reason}]);
+        let r = f.b.ack_batch(Some("dl"), ack).await;
+        assert_eq!(r[0]["dlq"], true, "{r:?}");
+    }
+    let d = overview::dead_summary(&conn, &tenant, &filter)
+        .await
+        .unwrap();
+    assert_eq!((d.total, d.partitions), (3, 1));
+    assert_eq!(
+        d.top_errors,
+        vec![("boom".to_string(), 2), ("bang".to_string(), 1)]
+    );
+    let d = overview::dead_summary(&conn, &tenant, &other)
+        .await
+        .unwrap();
+    assert_eq!((d.total, d.top_errors.len()), (0, 0));
+}
