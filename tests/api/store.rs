@@ -751,3 +751,69 @@ async fn partitions_leases_and_dead_letters_are_counted_when_asked() {
         .unwrap();
     assert_eq!((d.total, d.top_errors.len()), (0, 0));
 }
+
+#[tokio::test]
+async fn the_series_sums_what_was_counted_per_span_bucket_and_queue() {
+    use regent::store::series::{self, Filter, Span};
+    let f = fixture("store-series", 3).await;
+    let popped = f.b.pop("store-series", "batch=2").await;
+    assert_eq!(Broker::txids(&popped).len(), 2, "{popped}");
+    f.b.ack_all(None, &popped).await;
+    f.b.flush_series().await;
+    let tenant = f.tenant().await;
+    let conn = f.store.client().await.unwrap();
+    let counted = |c: &series::Counts| (c.pushed, c.delivered, c.completed, c.failed);
+
+    // To the second: a bucket starts at `from`, as the database (microseconds) has it.
+    let now = chrono::SubsecRound::trunc_subsecs(Utc::now(), 0);
+    let filter = Filter {
+        queue: Some("store-series"),
+        ..Filter::default()
+    };
+    let span = Span {
+        filter,
+        from: now - Duration::minutes(30),
+        to: now + Duration::minutes(30),
+        bucket_minutes: 60,
+    };
+    let all = series::buckets(&conn, &tenant, &span, false).await.unwrap();
+    assert_eq!(all.len(), 1, "one bucket: {all:?}");
+    assert_eq!((all[0].0, all[0].1.as_deref()), (span.from, None));
+    assert_eq!(counted(&all[0].2), (3, 2, 2, 0));
+    let by_queue = series::buckets(&conn, &tenant, &span, true).await.unwrap();
+    assert_eq!(by_queue.len(), 1, "{by_queue:?}");
+    assert_eq!(by_queue[0].1.as_deref(), Some("store-series"));
+    assert_eq!(counted(&by_queue[0].2), (3, 2, 2, 0));
+    // A window that ended before anything was counted holds no bucket.
+    let earlier = Span {
+        to: now - Duration::minutes(10),
+        ..span
+    };
+    assert!(series::buckets(&conn, &tenant, &earlier, false)
+        .await
+        .unwrap()
+        .is_empty());
+
+    let rows = series::per_queue(&conn, &tenant, &filter, span.from, span.to)
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    let q = &rows[0];
+    assert_eq!(
+        (q.id, q.name.as_str(), q.partitions),
+        (f.queue_id, "store-series", 1)
+    );
+    assert_eq!(counted(&q.counts), (3, 2, 2, 0));
+    // Over a window with nothing counted the queue is still listed, with zeros.
+    let rows = series::per_queue(&conn, &tenant, &filter, earlier.from, earlier.to)
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(counted(&rows[0].counts), (0, 0, 0, 0));
+
+    // The tenant's sum since a minute ago takes in (at least) this queue's.
+    let since = series::since(&conn, &tenant, now - Duration::minutes(1))
+        .await
+        .unwrap();
+    assert!(since.pushed >= 3 && since.completed >= 2, "{since:?}");
+}
