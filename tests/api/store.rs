@@ -1,8 +1,9 @@
 //! The store's statements against a real database, beside the HTTP tests (River's
 //! `riverdrivertest` is the model): every statement of `crates/store/sql/*.sql` prepares
-//! against the migrated schema, and the statements of the claim, cursor, seek, key/value and
-//! timer families, called through `regent_store`, do what their comments say. Messages are pushed through the HTTP
-//! API, the one way they are written.
+//! against the migrated schema, and the statements of the claim, cursor, seek, key/value,
+//! timer, overview and series families and a connection's session settings, called through
+//! `regent_store`, do what their comments say. Messages are pushed through the HTTP API, the
+//! one way they are written.
 
 use chrono::{Duration, Utc};
 use regent::broker::tx_hash::tx_hash;
@@ -42,19 +43,25 @@ async fn every_statement_prepares_against_the_migrated_schema() {
     assert!(prepared >= 10, "only {prepared} statements prepared");
 }
 
-/// The statements of a section: one, or those of a batch, each of which ends a line (not a
-/// comment's) with `;` (the last one's is left off by build.rs).
+/// The statements of a section: one, or those of a batch, each of which ends a line with `;`
+/// (before any `--` comment the line ends with; the last statement's `;` is left off by
+/// build.rs). A comment after the `;` goes with the next statement.
 fn batch(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
     let mut at = 0;
     for line in text.split_inclusive('\n') {
-        at += line.len();
-        let l = line.trim_end();
-        if l.ends_with(';') && !l.trim_start().starts_with("--") {
-            out.push(&text[start..at - (line.len() - l.len()) - 1]);
-            start = at;
+        let code = line.find("--").map_or(line, |c| &line[..c]).trim_end();
+        if code.ends_with(';') {
+            out.push(&text[start..at + code.len() - 1]);
+            let rest = &line[code.len()..];
+            start = if rest.trim().is_empty() {
+                at + line.len()
+            } else {
+                at + code.len()
+            };
         }
+        at += line.len();
     }
     out.push(&text[start..]);
     out
@@ -66,6 +73,14 @@ fn a_batch_is_split_into_its_statements() {
     assert_eq!(
         batch("-- a;\nSET a = 1;\nSET b = 2"),
         vec!["-- a;\nSET a = 1", "SET b = 2"]
+    );
+    assert_eq!(
+        batch("SET a = 1; -- (variant)\nSET b = 2;\nSET c = 3 -- (variant)"),
+        vec![
+            "SET a = 1",
+            " -- (variant)\nSET b = 2",
+            "SET c = 3 -- (variant)"
+        ]
     );
 }
 
@@ -816,4 +831,33 @@ async fn the_series_sums_what_was_counted_per_span_bucket_and_queue() {
         .await
         .unwrap();
     assert!(since.pushed >= 3 && since.completed >= 2, "{since:?}");
+}
+
+#[tokio::test]
+async fn a_pooled_connection_starts_with_its_layouts_planning_settings() {
+    let b = broker().await;
+    let layout = layout().await;
+    let store = Store::connect(&b.db_url, 2, layout).unwrap();
+    store.ping().await.unwrap();
+    let conn = store.client().await.unwrap();
+    let mut shown = Vec::new();
+    for setting in ["plan_cache_mode", "enable_seqscan", "jit"] {
+        let r = conn
+            .query_one(&format!("SHOW {setting}"), &[])
+            .await
+            .unwrap();
+        shown.push(r.get::<_, String>(0));
+    }
+    let plans = match layout {
+        Layout::Single => "force_generic_plan",
+        Layout::Citus => "force_custom_plan",
+    };
+    assert_eq!(shown, [plans, "off", "off"]);
+    if layout == Layout::Citus {
+        let r = conn
+            .query_one("SHOW citus.max_adaptive_executor_pool_size", &[])
+            .await
+            .unwrap();
+        assert_eq!(r.get::<_, String>(0), "1");
+    }
 }
