@@ -1,9 +1,9 @@
 //! The store's statements against a real database, beside the HTTP tests (River's
 //! `riverdrivertest` is the model): every statement of `crates/store/sql/*.sql` prepares
 //! against the migrated schema, and the statements of the claim, cursor, seek, key/value,
-//! timer, overview and series families and a connection's session settings, called through
-//! `regent_store`, do what their comments say. Messages are pushed through the HTTP API, the
-//! one way they are written.
+//! timer, overview, series and fleet families and a connection's session settings, called
+//! through `regent_store`, do what their comments say. Messages are pushed through the HTTP
+//! API, the one way they are written.
 
 use chrono::{Duration, Utc};
 use regent::broker::tx_hash::tx_hash;
@@ -860,4 +860,67 @@ async fn a_pooled_connection_starts_with_its_layouts_planning_settings() {
             .unwrap();
         assert_eq!(r.get::<_, String>(0), "1");
     }
+}
+
+#[tokio::test]
+async fn the_fleets_samples_are_summed_per_broker_and_bucket() {
+    use regent::store::fleet::{self, Window};
+    // The broker's own database: its samples are the only ones.
+    let f = fixture("store-fleet", 3).await;
+    f.b.sample_now().await;
+    f.b.sample_now().await;
+    let conn = f.store.client().await.unwrap();
+    let me = f.b.broker_id();
+    let now = Utc::now();
+    let w = Window {
+        from: now - Duration::hours(1),
+        to: now + Duration::minutes(1),
+        bucket_minutes: 60,
+        hostname: None,
+        broker: Some(&me),
+    };
+    // Summed over the window's buckets (its samples may straddle two).
+    let points = fleet::system(&conn, &w).await.unwrap();
+    assert!(!points.is_empty());
+    assert!(points.iter().all(|p| p.broker_id.to_string() == me));
+    let samples: i64 = points.iter().map(|p| p.samples).sum();
+    assert!(samples >= 2, "{samples}");
+    let pushed = |ops: &[fleet::Ops]| ops.iter().map(|o| o.push).sum::<i64>();
+    let requests: Vec<_> = points.iter().map(|p| p.requests).collect();
+    let messages: Vec<_> = points.iter().map(|p| p.messages).collect();
+    assert_eq!((pushed(&requests), pushed(&messages)), (1, 3));
+    for p in &points {
+        // The pool's size is the broker's (8 in the tests), in every sample.
+        assert_eq!(
+            (p.pool_size.min, p.pool_size.max, p.pool_size.last),
+            (8, 8, 8)
+        );
+        assert!(p.pool_open.min <= p.pool_open.max && p.rss_bytes.last > 0);
+        assert!(p.covered_ms > 0 && p.cpu_user.micros >= 0);
+    }
+    let fleet_points = fleet::fleet(&conn, &w).await.unwrap();
+    assert!(fleet_points.iter().all(|p| p.brokers == 1));
+    assert_eq!(fleet_points.iter().map(|p| p.samples).sum::<i64>(), samples);
+    let requests: Vec<_> = fleet_points.iter().map(|p| p.requests).collect();
+    assert_eq!(pushed(&requests), 1);
+    assert!(
+        fleet_points.windows(2).all(|w| w[0].bucket > w[1].bucket),
+        "newest first"
+    );
+    // A broker id the window does not hold matches nothing.
+    let other = Uuid::now_v7().to_string();
+    let nobody = Window {
+        broker: Some(&other),
+        ..w
+    };
+    assert!(fleet::system(&conn, &nobody).await.unwrap().is_empty());
+
+    let recent = fleet::recent(&conn, now - Duration::hours(1), 10)
+        .await
+        .unwrap();
+    assert_eq!(recent.len(), 1);
+    let r = &recent[0];
+    assert_eq!((r.broker_id.to_string(), r.samples), (me.clone(), samples));
+    assert_eq!((r.requests.push, r.messages.push), (1, 3));
+    assert_eq!(r.pool_open, points.last().unwrap().pool_open.last as i32);
 }
