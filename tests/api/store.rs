@@ -1,7 +1,8 @@
 //! The store's statements against a real database, beside the HTTP tests (River's
 //! `riverdrivertest` is the model): every statement of `crates/store/sql/*.sql` prepares
-//! against the migrated schema, and the statements of the claim, cursor, seek, key/value and
-//! timer families, called through `regent_store`, do what their comments say. Messages are pushed through the HTTP
+//! against the migrated schema, and the statements of the claim, cursor, seek, key/value,
+//! timer, overview, series and fleet families and a connection's session settings, called
+//! through `regent_store`, do what their comments say. Messages are pushed through the HTTP
 //! API, the one way they are written.
 
 use chrono::{Duration, Utc};
@@ -42,19 +43,25 @@ async fn every_statement_prepares_against_the_migrated_schema() {
     assert!(prepared >= 10, "only {prepared} statements prepared");
 }
 
-/// The statements of a section: one, or those of a batch, each of which ends a line (not a
-/// comment's) with `;` (the last one's is left off by build.rs).
+/// The statements of a section: one, or those of a batch, each of which ends a line with `;`
+/// (before any `--` comment the line ends with; the last statement's `;` is left off by
+/// build.rs). A comment after the `;` goes with the next statement.
 fn batch(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
     let mut at = 0;
     for line in text.split_inclusive('\n') {
-        at += line.len();
-        let l = line.trim_end();
-        if l.ends_with(';') && !l.trim_start().starts_with("--") {
-            out.push(&text[start..at - (line.len() - l.len()) - 1]);
-            start = at;
+        let code = line.find("--").map_or(line, |c| &line[..c]).trim_end();
+        if code.ends_with(';') {
+            out.push(&text[start..at + code.len() - 1]);
+            let rest = &line[code.len()..];
+            start = if rest.trim().is_empty() {
+                at + line.len()
+            } else {
+                at + code.len()
+            };
         }
+        at += line.len();
     }
     out.push(&text[start..]);
     out
@@ -66,6 +73,14 @@ fn a_batch_is_split_into_its_statements() {
     assert_eq!(
         batch("-- a;\nSET a = 1;\nSET b = 2"),
         vec!["-- a;\nSET a = 1", "SET b = 2"]
+    );
+    assert_eq!(
+        batch("SET a = 1; -- (variant)\nSET b = 2;\nSET c = 3 -- (variant)"),
+        vec![
+            "SET a = 1",
+            " -- (variant)\nSET b = 2",
+            "SET c = 3 -- (variant)"
+        ]
     );
 }
 
@@ -604,4 +619,308 @@ async fn a_timer_is_claimed_by_its_key_put_off_and_taken_once_due() {
         .await
         .unwrap()
         .is_none());
+}
+
+/// A queue with a namespace and a task of its own (configuring it makes its `Default`
+/// partition), five messages over partitions `p` (3) and `q` (2), two of `p`'s leased by a
+/// pop: its fixture, and its tenant.
+async fn labelled(queue: &str, namespace: &str, task: &str) -> (Fixture, String) {
+    let f = fixture(queue, 3).await;
+    let (s, v) =
+        f.b.post(
+            "/api/v1/configure",
+            serde_json::json!({"queue": queue, "namespace": namespace, "task": task}),
+        )
+        .await;
+    assert!(s.is_success(), "{v}");
+    f.b.push(queue, "q", &["q0", "q1"]).await;
+    let popped =
+        f.b.get(&format!(
+            "/api/v1/pop/queue/{queue}/partition/p?wait=false&batch=2"
+        ))
+        .await
+        .1;
+    assert_eq!(Broker::txids(&popped).len(), 2, "{popped}");
+    let tenant = f.tenant().await;
+    (f, tenant)
+}
+
+#[tokio::test]
+async fn the_overview_and_rollups_sum_the_counted_queues() {
+    use regent::store::overview::{self, Label};
+    use regent::store::series::Filter;
+    let (f, tenant) = labelled("store-overview", "store-ov-ns", "store-ov-task").await;
+    let conn = f.store.client().await.unwrap();
+    let filter = Filter {
+        queue: Some("store-overview"),
+        ..Filter::default()
+    };
+    // No round has counted the queue yet: it is a queue, with nothing summed.
+    let before = overview::overview(&conn, &tenant, &filter).await.unwrap();
+    assert_eq!((before.queues, before.partitions), (1, 0));
+    assert_eq!(before.stats_age, None);
+
+    f.b.refresh_stats().await;
+    let o = overview::overview(&conn, &tenant, &filter).await.unwrap();
+    assert_eq!(
+        (o.queues, o.namespaces, o.tasks, o.partitions),
+        (1, 1, 1, 3)
+    );
+    let m = o.messages;
+    assert_eq!(
+        (m.total, m.pending, m.processing, m.completed, m.failed),
+        (5, 5, 2, 0, 0)
+    );
+    assert_eq!(o.dead_letters, 0);
+    assert!(o.stats_age.is_some_and(|a| (0.0..60.0).contains(&a)));
+    // A filter that names another namespace lets nothing through.
+    let none = Filter {
+        namespace: Some("store-ov-elsewhere"),
+        ..filter
+    };
+    let o = overview::overview(&conn, &tenant, &none).await.unwrap();
+    assert_eq!((o.queues, o.partitions, o.messages.total), (0, 0, 0));
+
+    for (by, label) in [
+        (Label::Namespace, "store-ov-ns"),
+        (Label::Task, "store-ov-task"),
+    ] {
+        let rows = overview::rollup(&conn, &tenant, by, 10_000, 0)
+            .await
+            .unwrap();
+        let r = rows
+            .iter()
+            .find(|r| r.name == label)
+            .unwrap_or_else(|| panic!("{label} not rolled up"));
+        assert_eq!(
+            (
+                r.queues,
+                r.partitions,
+                r.messages.total,
+                r.messages.processing
+            ),
+            (1, 3, 5, 2)
+        );
+        assert!(rows.windows(2).all(|w| w[0].name < w[1].name), "by name");
+        assert!(rows.iter().all(|r| !r.name.is_empty()));
+    }
+}
+
+#[tokio::test]
+async fn partitions_leases_and_dead_letters_are_counted_when_asked() {
+    use regent::store::overview;
+    use regent::store::series::Filter;
+    let (f, tenant) = labelled("store-live", "store-live-ns", "store-live-task").await;
+    let conn = f.store.client().await.unwrap();
+    let (page, total) = overview::partitions(&conn, &tenant, Some("store-live"), 1, 2)
+        .await
+        .unwrap();
+    assert_eq!(total, 3);
+    assert_eq!(page.len(), 1, "a page of one, the third");
+    assert_eq!((page[0].name.as_str(), page[0].messages.total), ("q", 2));
+    let (page, _) = overview::partitions(&conn, &tenant, Some("store-live"), 10, 0)
+        .await
+        .unwrap();
+    let names: Vec<&str> = page.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["Default", "p", "q"]);
+    let p = &page[1];
+    assert_eq!(p.name, "p");
+    assert_eq!((p.messages.total, p.messages.processing), (3, 2));
+
+    let filter = Filter {
+        queue: Some("store-live"),
+        ..Filter::default()
+    };
+    let l = overview::leases(&conn, &tenant, &filter).await.unwrap();
+    assert_eq!((l.active, l.partitions, l.messages), (1, 1, 2));
+    let other = Filter {
+        task: Some("store-live-other"),
+        ..filter
+    };
+    let l = overview::leases(&conn, &tenant, &other).await.unwrap();
+    assert_eq!((l.active, l.partitions, l.messages), (0, 0, 0));
+
+    // Two dead letters of one reason, one of another, filed by another group from `p`.
+    for reason in ["boom", "bang", "boom"] {
+        let (s, v) =
+            f.b.get("/api/v1/pop/queue/store-live/partition/p?wait=false&batch=1&consumerGroup=dl")
+                .await;
+        assert!(s.is_success(), "{v}");
+        let m = &v["messages"][0];
+        let ack = serde_json::json!([{"transactionId": m["transactionId"],
+            "partitionId": m["partitionId"], "leaseId": v["leaseId"], "status": "dlq",
+            "error": reason}]);
+        let r = f.b.ack_batch(Some("dl"), ack).await;
+        assert_eq!(r[0]["dlq"], true, "{r:?}");
+    }
+    let d = overview::dead_summary(&conn, &tenant, &filter)
+        .await
+        .unwrap();
+    assert_eq!((d.total, d.partitions), (3, 1));
+    assert_eq!(
+        d.top_errors,
+        vec![("boom".to_string(), 2), ("bang".to_string(), 1)]
+    );
+    let d = overview::dead_summary(&conn, &tenant, &other)
+        .await
+        .unwrap();
+    assert_eq!((d.total, d.top_errors.len()), (0, 0));
+}
+
+#[tokio::test]
+async fn the_series_sums_what_was_counted_per_span_bucket_and_queue() {
+    use regent::store::series::{self, Filter, Span};
+    let f = fixture("store-series", 3).await;
+    let popped = f.b.pop("store-series", "batch=2").await;
+    assert_eq!(Broker::txids(&popped).len(), 2, "{popped}");
+    f.b.ack_all(None, &popped).await;
+    f.b.flush_series().await;
+    let tenant = f.tenant().await;
+    let conn = f.store.client().await.unwrap();
+    let counted = |c: &series::Counts| (c.pushed, c.delivered, c.completed, c.failed);
+
+    // To the second: a bucket starts at `from`, as the database (microseconds) has it.
+    let now = chrono::SubsecRound::trunc_subsecs(Utc::now(), 0);
+    let filter = Filter {
+        queue: Some("store-series"),
+        ..Filter::default()
+    };
+    let span = Span {
+        filter,
+        from: now - Duration::minutes(30),
+        to: now + Duration::minutes(30),
+        bucket_minutes: 60,
+    };
+    let all = series::buckets(&conn, &tenant, &span, false).await.unwrap();
+    assert_eq!(all.len(), 1, "one bucket: {all:?}");
+    assert_eq!((all[0].0, all[0].1.as_deref()), (span.from, None));
+    assert_eq!(counted(&all[0].2), (3, 2, 2, 0));
+    let by_queue = series::buckets(&conn, &tenant, &span, true).await.unwrap();
+    assert_eq!(by_queue.len(), 1, "{by_queue:?}");
+    assert_eq!(by_queue[0].1.as_deref(), Some("store-series"));
+    assert_eq!(counted(&by_queue[0].2), (3, 2, 2, 0));
+    // A window that ended before anything was counted holds no bucket.
+    let earlier = Span {
+        to: now - Duration::minutes(10),
+        ..span
+    };
+    assert!(series::buckets(&conn, &tenant, &earlier, false)
+        .await
+        .unwrap()
+        .is_empty());
+
+    let rows = series::per_queue(&conn, &tenant, &filter, span.from, span.to)
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    let q = &rows[0];
+    assert_eq!(
+        (q.id, q.name.as_str(), q.partitions),
+        (f.queue_id, "store-series", 1)
+    );
+    assert_eq!(counted(&q.counts), (3, 2, 2, 0));
+    // Over a window with nothing counted the queue is still listed, with zeros.
+    let rows = series::per_queue(&conn, &tenant, &filter, earlier.from, earlier.to)
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(counted(&rows[0].counts), (0, 0, 0, 0));
+
+    // The tenant's sum since a minute ago takes in (at least) this queue's.
+    let since = series::since(&conn, &tenant, now - Duration::minutes(1))
+        .await
+        .unwrap();
+    assert!(since.pushed >= 3 && since.completed >= 2, "{since:?}");
+}
+
+#[tokio::test]
+async fn a_pooled_connection_starts_with_its_layouts_planning_settings() {
+    let b = broker().await;
+    let layout = layout().await;
+    let store = Store::connect(&b.db_url, 2, layout).unwrap();
+    store.ping().await.unwrap();
+    let conn = store.client().await.unwrap();
+    let mut shown = Vec::new();
+    for setting in ["plan_cache_mode", "enable_seqscan", "jit"] {
+        let r = conn
+            .query_one(&format!("SHOW {setting}"), &[])
+            .await
+            .unwrap();
+        shown.push(r.get::<_, String>(0));
+    }
+    let plans = match layout {
+        Layout::Single => "force_generic_plan",
+        Layout::Citus => "force_custom_plan",
+    };
+    assert_eq!(shown, [plans, "off", "off"]);
+    if layout == Layout::Citus {
+        let r = conn
+            .query_one("SHOW citus.max_adaptive_executor_pool_size", &[])
+            .await
+            .unwrap();
+        assert_eq!(r.get::<_, String>(0), "1");
+    }
+}
+
+#[tokio::test]
+async fn the_fleets_samples_are_summed_per_broker_and_bucket() {
+    use regent::store::fleet::{self, Window};
+    // The broker's own database: its samples are the only ones.
+    let f = fixture("store-fleet", 3).await;
+    f.b.sample_now().await;
+    f.b.sample_now().await;
+    let conn = f.store.client().await.unwrap();
+    let me = f.b.broker_id();
+    let now = Utc::now();
+    let w = Window {
+        from: now - Duration::hours(1),
+        to: now + Duration::minutes(1),
+        bucket_minutes: 60,
+        hostname: None,
+        broker: Some(&me),
+    };
+    // Summed over the window's buckets (its samples may straddle two).
+    let points = fleet::system(&conn, &w).await.unwrap();
+    assert!(!points.is_empty());
+    assert!(points.iter().all(|p| p.broker_id.to_string() == me));
+    let samples: i64 = points.iter().map(|p| p.samples).sum();
+    assert!(samples >= 2, "{samples}");
+    let pushed = |ops: &[fleet::Ops]| ops.iter().map(|o| o.push).sum::<i64>();
+    let requests: Vec<_> = points.iter().map(|p| p.requests).collect();
+    let messages: Vec<_> = points.iter().map(|p| p.messages).collect();
+    assert_eq!((pushed(&requests), pushed(&messages)), (1, 3));
+    for p in &points {
+        // The pool's size is the broker's (8 in the tests), in every sample.
+        assert_eq!(
+            (p.pool_size.min, p.pool_size.max, p.pool_size.last),
+            (8, 8, 8)
+        );
+        assert!(p.pool_open.min <= p.pool_open.max && p.rss_bytes.last > 0);
+        assert!(p.covered_ms > 0 && p.cpu_user.micros >= 0);
+    }
+    let fleet_points = fleet::fleet(&conn, &w).await.unwrap();
+    assert!(fleet_points.iter().all(|p| p.brokers == 1));
+    assert_eq!(fleet_points.iter().map(|p| p.samples).sum::<i64>(), samples);
+    let requests: Vec<_> = fleet_points.iter().map(|p| p.requests).collect();
+    assert_eq!(pushed(&requests), 1);
+    assert!(
+        fleet_points.windows(2).all(|w| w[0].bucket > w[1].bucket),
+        "newest first"
+    );
+    // A broker id the window does not hold matches nothing.
+    let other = Uuid::now_v7().to_string();
+    let nobody = Window {
+        broker: Some(&other),
+        ..w
+    };
+    assert!(fleet::system(&conn, &nobody).await.unwrap().is_empty());
+
+    let recent = fleet::recent(&conn, now - Duration::hours(1), 10)
+        .await
+        .unwrap();
+    assert_eq!(recent.len(), 1);
+    let r = &recent[0];
+    assert_eq!((r.broker_id.to_string(), r.samples), (me.clone(), samples));
+    assert_eq!((r.requests.push, r.messages.push), (1, 3));
+    assert_eq!(r.pool_open, points.last().unwrap().pool_open.last as i32);
 }

@@ -75,3 +75,18 @@ SELECT DISTINCT ON (bucket) date_bin(make_interval(mins => $4), minute, $2) AS b
   FROM depth_minutes
  WHERE tenant = $1 AND minute >= $2 AND minute < $3
  ORDER BY bucket DESC, minute DESC
+
+-- name: expire_tenants
+-- Deletes up to $2 of the tenants' minutes older than $1: a bounded batch, as
+-- series::expire.
+-- $1 before, $2 limit
+DELETE FROM depth_minutes m
+  USING (SELECT tenant, minute FROM depth_minutes WHERE minute < $1 LIMIT $2) d
+ WHERE m.tenant = d.tenant AND m.minute = d.minute
+
+-- name: expire_queues
+-- The same for the queues' minutes.
+-- $1 before, $2 limit
+DELETE FROM queue_depth_minutes m
+  USING (SELECT queue_id, minute FROM queue_depth_minutes WHERE minute < $1 LIMIT $2) d
+ WHERE m.queue_id = d.queue_id AND m.minute = d.minute

@@ -22,7 +22,7 @@ RETURNING id
 
 -- name: work_mem
 -- A round's statements run with room to sort in memory (and, as on every pooled connection,
--- without JIT: SESSION_PLANNING in crates/store/src/lib.rs).
+-- without JIT: session.sql's planning).
 -- (no parameters)
 SET LOCAL work_mem = '64MB'
 

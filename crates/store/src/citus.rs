@@ -15,6 +15,8 @@ use tokio_postgres::Client;
 
 use anyhow::{bail, Result};
 
+use crate::sql::distribute_citus as sql;
+
 /// Replicated to every node: read by every request, written rarely.
 const REFERENCE: &[&str] = &["queues", "subscriptions", "maintenance", "stream_queries"];
 
@@ -65,24 +67,9 @@ const LOCAL: &[&str] = &[
     "lagging_stats",
 ];
 
-/// The schema changes distribution needs, run before the first table is distributed:
-/// Citus keeps a unique constraint only when it includes the distribution column.
-/// - `partitions` loses `UNIQUE (queue_id, name)`: a partition's id is derived from its
-///   queue and name instead (`crate::partitions`), so the primary key is the same guarantee.
-/// - The transaction index gets its partition as a column (16 bytes a message that one
-///   PostgreSQL does without: there the partition is only inside the hash).
-/// - Dead letters and traces keep their ids, unique with the partition.
-const RESHAPE: &str = "
-    ALTER TABLE partitions DROP CONSTRAINT partitions_queue_id_name_key;
-    CREATE INDEX partitions_by_name ON partitions (queue_id, name);
-    ALTER TABLE tx_index ADD COLUMN partition_id uuid NOT NULL;
-    ALTER TABLE tx_index DROP CONSTRAINT tx_index_pkey;
-    ALTER TABLE tx_index ADD PRIMARY KEY (partition_id, hash);
-    ALTER TABLE dead_letters DROP CONSTRAINT dead_letters_pkey;
-    ALTER TABLE dead_letters ADD PRIMARY KEY (partition_id, id);
-    ALTER TABLE traces DROP CONSTRAINT traces_pkey;
-    ALTER TABLE traces ADD PRIMARY KEY (partition_id, id);
-";
+/// The schema changes distribution needs (what and why: the script's comments), run before the
+/// first table is distributed, one transaction.
+const RESHAPE: &str = include_str!("../citus/reshape.sql");
 
 /// The Citus bodies of the functions the migrations define for one PostgreSQL, and how each
 /// is routed.
@@ -94,7 +81,7 @@ const FUNCTIONS: &str = include_str!("../citus/functions.sql");
 pub async fn distribute(client: &Client) -> Result<()> {
     if method(client, "partitions").await?.as_deref() != Some("h") {
         let held: bool = client
-            .query_one("SELECT EXISTS (SELECT 1 FROM partitions) AS held", &[])
+            .query_one(sql::HOLDS_PARTITIONS, &[])
             .await?
             .get("held");
         if held {
@@ -104,9 +91,7 @@ pub async fn distribute(client: &Client) -> Result<()> {
             );
         }
         if !reshaped(client).await? {
-            client
-                .batch_execute(&format!("BEGIN; {RESHAPE} COMMIT;"))
-                .await?;
+            client.batch_execute(RESHAPE).await?;
         }
     }
     let tables = REFERENCE
@@ -144,14 +129,7 @@ enum Placement {
 
 async fn place(client: &Client, table: &str, placement: Placement) -> Result<()> {
     match placement {
-        Placement::Reference => {
-            client
-                .execute(
-                    "SELECT create_reference_table($1::text::regclass)",
-                    &[&table],
-                )
-                .await?
-        }
+        Placement::Reference => client.execute(sql::REFERENCE, &[&table]).await?,
         Placement::ByPartition(column) => {
             let colocate = if table == "partitions" {
                 "none"
@@ -159,39 +137,19 @@ async fn place(client: &Client, table: &str, placement: Placement) -> Result<()>
                 "partitions"
             };
             client
-                .execute(
-                    "SELECT create_distributed_table($1::text::regclass, $2, colocate_with => $3)",
-                    &[&table, &column, &colocate],
-                )
+                .execute(sql::BY_PARTITION, &[&table, &column, &colocate])
                 .await?
         }
-        Placement::ByColumn(column) => client
-            .execute(
-                "SELECT create_distributed_table($1::text::regclass, $2, colocate_with => 'none')",
-                &[&table, &column],
-            )
-            .await?,
+        Placement::ByColumn(column) => client.execute(sql::BY_COLUMN, &[&table, &column]).await?,
         Placement::ByTenant => {
             let colocate = if table == BY_TENANT[0] {
                 "none"
             } else {
                 BY_TENANT[0]
             };
-            client
-                .execute(
-                    "SELECT create_distributed_table($1::text::regclass, 'tenant', colocate_with => $2)",
-                    &[&table, &colocate],
-                )
-                .await?
+            client.execute(sql::BY_TENANT, &[&table, &colocate]).await?
         }
-        Placement::Local => {
-            client
-                .execute(
-                    "SELECT citus_add_local_table_to_metadata($1::text::regclass)",
-                    &[&table],
-                )
-                .await?
-        }
+        Placement::Local => client.execute(sql::LOCAL, &[&table]).await?,
     };
     Ok(())
 }
@@ -200,23 +158,12 @@ async fn place(client: &Client, table: &str, placement: Placement) -> Result<()>
 /// not at all yet.
 async fn method(client: &Client, table: &str) -> Result<Option<String>> {
     Ok(client
-        .query_opt(
-            "SELECT partmethod::text AS m FROM pg_dist_partition
-              WHERE logicalrelid = $1::text::regclass",
-            &[&table],
-        )
+        .query_opt(sql::METHOD, &[&table])
         .await?
         .map(|r| r.get("m")))
 }
 
 /// Whether [`RESHAPE`] already ran (it is one transaction: all of it or none).
 async fn reshaped(client: &Client) -> Result<bool> {
-    Ok(client
-        .query_one(
-            "SELECT EXISTS (SELECT 1 FROM information_schema.columns
-                             WHERE table_name = 'tx_index' AND column_name = 'partition_id') AS r",
-            &[],
-        )
-        .await?
-        .get("r"))
+    Ok(client.query_one(sql::RESHAPED, &[]).await?.get("r"))
 }

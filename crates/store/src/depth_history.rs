@@ -8,7 +8,9 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
 use tokio_postgres::Row;
 
-use crate::sql::depth_history::{READ, READ_QUEUE, RECORD, RECORD_QUEUES};
+use crate::sql::depth_history::{
+    EXPIRE_QUEUES, EXPIRE_TENANTS, READ, READ_QUEUE, RECORD, RECORD_QUEUES,
+};
 use crate::{series, StoreError, Tx};
 
 /// The backlog of a tenant at one minute (or the latest minute of a bucket).
@@ -88,8 +90,7 @@ pub async fn read(
 /// Deletes up to `limit` minutes older than `before` of the tenants' and of the queues'
 /// rows each, in the caller's transaction; the most of either that went.
 pub async fn expire(tx: &Tx<'_>, before: DateTime<Utc>, limit: i64) -> Result<i64, StoreError> {
-    let tenants = series::expire_minutes(tx, "depth_minutes", "tenant", before, limit).await?;
-    let queues =
-        series::expire_minutes(tx, "queue_depth_minutes", "queue_id", before, limit).await?;
+    let tenants = series::expire_minutes(tx, EXPIRE_TENANTS, before, limit).await?;
+    let queues = series::expire_minutes(tx, EXPIRE_QUEUES, before, limit).await?;
     Ok(tenants.max(queues))
 }

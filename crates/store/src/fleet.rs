@@ -4,14 +4,13 @@
 //! (`broker_parked`), read back for one tenant only; and the tenant's per-queue activity of a
 //! window, from the queue series, for the worker metrics' `queues`.
 
-use std::sync::LazyLock;
-
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
 use serde_json::{Map, Value};
 use tokio_postgres::Row;
 use uuid::Uuid;
 
+use crate::sql::fleet as sql;
 use crate::StoreError;
 
 /// Requests or messages per operation.
@@ -62,23 +61,7 @@ pub async fn record(client: &Client, s: &Sample<'_>) -> Result<(), StoreError> {
         .collect();
     let runtime = Value::Object(runtime);
     // The parked counts go in with the sample, in one statement, under its instant.
-    let st = client
-        .prepare_cached(
-            "WITH s AS (
-                INSERT INTO broker_samples
-                    (broker_id, sampled_at, hostname, port, interval_ms, cpu_user_us,
-                     cpu_system_us, rss_bytes, virtual_bytes, pool_size, pool_open, pool_idle,
-                     pool_waiting, push_requests, push_messages, pop_requests, pop_messages,
-                     ack_requests, ack_messages, transaction_requests, transaction_messages,
-                     pending_handovers, runtime_entries)
-                VALUES ($1, now(), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-                        $16, $17, $18, $19, $20, $21, $22)
-                RETURNING broker_id, sampled_at)
-             INSERT INTO broker_parked (tenant, sampled_at, broker_id, queue, parked)
-             SELECT p.tenant, s.sampled_at, s.broker_id, p.queue, p.parked
-               FROM s, unnest($23::text[], $24::text[], $25::int4[]) AS p(tenant, queue, parked)",
-        )
-        .await?;
+    let st = client.prepare_cached(sql::RECORD).await?;
     let tenants: Vec<&str> = s.parked.iter().map(|p| p.tenant).collect();
     let queues: Vec<&str> = s.parked.iter().map(|p| p.queue).collect();
     let parked: Vec<i32> = s.parked.iter().map(|p| p.parked).collect();
@@ -122,17 +105,7 @@ pub async fn record(client: &Client, s: &Sample<'_>) -> Result<(), StoreError> {
 /// deleting at the same moment are skipped, so brokers expiring together never wait on each
 /// other.
 pub async fn expire(client: &Client, before: DateTime<Utc>, limit: i64) -> Result<i64, StoreError> {
-    let st = client
-        .prepare_cached(
-            "DELETE FROM broker_samples b
-               USING (SELECT broker_id, sampled_at FROM broker_samples
-                       WHERE sampled_at < $1
-                       ORDER BY sampled_at
-                       LIMIT $2
-                       FOR UPDATE SKIP LOCKED) d
-              WHERE b.broker_id = d.broker_id AND b.sampled_at = d.sampled_at",
-        )
-        .await?;
+    let st = client.prepare_cached(sql::EXPIRE).await?;
     Ok(client.execute(&st, &[&before, &limit]).await? as i64)
 }
 
@@ -143,18 +116,7 @@ pub async fn expire_parked(
     before: DateTime<Utc>,
     limit: i64,
 ) -> Result<i64, StoreError> {
-    let st = client
-        .prepare_cached(
-            "DELETE FROM broker_parked b
-               USING (SELECT tenant, sampled_at, broker_id, queue FROM broker_parked
-                       WHERE sampled_at < $1
-                       ORDER BY sampled_at
-                       LIMIT $2
-                       FOR UPDATE SKIP LOCKED) d
-              WHERE (b.tenant, b.sampled_at, b.broker_id, b.queue)
-                  = (d.tenant, d.sampled_at, d.broker_id, d.queue)",
-        )
-        .await?;
+    let st = client.prepare_cached(sql::EXPIRE_PARKED).await?;
     Ok(client.execute(&st, &[&before, &limit]).await? as i64)
 }
 
@@ -167,55 +129,6 @@ pub struct Window<'a> {
     pub hostname: Option<&'a str>,
     /// A broker id, as text (anything else matches nothing).
     pub broker: Option<&'a str>,
-}
-
-/// The samples of a window, each with the start of its bucket (buckets aligned on UTC
-/// midnight of 2000-01-01, so a bucket's start is a multiple of its width), per-sample CPU
-/// use as a percent of one core, and the pool's connections in use. Parameters: `$1` from,
-/// `$2` to, `$3` bucket minutes, `$4` hostname, `$5` broker id.
-const SAMPLES_IN_WINDOW: &str = "
-    SELECT *,
-           date_bin(make_interval(mins => $3), sampled_at,
-                    TIMESTAMPTZ '2000-01-01 00:00:00+00') AS bucket,
-           cpu_user_us::float8 / greatest(interval_ms, 1) / 10 AS cpu_user_percent,
-           cpu_system_us::float8 / greatest(interval_ms, 1) / 10 AS cpu_system_percent,
-           pool_open - pool_idle AS pool_active
-      FROM broker_samples
-     WHERE sampled_at >= $1 AND sampled_at <= $2
-       AND ($4::text IS NULL OR hostname = $4)
-       AND ($5::text IS NULL OR broker_id::text = $5)";
-
-/// avg, min, max and latest value of one integer gauge over a group of samples, as
-/// `<col>_avg`, `<col>_min`, `<col>_max`, `<col>_last`.
-fn gauge_columns(col: &str) -> String {
-    format!(
-        "avg({col})::float8 AS {col}_avg, min({col})::bigint AS {col}_min,
-         max({col})::bigint AS {col}_max,
-         (array_agg({col} ORDER BY sampled_at DESC))[1]::bigint AS {col}_last"
-    )
-}
-
-/// The same for CPU (`user` or `system`): the average is over the time the samples cover
-/// (not a mean of the samples' percents), the extremes and latest are one sample's; and the
-/// CPU time itself, `cpu_<kind>_us`.
-fn cpu_columns(kind: &str) -> String {
-    let p = format!("cpu_{kind}_percent");
-    format!(
-        "sum(cpu_{kind}_us)::float8 / greatest(sum(interval_ms), 1) / 10 AS {p}_avg,
-         min({p}) AS {p}_min, max({p}) AS {p}_max,
-         (array_agg({p} ORDER BY sampled_at DESC))[1] AS {p}_last,
-         sum(cpu_{kind}_us)::bigint AS cpu_{kind}_us"
-    )
-}
-
-/// Every counter summed over a group of samples, each under its own name.
-fn counter_totals() -> String {
-    ["push", "pop", "ack", "transaction"]
-        .iter()
-        .flat_map(|op| [format!("{op}_requests"), format!("{op}_messages")])
-        .map(|col| format!("sum({col})::bigint AS {col}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// avg, min, max and latest value of an integer gauge over a bucket.
@@ -306,47 +219,7 @@ pub struct SystemPoint {
 
 /// Every broker's buckets of the window, by (hostname, port, broker), oldest bucket first.
 pub async fn system(client: &Client, w: &Window<'_>) -> Result<Vec<SystemPoint>, StoreError> {
-    static SQL: LazyLock<String> = LazyLock::new(|| {
-        let gauges = [
-            "rss_bytes",
-            "virtual_bytes",
-            "pool_size",
-            "pool_open",
-            "pool_active",
-            "pool_idle",
-            "pool_waiting",
-            "pending_handovers",
-        ]
-        .map(gauge_columns)
-        .join(", ");
-        format!(
-            "WITH s AS ({SAMPLES_IN_WINDOW}),
-             maps AS (
-                SELECT broker_id, bucket,
-                       array_agg(name ORDER BY name) AS map_names,
-                       array_agg(largest ORDER BY name) AS map_max,
-                       array_agg(latest ORDER BY name) AS map_last
-                  FROM (SELECT s.broker_id, s.bucket, e.key AS name,
-                               max(e.value::bigint) AS largest,
-                               (array_agg(e.value::bigint ORDER BY s.sampled_at DESC))[1]
-                                 AS latest
-                          FROM s, jsonb_each_text(s.runtime_entries) e
-                         GROUP BY s.broker_id, s.bucket, e.key) per_map
-                 GROUP BY broker_id, bucket)
-             SELECT s.broker_id, s.hostname, s.port, s.bucket,
-                    count(*) AS samples, sum(s.interval_ms)::bigint AS covered_ms,
-                    {user}, {system}, {gauges}, {totals},
-                    m.map_names, m.map_max, m.map_last
-               FROM s LEFT JOIN maps m ON m.broker_id = s.broker_id AND m.bucket = s.bucket
-              GROUP BY s.broker_id, s.hostname, s.port, s.bucket,
-                       m.map_names, m.map_max, m.map_last
-              ORDER BY s.hostname, s.port, s.broker_id, s.bucket",
-            user = cpu_columns("user"),
-            system = cpu_columns("system"),
-            totals = counter_totals(),
-        )
-    });
-    let st = client.prepare_cached(&SQL).await?;
+    let st = client.prepare_cached(sql::SYSTEM).await?;
     let rows = client
         .query(
             &st,
@@ -412,30 +285,7 @@ pub struct FleetPoint {
 
 /// The fleet's buckets of the window, newest first.
 pub async fn fleet(client: &Client, w: &Window<'_>) -> Result<Vec<FleetPoint>, StoreError> {
-    static SQL: LazyLock<String> = LazyLock::new(|| {
-        let totals = counter_totals();
-        format!(
-            "WITH s AS ({SAMPLES_IN_WINDOW}),
-             per_broker AS (
-                SELECT bucket, broker_id, count(*) AS samples, {totals},
-                       avg(pool_open)::float8 AS pool_open,
-                       avg(pool_waiting)::float8 AS avg_waiting,
-                       max(pool_waiting) AS max_waiting,
-                       sum(cpu_user_us + cpu_system_us)::float8
-                         / greatest(sum(interval_ms), 1) / 10 AS cpu_percent
-                  FROM s
-                 GROUP BY bucket, broker_id)
-             SELECT bucket, count(*) AS brokers, sum(samples)::bigint AS samples, {totals},
-                    sum(pool_open)::float8 AS db_connections,
-                    sum(avg_waiting)::float8 AS avg_waiting,
-                    max(max_waiting)::bigint AS max_waiting,
-                    sum(cpu_percent)::float8 AS cpu_percent
-               FROM per_broker
-              GROUP BY bucket
-              ORDER BY bucket DESC"
-        )
-    });
-    let st = client.prepare_cached(&SQL).await?;
+    let st = client.prepare_cached(sql::FLEET).await?;
     let rows = client
         .query(
             &st,
@@ -483,26 +333,7 @@ pub async fn recent(
     since: DateTime<Utc>,
     limit: i64,
 ) -> Result<Vec<Recent>, StoreError> {
-    static SQL: LazyLock<String> = LazyLock::new(|| {
-        format!(
-            "SELECT broker_id, hostname, port, max(sampled_at) AS last_seen,
-                    count(*) AS samples, {totals},
-                    sum(cpu_user_us + cpu_system_us)::float8
-                      / greatest(sum(interval_ms), 1) / 10 AS cpu_percent,
-                    (array_agg(rss_bytes ORDER BY sampled_at DESC))[1] AS rss_bytes,
-                    (array_agg(pool_open ORDER BY sampled_at DESC))[1] AS pool_open,
-                    (array_agg(pool_waiting ORDER BY sampled_at DESC))[1] AS pool_waiting,
-                    (array_agg(pending_handovers ORDER BY sampled_at DESC))[1]
-                      AS pending_handovers
-               FROM broker_samples
-              WHERE sampled_at >= $1
-              GROUP BY broker_id, hostname, port
-              ORDER BY hostname, port, broker_id
-              LIMIT $2",
-            totals = counter_totals(),
-        )
-    });
-    let st = client.prepare_cached(&SQL).await?;
+    let st = client.prepare_cached(sql::RECENT).await?;
     let rows = client.query(&st, &[&since, &limit]).await?;
     Ok(rows
         .iter()
@@ -543,20 +374,7 @@ pub async fn queue_activity(
     to: DateTime<Utc>,
     limit: i64,
 ) -> Result<Vec<QueueActivity>, StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT q.name,
-                    sum(m.pushed)::bigint AS pushed, sum(m.delivered)::bigint AS delivered,
-                    sum(m.completed)::bigint AS completed, sum(m.failed)::bigint AS failed,
-                    sum(m.dead_lettered)::bigint AS dead_lettered
-               FROM queue_minutes m JOIN queues q ON q.id = m.queue_id
-              WHERE q.tenant = $1
-                AND m.minute >= date_trunc('minute', $2::timestamptz) AND m.minute <= $3
-              GROUP BY q.id, q.name
-              ORDER BY sum(m.delivered) DESC, q.name
-              LIMIT $4",
-        )
-        .await?;
+    let st = client.prepare_cached(sql::QUEUE_ACTIVITY).await?;
     let rows = client.query(&st, &[&tenant, &from, &to, &limit]).await?;
     Ok(rows
         .iter()
@@ -594,31 +412,7 @@ pub async fn parked(
     queue: Option<&str>,
     w: &Window<'_>,
 ) -> Result<Vec<ParkedPoint>, StoreError> {
-    const BUCKET: &str = "date_bin(make_interval(mins => $3), sampled_at,
-                                   TIMESTAMPTZ '2000-01-01 00:00:00+00')";
-    static SQL: LazyLock<String> = LazyLock::new(|| {
-        format!(
-            "WITH p AS (
-                SELECT broker_id, {BUCKET} AS bucket, queue,
-                       sum(parked)::bigint AS total, max(parked)::bigint AS most
-                  FROM broker_parked
-                 WHERE tenant = $4 AND sampled_at >= $1 AND sampled_at <= $2
-                   AND ($5::text IS NULL OR queue = $5)
-                 GROUP BY broker_id, bucket, queue),
-             n AS (
-                SELECT broker_id, {BUCKET} AS bucket, count(*) AS samples,
-                       max(hostname) AS hostname, max(port) AS port
-                  FROM broker_samples
-                 WHERE sampled_at >= $1 AND sampled_at <= $2
-                   AND broker_id IN (SELECT broker_id FROM p)
-                 GROUP BY broker_id, bucket)
-             SELECT p.bucket, p.queue, p.broker_id, n.hostname, n.port,
-                    p.total::float8 / greatest(n.samples, 1) AS avg, p.most
-               FROM p JOIN n ON n.broker_id = p.broker_id AND n.bucket = p.bucket
-              ORDER BY p.bucket, p.queue, n.hostname, n.port, p.broker_id"
-        )
-    });
-    let st = client.prepare_cached(&SQL).await?;
+    let st = client.prepare_cached(sql::PARKED).await?;
     let rows = client
         .query(&st, &[&w.from, &w.to, &w.bucket_minutes, &tenant, &queue])
         .await?;
@@ -634,4 +428,138 @@ pub async fn parked(
             max: r.get("most"),
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use crate::sql::{fleet, folded};
+
+    /// The gauges `system` reads back (a [`super::Gauge`] each in [`super::SystemPoint`]).
+    const GAUGES: [&str; 8] = [
+        "rss_bytes",
+        "virtual_bytes",
+        "pool_size",
+        "pool_open",
+        "pool_active",
+        "pool_idle",
+        "pool_waiting",
+        "pending_handovers",
+    ];
+    /// The CPU kinds it reads back ([`super::Cpu`]).
+    const CPU: [&str; 2] = ["user", "system"];
+    /// The operations whose counters `system`, `fleet` and `recent` read back ([`super::ops`]).
+    const OPS: [&str; 4] = ["push", "pop", "ack", "transaction"];
+
+    /// What `system` states for a gauge: avg, min, max and latest value.
+    fn gauge_columns(col: &str) -> String {
+        format!(
+            "avg({col})::float8 AS {col}_avg, min({col})::bigint AS {col}_min,
+             max({col})::bigint AS {col}_max,
+             (array_agg({col} ORDER BY sampled_at DESC))[1]::bigint AS {col}_last"
+        )
+    }
+
+    /// ... for a CPU kind: the average over the time covered, the extremes and latest of single
+    /// samples, and the CPU time.
+    fn cpu_columns(kind: &str) -> String {
+        let p = format!("cpu_{kind}_percent");
+        format!(
+            "sum(cpu_{kind}_us)::float8 / greatest(sum(interval_ms), 1) / 10 AS {p}_avg,
+             min({p}) AS {p}_min, max({p}) AS {p}_max,
+             (array_agg({p} ORDER BY sampled_at DESC))[1] AS {p}_last,
+             sum(cpu_{kind}_us)::bigint AS cpu_{kind}_us"
+        )
+    }
+
+    /// Every counter, each summed under its own name.
+    fn counters() -> Vec<String> {
+        OPS.iter()
+            .flat_map(|op| [format!("{op}_requests"), format!("{op}_messages")])
+            .collect()
+    }
+
+    fn counter_totals() -> String {
+        counters()
+            .iter()
+            .map(|col| format!("sum({col})::bigint AS {col}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The names a statement gives (`AS name`).
+    fn aliases(text: &str) -> BTreeSet<String> {
+        folded(text)
+            .split(" AS ")
+            .skip(1)
+            .map(|rest| {
+                rest.chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The stems of the names ending in `suffix`.
+    fn stems(names: &BTreeSet<String>, suffix: &str) -> BTreeSet<String> {
+        names
+            .iter()
+            .filter_map(|n| n.strip_suffix(suffix))
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn system_states_each_gauge_and_cpu_kind_it_reads_and_no_other() {
+        let text = folded(fleet::SYSTEM);
+        for col in GAUGES {
+            assert!(text.contains(&folded(&gauge_columns(col))), "{col}");
+        }
+        for kind in CPU {
+            assert!(text.contains(&folded(&cpu_columns(kind))), "{kind}");
+        }
+        let names = aliases(fleet::SYSTEM);
+        let percents = CPU.map(|k| format!("cpu_{k}_percent"));
+        let expected: BTreeSet<String> = GAUGES
+            .iter()
+            .map(|g| g.to_string())
+            .chain(percents.iter().cloned())
+            .collect();
+        assert_eq!(stems(&names, "_avg"), expected);
+        assert_eq!(stems(&names, "_min"), expected);
+        // The runtime maps' arrays are named map_max and map_last.
+        let with_maps = |mut e: BTreeSet<String>| {
+            e.insert("map".to_string());
+            e
+        };
+        assert_eq!(stems(&names, "_max"), with_maps(expected.clone()));
+        assert_eq!(stems(&names, "_last"), with_maps(expected));
+        assert_eq!(
+            stems(&names, "_us"),
+            CPU.iter().map(|k| format!("cpu_{k}")).collect()
+        );
+    }
+
+    #[test]
+    fn the_bucketed_reads_sum_each_counter_they_read_and_no_other() {
+        let expected: BTreeSet<String> = counters().into_iter().collect();
+        for (name, text) in [
+            ("system", fleet::SYSTEM),
+            ("fleet", fleet::FLEET),
+            ("recent", fleet::RECENT),
+        ] {
+            assert!(
+                folded(text).contains(&folded(&counter_totals())),
+                "{name} sums the counters otherwise"
+            );
+            let names = aliases(text);
+            let counted: BTreeSet<String> = names
+                .iter()
+                .filter(|n| n.ends_with("_requests") || n.ends_with("_messages"))
+                .cloned()
+                .collect();
+            assert_eq!(counted, expected, "{name}");
+        }
+    }
 }

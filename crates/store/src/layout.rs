@@ -7,6 +7,7 @@
 
 use tokio_postgres::Client;
 
+use crate::sql::layout as sql;
 use crate::StoreError;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,20 +42,12 @@ impl Layout {
     /// The layout a database calls for: Citus when the extension is installed in it and a
     /// worker is registered, else one PostgreSQL.
     pub async fn of(client: &Client) -> Result<Layout, StoreError> {
-        let row = client
-            .query_one(
-                "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS citus",
-                &[],
-            )
-            .await?;
+        let row = client.query_one(sql::CITUS_INSTALLED, &[]).await?;
         if !row.get::<_, bool>("citus") {
             return Ok(Layout::Single);
         }
         let workers: i64 = client
-            .query_one(
-                "SELECT count(*) AS n FROM citus_get_active_worker_nodes()",
-                &[],
-            )
+            .query_one(sql::ACTIVE_WORKERS_CITUS, &[])
             .await?
             .get("n");
         Ok(if workers > 0 {

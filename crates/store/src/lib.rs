@@ -60,40 +60,6 @@ mod embedded {
 
 const POOL_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Every statement is planned once per connection, not at each execution. Left to choose,
-/// PostgreSQL re-plans a statement whose array parameter it cannot size (`unnest($n)`) at
-/// every call: the ack's lock statement spent four times its execution in planning. The hot
-/// statements look rows up by key, where the generic plan is the one a custom plan would
-/// pick. The few whose best plan could depend on a value (the time ranges of the inspection
-/// and retention statements) get the generic plan too: write statements for it.
-///
-/// A plan kept for the life of a connection was made with the table sizes of its first run,
-/// so sequential scans are priced out (`enable_seqscan = off`; one is still taken where no
-/// index serves). Otherwise a statement first planned while `partitions` held a few rows
-/// joined it by a sequential scan per cursor, and at 10,000 partitions a claim walking 3,000
-/// cursors read nine million rows (`invariants::a_plan_made_on_a_small_table_...`). An index
-/// scan of a table that stays small costs little; a sequential scan frozen into a plan
-/// grows with the table.
-///
-/// JIT is off: a plan that still scans (a one-row table, no index to serve it) is priced at
-/// the seq-scan penalty, far past `jit_above_cost`, and was compiled with LLVM on every run.
-/// The stats round's claim of one row spent 330 ms in the compiler each time
-/// (`invariants::a_pooled_statement_priced_past_the_jit_threshold_is_not_compiled`).
-/// Regent's statements read few rows each; none gains from compiling.
-const SESSION_PLANNING: &str =
-    "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off; SET jit = off";
-
-/// On Citus a statement is planned at each execution: the coordinator routes a statement to
-/// the worker holding its partition by the parameter's value, which a generic plan does not
-/// have ("could not create distributed plan"), and a distributed function call is delegated
-/// only when its partition argument is a constant. A statement over every shard uses one
-/// connection per worker: by default Citus opens more for it, and closes all but one at the
-/// end of the transaction, so every such statement forked new backends on the workers (pops
-/// spent more time in the kernel making processes than in PostgreSQL; end to end 1.4x with
-/// one, BENCHMARKS.md "Regent on Citus").
-const SESSION_PLANNING_CITUS: &str = "SET plan_cache_mode = force_custom_plan; \
-     SET enable_seqscan = off; SET jit = off; SET citus.max_adaptive_executor_pool_size = 1";
-
 /// Serialises concurrent migrations when several brokers start at once.
 const MIGRATION_LOCK: i64 = 0x5245_4745_4e54; // "REGENT"
 
@@ -207,8 +173,9 @@ impl Store {
             .runtime(deadpool_postgres::Runtime::Tokio1)
             .post_create(Hook::async_fn(move |client, _| {
                 let planning = match layout {
-                    Layout::Single => SESSION_PLANNING,
-                    Layout::Citus => SESSION_PLANNING_CITUS,
+                    // Each new connection's planning settings: why, in sql/session.sql.
+                    Layout::Single => sql::session::PLANNING,
+                    Layout::Citus => sql::session::PLANNING_CITUS,
                 };
                 Box::pin(async move {
                     client
@@ -270,11 +237,11 @@ impl Store {
             }
         };
         client
-            .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
+            .execute(sql::session::MIGRATION_LOCK, &[&MIGRATION_LOCK])
             .await?;
         let migrated = migrate_locked(&mut client).await;
         client
-            .execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK])
+            .execute(sql::session::MIGRATION_UNLOCK, &[&MIGRATION_LOCK])
             .await?;
         drop(client);
         let _ = handle.await;
@@ -284,7 +251,7 @@ impl Store {
     /// Checks that the database answers.
     pub async fn ping(&self) -> Result<(), StoreError> {
         let c = self.client().await?;
-        c.simple_query("SELECT 1").await?;
+        c.simple_query(sql::session::PING).await?;
         Ok(())
     }
 }

@@ -8,7 +8,7 @@ use tokio_postgres::Row;
 use uuid::Uuid;
 
 use crate::series::Filter;
-use crate::sql::overview::PARTITIONS_PAGE;
+use crate::sql::overview as sql;
 use crate::StoreError;
 
 /// Message counts summed over some partitions.
@@ -32,12 +32,6 @@ impl From<&Row> for Messages {
         }
     }
 }
-
-const SUMS: &str = "coalesce(sum(total), 0)::bigint AS total,
-                    coalesce(sum(pending), 0)::bigint AS pending,
-                    coalesce(sum(processing), 0)::bigint AS processing,
-                    coalesce(sum(completed), 0)::bigint AS completed,
-                    coalesce(sum(failed), 0)::bigint AS failed";
 
 /// avg, median, min and max of one lag over the tenant's cursors.
 #[derive(Clone, Copy, Debug, Default)]
@@ -78,57 +72,13 @@ pub struct Overview {
     pub stats_age: Option<f64>,
 }
 
-/// The filter's conditions on `q`, the queues, with parameters $2 to $4.
-const FILTER: &str = "($2::text IS NULL OR q.name = $2) AND ($3::text IS NULL OR q.namespace = $3)
-                      AND ($4::text IS NULL OR q.task = $4)";
-
-/// The tenant's queues the filter lets through, with their rows of the stats snapshot
-/// (`stats`; NULL columns for a queue no round has counted yet).
-const COUNTED: &str = "counted AS (
-        SELECT q.namespace, q.task, s.partitions, s.total, s.pending, s.processing,
-               s.completed, s.failed, s.dead_letters, s.cursors, s.refreshed_at,
-               s.time_lag_avg, s.time_lag_median, s.time_lag_min, s.time_lag_max,
-               s.offset_lag_avg, s.offset_lag_median, s.offset_lag_min, s.offset_lag_max
-          FROM queues q LEFT JOIN queue_stats s ON s.queue_id = q.id
-         WHERE q.tenant = $1 AND ";
-
-/// One lag spread over every counted cursor, from the queues' spreads: the average weighted
-/// by cursors, the least minimum, the greatest maximum, and for the median the
-/// cursor-weighted median of the queues' medians (exact for one queue).
-fn spread_sql(lag: &str) -> String {
-    format!(
-        "coalesce(sum({lag}_avg * cursors) / nullif(sum(cursors), 0), 0) AS {lag}_avg,
-         coalesce(min({lag}_min) FILTER (WHERE cursors > 0), 0) AS {lag}_min,
-         coalesce(max({lag}_max) FILTER (WHERE cursors > 0), 0) AS {lag}_max,
-         coalesce((SELECT m FROM (
-                     SELECT {lag}_median AS m,
-                            sum(cursors) OVER (ORDER BY {lag}_median ROWS UNBOUNDED PRECEDING) AS run,
-                            sum(cursors) OVER () AS n
-                       FROM counted WHERE cursors > 0) w
-                    WHERE 2 * run >= n ORDER BY m LIMIT 1), 0) AS {lag}_median"
-    )
-}
-
 /// The overview of the tenant's queues the filter lets through, from the stats snapshot.
 pub async fn overview(
     client: &Client,
     tenant: &str,
     f: &Filter<'_>,
 ) -> Result<Overview, StoreError> {
-    let sql = format!(
-        "WITH {COUNTED} {FILTER})
-         SELECT count(*) AS queues,
-                count(DISTINCT namespace) FILTER (WHERE namespace <> '') AS namespaces,
-                count(DISTINCT task) FILTER (WHERE task <> '') AS tasks,
-                coalesce(sum(partitions), 0)::bigint AS partitions, {SUMS},
-                coalesce(sum(dead_letters), 0)::bigint AS dead_letters,
-                {}, {},
-                extract(epoch FROM now() - min(refreshed_at))::float8 AS stats_age
-           FROM counted",
-        spread_sql("time_lag"),
-        spread_sql("offset_lag")
-    );
-    let st = client.prepare_cached(&sql).await?;
+    let st = client.prepare_cached(sql::OVERVIEW).await?;
     let r = client
         .query_one(&st, &[&tenant, &f.queue, &f.namespace, &f.task])
         .await?;
@@ -170,17 +120,12 @@ pub async fn rollup(
     limit: i64,
     offset: i64,
 ) -> Result<Vec<Rollup>, StoreError> {
-    let label = match by {
-        Label::Namespace => "namespace",
-        Label::Task => "task",
-    };
-    let sql = format!(
-        "WITH {COUNTED} q.{label} <> '')
-         SELECT {label} AS label, count(*) AS queues,
-                coalesce(sum(partitions), 0)::bigint AS partitions, {SUMS}
-           FROM counted GROUP BY {label} ORDER BY {label} LIMIT $2 OFFSET $3"
-    );
-    let st = client.prepare_cached(&sql).await?;
+    let st = client
+        .prepare_cached(match by {
+            Label::Namespace => sql::ROLLUP_BY_NAMESPACE,
+            Label::Task => sql::ROLLUP_BY_TASK,
+        })
+        .await?;
     Ok(client
         .query(&st, &[&tenant, &limit, &offset])
         .await?
@@ -215,14 +160,9 @@ pub async fn partitions(
     limit: i64,
     offset: i64,
 ) -> Result<(Vec<PartitionSummary>, i64), StoreError> {
-    let st = client
-        .prepare_cached(
-            "SELECT count(*) AS n FROM queues q JOIN partitions p ON p.queue_id = q.id
-              WHERE q.tenant = $1 AND ($2::text IS NULL OR q.name = $2)",
-        )
-        .await?;
+    let st = client.prepare_cached(sql::PARTITIONS_COUNT).await?;
     let total: i64 = client.query_one(&st, &[&tenant, &queue]).await?.get("n");
-    let st = client.prepare_cached(PARTITIONS_PAGE).await?;
+    let st = client.prepare_cached(sql::PARTITIONS_PAGE).await?;
     let rows = client
         .query(&st, &[&tenant, &queue, &limit, &offset])
         .await?;
@@ -250,14 +190,7 @@ pub struct Leases {
 }
 
 pub async fn leases(client: &Client, tenant: &str, f: &Filter<'_>) -> Result<Leases, StoreError> {
-    let sql = format!(
-        "SELECT count(DISTINCT c.lease_id) AS active, count(DISTINCT c.partition_id) AS parts,
-                    coalesce(sum(c.lease_end - c.committed), 0)::bigint AS messages
-               FROM cursors c JOIN queues q ON q.id = c.queue_id
-              WHERE q.tenant = $1 AND {FILTER}
-                AND c.lease_id IS NOT NULL AND c.lease_expires_at > now()"
-    );
-    let st = client.prepare_cached(&sql).await?;
+    let st = client.prepare_cached(sql::LEASES).await?;
     let r = client
         .query_one(&st, &[&tenant, &f.queue, &f.namespace, &f.task])
         .await?;
@@ -282,18 +215,11 @@ pub async fn dead_summary(
     tenant: &str,
     f: &Filter<'_>,
 ) -> Result<DeadSummary, StoreError> {
-    let scope = format!(
-        "FROM dead_letters d JOIN queues q ON q.id = d.queue_id WHERE d.tenant = $1 AND {FILTER}"
-    );
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
         [&tenant, &f.queue, &f.namespace, &f.task];
-    let sql = format!("SELECT count(*) AS total, count(DISTINCT d.partition_id) AS parts {scope}");
-    let st = client.prepare_cached(&sql).await?;
+    let st = client.prepare_cached(sql::DEAD_LETTERS).await?;
     let r = client.query_one(&st, &params).await?;
-    let sql = format!(
-        "SELECT d.error, count(*) AS n {scope} GROUP BY d.error ORDER BY n DESC, d.error LIMIT 5"
-    );
-    let st = client.prepare_cached(&sql).await?;
+    let st = client.prepare_cached(sql::DEAD_LETTER_ERRORS).await?;
     let top_errors = client
         .query(&st, &params)
         .await?

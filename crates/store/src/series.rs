@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
 use uuid::Uuid;
 
+use crate::sql::series as sql;
 use crate::{Conn, Layout, StoreError, Tx};
 
 /// What happened to one queue's messages over some span.
@@ -38,28 +39,7 @@ impl Counts {
 pub async fn add(client: &Client, counts: &[(Uuid, Counts)]) -> Result<(), StoreError> {
     let col = |f: fn(&Counts) -> i64| counts.iter().map(|(_, c)| f(c)).collect::<Vec<i64>>();
     let queues: Vec<Uuid> = counts.iter().map(|(q, _)| *q).collect();
-    let st = client
-        .prepare_cached(
-            "INSERT INTO queue_minutes AS m
-                    (queue_id, minute, pushed, delivered, completed, failed, dead_lettered, expired,
-                     lag_ms_sum, lag_ms_max)
-             SELECT u.q, date_trunc('minute', now()), u.p, u.d, u.c, u.f, u.l, u.e, u.ls, u.lm
-               FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[],
-                           $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[])
-                    AS u(q, p, d, c, f, l, e, ls, lm)
-              WHERE EXISTS (SELECT 1 FROM queues WHERE id = u.q)
-              ORDER BY u.q
-             ON CONFLICT (queue_id, minute) DO UPDATE
-                SET pushed = m.pushed + excluded.pushed,
-                    delivered = m.delivered + excluded.delivered,
-                    completed = m.completed + excluded.completed,
-                    failed = m.failed + excluded.failed,
-                    dead_lettered = m.dead_lettered + excluded.dead_lettered,
-                    expired = m.expired + excluded.expired,
-                    lag_ms_sum = m.lag_ms_sum + excluded.lag_ms_sum,
-                    lag_ms_max = greatest(m.lag_ms_max, excluded.lag_ms_max)",
-        )
-        .await?;
+    let st = client.prepare_cached(sql::ADD).await?;
     client
         .execute(
             &st,
@@ -85,34 +65,24 @@ pub async fn since(
     tenant: &str,
     since: DateTime<Utc>,
 ) -> Result<Counts, StoreError> {
-    let sql = format!(
-        "SELECT {SUMS} FROM queue_minutes m JOIN queues q ON q.id = m.queue_id
-          WHERE q.tenant = $1 AND m.minute >= date_trunc('minute', $2::timestamptz)"
-    );
-    let st = client.prepare_cached(&sql).await?;
+    let st = client.prepare_cached(sql::SINCE).await?;
     Ok(counts(&client.query_one(&st, &[&tenant, &since]).await?))
 }
 
 /// Deletes up to `limit` minutes older than `before`, in the caller's transaction.
 pub async fn expire(tx: &Tx<'_>, before: DateTime<Utc>, limit: i64) -> Result<i64, StoreError> {
-    expire_minutes(tx, "queue_minutes", "queue_id", before, limit).await
+    expire_minutes(tx, sql::EXPIRE, before, limit).await
 }
 
-/// Deletes up to `limit` rows older than `before` of a per-minute table keyed by (`key`,
-/// `minute`) with an index on `minute`: a bounded batch, so expiry never holds a long lock.
+/// Runs `statement`, the bounded expiry of a per-minute table (`series::expire`,
+/// `depth_history::expire_tenants`, ...: $1 before, $2 limit), in the caller's transaction.
 pub(crate) async fn expire_minutes(
     tx: &Tx<'_>,
-    table: &'static str,
-    key: &'static str,
+    statement: &'static str,
     before: DateTime<Utc>,
     limit: i64,
 ) -> Result<i64, StoreError> {
-    let sql = format!(
-        "DELETE FROM {table} m
-           USING (SELECT {key}, minute FROM {table} WHERE minute < $1 LIMIT $2) d
-          WHERE m.{key} = d.{key} AND m.minute = d.minute"
-    );
-    let st = tx.prepare_cached(&sql).await?;
+    let st = tx.prepare_cached(statement).await?;
     Ok(tx.execute(&st, &[&before, &limit]).await? as i64)
 }
 
@@ -123,18 +93,6 @@ pub struct Filter<'a> {
     pub namespace: Option<&'a str>,
     pub task: Option<&'a str>,
 }
-
-const FILTERED: &str = "q.tenant = $1 AND ($2::text IS NULL OR q.name = $2)
-       AND ($3::text IS NULL OR q.namespace = $3) AND ($4::text IS NULL OR q.task = $4)";
-
-const SUMS: &str = "coalesce(sum(m.pushed), 0)::bigint AS pushed,
-                    coalesce(sum(m.delivered), 0)::bigint AS delivered,
-                    coalesce(sum(m.completed), 0)::bigint AS completed,
-                    coalesce(sum(m.failed), 0)::bigint AS failed,
-                    coalesce(sum(m.dead_lettered), 0)::bigint AS dead_lettered,
-                    coalesce(sum(m.expired), 0)::bigint AS expired,
-                    coalesce(sum(m.lag_ms_sum), 0)::bigint AS lag_ms_sum,
-                    coalesce(max(m.lag_ms_max), 0)::bigint AS lag_ms_max";
 
 fn counts(r: &tokio_postgres::Row) -> Counts {
     Counts {
@@ -170,22 +128,13 @@ pub async fn buckets(
     span: &Span<'_>,
     by_queue: bool,
 ) -> Result<Vec<(DateTime<Utc>, Option<String>, Counts)>, StoreError> {
-    let queue = if by_queue { "q.name" } else { "NULL::text" };
-    let sql = format!(
-        "SELECT date_bin(make_interval(mins => $7), m.minute, $5) AS bucket, {queue} AS queue,
-                {SUMS}
-           FROM queue_minutes m JOIN queues q ON q.id = m.queue_id
-          WHERE {FILTERED} AND m.minute >= $5 AND m.minute < $6
-            AND (NOT $8 OR m.queue_id IN (
-                   SELECT m.queue_id FROM queue_minutes m JOIN queues q ON q.id = m.queue_id
-                    WHERE {FILTERED} AND m.minute >= $5 AND m.minute < $6
-                    GROUP BY m.queue_id
-                    ORDER BY sum(m.pushed + m.delivered + m.completed + m.failed
-                                 + m.dead_lettered + m.expired) DESC, m.queue_id
-                    LIMIT $9))
-          GROUP BY 1, 2 ORDER BY 1, 2"
-    );
-    let st = client.prepare_cached(&sql).await?;
+    let st = client
+        .prepare_cached(if by_queue {
+            sql::BUCKETS_BY_QUEUE
+        } else {
+            sql::BUCKETS
+        })
+        .await?;
     let f = &span.filter;
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 9] = [
         &tenant,
@@ -217,32 +166,12 @@ pub async fn per_queue(
     from: DateTime<Utc>,
     to: DateTime<Utc>,
 ) -> Result<Vec<QueueCounts>, StoreError> {
-    let (partitions, counted) = match client.layout() {
-        Layout::Single => (
-            "(SELECT count(*) FROM partitions p WHERE p.queue_id = q.id)".to_string(),
-            String::new(),
-        ),
-        // Citus plans no correlated subquery beside a reference table: the filtered queues'
-        // partitions are counted first, every shard at once.
-        Layout::Citus => (
-            "max(pc.n)".to_string(),
-            format!(
-                "LEFT JOIN (SELECT p.queue_id, count(*) AS n FROM partitions p
-                             WHERE p.queue_id IN (SELECT q.id FROM queues q WHERE {FILTERED})
-                             GROUP BY p.queue_id) pc ON pc.queue_id = q.id"
-            ),
-        ),
-    };
-    let sql = format!(
-        "SELECT q.id, q.name, q.namespace, q.task,
-                coalesce({partitions}, 0) AS partitions, {SUMS}
-           FROM queues q
-           LEFT JOIN queue_minutes m ON m.queue_id = q.id AND m.minute >= $5 AND m.minute < $6
-           {counted}
-          WHERE {FILTERED}
-          GROUP BY q.id, q.name, q.namespace, q.task ORDER BY q.name LIMIT $7"
-    );
-    let st = client.prepare_cached(&sql).await?;
+    let st = client
+        .prepare_cached(match client.layout() {
+            Layout::Single => sql::PER_QUEUE,
+            Layout::Citus => sql::PER_QUEUE_CITUS,
+        })
+        .await?;
     let rows = client
         .query(
             &st,

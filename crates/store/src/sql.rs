@@ -71,6 +71,69 @@ fn statement_lines(text: &str) -> Vec<&str> {
 /// exactly (white space aside): a fact a statement states again is held to its one wording.
 pub const SHARED: &[(&str, &str, &[&str])] = &[
     (
+        "a queue and its row of the stats snapshot (overview::overview's `counted`)",
+        "WITH counted AS (
+           SELECT q.namespace, q.task, s.partitions, s.total, s.pending, s.processing,
+                  s.completed, s.failed, s.dead_letters, s.cursors, s.refreshed_at,
+                  s.time_lag_avg, s.time_lag_median, s.time_lag_min, s.time_lag_max,
+                  s.offset_lag_avg, s.offset_lag_median, s.offset_lag_min, s.offset_lag_max
+             FROM queues q LEFT JOIN queue_stats s ON s.queue_id = q.id
+            WHERE q.tenant = $1 AND",
+        &[
+            "overview::overview",
+            "overview::rollup_by_namespace",
+            "overview::rollup_by_task",
+        ],
+    ),
+    (
+        "counted queues' partitions and message counts, summed (overview::Messages)",
+        "coalesce(sum(partitions), 0)::bigint AS partitions,
+         coalesce(sum(total), 0)::bigint AS total,
+         coalesce(sum(pending), 0)::bigint AS pending,
+         coalesce(sum(processing), 0)::bigint AS processing,
+         coalesce(sum(completed), 0)::bigint AS completed,
+         coalesce(sum(failed), 0)::bigint AS failed",
+        &[
+            "overview::overview",
+            "overview::rollup_by_namespace",
+            "overview::rollup_by_task",
+        ],
+    ),
+    (
+        "which of the tenant's queues a filter lets through (series::Filter: $2 queue, $3 \
+         namespace, $4 task)",
+        "($2::text IS NULL OR q.name = $2)
+         AND ($3::text IS NULL OR q.namespace = $3) AND ($4::text IS NULL OR q.task = $4)",
+        &[
+            "overview::overview",
+            "overview::leases",
+            "overview::dead_letters",
+            "overview::dead_letter_errors",
+            "series::buckets",
+            "series::buckets_by_queue",
+            "series::per_queue",
+            "series::per_queue_citus",
+        ],
+    ),
+    (
+        "a span's counts summed over minutes of the queue series (series::Counts)",
+        "coalesce(sum(m.pushed), 0)::bigint AS pushed,
+         coalesce(sum(m.delivered), 0)::bigint AS delivered,
+         coalesce(sum(m.completed), 0)::bigint AS completed,
+         coalesce(sum(m.failed), 0)::bigint AS failed,
+         coalesce(sum(m.dead_lettered), 0)::bigint AS dead_lettered,
+         coalesce(sum(m.expired), 0)::bigint AS expired,
+         coalesce(sum(m.lag_ms_sum), 0)::bigint AS lag_ms_sum,
+         coalesce(max(m.lag_ms_max), 0)::bigint AS lag_ms_max",
+        &[
+            "series::since",
+            "series::buckets",
+            "series::buckets_by_queue",
+            "series::per_queue",
+            "series::per_queue_citus",
+        ],
+    ),
+    (
         "a partition's counts (overview::partitions_page says what each means)",
         "p.next_offset - p.first_offset AS total,
          p.next_offset - 1 - coalesce(min(c.committed), p.first_offset - 1) AS pending,

@@ -28,7 +28,7 @@ pub const PAUSE_PER_ROUND: f64 = 4.0;
 /// running holds the row: without `force` this broker skips at once; with it, it waits for
 /// that round and then runs its own, which sees every write committed before the call.
 /// The round's statements run with room to sort in memory (and, as on every pooled
-/// connection, without JIT: `SESSION_PLANNING` in this crate's root).
+/// connection, without JIT: `sql::session::PLANNING`).
 pub async fn begin_round(
     tx: &Tx<'_>,
     force: bool,
