@@ -44,24 +44,4 @@ CREATE TABLE stream_state (
 );
 CREATE INDEX stream_state_by_query ON stream_state (query_id);
 
--- A cycle's state writes in one call: the deletes, then the upserts (each key at most once in
--- all). One round trip; on Citus the call is delegated to the partition's worker
--- (crates/store/citus/functions.sql), so the cycle stays one worker's transaction.
-CREATE FUNCTION regent_stream_state(p_partition uuid, p_query uuid, p_deletes text[],
-                                    p_keys text[], p_values text[], p_ends float8[])
-RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-    IF cardinality(p_deletes) > 0 THEN
-        DELETE FROM stream_state
-         WHERE partition_id = p_partition AND query_id = p_query AND key = ANY (p_deletes);
-    END IF;
-    IF cardinality(p_keys) > 0 THEN
-        INSERT INTO stream_state (partition_id, query_id, key, value, window_end, updated_at)
-        SELECT p_partition, p_query, s.k, s.v, s.w, now()
-          FROM unnest(p_keys, p_values, p_ends) AS s(k, v, w)
-        ON CONFLICT (partition_id, query_id, key) DO UPDATE
-           SET value = excluded.value, window_end = excluded.window_end,
-               updated_at = excluded.updated_at;
-    END IF;
-END
-$$;
+-- regent_stream_state is defined in crates/store/sql/functions.sql, applied at every start.

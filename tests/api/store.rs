@@ -924,3 +924,70 @@ async fn the_fleets_samples_are_summed_per_broker_and_bucket() {
     assert_eq!((r.requests.push, r.messages.push), (1, 3));
     assert_eq!(r.pool_open, points.last().unwrap().pool_open.last as i32);
 }
+
+/// Each migration's recorded checksum, by version.
+async fn recorded_checksums(db: &tokio_postgres::Client) -> Vec<(i32, String)> {
+    db.query(
+        "SELECT version, checksum FROM refinery_schema_history ORDER BY version",
+        &[],
+    )
+    .await
+    .expect("refinery's record")
+    .iter()
+    .map(|r| (r.get(0), r.get(1)))
+    .collect()
+}
+
+/// A database migrated before V1, V3, V15, V19 and V20 were rewritten to hold only their
+/// schema recorded their first checksums: a start moves exactly those to the rewritten files'
+/// and the database is taken as migrated, its functions defined; any other recorded
+/// difference is still refused as divergent.
+#[tokio::test]
+async fn a_database_migrated_before_the_rewrite_starts_and_a_divergent_one_is_refused() {
+    let url = crate::support::fresh_database().await;
+    let (db, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(conn);
+    let now = recorded_checksums(&db).await;
+    assert_eq!(now.len(), 20, "{now:?}");
+    for (version, first) in regent::store::history::REWRITTEN {
+        db.execute(
+            "UPDATE refinery_schema_history SET checksum = $2 WHERE version = $1",
+            &[version, &first.to_string()],
+        )
+        .await
+        .expect("record the first checksum");
+    }
+    db.execute("DROP FUNCTION regent_append_known", &[])
+        .await
+        .expect("drop a function");
+
+    Store::migrate(&url)
+        .await
+        .expect("a database migrated before the rewrite starts");
+    assert_eq!(recorded_checksums(&db).await, now);
+    let defined: i64 = db
+        .query_one(
+            "SELECT count(*) FROM pg_proc WHERE proname = 'regent_append_known'",
+            &[],
+        )
+        .await
+        .expect("pg_proc")
+        .get(0);
+    assert_eq!(defined, 1, "the functions are defined at every start");
+
+    db.execute(
+        "UPDATE refinery_schema_history SET checksum = '1' WHERE version = 3",
+        &[],
+    )
+    .await
+    .expect("record another checksum");
+    let refused = Store::migrate(&url)
+        .await
+        .expect_err("a divergent migration is refused");
+    assert!(
+        format!("{refused:#}").contains("is different than filesystem one"),
+        "{refused:#}"
+    );
+}

@@ -1,9 +1,10 @@
--- The Citus bodies of Regent's functions (crates/store/src/citus.rs applies them after the
--- migrations, at every start, so a migration that redefines a function for one PostgreSQL
--- is followed by its Citus body).
+-- Regent's functions on Citus (crates/store/src/citus.rs applies this after
+-- crates/store/sql/functions.sql, at every start): the body of regent_append that runs there,
+-- and where each function runs.
 --
--- regent_append as in V19 (V20 adds the options check of the one-statement push to known
--- partitions, which the Citus layout does not use: its pushes take the full path), but the
+-- regent_append as in crates/store/sql/functions.sql, less the options check of the
+-- one-statement push to known partitions (the Citus layout does not use it: its pushes take
+-- the full path), but the
 -- transaction index carries its partition (the distribution
 -- column) and every statement names the partition, so the whole call runs on the worker that
 -- holds it: Citus delegates the call there (create_distributed_function below, by p_partition)
@@ -11,7 +12,7 @@
 -- Citus sends a delegated call's arguments as text, so the frames come as the segment itself
 -- (p_segment) and each frame's end in it (p_ends, in bytes), not as a bytea[] written and read
 -- a character at a time; and the segment's INSERT takes no subquery (Citus refuses one).
--- V19's form, which the migrations define, is not used on Citus.
+-- functions.sql's form, defined here too, is not called on Citus.
 DROP FUNCTION IF EXISTS regent_append(uuid, uuid[], bytea, int4[], boolean);
 CREATE OR REPLACE FUNCTION regent_append(p_partition uuid, p_hashes uuid[], p_segment bytea,
                                          p_ends int4[], p_careful boolean,
@@ -34,7 +35,7 @@ BEGIN
     v_now := clock_timestamp();
 
     IF p_careful THEN
-        -- As in V19: an entry the window has passed is no duplicate.
+        -- As in functions.sql: an entry the window has passed is no duplicate.
         DELETE FROM tx_index x
          WHERE x.partition_id = p_partition AND x.hash = ANY (p_hashes)
            AND x.created_at <= v_now - make_interval(secs => p_window_seconds);
@@ -90,7 +91,7 @@ SELECT create_distributed_function('regent_append(uuid, uuid[], bytea, int4[], b
                                    'p_partition', colocate_with := 'partitions',
                                    force_delegation := true);
 
--- regent_stream_state as in V15, delegated to the worker of its partition like
+-- regent_stream_state (crates/store/sql/functions.sql), delegated to the worker of its partition like
 -- regent_append, so a stream cycle's state writes run where its state lives (an
 -- INSERT ... SELECT from the coordinator would reach the shard over another connection and
 -- make the cycle a two-phase commit).

@@ -1,11 +1,12 @@
--- Regent's database functions on one PostgreSQL: the one definition of each, applied at every
--- start after the migrations, under the migration lock (regent_store::migrate). A changed
+-- Regent's database functions: the one definition of each, applied at every start after the
+-- migrations, under the migration lock (regent_store::migrate), on both layouts. A changed
 -- function is changed here, in place; a migration holds only the schema, and the DROP
--- FUNCTION a changed signature needs (as V20's for regent_append). The migrations that first
--- defined each (V1, V3, V19 and V20 for regent_append; V20 for regent_append_known; V15 for
--- regent_stream_state) are the history of databases already migrated, and are not edited.
--- On Citus, crates/store/citus/functions.sql holds the bodies that run there instead. The
--- two are held to the same answers by tests that call them on both layouts (scripts/test's
+-- FUNCTION IF EXISTS a changed signature needs (as V20's for regent_append). The migrations
+-- that first defined them (V1, V3, V15, V19, V20) were rewritten to hold only their schema;
+-- crates/store/src/history.rs moves what databases migrated before recorded of them.
+-- On Citus, crates/store/citus/functions.sql then adds the body of regent_append that runs
+-- there, and routes each function to the worker of its partition. The two regent_append
+-- bodies are held to the same answers by tests that call them on both layouts (scripts/test's
 -- Citus pass): tests/api/append_function.rs on every rule of an append (dense offsets, a
 -- resent id answered with the stored message, new messages around duplicates, the window,
 -- the optimistic refusal, a missing partition), and the core suites (push_pop, ack_contract,
@@ -13,7 +14,25 @@
 
 -- The push hot path: a batch of frames appended to one partition under its sequencer row's
 -- lock, deduplicated by hash within the window (V19), only while its queue still has the
--- options the broker knew when it names them (V20: NULL, the full path, is unchecked).
+-- options the broker knew when it names them (V20: NULL, the full path, is unchecked). One
+-- round trip. p_frames holds one encoded frame per item, aligned with p_hashes. Returns one
+-- row per item that was NOT appended (1-based position, the offset of the message already
+-- stored under that hash); every other item was appended, in order, from the partition's old
+-- next_offset.
+--
+-- Duplicates are rare. A careful call (p_careful) first deletes the batch's entries older
+-- than the window (an id taken longer ago is a new message, purged or not), then looks every
+-- hash up (one b-tree scan) and appends without the ones it finds. An optimistic call skips
+-- the lookup and lets the primary key find a duplicate: the insert then fails with
+-- unique_violation, voiding the caller's transaction, which the broker re-runs carefully.
+-- Skipping the lookup saves about a third of the call. INSERT ... ON CONFLICT DO NOTHING
+-- would need no second run, but pays a speculative insertion per row (measured about a fifth
+-- slower than lookup plus insert). Neither can race a concurrent insert of the same hash: the
+-- hash names this partition, whose sequencer row this call holds locked. A named queue's
+-- options that are not those given fail the call with no_data_found (P0002): the statement
+-- writes nothing and the broker pushes the full way. seq scans are off so the lookup is never
+-- planned as one (a plan cached while the table was empty would otherwise scan it whole on
+-- every call).
 CREATE OR REPLACE FUNCTION regent_append(p_partition uuid, p_hashes uuid[], p_frames bytea[],
                               p_careful boolean, p_window_seconds integer,
                               p_options jsonb DEFAULT NULL)

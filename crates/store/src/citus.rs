@@ -71,8 +71,8 @@ const LOCAL: &[&str] = &[
 /// first table is distributed, one transaction.
 const RESHAPE: &str = include_str!("../citus/reshape.sql");
 
-/// The Citus bodies of the functions the migrations define for one PostgreSQL, and how each
-/// is routed.
+/// The Citus body of `regent_append`, applied after `sql/functions.sql`, and where each
+/// function runs.
 const FUNCTIONS: &str = include_str!("../citus/functions.sql");
 
 /// Lays the tables out for Citus, if not done yet. Refuses a database that already holds

@@ -18,6 +18,7 @@ pub mod error;
 pub mod fleet;
 pub mod frames;
 pub mod groups;
+pub mod history;
 pub mod kv;
 pub mod layout;
 pub mod lease;
@@ -256,21 +257,24 @@ impl Store {
     }
 }
 
-/// The migrations, then the layout, on a connection holding the migration lock.
+/// The migrations, then the layout and the database functions, on a connection holding the
+/// migration lock.
 async fn migrate_locked(client: &mut tokio_postgres::Client) -> anyhow::Result<Layout> {
+    history::rebaseline(client).await?;
     let report = embedded::migrations::runner().run_async(client).await?;
     for m in report.applied_migrations() {
         tracing::info!(migration = %m, "applied");
     }
     let layout = Layout::of(client).await?;
-    match layout {
-        Layout::Single => client.batch_execute(FUNCTIONS).await?,
-        Layout::Citus => citus::distribute(client).await?,
+    client.batch_execute(FUNCTIONS).await?;
+    if layout == Layout::Citus {
+        citus::distribute(client).await?;
     }
     Ok(layout)
 }
 
-/// The one definition of each database function on one PostgreSQL (`CREATE OR REPLACE`),
-/// applied at every start after the migrations: a changed function is changed there, not by
-/// a migration. On Citus, `citus/functions.sql` (applied by `citus::distribute`) instead.
+/// The one definition of each database function (`CREATE OR REPLACE`), applied at every start
+/// after the migrations, on both layouts: a changed function is changed there, not by a
+/// migration. On Citus, `citus/functions.sql` (applied by `citus::distribute`) then adds the
+/// Citus body of `regent_append` and routes the functions to the workers.
 const FUNCTIONS: &str = include_str!("../sql/functions.sql");
