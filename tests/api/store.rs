@@ -159,26 +159,21 @@ async fn a_sweep_makes_each_missing_cursor_once_where_the_group_starts() {
     let f = fixture("store-sweep", 3).await;
     let mut conn = f.store.client().await.unwrap();
     let tx = conn.begin().await.unwrap();
-    let made = claim::sweep(
-        &tx,
-        f.queue_id,
-        "__QUEUE_MODE__",
-        None,
-        Start::QueueMode,
-        Sweep::All,
-    )
-    .await
-    .unwrap();
-    let again = claim::sweep(
-        &tx,
-        f.queue_id,
-        "__QUEUE_MODE__",
-        None,
-        Start::QueueMode,
-        Sweep::All,
-    )
-    .await
-    .unwrap();
+    // Twice: the second sweep finds the cursor the first made.
+    let mut sweeps = Vec::new();
+    for _ in 0..2 {
+        let all = Sweep::All;
+        let n = claim::sweep(
+            &tx,
+            f.queue_id,
+            "__QUEUE_MODE__",
+            None,
+            Start::QueueMode,
+            all,
+        );
+        sweeps.push(n.await.unwrap());
+    }
+    let (made, again) = (sweeps[0], sweeps[1]);
     // A named group that starts now begins after the three messages already pushed.
     let only = [f.partition_id];
     let named = claim::sweep(

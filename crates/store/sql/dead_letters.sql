@@ -18,39 +18,31 @@ INSERT INTO dead_letters
      transaction_id, frame, created_at, error, retry_count)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 
--- name: count
--- How many of the tenant's dead letters a listing matches.
--- $1 tenant, $2 queue (NULL: any), $3 consumer group (NULL: any), $4 partition (NULL: any),
--- $5 failed at or after (NULL: any), $6 failed at or before (NULL: any), $7 error (NULL: any)
-SELECT count(*) AS total
-  FROM dead_letters d
-  JOIN queues q ON q.id = d.queue_id
-  JOIN partitions p ON p.id = d.partition_id
- WHERE d.tenant = $1
-   AND ($2::text IS NULL OR q.name = $2)
-   AND ($3::text IS NULL OR d.consumer_group = $3)
-   AND ($4::text IS NULL OR p.name = $4)
-   AND ($5::timestamptz IS NULL OR d.failed_at >= $5)
-   AND ($6::timestamptz IS NULL OR d.failed_at <= $6)
-   AND ($7::text IS NULL OR d.error = $7)
-
 -- name: list
--- A page of the tenant's dead letters a listing matches (as count), newest failure first.
--- $1-$7 as count, $8 limit, $9 offset
-SELECT d.id, d.partition_id, q.name AS queue, p.name AS partition, d.consumer_group,
-       d.error, d.retry_count, d."offset", d.frame, d.created_at, d.failed_at
-  FROM dead_letters d
-  JOIN queues q ON q.id = d.queue_id
-  JOIN partitions p ON p.id = d.partition_id
- WHERE d.tenant = $1
-   AND ($2::text IS NULL OR q.name = $2)
-   AND ($3::text IS NULL OR d.consumer_group = $3)
-   AND ($4::text IS NULL OR p.name = $4)
-   AND ($5::timestamptz IS NULL OR d.failed_at >= $5)
-   AND ($6::timestamptz IS NULL OR d.failed_at <= $6)
-   AND ($7::text IS NULL OR d.error = $7)
- ORDER BY d.failed_at DESC, d.id DESC
- LIMIT $8 OFFSET $9
+-- A page of the tenant's dead letters a listing matches, newest failure first, each row with
+-- how many match in all (`total`); a page past the end is one row with only `total` (its
+-- `id` NULL). `matched` is inlined into both its readers (NOT MATERIALIZED): the count reads
+-- no frame.
+-- $1 tenant, $2 queue (NULL: any), $3 consumer group (NULL: any), $4 partition (NULL: any),
+-- $5 failed at or after (NULL: any), $6 failed at or before (NULL: any), $7 error (NULL: any),
+-- $8 limit, $9 offset
+WITH matched AS NOT MATERIALIZED (
+       SELECT d.id, d.partition_id, q.name AS queue, p.name AS partition, d.consumer_group,
+              d.error, d.retry_count, d."offset", d.frame, d.created_at, d.failed_at
+         FROM dead_letters d
+         JOIN queues q ON q.id = d.queue_id
+         JOIN partitions p ON p.id = d.partition_id
+        WHERE d.tenant = $1
+          AND ($2::text IS NULL OR q.name = $2)
+          AND ($3::text IS NULL OR d.consumer_group = $3)
+          AND ($4::text IS NULL OR p.name = $4)
+          AND ($5::timestamptz IS NULL OR d.failed_at >= $5)
+          AND ($6::timestamptz IS NULL OR d.failed_at <= $6)
+          AND ($7::text IS NULL OR d.error = $7))
+SELECT t.total, m.*
+  FROM (SELECT * FROM matched ORDER BY failed_at DESC, id DESC LIMIT $8 OFFSET $9) m
+ RIGHT JOIN (SELECT count(*) AS total FROM matched) t ON true
+ ORDER BY m.failed_at DESC, m.id DESC
 
 -- name: expire
 -- Deletes up to $2 dead letters that failed before $1, oldest first.

@@ -270,27 +270,10 @@ DELETE FROM ephemeral_live WHERE tenant = $1 AND queue = $2
 DELETE FROM ephemeral_queues WHERE tenant = $1 AND name = $2
 
 -- name: list
--- The tenant's queues, declared or live, by name: each with its declared options (NULL where
--- not declared), its counts and drop counters, and its partitions and groups.
--- $1 tenant
-SELECT coalesce(q.name, l.queue) AS name, q.name IS NOT NULL AS is_declared,
-       q.max_bytes, q.max_length, q.policy, q.ttl_seconds, q.lease_seconds, q.retry_limit,
-       q.window_ms, q.window_count,
-       coalesce(l.length, 0) AS length, coalesce(l.bytes, 0) AS bytes,
-       coalesce(l.dropped_bounds, 0) AS dropped_bounds, coalesce(l.dropped_ttl, 0) AS dropped_ttl,
-       coalesce(l.dropped_retry, 0) AS dropped_retry,
-       least(q.created_at, l.created_at) AS created_at,
-       (SELECT count(*) FROM ephemeral_rings r
-         WHERE r.tenant = $1 AND r.queue = coalesce(q.name, l.queue)) AS partitions,
-       (SELECT count(*) FROM ephemeral_groups g
-         WHERE g.tenant = $1 AND g.queue = coalesce(q.name, l.queue)) AS groups
-  FROM (SELECT * FROM ephemeral_queues WHERE tenant = $1) q
-  FULL JOIN (SELECT * FROM ephemeral_live WHERE tenant = $1) l ON l.queue = q.name
- ORDER BY 1
-
--- name: find
--- The tenant's queue $2, declared or live, as list shows it (the same row, filtered by name).
--- $1 tenant, $2 queue
+-- The tenant's queues, declared or live, by name (with $2, only that one): each with its
+-- declared options (NULL where not declared), its counts and drop counters, and its partitions
+-- and groups.
+-- $1 tenant, $2 queue (NULL: every one)
 SELECT * FROM (
   SELECT coalesce(q.name, l.queue) AS name, q.name IS NOT NULL AS is_declared,
          q.max_bytes, q.max_length, q.policy, q.ttl_seconds, q.lease_seconds, q.retry_limit,
@@ -305,7 +288,8 @@ SELECT * FROM (
            WHERE g.tenant = $1 AND g.queue = coalesce(q.name, l.queue)) AS groups
     FROM (SELECT * FROM ephemeral_queues WHERE tenant = $1) q
     FULL JOIN (SELECT * FROM ephemeral_live WHERE tenant = $1) l ON l.queue = q.name
-) s WHERE s.name = $2
+) s WHERE $2::text IS NULL OR s.name = $2
+ ORDER BY 1
 
 -- name: partition_depth
 -- The queue's partitions, by name, with their messages and bytes.

@@ -23,10 +23,11 @@ SELECT key, value, version, expires_at, updated_at,
 
 -- name: range
 -- A page of a namespace's live rows whose keys start with a prefix: keys from $3 on (bytewise,
--- no upper end) and past $4, in key order, at most $5.
+-- no upper end) and past $4, in key order, at most $5; with $6, only the keys (each value
+-- left out: empty).
 -- $1 tenant, $2 namespace, $3 the prefix (the range's lower end), $4 the last key of the
--- previous page, $5 limit
-SELECT key, value AS value, version, expires_at, updated_at, -- (variant)
+-- previous page, $5 limit, $6 keys only
+SELECT key, CASE WHEN $6 THEN '' ELSE value END AS value, version, expires_at, updated_at,
        (expires_at IS NOT NULL AND expires_at <= now()) AS expired
   FROM kv
  WHERE tenant = $1 AND ns = $2 AND key >= $3 AND key > $4
@@ -35,36 +36,15 @@ SELECT key, value AS value, version, expires_at, updated_at, -- (variant)
 
 -- name: range_until
 -- variant of: range
--- range with an upper end: keys in [$3, $6).
--- $1-$5 as range, $6 the range's upper end (exclusive)
-SELECT key, value AS value, version, expires_at, updated_at, -- (variant)
+-- range with an upper end: keys in [$3, $7). A variant, not `$7 IS NULL OR key < $7`, so
+-- that the upper end bounds the index scan: a generic plan would read every key past a
+-- prefix's end to fill the page.
+-- $1-$6 as range, $7 the range's upper end (exclusive)
+SELECT key, CASE WHEN $6 THEN '' ELSE value END AS value, version, expires_at, updated_at,
        (expires_at IS NOT NULL AND expires_at <= now()) AS expired
   FROM kv
  WHERE tenant = $1 AND ns = $2 AND key >= $3 AND key > $4
-   AND key < $6 -- (variant)
-   AND (expires_at IS NULL OR expires_at > now())
- ORDER BY key LIMIT $5
-
--- name: range_keys
--- variant of: range
--- range with only the keys: each value is left out (empty).
--- $1-$5 as range
-SELECT key, '' AS value, version, expires_at, updated_at, -- (variant)
-       (expires_at IS NOT NULL AND expires_at <= now()) AS expired
-  FROM kv
- WHERE tenant = $1 AND ns = $2 AND key >= $3 AND key > $4
-   AND (expires_at IS NULL OR expires_at > now())
- ORDER BY key LIMIT $5
-
--- name: range_keys_until
--- variant of: range
--- range with only the keys and an upper end.
--- $1-$5 as range, $6 the range's upper end (exclusive)
-SELECT key, '' AS value, version, expires_at, updated_at, -- (variant)
-       (expires_at IS NOT NULL AND expires_at <= now()) AS expired
-  FROM kv
- WHERE tenant = $1 AND ns = $2 AND key >= $3 AND key > $4
-   AND key < $6 -- (variant)
+   AND key < $7 -- (variant)
    AND (expires_at IS NULL OR expires_at > now())
  ORDER BY key LIMIT $5
 

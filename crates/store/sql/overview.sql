@@ -56,46 +56,26 @@ SELECT count(*) AS queues,
        extract(epoch FROM now() - min(refreshed_at))::float8 AS stats_age
   FROM counted
 
--- name: rollup_by_namespace
--- A page of the namespaces of the tenant's queues, by name, each with its queues and the
+-- name: rollup
+-- A page of the namespaces (or with $4, the tasks) of the tenant's queues, by name, each with its queues and the
 -- partitions and message counts of its queues' stats rows summed (a queue no round has
--- counted yet adds to `queues` only); queues without a namespace are not listed.
--- $1 tenant, $2 limit, $3 offset
+-- counted yet adds to `queues` only); queues without one are not listed.
+-- $1 tenant, $2 limit, $3 offset, $4 by task instead of namespace
 WITH counted AS (
        SELECT q.namespace, q.task, s.partitions, s.total, s.pending, s.processing,
               s.completed, s.failed, s.dead_letters, s.cursors, s.refreshed_at,
               s.time_lag_avg, s.time_lag_median, s.time_lag_min, s.time_lag_max,
               s.offset_lag_avg, s.offset_lag_median, s.offset_lag_min, s.offset_lag_max
          FROM queues q LEFT JOIN queue_stats s ON s.queue_id = q.id
-        WHERE q.tenant = $1 AND q.namespace <> '') -- (variant)
-SELECT namespace AS label, count(*) AS queues, -- (variant)
+        WHERE q.tenant = $1 AND CASE WHEN $4 THEN q.task ELSE q.namespace END <> '')
+SELECT CASE WHEN $4 THEN task ELSE namespace END AS label, count(*) AS queues,
        coalesce(sum(partitions), 0)::bigint AS partitions,
        coalesce(sum(total), 0)::bigint AS total,
        coalesce(sum(pending), 0)::bigint AS pending,
        coalesce(sum(processing), 0)::bigint AS processing,
        coalesce(sum(completed), 0)::bigint AS completed,
        coalesce(sum(failed), 0)::bigint AS failed
-  FROM counted GROUP BY namespace ORDER BY namespace LIMIT $2 OFFSET $3 -- (variant)
-
--- name: rollup_by_task
--- variant of: rollup_by_namespace
--- rollup_by_namespace by task.
--- $1 tenant, $2 limit, $3 offset
-WITH counted AS (
-       SELECT q.namespace, q.task, s.partitions, s.total, s.pending, s.processing,
-              s.completed, s.failed, s.dead_letters, s.cursors, s.refreshed_at,
-              s.time_lag_avg, s.time_lag_median, s.time_lag_min, s.time_lag_max,
-              s.offset_lag_avg, s.offset_lag_median, s.offset_lag_min, s.offset_lag_max
-         FROM queues q LEFT JOIN queue_stats s ON s.queue_id = q.id
-        WHERE q.tenant = $1 AND q.task <> '') -- (variant)
-SELECT task AS label, count(*) AS queues, -- (variant)
-       coalesce(sum(partitions), 0)::bigint AS partitions,
-       coalesce(sum(total), 0)::bigint AS total,
-       coalesce(sum(pending), 0)::bigint AS pending,
-       coalesce(sum(processing), 0)::bigint AS processing,
-       coalesce(sum(completed), 0)::bigint AS completed,
-       coalesce(sum(failed), 0)::bigint AS failed
-  FROM counted GROUP BY task ORDER BY task LIMIT $2 OFFSET $3 -- (variant)
+  FROM counted GROUP BY 1 ORDER BY 1 LIMIT $2 OFFSET $3
 
 -- name: partitions_count
 -- How many partitions the tenant has (of one queue, or of all): partitions_page's total.

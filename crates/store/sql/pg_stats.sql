@@ -49,10 +49,11 @@ SELECT t.read AS table_read, t.hit AS table_hit, i.read AS index_read,
                coalesce(sum(idx_blks_hit), 0)::bigint AS hit
           FROM pg_statio_user_indexes) i
 
--- name: dead_tuples
--- The $1 tables with the most dead tuples (pg_stats::TableStats), each with its autovacuum
--- settings: its own storage parameters where it has them, else the server's.
--- $1 limit
+-- name: tables
+-- Every user table's vacuum statistics (pg_stats::TableStats), each with its autovacuum
+-- settings: its own storage parameters where it has them, else the server's. The store picks
+-- the lists (most dead tuples, most updates, autovacuum due) from these rows.
+-- (no parameters)
 SELECT s.schemaname::text, s.relname::text, s.n_live_tup, s.n_dead_tup, s.n_tup_upd,
        s.n_tup_hot_upd, s.last_vacuum, s.last_autovacuum, s.last_autoanalyze,
        s.autovacuum_count, s.autoanalyze_count,
@@ -72,58 +73,6 @@ SELECT s.schemaname::text, s.relname::text, s.n_live_tup, s.n_dead_tup, s.n_tup_
               max(option_value) FILTER (WHERE option_name = 'autovacuum_enabled')::bool
                 AS enabled
          FROM pg_options_to_table(c.reloptions)) o
- WHERE s.n_dead_tup > 0 ORDER BY s.n_dead_tup DESC, s.relname LIMIT $1 -- (variant)
-
--- name: hot_updates
--- variant of: dead_tuples
--- The $1 tables with the most updates, as dead_tuples reads them.
--- $1 limit
-SELECT s.schemaname::text, s.relname::text, s.n_live_tup, s.n_dead_tup, s.n_tup_upd,
-       s.n_tup_hot_upd, s.last_vacuum, s.last_autovacuum, s.last_autoanalyze,
-       s.autovacuum_count, s.autoanalyze_count,
-       (coalesce(o.threshold, current_setting('autovacuum_vacuum_threshold')::float8)
-          + coalesce(o.scale_factor,
-                     current_setting('autovacuum_vacuum_scale_factor')::float8)
-            * greatest(c.reltuples, 0))::bigint AS vacuum_threshold,
-       current_setting('autovacuum')::bool AND coalesce(o.enabled, true)
-         AS autovacuum_enabled
-  FROM pg_stat_user_tables s
-  JOIN pg_class c ON c.oid = s.relid
-  CROSS JOIN LATERAL (
-       SELECT max(option_value) FILTER (WHERE option_name = 'autovacuum_vacuum_threshold')
-                ::float8 AS threshold,
-              max(option_value) FILTER (WHERE option_name = 'autovacuum_vacuum_scale_factor')
-                ::float8 AS scale_factor,
-              max(option_value) FILTER (WHERE option_name = 'autovacuum_enabled')::bool
-                AS enabled
-         FROM pg_options_to_table(c.reloptions)) o
- WHERE s.n_tup_upd > 0 ORDER BY s.n_tup_upd DESC, s.relname LIMIT $1 -- (variant)
-
--- name: autovacuum_due
--- The $1 tables autovacuum is due on (more dead tuples than their threshold), most dead
--- tuples first, as dead_tuples reads them.
--- $1 limit
-SELECT * FROM (
-  SELECT s.schemaname::text, s.relname::text, s.n_live_tup, s.n_dead_tup, s.n_tup_upd,
-         s.n_tup_hot_upd, s.last_vacuum, s.last_autovacuum, s.last_autoanalyze,
-         s.autovacuum_count, s.autoanalyze_count,
-         (coalesce(o.threshold, current_setting('autovacuum_vacuum_threshold')::float8)
-            + coalesce(o.scale_factor,
-                       current_setting('autovacuum_vacuum_scale_factor')::float8)
-              * greatest(c.reltuples, 0))::bigint AS vacuum_threshold,
-         current_setting('autovacuum')::bool AND coalesce(o.enabled, true)
-           AS autovacuum_enabled
-    FROM pg_stat_user_tables s
-    JOIN pg_class c ON c.oid = s.relid
-    CROSS JOIN LATERAL (
-         SELECT max(option_value) FILTER (WHERE option_name = 'autovacuum_vacuum_threshold')
-                  ::float8 AS threshold,
-                max(option_value) FILTER (WHERE option_name = 'autovacuum_vacuum_scale_factor')
-                  ::float8 AS scale_factor,
-                max(option_value) FILTER (WHERE option_name = 'autovacuum_enabled')::bool
-                  AS enabled
-           FROM pg_options_to_table(c.reloptions)) o) t WHERE n_dead_tup > vacuum_threshold
- ORDER BY n_dead_tup DESC, relname LIMIT $1
 
 -- name: active
 -- The $2 oldest queries running for more than $1 seconds on this database (other backends),

@@ -31,20 +31,6 @@ ON CONFLICT (queue_id, minute) DO UPDATE
        lag_ms_sum = m.lag_ms_sum + excluded.lag_ms_sum,
        lag_ms_max = greatest(m.lag_ms_max, excluded.lag_ms_max)
 
--- name: since
--- The tenant's counts summed over its queues since the minute of $2 (zeros when none).
--- $1 tenant, $2 since
-SELECT coalesce(sum(m.pushed), 0)::bigint AS pushed,
-       coalesce(sum(m.delivered), 0)::bigint AS delivered,
-       coalesce(sum(m.completed), 0)::bigint AS completed,
-       coalesce(sum(m.failed), 0)::bigint AS failed,
-       coalesce(sum(m.dead_lettered), 0)::bigint AS dead_lettered,
-       coalesce(sum(m.expired), 0)::bigint AS expired,
-       coalesce(sum(m.lag_ms_sum), 0)::bigint AS lag_ms_sum,
-       coalesce(max(m.lag_ms_max), 0)::bigint AS lag_ms_max
-  FROM queue_minutes m JOIN queues q ON q.id = m.queue_id
- WHERE q.tenant = $1 AND m.minute >= date_trunc('minute', $2::timestamptz)
-
 -- name: expire
 -- Deletes up to $2 minutes older than $1: a bounded batch, so expiry never holds a long lock
 -- (depth_history's expire_tenants and expire_queues do the same for their tables).
@@ -54,44 +40,14 @@ DELETE FROM queue_minutes m
  WHERE m.queue_id = d.queue_id AND m.minute = d.minute
 
 -- name: buckets
--- The filtered queues' counts per bucket of $7 minutes (aligned on $5) in [$5, $6), all
--- queues together (`queue` NULL), oldest first; buckets with nothing counted are absent. With
--- $8, only the $9 queues that counted most in the window (crate::series::buckets passes it
--- true only to buckets_by_queue).
+-- The filtered queues' counts per bucket of $7 minutes (aligned on $5) in [$5, $6), oldest
+-- first; buckets with nothing counted are absent. Without $8, all queues together (`queue`
+-- NULL); with $8, per queue (`queue` its name, then by name), only the $9 queues that counted
+-- most in the window.
 -- $1 tenant, $2 queue, $3 namespace, $4 task, $5 from, $6 to, $7 bucket minutes, $8 only the
 -- busiest queues, $9 how many of them (crate::series::SERIES_QUEUES)
 SELECT date_bin(make_interval(mins => $7), m.minute, $5) AS bucket,
-       NULL::text AS queue, -- (variant)
-       coalesce(sum(m.pushed), 0)::bigint AS pushed,
-       coalesce(sum(m.delivered), 0)::bigint AS delivered,
-       coalesce(sum(m.completed), 0)::bigint AS completed,
-       coalesce(sum(m.failed), 0)::bigint AS failed,
-       coalesce(sum(m.dead_lettered), 0)::bigint AS dead_lettered,
-       coalesce(sum(m.expired), 0)::bigint AS expired,
-       coalesce(sum(m.lag_ms_sum), 0)::bigint AS lag_ms_sum,
-       coalesce(max(m.lag_ms_max), 0)::bigint AS lag_ms_max
-  FROM queue_minutes m JOIN queues q ON q.id = m.queue_id
- WHERE q.tenant = $1 AND ($2::text IS NULL OR q.name = $2)
-   AND ($3::text IS NULL OR q.namespace = $3) AND ($4::text IS NULL OR q.task = $4)
-   AND m.minute >= $5 AND m.minute < $6
-   AND (NOT $8 OR m.queue_id IN (
-          SELECT m.queue_id FROM queue_minutes m JOIN queues q ON q.id = m.queue_id
-           WHERE q.tenant = $1 AND ($2::text IS NULL OR q.name = $2)
-             AND ($3::text IS NULL OR q.namespace = $3) AND ($4::text IS NULL OR q.task = $4)
-             AND m.minute >= $5 AND m.minute < $6
-           GROUP BY m.queue_id
-           ORDER BY sum(m.pushed + m.delivered + m.completed + m.failed
-                        + m.dead_lettered + m.expired) DESC, m.queue_id
-           LIMIT $9))
- GROUP BY 1, 2 ORDER BY 1, 2
-
--- name: buckets_by_queue
--- variant of: buckets
--- buckets per queue as well (`queue` its name), then by queue name; the caller passes $8
--- true, so only the window's busiest queues are shown.
--- $1-$9 as buckets
-SELECT date_bin(make_interval(mins => $7), m.minute, $5) AS bucket,
-       q.name AS queue, -- (variant)
+       CASE WHEN $8 THEN q.name END AS queue,
        coalesce(sum(m.pushed), 0)::bigint AS pushed,
        coalesce(sum(m.delivered), 0)::bigint AS delivered,
        coalesce(sum(m.completed), 0)::bigint AS completed,
@@ -117,11 +73,13 @@ SELECT date_bin(make_interval(mins => $7), m.minute, $5) AS bucket,
 
 -- name: per_queue
 -- Each filtered queue's counts over [$5, $6), with its labels and how many partitions it has,
--- by name (the first $7); queues with nothing counted included (zeros).
+-- by name (the first $7); queues with nothing counted included (zeros). The filtered queues'
+-- partitions are counted first, every shard at once on Citus, which plans no correlated
+-- subquery beside a reference table.
 -- $1 tenant, $2 queue, $3 namespace, $4 task, $5 from, $6 to, $7 limit
 -- (crate::series::STATUS_QUEUES)
 SELECT q.id, q.name, q.namespace, q.task,
-       coalesce((SELECT count(*) FROM partitions p WHERE p.queue_id = q.id), 0) -- (variant)
+       coalesce(max(pc.n), 0)
          AS partitions,
        coalesce(sum(m.pushed), 0)::bigint AS pushed,
        coalesce(sum(m.delivered), 0)::bigint AS delivered,
@@ -133,34 +91,12 @@ SELECT q.id, q.name, q.namespace, q.task,
        coalesce(max(m.lag_ms_max), 0)::bigint AS lag_ms_max
   FROM queues q
   LEFT JOIN queue_minutes m ON m.queue_id = q.id AND m.minute >= $5 AND m.minute < $6
- WHERE q.tenant = $1 AND ($2::text IS NULL OR q.name = $2)
-   AND ($3::text IS NULL OR q.namespace = $3) AND ($4::text IS NULL OR q.task = $4)
- GROUP BY q.id, q.name, q.namespace, q.task ORDER BY q.name LIMIT $7
-
--- name: per_queue_citus
--- variant of: per_queue
--- per_queue on Citus, which plans no correlated subquery beside a reference table: the
--- filtered queues' partitions are counted first, every shard at once.
--- $1-$7 as per_queue
-SELECT q.id, q.name, q.namespace, q.task,
-       coalesce(max(pc.n), 0) -- (variant)
-         AS partitions,
-       coalesce(sum(m.pushed), 0)::bigint AS pushed,
-       coalesce(sum(m.delivered), 0)::bigint AS delivered,
-       coalesce(sum(m.completed), 0)::bigint AS completed,
-       coalesce(sum(m.failed), 0)::bigint AS failed,
-       coalesce(sum(m.dead_lettered), 0)::bigint AS dead_lettered,
-       coalesce(sum(m.expired), 0)::bigint AS expired,
-       coalesce(sum(m.lag_ms_sum), 0)::bigint AS lag_ms_sum,
-       coalesce(max(m.lag_ms_max), 0)::bigint AS lag_ms_max
-  FROM queues q
-  LEFT JOIN queue_minutes m ON m.queue_id = q.id AND m.minute >= $5 AND m.minute < $6
-  LEFT JOIN (SELECT p.queue_id, count(*) AS n FROM partitions p -- (variant)
-              WHERE p.queue_id IN (SELECT q.id FROM queues q WHERE q.tenant = $1 -- (variant)
-                       AND ($2::text IS NULL OR q.name = $2) -- (variant)
-                       AND ($3::text IS NULL OR q.namespace = $3) -- (variant)
-                       AND ($4::text IS NULL OR q.task = $4)) -- (variant)
-              GROUP BY p.queue_id) pc ON pc.queue_id = q.id -- (variant)
+  LEFT JOIN (SELECT p.queue_id, count(*) AS n FROM partitions p
+              WHERE p.queue_id IN (SELECT q.id FROM queues q WHERE q.tenant = $1
+                       AND ($2::text IS NULL OR q.name = $2)
+                       AND ($3::text IS NULL OR q.namespace = $3)
+                       AND ($4::text IS NULL OR q.task = $4))
+              GROUP BY p.queue_id) pc ON pc.queue_id = q.id
  WHERE q.tenant = $1 AND ($2::text IS NULL OR q.name = $2)
    AND ($3::text IS NULL OR q.namespace = $3) AND ($4::text IS NULL OR q.task = $4)
  GROUP BY q.id, q.name, q.namespace, q.task ORDER BY q.name LIMIT $7

@@ -51,7 +51,12 @@ SELECT tenant, id FROM queues ORDER BY tenant, id
 -- overview::partitions_page, which crate::sql's tests hold them to); `groups` every group of
 -- each queue, with a cursor or a subscription, and where a named one starts; `depth` each
 -- group's backlog on every partition, a partition it has no cursor on counted from where its
--- first pop would start; `qs` and `gone`/`gs` the writes.
+-- first pop would start (`starts`: read first, for every partition at once); `qs` and
+-- `gone`/`gs` the writes. One text for both layouts: on Citus, `cur` joins the cursors with
+-- the partitions table itself, so the cursors, their partitions and the log probes are one
+-- statement Citus runs on every shard (a join of distributed tables on the partition), and a
+-- correlated probe of the log from the coordinator's `parts` cannot be planned there, which
+-- is why `starts` is read first.
 -- $1 queue ids, $2 tenant, $3 partitions listed per queue and group at most, $4 lagging
 -- cursors returned at most
 WITH
@@ -67,7 +72,7 @@ WITH
                greatest(p.next_offset - 1 - c.committed, 0) AS behind,
                o.created_at AS oldest_unread_at
           FROM cursors c
-          JOIN parts p ON p.id = c.partition_id -- (variant)
+          JOIN partitions p ON p.id = c.partition_id
           LEFT JOIN LATERAL (
                SELECT g.created_at FROM segments g
                 WHERE g.partition_id = p.id AND g.end_offset > c.committed
@@ -91,177 +96,24 @@ WITH
                        WHERE queue_id = ANY($1)) g
           LEFT JOIN subscriptions s
                  ON s.queue_id = g.queue_id AND s.consumer_group = g.consumer_group),
-    depth AS MATERIALIZED (
-        SELECT gr.queue_id, gr.consumer_group, p.name,
-               p.next_offset - 1 - coalesce(c.committed,
-                   CASE WHEN gr.start_after IS NULL THEN p.first_offset - 1
-                        ELSE greatest(coalesce((SELECT max(g.end_offset) FROM segments g -- (variant)
-                                 WHERE g.partition_id = p.id AND g.created_at <= gr.start_after), -1), -- (variant)
-                                 p.first_offset - 1) END) AS pending -- (variant)
-          FROM groups gr JOIN parts p ON p.queue_id = gr.queue_id
-          LEFT JOIN cur c ON c.partition_id = p.id AND c.consumer_group = gr.consumer_group), -- (variant)
-    qs AS (
-        INSERT INTO queue_stats AS s (
-            queue_id, tenant, partitions, partitions_pending, total, pending, processing,
-            completed, failed, dead_letters, cursors,
-            time_lag_avg, time_lag_median, time_lag_min, time_lag_max,
-            offset_lag_avg, offset_lag_median, offset_lag_min, offset_lag_max,
-            top_partitions, top_pending, refreshed_at)
-        SELECT q.id, $2, coalesce(a.partitions, 0), coalesce(a.partitions_pending, 0),
-               coalesce(a.total, 0), coalesce(a.pending, 0), coalesce(a.processing, 0),
-               coalesce(a.completed, 0), coalesce(a.failed, 0), coalesce(d.n, 0),
-               coalesce(l.cursors, 0),
-               coalesce(l.t_avg, 0), coalesce(l.t_median, 0), coalesce(l.t_min, 0),
-               coalesce(l.t_max, 0), coalesce(l.o_avg, 0), coalesce(l.o_median, 0),
-               coalesce(l.o_min, 0), coalesce(l.o_max, 0),
-               coalesce(t.names, '{}'), coalesce(t.pending, '{}'), now()
-          FROM unnest($1::uuid[]) AS q(id)
-          LEFT JOIN (SELECT queue_id, count(*) AS partitions,
-                            count(*) FILTER (WHERE pending > 0) AS partitions_pending,
-                            sum(total)::bigint AS total, sum(pending)::bigint AS pending,
-                            sum(processing)::bigint AS processing,
-                            sum(completed)::bigint AS completed, sum(failed)::bigint AS failed
-                       FROM per GROUP BY queue_id) a ON a.queue_id = q.id
-          LEFT JOIN (SELECT queue_id, count(*) AS cursors, avg(t) AS t_avg,
-                            percentile_cont(0.5) WITHIN GROUP (ORDER BY t) AS t_median,
-                            min(t) AS t_min, max(t) AS t_max, avg(o) AS o_avg,
-                            percentile_cont(0.5) WITHIN GROUP (ORDER BY o) AS o_median,
-                            min(o) AS o_min, max(o) AS o_max
-                       FROM (SELECT queue_id,
-                                    coalesce(extract(epoch FROM now() - oldest_unread_at), 0)
-                                      ::float8 AS t,
-                                    behind::float8 AS o
-                               FROM cur) x
-                      GROUP BY queue_id) l ON l.queue_id = q.id
-          LEFT JOIN (SELECT queue_id, array_agg(name ORDER BY pending DESC, name) AS names,
-                            array_agg(pending ORDER BY pending DESC, name) AS pending
-                       FROM (SELECT queue_id, name, pending,
-                                    row_number() OVER (PARTITION BY queue_id
-                                                       ORDER BY pending DESC, name) AS rank
-                               FROM per WHERE pending > 0) r
-                      WHERE rank <= $3 GROUP BY queue_id) t ON t.queue_id = q.id
-          LEFT JOIN (SELECT queue_id, count(*) AS n FROM dead_letters
-                      WHERE tenant = $2 AND queue_id = ANY($1) GROUP BY queue_id) d
-                 ON d.queue_id = q.id
-        ON CONFLICT (queue_id) DO UPDATE SET
-            partitions = EXCLUDED.partitions, partitions_pending = EXCLUDED.partitions_pending,
-            total = EXCLUDED.total, pending = EXCLUDED.pending,
-            processing = EXCLUDED.processing, completed = EXCLUDED.completed,
-            failed = EXCLUDED.failed, dead_letters = EXCLUDED.dead_letters,
-            cursors = EXCLUDED.cursors,
-            time_lag_avg = EXCLUDED.time_lag_avg, time_lag_median = EXCLUDED.time_lag_median,
-            time_lag_min = EXCLUDED.time_lag_min, time_lag_max = EXCLUDED.time_lag_max,
-            offset_lag_avg = EXCLUDED.offset_lag_avg,
-            offset_lag_median = EXCLUDED.offset_lag_median,
-            offset_lag_min = EXCLUDED.offset_lag_min, offset_lag_max = EXCLUDED.offset_lag_max,
-            top_partitions = EXCLUDED.top_partitions, top_pending = EXCLUDED.top_pending,
-            refreshed_at = EXCLUDED.refreshed_at),
-    gone AS (
-        DELETE FROM group_stats s
-         WHERE s.queue_id = ANY($1)
-           AND NOT EXISTS (SELECT 1 FROM groups g WHERE g.queue_id = s.queue_id
-                              AND g.consumer_group = s.consumer_group)),
-    gs AS (
-        INSERT INTO group_stats AS s (
-            queue_id, consumer_group, tenant, partitions, partitions_with_lag, lag,
-            lagging_since, consuming, pending, partitions_pending, top_partitions, top_pending,
-            refreshed_at)
-        SELECT g.queue_id, g.consumer_group, $2, coalesce(c.partitions, 0),
-               coalesce(c.with_lag, 0), coalesce(c.lag, 0), c.lagging_since,
-               coalesce(c.consuming, false), coalesce(d.pending, 0),
-               coalesce(d.partitions_pending, 0),
-               coalesce(d.names[1:$3::int], '{}'), coalesce(d.counts[1:$3::int], '{}'), now()
-          FROM groups g
-          LEFT JOIN (SELECT queue_id, consumer_group, count(*) AS partitions,
-                            count(*) FILTER (WHERE behind > 0) AS with_lag,
-                            sum(behind)::bigint AS lag,
-                            min(last_push_at) FILTER (WHERE behind > 0) AS lagging_since,
-                            bool_or(committed >= 0 OR leased IS NOT NULL) AS consuming
-                       FROM cur GROUP BY queue_id, consumer_group) c
-                 ON c.queue_id = g.queue_id AND c.consumer_group = g.consumer_group
-          LEFT JOIN (SELECT queue_id, consumer_group,
-                            coalesce(sum(pending) FILTER (WHERE pending > 0), 0)::bigint AS pending,
-                            count(*) FILTER (WHERE pending > 0) AS partitions_pending,
-                            array_agg(name ORDER BY pending DESC, name)
-                              FILTER (WHERE pending > 0) AS names,
-                            array_agg(pending ORDER BY pending DESC, name)
-                              FILTER (WHERE pending > 0) AS counts
-                       FROM depth GROUP BY queue_id, consumer_group) d
-                 ON d.queue_id = g.queue_id AND d.consumer_group = g.consumer_group
-        ON CONFLICT (queue_id, consumer_group) DO UPDATE SET
-            tenant = EXCLUDED.tenant, partitions = EXCLUDED.partitions,
-            partitions_with_lag = EXCLUDED.partitions_with_lag, lag = EXCLUDED.lag,
-            lagging_since = EXCLUDED.lagging_since, consuming = EXCLUDED.consuming,
-            pending = EXCLUDED.pending, partitions_pending = EXCLUDED.partitions_pending,
-            top_partitions = EXCLUDED.top_partitions, top_pending = EXCLUDED.top_pending,
-            refreshed_at = EXCLUDED.refreshed_at)
-         SELECT queue_id, consumer_group, partition_id, partition_name, behind, oldest_unread_at
-           FROM cur WHERE oldest_unread_at IS NOT NULL
-          ORDER BY oldest_unread_at, partition_id, consumer_group LIMIT $4
-
--- name: recount_citus
--- variant of: recount
--- recount on Citus. `cur` joins the cursors with the partitions table itself, so that the
--- cursors, their partitions and the log probes are one statement Citus runs on every shard
--- (a join of distributed tables on the partition); and a correlated probe of the log from the
--- coordinator's `parts` cannot be planned, so where each named group starts on each
--- partition is read first, on every shard at once (`starts`).
--- $1-$4 as recount
-WITH
-    parts AS MATERIALIZED (
-        SELECT p.id, p.queue_id, p.name, p.next_offset, p.first_offset, p.last_push_at
-          FROM partitions p WHERE p.queue_id = ANY($1)),
-    cur AS MATERIALIZED (
-        SELECT c.queue_id, c.partition_id, c.consumer_group, c.committed, c.retry_count,
-               c.lease_id, c.lease_expires_at, c.lease_end,
-               p.name AS partition_name, p.last_push_at,
-               CASE WHEN c.lease_id IS NOT NULL AND c.lease_expires_at > now()
-                    THEN c.lease_end - c.committed END AS leased,
-               greatest(p.next_offset - 1 - c.committed, 0) AS behind,
-               o.created_at AS oldest_unread_at
-          FROM cursors c
-          JOIN partitions p ON p.id = c.partition_id -- (variant)
+    starts AS MATERIALIZED (
+        SELECT p.id AS partition_id, s.consumer_group,
+               greatest(coalesce(x.last, -1), p.first_offset - 1) AS start
+          FROM partitions p
+          JOIN subscriptions s ON s.queue_id = p.queue_id AND s.start_after IS NOT NULL
           LEFT JOIN LATERAL (
-               SELECT g.created_at FROM segments g
-                WHERE g.partition_id = p.id AND g.end_offset > c.committed
-                ORDER BY g.end_offset LIMIT 1) o ON c.committed < p.next_offset - 1
-         WHERE c.queue_id = ANY($1)),
-    per AS MATERIALIZED (
-        SELECT p.queue_id, p.name, p.next_offset - p.first_offset AS total,
-         p.next_offset - 1 - coalesce(min(c.committed), p.first_offset - 1) AS pending,
-         coalesce(max(c.lease_end - c.committed)
-                  FILTER (WHERE c.lease_id IS NOT NULL AND c.lease_expires_at > now()), 0)
-           AS processing,
-         greatest(coalesce(max(c.committed), p.first_offset - 1) + 1 - p.first_offset, 0)
-           AS completed,
-         (CASE WHEN bool_or(c.retry_count > 0) THEN 1 ELSE 0 END)::bigint AS failed
-          FROM parts p LEFT JOIN cur c ON c.partition_id = p.id
-         GROUP BY p.id, p.queue_id, p.name, p.next_offset, p.first_offset),
-    groups AS MATERIALIZED (
-        SELECT g.queue_id, g.consumer_group, s.start_after
-          FROM (SELECT queue_id, consumer_group FROM cur
-                UNION SELECT queue_id, consumer_group FROM subscriptions
-                       WHERE queue_id = ANY($1)) g
-          LEFT JOIN subscriptions s
-                 ON s.queue_id = g.queue_id AND s.consumer_group = g.consumer_group),
-    starts AS MATERIALIZED ( -- (variant)
-        SELECT p.id AS partition_id, s.consumer_group, -- (variant)
-               greatest(coalesce(x.last, -1), p.first_offset - 1) AS start -- (variant)
-          FROM partitions p -- (variant)
-          JOIN subscriptions s ON s.queue_id = p.queue_id AND s.start_after IS NOT NULL -- (variant)
-          LEFT JOIN LATERAL ( -- (variant)
-               SELECT max(g.end_offset) AS last FROM segments g -- (variant)
-                WHERE g.partition_id = p.id AND g.created_at <= s.start_after) x ON true -- (variant)
-         WHERE p.queue_id = ANY($1)), -- (variant)
+               SELECT max(g.end_offset) AS last FROM segments g
+                WHERE g.partition_id = p.id AND g.created_at <= s.start_after) x ON true
+         WHERE p.queue_id = ANY($1)),
     depth AS MATERIALIZED (
         SELECT gr.queue_id, gr.consumer_group, p.name,
                p.next_offset - 1 - coalesce(c.committed,
                    CASE WHEN gr.start_after IS NULL THEN p.first_offset - 1
-                        ELSE st.start END) AS pending -- (variant)
+                        ELSE st.start END) AS pending
           FROM groups gr JOIN parts p ON p.queue_id = gr.queue_id
-          LEFT JOIN cur c ON c.partition_id = p.id AND c.consumer_group = gr.consumer_group -- (variant)
-          LEFT JOIN starts st -- (variant)
-                 ON st.partition_id = p.id AND st.consumer_group = gr.consumer_group), -- (variant)
+          LEFT JOIN cur c ON c.partition_id = p.id AND c.consumer_group = gr.consumer_group
+          LEFT JOIN starts st
+                 ON st.partition_id = p.id AND st.consumer_group = gr.consumer_group),
     qs AS (
         INSERT INTO queue_stats AS s (
             queue_id, tenant, partitions, partitions_pending, total, pending, processing,

@@ -7,7 +7,7 @@ use tokio_postgres::Row;
 use uuid::Uuid;
 
 use crate::message::{Message, StoredMessage};
-use crate::sql::dead_letters::{COUNT, EXPIRE, FILE, LIST, PICK, READ, SEGMENT, TAKE, TAKE_CITUS};
+use crate::sql::dead_letters::{EXPIRE, FILE, LIST, PICK, READ, SEGMENT, TAKE, TAKE_CITUS};
 use crate::{frames, Layout, StoreError, Tx};
 
 /// A message to dead-letter: where it is and why.
@@ -107,7 +107,7 @@ pub async fn list(
     tenant: &str,
     f: &Filter<'_>,
 ) -> Result<(Vec<DeadLetter>, i64), StoreError> {
-    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] = [
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 9] = [
         &tenant,
         &f.queue,
         &f.group,
@@ -115,17 +115,15 @@ pub async fn list(
         &f.from,
         &f.to,
         &f.reason,
+        &f.limit,
+        &f.offset,
     ];
-    let st = client.prepare_cached(COUNT).await?;
-    let total: i64 = client.query_one(&st, &params).await?.get("total");
-
     let st = client.prepare_cached(LIST).await?;
-    let mut all = params.to_vec();
-    all.push(&f.limit);
-    all.push(&f.offset);
-    let rows = client.query(&st, &all).await?;
+    let rows = client.query(&st, &params).await?;
+    let total: i64 = rows.first().map_or(0, |r| r.get("total"));
     let letters = rows
         .iter()
+        .filter(|r| r.get::<_, Option<i64>>("id").is_some())
         .map(DeadLetter::try_from)
         .collect::<Result<Vec<_>, _>>()?;
     Ok((letters, total))

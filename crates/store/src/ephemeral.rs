@@ -10,9 +10,9 @@ use deadpool_postgres::Client;
 use crate::sql::ephemeral::{
     ADD_CURSORS, ADD_RING, APPEND, COUNT_RETRY_DROPS, CREATE, DECLARE, DECLARED, DELETE_CURSORS,
     DELETE_DECLARATION, DELETE_DELIVERIES, DELETE_GROUPS, DELETE_LIVE, DELETE_MESSAGES,
-    DELETE_RINGS, DROP_OLDEST, DUE, EXPIRE, FIND, FORGET_EMPTY, GROUP_DEPTH, HELD, LEASE, LIST,
-    LOCK, PARTITION_DEPTH, QUEUE_COUNT, REMEMBER_GROUP, REMOVE_DELIVERIES, RESET_LIVE,
-    SETTLE_AGAIN, SETTLE_DONE, TAKE, TAKE_QUEUE_TURN, TOTALS, TRIM, UNCOUNT,
+    DELETE_RINGS, DROP_OLDEST, DUE, EXPIRE, FORGET_EMPTY, GROUP_DEPTH, HELD, LEASE, LIST, LOCK,
+    PARTITION_DEPTH, QUEUE_COUNT, REMEMBER_GROUP, REMOVE_DELIVERIES, RESET_LIVE, SETTLE_AGAIN,
+    SETTLE_DONE, TAKE, TAKE_QUEUE_TURN, TOTALS, TRIM, UNCOUNT,
 };
 use crate::{StoreError, Tx};
 
@@ -485,7 +485,7 @@ fn queue_row(r: &tokio_postgres::Row) -> EphemeralRow {
 pub async fn list(client: &Client, tenant: &str) -> Result<Vec<EphemeralRow>, StoreError> {
     let st = client.prepare_cached(LIST).await?;
     Ok(client
-        .query(&st, &[&tenant])
+        .query(&st, &[&tenant, &None::<&str>])
         .await?
         .iter()
         .map(queue_row)
@@ -498,9 +498,9 @@ pub async fn find(
     tenant: &str,
     queue: &str,
 ) -> Result<Option<EphemeralRow>, StoreError> {
-    let st = tx.prepare_cached(FIND).await?;
+    let st = tx.prepare_cached(LIST).await?;
     Ok(tx
-        .query_opt(&st, &[&tenant, &queue])
+        .query_opt(&st, &[&tenant, &Some(queue)])
         .await?
         .as_ref()
         .map(queue_row))

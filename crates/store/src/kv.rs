@@ -7,8 +7,7 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
 
 use crate::sql::kv::{
-    GET, INSERT, LOCK, PRUNE, PRUNE_DUE, RANGE, RANGE_KEYS, RANGE_KEYS_UNTIL, RANGE_UNTIL, REMOVE,
-    UPDATE, UPDATE_WITH_EXPIRY,
+    GET, INSERT, LOCK, PRUNE, PRUNE_DUE, RANGE, RANGE_UNTIL, REMOVE, UPDATE, UPDATE_WITH_EXPIRY,
 };
 use crate::{StoreError, Tx};
 
@@ -88,21 +87,22 @@ pub async fn range(
     ns: &str,
     r: &Range<'_>,
 ) -> Result<Vec<KvRow>, StoreError> {
-    let sql = match (r.keys_only, r.until.is_some()) {
-        (false, false) => RANGE,
-        (false, true) => RANGE_UNTIL,
-        (true, false) => RANGE_KEYS,
-        (true, true) => RANGE_KEYS_UNTIL,
-    };
-    let st = tx.prepare_cached(sql).await?;
+    let page = [
+        &tenant as &(dyn tokio_postgres::types::ToSql + Sync),
+        &ns,
+        &r.from,
+        &r.after,
+        &r.limit,
+        &r.keys_only,
+    ];
     let rows = match r.until {
         Some(until) => {
-            tx.query(&st, &[&tenant, &ns, &r.from, &r.after, &r.limit, &until])
-                .await?
+            let st = tx.prepare_cached(RANGE_UNTIL).await?;
+            tx.query(&st, &[&page[..], &[&until]].concat()).await?
         }
         None => {
-            tx.query(&st, &[&tenant, &ns, &r.from, &r.after, &r.limit])
-                .await?
+            let st = tx.prepare_cached(RANGE).await?;
+            tx.query(&st, &page).await?
         }
     };
     Ok(rows.iter().map(row_of).collect())

@@ -120,14 +120,10 @@ pub async fn rollup(
     limit: i64,
     offset: i64,
 ) -> Result<Vec<Rollup>, StoreError> {
-    let st = client
-        .prepare_cached(match by {
-            Label::Namespace => sql::ROLLUP_BY_NAMESPACE,
-            Label::Task => sql::ROLLUP_BY_TASK,
-        })
-        .await?;
+    let st = client.prepare_cached(sql::ROLLUP).await?;
+    let by_task = matches!(by, Label::Task);
     Ok(client
-        .query(&st, &[&tenant, &limit, &offset])
+        .query(&st, &[&tenant, &limit, &offset, &by_task])
         .await?
         .iter()
         .map(|r| Rollup {

@@ -14,8 +14,8 @@ use deadpool_postgres::Client;
 use tokio_postgres::Row;
 
 use crate::sql::pg_stats::{
-    ACTIVE, AUTOVACUUM_DUE, BUFFERCACHE_SCHEMA, CACHE_SUMMARY, DATABASE, DEAD_TUPLES, HOT_UPDATES,
-    INDEX_CACHE, MEMORY_SETTINGS, TABLE_CACHE, TABLE_SIZES, TABLE_SIZES_CITUS,
+    ACTIVE, BUFFERCACHE_SCHEMA, CACHE_SUMMARY, DATABASE, INDEX_CACHE, MEMORY_SETTINGS, TABLES,
+    TABLE_CACHE, TABLE_SIZES, TABLE_SIZES_CITUS,
 };
 use crate::{Conn, Layout, StoreError};
 
@@ -83,6 +83,18 @@ pub struct TableStats {
     pub vacuum_threshold: i64,
     /// Whether autovacuum runs at all and the table does not turn it off.
     pub autovacuum_enabled: bool,
+}
+
+/// The [`TOP`] tables `keep` lets through, most `by` first, then by name.
+fn top(
+    tables: &[TableStats],
+    keep: impl Fn(&TableStats) -> bool,
+    by: impl Fn(&TableStats) -> i64,
+) -> Vec<TableStats> {
+    let mut out: Vec<TableStats> = tables.iter().filter(|t| keep(t)).cloned().collect();
+    out.sort_by(|a, b| by(b).cmp(&by(a)).then_with(|| a.table.cmp(&b.table)));
+    out.truncate(TOP as usize);
+    out
 }
 
 impl From<&Row> for TableStats {
@@ -225,13 +237,19 @@ pub async fn read(client: &Conn) -> Result<PgStats, StoreError> {
         index_hit: r.get("index_hit"),
     };
 
-    let tables = |sql: &'static str| async move {
-        let rows = client.query(sql, &[&TOP]).await?;
-        Ok::<Vec<TableStats>, StoreError>(rows.iter().map(TableStats::from).collect())
-    };
-    let dead_tuples = tables(DEAD_TUPLES).await?;
-    let hot_updates = tables(HOT_UPDATES).await?;
-    let autovacuum_due = tables(AUTOVACUUM_DUE).await?;
+    let tables: Vec<TableStats> = client
+        .query(TABLES, &[])
+        .await?
+        .iter()
+        .map(TableStats::from)
+        .collect();
+    let dead_tuples = top(&tables, |t| t.dead_tuples > 0, |t| t.dead_tuples);
+    let hot_updates = top(&tables, |t| t.updates > 0, |t| t.updates);
+    let autovacuum_due = top(
+        &tables,
+        |t| t.dead_tuples > t.vacuum_threshold,
+        |t| t.dead_tuples,
+    );
 
     let active = client
         .query(ACTIVE, &[&ACTIVE_AFTER_SECONDS, &TOP])

@@ -1,11 +1,11 @@
 //! The per-minute series of each queue (`queue_minutes`): what brokers counted, added up.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, DurationRound, Utc};
 use deadpool_postgres::Client;
 use uuid::Uuid;
 
 use crate::sql::series as sql;
-use crate::{Conn, Layout, StoreError, Tx};
+use crate::{Conn, StoreError, Tx};
 
 /// What happened to one queue's messages over some span.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -59,14 +59,29 @@ pub async fn add(client: &Client, counts: &[(Uuid, Counts)]) -> Result<(), Store
     Ok(())
 }
 
-/// The tenant's counts summed over its queues since `since`.
+/// The tenant's counts summed over its queues since the minute of `since`: the one bucket
+/// from that minute to the next (zeros when nothing was counted).
 pub async fn since(
     client: &Client,
     tenant: &str,
     since: DateTime<Utc>,
 ) -> Result<Counts, StoreError> {
-    let st = client.prepare_cached(sql::SINCE).await?;
-    Ok(counts(&client.query_one(&st, &[&tenant, &since]).await?))
+    let from = since
+        .duration_trunc(chrono::Duration::minutes(1))
+        .unwrap_or(since);
+    // Minutes are counted up to now; a day on covers a clock that runs ahead of this one.
+    let to = Utc::now().max(from) + chrono::Duration::days(1);
+    let span = Span {
+        filter: Filter::default(),
+        from,
+        to,
+        bucket_minutes: i32::try_from((to - from).num_minutes() + 1).unwrap_or(i32::MAX),
+    };
+    let mut total = Counts::default();
+    for (_, _, c) in buckets(client, tenant, &span, false).await? {
+        total.add(&c);
+    }
+    Ok(total)
 }
 
 /// Deletes up to `limit` minutes older than `before`, in the caller's transaction.
@@ -128,13 +143,7 @@ pub async fn buckets(
     span: &Span<'_>,
     by_queue: bool,
 ) -> Result<Vec<(DateTime<Utc>, Option<String>, Counts)>, StoreError> {
-    let st = client
-        .prepare_cached(if by_queue {
-            sql::BUCKETS_BY_QUEUE
-        } else {
-            sql::BUCKETS
-        })
-        .await?;
+    let st = client.prepare_cached(sql::BUCKETS).await?;
     let f = &span.filter;
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 9] = [
         &tenant,
@@ -166,12 +175,7 @@ pub async fn per_queue(
     from: DateTime<Utc>,
     to: DateTime<Utc>,
 ) -> Result<Vec<QueueCounts>, StoreError> {
-    let st = client
-        .prepare_cached(match client.layout() {
-            Layout::Single => sql::PER_QUEUE,
-            Layout::Citus => sql::PER_QUEUE_CITUS,
-        })
-        .await?;
+    let st = client.prepare_cached(sql::PER_QUEUE).await?;
     let rows = client
         .query(
             &st,

@@ -69,83 +69,48 @@ fn statement_lines(text: &str) -> Vec<&str> {
 
 /// Expressions more than one statement writes out, and the statements that must hold each
 /// exactly (white space aside): a fact a statement states again is held to its one wording.
-pub const SHARED: &[(&str, &str, &[&str])] = &[
+/// Each is named by its first and its last line as the first statement listed writes it (the
+/// text from one through the other), so the expression itself is written in the `.sql` files
+/// only.
+pub const SHARED: &[Shared] = &[
     (
         "a queue and its row of the stats snapshot (overview::overview's `counted`)",
-        "WITH counted AS (
-           SELECT q.namespace, q.task, s.partitions, s.total, s.pending, s.processing,
-                  s.completed, s.failed, s.dead_letters, s.cursors, s.refreshed_at,
-                  s.time_lag_avg, s.time_lag_median, s.time_lag_min, s.time_lag_max,
-                  s.offset_lag_avg, s.offset_lag_median, s.offset_lag_min, s.offset_lag_max
-             FROM queues q LEFT JOIN queue_stats s ON s.queue_id = q.id
-            WHERE q.tenant = $1 AND",
-        &[
-            "overview::overview",
-            "overview::rollup_by_namespace",
-            "overview::rollup_by_task",
-        ],
+        "WITH counted AS (",
+        "WHERE q.tenant = $1 AND",
+        &["overview::overview", "overview::rollup"],
     ),
     (
         "counted queues' partitions and message counts, summed (overview::Messages)",
-        "coalesce(sum(partitions), 0)::bigint AS partitions,
-         coalesce(sum(total), 0)::bigint AS total,
-         coalesce(sum(pending), 0)::bigint AS pending,
-         coalesce(sum(processing), 0)::bigint AS processing,
-         coalesce(sum(completed), 0)::bigint AS completed,
-         coalesce(sum(failed), 0)::bigint AS failed",
-        &[
-            "overview::overview",
-            "overview::rollup_by_namespace",
-            "overview::rollup_by_task",
-        ],
+        "coalesce(sum(partitions), 0)::bigint AS partitions,",
+        "coalesce(sum(failed), 0)::bigint AS failed",
+        &["overview::overview", "overview::rollup"],
     ),
     (
         "which of the tenant's queues a filter lets through (series::Filter: $2 queue, $3 \
          namespace, $4 task)",
-        "($2::text IS NULL OR q.name = $2)
-         AND ($3::text IS NULL OR q.namespace = $3) AND ($4::text IS NULL OR q.task = $4)",
+        "($2::text IS NULL OR q.name = $2)",
+        "AND ($3::text IS NULL OR q.namespace = $3) AND ($4::text IS NULL OR q.task = $4)",
         &[
             "overview::overview",
             "overview::leases",
             "overview::dead_letters",
             "overview::dead_letter_errors",
             "series::buckets",
-            "series::buckets_by_queue",
             "series::per_queue",
-            "series::per_queue_citus",
         ],
     ),
     (
         "a span's counts summed over minutes of the queue series (series::Counts)",
-        "coalesce(sum(m.pushed), 0)::bigint AS pushed,
-         coalesce(sum(m.delivered), 0)::bigint AS delivered,
-         coalesce(sum(m.completed), 0)::bigint AS completed,
-         coalesce(sum(m.failed), 0)::bigint AS failed,
-         coalesce(sum(m.dead_lettered), 0)::bigint AS dead_lettered,
-         coalesce(sum(m.expired), 0)::bigint AS expired,
-         coalesce(sum(m.lag_ms_sum), 0)::bigint AS lag_ms_sum,
-         coalesce(max(m.lag_ms_max), 0)::bigint AS lag_ms_max",
-        &[
-            "series::since",
-            "series::buckets",
-            "series::buckets_by_queue",
-            "series::per_queue",
-            "series::per_queue_citus",
-        ],
+        "coalesce(sum(m.pushed), 0)::bigint AS pushed,",
+        "coalesce(max(m.lag_ms_max), 0)::bigint AS lag_ms_max",
+        &["series::buckets", "series::per_queue"],
     ),
     (
         "a partition's counts (overview::partitions_page says what each means)",
-        "p.next_offset - p.first_offset AS total,
-         p.next_offset - 1 - coalesce(min(c.committed), p.first_offset - 1) AS pending,
-         coalesce(max(c.lease_end - c.committed)
-                  FILTER (WHERE c.lease_id IS NOT NULL AND c.lease_expires_at > now()), 0)
-           AS processing,
-         greatest(coalesce(max(c.committed), p.first_offset - 1) + 1 - p.first_offset, 0)
-           AS completed,
-         (CASE WHEN bool_or(c.retry_count > 0) THEN 1 ELSE 0 END)::bigint AS failed",
+        "p.next_offset - p.first_offset AS total,",
+        "(CASE WHEN bool_or(c.retry_count > 0) THEN 1 ELSE 0 END)::bigint AS failed",
         &[
             "stats::recount",
-            "stats::recount_citus",
             "overview::partitions_page",
             "queues::partition_stats",
         ],
@@ -153,53 +118,35 @@ pub const SHARED: &[(&str, &str, &[&str])] = &[
     (
         "where a named group starts on partition p: after the last segment appended at or \
          before its instant, or before the first offset the log still holds",
-        "greatest(coalesce((SELECT max(g.end_offset) FROM segments g
-                             WHERE g.partition_id = p.id AND g.created_at <=",
+        "greatest(coalesce((SELECT max(g.end_offset) FROM segments g",
+        "WHERE g.partition_id = p.id AND g.created_at <=",
         &[
             "claim::ensure_named",
             "claim::ensure_named_only",
             "seek::seek",
             "queues::pending_by_partition",
-            "stats::recount",
         ],
     ),
     (
         "... its end",
+        "), -1), p.first_offset - 1)",
         "), -1), p.first_offset - 1)",
         &[
             "claim::ensure_named",
             "claim::ensure_named_only",
             "seek::seek",
             "queues::pending_by_partition",
-            "stats::recount",
         ],
     ),
     (
         "an ephemeral queue's declared options (ephemeral::StoredOptions)",
-        "max_bytes, max_length, policy, ttl_seconds, lease_seconds, retry_limit, window_ms,
-         window_count",
+        "max_bytes, max_length, policy, ttl_seconds, lease_seconds, retry_limit, window_ms,",
+        "window_count",
         &["ephemeral::declared", "ephemeral::declare"],
     ),
     (
-        "an ephemeral queue's row in a listing (ephemeral::EphemeralRow)",
-        "SELECT coalesce(q.name, l.queue) AS name, q.name IS NOT NULL AS is_declared,
-                q.max_bytes, q.max_length, q.policy, q.ttl_seconds, q.lease_seconds,
-                q.retry_limit, q.window_ms, q.window_count,
-                coalesce(l.length, 0) AS length, coalesce(l.bytes, 0) AS bytes,
-                coalesce(l.dropped_bounds, 0) AS dropped_bounds,
-                coalesce(l.dropped_ttl, 0) AS dropped_ttl,
-                coalesce(l.dropped_retry, 0) AS dropped_retry,
-                least(q.created_at, l.created_at) AS created_at,
-                (SELECT count(*) FROM ephemeral_rings r
-                  WHERE r.tenant = $1 AND r.queue = coalesce(q.name, l.queue)) AS partitions,
-                (SELECT count(*) FROM ephemeral_groups g
-                  WHERE g.tenant = $1 AND g.queue = coalesce(q.name, l.queue)) AS groups
-           FROM (SELECT * FROM ephemeral_queues WHERE tenant = $1) q
-           FULL JOIN (SELECT * FROM ephemeral_live WHERE tenant = $1) l ON l.queue = q.name",
-        &["ephemeral::list", "ephemeral::find"],
-    ),
-    (
         "a queue's row (queues::QueueRow)",
+        "q.id, q.name, q.namespace, q.task, q.options, q.created_at",
         "q.id, q.name, q.namespace, q.task, q.options, q.created_at",
         &[
             "queues::upsert",
@@ -211,6 +158,7 @@ pub const SHARED: &[(&str, &str, &[&str])] = &[
     (
         "a stream query's row (streams::StreamQuery)",
         "id, name, source_queue, sink_queue, config_hash, created_at, updated_at",
+        "id, name, source_queue, sink_queue, config_hash, created_at, updated_at",
         &[
             "streams::lock",
             "streams::find",
@@ -220,8 +168,8 @@ pub const SHARED: &[(&str, &str, &[&str])] = &[
     ),
     (
         "a partition and its queue (messages::Place)",
-        "p.id AS partition_id, p.name AS partition, q.id AS queue_id,
-         q.name AS queue, q.namespace, q.task, q.options, p.last_push_at",
+        "p.id AS partition_id, p.name AS partition, q.id AS queue_id,",
+        "q.name AS queue, q.namespace, q.task, q.options, p.last_push_at",
         &[
             "messages::place",
             "messages::recent_places",
@@ -230,80 +178,53 @@ pub const SHARED: &[(&str, &str, &[&str])] = &[
     ),
     (
         "a timer's row (timers::StoredTimer)",
-        "queue, timer_key, txn, message_id, partition, payload, producer_sub,
-         deliver_at, attempts, created_at, updated_at",
+        "queue, timer_key, txn, message_id, partition, payload, producer_sub,",
+        "deliver_at, attempts, created_at, updated_at",
         &["timers::peek", "timers::list", "timers::take"],
     ),
     (
         "a depth as a round counted it (stats::Depth)",
         "SELECT pending, partitions_pending, top_partitions, top_pending, refreshed_at",
+        "SELECT pending, partitions_pending, top_partitions, top_pending, refreshed_at",
         &["stats::group_depth", "stats::queue_depth"],
     ),
     (
-        "a table's vacuum statistics and autovacuum settings (pg_stats::TableStats)",
-        "SELECT s.schemaname::text, s.relname::text, s.n_live_tup, s.n_dead_tup, s.n_tup_upd,
-                s.n_tup_hot_upd, s.last_vacuum, s.last_autovacuum, s.last_autoanalyze,
-                s.autovacuum_count, s.autoanalyze_count,
-                (coalesce(o.threshold, current_setting('autovacuum_vacuum_threshold')::float8)
-                   + coalesce(o.scale_factor,
-                              current_setting('autovacuum_vacuum_scale_factor')::float8)
-                     * greatest(c.reltuples, 0))::bigint AS vacuum_threshold,
-                current_setting('autovacuum')::bool AND coalesce(o.enabled, true)
-                  AS autovacuum_enabled
-           FROM pg_stat_user_tables s
-           JOIN pg_class c ON c.oid = s.relid
-           CROSS JOIN LATERAL (
-                SELECT max(option_value) FILTER (WHERE option_name = 'autovacuum_vacuum_threshold')
-                         ::float8 AS threshold,
-                       max(option_value) FILTER (WHERE option_name = 'autovacuum_vacuum_scale_factor')
-                         ::float8 AS scale_factor,
-                       max(option_value) FILTER (WHERE option_name = 'autovacuum_enabled')::bool
-                         AS enabled
-                  FROM pg_options_to_table(c.reloptions)) o",
-        &[
-            "pg_stats::dead_tuples",
-            "pg_stats::hot_updates",
-            "pg_stats::autovacuum_due",
-        ],
-    ),
-    (
         "a key/value row, expired or not (kv::KvRow)",
-        "key, value, version, expires_at, updated_at,
-         (expires_at IS NOT NULL AND expires_at <= now()) AS expired",
+        "key, value, version, expires_at, updated_at,",
+        "(expires_at IS NOT NULL AND expires_at <= now()) AS expired",
         &["kv::lock", "kv::get"],
     ),
     (
         "a live key/value row: not past its expiry",
         "(expires_at IS NULL OR expires_at > now())",
-        &[
-            "kv::get",
-            "kv::range",
-            "kv::range_until",
-            "kv::range_keys",
-            "kv::range_keys_until",
-        ],
+        "(expires_at IS NULL OR expires_at > now())",
+        &["kv::get", "kv::range", "kv::range_until"],
     ),
     (
         "the key/value row a write returns, live by construction (Citus allows no now() in a \
          RETURNING clause)",
         "RETURNING key, value, version, expires_at, updated_at, false AS expired",
+        "RETURNING key, value, version, expires_at, updated_at, false AS expired",
         &["kv::update_with_expiry", "kv::update", "kv::insert"],
     ),
-    (
-        "which dead letters a listing shows (dead_letters::Filter)",
-        "FROM dead_letters d
-           JOIN queues q ON q.id = d.queue_id
-           JOIN partitions p ON p.id = d.partition_id
-          WHERE d.tenant = $1
-            AND ($2::text IS NULL OR q.name = $2)
-            AND ($3::text IS NULL OR d.consumer_group = $3)
-            AND ($4::text IS NULL OR p.name = $4)
-            AND ($5::timestamptz IS NULL OR d.failed_at >= $5)
-            AND ($6::timestamptz IS NULL OR d.failed_at <= $6)
-            AND ($7::text IS NULL OR d.error = $7)",
-        &["dead_letters::count", "dead_letters::list"],
-    ),
 ];
+
+/// A [`SHARED`] expression: what it says, its first and last line, and its statements.
+pub type Shared = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+);
+
+/// The text of a shared expression in `text` (folded, as [`folded`] makes it): from `first`
+/// through the next `last` after it.
+pub fn shared_in(text: &str, first: &str, last: &str) -> Option<String> {
+    let (text, first, last) = (folded(text), folded(first), folded(last));
+    let start = text.find(&first)?;
+    let end = start + text[start..].find(&last)? + last.len();
+    Some(text[start..end].to_string())
+}
 
 /// A statement's text with its comments left out and its white space folded, for comparing
 /// what two statements say.
@@ -323,20 +244,35 @@ mod tests {
 
     #[test]
     fn statements_that_state_a_shared_expression_state_it_alike() {
-        for (what, expr, holders) in SHARED {
-            for holder in *holders {
-                let (family, name) = holder.split_once("::").unwrap();
-                let (_, _, text) = ALL
-                    .iter()
-                    .find(|(f, n, _)| *f == family && *n == name)
-                    .unwrap_or_else(|| panic!("no statement {holder}"));
+        let text_of = |holder: &str| {
+            let (family, name) = holder.split_once("::").unwrap();
+            ALL.iter()
+                .find(|(f, n, _)| *f == family && *n == name)
+                .unwrap_or_else(|| panic!("no statement {holder}"))
+                .2
+        };
+        for (what, first, last, holders) in SHARED {
+            assert!(holders.len() >= 2, "{what} is stated once: not shared");
+            let expr = shared_in(text_of(holders[0]), first, last)
+                .unwrap_or_else(|| panic!("{} does not state {what}", holders[0]));
+            for holder in &holders[1..] {
                 assert!(
-                    folded(text).contains(&folded(expr)),
-                    "{holder} does not state {what} as the others do:\n{}",
-                    folded(expr)
+                    folded(text_of(holder)).contains(&expr),
+                    "{holder} does not state {what} as {} does:\n{expr}",
+                    holders[0]
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_shared_expression_runs_from_its_first_line_through_its_last() {
+        let text = "SELECT a,\n  b + 1 AS b, -- why\n  c AS c\nFROM t WHERE c AS c";
+        assert_eq!(
+            shared_in(text, "b + 1", "c AS c").as_deref(),
+            Some("b + 1 AS b, c AS c")
+        );
+        assert_eq!(shared_in(text, "d", "c AS c"), None);
     }
 
     /// Variants written out in full (each exactly as sent) may drift apart; this holds each to

@@ -10,9 +10,9 @@ use uuid::Uuid;
 
 use crate::sql::stats::{
     BEGIN_ROUND, CLEAR_LAGGING, FINISH_ROUND, GROUP_DEPTH, JOINED, QUEUES, QUEUE_DEPTH,
-    QUEUE_TOTALS, RECOUNT, RECOUNT_CITUS, WORK_MEM, WRITE_LAGGING,
+    QUEUE_TOTALS, RECOUNT, WORK_MEM, WRITE_LAGGING,
 };
-use crate::{Layout, StoreError, Tx};
+use crate::{StoreError, Tx};
 
 /// Partitions kept in a queue's (or a group's) depth list: those with the most pending.
 pub const TOP_PARTITIONS: i64 = 100;
@@ -100,12 +100,7 @@ pub async fn recount(
     tenant: &str,
     queues: &[Uuid],
 ) -> Result<Vec<Lagging>, StoreError> {
-    let st = tx
-        .prepare_cached(match tx.layout() {
-            Layout::Single => RECOUNT,
-            Layout::Citus => RECOUNT_CITUS,
-        })
-        .await?;
+    let st = tx.prepare_cached(RECOUNT).await?;
     let rows = tx
         .query(
             &st,
