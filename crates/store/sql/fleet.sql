@@ -60,9 +60,10 @@ DELETE FROM broker_parked b
 -- is the window's samples, each with its bucket, its CPU use as a percent of one core and the
 -- pool's connections in use. Per bucket: the samples and the milliseconds they cover; for
 -- CPU (user, system) the average over the time covered (not a mean of the samples' percents),
--- the extremes and latest of single samples, and the CPU time itself; for each gauge its
--- avg, min, max and latest; every counter summed; and each in-memory map's largest and
--- latest size, as arrays ordered by map name.
+-- the extremes and latest of single samples, and the CPU time itself; every counter summed;
+-- for each gauge its avg, min, max and latest (`gauges`: one row per gauge named in its
+-- VALUES list, so each is aggregated by one expression), and each in-memory map's largest
+-- and latest size (`maps`), both as arrays ordered by name.
 -- $1 from, $2 to, $3 bucket minutes, $4 hostname, $5 broker id
 WITH s AS (
        SELECT *,
@@ -75,6 +76,28 @@ WITH s AS (
         WHERE sampled_at >= $1 AND sampled_at <= $2
           AND ($4::text IS NULL OR hostname = $4)
           AND ($5::text IS NULL OR broker_id::text = $5)),
+     gauges AS (
+       SELECT broker_id, bucket,
+              array_agg(name ORDER BY name) AS gauge_names,
+              array_agg(mean ORDER BY name) AS gauge_avg,
+              array_agg(lowest ORDER BY name) AS gauge_min,
+              array_agg(highest ORDER BY name) AS gauge_max,
+              array_agg(latest ORDER BY name) AS gauge_last
+         FROM (SELECT s.broker_id, s.bucket, g.name,
+                      avg(g.value)::float8 AS mean, min(g.value) AS lowest,
+                      max(g.value) AS highest,
+                      (array_agg(g.value ORDER BY s.sampled_at DESC))[1] AS latest
+                 FROM s CROSS JOIN LATERAL (VALUES
+                        ('rss_bytes', s.rss_bytes::bigint),
+                        ('virtual_bytes', s.virtual_bytes::bigint),
+                        ('pool_size', s.pool_size::bigint),
+                        ('pool_open', s.pool_open::bigint),
+                        ('pool_active', s.pool_active::bigint),
+                        ('pool_idle', s.pool_idle::bigint),
+                        ('pool_waiting', s.pool_waiting::bigint),
+                        ('pending_handovers', s.pending_handovers::bigint)) g(name, value)
+                GROUP BY s.broker_id, s.bucket, g.name) per_gauge
+        GROUP BY broker_id, bucket),
      maps AS (
        SELECT broker_id, bucket,
               array_agg(name ORDER BY name) AS map_names,
@@ -98,38 +121,6 @@ SELECT s.broker_id, s.hostname, s.port, s.bucket,
        max(cpu_system_percent) AS cpu_system_percent_max,
        (array_agg(cpu_system_percent ORDER BY sampled_at DESC))[1] AS cpu_system_percent_last,
        sum(cpu_system_us)::bigint AS cpu_system_us,
-       avg(rss_bytes)::float8 AS rss_bytes_avg,
-       min(rss_bytes)::bigint AS rss_bytes_min,
-       max(rss_bytes)::bigint AS rss_bytes_max,
-       (array_agg(rss_bytes ORDER BY sampled_at DESC))[1]::bigint AS rss_bytes_last,
-       avg(virtual_bytes)::float8 AS virtual_bytes_avg,
-       min(virtual_bytes)::bigint AS virtual_bytes_min,
-       max(virtual_bytes)::bigint AS virtual_bytes_max,
-       (array_agg(virtual_bytes ORDER BY sampled_at DESC))[1]::bigint AS virtual_bytes_last,
-       avg(pool_size)::float8 AS pool_size_avg,
-       min(pool_size)::bigint AS pool_size_min,
-       max(pool_size)::bigint AS pool_size_max,
-       (array_agg(pool_size ORDER BY sampled_at DESC))[1]::bigint AS pool_size_last,
-       avg(pool_open)::float8 AS pool_open_avg,
-       min(pool_open)::bigint AS pool_open_min,
-       max(pool_open)::bigint AS pool_open_max,
-       (array_agg(pool_open ORDER BY sampled_at DESC))[1]::bigint AS pool_open_last,
-       avg(pool_active)::float8 AS pool_active_avg,
-       min(pool_active)::bigint AS pool_active_min,
-       max(pool_active)::bigint AS pool_active_max,
-       (array_agg(pool_active ORDER BY sampled_at DESC))[1]::bigint AS pool_active_last,
-       avg(pool_idle)::float8 AS pool_idle_avg,
-       min(pool_idle)::bigint AS pool_idle_min,
-       max(pool_idle)::bigint AS pool_idle_max,
-       (array_agg(pool_idle ORDER BY sampled_at DESC))[1]::bigint AS pool_idle_last,
-       avg(pool_waiting)::float8 AS pool_waiting_avg,
-       min(pool_waiting)::bigint AS pool_waiting_min,
-       max(pool_waiting)::bigint AS pool_waiting_max,
-       (array_agg(pool_waiting ORDER BY sampled_at DESC))[1]::bigint AS pool_waiting_last,
-       avg(pending_handovers)::float8 AS pending_handovers_avg,
-       min(pending_handovers)::bigint AS pending_handovers_min,
-       max(pending_handovers)::bigint AS pending_handovers_max,
-       (array_agg(pending_handovers ORDER BY sampled_at DESC))[1]::bigint AS pending_handovers_last,
        sum(push_requests)::bigint AS push_requests,
        sum(push_messages)::bigint AS push_messages,
        sum(pop_requests)::bigint AS pop_requests,
@@ -138,9 +129,12 @@ SELECT s.broker_id, s.hostname, s.port, s.bucket,
        sum(ack_messages)::bigint AS ack_messages,
        sum(transaction_requests)::bigint AS transaction_requests,
        sum(transaction_messages)::bigint AS transaction_messages,
+       g.gauge_names, g.gauge_avg, g.gauge_min, g.gauge_max, g.gauge_last,
        m.map_names, m.map_max, m.map_last
-  FROM s LEFT JOIN maps m ON m.broker_id = s.broker_id AND m.bucket = s.bucket
- GROUP BY s.broker_id, s.hostname, s.port, s.bucket, m.map_names, m.map_max, m.map_last
+  FROM s JOIN gauges g ON g.broker_id = s.broker_id AND g.bucket = s.bucket
+  LEFT JOIN maps m ON m.broker_id = s.broker_id AND m.bucket = s.bucket
+ GROUP BY s.broker_id, s.hostname, s.port, s.bucket, g.gauge_names, g.gauge_avg, g.gauge_min,
+          g.gauge_max, g.gauge_last, m.map_names, m.map_max, m.map_last
  ORDER BY s.hostname, s.port, s.broker_id, s.bucket
 
 -- name: fleet

@@ -140,13 +140,36 @@ pub struct Gauge {
     pub last: i64,
 }
 
-impl Gauge {
-    fn read(r: &Row, col: &str) -> Gauge {
+/// A row's gauges, as `system` answers them: one array per aggregate, ordered by name.
+struct Gauges {
+    names: Vec<String>,
+    avg: Vec<f64>,
+    min: Vec<i64>,
+    max: Vec<i64>,
+    last: Vec<i64>,
+}
+
+impl Gauges {
+    fn read(r: &Row) -> Gauges {
+        Gauges {
+            names: r.get("gauge_names"),
+            avg: r.get("gauge_avg"),
+            min: r.get("gauge_min"),
+            max: r.get("gauge_max"),
+            last: r.get("gauge_last"),
+        }
+    }
+
+    /// The gauge `name` (zeros if the statement named no such gauge).
+    fn get(&self, name: &str) -> Gauge {
+        let Some(i) = self.names.iter().position(|n| n == name) else {
+            return Gauge::default();
+        };
         Gauge {
-            avg: r.get(format!("{col}_avg").as_str()),
-            min: r.get(format!("{col}_min").as_str()),
-            max: r.get(format!("{col}_max").as_str()),
-            last: r.get(format!("{col}_last").as_str()),
+            avg: self.avg[i],
+            min: self.min[i],
+            max: self.max[i],
+            last: self.last[i],
         }
     }
 }
@@ -239,6 +262,7 @@ pub async fn system(client: &Client, w: &Window<'_>) -> Result<Vec<SystemPoint>,
                 .zip(max.into_iter().zip(last))
                 .map(|(name, (max, last))| MapSize { name, max, last })
                 .collect();
+            let gauges = Gauges::read(r);
             SystemPoint {
                 broker_id: r.get("broker_id"),
                 hostname: r.get("hostname"),
@@ -248,14 +272,14 @@ pub async fn system(client: &Client, w: &Window<'_>) -> Result<Vec<SystemPoint>,
                 covered_ms: r.get("covered_ms"),
                 cpu_user: Cpu::read(r, "user"),
                 cpu_system: Cpu::read(r, "system"),
-                rss_bytes: Gauge::read(r, "rss_bytes"),
-                virtual_bytes: Gauge::read(r, "virtual_bytes"),
-                pool_size: Gauge::read(r, "pool_size"),
-                pool_open: Gauge::read(r, "pool_open"),
-                pool_active: Gauge::read(r, "pool_active"),
-                pool_idle: Gauge::read(r, "pool_idle"),
-                pool_waiting: Gauge::read(r, "pool_waiting"),
-                pending_handovers: Gauge::read(r, "pending_handovers"),
+                rss_bytes: gauges.get("rss_bytes"),
+                virtual_bytes: gauges.get("virtual_bytes"),
+                pool_size: gauges.get("pool_size"),
+                pool_open: gauges.get("pool_open"),
+                pool_active: gauges.get("pool_active"),
+                pool_idle: gauges.get("pool_idle"),
+                pool_waiting: gauges.get("pool_waiting"),
+                pending_handovers: gauges.get("pending_handovers"),
                 requests: ops(r, "requests"),
                 messages: ops(r, "messages"),
                 runtime,
@@ -452,13 +476,9 @@ mod tests {
     /// The operations whose counters `system`, `fleet` and `recent` read back ([`super::ops`]).
     const OPS: [&str; 4] = ["push", "pop", "ack", "transaction"];
 
-    /// What `system` states for a gauge: avg, min, max and latest value.
-    fn gauge_columns(col: &str) -> String {
-        format!(
-            "avg({col})::float8 AS {col}_avg, min({col})::bigint AS {col}_min,
-             max({col})::bigint AS {col}_max,
-             (array_agg({col} ORDER BY sampled_at DESC))[1]::bigint AS {col}_last"
-        )
+    /// How `system` names a gauge in its `gauges` VALUES list.
+    fn gauge_value(col: &str) -> String {
+        format!("('{col}', s.{col}::bigint)")
     }
 
     /// ... for a CPU kind: the average over the time covered, the extremes and latest of single
@@ -514,27 +534,30 @@ mod tests {
     fn system_states_each_gauge_and_cpu_kind_it_reads_and_no_other() {
         let text = folded(fleet::SYSTEM);
         for col in GAUGES {
-            assert!(text.contains(&folded(&gauge_columns(col))), "{col}");
+            assert!(text.contains(&folded(&gauge_value(col))), "{col}");
         }
         for kind in CPU {
             assert!(text.contains(&folded(&cpu_columns(kind))), "{kind}");
         }
-        let names = aliases(fleet::SYSTEM);
-        let percents = CPU.map(|k| format!("cpu_{k}_percent"));
-        let expected: BTreeSet<String> = GAUGES
-            .iter()
-            .map(|g| g.to_string())
-            .chain(percents.iter().cloned())
+        // The VALUES list names each gauge once, and no other.
+        let named: BTreeSet<String> = text
+            .split("('")
+            .skip(1)
+            .filter_map(|rest| rest.split_once("', s.").map(|(n, _)| n.to_string()))
             .collect();
-        assert_eq!(stems(&names, "_avg"), expected);
-        assert_eq!(stems(&names, "_min"), expected);
-        // The runtime maps' arrays are named map_max and map_last.
-        let with_maps = |mut e: BTreeSet<String>| {
-            e.insert("map".to_string());
-            e
+        assert_eq!(named, GAUGES.iter().map(|g| g.to_string()).collect());
+        let names = aliases(fleet::SYSTEM);
+        // The gauges' arrays are named gauge_avg, ..., the runtime maps' map_max and map_last.
+        let with = |stems: &[&str]| -> BTreeSet<String> {
+            CPU.iter()
+                .map(|k| format!("cpu_{k}_percent"))
+                .chain(stems.iter().map(|s| s.to_string()))
+                .collect()
         };
-        assert_eq!(stems(&names, "_max"), with_maps(expected.clone()));
-        assert_eq!(stems(&names, "_last"), with_maps(expected));
+        assert_eq!(stems(&names, "_avg"), with(&["gauge"]));
+        assert_eq!(stems(&names, "_min"), with(&["gauge"]));
+        assert_eq!(stems(&names, "_max"), with(&["gauge", "map"]));
+        assert_eq!(stems(&names, "_last"), with(&["gauge", "map"]));
         assert_eq!(
             stems(&names, "_us"),
             CPU.iter().map(|k| format!("cpu_{k}")).collect()
