@@ -117,6 +117,14 @@ async fn fixture(queue: &str, n: usize) -> Fixture {
 }
 
 impl Fixture {
+    /// Makes `group`'s cursors on every partition, from the first message.
+    async fn join(&self, tx: &regent::store::Tx<'_>, group: &str) {
+        let (start, all) = (Start::Named(None), Sweep::All);
+        claim::sweep(tx, self.queue_id, group, None, start, all)
+            .await
+            .unwrap();
+    }
+
     /// The queue's tenant.
     async fn tenant(&self) -> String {
         let db = self.b.db().await;
@@ -201,9 +209,7 @@ async fn a_claim_leases_a_batch_reads_its_segments_and_a_finish_trims_it() {
     let f = fixture("store-claim", 5).await;
     let mut conn = f.store.client().await.unwrap();
     let tx = conn.begin().await.unwrap();
-    claim::sweep(&tx, f.queue_id, "g", None, Start::Named(None), Sweep::All)
-        .await
-        .unwrap();
+    f.join(&tx, "g").await;
     let lease = [Uuid::now_v7()];
     let claimed = claim::claim(&tx, &f.claim("g", &lease, 2)).await.unwrap();
     assert_eq!(claimed.partitions.len(), 1);
@@ -251,9 +257,7 @@ async fn a_finish_under_a_lease_no_longer_held_changes_nothing() {
     let f = fixture("store-finish-held", 2).await;
     let mut conn = f.store.client().await.unwrap();
     let tx = conn.begin().await.unwrap();
-    claim::sweep(&tx, f.queue_id, "g", None, Start::Named(None), Sweep::All)
-        .await
-        .unwrap();
+    f.join(&tx, "g").await;
     let lease = [Uuid::now_v7()];
     let p = claim::claim(&tx, &f.claim("g", &lease, 10))
         .await
@@ -351,9 +355,7 @@ async fn an_empty_partition_pop_is_explained() {
             partition_id: f.partition_id
         }
     );
-    claim::sweep(&tx, f.queue_id, "g", None, Start::Named(None), Sweep::All)
-        .await
-        .unwrap();
+    f.join(&tx, "g").await;
     let lease = [Uuid::now_v7()];
     claim::claim(&tx, &f.claim("g", &lease, 1)).await.unwrap();
     assert_eq!(reason("p", 0).await, EmptyReason::LeaseHeld);
@@ -365,9 +367,7 @@ async fn an_ack_locks_the_cursor_resolves_its_ids_and_writes_the_cursor_back() {
     let tenant = f.tenant().await;
     let mut conn = f.store.client().await.unwrap();
     let tx = conn.begin().await.unwrap();
-    claim::sweep(&tx, f.queue_id, "g", None, Start::Named(None), Sweep::All)
-        .await
-        .unwrap();
+    f.join(&tx, "g").await;
     let pid = f.partition_id.to_string();
     let hashes = [
         tx_hash(f.partition_id, "m1"),
