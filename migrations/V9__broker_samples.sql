@@ -28,7 +28,7 @@ CREATE TABLE broker_samples (
     transaction_requests  bigint NOT NULL,
     transaction_messages  bigint NOT NULL,
     pending_handovers     integer NOT NULL,
-    -- The size of each in-memory map, {"wakeups": 3, ...} (`regent_memory::Runtime::sizes`).
+    -- The size of each in-memory map, {"wakeups": 3, ...} (`regent_runtime::Runtime::sizes`).
     runtime_entries       jsonb NOT NULL,
     PRIMARY KEY (broker_id, sampled_at)
 );
