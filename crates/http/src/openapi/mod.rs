@@ -30,7 +30,7 @@ use axum::response::{IntoResponse, Response};
 use schemars::generate::SchemaSettings;
 use schemars::transform::RecursiveTransform;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
-use serde::de::DeserializeOwned;
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use self::object::{
@@ -131,10 +131,10 @@ impl Doc {
 
     /// The query parameters of `T`, one per field in the order `T` declares them: each
     /// field's schema is its parameter's, its description the parameter's own, and its wire
-    /// name a key the fuzzer tries ([`Doc::query_names`]). `T` describes the query string;
-    /// the handler reads it with [`crate::params::Params`] (Queen's rules: an empty value is
+    /// name a key the fuzzer tries ([`Doc::query_names`]). The handler reads the query
+    /// string into `T` ([`crate::params::Params::read`], Queen's rules: an empty value is
     /// absent, garbage numbers fall back to the default), so no parameter is required.
-    pub(crate) fn query_of<T: JsonSchema + DeserializeOwned>(mut self) -> Doc {
+    pub(crate) fn query_of<T: JsonSchema + Deserialize<'static>>(mut self) -> Doc {
         let mut g = query_generator();
         let schema = g.root_schema_for::<T>().to_value();
         let props = schema.get("properties").and_then(Value::as_object);
