@@ -345,6 +345,8 @@ mod tests {
                     .ok_or("must be > 0".into())
             })
         }
+        let lag = params(&[("minLag", "2")]).read::<Lag>().unwrap();
+        assert_eq!(lag.min_lag, Some(2));
         let refused = params(&[("minLag", "-1")]).read::<Lag>().unwrap_err();
         assert_eq!(refused.to_string(), "minLag must be > 0");
     }
