@@ -119,17 +119,26 @@ struct Configured {
 #[serde(transparent)]
 pub(crate) struct OptionsEcho(Map<String, Value>);
 
-impl JsonSchema for OptionsEcho {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "QueueOptions".into()
-    }
+/// The schema of an options type, named `$name`, built by `$build` from the option
+/// constants: the options read and echoed are listed once, in `regent_rules::options`.
+macro_rules! options_schema {
+    ($type:ty, $name:literal, $build:path) => {
+        impl JsonSchema for $type {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                $name.into()
+            }
 
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemas::options_echo()
-            .try_into()
-            .expect("the options' schema is an object")
-    }
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                $build()
+                    .try_into()
+                    .expect("the options' schema is an object")
+            }
+        }
+    };
 }
+
+options_schema!(OptionsEcho, "QueueOptions", schemas::options_echo);
+options_schema!(OptionsIn, "QueueOptionsIn", schemas::options_in);
 
 async fn configure(
     AxState(s): State,
@@ -200,18 +209,6 @@ struct OptionsIn {
     retention_enabled: Option<Value>,
     encryption_enabled: Option<Value>,
     max_wait_time_seconds: Option<Value>,
-}
-
-impl JsonSchema for OptionsIn {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "QueueOptionsIn".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemas::options_in()
-            .try_into()
-            .expect("the options' schema is an object")
-    }
 }
 
 /// Integers may come as JSON numbers or numeric strings (Queen casts through text); `null`
