@@ -8,20 +8,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use axum::extract::State as AxState;
 use axum::http::Method;
 use axum::Extension;
-use chrono::Duration;
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::answer::{Answer, Millis, Null};
 use super::auth::Principal;
 use super::error::ApiError;
-use super::openapi::schemas::string;
 use super::openapi::{Doc, Tag};
 use super::params::Params;
 use super::routes::{route, Entry, Level::*};
 use super::status::{series_query, QueueFilter, WINDOW_FAILS, WINDOW_SEED};
-use super::time::{instant, TimeRange, WindowQuery};
+use super::time::{TimeRange, WindowQuery};
 use super::State;
 use regent_service::fleet::Window;
 use regent_service::overview::Counts;
@@ -34,23 +32,21 @@ pub(crate) const TAG: Tag = (
 pub(crate) fn routes() -> Vec<Entry> {
     use Method as M;
     let op = |summary| Doc::op(TAG, summary);
-    let series =
-        |hours| move |p: Params| async move { series_query(&p, Duration::hours(hours)).map(drop) };
     vec![
         route(M::GET, "/api/v1/analytics/queue-lag", ReadOnly, queue_lag)
             .doc(op("Delivery waits per queue and bucket").query_of::<WindowQuery<1>>().query_of::<QueueFilter>()
                 .fails(400, WINDOW_FAILS)
                 .answers::<Vec<LagPoint>>(200, "The waits."))
-            .reads_request(&[WINDOW_SEED], series(1)),
+            .reads_request(&[WINDOW_SEED], |p: Params| async move { series_query::<1>(&p).map(drop) }),
         route(M::GET, "/api/v1/analytics/queue-ops", ReadOnly, queue_ops)
             .doc(op("Operations per queue and bucket").query_of::<WindowQuery<1>>().query_of::<QueueFilter>()
                 .fails(400, WINDOW_FAILS)
                 .answers::<QueueOps>(200, "The series."))
-            .reads_request(&[WINDOW_SEED], series(1)),
+            .reads_request(&[WINDOW_SEED], |p: Params| async move { series_query::<1>(&p).map(drop) }),
         // The tenant's queues only, though the counts come from the fleet's samples.
         route(M::GET, "/api/v1/analytics/queue-parked-replicas", ReadOnly, queue_parked_replicas)
             .doc(op("Parked long-polls per queue and broker").query_of::<WindowQuery<1>>()
-                .query("queue", string(), "Only this queue.")
+                .query_of::<ParkedFilter>()
                 .fails(400, "`from must not be after to`, `from must be an ISO-8601 timestamp`, `to must be an ISO-8601 timestamp`.")
                 .answers::<ParkedReplicas>(200, "The series."))
             .reads_request(&["?from=2026-01-01T00:00:00Z&to=2026-01-01T06:00:00Z&queue=q"], |p: Params| async move {
@@ -60,7 +56,7 @@ pub(crate) fn routes() -> Vec<Entry> {
             .doc(op("Messages deleted by retention").query_of::<WindowQuery<24>>().query_of::<QueueFilter>()
                 .fails(400, WINDOW_FAILS)
                 .answers::<RetentionSeries>(200, "The series."))
-            .reads_request(&[WINDOW_SEED], series(24)),
+            .reads_request(&[WINDOW_SEED], |p: Params| async move { series_query::<24>(&p).map(drop) }),
     ]
 }
 
@@ -130,7 +126,7 @@ async fn queue_ops(
     Extension(who): Extension<Principal>,
     p: Params,
 ) -> Result<Answer<QueueOps>, ApiError> {
-    let (filter, w) = series_query(&p, Duration::hours(1))?;
+    let (filter, w) = series_query::<1>(&p)?;
     let rows = s.service.series(&who.tenant, &filter, w, true).await?;
     let mut totals: BTreeMap<&str, Counts> = BTreeMap::new();
     for (_, queue, c) in &rows {
@@ -180,7 +176,7 @@ async fn queue_lag(
     Extension(who): Extension<Principal>,
     p: Params,
 ) -> Result<Answer<Vec<LagPoint>>, ApiError> {
-    let (filter, w) = series_query(&p, Duration::hours(1))?;
+    let (filter, w) = series_query::<1>(&p)?;
     let rows = s.service.series(&who.tenant, &filter, w, true).await?;
     Ok(Answer(
         rows.iter()
@@ -235,7 +231,7 @@ async fn retention(
     Extension(who): Extension<Principal>,
     p: Params,
 ) -> Result<Answer<RetentionSeries>, ApiError> {
-    let (filter, w) = series_query(&p, Duration::hours(24))?;
+    let (filter, w) = series_query::<24>(&p)?;
     let points = s.service.series(&who.tenant, &filter, w, false).await?;
     Ok(Answer(RetentionSeries {
         time_range: TimeRange::new(w.from, w.to),
@@ -262,8 +258,18 @@ async fn retention(
 
 /// The parked pops' window (the last hour by default) and queue (`None`: every queue).
 fn parked_query(p: &Params) -> Result<(Window, Option<&str>), ApiError> {
-    let w = Window::new(instant(p, "from")?, instant(p, "to")?, None, None)?;
-    Ok((w, p.str("queue")))
+    let q: WindowQuery<1> = p.read()?;
+    let w = Window::new(q.from.get()?, q.to.get()?, None, None)?;
+    Ok((w, p.read::<ParkedFilter>()?.queue))
+}
+
+/// The parked pops' queue, as [`parked_query`] reads it.
+#[derive(Deserialize, JsonSchema)]
+struct ParkedFilter<'a> {
+    /// Only this queue.
+    #[serde(borrow)]
+    #[schemars(with = "String")]
+    queue: Option<&'a str>,
 }
 
 /// `GET /api/v1/analytics/queue-parked-replicas`.

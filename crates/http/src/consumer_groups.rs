@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -17,7 +17,7 @@ use super::auth::Principal;
 use super::body::RawBody;
 use super::error::ApiError;
 use super::openapi::{Doc, Tag};
-use super::params::{Flag, Paging, Params};
+use super::params::{self, Flag, Paging, Params};
 use super::path::PathParams;
 use super::read;
 use super::routes::{route, Entry, Level::*};
@@ -42,44 +42,36 @@ const LAGGING: Paging = Paging {
 
 /// The groups listed, as [`list_query`] reads them.
 #[derive(Deserialize, JsonSchema)]
-#[expect(
-    dead_code,
-    reason = "describes the query string; `Params` reads it, by Queen's rules"
-)]
-struct ListFilter {
+struct ListFilter<'a> {
     /// Only this queue's groups (a Regent extension).
+    #[serde(borrow)]
     #[schemars(with = "String")]
-    queue: Option<String>,
+    queue: Option<&'a str>,
     /// Only groups whose name contains this (a Regent extension).
+    #[serde(borrow)]
     #[schemars(with = "String")]
-    search: Option<String>,
+    search: Option<&'a str>,
 }
 
 /// The lag threshold, as [`lagging_query`] reads it.
 #[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[expect(
-    dead_code,
-    reason = "describes the query string; `Params` reads it, by Queen's rules"
-)]
 struct LaggingQuery {
     /// The threshold in seconds.
+    #[serde(default, deserialize_with = "seconds")]
     #[schemars(with = "f64", range(min = 0), extend("default" = 3600))]
-    min_lag_seconds: Option<String>,
+    min_lag_seconds: Option<f64>,
 }
 
 /// A group's deletion, as [`delete_metadata`] reads it.
 #[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[expect(
-    dead_code,
-    reason = "describes the query string; `Params` reads it, by Queen's rules"
-)]
 struct DeleteQuery {
     /// Also forget the group's stored start point (its next pop starts it afresh); only
     /// `true` or `1` are true, so anything else sent keeps it.
+    #[serde(default = "params::yes", deserialize_with = "params::flag")]
     #[schemars(with = "Flag", extend("default" = "true"))]
-    delete_metadata: Option<String>,
+    delete_metadata: bool,
 }
 
 pub(crate) fn routes() -> Vec<Entry> {
@@ -198,9 +190,9 @@ impl From<GroupOnQueue> for GroupAnswer {
 }
 
 /// The consumer-group listing's filters and page.
-fn list_query(p: &Params) -> (Option<&str>, Option<&str>, Page) {
-    let search = p.str("search").filter(|s| !s.is_empty());
-    (p.str("queue"), search, p.page(Paging::LISTING))
+fn list_query(p: &Params) -> Result<(Option<&str>, Option<&str>, Page), ApiError> {
+    let ListFilter { queue, search } = p.read()?;
+    Ok((queue, search, p.page(Paging::LISTING)))
 }
 
 /// `GET /api/v1/consumer-groups`: a page of elements, one per (group, queue) the group has
@@ -211,7 +203,7 @@ async fn list(
     Extension(who): Extension<Principal>,
     p: Params,
 ) -> Result<Answer<Vec<GroupAnswer>>, ApiError> {
-    let (queue, search, page) = list_query(&p);
+    let (queue, search, page) = list_query(&p)?;
     let rows = s
         .service
         .groups()
@@ -339,22 +331,20 @@ async fn lagging(
 
 /// The lagging route's threshold in seconds (an hour by default) and page.
 fn lagging_query(p: &Params) -> Result<(f64, Page), ApiError> {
-    let min = match p.str("minLagSeconds") {
-        None => 3600.0,
-        Some(v) => v
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|n| n.is_finite() && *n >= 0.0)
-            .ok_or_else(|| {
-                ApiError::bad_request(format!(
-                    "minLagSeconds must be a non-negative number, got '{v}'"
-                ))
-            })?
-            // No cursor lags longer (and `now()` less more is no timestamp).
-            .min(MAX_SPAN_SECONDS as f64),
-    };
+    let min = p.read::<LaggingQuery>()?.min_lag_seconds.unwrap_or(3600.0);
     Ok((min, p.page(LAGGING)))
+}
+
+/// `minLagSeconds`: a non-negative number of seconds.
+fn seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    params::parse(d, |v| {
+        let n = v.trim().parse::<f64>().ok();
+        let n = n.filter(|n| n.is_finite() && *n >= 0.0);
+        // No cursor lags longer (and `now()` less more is no timestamp).
+        let n = n.map(|n| n.min(MAX_SPAN_SECONDS as f64));
+        n.map(Some)
+            .ok_or_else(|| format!("must be a non-negative number, got '{v}'"))
+    })
 }
 
 /// Where a queue seek moves the group's cursors: `toEnd` wins when both are sent.
@@ -586,8 +576,8 @@ struct GroupDeleted {
 }
 
 /// `deleteMetadata`: true unless sent as anything but `true` or `1`.
-fn delete_metadata(p: &Params) -> bool {
-    p.flag("deleteMetadata", true)
+fn delete_metadata(p: &Params) -> Result<bool, ApiError> {
+    Ok(p.read::<DeleteQuery>()?.delete_metadata)
 }
 
 /// Deletes the group on one queue or all. Its next pop on this broker gives it cursors at
@@ -599,10 +589,11 @@ async fn delete_in(
     queue: Option<String>,
     p: &Params,
 ) -> Result<Answer<GroupDeleted>, ApiError> {
+    let metadata = delete_metadata(p)?;
     let deleted = s
         .service
         .groups()
-        .delete(&who.tenant, &group, queue.as_deref(), delete_metadata(p))
+        .delete(&who.tenant, &group, queue.as_deref(), metadata)
         .await?;
     Ok(Answer(GroupDeleted {
         success: True,

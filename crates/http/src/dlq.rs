@@ -19,7 +19,7 @@ use super::openapi::{Doc, Tag};
 use super::params::{Paging, Params};
 use super::read;
 use super::routes::{route, Entry, Level::*};
-use super::time::instant;
+use super::time::Instant;
 use super::State;
 use regent_service::dead_letters::{
     Bulk, BulkItem, BulkOutcome, BulkVerdict, DeadLetter as Letter, Filter, Selector, MAX_BULK,
@@ -48,29 +48,31 @@ const BULK_SEEDS: &[&str] = &[
 /// A listing's filter, as [`list_filter`] reads it.
 #[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[expect(
-    dead_code,
-    reason = "describes the query string; `Params` reads it, by Queen's rules"
-)]
-struct ListFilter {
+struct ListFilter<'a> {
     /// Exact queue name.
+    #[serde(borrow)]
     #[schemars(with = "String")]
-    queue: Option<String>,
+    queue: Option<&'a str>,
     /// Exact group name.
+    #[serde(borrow)]
     #[schemars(with = "String")]
-    consumer_group: Option<String>,
+    consumer_group: Option<&'a str>,
     /// Exact partition name.
+    #[serde(borrow)]
     #[schemars(with = "String")]
-    partition: Option<String>,
+    partition: Option<&'a str>,
     /// On the failure time, inclusive.
+    #[serde(default)]
     #[schemars(with = "String", extend("format" = "date-time"))]
-    from: Option<String>,
+    from: Instant,
     /// On the failure time.
+    #[serde(default)]
     #[schemars(with = "String", extend("format" = "date-time"))]
-    to: Option<String>,
+    to: Instant,
     /// The reason exactly, as the bulk requeue and delete select it (a Regent extension).
+    #[serde(borrow)]
     #[schemars(with = "String")]
-    reason: Option<String>,
+    reason: Option<&'a str>,
 }
 
 pub(crate) fn routes() -> Vec<Entry> {
@@ -106,14 +108,15 @@ pub(crate) fn routes() -> Vec<Entry> {
 
 /// The listing's filter and page.
 fn list_filter(p: &Params) -> Result<Filter<'_>, ApiError> {
+    let f: ListFilter = p.read()?;
     let page = p.page(LISTING);
     Ok(Filter {
-        queue: p.str("queue"),
-        group: p.str("consumerGroup"),
-        partition: p.str("partition"),
-        from: instant(p, "from")?,
-        to: instant(p, "to")?,
-        reason: p.str("reason"),
+        queue: f.queue,
+        group: f.consumer_group,
+        partition: f.partition,
+        from: f.from.get()?,
+        to: f.to.get()?,
+        reason: f.reason,
         limit: page.limit,
         offset: page.offset,
     })

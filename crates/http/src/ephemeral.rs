@@ -29,7 +29,7 @@ use super::auth::Principal;
 use super::body::RawBody;
 use super::error::{ApiError, CodedBody};
 use super::openapi::{Doc, Tag};
-use super::params::{Flag, Params};
+use super::params::{self, Flag, Params};
 use super::path::PathParams;
 use super::push::{self, MAX_NAME_BYTES};
 use super::read;
@@ -135,36 +135,39 @@ const FUZZ_MAX_ITEMS: usize = 10_000;
 /// [`DEFAULTS`].
 #[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[expect(
-    dead_code,
-    reason = "describes the query string; `Params` reads it, by Queen's rules"
-)]
-struct PopQuery {
+struct PopQuery<'a> {
     /// The queue (required).
+    #[serde(borrow)]
     #[schemars(with = "String")]
-    queue: Option<String>,
+    queue: Option<&'a str>,
     /// One partition; absent: any.
+    #[serde(borrow)]
     #[schemars(with = "String")]
-    partition: Option<String>,
+    partition: Option<&'a str>,
     /// Most messages in the answer.
+    #[serde(default, deserialize_with = "params::int")]
     #[schemars(with = "i64", range(min = 1, max = MAX_BATCH), extend("default" = 1))]
-    batch: Option<String>,
+    batch: Option<i64>,
     /// `true` or `1`: long-poll until messages arrive or `timeout` passes.
+    #[serde(default, deserialize_with = "params::flag")]
     #[schemars(with = "Flag", extend("default" = "false"))]
-    wait: Option<String>,
+    wait: bool,
     /// The long-poll deadline in ms (`DEFAULT_TIMEOUT`), clamped to `MAX_TIMEOUT`.
+    #[serde(default, deserialize_with = "params::int")]
     #[schemars(
         with = "i64",
         range(min = 0),
         extend("default" = DEFAULTS.default_timeout, "x-clamped-to" = DEFAULTS.max_timeout)
     )]
-    timeout: Option<String>,
+    timeout: Option<i64>,
     /// The consumer group; absent or empty: queue mode.
+    #[serde(borrow)]
     #[schemars(with = "String", extend("default" = QUEUE_MODE))]
-    group: Option<String>,
+    group: Option<&'a str>,
     /// Done at delivery: no lease, nothing to ack (at most once).
+    #[serde(default, deserialize_with = "params::flag")]
     #[schemars(with = "Flag", extend("default" = "false"))]
-    auto_ack: Option<String>,
+    auto_ack: bool,
 }
 
 // ---------------------------------------------------------------- reading
@@ -438,23 +441,24 @@ fn parse_ack(v: &Value, max: usize) -> Result<AckBody, ApiError> {
 
 /// A pop's query with Queen's defaults and clamps.
 fn ask(c: &Config, p: &Params) -> Result<Pop, ApiError> {
-    let queue = p
-        .str("queue")
+    let q: PopQuery = p.read()?;
+    let queue = q
+        .queue
         .ok_or_else(|| ApiError::bad_request("queue is required"))?;
     let name = |field, v: Option<&str>| v.map(|v| push::name(field, v)).transpose();
-    let timeout = p
-        .int("timeout")
+    let timeout = q
+        .timeout
         .map(|t| t.max(0) as u64)
         .unwrap_or(c.default_timeout)
         .min(c.max_timeout);
     Ok(Pop {
         queue: push::name("queue", queue)?,
-        partition: name("partition", p.str("partition"))?,
-        group: name("group", p.str("group"))?,
-        batch: p.int("batch").unwrap_or(1).clamp(1, MAX_BATCH),
-        wait: p.flag("wait", false),
+        partition: name("partition", q.partition)?,
+        group: name("group", q.group)?,
+        batch: q.batch.unwrap_or(1).clamp(1, MAX_BATCH),
+        wait: q.wait,
         timeout: Duration::from_millis(timeout),
-        auto_ack: p.flag("autoAck", false),
+        auto_ack: q.auto_ack,
     })
 }
 

@@ -20,7 +20,7 @@ use super::error::ApiError;
 use super::openapi::Doc;
 use super::params::Params;
 use super::routes::{route, Entry, Level::*};
-use super::time::{instant, TimeRange, WindowQuery};
+use super::time::{TimeRange, WindowQuery};
 use super::State;
 use regent_service::fleet::pg_stats as pg;
 use regent_service::fleet::{
@@ -30,10 +30,6 @@ use regent_service::fleet::{
 /// The brokers a fleet route reads ([`window`]'s filter).
 #[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[expect(
-    dead_code,
-    reason = "describes the query string; `Params` reads it, by Queen's rules"
-)]
 struct FleetFilter {
     /// Only brokers on this host.
     #[schemars(with = "String")]
@@ -77,12 +73,13 @@ pub(crate) fn routes() -> Vec<Entry> {
 
 /// `from`, `to` (default: the last hour), `hostname`, `workerId` (a broker's id).
 fn window(p: &Params) -> Result<Window, ApiError> {
-    Ok(Window::new(
-        instant(p, "from")?,
-        instant(p, "to")?,
-        p.str("hostname").map(String::from),
-        p.str("workerId").map(String::from),
-    )?)
+    let q: WindowQuery<1> = p.read()?;
+    let (from, to) = (q.from.get()?, q.to.get()?);
+    let FleetFilter {
+        hostname,
+        worker_id,
+    } = p.read()?;
+    Ok(Window::new(from, to, hostname, worker_id)?)
 }
 
 fn round2(x: f64) -> f64 {

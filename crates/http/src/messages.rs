@@ -19,7 +19,7 @@ use super::openapi::{Doc, Tag};
 use super::params::{Paging, Params};
 use super::path::PathParams;
 use super::routes::{route, Entry, Level::*};
-use super::time::instant;
+use super::time::Instant;
 use super::State;
 use regent_rules::message_status::{Seen, Status};
 use regent_rules::naming::QUEUE_MODE;
@@ -49,48 +49,48 @@ const SEEDS: &[&str] = &["0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d/ord-77-created"];
 
 /// A listing's filter, as [`list_query`] reads it.
 #[derive(Deserialize, JsonSchema)]
-#[expect(
-    dead_code,
-    reason = "describes the query string; `Params` reads it, by Queen's rules"
-)]
-struct ListFilter {
+struct ListFilter<'a> {
     /// Exact queue name.
+    #[serde(borrow)]
     #[schemars(with = "String")]
-    queue: Option<String>,
+    queue: Option<&'a str>,
     /// Exact partition name.
+    #[serde(borrow)]
     #[schemars(with = "String")]
-    partition: Option<String>,
+    partition: Option<&'a str>,
     /// Namespace (the key is `ns`, not `namespace`).
+    #[serde(borrow)]
     #[schemars(with = "String")]
-    ns: Option<String>,
+    ns: Option<&'a str>,
     /// Task.
+    #[serde(borrow)]
     #[schemars(with = "String")]
-    task: Option<String>,
+    task: Option<&'a str>,
     /// On the computed status; another value matches nothing.
+    #[serde(borrow)]
     #[schemars(
         with = "String",
         extend("enum" = ["pending", "processing", "completed", "dead_letter"])
     )]
-    status: Option<String>,
+    status: Option<&'a str>,
     /// Inclusive; default an hour ago.
+    #[serde(default)]
     #[schemars(with = "String", extend("format" = "date-time"))]
-    from: Option<String>,
+    from: Instant,
     /// Rounded up to the end of its minute; default now.
+    #[serde(default)]
     #[schemars(with = "String", extend("format" = "date-time"))]
-    to: Option<String>,
+    to: Instant,
 }
 
 /// The group a dead letter is filed for, as [`dlq_group`] reads it.
 #[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[expect(
-    dead_code,
-    reason = "describes the query string; `Params` reads it, by Queen's rules"
-)]
-struct DlqQuery {
+struct DlqQuery<'a> {
     /// The group the dead letter is filed for.
+    #[serde(borrow)]
     #[schemars(with = "String", extend("default" = QUEUE_MODE))]
-    consumer_group: Option<String>,
+    consumer_group: Option<&'a str>,
 }
 
 pub(crate) fn routes() -> Vec<Entry> {
@@ -303,18 +303,19 @@ impl From<&Found> for Listed {
 /// The listing's query; `None` when it names a status no message can have (it matches
 /// nothing: Queen filters on the computed status).
 fn list_query(p: &Params, now: DateTime<Utc>) -> Result<Option<ListQuery<'_>>, ApiError> {
-    let to = instant(p, "to")?.unwrap_or(now);
+    let f: ListFilter = p.read()?;
+    let to = f.to.get()?.unwrap_or(now);
     let to = to.duration_trunc(Duration::minutes(1)).unwrap_or(to) + Duration::minutes(1)
         - Duration::microseconds(1);
     let scope = Scope {
-        queue: p.str("queue").filter(|v| !v.is_empty()),
-        partition: p.str("partition").filter(|v| !v.is_empty()),
-        namespace: p.str("ns").filter(|v| !v.is_empty()),
-        task: p.str("task").filter(|v| !v.is_empty()),
-        from: instant(p, "from")?.unwrap_or(now - Duration::hours(1)),
+        queue: f.queue,
+        partition: f.partition,
+        namespace: f.ns,
+        task: f.task,
+        from: f.from.get()?.unwrap_or(now - Duration::hours(1)),
         to,
     };
-    let status = p.str("status").filter(|v| !v.is_empty());
+    let status = f.status;
     if status.is_some_and(|st| Status::parse(st).is_none()) {
         return Ok(None);
     }
@@ -536,8 +537,8 @@ struct DeadLettered {
 const DEAD_LETTERED: &str = "Message moved to the dead-letter queue and deleted from the log";
 
 /// `?consumerGroup=`: queue mode's when absent or empty.
-fn dlq_group(p: &Params) -> Option<&str> {
-    p.str("consumerGroup").filter(|g| !g.is_empty())
+fn dlq_group(p: &Params) -> Result<Option<&str>, ApiError> {
+    Ok(p.read::<DlqQuery>()?.consumer_group)
 }
 
 /// Files a dead letter for `?consumerGroup=` (queue mode by default) and deletes the message
@@ -549,10 +550,11 @@ async fn to_dlq(
     p: Params,
 ) -> Result<Answer<DeadLettered>, ApiError> {
     let id = partition_id(&pid)?;
+    let group = dlq_group(&p)?;
     match s
         .service
         .messages()
-        .to_dlq(&who.tenant, id, &txid, dlq_group(&p))
+        .to_dlq(&who.tenant, id, &txid, group)
         .await?
     {
         Done::DeadLettered { group } => Ok(Answer(DeadLettered {

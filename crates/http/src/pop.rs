@@ -24,7 +24,7 @@ use super::auth::Principal;
 use super::error::ApiError;
 use super::handover::respond;
 use super::openapi::Doc;
-use super::params::{Flag, Params};
+use super::params::{self, Flag, Params};
 use super::path::PathParams;
 use super::routes::{route, Entry, Level::ReadWrite};
 use super::{AppState, State};
@@ -80,68 +80,65 @@ fn pop_params(d: Doc, partitions: bool) -> Doc {
 /// A pop's query string, as [`ask`] reads it.
 #[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[expect(
-    dead_code,
-    reason = "describes the query string; `Params` reads it, by Queen's rules"
-)]
-struct PopQuery {
+struct PopQuery<'a> {
+    #[serde(default, deserialize_with = "params::int")]
     #[schemars(
         with = "i64",
         range(min = 1, max = DEFAULTS.max_batch_size),
         extend("default" = DEFAULTS.default_batch_size),
         description = format!("Most messages in the answer, over every claimed partition. Absent: `DEFAULT_BATCH_SIZE` ({}), or `AUTOPILOT_BATCH_SIZE` ({}) with `autopilot=true`; larger values are clamped to `MAX_BATCH_SIZE` ({}).", DEFAULTS.default_batch_size, DEFAULTS.autopilot_batch_size, DEFAULTS.max_batch_size),
     )]
-    batch: Option<String>,
+    batch: Option<i64>,
     /// `true` or `1`: long-poll until messages arrive or `timeout` passes.
+    #[serde(default, deserialize_with = "params::flag")]
     #[schemars(with = "Flag", extend("default" = "false"))]
-    wait: Option<String>,
+    wait: bool,
     /// The long-poll deadline in ms (`DEFAULT_TIMEOUT`), clamped to `MAX_TIMEOUT`; the Python
     /// client gives up at `timeout` + 5 s.
+    #[serde(default, deserialize_with = "params::int")]
     #[schemars(
         with = "i64",
         range(min = 0),
         extend("default" = DEFAULTS.default_timeout, "x-clamped-to" = DEFAULTS.max_timeout)
     )]
-    timeout: Option<String>,
+    timeout: Option<i64>,
     /// The group whose cursor is read; absent or empty: queue mode.
+    #[serde(borrow)]
     #[schemars(with = "String", extend("default" = QUEUE_MODE))]
-    consumer_group: Option<String>,
+    consumer_group: Option<&'a str>,
     /// Commit at delivery: no lease, `leaseId` is `""`, nothing to ack (at-most-once).
+    #[serde(default, deserialize_with = "params::flag")]
     #[schemars(with = "Flag", extend("default" = "false"))]
-    auto_ack: Option<String>,
+    auto_ack: bool,
     /// A named group's first-join start: `new`, `new-only` or `now` start at the end; anything
     /// else (`all`, `from_beginning`) from the first message, as in Queen 0.15. Absent:
     /// `DEFAULT_SUBSCRIPTION_MODE`.
+    #[serde(borrow)]
     #[schemars(with = "String")]
-    subscription_mode: Option<String>,
+    subscription_mode: Option<&'a str>,
     /// A named group's first-join start instant (ISO-8601, or `now`); wins over
     /// `subscriptionMode`. Unparsable: 400 (Queen 0.15 silently starts from the beginning).
+    #[serde(borrow)]
     #[schemars(with = "String", example = &"2026-04-26T10:00:00Z", example = &"now")]
-    subscription_from: Option<String>,
+    subscription_from: Option<&'a str>,
     /// 1.2+ clients: the broker picks the `batch` and `partitions` left out, and echoes them
     /// under `autopilot`.
+    #[serde(default, deserialize_with = "params::flag")]
     #[schemars(with = "Flag", extend("default" = "false"))]
-    autopilot: Option<String>,
+    autopilot: bool,
 }
 
 /// `partitions`, where a pop may claim several.
 #[derive(Deserialize, JsonSchema)]
-#[expect(
-    dead_code,
-    reason = "describes the query string; `Params` reads it, by Queen's rules"
-)]
 struct PartitionsQuery {
     /// Most partitions claimed under the lease.
+    #[serde(default, deserialize_with = "params::int")]
     #[schemars(with = "i64", range(min = 1, max = MAX_PARTITIONS), extend("default" = 1))]
-    partitions: Option<String>,
+    partitions: Option<i64>,
 }
 
 /// `GET /api/v1/pop`'s target, as [`scope`] reads it.
 #[derive(Deserialize, JsonSchema)]
-#[expect(
-    dead_code,
-    reason = "describes the query string; `Params` reads it, by Queen's rules"
-)]
 struct ScopeQuery {
     /// The queues' namespace (this or `task` is required).
     #[schemars(with = "String")]
@@ -184,8 +181,7 @@ async fn pop_scope(
 
 /// `GET /api/v1/pop`'s target: a namespace, a task, or both.
 pub(crate) fn scope(params: &Params) -> Result<Target, ApiError> {
-    let namespace = params.str("namespace").map(str::to_string);
-    let task = params.str("task").map(str::to_string);
+    let ScopeQuery { namespace, task } = params.read()?;
     if namespace.is_none() && task.is_none() {
         return Err(ApiError::bad_request("namespace or task is required"));
     }
@@ -212,42 +208,43 @@ async fn run(
 
 /// The request's knobs with Queen's defaults and clamps.
 pub(crate) fn ask(c: &Config, p: &Params, target: Target) -> Result<(PopRequest, Echo), ApiError> {
-    let autopilot = p.flag("autopilot", false);
-    let default_batch = if autopilot {
+    let q: PopQuery = p.read()?;
+    let default_batch = if q.autopilot {
         c.autopilot_batch_size
     } else {
         c.default_batch_size
     };
-    let batch = p
-        .int("batch")
-        .unwrap_or(default_batch)
-        .clamp(1, c.max_batch_size);
+    let batch = q.batch.unwrap_or(default_batch).clamp(1, c.max_batch_size);
     let partitions = match target {
         Target::Partition(..) => 1,
-        _ => p.int("partitions").unwrap_or(1).clamp(1, MAX_PARTITIONS),
+        _ => p
+            .read::<PartitionsQuery>()?
+            .partitions
+            .unwrap_or(1)
+            .clamp(1, MAX_PARTITIONS),
     };
-    let timeout_ms = p
-        .int("timeout")
+    let timeout_ms = q
+        .timeout
         .map(|t| t.max(0) as u64)
         .unwrap_or(c.default_timeout)
         .min(c.max_timeout);
-    let mode = p
-        .str("subscriptionMode")
+    let mode = q
+        .subscription_mode
         .or(Some(c.default_subscription_mode.as_str()));
-    let start = start_point(mode, p.str("subscriptionFrom"), chrono::Utc::now())
+    let start = start_point(mode, q.subscription_from, chrono::Utc::now())
         .map_err(|e| ApiError::bad_request(e.0))?;
     let req = PopRequest {
         target,
         batch,
         partitions,
-        wait: p.flag("wait", false),
+        wait: q.wait,
         timeout: Duration::from_millis(timeout_ms),
-        group: p.str("consumerGroup").unwrap_or(QUEUE_MODE).to_string(),
-        auto_ack: p.flag("autoAck", false),
+        group: q.consumer_group.unwrap_or(QUEUE_MODE).to_string(),
+        auto_ack: q.auto_ack,
         start,
     };
     let echo = Echo {
-        autopilot,
+        autopilot: q.autopilot,
         batch,
         partitions,
     };

@@ -26,7 +26,7 @@
 use std::ops::RangeInclusive;
 
 use chrono::{DateTime, Utc};
-use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
+use serde::de::{self, Deserialize, DeserializeOwned, Deserializer, Visitor};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
@@ -64,7 +64,7 @@ pub(crate) fn fields<T: DeserializeOwned>(v: &Value) -> Result<T, ApiError> {
 
 /// The wire names of a request type's fields, in the order the type declares them (serde's
 /// own list, renames applied): for a text that lists the fields a body may hold.
-pub(crate) fn names<T: DeserializeOwned>() -> &'static [&'static str] {
+pub(crate) fn names<T: Deserialize<'static>>() -> &'static [&'static str] {
     let mut names = Names(&[]);
     // The deserializer refuses at once, having been told the names.
     let _ = T::deserialize(&mut names);

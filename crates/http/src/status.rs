@@ -20,7 +20,7 @@ use super::params::{Paging, Params};
 use super::path::PathParams;
 use super::resources::{stats_age, stats_age_secs, Counts, PartitionPage, QueueListed};
 use super::routes::{route, Entry, Level::*};
-use super::time::{instant, TimeRange, WindowQuery};
+use super::time::{TimeRange, WindowQuery};
 use super::State;
 use regent_rules::message_status::Status;
 use regent_rules::options::QueueOptions;
@@ -66,7 +66,7 @@ pub(crate) fn routes() -> Vec<Entry> {
                     .answers::<StatusAnswer>(200, "The status."),
             )
             .reads_request(&[WINDOW_SEED], |p: Params| async move {
-                series_query(&p, Duration::hours(1)).map(drop)
+                series_query::<1>(&p).map(drop)
             }),
         route(M::GET, "/api/v1/status/queues", ReadOnly, queues)
             .doc(
@@ -77,9 +77,7 @@ pub(crate) fn routes() -> Vec<Entry> {
             )
             .reads_request(
                 &["?namespace=n&task=t&limit=100&offset=0"],
-                |p: Params| async move {
-                    let _ = queues_listing(&p);
-                },
+                |p: Params| async move { queues_listing(&p).map(drop) },
             ),
         route(M::GET, "/api/v1/status/queues/{queue}", ReadOnly, queue)
             .doc(
@@ -129,75 +127,72 @@ pub(crate) fn routes() -> Vec<Entry> {
 
 /// `queue`, `namespace`, `task` as [`filter`] reads them.
 #[derive(Deserialize, JsonSchema)]
-#[expect(
-    dead_code,
-    reason = "describes the query string; `Params` reads it, by Queen's rules"
-)]
-pub(crate) struct QueueFilter {
+pub(crate) struct QueueFilter<'a> {
     /// Only this queue.
+    #[serde(borrow)]
     #[schemars(with = "String")]
-    queue: Option<String>,
+    queue: Option<&'a str>,
     /// Only this namespace's queues.
+    #[serde(borrow)]
     #[schemars(with = "String")]
-    namespace: Option<String>,
+    namespace: Option<&'a str>,
     /// Only this task's queues.
+    #[serde(borrow)]
     #[schemars(with = "String")]
-    task: Option<String>,
+    task: Option<&'a str>,
 }
 
 /// A page of queues' filter, as [`queues_listing`] reads it.
 #[derive(Deserialize, JsonSchema)]
-#[expect(
-    dead_code,
-    reason = "describes the query string; `Params` reads it, by Queen's rules"
-)]
-struct QueuesQuery {
+struct QueuesQuery<'a> {
     /// Only this namespace.
+    #[serde(borrow)]
     #[schemars(with = "String")]
-    namespace: Option<String>,
+    namespace: Option<&'a str>,
     /// Only this task.
+    #[serde(borrow)]
     #[schemars(with = "String")]
-    task: Option<String>,
+    task: Option<&'a str>,
 }
 
 /// The analytics' bucket width, as [`analytics_query`] reads it.
 #[derive(Deserialize, JsonSchema)]
-#[expect(
-    dead_code,
-    reason = "describes the query string; `Params` reads it, by Queen's rules"
-)]
-struct IntervalQuery {
+struct IntervalQuery<'a> {
     /// Bucket width; any other value is `hour`.
+    #[serde(borrow)]
     #[schemars(with = "String", extend("enum" = ["minute", "hour", "day"], "default" = "hour"))]
-    interval: Option<String>,
+    interval: Option<&'a str>,
 }
 
 /// Only `queue`, or a `namespace`'s or `task`'s queues, when sent.
-fn filter(p: &Params) -> Filter<'_> {
-    Filter {
-        queue: p.str("queue"),
-        namespace: p.str("namespace"),
-        task: p.str("task"),
-    }
+fn filter(p: &Params) -> Result<Filter<'_>, ApiError> {
+    let QueueFilter {
+        queue,
+        namespace,
+        task,
+    } = p.read()?;
+    Ok(Filter {
+        queue,
+        namespace,
+        task,
+    })
 }
 
-/// `from`/`to` as sent, else `to` now and `from` that long before it.
-fn window(p: &Params, default: Duration, bucket: Option<i32>) -> Result<Window, ApiError> {
-    let to = instant(p, "to")?.unwrap_or_else(Utc::now);
-    let from = instant(p, "from")?.unwrap_or(to - default);
+/// `from`/`to` as sent, else `to` now and `from` `HOURS` before it.
+fn window<const HOURS: u32>(p: &Params, bucket: Option<i32>) -> Result<Window, ApiError> {
+    let q: WindowQuery<HOURS> = p.read()?;
+    let to = q.to.get()?.unwrap_or_else(Utc::now);
+    let from = q.from.get()?.unwrap_or(to - Duration::hours(HOURS.into()));
     if from >= to {
         return Err(ApiError::bad_request("from must be before to"));
     }
     Ok(Window::new(from, to, bucket))
 }
 
-/// What a route of the queue series reads: its filter, and its window (`default` long when
+/// What a route of the queue series reads: its filter, and its window (`HOURS` long when
 /// `from` is not sent).
-pub(crate) fn series_query(
-    p: &Params,
-    default: Duration,
-) -> Result<(Filter<'_>, Window), ApiError> {
-    Ok((filter(p), window(p, default, None)?))
+pub(crate) fn series_query<const HOURS: u32>(p: &Params) -> Result<(Filter<'_>, Window), ApiError> {
+    Ok((filter(p)?, window::<HOURS>(p, None)?))
 }
 
 /// `GET /api/v1/status`.
@@ -389,7 +384,7 @@ async fn status(
     Extension(who): Extension<Principal>,
     p: Params,
 ) -> Result<Answer<StatusAnswer>, ApiError> {
-    let (filter, w) = series_query(&p, Duration::hours(1))?;
+    let (filter, w) = series_query::<1>(&p)?;
     let st = s.service.status(&who.tenant, &filter, w).await?;
     let sum = |f: fn(&SeriesCounts) -> i64| st.points.iter().map(|(_, c)| f(c)).sum::<i64>();
     let Messages {
@@ -473,15 +468,16 @@ async fn status(
 }
 
 /// The queue statistics' namespace, task and page.
-fn queues_listing(p: &Params) -> Listing<'_> {
+fn queues_listing(p: &Params) -> Result<Listing<'_>, ApiError> {
+    let QueuesQuery { namespace, task } = p.read()?;
     let page = p.page(QUEUE_STATS);
-    Listing {
+    Ok(Listing {
         search: None,
-        namespace: p.str("namespace"),
-        task: p.str("task"),
+        namespace,
+        task,
         limit: page.limit,
         offset: page.offset,
-    }
+    })
 }
 
 /// `GET /api/v1/status/queues`.
@@ -497,7 +493,7 @@ async fn queues(
     Extension(who): Extension<Principal>,
     p: Params,
 ) -> Result<Answer<QueueStats>, ApiError> {
-    let listing = queues_listing(&p);
+    let listing = queues_listing(&p)?;
     let rows = s.service.queues().list(&who.tenant, &listing).await?;
     Ok(Answer(QueueStats {
         queues: rows.iter().map(QueueListed::from).collect(),
@@ -724,13 +720,13 @@ struct PushedPoint {
 
 /// The analytics' filter, bucket name and window.
 fn analytics_query(p: &Params) -> Result<(Filter<'_>, &'static str, Window), ApiError> {
-    let (interval, minutes) = match p.str("interval") {
+    let (interval, minutes) = match p.read::<IntervalQuery>()?.interval {
         Some("minute") => ("minute", 1),
         Some("day") => ("day", 1440),
         _ => ("hour", 60),
     };
-    let w = window(p, Duration::hours(24), Some(minutes))?;
-    Ok((filter(p), interval, w))
+    let w = window::<24>(p, Some(minutes))?;
+    Ok((filter(p)?, interval, w))
 }
 
 /// `Admin.get_analytics`: messages pushed per bucket (`interval` minute, hour (default) or

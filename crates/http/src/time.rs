@@ -4,40 +4,54 @@
 
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use super::answer::Millis;
 use super::error::ApiError;
-use super::params::Params;
+use super::params;
 
-/// The query parameter `key` as an ISO-8601 instant, if sent; 400 naming it otherwise.
-pub fn instant(p: &Params, key: &str) -> Result<Option<DateTime<Utc>>, ApiError> {
-    p.str(key)
-        .map(|s| {
+/// A query string's ISO-8601 instant (a field of a query type, `#[serde(default)]`): absent,
+/// an instant, or the refusal naming its key. The refusal is raised when the handler takes
+/// the value ([`Instant::get`]), not when the query string is read, so that the handler
+/// decides which of two malformed instants a 400 names (the status windows and the message
+/// listing name `to` first, the other routes `from`), whatever order the type declares.
+#[derive(Default)]
+pub(crate) struct Instant(Option<Result<DateTime<Utc>, String>>);
+
+impl<'de> Deserialize<'de> for Instant {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Instant, D::Error> {
+        let read = params::parse(d, |s| {
             DateTime::parse_from_rfc3339(s)
                 .map(|t| t.with_timezone(&Utc))
-                .map_err(|_| ApiError::bad_request(format!("{key} must be an ISO-8601 timestamp")))
-        })
-        .transpose()
+                .map_err(|_| "must be an ISO-8601 timestamp".to_string())
+        });
+        // The query string has named the key in the refusal (`to must be …`).
+        Ok(Instant(Some(read.map_err(|e| e.to_string()))))
+    }
 }
 
-/// `from` and `to` as [`instant`] reads them: a window ending at `to` (default now) and
-/// starting at `from` (default: `HOURS` hours before `to`, as the route reads it).
+impl Instant {
+    /// The instant, if sent; the 400 naming its key if it is not one.
+    pub(crate) fn get(&self) -> Result<Option<DateTime<Utc>>, ApiError> {
+        self.0.clone().transpose().map_err(ApiError::bad_request)
+    }
+}
+
+/// `from` and `to`: a window ending at `to` (default now) and starting at `from` (default:
+/// `HOURS` hours before `to`, as the route reads it).
 #[derive(Deserialize, JsonSchema)]
-#[expect(
-    dead_code,
-    reason = "describes the query string; `Params` reads it, by Queen's rules"
-)]
 pub(crate) struct WindowQuery<const HOURS: u32> {
+    #[serde(default)]
     #[schemars(
         with = "String",
         extend("format" = "date-time"),
         description = format!("Start of the window; default: {HOURS} h before `to`.")
     )]
-    from: Option<String>,
+    pub(crate) from: Instant,
     /// End of the window; default now.
+    #[serde(default)]
     #[schemars(with = "String", extend("format" = "date-time"))]
-    to: Option<String>,
+    pub(crate) to: Instant,
 }
 
 /// A window as the answers name it.

@@ -30,7 +30,7 @@ use axum::response::{IntoResponse, Response};
 use schemars::generate::SchemaSettings;
 use schemars::transform::RecursiveTransform;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
-use serde::de::DeserializeOwned;
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use self::object::{
@@ -60,22 +60,8 @@ pub(crate) type Tag = (&'static str, &'static str);
 struct Body {
     required: bool,
     description: String,
-    schema: BodySchema,
-}
-
-/// A request body's schema: its request type's, or written out where no type describes it.
-enum BodySchema {
-    Typed(fn(&mut SchemaGenerator) -> Schema),
-    Raw(Value),
-}
-
-impl BodySchema {
-    fn render(&self, g: &mut SchemaGenerator) -> Value {
-        match self {
-            BodySchema::Typed(schema) => schema(g).to_value(),
-            BodySchema::Raw(v) => v.clone(),
-        }
-    }
+    /// The request type's schema.
+    schema: fn(&mut SchemaGenerator) -> Schema,
 }
 
 impl Body {
@@ -83,7 +69,7 @@ impl Body {
         RequestBody {
             required: self.required,
             description: self.description.clone(),
-            content: Content::json(self.schema.render(g)),
+            content: Content::json((self.schema)(g).to_value()),
         }
     }
 }
@@ -131,10 +117,10 @@ impl Doc {
 
     /// The query parameters of `T`, one per field in the order `T` declares them: each
     /// field's schema is its parameter's, its description the parameter's own, and its wire
-    /// name a key the fuzzer tries ([`Doc::query_names`]). `T` describes the query string;
-    /// the handler reads it with [`crate::params::Params`] (Queen's rules: an empty value is
+    /// name a key the fuzzer tries ([`Doc::query_names`]). The handler reads the query
+    /// string into `T` ([`crate::params::Params::read`], Queen's rules: an empty value is
     /// absent, garbage numbers fall back to the default), so no parameter is required.
-    pub(crate) fn query_of<T: JsonSchema + DeserializeOwned>(mut self) -> Doc {
+    pub(crate) fn query_of<T: JsonSchema + Deserialize<'static>>(mut self) -> Doc {
         let mut g = query_generator();
         let schema = g.root_schema_for::<T>().to_value();
         let props = schema.get("properties").and_then(Value::as_object);
@@ -178,17 +164,7 @@ impl Doc {
         self.body = Some(Body {
             required,
             description: description.to_string(),
-            schema: BodySchema::Typed(|g| g.subschema_for::<T>()),
-        });
-        self
-    }
-
-    /// A JSON request body no request type describes yet: its schema written out.
-    pub(crate) fn body(mut self, required: bool, description: &str, schema: Value) -> Doc {
-        self.body = Some(Body {
-            required,
-            description: description.to_string(),
-            schema: BodySchema::Raw(schema),
+            schema: |g| g.subschema_for::<T>(),
         });
         self
     }
@@ -200,12 +176,8 @@ impl Doc {
             return Vec::new();
         };
         let mut g = request_generator();
-        let schema = body.schema.render(&mut g);
-        let mut defs = match schemas::components()["schemas"].take() {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        };
-        defs.extend(g.take_definitions(true));
+        let schema = (body.schema)(&mut g).to_value();
+        let defs = g.take_definitions(true);
         let mut names = std::collections::BTreeSet::new();
         field_names(&schema, &defs, &mut Vec::new(), &mut names);
         names.into_iter().map(|n| intern(&n)).collect()

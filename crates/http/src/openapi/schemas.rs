@@ -85,8 +85,9 @@ fn option_description(key: &str) -> &'static str {
     }
 }
 
-/// The queue options a configure reads, from the constants the broker reads them with.
-fn options_in() -> Value {
+/// The queue options a configure reads (`configure::OptionsIn`), from the constants the
+/// broker echoes them with.
+pub(crate) fn options_in() -> Value {
     let mut props = Map::new();
     for (k, d) in INT_DEFAULTS {
         let s = json!({ "type": ["integer", "string", "null"], "default": d,
@@ -134,12 +135,6 @@ pub(crate) fn options_echo() -> Value {
     json!({ "type": "object", "required": required, "properties": props })
 }
 
-fn schemas() -> Value {
-    json!({
-        "QueueOptionsIn": options_in(),
-    })
-}
-
 fn error_response(description: &str, schema: &str, retry_after: bool) -> ResponseObject {
     ResponseObject {
         description: description.to_string(),
@@ -179,7 +174,8 @@ struct SecurityScheme {
 /// Every component of the document.
 pub(crate) fn components() -> Value {
     let c = Components {
-        schemas: schemas(),
+        // Every schema is a type's, added by `document`.
+        schemas: json!({}),
         responses: BTreeMap::from([
             ("BadRequest", error_response("The request is malformed; the text says how, in Queen's words where Queen has them: a body that is not JSON (`Empty request body`, `Invalid JSON: …`), a field of the wrong type (the text names it), a query string or path segment that does not decode.", "Error", false)),
             ("Unauthorized", error_response("Authentication is on (`JWT_ENABLED=true`) and the token is missing or not valid: `Authentication required`, `Empty token`, `Token has expired`, `Invalid token signature`, `Token uses HS384, expected HS256`, `Unknown key ID: <kid>`, `Token subject (sub) is <n> bytes; at most 1024 are accepted`, …", "Error", false)),
