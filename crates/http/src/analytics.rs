@@ -268,7 +268,6 @@ fn parked_query(p: &Params) -> Result<(Window, Option<&str>), ApiError> {
 struct ParkedFilter<'a> {
     /// Only this queue.
     #[serde(borrow)]
-    #[schemars(with = "String")]
     queue: Option<&'a str>,
 }
 

@@ -45,11 +45,9 @@ const LAGGING: Paging = Paging {
 struct ListFilter<'a> {
     /// Only this queue's groups (a Regent extension).
     #[serde(borrow)]
-    #[schemars(with = "String")]
     queue: Option<&'a str>,
     /// Only groups whose name contains this (a Regent extension).
     #[serde(borrow)]
-    #[schemars(with = "String")]
     search: Option<&'a str>,
 }
 

@@ -51,15 +51,12 @@ const BULK_SEEDS: &[&str] = &[
 struct ListFilter<'a> {
     /// Exact queue name.
     #[serde(borrow)]
-    #[schemars(with = "String")]
     queue: Option<&'a str>,
     /// Exact group name.
     #[serde(borrow)]
-    #[schemars(with = "String")]
     consumer_group: Option<&'a str>,
     /// Exact partition name.
     #[serde(borrow)]
-    #[schemars(with = "String")]
     partition: Option<&'a str>,
     /// On the failure time, inclusive.
     #[serde(default)]
@@ -71,7 +68,6 @@ struct ListFilter<'a> {
     to: Instant,
     /// The reason exactly, as the bulk requeue and delete select it (a Regent extension).
     #[serde(borrow)]
-    #[schemars(with = "String")]
     reason: Option<&'a str>,
 }
 

@@ -138,11 +138,9 @@ const FUZZ_MAX_ITEMS: usize = 10_000;
 struct PopQuery<'a> {
     /// The queue (required).
     #[serde(borrow)]
-    #[schemars(with = "String")]
     queue: Option<&'a str>,
     /// One partition; absent: any.
     #[serde(borrow)]
-    #[schemars(with = "String")]
     partition: Option<&'a str>,
     /// Most messages in the answer.
     #[serde(default, deserialize_with = "params::int")]
@@ -162,7 +160,7 @@ struct PopQuery<'a> {
     timeout: Option<i64>,
     /// The consumer group; absent or empty: queue mode.
     #[serde(borrow)]
-    #[schemars(with = "String", extend("default" = QUEUE_MODE))]
+    #[schemars(extend("default" = QUEUE_MODE))]
     group: Option<&'a str>,
     /// Done at delivery: no lease, nothing to ack (at most once).
     #[serde(default, deserialize_with = "params::flag")]

@@ -52,19 +52,15 @@ const SEEDS: &[&str] = &["0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d/ord-77-created"];
 struct ListFilter<'a> {
     /// Exact queue name.
     #[serde(borrow)]
-    #[schemars(with = "String")]
     queue: Option<&'a str>,
     /// Exact partition name.
     #[serde(borrow)]
-    #[schemars(with = "String")]
     partition: Option<&'a str>,
     /// Namespace (the key is `ns`, not `namespace`).
     #[serde(borrow)]
-    #[schemars(with = "String")]
     ns: Option<&'a str>,
     /// Task.
     #[serde(borrow)]
-    #[schemars(with = "String")]
     task: Option<&'a str>,
     /// On the computed status; another value matches nothing.
     #[serde(borrow)]
@@ -89,7 +85,7 @@ struct ListFilter<'a> {
 struct DlqQuery<'a> {
     /// The group the dead letter is filed for.
     #[serde(borrow)]
-    #[schemars(with = "String", extend("default" = QUEUE_MODE))]
+    #[schemars(extend("default" = QUEUE_MODE))]
     consumer_group: Option<&'a str>,
 }
 

@@ -104,7 +104,7 @@ struct PopQuery<'a> {
     timeout: Option<i64>,
     /// The group whose cursor is read; absent or empty: queue mode.
     #[serde(borrow)]
-    #[schemars(with = "String", extend("default" = QUEUE_MODE))]
+    #[schemars(extend("default" = QUEUE_MODE))]
     consumer_group: Option<&'a str>,
     /// Commit at delivery: no lease, `leaseId` is `""`, nothing to ack (at-most-once).
     #[serde(default, deserialize_with = "params::flag")]
@@ -114,12 +114,11 @@ struct PopQuery<'a> {
     /// else (`all`, `from_beginning`) from the first message, as in Queen 0.15. Absent:
     /// `DEFAULT_SUBSCRIPTION_MODE`.
     #[serde(borrow)]
-    #[schemars(with = "String")]
     subscription_mode: Option<&'a str>,
     /// A named group's first-join start instant (ISO-8601, or `now`); wins over
     /// `subscriptionMode`. Unparsable: 400 (Queen 0.15 silently starts from the beginning).
     #[serde(borrow)]
-    #[schemars(with = "String", example = &"2026-04-26T10:00:00Z", example = &"now")]
+    #[schemars(example = &"2026-04-26T10:00:00Z", example = &"now")]
     subscription_from: Option<&'a str>,
     /// 1.2+ clients: the broker picks the `batch` and `partitions` left out, and echoes them
     /// under `autopilot`.

@@ -130,15 +130,12 @@ pub(crate) fn routes() -> Vec<Entry> {
 pub(crate) struct QueueFilter<'a> {
     /// Only this queue.
     #[serde(borrow)]
-    #[schemars(with = "String")]
     queue: Option<&'a str>,
     /// Only this namespace's queues.
     #[serde(borrow)]
-    #[schemars(with = "String")]
     namespace: Option<&'a str>,
     /// Only this task's queues.
     #[serde(borrow)]
-    #[schemars(with = "String")]
     task: Option<&'a str>,
 }
 
@@ -147,11 +144,9 @@ pub(crate) struct QueueFilter<'a> {
 struct QueuesQuery<'a> {
     /// Only this namespace.
     #[serde(borrow)]
-    #[schemars(with = "String")]
     namespace: Option<&'a str>,
     /// Only this task.
     #[serde(borrow)]
-    #[schemars(with = "String")]
     task: Option<&'a str>,
 }
 
@@ -160,7 +155,7 @@ struct QueuesQuery<'a> {
 struct IntervalQuery<'a> {
     /// Bucket width; any other value is `hour`.
     #[serde(borrow)]
-    #[schemars(with = "String", extend("enum" = ["minute", "hour", "day"], "default" = "hour"))]
+    #[schemars(extend("enum" = ["minute", "hour", "day"], "default" = "hour"))]
     interval: Option<&'a str>,
 }
 

@@ -490,10 +490,20 @@ fn request_generator() -> SchemaGenerator {
 }
 
 /// The settings of the query strings' schemas: as [`request_generator`]'s, each parameter's
-/// schema whole (a parameter's schema names no shared one).
+/// schema whole (a parameter's schema names no shared one). A parameter is absent or has a
+/// value, never null: an `Option` field's schema is its value's.
 fn query_generator() -> SchemaGenerator {
     request_settings()
         .with(|s| s.inline_subschemas = true)
+        .with_transform(RecursiveTransform(|s: &mut Schema| {
+            if let Some(Value::Array(types)) = s.get_mut("type") {
+                types.retain(|t| t != "null");
+                if let [only] = types.as_slice() {
+                    let only = only.clone();
+                    s.insert("type".into(), only);
+                }
+            }
+        }))
         .into_generator()
 }
 
