@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use crate::support::{broker, layout, Broker};
-use crate::wire::{self, Acked, Popped, Pushed};
+use crate::wire::{self, Acked, Popped};
 use regent::store::Layout;
 
 const QUEUE_MODE: &str = "__QUEUE_MODE__";
@@ -138,11 +138,7 @@ async fn push(b: &Broker, queue: &str, txids: &[&str]) -> String {
 }
 
 async fn push_to(b: &Broker, queue: &str, partition: &str, txids: &[&str]) -> String {
-    let pushed: Vec<Pushed> = wire::read(&Value::from(b.push(queue, partition, txids).await));
-    pushed[0]
-        .partition_id
-        .clone()
-        .expect("push answers partition_id")
+    b.push_pid(queue, partition, txids).await
 }
 
 /// A pop; `group` None = queue mode. Returns (transaction ids, lease id, the answer).

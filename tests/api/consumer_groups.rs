@@ -3,13 +3,15 @@
 //! cursors move to the end of each partition or back to an instant, leases on the moved
 //! cursors are released, groups without cursors are left alone); deleting a group.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::SecondsFormat;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::{broker, two_brokers, Broker};
+use crate::support::{broker, lease_of, two_brokers, Broker};
+use crate::wire::{self, GroupDeleted, GroupListed, LaggingCursor, Popped, QueueCursors};
 
 const SEEK: &str = "/api/v1/consumer-groups/g/queues/sq/seek";
 
@@ -20,10 +22,7 @@ fn txids_of(v: &Value) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn seek_to_the_end_skips_and_back_to_an_instant_replays() {
     let b = broker().await;
-    let pid = b.push("sq", "p", &["a1"]).await[0]["partition_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let pid = b.push_pid("sq", "p", &["a1"]).await;
     tokio::time::sleep(Duration::from_millis(50)).await;
     let mark = chrono::Utc::now();
     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -42,12 +41,12 @@ async fn seek_to_the_end_skips_and_back_to_an_instant_replays() {
     );
     assert_eq!(b.cursor(&pid, "g").await, Some((2, false, 0)));
     let late = b
-        .ack_batch(
+        .acked(
             Some("g"),
-            json!([{"transactionId": "a1", "partitionId": pid, "leaseId": popped["leaseId"]}]),
+            json!([{"transactionId": "a1", "partitionId": pid, "leaseId": lease_of(&popped)}]),
         )
         .await;
-    assert_eq!(late[0]["success"], false, "the old lease is gone: {late:?}");
+    assert!(!late[0].success, "the old lease is gone: {late:?}");
     assert!(txids_of(&b.pop("sq", "consumerGroup=g").await).is_empty());
     b.push("sq", "p", &["a4"]).await;
     assert_eq!(
@@ -100,7 +99,10 @@ async fn seek_to_the_end_skips_and_back_to_an_instant_replays() {
             json!({"toEnd": true}),
         )
         .await;
-    assert_eq!((s, &v["partitionsUpdated"]), (StatusCode::OK, &json!(0)));
+    assert_eq!(
+        (s, wire::read::<wire::QueueSought>(&v).partitions_updated),
+        (StatusCode::OK, 0)
+    );
     assert_eq!(
         txids_of(&b.pop("sq", "consumerGroup=never&batch=10").await).len(),
         4
@@ -162,16 +164,14 @@ async fn seek_one_partition_to_its_end() {
     b.push("sq", "p2", &["b1"]).await;
     let popped = b.pop("sq", "consumerGroup=g&batch=10&partitions=2").await;
     assert_eq!(txids_of(&popped).len(), 3, "{popped}");
+    let read: Popped = wire::read(&popped);
     let pid_of = |tx: &str| {
-        popped["messages"]
-            .as_array()
-            .unwrap()
+        read.messages
             .iter()
-            .find(|m| m["transactionId"] == tx)
-            .unwrap()["partitionId"]
-            .as_str()
+            .find(|m| m.transaction_id == tx)
             .unwrap()
-            .to_string()
+            .partition_id
+            .clone()
     };
     let (p1, p2) = (pid_of("a2"), pid_of("b1"));
 
@@ -185,10 +185,14 @@ async fn seek_one_partition_to_its_end() {
     // The cursor is on a2, p1's newest message: the answer says when a2 was appended.
     let appended = |tx: &'static str| {
         let (b, p1) = (&b, &p1);
-        async move { b.get(&format!("/api/v1/messages/{p1}/{tx}")).await.1["createdAt"].clone() }
+        async move {
+            let (_, v) = b.get(&format!("/api/v1/messages/{p1}/{tx}")).await;
+            wire::read::<wire::MessageDetail>(&v).created_at
+        }
     };
+    // Read, each is a string.
     let (a1, a2) = (appended("a1").await, appended("a2").await);
-    assert!(a2.is_string() && a1 != a2, "{a1} {a2}");
+    assert!(a1 != a2, "{a1} {a2}");
     assert_eq!(
         v,
         json!({"success": true, "consumerGroup": "g", "queueName": "sq", "partitionName": "p1",
@@ -201,12 +205,12 @@ async fn seek_one_partition_to_its_end() {
         "p2 still leased"
     );
     let acked = b
-        .ack_batch(
+        .acked(
             Some("g"),
-            json!([{"transactionId": "b1", "partitionId": p2, "leaseId": popped["leaseId"]}]),
+            json!([{"transactionId": "b1", "partitionId": p2, "leaseId": read.lease_id}]),
         )
         .await;
-    assert_eq!(acked[0]["success"], true, "{acked:?}");
+    assert!(acked[0].success, "{acked:?}");
 
     let (s, v) = b
         .post(
@@ -215,10 +219,8 @@ async fn seek_one_partition_to_its_end() {
         )
         .await;
     assert_eq!(s, StatusCode::OK);
-    assert_eq!(
-        (&v["updated"], &v["cursorMovedTo"]),
-        (&json!(false), &Value::Null)
-    );
+    let v: wire::PartitionSought = wire::read(&v);
+    assert_eq!((v.updated, v.cursor_moved_to), (false, None));
     for path in [
         "/api/v1/consumer-groups/g/queues/sq/partitions/nope/seek",
         "/api/v1/consumer-groups/g/queues/nope/partitions/p1/seek",
@@ -288,9 +290,10 @@ async fn deleting_a_group_forgets_where_it_was() {
     b.pop("d1", "consumerGroup=late&subscriptionMode=new").await;
     let (s, v) = b.delete("/api/v1/consumer-groups/g").await;
     assert_eq!(s, StatusCode::OK, "{v}");
+    let deleted: GroupDeleted = wire::read(&v);
     assert_eq!(
-        (&v["deletedPartitions"], &v["metadataDeleted"]),
-        (&json!(3), &json!(true)),
+        (deleted.deleted_partitions, deleted.metadata_deleted),
+        (3, true),
         "{v}"
     );
     assert_eq!(cursors("g").await, 0);
@@ -304,7 +307,10 @@ async fn deleting_a_group_forgets_where_it_was() {
         3
     );
     let (s, v) = b.delete("/api/v1/consumer-groups/late").await;
-    assert_eq!((s, &v["deletedPartitions"]), (StatusCode::OK, &json!(2)));
+    assert_eq!(
+        (s, wire::read::<GroupDeleted>(&v).deleted_partitions),
+        (StatusCode::OK, 2)
+    );
     assert_eq!(
         txids_of(
             &b.pop("d1", "consumerGroup=late&batch=10&partitions=2")
@@ -317,7 +323,10 @@ async fn deleting_a_group_forgets_where_it_was() {
 
     // Idempotent.
     let (s, v) = b.delete("/api/v1/consumer-groups/nobody").await;
-    assert_eq!((s, &v["deletedPartitions"]), (StatusCode::OK, &json!(0)));
+    assert_eq!(
+        (s, wire::read::<GroupDeleted>(&v).deleted_partitions),
+        (StatusCode::OK, 0)
+    );
 }
 
 /// A group is listed as soon as a pop gives it cursors on a queue, on every broker: its counts
@@ -335,16 +344,9 @@ async fn a_group_is_listed_as_soon_as_it_has_cursors_on_every_broker() {
     for (who, at) in [("this broker", &b), ("another broker", &other)] {
         let (s, v) = at.get("/api/v1/consumer-groups").await;
         assert_eq!(s, StatusCode::OK, "{v}");
-        let pairs: Vec<(String, String)> = v
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|g| {
-                (
-                    g["name"].as_str().unwrap().into(),
-                    g["topics"][0].as_str().unwrap_or_default().into(),
-                )
-            })
+        let pairs: Vec<(String, String)> = wire::read::<Vec<GroupListed>>(&v)
+            .into_iter()
+            .map(|g| (g.name, g.topics.first().cloned().unwrap_or_default()))
             .collect();
         for group in ["newcomer", "__QUEUE_MODE__"] {
             assert!(
@@ -358,10 +360,9 @@ async fn a_group_is_listed_as_soon_as_it_has_cursors_on_every_broker() {
     assert_eq!(s, StatusCode::OK);
     let (_, v) = b.get("/api/v1/consumer-groups").await;
     assert!(
-        v.as_array()
-            .unwrap()
+        wire::read::<Vec<GroupListed>>(&v)
             .iter()
-            .all(|g| g["name"] != "newcomer"),
+            .all(|g| g.name != "newcomer"),
         "deleted, still listed: {v}"
     );
     b.pop("fresh", "consumerGroup=newcomer&batch=1").await;
@@ -370,7 +371,11 @@ async fn a_group_is_listed_as_soon_as_it_has_cursors_on_every_broker() {
         .get("/api/v1/resources/queues/fresh/depth?group=newcomer")
         .await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    assert_eq!(v["pending"], 3, "counted now (the leased one unacked): {v}");
+    assert_eq!(
+        wire::read::<wire::QueueDepth>(&v).pending,
+        3,
+        "counted now (the leased one unacked): {v}"
+    );
 }
 
 /// `GET /consumer-groups`: one element per (group, queue) with cursors, with the real lag, its
@@ -392,56 +397,55 @@ async fn the_group_list_says_how_far_behind_each_group_is() {
     // Listed at once, with the partitions each pop gave it cursors on; the lag comes from
     // the stats snapshot, with the next round.
     let (_, v) = b.get("/api/v1/consumer-groups").await;
-    let before: Vec<(&Value, &Value, &Value)> = v
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|g| (&g["name"], &g["members"], &g["totalLag"]))
+    let before: Vec<(String, i64, i64)> = wire::read::<Vec<GroupListed>>(&v)
+        .into_iter()
+        .map(|g| (g.name, g.members, g.total_lag))
         .collect();
     assert_eq!(
         before,
-        vec![
-            (&json!("g"), &json!(2), &json!(0)),
-            (&json!("late"), &json!(1), &json!(0))
-        ],
+        [("g".to_string(), 2, 0), ("late".to_string(), 1, 0)],
         "no round yet: {v}"
     );
     b.refresh_stats().await;
     let (s, v) = b.get("/api/v1/consumer-groups").await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    let list = v.as_array().unwrap();
+    let list: Vec<GroupListed> = wire::read(&v);
     assert_eq!(list.len(), 2, "{v}");
     let g = &list[0];
     assert_eq!(
-        (&g["name"], &g["queueName"], &g["topics"], &g["members"]),
-        (&json!("g"), &json!("l1"), &json!(["l1"]), &json!(2))
+        (
+            g.name.as_str(),
+            g.queue_name.as_str(),
+            &g.topics[..],
+            g.members
+        ),
+        ("g", "l1", &["l1".to_string()][..], 2)
     );
+    assert_eq!((g.partitions_with_lag, g.total_lag), (1, 5 - read), "{g:?}");
     assert_eq!(
-        (&g["partitionsWithLag"], &g["totalLag"]),
-        (&json!(1), &json!(5 - read)),
-        "{g}"
+        (g.state.as_str(), g.subscription_mode.as_deref()),
+        ("Stable", None)
     );
-    assert_eq!(
-        (&g["state"], &g["subscriptionMode"]),
-        (&json!("Stable"), &Value::Null)
-    );
-    assert!(g["maxTimeLag"].as_i64().unwrap() < 300, "{g}");
-    assert!(g["subscriptionCreatedAt"].is_string(), "{g}");
+    assert!(g.max_time_lag < 300, "{g:?}");
+    assert!(g.subscription_created_at.is_some(), "{g:?}");
     let late = &list[1];
     assert_eq!(
         (
-            &late["name"],
-            &late["queueName"],
-            &late["totalLag"],
-            &late["subscriptionMode"]
+            late.name.as_str(),
+            late.queue_name.as_str(),
+            late.total_lag,
+            late.subscription_mode.as_deref()
         ),
-        (&json!("late"), &json!("l2"), &json!(0), &json!("new"))
+        ("late", "l2", 0, Some("new"))
     );
-    assert!(late["subscriptionTimestamp"].is_string(), "{late}");
+    assert!(late.subscription_timestamp.is_some(), "{late:?}");
     // Paged, by group then queue.
     let (_, v) = b.get("/api/v1/consumer-groups?limit=1&offset=1").await;
-    let names: Vec<&Value> = v.as_array().unwrap().iter().map(|g| &g["name"]).collect();
-    assert_eq!(names, [&json!("late")], "{v}");
+    let names: Vec<String> = wire::read::<Vec<GroupListed>>(&v)
+        .into_iter()
+        .map(|g| g.name)
+        .collect();
+    assert_eq!(names, ["late"], "{v}");
     // One queue's groups, and groups by a part of their name (Regent's filters).
     for (query, want) in [
         ("queue=l2", vec![("late", "l2")]),
@@ -452,16 +456,10 @@ async fn the_group_list_says_how_far_behind_each_group_is() {
         ("search=g&queue=l2", vec![]),
     ] {
         let (s, v) = b.get(&format!("/api/v1/consumer-groups?{query}")).await;
-        let got: Vec<(&str, &str)> = v
-            .as_array()
-            .unwrap()
+        let listed: Vec<GroupListed> = wire::read(&v);
+        let got: Vec<(&str, &str)> = listed
             .iter()
-            .map(|g| {
-                (
-                    g["name"].as_str().unwrap(),
-                    g["queueName"].as_str().unwrap(),
-                )
-            })
+            .map(|g| (g.name.as_str(), g.queue_name.as_str()))
             .collect();
         assert_eq!((s, got), (StatusCode::OK, want), "{query}");
     }
@@ -477,9 +475,10 @@ async fn the_group_list_says_how_far_behind_each_group_is() {
         .unwrap();
     b.refresh_stats().await;
     let (_, v) = b.get("/api/v1/consumer-groups").await;
-    assert_eq!(v[0]["state"], "Lagging", "{v}");
-    assert!(v[0]["maxTimeLag"].as_i64().unwrap() >= 600, "{v}");
-    assert_eq!(v[1]["state"], "Stable", "nothing unread: {v}");
+    let list: Vec<GroupListed> = wire::read(&v);
+    assert_eq!(list[0].state, "Lagging", "{v}");
+    assert!(list[0].max_time_lag >= 600, "{v}");
+    assert_eq!(list[1].state, "Stable", "nothing unread: {v}");
 }
 
 /// `GET /consumer-groups/:group` (the group's cursors by queue) and `/consumer-groups/lagging`
@@ -501,39 +500,27 @@ async fn a_groups_cursors_and_the_lagging_list() {
 
     let (s, v) = b.get("/api/v1/consumer-groups/g").await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    let parts = v["k1"]["partitions"].as_array().expect("keyed by queue");
+    let by_queue: BTreeMap<String, QueueCursors> = wire::read(&v);
+    let parts = &by_queue.get("k1").expect("keyed by queue").partitions;
     assert_eq!(parts.len(), 2, "{v}");
-    let of = |name: &str| {
-        parts
-            .iter()
-            .find(|p| p["partition"] == name)
-            .unwrap()
-            .clone()
-    };
+    let of = |name: &str| parts.iter().find(|p| p.partition == name).unwrap().clone();
     let full = of(done);
     assert_eq!(
-        (
-            &full["offsetLag"],
-            &full["timeLagSeconds"],
-            &full["leaseActive"]
-        ),
-        (&json!(0), &json!(0), &json!(false)),
-        "{full}"
+        (full.offset_lag, full.time_lag_seconds, full.lease_active),
+        (0, 0, false),
+        "{full:?}"
     );
     let behind = of(unread);
     assert_eq!(
         (
-            &behind["totalConsumed"],
-            &behind["offsetLag"],
-            &behind["leaseActive"]
+            behind.total_consumed,
+            behind.offset_lag,
+            behind.lease_active
         ),
-        (&json!(0), &json!(unread_lag), &json!(true)),
-        "{behind}"
+        (0, unread_lag, true),
+        "{behind:?}"
     );
-    assert_eq!(
-        (&behind["workerId"], &behind["lastConsumedAt"]),
-        (&Value::Null, &Value::Null)
-    );
+    assert_eq!((behind.worker_id, behind.last_consumed_at), (None, None));
     let (s, v) = b.get("/api/v1/consumer-groups/nobody").await;
     assert_eq!((s, v), (StatusCode::OK, json!({})));
 
@@ -543,8 +530,8 @@ async fn a_groups_cursors_and_the_lagging_list() {
         .get("/api/v1/consumer-groups/lagging?minLagSeconds=0")
         .await;
     assert_eq!(
-        v.as_array().map(Vec::len),
-        Some(1),
+        wire::read::<Vec<LaggingCursor>>(&v).len(),
+        1,
         "the unread partition: {v}"
     );
     let (s, v) = b.get("/api/v1/consumer-groups/lagging").await;
@@ -566,26 +553,21 @@ async fn a_groups_cursors_and_the_lagging_list() {
         .get("/api/v1/consumer-groups/lagging?minLagSeconds=3600")
         .await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    let rows = v.as_array().unwrap();
+    // Read, each row has an oldest_unconsumed_at, a string.
+    let rows: Vec<LaggingCursor> = wire::read(&v);
     assert_eq!(rows.len(), 1, "only the partition g has not read: {v}");
     let r = &rows[0];
     assert_eq!(
         (
-            &r["consumer_group"],
-            &r["queue_name"],
-            &r["partition_name"],
-            &r["offset_lag"]
+            r.consumer_group.as_str(),
+            r.queue_name.as_str(),
+            r.partition_name.as_str(),
+            r.offset_lag
         ),
-        (
-            &json!("g"),
-            &json!("k1"),
-            &json!(unread),
-            &json!(unread_lag)
-        )
+        ("g", "k1", unread, unread_lag)
     );
-    assert!(r["time_lag_seconds"].as_i64().unwrap() >= 7200, "{r}");
-    assert!(r["lag_hours"].as_f64().unwrap() >= 2.0, "{r}");
-    assert!(r["oldest_unconsumed_at"].is_string(), "{r}");
+    assert!(r.time_lag_seconds >= 7200, "{r:?}");
+    assert!(r.lag_hours >= 2.0, "{r:?}");
     let (_, v) = b
         .get("/api/v1/consumer-groups/lagging?minLagSeconds=10800")
         .await;
@@ -614,12 +596,10 @@ async fn a_new_subscription_timestamp_places_the_partitions_the_group_meets_late
     b.pop("other", "consumerGroup=g&batch=10").await;
     let v = b.pop("subs", "consumerGroup=g&batch=10").await;
     assert_eq!(Broker::txids(&v), vec!["f-1"], "{v}");
-    let item = json!({"transactionId": "f-1", "partitionId": v["messages"][0]["partitionId"],
-                      "leaseId": v["leaseId"], "status": "completed"});
-    assert_eq!(
-        b.ack_batch(Some("g"), json!([item])).await[0]["success"],
-        true
-    );
+    let v: Popped = wire::read(&v);
+    let item = json!({"transactionId": "f-1", "partitionId": v.messages[0].partition_id,
+                      "leaseId": v.lease_id, "status": "completed"});
+    assert!(b.acked(Some("g"), json!([item])).await[0].success);
     // Before the new instant: a message on the partition the group has a cursor on, and a
     // partition created after the join.
     b.push("subs", "first", &["f-2"]).await;
@@ -652,7 +632,7 @@ async fn a_new_subscription_timestamp_places_the_partitions_the_group_meets_late
             json!({"subscriptionTimestamp": at}),
         )
         .await;
-    assert_eq!(v["rowsUpdated"], 0, "{v}");
+    assert_eq!(wire::read::<wire::Resubscribed>(&v).rows_updated, 0, "{v}");
     for (body, text) in [
         (json!({}), "Missing subscriptionTimestamp in request body"),
         (
@@ -677,11 +657,8 @@ async fn a_new_subscription_timestamp_places_the_partitions_the_group_meets_late
 async fn a_stats_refresh_succeeds_with_nothing_to_do() {
     let b = broker().await;
     let (s, v) = b.post_raw("/api/v1/stats/refresh", "").await;
-    assert_eq!(
-        (s, &v["success"], &v["queues"]),
-        (StatusCode::OK, &json!(true), &json!(0)),
-        "{v}"
-    );
+    let r: wire::Refreshed = wire::read(&v);
+    assert_eq!((s, r.success, r.queues), (StatusCode::OK, true, 0), "{v}");
 }
 
 /// Two first pops of a new group sent together, one of one partition and one of the whole

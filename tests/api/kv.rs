@@ -7,18 +7,29 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::support::{authed_broker, broker, token, Broker};
+use crate::wire::{self, KvAnswer, KvGot, KvMany, KvPrefix, KvWritten, Transacted, TxRider};
 
 /// `operations` through `POST /api/v1/kv`: the results.
 async fn kv(b: &Broker, ops: Value) -> Vec<Value> {
     let (s, v) = b.post("/api/v1/kv", json!({ "operations": ops })).await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    v["results"].as_array().expect("results").clone()
+    wire::read::<KvAnswer>(&v).results
 }
 
 async fn one(b: &Broker, op: Value) -> Value {
     let r = kv(b, json!([op])).await;
     assert_eq!(r.len(), 1);
     r[0].clone()
+}
+
+/// [`one`] of a write (`put`, `putIfAbsent`, `incr`, `delete`), read.
+async fn write(b: &Broker, op: Value) -> KvWritten {
+    wire::read(&one(b, op).await)
+}
+
+/// [`one`] of a `get` of `key` in `ns`, read.
+async fn got(b: &Broker, ns: &str, key: &str) -> KvGot {
+    wire::read(&one(b, get(ns, key)).await)
 }
 
 fn put(ns: &str, key: &str, value: Value) -> Value {
@@ -33,25 +44,22 @@ fn get(ns: &str, key: &str) -> Value {
 async fn put_then_get_returns_the_value_as_sent_with_its_version() {
     let b = broker().await;
     let value = json!({"n": 1, "tags": ["a", "b"], "nested": {"x": 1.5}});
-    let w = one(&b, put("users", "u:1", value.clone())).await;
-    assert_eq!(w["applied"], true, "{w}");
-    assert_eq!(w["version"], 1);
-    assert_eq!(w["value"], value);
-    assert_eq!(w["expiresAt"], Value::Null, "forever has no expiry");
-    let r = one(&b, get("users", "u:1")).await;
-    assert_eq!(r["found"], true);
-    assert_eq!(r["key"], "u:1");
-    assert_eq!(r["value"], value);
-    assert_eq!(r["version"], 1);
-    assert!(r["updatedAt"].as_str().unwrap().ends_with('Z'), "{r}");
+    let w = write(&b, put("users", "u:1", value.clone())).await;
+    assert!(w.applied, "{w:?}");
+    assert_eq!(w.version, 1);
+    assert_eq!(w.value, Some(value.clone()));
+    assert_eq!(w.expires_at, None, "forever has no expiry");
+    let r = got(&b, "users", "u:1").await;
+    assert!(r.found);
+    assert_eq!(r.key, "u:1");
+    assert_eq!(r.value, Some(value));
+    assert_eq!(r.version, Some(1));
+    assert!(r.updated_at.as_deref().unwrap().ends_with('Z'), "{r:?}");
     // A second put bumps the version; a value of null is a row, not an absence.
-    let w = one(&b, put("users", "u:1", Value::Null)).await;
-    assert_eq!(w["version"], 2);
-    let r = one(&b, get("users", "u:1")).await;
-    assert_eq!(
-        (r["found"].clone(), r["value"].clone()),
-        (json!(true), Value::Null)
-    );
+    let w = write(&b, put("users", "u:1", Value::Null)).await;
+    assert_eq!(w.version, 2);
+    let r = got(&b, "users", "u:1").await;
+    assert_eq!((r.found, r.value), (true, None));
     // Another namespace is another key space.
     let r = one(&b, get("other", "u:1")).await;
     assert_eq!(r, json!({"found": false, "key": "u:1"}));
@@ -73,15 +81,13 @@ async fn results_are_index_aligned_and_later_ops_see_earlier_writes() {
     )
     .await;
     assert_eq!(r.len(), 6);
-    assert_eq!(r[0]["found"], false);
-    assert_eq!(r[1]["applied"], true);
-    assert_eq!(r[2]["value"], 1);
-    assert_eq!(
-        (r[3]["value"].clone(), r[3]["version"].clone()),
-        (json!(5), json!(2))
-    );
+    assert!(!wire::read::<KvGot>(&r[0]).found);
+    assert!(wire::read::<KvWritten>(&r[1]).applied);
+    assert_eq!(wire::read::<KvGot>(&r[2]).value, Some(json!(1)));
+    let incr: KvWritten = wire::read(&r[3]);
+    assert_eq!((incr.value, incr.version), (Some(json!(5)), 2));
     assert_eq!(r[4], json!({"applied": true, "key": "a", "version": 2}));
-    assert_eq!(r[5]["found"], false);
+    assert!(!wire::read::<KvGot>(&r[5]).found);
 }
 
 #[tokio::test]
@@ -89,79 +95,58 @@ async fn expect_fences_writes_and_a_loser_reads_the_current_row() {
     let b = broker().await;
     one(&b, put("ns", "k", json!("v1"))).await;
     // expect 0: must not exist.
-    let w = one(
+    let w = write(
         &b,
         json!({"op": "put", "ns": "ns", "key": "k", "value": "x", "forever": true, "expect": 0}),
     )
     .await;
-    assert_eq!(w["applied"], false);
-    assert_eq!(w["reason"], "version");
-    assert_eq!(
-        (w["value"].clone(), w["version"].clone()),
-        (json!("v1"), json!(1))
-    );
+    assert!(!w.applied);
+    assert_eq!(w.reason.as_deref(), Some("version"));
+    assert_eq!((w.value, w.version), (Some(json!("v1")), 1));
     // expect n: must be at version n.
-    let w = one(
+    let w = write(
         &b,
         json!({"op": "put", "ns": "ns", "key": "k", "value": "v2", "forever": true, "expect": 1}),
     )
     .await;
-    assert_eq!(
-        (w["applied"].clone(), w["version"].clone()),
-        (json!(true), json!(2))
-    );
-    let w = one(
+    assert_eq!((w.applied, w.version), (true, 2));
+    let w = write(
         &b,
         json!({"op": "put", "ns": "ns", "key": "k", "value": "v3", "forever": true, "expect": 1}),
     )
     .await;
-    assert_eq!(
-        (w["applied"].clone(), w["reason"].clone()),
-        (json!(false), json!("version"))
-    );
-    assert_eq!(w["value"], "v2");
+    assert_eq!((w.applied, w.reason.as_deref()), (false, Some("version")));
+    assert_eq!(w.value, Some(json!("v2")));
     // A pure update creates nothing.
-    let w = one(
+    let w = write(
         &b,
         json!({"op": "put", "ns": "ns", "key": "nope", "value": 1, "forever": true, "expect": 3}),
     )
     .await;
-    assert_eq!(w["reason"], "absent");
-    assert_eq!(
-        (w["value"].clone(), w["version"].clone()),
-        (Value::Null, json!(0))
-    );
-    assert_eq!(one(&b, get("ns", "nope")).await["found"], false);
+    assert_eq!(w.reason.as_deref(), Some("absent"));
+    assert_eq!((w.value, w.version), (None, 0));
+    assert!(!got(&b, "ns", "nope").await.found);
     // putIfAbsent answers "did I win?".
     let pia =
         json!({"op": "putIfAbsent", "ns": "ns", "key": "lock", "value": "me", "ttlSeconds": 60});
-    assert_eq!(one(&b, pia.clone()).await["applied"], true);
-    let lost = one(&b, pia).await;
-    assert_eq!(
-        (lost["applied"].clone(), lost["value"].clone()),
-        (json!(false), json!("me"))
-    );
+    assert!(write(&b, pia.clone()).await.applied);
+    let lost = write(&b, pia).await;
+    assert_eq!((lost.applied, lost.value), (false, Some(json!("me"))));
     // delete: idempotent, fenced.
-    let d = one(
+    let d = write(
         &b,
         json!({"op": "delete", "ns": "ns", "key": "k", "expect": 1}),
     )
     .await;
-    assert_eq!(
-        (d["applied"].clone(), d["reason"].clone()),
-        (json!(false), json!("version"))
-    );
-    let d = one(
+    assert_eq!((d.applied, d.reason.as_deref()), (false, Some("version")));
+    let d = write(
         &b,
         json!({"op": "delete", "ns": "ns", "key": "k", "expect": 2}),
     )
     .await;
-    assert_eq!(d["applied"], true);
-    let d = one(&b, json!({"op": "delete", "ns": "ns", "key": "k"})).await;
-    assert_eq!(
-        (d["applied"].clone(), d["reason"].clone()),
-        (json!(false), json!("absent"))
-    );
+    assert!(d.applied);
+    let d = write(&b, json!({"op": "delete", "ns": "ns", "key": "k"})).await;
+    assert_eq!((d.applied, d.reason.as_deref()), (false, Some("absent")));
 }
 
 #[tokio::test]
@@ -177,9 +162,9 @@ async fn an_expired_row_is_absent_before_it_is_pruned_and_retention_prunes_it() 
         json!({"op": "put", "ns": "t", "key": "stays", "value": 8, "ttlSeconds": 3600}),
     )
     .await;
-    let live = one(&b, get("t", "gone")).await;
-    assert_eq!(live["found"], true);
-    assert!(live["expiresAt"].is_string(), "{live}");
+    let live = got(&b, "t", "gone").await;
+    assert!(live.found);
+    assert!(live.expires_at.is_some(), "{live:?}");
     tokio::time::sleep(std::time::Duration::from_millis(1300)).await;
     let db = b.db().await;
     let rows = |db: tokio_postgres::Client| async move {
@@ -190,26 +175,26 @@ async fn an_expired_row_is_absent_before_it_is_pruned_and_retention_prunes_it() 
     };
     assert_eq!(rows(b.db().await).await, 2, "not pruned yet");
     drop(db);
-    assert_eq!(one(&b, get("t", "gone")).await["found"], false);
-    let many = one(
-        &b,
-        json!({"op": "getMany", "ns": "t", "keys": ["gone", "stays"]}),
-    )
-    .await;
-    assert_eq!(many["missing"], json!(["gone"]));
-    assert_eq!(many["rows"].as_array().unwrap().len(), 1);
-    let page = one(&b, json!({"op": "getPrefix", "ns": "t", "prefix": "g"})).await;
-    assert_eq!(page["rows"], json!([]));
+    assert!(!got(&b, "t", "gone").await.found);
+    let many: KvMany = wire::read(
+        &one(
+            &b,
+            json!({"op": "getMany", "ns": "t", "keys": ["gone", "stays"]}),
+        )
+        .await,
+    );
+    assert_eq!(many.missing, ["gone"]);
+    assert_eq!(many.rows.len(), 1);
+    let page: KvPrefix =
+        wire::read(&one(&b, json!({"op": "getPrefix", "ns": "t", "prefix": "g"})).await);
+    assert!(page.rows.is_empty());
     // Written again: a new life, from version 1; expect 0 wins against the expired row.
-    let w = one(
+    let w = write(
         &b,
         json!({"op": "put", "ns": "t", "key": "gone", "value": 9, "forever": true, "expect": 0}),
     )
     .await;
-    assert_eq!(
-        (w["applied"].clone(), w["version"].clone()),
-        (json!(true), json!(1))
-    );
+    assert_eq!((w.applied, w.version), (true, 1));
     one(
         &b,
         json!({"op": "put", "ns": "t", "key": "gone2", "value": 1, "ttlSeconds": 1}),
@@ -228,51 +213,45 @@ async fn an_expired_row_is_absent_before_it_is_pruned_and_retention_prunes_it() 
 async fn incr_counts_from_zero_admits_within_bounds_and_keeps_a_live_rows_expiry() {
     let b = broker().await;
     let incr = |delta: i64| json!({"op": "incr", "ns": "rl", "key": "acme", "delta": delta, "max": 3, "ttlSeconds": 60});
-    let first = one(&b, incr(1)).await;
-    assert_eq!(
-        (first["applied"].clone(), first["value"].clone()),
-        (json!(true), json!(1))
-    );
-    let expiry = first["expiresAt"].clone();
-    assert!(expiry.is_string());
+    let first = write(&b, incr(1)).await;
+    assert_eq!((first.applied, first.value), (true, Some(json!(1))));
+    let expiry = first.expires_at;
+    assert!(expiry.is_some());
     for want in [2, 3] {
-        let r = one(&b, incr(1)).await;
-        assert_eq!(r["value"], want);
-        assert_eq!(r["expiresAt"], expiry, "the window does not slide");
+        let r = write(&b, incr(1)).await;
+        assert_eq!(r.value, Some(json!(want)));
+        assert_eq!(r.expires_at, expiry, "the window does not slide");
     }
-    let refused = one(&b, incr(1)).await;
-    assert_eq!(refused["applied"], false);
-    assert_eq!(refused["reason"], "max");
-    assert_eq!(
-        (refused["value"].clone(), refused["version"].clone()),
-        (json!(3), json!(3))
-    );
-    let r = one(
+    let refused = write(&b, incr(1)).await;
+    assert!(!refused.applied);
+    assert_eq!(refused.reason.as_deref(), Some("max"));
+    assert_eq!((refused.value, refused.version), (Some(json!(3)), 3));
+    let r = write(
         &b,
         json!({"op": "incr", "ns": "rl", "key": "acme", "delta": -5, "min": 0, "forever": true}),
     )
     .await;
-    assert_eq!(r["reason"], "min");
+    assert_eq!(r.reason.as_deref(), Some("min"));
     one(&b, put("rl", "text", json!("seven"))).await;
-    let r = one(
+    let r = write(
         &b,
         json!({"op": "incr", "ns": "rl", "key": "text", "forever": true}),
     )
     .await;
-    assert_eq!(r["reason"], "not_a_number");
+    assert_eq!(r.reason.as_deref(), Some("not_a_number"));
     // delta defaults to 1, and a float delta makes a float.
-    let r = one(
+    let r = write(
         &b,
         json!({"op": "incr", "ns": "rl", "key": "f", "forever": true}),
     )
     .await;
-    assert_eq!(r["value"], 1);
-    let r = one(
+    assert_eq!(r.value, Some(json!(1)));
+    let r = write(
         &b,
         json!({"op": "incr", "ns": "rl", "key": "f", "delta": 0.5, "forever": true}),
     )
     .await;
-    assert_eq!(r["value"], 1.5);
+    assert_eq!(r.value, Some(json!(1.5)));
 }
 
 #[tokio::test]
@@ -287,7 +266,7 @@ async fn concurrent_put_if_absent_has_exactly_one_winner_and_concurrent_incrs_al
                     {"op": "incr", "ns": "race", "key": "count", "forever": true},
                 ]))
                 .await;
-                r[0]["applied"].as_bool().unwrap()
+                wire::read::<KvWritten>(&r[0]).applied
             })
         })
         .collect();
@@ -296,7 +275,7 @@ async fn concurrent_put_if_absent_has_exactly_one_winner_and_concurrent_incrs_al
         winners += t.await.unwrap() as usize;
     }
     assert_eq!(winners, 1);
-    assert_eq!(one(&b, get("race", "count")).await["value"], 12);
+    assert_eq!(got(&b, "race", "count").await.value, Some(json!(12)));
 }
 
 #[tokio::test]
@@ -318,40 +297,38 @@ async fn get_prefix_pages_in_key_order_and_get_many_says_what_is_missing() {
         if let Some(a) = &after {
             op["after"] = json!(a);
         }
-        let page = one(&b, op).await;
+        let page: KvPrefix = wire::read(&one(&b, op).await);
         pages += 1;
-        for r in page["rows"].as_array().unwrap() {
-            keys.push(r["key"].as_str().unwrap().to_string());
-            assert!(r["value"].is_number());
+        for r in page.rows {
+            assert!(r.value.as_ref().is_some_and(Value::is_number));
+            keys.push(r.key);
         }
-        if page["truncated"] == false {
-            assert_eq!(page["nextAfter"], Value::Null);
+        if !page.truncated {
+            assert_eq!(page.next_after, None);
             break;
         }
-        after = Some(page["nextAfter"].as_str().unwrap().to_string());
+        after = Some(page.next_after.unwrap());
     }
     assert_eq!(pages, 3);
     let want: Vec<String> = (0..25).map(|i| format!("user:{i:02}")).collect();
     assert_eq!(keys, want);
-    // keysOnly leaves the values out; a limit past the maximum is clamped, not refused.
+    // keysOnly leaves the values out (absent, on the JSON itself); a limit past the maximum
+    // is clamped, not refused.
     let page = one(&b, json!({"op": "getPrefix", "ns": "p", "prefix": "user:0", "keysOnly": true, "limit": 100000})).await;
     let rows = page["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 10);
     assert!(rows[0].get("value").is_none(), "{}", rows[0]);
-    let many = one(
-        &b,
-        json!({"op": "getMany", "ns": "p", "keys": ["user:03", "nope", "user:01", "user:03"]}),
-    )
-    .await;
-    let got: Vec<&str> = many["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["key"].as_str().unwrap())
-        .collect();
+    let many: KvMany = wire::read(
+        &one(
+            &b,
+            json!({"op": "getMany", "ns": "p", "keys": ["user:03", "nope", "user:01", "user:03"]}),
+        )
+        .await,
+    );
+    let got: Vec<&str> = many.rows.iter().map(|r| r.key.as_str()).collect();
     assert_eq!(got, ["user:03", "user:01"], "in the order asked, each once");
-    assert_eq!(many["missing"], json!(["nope"]));
-    assert_eq!(many["truncated"], false);
+    assert_eq!(many.missing, ["nope"]);
+    assert!(!many.truncated);
 }
 
 async fn refused(b: &Broker, ops: Value) -> (StatusCode, Value) {
@@ -423,7 +400,7 @@ async fn bad_operations_are_refused_whole_with_a_code_and_nothing_applies() {
         assert!(text.contains("operations[1]"), "{v}");
         assert!(!text.contains(".:"), "a field path ends in a dot: {v}");
     }
-    assert_eq!(one(&b, get("n", "first")).await["found"], false);
+    assert!(!got(&b, "n", "first").await.found);
     let (s, v) = b.post("/api/v1/kv", json!({"ops": []})).await;
     assert_eq!(
         (s, v["code"].clone()),
@@ -454,15 +431,10 @@ async fn a_required_op_that_does_not_apply_rolls_the_request_back() {
     .await;
     assert_eq!(s, StatusCode::CONFLICT, "{v}");
     assert_eq!(v["code"], "kv_precondition");
-    assert_eq!(
-        (v["failedIndex"].clone(), v["kvReason"].clone()),
-        (json!(1), json!("version"))
-    );
-    assert_eq!(
-        (v["value"].clone(), v["version"].clone()),
-        (json!("x"), json!(1))
-    );
-    assert_eq!(one(&b, get("g", "written-first")).await["found"], false);
+    let p: wire::KvPrecondition = wire::read(&v);
+    assert_eq!((p.failed_index, p.kv_reason.as_str()), (1, "version"));
+    assert_eq!((p.value, p.version), (json!("x"), 1));
+    assert!(!got(&b, "g", "written-first").await.found);
     // Not required: answered, and the rest applies.
     let r = kv(
         &b,
@@ -472,8 +444,8 @@ async fn a_required_op_that_does_not_apply_rolls_the_request_back() {
         ]),
     )
     .await;
-    assert_eq!(r[1]["applied"], false);
-    assert_eq!(one(&b, get("g", "written-first")).await["found"], true);
+    assert!(!wire::read::<KvWritten>(&r[1]).applied);
+    assert!(got(&b, "g", "written-first").await.found);
 }
 
 #[tokio::test]
@@ -501,8 +473,9 @@ async fn tenants_have_their_own_key_spaces() {
             )),
         )
         .await;
-    assert_eq!(v["results"][0]["found"], false, "{v}");
-    assert_eq!(v["results"][1]["rows"], json!([]));
+    let results = wire::read::<KvAnswer>(&v).results;
+    assert!(!wire::read::<KvGot>(&results[0]).found, "{v}");
+    assert!(wire::read::<KvPrefix>(&results[1]).rows.is_empty());
     let (_, v) = b
         .request_as(
             Some(&acme),
@@ -511,7 +484,11 @@ async fn tenants_have_their_own_key_spaces() {
             Some(&body(json!([get("cfg", "k")]))),
         )
         .await;
-    assert_eq!(v["results"][0]["value"], "acme's");
+    let results = wire::read::<KvAnswer>(&v).results;
+    assert_eq!(
+        wire::read::<KvGot>(&results[0]).value,
+        Some(json!("acme's"))
+    );
     // Writes need read-write.
     let ro = token("read-only").tenant("acme").mint();
     let (s, _) = b
@@ -548,28 +525,28 @@ async fn the_kv_rider_commits_with_the_ack_and_answers_after_the_operations() {
             }),
         )
         .await;
-    assert_eq!(
-        (s, v["success"].clone()),
-        (StatusCode::OK, json!(true)),
-        "{v}"
-    );
-    let results = v["results"].as_array().unwrap();
+    let t: Transacted = wire::read(&v);
+    assert_eq!((s, t.success), (StatusCode::OK, true), "{v}");
+    let results = &t.results;
     assert_eq!(results.len(), 5);
     assert_eq!(
-        (results[0]["type"].clone(), results[1]["type"].clone()),
-        (json!("ack"), json!("push"))
+        (
+            wire::read::<wire::TxAcked>(&results[0]).kind.as_str(),
+            wire::read::<wire::TxPushed>(&results[1]).kind.as_str()
+        ),
+        ("ack", "push")
     );
-    for (i, r) in results.iter().enumerate().skip(2) {
-        assert_eq!(
-            (r["index"].clone(), r["type"].clone()),
-            (json!(i), json!("kv")),
-            "{r}"
-        );
+    let riders: Vec<TxRider> = results[2..].iter().map(wire::read).collect();
+    for (i, r) in riders.iter().enumerate() {
+        assert_eq!((r.index, r.kind.as_str()), (i + 2, "kv"), "{r:?}");
     }
-    assert_eq!(results[2]["applied"], true);
-    assert_eq!(results[3]["value"], 1);
-    assert_eq!(results[4]["found"], true);
-    assert_eq!(one(&b, get("stats", "handled")).await["value"], 1);
+    assert!(wire::read::<KvWritten>(&riders[0].result).applied);
+    assert_eq!(
+        wire::read::<KvWritten>(&riders[1].result).value,
+        Some(json!(1))
+    );
+    assert!(wire::read::<KvGot>(&riders[2].result).found);
+    assert_eq!(got(&b, "stats", "handled").await.value, Some(json!(1)));
 }
 
 #[tokio::test]
@@ -594,22 +571,20 @@ async fn a_lost_kv_precondition_rolls_the_bundle_back_and_is_answered_not_raised
         )
         .await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    assert_eq!(v["success"], false);
-    assert_eq!(v["reason"], "kv_precondition");
+    let t: Transacted = wire::read(&v);
+    assert!(!t.success);
+    assert_eq!(t.reason.as_deref(), Some("kv_precondition"));
+    let p = t.precondition.expect("the failed precondition");
     assert_eq!(
-        v["failedIndex"], 3,
+        p.failed_index, 3,
         "two operations, then the second KV op: {v}"
     );
     assert_eq!(
-        (
-            v["kvReason"].clone(),
-            v["value"].clone(),
-            v["version"].clone()
-        ),
-        (json!("version"), json!("earlier"), json!(1))
+        (p.kv_reason.as_str(), p.value, p.version),
+        ("version", json!("earlier"), 1)
     );
     // Nothing of the bundle happened: the message is still leased, not acked; no push; no incr.
-    assert_eq!(one(&b, get("stats", "n")).await["found"], false);
+    assert!(!got(&b, "stats", "n").await.found);
     let (_, resources) = b.get("/api/v1/resources/queues/kvgate.out").await;
     assert!(
         resources.get("error").is_some() || resources["totals"]["messages"]["total"] == 0,
@@ -622,8 +597,9 @@ async fn a_lost_kv_precondition_rolls_the_bundle_back_and_is_answered_not_raised
         )
         .await;
     assert_eq!(s, StatusCode::OK, "the ack is still to be made: {v}");
-    assert_eq!(v[0]["success"], true, "{v}");
-    assert_eq!(v[0]["noop"], false, "{v}");
+    let acked: Vec<wire::Acked> = wire::read(&v);
+    assert!(acked[0].success, "{v}");
+    assert!(!acked[0].noop, "{v}");
 }
 
 #[tokio::test]
@@ -635,12 +611,9 @@ async fn a_kv_only_bundle_is_accepted_and_get_prefix_is_refused_in_a_bundle() {
             json!({"operations": [], "requiredLeases": [], "kv": [put("solo", "k", json!(1))]}),
         )
         .await;
-    assert_eq!(
-        (s, v["success"].clone()),
-        (StatusCode::OK, json!(true)),
-        "{v}"
-    );
-    assert_eq!(v["results"][0]["index"], 0);
+    let t: Transacted = wire::read(&v);
+    assert_eq!((s, t.success), (StatusCode::OK, true), "{v}");
+    assert_eq!(wire::read::<TxRider>(&t.results[0]).index, 0);
     let (s, v) = b
         .post(
             "/api/v1/transaction",

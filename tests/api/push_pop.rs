@@ -5,7 +5,8 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::{acks, broker, broker_with, partition_names, Broker};
+use crate::support::{broker, broker_with, lease_of, partition_names, pop_error, Broker};
+use crate::wire::{self, Counts, PartitionPage, PartitionPending, Popped};
 
 const KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 
@@ -15,12 +16,13 @@ async fn configure_echoes_options_with_tri_state_dead_letter_flags() {
     let v = b
         .configure("billing.invoices", json!({"leaseTime": 30}))
         .await;
-    assert_eq!(v["configured"], true);
-    assert_eq!(v["options"]["leaseTime"], 30);
-    assert_eq!(v["options"]["retryLimit"], 3);
-    assert_eq!(v["options"]["deadLetterQueue"], Value::Null);
-    assert_eq!(v["options"]["dlqAfterMaxRetries"], Value::Null);
-    assert!(v["partitionId"].as_str().is_some());
+    // Read, it has a partitionId, a string.
+    let c: wire::Configured = wire::read(&v);
+    assert!(c.configured);
+    assert_eq!(c.options.lease_time, 30);
+    assert_eq!(c.options.retry_limit, 3);
+    assert_eq!(c.options.dead_letter_queue, None);
+    assert_eq!(c.options.dlq_after_max_retries, None);
 
     // Full replace: what is absent falls back to its default; explicit false is kept.
     let (s, v) = b
@@ -31,14 +33,12 @@ async fn configure_echoes_options_with_tri_state_dead_letter_flags() {
         )
         .await;
     assert_eq!(s, StatusCode::OK);
-    assert_eq!(v["options"]["leaseTime"], 300);
-    assert_eq!(v["options"]["retryLimit"], 5);
-    assert_eq!(v["options"]["deadLetterQueue"], false);
-    assert_eq!(v["options"]["dlqAfterMaxRetries"], Value::Null);
-    assert_eq!(
-        (v["namespace"].as_str(), v["task"].as_str()),
-        (Some("billing"), Some("inv"))
-    );
+    let c: wire::Configured = wire::read(&v);
+    assert_eq!(c.options.lease_time, 300);
+    assert_eq!(c.options.retry_limit, 5);
+    assert_eq!(c.options.dead_letter_queue, Some(false));
+    assert_eq!(c.options.dlq_after_max_retries, None);
+    assert_eq!((c.namespace.as_str(), c.task.as_str()), ("billing", "inv"));
 }
 
 #[tokio::test]
@@ -96,21 +96,24 @@ async fn push_answers_per_item_and_deduplicates_within_and_across_requests() {
         )
         .await;
     assert_eq!(s, StatusCode::CREATED);
-    let r = v.as_array().unwrap();
+    let r: Vec<wire::Pushed> = wire::read(&v);
     assert_eq!(r.len(), 4);
-    assert_eq!(r[0]["status"], "queued");
-    assert_eq!(r[0]["trace_id"], "5f0c2a9e-1b7d-4c3e-9a21-6d4b8e0f1a23");
-    assert_eq!(r[0]["queueName"], "shop.orders");
-    assert_eq!(r[1]["status"], "duplicate");
-    assert_eq!(r[1]["message_id"], r[0]["message_id"]);
+    assert_eq!(r[0].status, "queued");
+    assert_eq!(
+        r[0].trace_id.as_deref(),
+        Some("5f0c2a9e-1b7d-4c3e-9a21-6d4b8e0f1a23")
+    );
+    assert_eq!(r[0].queue_name.as_deref(), Some("shop.orders"));
+    assert_eq!(r[1].status, "duplicate");
+    assert_eq!(r[1].message_id, r[0].message_id);
     // The key is (partition, transactionId): another partition may reuse it.
-    assert_eq!(r[2]["status"], "queued");
-    assert_ne!(r[2]["partition_id"], r[0]["partition_id"]);
+    assert_eq!(r[2].status, "queued");
+    assert_ne!(r[2].partition_id, r[0].partition_id);
     // A transaction id is minted when absent.
-    assert_eq!(r[3]["status"], "queued");
-    assert!(!r[3]["transaction_id"].as_str().unwrap().is_empty());
+    assert_eq!(r[3].status, "queued");
+    assert!(!r[3].transaction_id.is_empty());
     for (i, item) in r.iter().enumerate() {
-        assert_eq!(item["index"], i);
+        assert_eq!(item.index, i);
     }
 
     let (_, again) = b
@@ -119,19 +122,17 @@ async fn push_answers_per_item_and_deduplicates_within_and_across_requests() {
             json!({"items": [{"queue": "shop.orders", "transactionId": "x"}]}),
         )
         .await;
-    assert_eq!(again[0]["status"], "duplicate");
-    assert_eq!(again[0]["message_id"], r[0]["message_id"]);
+    let again: Vec<wire::Pushed> = wire::read(&again);
+    assert_eq!(again[0].status, "duplicate");
+    assert_eq!(again[0].message_id, r[0].message_id);
 
     // Auto-created queue: namespace and task derived from the name.
     b.refresh_stats().await;
     let (_, q) = b.get("/api/v1/resources/queues").await;
-    let q = &q["queues"][0];
-    assert_eq!(
-        (q["namespace"].as_str(), q["task"].as_str()),
-        (Some("shop"), Some("orders"))
-    );
-    assert_eq!(q["partitions"], 2);
-    assert_eq!(q["messages"]["total"], 3);
+    let q = &wire::read::<wire::QueueList>(&q).queues[0];
+    assert_eq!((q.namespace.as_str(), q.task.as_str()), ("shop", "orders"));
+    assert_eq!(q.partitions, 2);
+    assert_eq!(q.messages.total, 3);
 
     let pop = b.pop("shop.orders", "batch=10&partitions=2").await;
     let data: Vec<Value> = Broker::data(&pop);
@@ -146,19 +147,20 @@ async fn push_answers_per_item_and_deduplicates_within_and_across_requests() {
 #[tokio::test]
 async fn pop_shapes_and_fields() {
     let b = broker().await;
-    let pushed = b.push("orders", "customer-42", &["a", "b", "c"]).await;
-    let pid = pushed[0]["partition_id"].as_str().unwrap();
+    let pid = b.push_pid("orders", "customer-42", &["a", "b", "c"]).await;
 
     let (s, v) = b
         .get("/api/v1/pop/queue/orders/partition/customer-42?batch=2&autopilot=true")
         .await;
     assert_eq!(s, StatusCode::OK);
-    assert_eq!(v["success"], true);
-    assert_eq!(v["partition"], "customer-42");
-    assert_eq!(v["partitionId"], pid);
-    assert_eq!(v["consumerGroup"], "__QUEUE_MODE__");
-    assert_eq!(v["autopilot"]["batch"], 2);
-    let m = &v["messages"][0];
+    let p: Popped = wire::read(&v);
+    assert!(p.success);
+    assert_eq!(p.partition.as_deref(), Some("customer-42"));
+    assert_eq!(p.partition_id.as_deref(), Some(pid.as_str()));
+    assert_eq!(p.consumer_group.as_deref(), Some("__QUEUE_MODE__"));
+    assert_eq!(p.autopilot.as_ref().map(|a| a.batch), Some(2));
+    // Every key present (null or not), on the JSON itself.
+    let raw = &v["messages"][0];
     for k in [
         "id",
         "transactionId",
@@ -171,11 +173,12 @@ async fn pop_shapes_and_fields() {
         "leaseId",
         "consumerGroup",
     ] {
-        assert!(m.get(k).is_some(), "message lacks {k}: {m}");
+        assert!(raw.get(k).is_some(), "message lacks {k}: {raw}");
     }
-    assert_eq!(m["leaseId"], v["leaseId"]);
+    let m = &p.messages[0];
+    assert_eq!(Some(m.lease_id.as_str()), p.lease_id.as_deref());
     // createdAt carries microseconds: 2026-04-26T10:59:28.267966Z
-    let created = m["createdAt"].as_str().unwrap();
+    let created = &m.created_at;
     assert_eq!(created.len(), 27, "{created}");
     assert_eq!(Broker::txids(&v), vec!["a", "b"]);
 
@@ -183,33 +186,36 @@ async fn pop_shapes_and_fields() {
     let (_, held) = b
         .get("/api/v1/pop/queue/orders/partition/customer-42?wait=false")
         .await;
-    assert_eq!(held["success"], false);
-    assert_eq!(held["error"], "lease_held");
+    let held: Popped = wire::read(&held);
+    assert!(!held.success);
+    assert_eq!(held.error.as_deref(), Some("lease_held"));
     let (_, missing) = b
         .get("/api/v1/pop/queue/orders/partition/nope?wait=false")
         .await;
-    assert_eq!(missing["error"], "partition_not_found");
+    assert_eq!(pop_error(&missing), Some("partition_not_found".into()));
     let (_, noqueue) = b.get("/api/v1/pop/queue/ghost?wait=false").await;
-    assert_eq!(noqueue["error"], "no_available_partition");
+    assert_eq!(pop_error(&noqueue), Some("no_available_partition".into()));
 
     // Another group is not blocked and starts from the beginning.
     let other = b.pop("orders", "consumerGroup=audit&batch=10").await;
     assert_eq!(Broker::txids(&other), vec!["a", "b", "c"]);
-    assert_eq!(other["consumerGroup"], "audit");
+    assert_eq!(
+        wire::read::<Popped>(&other).consumer_group.as_deref(),
+        Some("audit")
+    );
 }
 
 #[tokio::test]
 async fn auto_ack_commits_at_delivery() {
     let b = broker().await;
-    let pushed = b.push("q", "Default", &["a", "b"]).await;
-    let pid = pushed[0]["partition_id"].as_str().unwrap();
-    let v = b.pop("q", "batch=10&autoAck=true").await;
-    assert_eq!(v["leaseId"], "");
-    assert_eq!(v["messages"][0]["leaseId"], "");
-    assert_eq!(b.cursor(pid, "__QUEUE_MODE__").await, Some((1, false, 0)));
+    let pid = b.push_pid("q", "Default", &["a", "b"]).await;
+    let v: Popped = wire::read(&b.pop("q", "batch=10&autoAck=true").await);
+    assert_eq!(v.lease_id.as_deref(), Some(""));
+    assert_eq!(v.messages[0].lease_id, "");
+    assert_eq!(b.cursor(&pid, "__QUEUE_MODE__").await, Some((1, false, 0)));
     assert_eq!(
-        b.pop("q", "batch=10").await["error"],
-        "no_available_partition"
+        pop_error(&b.pop("q", "batch=10").await),
+        Some("no_available_partition".into())
     );
 }
 
@@ -221,11 +227,12 @@ async fn multi_partition_pop_shares_one_lease_and_one_budget() {
             .await;
     }
     let v = b.pop("q", "batch=5&partitions=3").await;
-    let msgs = v["messages"].as_array().unwrap();
+    let p: Popped = wire::read(&v);
+    let msgs = &p.messages;
     assert_eq!(msgs.len(), 5, "{v}");
-    assert_eq!(v["partitionsClaimed"], 3);
-    let lease = v["leaseId"].as_str().unwrap();
-    assert!(msgs.iter().all(|m| m["leaseId"] == lease));
+    assert_eq!(p.partitions_claimed, Some(3));
+    let lease = p.lease_id.as_deref().unwrap();
+    assert!(msgs.iter().all(|m| m.lease_id == lease));
     // One extend renews every partition of the pop.
     let (s, e) = b
         .request(
@@ -235,9 +242,10 @@ async fn multi_partition_pop_shares_one_lease_and_one_budget() {
         )
         .await;
     assert_eq!(s, StatusCode::OK);
-    assert_eq!(e["success"], true);
-    assert_eq!(e["renewed"], 3);
-    assert!(e["newExpiresAt"].as_str().is_some() && e["lease_expires_at"] == e["newExpiresAt"]);
+    let e: wire::LeaseExtended = wire::read(&e);
+    assert!(e.success);
+    assert_eq!(e.renewed, 3);
+    assert!(e.new_expires_at.is_some() && e.lease_expires_at == e.new_expires_at);
 }
 
 /// A pop over several partitions whose first one fills the batch releases the others
@@ -254,8 +262,9 @@ async fn partitions_released_unserved_keep_their_turn() {
     let mut served = std::collections::BTreeSet::new();
     for _ in 0..20 {
         let v = b.pop("q", "batch=10&partitions=4&consumerGroup=g").await;
-        assert_eq!(v["messages"].as_array().map(Vec::len), Some(10), "{v}");
-        served.insert(v["messages"][0]["partition"].as_str().unwrap().to_string());
+        let p: Popped = wire::read(&v);
+        assert_eq!(p.messages.len(), 10, "{v}");
+        served.insert(p.messages[0].partition.clone());
         b.ack_all(Some("g"), &v).await;
     }
     assert_eq!(served.len(), 20, "20 pops served {served:?}");
@@ -329,7 +338,11 @@ async fn window_buffer_waits_for_a_quiet_partition() {
     let (_, v) = b
         .get("/api/v1/pop/queue/debounced/partition/p?wait=false")
         .await;
-    assert_eq!(v["windowBufferActive"], true, "{v}");
+    assert_eq!(
+        wire::read::<Popped>(&v).window_buffer_active,
+        Some(true),
+        "{v}"
+    );
     assert!(Broker::txids(&v).is_empty());
     tokio::time::sleep(Duration::from_millis(1200)).await;
     assert_eq!(
@@ -343,8 +356,7 @@ async fn lease_extend_accepts_an_empty_body_and_reports_unknown_leases() {
     let b = broker().await;
     b.configure("q", json!({"leaseTime": 1})).await;
     b.push("q", "Default", &["a"]).await;
-    let v = b.pop("q", "").await;
-    let lease = v["leaseId"].as_str().unwrap().to_string();
+    let lease = lease_of(&b.pop("q", "").await);
     let (s, e) = b
         .request(
             reqwest::Method::POST,
@@ -353,8 +365,8 @@ async fn lease_extend_accepts_an_empty_body_and_reports_unknown_leases() {
         )
         .await;
     assert_eq!(
-        (s, e["success"].as_bool()),
-        (StatusCode::OK, Some(true)),
+        (s, wire::read::<wire::LeaseExtended>(&e).success),
+        (StatusCode::OK, true),
         "{e}"
     );
     // Extended past the queue's 1 s lease: still held after 1.2 s.
@@ -362,7 +374,7 @@ async fn lease_extend_accepts_an_empty_body_and_reports_unknown_leases() {
     let (_, held) = b
         .get("/api/v1/pop/queue/q/partition/Default?wait=false")
         .await;
-    assert_eq!(held["error"], "lease_held");
+    assert_eq!(pop_error(&held), Some("lease_held".into()));
 
     let (s, e) = b
         .request(
@@ -372,11 +384,12 @@ async fn lease_extend_accepts_an_empty_body_and_reports_unknown_leases() {
         )
         .await;
     assert_eq!(s, StatusCode::OK);
+    let e: wire::LeaseExtended = wire::read(&e);
     assert_eq!(
-        (e["success"].as_bool(), e["error"].as_str()),
-        (Some(false), Some("Lease not found"))
+        (e.success, e.error.as_deref()),
+        (false, Some("Lease not found"))
     );
-    assert_eq!(e["newExpiresAt"], Value::Null);
+    assert_eq!(e.new_expires_at, None);
     let (s, _) = b
         .request(
             reqwest::Method::POST,
@@ -390,42 +403,43 @@ async fn lease_extend_accepts_an_empty_body_and_reports_unknown_leases() {
 #[tokio::test]
 async fn dlq_lists_with_total_filters_and_pages() {
     let b = broker().await;
-    let pushed = b.push("jobs", "Default", &["a", "b", "c"]).await;
-    let pid = pushed[0]["partition_id"].as_str().unwrap();
+    let pid = b.push_pid("jobs", "Default", &["a", "b", "c"]).await;
     for t in ["a", "b", "c"] {
-        let v = b.pop("jobs", "consumerGroup=w").await;
-        let lease = v["leaseId"].as_str().unwrap();
+        let lease = lease_of(&b.pop("jobs", "consumerGroup=w").await);
         let r = b
-            .ack_batch(Some("w"), json!([{"transactionId": t, "partitionId": pid, "leaseId": lease, "status": "dlq", "error": format!("bad {t}")}]))
+            .acked(Some("w"), json!([{"transactionId": t, "partitionId": pid, "leaseId": lease, "status": "dlq", "error": format!("bad {t}")}]))
             .await;
-        assert_eq!(r[0]["dlq"], true, "{r:?}");
+        assert!(r[0].dlq, "{r:?}");
     }
-    let (s, v) = b.get("/api/v1/dlq?queue=jobs&limit=2").await;
+    let dlq = |query: &'static str| {
+        let b = &b;
+        async move {
+            let (s, v) = b.get(&format!("/api/v1/dlq?{query}")).await;
+            (s, wire::read::<wire::DeadLetters>(&v), v)
+        }
+    };
+    let (s, d, v) = dlq("queue=jobs&limit=2").await;
     assert_eq!(s, StatusCode::OK);
-    assert_eq!(v["total"], 3);
-    assert_eq!(v["messages"].as_array().unwrap().len(), 2);
-    let first = &v["messages"][0];
-    assert_eq!(first["transactionId"], "c", "newest failure first: {v}");
-    assert_eq!(first["errorMessage"], "bad c");
-    assert_eq!(first["data"], json!({"tx": "c"}));
-    assert_eq!(first["consumerGroup"], "w");
-    assert_eq!(first["queue"], "jobs");
-    let (_, page2) = b.get("/api/v1/dlq?queue=jobs&limit=2&offset=2").await;
-    assert_eq!(Broker::txids(&page2), vec!["a"]);
-    assert_eq!(page2["total"], 3);
-    let (_, none) = b.get("/api/v1/dlq?queue=jobs&consumerGroup=other").await;
-    assert_eq!(none["total"], 0);
-    let (_, other_queue) = b.get("/api/v1/dlq?queue=nothing").await;
-    assert_eq!(other_queue["total"], 0);
+    assert_eq!(d.total, 3);
+    assert_eq!(d.messages.len(), 2);
+    let first = &d.messages[0];
+    assert_eq!(first.transaction_id, "c", "newest failure first: {v}");
+    assert_eq!(first.error_message, "bad c");
+    assert_eq!(first.data, json!({"tx": "c"}));
+    assert_eq!(first.consumer_group, "w");
+    assert_eq!(first.queue, "jobs");
+    let (_, page2, raw) = dlq("queue=jobs&limit=2&offset=2").await;
+    assert_eq!(Broker::txids(&raw), vec!["a"]);
+    assert_eq!(page2.total, 3);
+    assert_eq!(dlq("queue=jobs&consumerGroup=other").await.1.total, 0);
+    assert_eq!(dlq("queue=nothing").await.1.total, 0);
 }
 
 #[tokio::test]
 async fn deleting_a_queue_removes_everything_it_owns() {
     let b = broker().await;
-    let pushed = b.push("doomed", "Default", &["a", "b"]).await;
-    let pid = pushed[0]["partition_id"].as_str().unwrap();
-    let v = b.pop("doomed", "").await;
-    let lease = v["leaseId"].as_str().unwrap();
+    let pid = b.push_pid("doomed", "Default", &["a", "b"]).await;
+    let lease = lease_of(&b.pop("doomed", "").await);
     b.ack_batch(
         None,
         json!([{"transactionId": "a", "partitionId": pid, "leaseId": lease, "status": "dlq"}]),
@@ -435,10 +449,8 @@ async fn deleting_a_queue_removes_everything_it_owns() {
 
     let (s, v) = b.delete("/api/v1/resources/queues/doomed").await;
     assert_eq!(s, StatusCode::OK);
-    assert_eq!(
-        (v["deleted"].as_bool(), v["existed"].as_bool()),
-        (Some(true), Some(true))
-    );
+    let deleted: wire::QueueDeleted = wire::read(&v);
+    assert_eq!((deleted.deleted, deleted.existed), (true, true));
     let db = b.db().await;
     for (table, column) in [
         ("partitions", "id"),
@@ -459,13 +471,13 @@ async fn deleting_a_queue_removes_everything_it_owns() {
     // The transaction index is left to its purge clock, but a queue created again under the
     // same name has new partitions: its old ids no longer deduplicate.
     let (_, v) = b.delete("/api/v1/resources/queues/doomed").await;
-    assert_eq!(v["existed"], false);
-    let again = b.push("doomed", "Default", &["a"]).await;
-    assert_eq!(again[0]["status"], "queued", "{again:?}");
-    assert_ne!(again[0]["partition_id"].as_str(), Some(pid));
+    assert!(!wire::read::<wire::QueueDeleted>(&v).existed);
+    let again = b.pushed("doomed", "Default", &["a"]).await;
+    assert_eq!(again[0].status, "queued", "{again:?}");
+    assert_ne!(again[0].partition_id.as_deref(), Some(pid.as_str()));
     b.delete("/api/v1/resources/queues/doomed").await;
     let (_, q) = b.get("/api/v1/resources/queues").await;
-    assert_eq!(q["queues"].as_array().unwrap().len(), 1);
+    assert_eq!(wire::read::<wire::QueueList>(&q).queues.len(), 1);
     assert_eq!(Broker::txids(&b.pop("kept", "").await), vec!["k"]);
 }
 
@@ -487,8 +499,10 @@ async fn encrypted_queues_store_ciphertext_and_deliver_plaintext() {
         assert!(text.contains(key), "no {key} in {text}");
     }
     assert!(!text.contains("\"tx\""), "plaintext leaked: {text}");
-    let v = b.pop("secret", "").await;
-    assert_eq!(v["messages"][0]["data"], json!({"tx": "s1"}));
+    assert_eq!(
+        Broker::data(&b.pop("secret", "").await)[0],
+        json!({"tx": "s1"})
+    );
 }
 
 #[tokio::test]
@@ -508,14 +522,11 @@ async fn namespace_and_task_pop_spans_queues_by_priority() {
         .await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(Broker::txids(&v), vec!["high-1", "low-1"], "{v}");
-    assert_eq!(v["messages"][0]["queue"], "billing.high");
-    assert_eq!(v["messages"][1]["queue"], "billing.low");
-    let lease = v["leaseId"].as_str().unwrap();
-    assert!(v["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .all(|m| m["leaseId"] == lease));
+    let p: Popped = wire::read(&v);
+    assert_eq!(p.messages[0].queue, "billing.high");
+    assert_eq!(p.messages[1].queue, "billing.low");
+    let lease = p.lease_id.as_deref().unwrap();
+    assert!(p.messages.iter().all(|m| m.lease_id == lease));
 
     let (_, v) = b
         .get("/api/v1/pop?task=high&batch=10&partitions=5&wait=false")
@@ -570,11 +581,10 @@ async fn the_transaction_index_is_purged_on_its_own_clock() {
         c.purge_interval_seconds = 1;
     })
     .await;
-    let pushed = b.push("q", "Default", &["a", "b"]).await;
-    let pid = pushed[0]["partition_id"].as_str().unwrap();
+    let pid = b.push_pid("q", "Default", &["a", "b"]).await;
     let popped = b.pop("q", "batch=1").await;
     assert_eq!(Broker::txids(&popped), ["a"], "{popped}");
-    let lease = popped["leaseId"].as_str().unwrap().to_string();
+    let lease = lease_of(&popped);
     let db = b.db().await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
@@ -592,20 +602,20 @@ async fn the_transaction_index_is_purged_on_its_own_clock() {
     // so; one inside its live lease still does (from the leased segment); the log itself is
     // untouched.
     let r = b
-        .ack_batch(None, json!([{"transactionId": "b", "partitionId": pid}]))
+        .acked(None, json!([{"transactionId": "b", "partitionId": pid}]))
         .await;
-    assert_eq!(r[0]["success"], false);
+    assert!(!r[0].success);
     assert!(
-        r[0]["error"].as_str().unwrap().starts_with("unresolvable:"),
+        r[0].error.as_deref().unwrap().starts_with("unresolvable:"),
         "{r:?}"
     );
     let r = b
-        .ack_batch(
+        .acked(
             None,
             json!([{"transactionId": "a", "partitionId": pid, "leaseId": lease}]),
         )
         .await;
-    assert_eq!(r[0]["success"], true, "{r:?}");
+    assert!(r[0].success, "{r:?}");
     let segments: i64 = db
         .query_one("SELECT count(*) FROM segments", &[])
         .await
@@ -698,13 +708,10 @@ pub(crate) fn woken_now(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_nack_wakes_a_parked_consumer_of_its_group_at_once() {
     let b = broker().await;
-    let pid = b.push("q", "p", &["m1", "m2"]).await[0]["partition_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let pid = b.push_pid("q", "p", &["m1", "m2"]).await;
     let first = b.pop("q", "consumerGroup=g&batch=2").await;
     assert_eq!(Broker::txids(&first), ["m1", "m2"]);
-    let lease = first["leaseId"].as_str().unwrap().to_string();
+    let lease = lease_of(&first);
 
     let state = b.runtime();
     let (g, h) = (
@@ -718,13 +725,13 @@ async fn a_nack_wakes_a_parked_consumer_of_its_group_at_once() {
     }
     let ack = |txid: &str, status: &str| json!([{"transactionId": txid, "partitionId": pid, "leaseId": lease, "status": status}]);
 
-    let kept = b.ack_batch(Some("g"), ack("m1", "completed")).await;
-    assert_eq!(kept[0]["success"], true, "{kept:?}");
-    assert_eq!(kept[0]["leaseReleased"], false, "m2 is still leased");
+    let kept = b.acked(Some("g"), ack("m1", "completed")).await;
+    assert!(kept[0].success, "{kept:?}");
+    assert!(!kept[0].lease_released, "m2 is still leased");
     assert_eq!(woken_now(&mut in_g), 0, "a lease still held frees nothing");
 
-    let nacked = b.ack_batch(Some("g"), ack("m2", "failed")).await;
-    assert_eq!(nacked[0]["leaseReleased"], true, "{nacked:?}");
+    let nacked = b.acked(Some("g"), ack("m2", "failed")).await;
+    assert!(nacked[0].lease_released, "{nacked:?}");
     assert_eq!(woken_now(&mut in_g), 1, "one parked pop of g is woken");
     assert_eq!(
         woken_now(&mut in_h),
@@ -750,10 +757,14 @@ async fn a_nack_wakes_a_parked_consumer_of_its_group_at_once() {
             "/api/v1/transaction",
             json!({"operations": [{"type": "ack", "transactionId": "m2", "partitionId": pid,
                 "status": "failed", "consumerGroup": "g"}],
-                "requiredLeases": [again["leaseId"]]}),
+                "requiredLeases": [lease_of(&again)]}),
         )
         .await;
-    assert_eq!((s, &v["success"]), (StatusCode::OK, &json!(true)), "{v}");
+    assert_eq!(
+        (s, wire::read::<wire::Transacted>(&v).success),
+        (StatusCode::OK, true),
+        "{v}"
+    );
     assert_eq!(woken_now(&mut in_g), 1, "a nack in a transaction wakes too");
 
     // Completing the last message leaves nothing to read: no one is woken.
@@ -765,13 +776,13 @@ async fn a_nack_wakes_a_parked_consumer_of_its_group_at_once() {
         n.as_mut().enable();
     }
     let done = b
-        .ack_batch(
+        .acked(
             Some("g"),
             json!([{"transactionId": "m2", "partitionId": pid,
-                    "leaseId": last["leaseId"], "status": "completed"}]),
+                    "leaseId": lease_of(&last), "status": "completed"}]),
         )
         .await;
-    assert_eq!(done[0]["leaseReleased"], true, "{done:?}");
+    assert!(done[0].lease_released, "{done:?}");
     assert_eq!(woken_now(&mut in_g), 0, "nothing left to read");
     assert_eq!(b.cursor(&pid, "g").await, Some((1, false, 0)));
 }
@@ -813,38 +824,40 @@ async fn queue_depth_counts_each_groups_backlog() {
     );
 
     // Group g reads p1 to its end.
-    let popped = b.pop("dq", "consumerGroup=g&batch=3").await;
-    let pid = popped["partitionId"].clone();
-    let first = Broker::txids(&popped)[0].clone();
+    let popped: Popped = wire::read(&b.pop("dq", "consumerGroup=g&batch=3").await);
+    let first = popped.messages[0].transaction_id.clone();
     let p1 = if first == "a1" { "p1" } else { "p2" };
-    let done = popped["messages"].as_array().unwrap().last().unwrap()["transactionId"].clone();
+    let done = &popped.messages.last().unwrap().transaction_id;
     b.ack_batch(
         Some("g"),
-        json!([{"transactionId": done, "partitionId": pid, "leaseId": popped["leaseId"]}]),
+        json!([{"transactionId": done, "partitionId": popped.partition_id,
+                "leaseId": popped.lease_id}]),
     )
     .await;
     let (left, other) = if p1 == "p1" { (2, "p2") } else { (3, "p1") };
-    let v = depth("?group=g").await;
-    assert_eq!(v["group"], "g");
-    assert_eq!(v["pending"], left, "{v}");
-    assert_eq!(v["partitionsPending"], 1);
-    assert_eq!(
-        v["partitions"],
-        json!([{"partition": other, "pending": left}])
-    );
+    let pending = |partition: &str, pending: i64| PartitionPending {
+        partition: partition.into(),
+        pending,
+    };
+    let read = |v: Value| (wire::read::<wire::QueueDepth>(&v), v);
+    let (d, v) = read(depth("?group=g").await);
+    assert_eq!(d.group.as_deref(), Some("g"));
+    assert_eq!(d.pending, left, "{v}");
+    assert_eq!(d.partitions_pending, 1);
+    assert_eq!(d.partitions, [pending(other, left)]);
     // The worst cursor among groups is g's.
-    assert_eq!(depth("").await["pending"], left);
+    assert_eq!(read(depth("").await).0.pending, left);
     // A group that never popped would start at the beginning.
-    assert_eq!(depth("?group=fresh").await["pending"], 5);
+    assert_eq!(read(depth("?group=fresh").await).0.pending, 5);
 
     // A group subscribed to new messages only owes what came after it.
     let late = b.pop("dq", "consumerGroup=late&subscriptionMode=new").await;
     assert!(Broker::txids(&late).is_empty(), "{late}");
-    assert_eq!(depth("?group=late").await["pending"], 0);
+    assert_eq!(read(depth("?group=late").await).0.pending, 0);
     b.push("dq", "p3", &["c1"]).await;
-    let v = depth("?group=late").await;
-    assert_eq!(v["pending"], 1, "{v}");
-    assert_eq!(v["partitions"], json!([{"partition": "p3", "pending": 1}]));
+    let (d, v) = read(depth("?group=late").await);
+    assert_eq!(d.pending, 1, "{v}");
+    assert_eq!(d.partitions, [pending("p3", 1)]);
 
     let (s, v) = b.get("/api/v1/resources/queues/nope/depth").await;
     assert_eq!(s, StatusCode::NOT_FOUND);
@@ -866,76 +879,67 @@ async fn queue_detail_counts_what_happened_to_each_partition() {
         assert_eq!(s, StatusCode::OK, "{v}");
         v
     };
-    let stats_of = |v: &Value, name: &str| {
-        v["partitions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["name"] == name)
-            .unwrap_or_else(|| panic!("{name} in {v}"))["stats"]
-            .clone()
-    };
-    let stats = |total, pending, processing, completed, failed, dead| {
-        json!({"total": total, "pending": pending, "processing": processing,
-               "completed": completed, "failed": failed, "deadLetter": dead})
+    let stats_of = |v: &wire::QueueDetail, name: &str| v.partition(name).stats.clone();
+    let stats = |total, pending, processing, completed, failed, dead_letter| Counts {
+        total,
+        pending,
+        processing,
+        completed,
+        failed,
+        dead_letter,
     };
     let pop = || b.pop("qd/partition/p1", "consumerGroup=g&batch=2");
     let b = &b;
     let nack = |popped: Value| async move {
+        let popped: Popped = wire::read(&popped);
         let r = b
-            .ack_batch(
+            .acked(
                 Some("g"),
-                json!([{"transactionId": "a1", "partitionId": popped["partitionId"],
-                        "leaseId": popped["leaseId"], "status": "failed", "error": "boom"}]),
+                json!([{"transactionId": "a1", "partitionId": popped.partition_id,
+                        "leaseId": popped.lease_id, "status": "failed", "error": "boom"}]),
             )
             .await;
-        assert_eq!(r[0]["success"], true, "{r:?}");
+        assert!(r[0].success, "{r:?}");
         r
     };
 
     let popped = pop().await;
     assert_eq!(Broker::txids(&popped), ["a1", "a2"]);
-    let v = detail().await;
-    assert_eq!(
-        (&v["name"], &v["namespace"]),
-        (&json!("qd"), &json!("")),
-        "{v}"
-    );
-    assert!(v["id"].is_string() && v["createdAt"].is_string(), "{v}");
+    // Read, it has an id and a createdAt, strings.
+    let v: wire::QueueDetail = wire::read(&detail().await);
+    assert_eq!((v.name.as_str(), v.namespace.as_str()), ("qd", ""), "{v:?}");
     assert_eq!(stats_of(&v, "p1"), stats(3, 3, 2, 0, 0, 0));
     assert_eq!(stats_of(&v, "p2"), stats(1, 1, 0, 0, 0, 0));
-    let p1 = v["partitions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == "p1")
-        .unwrap();
+    let p1 = v.partition("p1");
     assert!(
-        p1["oldestMessage"].is_string() && p1["newestMessage"].is_string(),
-        "{p1}"
+        p1.oldest_message.is_some() && p1.newest_message.is_some(),
+        "{p1:?}"
     );
 
     // A nack with the budget left: waiting for its retry, nothing leased.
     nack(popped).await;
-    assert_eq!(stats_of(&detail().await, "p1"), stats(3, 3, 0, 0, 1, 0));
+    let v: wire::QueueDetail = wire::read(&detail().await);
+    assert_eq!(stats_of(&v, "p1"), stats(3, 3, 0, 0, 1, 0));
     // The budget spent: dead-lettered, and the cursor moves past it.
     let r = nack(pop().await).await;
-    assert_eq!(r[0]["dlq"], true, "{r:?}");
-    let v = detail().await;
+    assert!(r[0].dlq, "{r:?}");
+    let v: wire::QueueDetail = wire::read(&detail().await);
     assert_eq!(stats_of(&v, "p1"), stats(3, 2, 0, 1, 0, 1));
-    assert_eq!(v["totals"], stats(4, 3, 0, 1, 0, 1));
-    assert_eq!(
-        (&v["pagination"], &v["statsAge"]),
-        (&json!({"limit": 1000, "offset": 0, "total": 3}), &json!(0)),
-        "{v}"
-    );
+    assert_eq!(v.totals, stats(4, 3, 0, 1, 0, 1));
+    let page = PartitionPage {
+        limit: 1000,
+        offset: 0,
+        total: 3,
+    };
+    assert_eq!((&v.pagination, v.stats_age), (&page, 0), "{v:?}");
     // The page's partitions are counted when asked; the totals, when a round ran.
     b.push("qd", "p2", &["b2"]).await;
     // By name: Default (configure made it), p1, p2.
-    let (_, v) = b.get("/api/v1/resources/queues/qd?limit=1&offset=2").await;
-    assert_eq!(partition_names(&v), ["p2"], "{v}");
+    let (_, raw) = b.get("/api/v1/resources/queues/qd?limit=1&offset=2").await;
+    assert_eq!(partition_names(&raw), ["p2"], "{raw}");
+    let v: wire::QueueDetail = wire::read(&raw);
     assert_eq!(stats_of(&v, "p2"), stats(2, 2, 0, 0, 0, 0));
-    assert_eq!(v["totals"]["total"], 4, "not counted yet: {v}");
+    assert_eq!(v.totals.total, 4, "not counted yet: {raw}");
 
     let (s, v) = b.get("/api/v1/resources/queues/nope").await;
     assert_eq!(
@@ -956,7 +960,7 @@ async fn a_long_poll_timeout_is_clamped_to_the_maximum() {
         let started = std::time::Instant::now();
         let (s, v) = b.get(path).await;
         let took = started.elapsed();
-        let empty = s == StatusCode::NO_CONTENT || v["messages"] == json!([]);
+        let empty = s == StatusCode::NO_CONTENT || wire::read::<Popped>(&v).messages.is_empty();
         assert!(s.is_success() && empty, "{path}: {s} {v}");
         assert!(
             took >= Duration::from_millis(350) && took < Duration::from_secs(10),
@@ -978,13 +982,14 @@ async fn concurrent_pops_fused_into_one_claim_each_keep_their_own_lease() {
     for k in 0..POPS {
         b.push("q", &format!("p{k}"), &[&format!("m{k}")]).await;
     }
-    let mut got: Vec<Value> = Vec::new();
+    let mut got: Vec<wire::PoppedMessage> = Vec::new();
     for _round in 0..20 {
         let pops = (0..POPS).map(|_| b.pop("q", "batch=1&consumerGroup=g"));
         for v in futures::future::join_all(pops).await {
-            if let Some(m) = v["messages"].as_array().and_then(|m| m.first()) {
-                assert_eq!(v["messages"].as_array().unwrap().len(), 1, "batch 1: {v}");
-                assert_eq!(m["leaseId"], v["leaseId"], "{v}");
+            let p: Popped = wire::read(&v);
+            if let Some(m) = p.messages.first() {
+                assert_eq!(p.messages.len(), 1, "batch 1: {v}");
+                assert_eq!(Some(m.lease_id.as_str()), p.lease_id.as_deref(), "{v}");
                 got.push(m.clone());
             }
         }
@@ -992,21 +997,18 @@ async fn concurrent_pops_fused_into_one_claim_each_keep_their_own_lease() {
             break;
         }
     }
-    let mut txids: Vec<&str> = got
-        .iter()
-        .map(|m| m["transactionId"].as_str().unwrap())
-        .collect();
+    let mut txids: Vec<&str> = got.iter().map(|m| m.transaction_id.as_str()).collect();
     txids.sort();
     txids.dedup();
     assert_eq!(txids.len(), POPS, "every message once: {got:?}");
-    let mut leases: Vec<&str> = got.iter().map(|m| m["leaseId"].as_str().unwrap()).collect();
+    let mut leases: Vec<&str> = got.iter().map(|m| m.lease_id.as_str()).collect();
     leases.sort();
     leases.dedup();
     assert_eq!(leases.len(), POPS, "a lease per pop");
 
     let db = b.db().await;
     for m in &got {
-        let pid = m["partitionId"].as_str().unwrap();
+        let pid = &m.partition_id;
         let row = db
             .query_one(
                 "SELECT lease_id::text FROM cursors
@@ -1017,22 +1019,23 @@ async fn concurrent_pops_fused_into_one_claim_each_keep_their_own_lease() {
             .unwrap();
         assert_eq!(
             row.get::<_, Option<String>>(0).as_deref(),
-            m["leaseId"].as_str(),
+            Some(m.lease_id.as_str()),
             "the cursor is leased to the pop that got its message"
         );
     }
-    let ack = |m: &Value, lease: &Value| {
-        json!([{"transactionId": m["transactionId"], "partitionId": m["partitionId"],
+    let ack = |m: &wire::PoppedMessage, lease: &str| {
+        json!([{"transactionId": m.transaction_id, "partitionId": m.partition_id,
                 "leaseId": lease, "status": "completed"}])
     };
     let (first, second) = (&got[0], &got[1]);
-    let res = b.ack_batch(Some("g"), ack(first, &second["leaseId"])).await;
-    assert_eq!(res[0]["success"], false, "another pop's lease: {res:?}");
-    assert_eq!(res[0]["error"], "invalid or expired lease");
+    let res = b.acked(Some("g"), ack(first, &second.lease_id)).await;
+    assert!(!res[0].success, "another pop's lease: {res:?}");
+    assert_eq!(res[0].error.as_deref(), Some("invalid or expired lease"));
     // Each under its own pop's lease.
-    let res = b.ack_batch(Some("g"), json!(acks(&got, "completed"))).await;
+    let each: Vec<Value> = got.iter().map(|m| ack(m, &m.lease_id)[0].clone()).collect();
+    let res = b.acked(Some("g"), json!(each)).await;
     for r in &res {
-        assert_eq!(r["success"], true, "{res:?}");
+        assert!(r.success, "{res:?}");
     }
     assert!(Broker::txids(&b.pop("q", "consumerGroup=g").await).is_empty());
 }

@@ -384,6 +384,19 @@ impl Broker {
         self.push_as(None, queue, partition, txids).await
     }
 
+    /// [`Broker::push`], its verdicts read.
+    pub async fn pushed(&self, queue: &str, partition: &str, txids: &[&str]) -> Vec<wire::Pushed> {
+        wire::read(&Value::from(self.push(queue, partition, txids).await))
+    }
+
+    /// [`Broker::push`]: the id of the partition the messages went to.
+    pub async fn push_pid(&self, queue: &str, partition: &str, txids: &[&str]) -> String {
+        self.pushed(queue, partition, txids).await[0]
+            .partition_id
+            .clone()
+            .expect("push answers partition_id")
+    }
+
     /// [`Broker::push`] with a bearer token.
     pub async fn push_as(
         &self,
@@ -482,6 +495,11 @@ impl Broker {
                 "ack of {pop}: {answers:?}"
             );
         }
+    }
+
+    /// [`Broker::ack_batch`], its items read.
+    pub async fn acked(&self, group: Option<&str>, items: Value) -> Vec<wire::Acked> {
+        wire::read(&Value::from(self.ack_batch(group, items).await))
     }
 
     pub async fn ack_batch(&self, group: Option<&str>, items: Value) -> Vec<Value> {
@@ -686,6 +704,18 @@ pub fn signed(alg: Algorithm, key: &str, kid: Option<&str>, claims: Value) -> St
         _ => EncodingKey::from_rsa_pem(key.as_bytes()),
     };
     encode(&header, &claims, &key.expect("a key for the algorithm")).unwrap()
+}
+
+/// The lease of a pop answer (`""` for an `autoAck` pop); the test fails without one.
+pub fn lease_of(pop: &Value) -> String {
+    wire::read::<wire::Popped>(pop)
+        .lease_id
+        .unwrap_or_else(|| panic!("no lease in {pop}"))
+}
+
+/// The `error` of a pop answer that delivered nothing (`lease_held`, ...).
+pub fn pop_error(pop: &Value) -> Option<String> {
+    wire::read::<wire::Popped>(pop).error
 }
 
 /// The `name` of each element of an answer's `partitions`, in order.

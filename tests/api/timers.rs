@@ -10,6 +10,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::support::{alternating, broker, broker_with, two_brokers, Broker};
+use crate::wire::{self, Popped, PoppedMessage, TimerList, TimerPeek, TimerResult, Transacted};
 
 fn b64(v: &Value) -> String {
     base64::engine::general_purpose::STANDARD.encode(v.to_string())
@@ -26,6 +27,11 @@ async fn ops(b: &Broker, ops: Value) -> (StatusCode, Value) {
     (s, v.get("results").cloned().unwrap_or(v))
 }
 
+/// The results [`ops`] answered, read.
+fn results(v: &Value) -> Vec<TimerResult> {
+    wire::read(v)
+}
+
 /// One schedule that must succeed; its result.
 async fn schedule(
     b: &Broker,
@@ -34,10 +40,15 @@ async fn schedule(
     payload: Value,
     delay_ms: i64,
     txn: &str,
-) -> Value {
+) -> TimerResult {
     let (s, v) = ops(b, json!([schedule_op(queue, key, &payload, delay_ms, txn)])).await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    v[0].clone()
+    results(&v).remove(0)
+}
+
+/// A timer route's answer of one timer (a cancel through the path), read.
+fn one(v: &Value) -> TimerResult {
+    wire::read(v)
 }
 
 fn path(queue: &str, key: &str) -> String {
@@ -47,7 +58,7 @@ fn path(queue: &str, key: &str) -> String {
 /// Pops `queue` (queue mode) until messages come or `wait_ms` has passed. A pop of a queue
 /// with no partition yet answers at once, as it does before a first push: it is asked again.
 /// Acknowledged as popped (`autoAck`).
-async fn pop(b: &Broker, queue: &str, wait_ms: u64) -> Vec<Value> {
+async fn pop(b: &Broker, queue: &str, wait_ms: u64) -> Vec<PoppedMessage> {
     let until = Instant::now() + Duration::from_millis(wait_ms);
     loop {
         let left = until
@@ -60,7 +71,7 @@ async fn pop(b: &Broker, queue: &str, wait_ms: u64) -> Vec<Value> {
                 &format!("wait=true&timeout={left}&batch=100&autoAck=true"),
             )
             .await;
-        let got = v["messages"].as_array().cloned().unwrap_or_default();
+        let got = wire::read::<Popped>(&v).messages;
         if !got.is_empty() || Instant::now() >= until {
             return got;
         }
@@ -89,21 +100,13 @@ async fn a_timer_becomes_its_queues_message_with_the_promised_ids_not_before_its
         "tx-9f1",
     )
     .await;
+    assert_eq!((r.ok, r.status.as_str()), (true, "scheduled"), "{r:?}");
     assert_eq!(
-        (&r["ok"], &r["status"]),
-        (&json!(true), &json!("scheduled")),
-        "{r}"
-    );
-    assert_eq!(
-        (&r["queue"], &r["timerKey"], &r["txn"]),
-        (
-            &json!("reminders"),
-            &json!("order:9f1:expire"),
-            &json!("tx-9f1")
-        )
+        (r.queue.as_str(), r.timer_key.as_str(), r.txn.as_deref()),
+        ("reminders", "order:9f1:expire", Some("tx-9f1"))
     );
     let deliver_at =
-        chrono::DateTime::parse_from_rfc3339(r["deliverAt"].as_str().unwrap()).unwrap();
+        chrono::DateTime::parse_from_rfc3339(r.deliver_at.as_deref().unwrap()).unwrap();
     // Not before deliverAt: a pop that waits less than the delay gets nothing.
     assert!(pop(&b, "reminders", 200).await.is_empty());
     let start = Instant::now();
@@ -116,12 +119,12 @@ async fn a_timer_becomes_its_queues_message_with_the_promised_ids_not_before_its
     );
     assert_eq!(got.len(), 1, "{got:?}");
     let m = &got[0];
-    assert_eq!(m["id"], r["messageId"], "{m}");
-    assert_eq!(m["transactionId"], "tx-9f1");
-    assert_eq!(m["partition"], "Default");
+    assert_eq!(Some(&m.id), r.message_id.as_ref(), "{m:?}");
+    assert_eq!(m.transaction_id, "tx-9f1");
+    assert_eq!(m.partition, "Default");
     // The payload as the client's JSON text: its numbers as sent.
-    assert_eq!(m["data"], json!({"orderId": "9f1", "n": 1.50}));
-    let created = chrono::DateTime::parse_from_rfc3339(m["createdAt"].as_str().unwrap()).unwrap();
+    assert_eq!(m.data, json!({"orderId": "9f1", "n": 1.50}));
+    let created = chrono::DateTime::parse_from_rfc3339(&m.created_at).unwrap();
     assert!(
         created >= deliver_at,
         "appended at {created}, due {deliver_at}"
@@ -161,7 +164,7 @@ async fn every_status_of_the_taxonomy() {
     let b = broker().await;
     let far = 3_600_000;
     let first = schedule(&b, "q", "k", json!(1), far, "t1").await;
-    assert_eq!(first["status"], "scheduled");
+    assert_eq!(first.status, "scheduled");
     // The same upsert under either name: a new timer under an old name.
     let (s, v) = ops(
         &b,
@@ -170,30 +173,37 @@ async fn every_status_of_the_taxonomy() {
     )
     .await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    let again = &v[0];
+    let again = &results(&v)[0];
     assert_eq!(
-        (&again["status"], &again["ok"], &again["txn"]),
-        (&json!("rescheduled"), &json!(true), &json!("t2"))
+        (again.status.as_str(), again.ok, again.txn.as_deref()),
+        ("rescheduled", true, Some("t2"))
     );
-    assert_ne!(again["messageId"], first["messageId"]);
-    assert!(again["deliverAt"].as_str() > first["deliverAt"].as_str());
+    assert_ne!(again.message_id, first.message_id);
+    assert!(again.deliver_at > first.deliver_at);
     let (_, peek) = b.get(&path("q", "k")).await;
+    let read: TimerPeek = wire::read(&peek);
+    let timer = read.timer.as_ref();
     assert_eq!(
-        (&peek["found"], &peek["txn"], &peek["partition"]),
-        (&json!(true), &json!("t2"), &json!("p")),
+        (
+            read.found,
+            timer.map(|t| t.row.txn.as_str()),
+            timer.map(|t| t.row.partition.as_str())
+        ),
+        (true, Some("t2"), Some("p")),
         "{peek}"
     );
-    assert_eq!(peek["payload"], b64(&json!(2)));
-    assert_eq!(peek["encrypted"], false);
+    assert_eq!(timer.map(|t| t.payload.clone()), Some(b64(&json!(2))));
+    assert_eq!(timer.map(|t| t.encrypted), Some(false));
     // A cancel naming a txn that is no longer pending finds nothing, and changes nothing.
     let (_, v) = ops(
         &b,
         json!([{"op": "cancel", "queue": "q", "timerKey": "k", "txn": "t1"}]),
     )
     .await;
+    let r = results(&v);
     assert_eq!(
-        (&v[0]["status"], &v[0]["txn"]),
-        (&json!("absent"), &json!("t1")),
+        (r[0].status.as_str(), r[0].txn.as_deref()),
+        ("absent", Some("t1")),
         "{v}"
     );
     // Held by a fire (a transaction holding the row): too_late, and nothing changes.
@@ -203,15 +213,17 @@ async fn every_status_of_the_taxonomy() {
         .await
         .unwrap();
     let (_, v) = ops(&b, json!([schedule_op("q", "k", &json!(3), 5, "t3")])).await;
+    let r = results(&v);
     assert_eq!(
-        (&v[0]["status"], &v[0]["ok"], &v[0]["txn"]),
-        (&json!("too_late"), &json!(false), &json!("t2")),
+        (r[0].status.as_str(), r[0].ok, r[0].txn.as_deref()),
+        ("too_late", false, Some("t2")),
         "{v}"
     );
     let (s, v) = b.delete(&path("q", "k")).await;
+    let r = one(&v);
     assert_eq!(
-        (s, &v["status"], &v["messageId"]),
-        (StatusCode::OK, &json!("too_late"), &again["messageId"]),
+        (s, r.status.as_str(), &r.message_id),
+        (StatusCode::OK, "too_late", &again.message_id),
         "{v}"
     );
     held.rollback().await.unwrap();
@@ -222,14 +234,15 @@ async fn every_status_of_the_taxonomy() {
                                 {"op": "cancel", "queue": "q", "timerKey": "k"}]),
     )
     .await;
+    let r = results(&v);
     assert_eq!(
-        (&v[0]["status"], &v[0]["ok"], &v[0]["txn"]),
-        (&json!("cancelled"), &json!(true), &json!("t2")),
+        (r[0].status.as_str(), r[0].ok, r[0].txn.as_deref()),
+        ("cancelled", true, Some("t2")),
         "{v}"
     );
     assert_eq!(
-        (&v[1]["status"], &v[1]["txn"]),
-        (&json!("absent"), &Value::Null),
+        (r[1].status.as_str(), r[1].txn.as_deref()),
+        ("absent", None),
         "{v}"
     );
     // Scheduled and cancelled in one batch: in order.
@@ -239,9 +252,10 @@ async fn every_status_of_the_taxonomy() {
                                 {"op": "cancel", "queue": "q", "timerKey": "k2"}]),
     )
     .await;
+    let r = results(&v);
     assert_eq!(
-        (&v[0]["status"], &v[1]["status"]),
-        (&json!("scheduled"), &json!("cancelled")),
+        (r[0].status.as_str(), r[1].status.as_str()),
+        ("scheduled", "cancelled"),
         "{v}"
     );
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -257,9 +271,14 @@ async fn keys_with_slashes_peek_and_cancel_through_the_path() {
     let b = broker().await;
     schedule(&b, "q", "a/b/c", json!({"x": 1}), 3_600_000, "t").await;
     let (s, v) = b.get(&path("q", "a/b/c")).await;
+    let peek: TimerPeek = wire::read(&v);
     assert_eq!(
-        (s, &v["found"], &v["timerKey"]),
-        (StatusCode::OK, &json!(true), &json!("a/b/c")),
+        (
+            s,
+            peek.found,
+            peek.timer.as_ref().map(|t| t.row.timer_key.as_str())
+        ),
+        (StatusCode::OK, true, Some("a/b/c")),
         "{v}"
     );
     let (s, v) = b.get(&path("q", "a/b")).await;
@@ -267,9 +286,10 @@ async fn keys_with_slashes_peek_and_cancel_through_the_path() {
     let (s, v) = b.get(&path("other", "a/b/c")).await;
     assert_eq!((s, v), (StatusCode::OK, json!({"found": false})));
     let (s, v) = b.delete(&path("q", "a/b/c")).await;
+    let r = one(&v);
     assert_eq!(
-        (s, &v["status"], &v["txn"]),
-        (StatusCode::OK, &json!("cancelled"), &json!("t")),
+        (s, r.status.as_str(), r.txn.as_deref()),
+        (StatusCode::OK, "cancelled", Some("t")),
         "{v}"
     );
     let (_, v) = b.get(&path("q", "a/b/c")).await;
@@ -283,43 +303,39 @@ async fn a_queues_timers_page_by_key_after_an_exclusive_cursor() {
         schedule(&b, "q", k, json!(k), 3_600_000, k).await;
     }
     schedule(&b, "elsewhere", "k0", json!(0), 3_600_000, "x").await;
-    let keys = |v: &Value| -> Vec<String> {
-        v["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["timerKey"].as_str().unwrap().to_string())
-            .collect()
+    let list = |v: &Value| wire::read::<TimerList>(v);
+    let keys =
+        |v: &Value| -> Vec<String> { list(v).rows.into_iter().map(|r| r.timer_key).collect() };
+    let page = |v: &Value| {
+        let l = list(v);
+        (l.truncated, l.next_after)
     };
     let (s, v) = b.get("/api/v1/timers/q?limit=2").await;
     assert_eq!(s, StatusCode::OK, "{v}");
     assert_eq!(
-        (keys(&v), &v["truncated"], &v["nextAfter"]),
+        (keys(&v), page(&v)),
         (
             vec!["k1".to_string(), "k2".into()],
-            &json!(true),
-            &json!("k2")
+            (true, Some("k2".into()))
         )
     );
+    // Absent, on the JSON itself.
     assert!(
         v["rows"][0].get("payload").is_none(),
         "rows carry no payload: {v}"
     );
     let (_, v) = b.get("/api/v1/timers/q?limit=2&after=k2").await;
     assert_eq!(
-        (keys(&v), &v["truncated"]),
-        (vec!["k3".to_string(), "k4".into()], &json!(true))
+        (keys(&v), page(&v).0),
+        (vec!["k3".to_string(), "k4".into()], true)
     );
     let (_, v) = b.get("/api/v1/timers/q?limit=2&after=k4").await;
     assert_eq!(
-        (keys(&v), &v["truncated"], &v["nextAfter"]),
-        (vec!["k5".to_string()], &json!(false), &json!("k5"))
+        (keys(&v), page(&v)),
+        (vec!["k5".to_string()], (false, Some("k5".into())))
     );
     let (_, v) = b.get("/api/v1/timers/q?after=k5").await;
-    assert_eq!(
-        (keys(&v).len(), &v["truncated"], &v["nextAfter"]),
-        (0, &json!(false), &Value::Null)
-    );
+    assert_eq!((keys(&v).len(), page(&v)), (0, (false, None)));
     // A limit out of range is clamped, never refused.
     let (s, v) = b.get("/api/v1/timers/q?limit=0").await;
     assert_eq!((s, keys(&v).len()), (StatusCode::OK, 1));
@@ -329,11 +345,10 @@ async fn a_queues_timers_page_by_key_after_an_exclusive_cursor() {
     assert_eq!((s, keys(&v).len()), (StatusCode::OK, 5));
     // The console's count per queue.
     let (_, v) = b.get("/api/v1/timers").await;
-    let counts: Vec<(&str, i64)> = v["queues"]
-        .as_array()
-        .unwrap()
+    let queues = wire::read::<wire::TimerQueues>(&v).queues;
+    let counts: Vec<(&str, i64)> = queues
         .iter()
-        .map(|q| (q["queue"].as_str().unwrap(), q["pending"].as_i64().unwrap()))
+        .map(|q| (q.queue.as_str(), q.pending))
         .collect();
     assert_eq!(counts, [("elsewhere", 1), ("q", 5)]);
 }
@@ -504,12 +519,16 @@ async fn the_cancel_route_is_never_blocked_by_the_rate_or_the_cap_or_maintenance
     // Rate spent, cap full: the cancel route still cancels.
     let (s, v) = b.delete(&path("q", "k")).await;
     assert_eq!(
-        (s, &v["status"]),
-        (StatusCode::OK, &json!("cancelled")),
+        (s, one(&v).status.as_str()),
+        (StatusCode::OK, "cancelled"),
         "{v}"
     );
     let (s, v) = b.delete(&path("q", "k")).await;
-    assert_eq!((s, &v["status"]), (StatusCode::OK, &json!("absent")), "{v}");
+    assert_eq!(
+        (s, one(&v).status.as_str()),
+        (StatusCode::OK, "absent"),
+        "{v}"
+    );
     assert_eq!(pending(&b).await, 0);
 }
 
@@ -541,8 +560,8 @@ async fn a_schedule_past_the_cap_is_refused_and_maintenance_buffers_the_fire() {
     schedule(&b, "q", "stays", json!({"n": 2}), 3_600_000, "ts").await;
     let (s, v) = b.delete(&path("q", "stays")).await;
     assert_eq!(
-        (s, &v["status"]),
-        (StatusCode::OK, &json!("cancelled")),
+        (s, one(&v).status.as_str()),
+        (StatusCode::OK, "cancelled"),
         "{v}"
     );
     let start = Instant::now();
@@ -557,7 +576,7 @@ async fn a_schedule_past_the_cap_is_refused_and_maintenance_buffers_the_fire() {
     assert_eq!(s, StatusCode::OK);
     let got = pop(&b, "q", 30_000).await;
     assert_eq!(got.len(), 1, "{got:?}");
-    assert_eq!(got[0]["transactionId"], "tf");
+    assert_eq!(got[0].transaction_id, "tf");
 }
 
 #[tokio::test]
@@ -593,7 +612,7 @@ async fn two_brokers_fire_each_timer_exactly_once() {
         );
         for m in pop(&a, "many", 500).await {
             total += 1;
-            seen.insert(m["transactionId"].as_str().unwrap().to_string());
+            seen.insert(m.transaction_id);
         }
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -629,7 +648,7 @@ async fn deleting_a_queue_deletes_its_pending_timers() {
     let (_, v) = b.get(&path("doomed", "k")).await;
     assert_eq!(v, json!({"found": false}));
     let (_, v) = b.get(&path("kept", "k")).await;
-    assert_eq!(v["found"], true);
+    assert!(wire::read::<TimerPeek>(&v).found);
 }
 
 #[tokio::test]
@@ -650,27 +669,37 @@ async fn the_timers_rider_commits_with_the_ack_after_the_kv_rider_and_not_withou
     let (s, v) = b
         .post("/api/v1/transaction", bundle(refused, "not-a-live-lease"))
         .await;
-    assert_eq!((s, &v["success"]), (StatusCode::OK, &json!(false)), "{v}");
+    assert_eq!(
+        (s, wire::read::<Transacted>(&v).success),
+        (StatusCode::OK, false),
+        "{v}"
+    );
     assert_eq!(pending(&b).await, 0);
     // Committed: the ack, then the KV result, then the timer's, in one index space.
     let timer = schedule_op("txrem", "r-1", &json!({"n": 1}), 200, "txn-1");
     let (s, v) = b.post("/api/v1/transaction", bundle(timer, &lease)).await;
-    assert_eq!((s, &v["success"]), (StatusCode::OK, &json!(true)), "{v}");
-    let r = v["results"].as_array().unwrap();
-    let kinds: Vec<&str> = r.iter().map(|x| x["type"].as_str().unwrap()).collect();
+    let t: Transacted = wire::read(&v);
+    assert_eq!((s, t.success), (StatusCode::OK, true), "{v}");
+    let kinds: Vec<String> = t
+        .results
+        .iter()
+        .map(|x| wire::read::<wire::TxRider>(x).kind)
+        .collect();
     assert_eq!(kinds, ["ack", "kv", "timer"], "{v}");
-    assert_eq!(r[2]["index"], 2);
+    let rider: wire::TxRider = wire::read(&t.results[2]);
+    assert_eq!(rider.index, 2);
+    let timer: TimerResult = wire::read(&rider.result);
     assert_eq!(
-        (&r[2]["status"], &r[2]["ok"]),
-        (&json!("scheduled"), &json!(true)),
+        (timer.status.as_str(), timer.ok),
+        ("scheduled", true),
         "{v}"
     );
-    let promised = r[2]["messageId"].clone();
+    let promised = timer.message_id;
     let got = pop(&b, "txrem", 10_000).await;
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(
-        (&got[0]["id"], &got[0]["transactionId"]),
-        (&promised, &json!("txn-1"))
+        (Some(&got[0].id), got[0].transaction_id.as_str()),
+        (promised.as_ref(), "txn-1")
     );
     // A timers-only bundle is a bundle too, and a bad timer op refuses it whole, named.
     let cancel = json!({"op": "cancel", "queue": "txrem", "timerKey": "r-1"});
@@ -680,9 +709,11 @@ async fn the_timers_rider_commits_with_the_ack_after_the_kv_rider_and_not_withou
             json!({"operations": [], "timers": [cancel]}),
         )
         .await;
+    let t: Transacted = wire::read(&v);
+    let rider: wire::TxRider = wire::read(&t.results[0]);
     assert_eq!(
-        (s, &v["results"][0]["status"]),
-        (StatusCode::OK, &json!("absent")),
+        (s, wire::read::<TimerResult>(&rider.result).status.as_str()),
+        (StatusCode::OK, "absent"),
         "{v}"
     );
     let bad = json!({"op": "schedule", "queue": "txrem", "timerKey": "k", "payload": "%%", "delayMs": 1, "txn": "t"});
@@ -704,7 +735,7 @@ async fn the_timers_rider_commits_with_the_ack_after_the_kv_rider_and_not_withou
 
 /// Ten schedules of one key sent together, five through each of two brokers: each result
 /// for `key`, in no particular order.
-async fn racing_schedules(a: &Broker, b: &Broker, key: &str, delay_ms: i64) -> Vec<Value> {
+async fn racing_schedules(a: &Broker, b: &Broker, key: &str, delay_ms: i64) -> Vec<TimerResult> {
     alternating(a, b, 10, |on, i| {
         let op = schedule_op(
             "race",
@@ -719,18 +750,17 @@ async fn racing_schedules(a: &Broker, b: &Broker, key: &str, delay_ms: i64) -> V
 }
 
 /// One operation of a race: its result.
-async fn racing_op(on: &Broker, op: Value) -> Value {
+async fn racing_op(on: &Broker, op: Value) -> TimerResult {
     let (s, v) = ops(on, json!([op])).await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    v[0].clone()
+    results(&v).remove(0)
 }
 
 /// The results' statuses, counted.
-fn statuses(results: &[Value]) -> std::collections::BTreeMap<String, usize> {
+fn statuses(results: &[TimerResult]) -> std::collections::BTreeMap<String, usize> {
     let mut n = std::collections::BTreeMap::new();
     for r in results {
-        *n.entry(r["status"].as_str().unwrap().to_string())
-            .or_default() += 1;
+        *n.entry(r.status.clone()).or_default() += 1;
     }
     n
 }
@@ -749,9 +779,11 @@ async fn racing_schedules_of_a_new_key_on_two_brokers_tell_exactly_one_scheduled
         );
         // What is stored is one of the racers' timers, with the ids its answer promised.
         let (_, peek) = a.get(&path("race", &key)).await;
-        let kept: Vec<&Value> = results.iter().filter(|r| r["txn"] == peek["txn"]).collect();
+        let stored = wire::read::<TimerPeek>(&peek).timer.map(|t| t.row);
+        let txn = stored.as_ref().map(|t| t.txn.clone());
+        let kept: Vec<&TimerResult> = results.iter().filter(|r| r.txn == txn).collect();
         assert_eq!(kept.len(), 1, "{peek} among {results:?}");
-        assert_eq!(kept[0]["messageId"], peek["messageId"], "{peek}");
+        assert_eq!(kept[0].message_id, stored.map(|t| t.message_id), "{peek}");
     }
     assert_eq!(pending(&a).await, 8);
 }

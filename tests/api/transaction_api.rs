@@ -8,7 +8,8 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::support::{broker, Broker};
+use crate::support::{broker, pop_error, Broker};
+use crate::wire::{self, DeadLetter, Popped, Transacted, TxAcked, TxPushed};
 
 const QUEUE_MODE: &str = "__QUEUE_MODE__";
 const INVALID_LEASE: &str = "ACK operation failed: invalid or expired lease";
@@ -20,71 +21,66 @@ const ALREADY_COMMITTED: &str =
 // ------------------------------------------------------------------------------------------
 // helpers
 
-fn is_uuid(v: &Value) -> bool {
-    v.as_str().is_some_and(|s| Uuid::parse_str(s).is_ok())
+fn is_uuid(v: Option<&str>) -> bool {
+    v.is_some_and(|s| Uuid::parse_str(s).is_ok())
 }
 
 /// Posts a bundle that must commit; returns the whole answer.
-async fn commit(b: &Broker, body: Value) -> Value {
+async fn commit(b: &Broker, body: Value) -> Transacted {
     let (s, v) = b.post("/api/v1/transaction", body.clone()).await;
     assert_eq!(s, StatusCode::OK, "request {body}: {v}");
     assert!(v.is_object(), "the answer is always an object: {v}");
-    assert_eq!(v["success"], true, "request {body}: {v}");
-    assert!(is_uuid(&v["transactionId"]), "bundle id: {v}");
+    let t: Transacted = wire::read(&v);
+    assert!(t.success, "request {body}: {v}");
+    assert!(is_uuid(Some(&t.transaction_id)), "bundle id: {v}");
+    // Absent or null, on the JSON itself.
     assert!(v.get("error").is_none_or(Value::is_null), "{v}");
-    v
+    t
 }
 
 /// Posts a bundle that must be rolled back with exactly `error`.
 async fn refused(b: &Broker, body: Value, error: &str) {
     let (s, v) = b.post("/api/v1/transaction", body.clone()).await;
     assert_eq!(s, StatusCode::OK, "request {body}: {v}");
-    assert_eq!(v["success"], false, "request {body}: {v}");
-    assert_eq!(v["error"], error, "request {body}: {v}");
-    assert_eq!(v["results"], json!([]), "request {body}: {v}");
-    assert!(is_uuid(&v["transactionId"]), "bundle id: {v}");
+    let t: Transacted = wire::read(&v);
+    assert!(!t.success, "request {body}: {v}");
+    assert_eq!(t.error.as_deref(), Some(error), "request {body}: {v}");
+    assert!(t.results.is_empty(), "request {body}: {v}");
+    assert!(is_uuid(Some(&t.transaction_id)), "bundle id: {v}");
 }
 
 /// Asserts one ack result.
 fn check_ack(r: &Value, index: usize, txid: &str, released: bool, dlq: bool, noop: bool) {
-    assert_eq!(r["index"], index, "{r}");
-    assert_eq!(r["type"], "ack", "{r}");
-    assert_eq!(r["success"], true, "{r}");
-    assert_eq!(r["transactionId"], txid, "{r}");
-    assert_eq!(r["error"], Value::Null, "{r}");
-    assert_eq!(r["leaseReleased"], released, "leaseReleased: {r}");
-    assert_eq!(r["dlq"], dlq, "dlq: {r}");
-    assert_eq!(r["noop"], noop, "noop: {r}");
+    let a: TxAcked = wire::read(r);
+    assert_eq!(a.index, index, "{r}");
+    assert_eq!(a.kind, "ack", "{r}");
+    assert!(a.success, "{r}");
+    assert_eq!(a.transaction_id, txid, "{r}");
+    assert_eq!(a.error, None, "{r}");
+    assert_eq!(a.lease_released, released, "leaseReleased: {r}");
+    assert_eq!(a.dlq, dlq, "dlq: {r}");
+    assert_eq!(a.noop, noop, "noop: {r}");
 }
 
 /// Asserts one push result; returns (messageId, partitionId).
 fn check_push(r: &Value, index: usize, txid: &str, queue: &str, status: &str) -> (String, String) {
-    assert_eq!(r["index"], index, "{r}");
-    assert_eq!(r["type"], "push", "{r}");
-    assert_eq!(r["success"], true, "{r}");
-    assert_eq!(r["transactionId"], txid, "{r}");
-    assert_eq!(r["queueName"], queue, "{r}");
-    assert_eq!(r["status"], status, "{r}");
-    assert!(is_uuid(&r["messageId"]), "messageId: {r}");
-    assert!(is_uuid(&r["partitionId"]), "partitionId: {r}");
-    (
-        r["messageId"].as_str().unwrap().to_string(),
-        r["partitionId"].as_str().unwrap().to_string(),
-    )
+    let p: TxPushed = wire::read(r);
+    assert_eq!(p.index, index, "{r}");
+    assert_eq!(p.kind, "push", "{r}");
+    assert!(p.success, "{r}");
+    assert_eq!(p.transaction_id, txid, "{r}");
+    assert_eq!(p.queue_name, queue, "{r}");
+    assert_eq!(p.status.as_deref(), Some(status), "{r}");
+    assert!(is_uuid(p.message_id.as_deref()), "messageId: {r}");
+    assert!(is_uuid(p.partition_id.as_deref()), "partitionId: {r}");
+    (p.message_id.unwrap(), p.partition_id.unwrap())
 }
 
-fn results(v: &Value) -> Vec<Value> {
-    v["results"].as_array().expect("results array").clone()
-}
-
-fn pid_of(pushed: &[Value]) -> String {
-    pushed[0]["partition_id"].as_str().unwrap().to_string()
-}
-
+/// The lease of a pop, a UUID.
 fn lease_of(pop: &Value) -> String {
-    let l = pop["leaseId"].as_str().expect("pop carries a lease");
-    assert!(Uuid::parse_str(l).is_ok(), "{pop}");
-    l.to_string()
+    let l = crate::support::lease_of(pop);
+    assert!(Uuid::parse_str(&l).is_ok(), "{pop}");
+    l
 }
 
 /// A non-waiting pop of one named partition.
@@ -102,13 +98,11 @@ async fn tx_index_count(b: &Broker) -> i64 {
     b.indexed(None).await
 }
 
-async fn dlq_total(b: &Broker, queue: &str) -> (i64, Vec<Value>) {
+async fn dlq_total(b: &Broker, queue: &str) -> (i64, Vec<DeadLetter>) {
     let (s, v) = b.get(&format!("/api/v1/dlq?queue={queue}")).await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    (
-        v["total"].as_i64().expect("dlq total"),
-        v["messages"].as_array().expect("dlq messages").clone(),
-    )
+    let d: wire::DeadLetters = wire::read(&v);
+    (d.total, d.messages)
 }
 
 // ------------------------------------------------------------------------------------------
@@ -117,8 +111,8 @@ async fn dlq_total(b: &Broker, queue: &str) -> (i64, Vec<Value>) {
 #[tokio::test]
 async fn pipeline_hand_off_acks_stage1_and_pushes_stage2_in_one_commit() {
     let b = broker().await;
-    let pushed = b.push("stage1", "acct-9", &["in-1"]).await;
-    let pid1 = pid_of(&pushed);
+    let pushed = b.pushed("stage1", "acct-9", &["in-1"]).await;
+    let pid1 = pushed[0].partition_id.clone().unwrap();
     let pop = b.pop("stage1", "batch=1").await;
     assert_eq!(Broker::txids(&pop), vec!["in-1"]);
     let lease = lease_of(&pop);
@@ -138,29 +132,30 @@ async fn pipeline_hand_off_acks_stage1_and_pushes_stage2_in_one_commit() {
         }),
     )
     .await;
-    let r = results(&v);
-    assert_eq!(r.len(), 2, "{v}");
+    let r = &v.results;
+    assert_eq!(r.len(), 2, "{v:?}");
     check_ack(&r[0], 0, "in-1", true, false, false);
     let (mid, pid2) = check_push(&r[1], 1, "out-1", "stage2", "queued");
     // The bundle id is fresh, not a message id.
-    assert_ne!(v["transactionId"], json!(mid));
-    assert_ne!(v["transactionId"], pushed[0]["message_id"]);
+    assert_ne!(v.transaction_id, mid);
+    assert_ne!(Some(&v.transaction_id), pushed[0].message_id.as_ref());
 
     // Stage 1: committed, lease released, nothing redelivers.
     assert_eq!(b.cursor(&pid1, QUEUE_MODE).await, Some((0, false, 0)));
     let again = b.pop("stage1", "batch=10").await;
     assert!(Broker::txids(&again).is_empty(), "{again}");
-    assert_eq!(again["error"], "no_available_partition");
+    assert_eq!(pop_error(&again), Some("no_available_partition".into()));
 
     // Stage 2: the pushed message is consumable, with the ids the bundle reported.
     let next = b.pop("stage2", "batch=10").await;
     assert_eq!(Broker::txids(&next), vec!["out-1"], "{next}");
-    let m = &next["messages"][0];
-    assert_eq!(m["id"], json!(mid));
-    assert_eq!(m["partitionId"], json!(pid2));
-    assert_eq!(m["partition"], "acct-9");
-    assert_eq!(m["data"], json!({"total": 42}));
-    assert_eq!(next["partitionId"], json!(pid2));
+    let next: Popped = wire::read(&next);
+    let m = &next.messages[0];
+    assert_eq!(m.id, mid);
+    assert_eq!(m.partition_id, pid2);
+    assert_eq!(m.partition, "acct-9");
+    assert_eq!(m.data, json!({"total": 42}));
+    assert_eq!(next.partition_id, Some(pid2));
 }
 
 // ------------------------------------------------------------------------------------------
@@ -169,7 +164,7 @@ async fn pipeline_hand_off_acks_stage1_and_pushes_stage2_in_one_commit() {
 #[tokio::test]
 async fn a_refused_ack_rolls_back_every_push_and_every_cursor_move() {
     let b = broker().await;
-    let pid = pid_of(&b.push("stage1", "p", &["a", "b"]).await);
+    let pid = b.push_pid("stage1", "p", &["a", "b"]).await;
     let pop = b.pop("stage1", "batch=1").await;
     assert_eq!(Broker::txids(&pop), vec!["a"]);
     let lease = lease_of(&pop);
@@ -272,8 +267,8 @@ async fn a_refused_ack_rolls_back_every_push_and_every_cursor_move() {
         json!({"operations": [ack("a"), push("out-ok")], "requiredLeases": [lease]}),
     )
     .await;
-    check_ack(&results(&v)[0], 0, "a", true, false, false);
-    check_push(&results(&v)[1], 1, "out-ok", "out", "queued");
+    check_ack(&v.results[0], 0, "a", true, false, false);
+    check_push(&v.results[1], 1, "out-ok", "out", "queued");
     assert_eq!(b.cursor(&pid, QUEUE_MODE).await, Some((0, false, 0)));
     assert_eq!(tx_index_count(&b).await, 3);
 
@@ -301,7 +296,7 @@ async fn a_refused_ack_rolls_back_every_push_and_every_cursor_move() {
 async fn an_expired_required_lease_refuses_the_bundle_and_the_message_redelivers() {
     let b = broker().await;
     b.configure("stage1", json!({"leaseTime": 1})).await;
-    let pid = pid_of(&b.push("stage1", "Default", &["a"]).await);
+    let pid = b.push_pid("stage1", "Default", &["a"]).await;
     let pop = b.pop("stage1", "batch=1").await;
     let lease = lease_of(&pop);
     tokio::time::sleep(Duration::from_millis(1200)).await;
@@ -328,7 +323,7 @@ async fn an_expired_required_lease_refuses_the_bundle_and_the_message_redelivers
 #[tokio::test]
 async fn retrying_a_committed_bundle_is_harmless() {
     let b = broker().await;
-    let pid = pid_of(&b.push("src", "Default", &["a", "b"]).await);
+    let pid = b.push_pid("src", "Default", &["a", "b"]).await;
     let pop = b.pop("src", "batch=2").await;
     assert_eq!(Broker::txids(&pop), vec!["a", "b"]);
     let lease = lease_of(&pop);
@@ -346,8 +341,8 @@ async fn retrying_a_committed_bundle_is_harmless() {
         "requiredLeases": [lease]
     });
     let first = commit(&b, bundle.clone()).await;
-    let r1 = results(&first);
-    assert_eq!(r1.len(), 3, "{first}");
+    let r1 = &first.results;
+    assert_eq!(r1.len(), 3, "{first:?}");
     check_ack(&r1[0], 0, "a", false, false, false);
     let (mid, dpid) = check_push(&r1[1], 1, "out-a", "dst", "queued");
     let (mid_rep, _) = check_push(&r1[2], 2, "out-a", "dst", "duplicate");
@@ -356,9 +351,9 @@ async fn retrying_a_committed_bundle_is_harmless() {
     assert_eq!(tx_index_count(&b).await, 3);
 
     let second = commit(&b, bundle.clone()).await;
-    assert_ne!(second["transactionId"], first["transactionId"]);
-    let r2 = results(&second);
-    assert_eq!(r2.len(), 3, "{second}");
+    assert_ne!(second.transaction_id, first.transaction_id);
+    let r2 = &second.results;
+    assert_eq!(r2.len(), 3, "{second:?}");
     check_ack(&r2[0], 0, "a", false, false, true);
     for (i, r) in r2.iter().enumerate().skip(1) {
         let (m, p) = check_push(r, i, "out-a", "dst", "duplicate");
@@ -372,12 +367,12 @@ async fn retrying_a_committed_bundle_is_harmless() {
         {"type": "ack", "transactionId": "b", "partitionId": pid},
         {"type": "push", "queue": "dst", "payload": {"n": 3}, "transactionId": "out-b"}]});
     let v = commit(&b, leaseless.clone()).await;
-    check_ack(&results(&v)[0], 0, "b", true, false, false);
-    let (mid_b, _) = check_push(&results(&v)[1], 1, "out-b", "dst", "queued");
+    check_ack(&v.results[0], 0, "b", true, false, false);
+    let (mid_b, _) = check_push(&v.results[1], 1, "out-b", "dst", "queued");
     assert_eq!(b.cursor(&pid, QUEUE_MODE).await, Some((1, false, 0)));
     let v = commit(&b, leaseless).await;
-    check_ack(&results(&v)[0], 0, "b", false, false, true);
-    let (m, _) = check_push(&results(&v)[1], 1, "out-b", "dst", "duplicate");
+    check_ack(&v.results[0], 0, "b", false, false, true);
+    let (m, _) = check_push(&v.results[1], 1, "out-b", "dst", "duplicate");
     assert_eq!(m, mid_b);
     assert_eq!(b.cursor(&pid, QUEUE_MODE).await, Some((1, false, 0)));
     assert_eq!(tx_index_count(&b).await, 4);
@@ -386,16 +381,17 @@ async fn retrying_a_committed_bundle_is_harmless() {
     // client re-sends after a lost answer): every ack in it replays a committed ack, so it
     // is the same harmless no-op, not a refusal the client would raise on.
     let replay = commit(&b, bundle).await;
-    check_ack(&results(&replay)[0], 0, "a", false, false, true);
-    let (m, _) = check_push(&results(&replay)[1], 1, "out-a", "dst", "duplicate");
+    check_ack(&replay.results[0], 0, "a", false, false, true);
+    let (m, _) = check_push(&replay.results[1], 1, "out-a", "dst", "duplicate");
     assert_eq!(m, mid);
     assert_eq!(b.cursor(&pid, QUEUE_MODE).await, Some((1, false, 0)));
     assert_eq!(tx_index_count(&b).await, 4);
 
     let out = b.pop("dst", "batch=10").await;
     assert_eq!(Broker::txids(&out), vec!["out-a", "out-b"], "{out}");
-    assert_eq!(out["messages"][0]["data"], json!({"n": 1}));
-    assert_eq!(out["messages"][1]["data"], json!({"n": 3}));
+    let data = Broker::data(&out);
+    assert_eq!(data[0], json!({"n": 1}));
+    assert_eq!(data[1], json!({"n": 3}));
     assert!(Broker::txids(&b.pop("src", "batch=10").await).is_empty());
 }
 
@@ -406,7 +402,7 @@ async fn retrying_a_committed_bundle_is_harmless() {
 async fn a_nack_in_a_transaction_follows_the_seed() {
     let b = broker().await;
     b.configure("work", json!({"retryLimit": 1})).await;
-    let pid = pid_of(&b.push("work", "Default", &["a", "b"]).await);
+    let pid = b.push_pid("work", "Default", &["a", "b"]).await;
 
     // failed with budget left: counter charged once, lease released, the batch redelivers;
     // the push beside it commits (the nack was carried out).
@@ -420,8 +416,8 @@ async fn a_nack_in_a_transaction_follows_the_seed() {
          "requiredLeases": [lease]}),
     )
     .await;
-    check_ack(&results(&v)[0], 0, "a", true, false, false);
-    check_push(&results(&v)[1], 1, "audit-1", "audit", "queued");
+    check_ack(&v.results[0], 0, "a", true, false, false);
+    check_push(&v.results[1], 1, "audit-1", "audit", "queued");
     assert_eq!(b.cursor(&pid, QUEUE_MODE).await, Some((-1, false, 1)));
     assert_eq!(dlq_total(&b, "work").await.0, 0);
     let pop = b.pop("work", "batch=2").await;
@@ -436,15 +432,15 @@ async fn a_nack_in_a_transaction_follows_the_seed() {
          "requiredLeases": [lease]}),
     )
     .await;
-    assert_eq!(results(&v).len(), 1);
-    check_ack(&results(&v)[0], 0, "a", true, true, false);
+    assert_eq!(v.results.len(), 1);
+    check_ack(&v.results[0], 0, "a", true, true, false);
     assert_eq!(b.cursor(&pid, QUEUE_MODE).await, Some((0, false, 0)));
     let (total, rows) = dlq_total(&b, "work").await;
     assert_eq!(total, 1, "{rows:?}");
-    assert_eq!(rows[0]["transactionId"], "a");
-    assert_eq!(rows[0]["errorMessage"], "boom-2");
-    assert_eq!(rows[0]["consumerGroup"], QUEUE_MODE);
-    assert_eq!(rows[0]["data"], json!({"tx": "a"}));
+    assert_eq!(rows[0].transaction_id, "a");
+    assert_eq!(rows[0].error_message, "boom-2");
+    assert_eq!(rows[0].consumer_group, QUEUE_MODE);
+    assert_eq!(rows[0].data, json!({"tx": "a"}));
 
     // dlq: immediate dead letter, whatever the budget.
     let pop = b.pop("work", "batch=2").await;
@@ -458,16 +454,16 @@ async fn a_nack_in_a_transaction_follows_the_seed() {
          "requiredLeases": [lease]}),
     )
     .await;
-    check_push(&results(&v)[0], 0, "audit-2", "audit", "queued");
-    check_ack(&results(&v)[1], 1, "b", true, true, false);
+    check_push(&v.results[0], 0, "audit-2", "audit", "queued");
+    check_ack(&v.results[1], 1, "b", true, true, false);
     assert_eq!(b.cursor(&pid, QUEUE_MODE).await, Some((1, false, 0)));
     let (total, rows) = dlq_total(&b, "work").await;
     assert_eq!(total, 2, "{rows:?}");
     let row = rows
         .iter()
-        .find(|r| r["transactionId"] == "b")
+        .find(|r| r.transaction_id == "b")
         .expect("b dead-lettered");
-    assert_eq!(row["errorMessage"], "poison");
+    assert_eq!(row.error_message, "poison");
     assert!(Broker::txids(&b.pop("work", "batch=10").await).is_empty());
 
     let audit = b.pop("audit", "batch=10").await;
@@ -480,8 +476,8 @@ async fn a_nack_in_a_transaction_follows_the_seed() {
 #[tokio::test]
 async fn acks_across_groups_and_partitions_commit_together() {
     let b = broker().await;
-    let p1 = pid_of(&b.push("src", "p1", &["p1-a"]).await);
-    let p2 = pid_of(&b.push("src", "p2", &["p2-a"]).await);
+    let p1 = b.push_pid("src", "p1", &["p1-a"]).await;
+    let p2 = b.push_pid("src", "p2", &["p2-a"]).await;
 
     // g1 takes both partitions under one lease; g2 takes p1; the default group takes p2.
     let g1 = b.pop("src", "consumerGroup=g1&batch=2&partitions=2").await;
@@ -513,8 +509,8 @@ async fn acks_across_groups_and_partitions_commit_together() {
         }),
     )
     .await;
-    let r = results(&v);
-    assert_eq!(r.len(), 7, "flattened: {v}");
+    let r = &v.results;
+    assert_eq!(r.len(), 7, "flattened: {v:?}");
     check_ack(&r[0], 0, "p1-a", true, false, false);
     check_push(&r[1], 1, "o-x", "out", "queued");
     check_push(&r[2], 2, "o-y", "out2", "queued");
@@ -547,7 +543,7 @@ async fn acks_across_groups_and_partitions_commit_together() {
     assert_eq!(got, vec!["o-x", "o-z"], "{out}");
     let out2 = pop_partition(&b, "out2", "y", "").await;
     assert_eq!(Broker::txids(&out2), vec!["o-y"]);
-    assert_eq!(out2["messages"][0]["data"], json!({"k": "y"}));
+    assert_eq!(Broker::data(&out2)[0], json!({"k": "y"}));
 }
 
 // ------------------------------------------------------------------------------------------
@@ -624,8 +620,8 @@ async fn flat_push_form_and_the_data_alias_are_accepted() {
         ]}),
     )
     .await;
-    let r = results(&v);
-    assert_eq!(r.len(), 3, "{v}");
+    let r = &v.results;
+    assert_eq!(r.len(), 3, "{v:?}");
     let (_, p) = check_push(&r[0], 0, "f1", "flat", "queued");
     for (i, t) in [(1, "f2"), (2, "f3")] {
         let (_, pi) = check_push(&r[i], i, t, "flat", "queued");
@@ -654,7 +650,7 @@ async fn concurrent_bundles_into_one_queue_all_commit_without_deadlock() {
     for i in 0..10 {
         let part = format!("c{i}");
         let txid = format!("in-{i}");
-        let pid = pid_of(&b.push("src", &part, &[&txid]).await);
+        let pid = b.push_pid("src", &part, &[&txid]).await;
         let pop = pop_partition(&b, "src", &part, "").await;
         assert_eq!(Broker::txids(&pop), vec![txid.clone()]);
         work.push((pid, txid, lease_of(&pop)));
@@ -693,8 +689,9 @@ async fn concurrent_bundles_into_one_queue_all_commit_without_deadlock() {
             .expect("no deadlock")
             .expect("task");
         assert_eq!(status, StatusCode::OK, "bundle {i}: {v}");
-        assert_eq!(v["success"], true, "bundle {i}: {v}");
-        let r = results(&v);
+        let t: Transacted = wire::read(&v);
+        assert!(t.success, "bundle {i}: {v}");
+        let r = &t.results;
         assert_eq!(r.len(), 4, "bundle {i}: {v}");
         check_ack(&r[0], 0, &format!("in-{i}"), true, false, false);
         check_push(&r[1], 1, &format!("fan-{i}"), "common", "queued");

@@ -1,86 +1,36 @@
 #![allow(dead_code)]
-//! Test-side mirrors of the core answers (push, pop, ack), each field spelled as Queen spells
-//! it on the wire. A test that reads one of these answers deserializes it here (the harness's
-//! `push`, `pop`, `txids`, `ack_batch` do), so a renamed or missing field fails in one place,
-//! naming the field, and a test reads `pop.messages[0].transaction_id` rather than indexing
-//! JSON by a string the compiler cannot check. Fields that an answer carries only in some
-//! cases are `Option`s; the others are required.
+//! Test-side mirrors of the broker's answers, each field spelled as Queen spells it on the
+//! wire, one file of `wire/` per family of routes. A test that reads one of these answers
+//! deserializes it here (the harness's `push`, `pop`, `txids`, `ack_batch` do), so a renamed
+//! or missing field fails in one place, naming the field, and a test reads
+//! `pop.messages[0].transaction_id` rather than indexing JSON by a string the compiler cannot
+//! check. Fields that an answer carries only in some cases are `Option`s; fields it always
+//! carries but may set to null are `Option`s read with [`nullable`], which refuses them
+//! missing; the others are required.
 //!
 //! The broker's own types (crates/http) are the ones that serialize these answers and derive
 //! their OpenAPI schemas; `tests/api/openapi.rs` checks sent answers against those schemas,
-//! and these mirrors check what the suites read.
+//! and these mirrors check what the suites read. Where a test checks the raw shape of an
+//! answer (a key absent, null against missing, an exact key set, an error text), it compares
+//! the JSON itself, not a mirror.
 
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-/// One item of a push answer. Queen's push answer is snake_case, but for `queueName`.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Pushed {
-    pub index: usize,
-    pub transaction_id: String,
-    /// `queued`, `duplicate`, `buffered` or `failed`.
-    pub status: String,
-    pub message_id: Option<String>,
-    pub partition_id: Option<String>,
-    pub error: Option<String>,
-}
+mod groups;
+mod kv;
+mod push_pop;
+mod queues;
+mod timers;
+mod transaction;
 
-/// A pop answer: messages, or none (`success: false` with an `error`, or the empty shape).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Popped {
-    pub success: bool,
-    pub error: Option<String>,
-    pub partition_id: Option<String>,
-    pub lease_id: Option<String>,
-    pub consumer_group: Option<String>,
-    pub messages: Vec<PoppedMessage>,
-}
-
-/// One message of a pop answer.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PoppedMessage {
-    pub id: String,
-    pub transaction_id: String,
-    pub trace_id: Option<String>,
-    pub data: Value,
-    pub producer_sub: Option<String>,
-    pub created_at: Value,
-    pub partition_id: String,
-    pub partition: String,
-    pub queue: String,
-    pub lease_id: String,
-    pub consumer_group: String,
-}
-
-/// One item of an ack answer.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Acked {
-    pub index: usize,
-    pub transaction_id: String,
-    pub success: bool,
-    pub error: Option<String>,
-    pub lease_released: bool,
-    pub dlq: bool,
-    pub noop: bool,
-}
-
-/// Any answer that lists messages (a pop, the dead letters, a listing): what the harness's
-/// `txids` and `data` read of each.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Listed {
-    pub messages: Vec<ListedMessage>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListedMessage {
-    pub transaction_id: String,
-    pub data: Value,
-}
+pub use groups::*;
+pub use kv::*;
+pub use push_pop::*;
+pub use queues::*;
+pub use timers::*;
+pub use transaction::*;
 
 /// `v` read as `T`; a mismatch fails the test, naming the field and showing the answer.
 pub fn read<T: DeserializeOwned>(v: &Value) -> T {
@@ -90,4 +40,15 @@ pub fn read<T: DeserializeOwned>(v: &Value) -> T {
             std::any::type_name::<T>()
         )
     })
+}
+
+/// A field the answer always carries, null or not: `#[serde(deserialize_with = "nullable")]`
+/// on an `Option` makes its absence an error (serde's default reads a missing `Option` as
+/// `None`, so a renamed field would pass unnoticed).
+pub fn nullable<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d)
 }
