@@ -8,6 +8,10 @@ use serde_json::{json, Value};
 use crate::push_pop::woken_now;
 use crate::python_client::FLOW_KEY;
 use crate::support::{broker, broker_with, layout, Broker};
+use crate::wire::{
+    self, BulkAnswer, DeadLetter, DeadLetters, DeadLettersDeleted, DeadLettersRequeued,
+    MessageTraces, Popped, PoppedMessage, Pushed,
+};
 use regent::store::Layout;
 
 const REQUEUE: &str = "/api/v1/dlq/requeue";
@@ -43,21 +47,22 @@ async fn file(
         );
         let (s, v) = b.get(&path).await;
         assert_eq!(s, StatusCode::OK, "{v}");
-        let m = &v["messages"][0];
-        pid = m["partitionId"].as_str().expect("a message").to_string();
-        let ack = json!([{"transactionId": m["transactionId"], "partitionId": pid,
-                          "leaseId": v["leaseId"], "status": "dlq", "error": reason}]);
-        let r = b.ack_batch(Some(group), ack).await;
-        assert_eq!(r[0]["dlq"], true, "{r:?}");
+        let pop: Popped = wire::read(&v);
+        let m = pop.messages.first().expect("a message");
+        pid = m.partition_id.clone();
+        let ack = json!([{"transactionId": m.transaction_id, "partitionId": pid,
+                          "leaseId": pop.lease_id, "status": "dlq", "error": reason}]);
+        let r = b.acked(Some(group), ack).await;
+        assert!(r[0].dlq, "{r:?}");
     }
     pid
 }
 
 /// The tenant's dead letters, newest failure first.
-async fn listed(b: &Broker, query: &str) -> Vec<Value> {
+async fn listed(b: &Broker, query: &str) -> Vec<DeadLetter> {
     let (s, v) = b.get(&format!("/api/v1/dlq?limit=1000&{query}")).await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    v["messages"].as_array().unwrap().clone()
+    wire::read::<DeadLetters>(&v).messages
 }
 
 /// The dead-letter id of the listed dead letter of `txid` in `group`.
@@ -65,8 +70,8 @@ async fn dead_letter_id(b: &Broker, txid: &str, group: &str) -> i64 {
     listed(b, "")
         .await
         .iter()
-        .find(|d| d["transactionId"] == txid && d["consumerGroup"] == group)
-        .and_then(|d| d["deadLetterId"].as_i64())
+        .find(|d| d.transaction_id == txid && d.consumer_group == group)
+        .map(|d| d.dead_letter_id)
         .unwrap_or_else(|| panic!("a dead letter of {txid} in {group}"))
 }
 
@@ -76,15 +81,19 @@ async fn call(b: &Broker, route: &str, body: Value) -> Value {
     v
 }
 
+/// A requeue's answer, read.
+fn requeued(v: &Value) -> DeadLettersRequeued {
+    wire::read(v)
+}
+
 /// The answer's verdicts by transaction id, in answer order.
 fn verdicts(v: &Value) -> Vec<(String, String)> {
-    v["items"]
-        .as_array()
-        .unwrap()
-        .iter()
+    wire::read::<BulkAnswer>(v)
+        .items
+        .into_iter()
         .map(|i| {
-            let txid = i["transactionId"].as_str().unwrap_or("?").to_string();
-            (txid, i["verdict"].as_str().unwrap().to_string())
+            let txid = i.transaction_id.unwrap_or_else(|| "?".to_string());
+            (txid, i.verdict)
         })
         .collect()
 }
@@ -97,9 +106,13 @@ fn pairs(want: &[(&str, &str)]) -> Vec<(String, String)> {
 
 /// The counts of an answer: (matched, done, duplicates, gone, more).
 fn counts(v: &Value, done: &str) -> (i64, i64, i64, i64, bool) {
-    let n = |k: &str| v[k].as_i64().unwrap_or_else(|| panic!("{k} in {v}"));
-    let more = v["more"].as_bool().expect("more");
-    (n("matched"), n(done), n("duplicates"), n("gone"), more)
+    let t = wire::read::<BulkAnswer>(v).tally;
+    let n = match done {
+        "requeued" => requeued(v).requeued,
+        "deleted" => wire::read::<DeadLettersDeleted>(v).deleted,
+        _ => panic!("no count {done}"),
+    };
+    (t.matched, n, t.duplicates, t.gone, t.more)
 }
 
 /// What a test compares to show nothing changed: every dead letter, segment, partition
@@ -134,13 +147,13 @@ async fn next_offset(b: &Broker, pid: &str) -> i64 {
 }
 
 /// The messages a fresh pop of `group` gets from a partition, all of them.
-async fn pop_all(b: &Broker, queue: &str, partition: &str, group: &str) -> Vec<Value> {
+async fn pop_all(b: &Broker, queue: &str, partition: &str, group: &str) -> Vec<PoppedMessage> {
     let path = format!(
         "/api/v1/pop/queue/{queue}/partition/{partition}?wait=false&batch=100&consumerGroup={group}"
     );
     let (s, v) = b.get(&path).await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    v["messages"].as_array().cloned().unwrap_or_default()
+    wire::read::<Popped>(&v).messages
 }
 
 #[tokio::test]
@@ -157,7 +170,7 @@ async fn requeue_by_ids_appends_the_snapshot_as_a_new_message_with_a_trace() {
         )
         .await;
     assert_eq!(s, StatusCode::CREATED, "{v}");
-    let original = v[0]["message_id"].as_str().unwrap().to_string();
+    let original = wire::read::<Vec<Pushed>>(&v)[0].message_id.clone().unwrap();
     let pid = file(&b, "orders", "p", "billing", 2, "downstream 502").await;
     let listing = listed(&b, "queue=orders").await;
     assert_eq!(listing.len(), 2);
@@ -166,19 +179,17 @@ async fn requeue_by_ids_appends_the_snapshot_as_a_new_message_with_a_trace() {
 
     let v = call(&b, REQUEUE, json!({"ids": [a]})).await;
     assert_eq!(counts(&v, "requeued"), (1, 1, 0, 0, false), "{v}");
-    assert_eq!(v["dryRun"], false);
-    let item = &v["items"][0];
+    let answer = requeued(&v);
+    assert!(!answer.tally.dry_run);
+    let item = &answer.items[0];
     let copy_txid = format!("requeue:{original}");
-    assert_eq!(item["deadLetterId"], a);
-    assert_eq!(item["transactionId"], "a");
-    assert_eq!(item["partitionId"], pid.as_str());
-    assert_eq!(item["consumerGroup"], "billing");
-    assert_eq!(item["verdict"], "requeued");
-    assert_eq!(item["newTransactionId"], copy_txid.as_str());
-    let copy_id = item["messageId"]
-        .as_str()
-        .expect("the copy's id")
-        .to_string();
+    assert_eq!(item.item.dead_letter_id, a);
+    assert_eq!(item.item.transaction_id.as_deref(), Some("a"));
+    assert_eq!(item.item.partition_id.as_deref(), Some(pid.as_str()));
+    assert_eq!(item.item.consumer_group.as_deref(), Some("billing"));
+    assert_eq!(item.item.verdict, "requeued");
+    assert_eq!(item.new_transaction_id.as_deref(), Some(copy_txid.as_str()));
+    let copy_id = item.message_id.clone().expect("the copy's id");
     assert_ne!(copy_id, original);
     assert_eq!(
         next_offset(&b, &pid).await,
@@ -187,32 +198,29 @@ async fn requeue_by_ids_appends_the_snapshot_as_a_new_message_with_a_trace() {
     );
     let left = listed(&b, "").await;
     assert_eq!(left.len(), 1, "only b's dead letter stays: {left:?}");
-    assert_eq!(left[0]["transactionId"], "b");
+    assert_eq!(left[0].transaction_id, "b");
 
     // The group that gave up reads the copy next, payload and trace id as pushed.
     let again = pop_all(&b, "orders", "p", "billing").await;
     assert_eq!(again.len(), 1, "{again:?}");
     let m = &again[0];
-    assert_eq!(m["transactionId"], copy_txid.as_str());
-    assert_eq!(m["id"], copy_id.as_str());
-    assert_eq!(m["data"], json!({"n": 1, "deep": [true, null]}));
-    assert_eq!(m["traceId"], trace_id);
+    assert_eq!(m.transaction_id, copy_txid);
+    assert_eq!(m.id, copy_id);
+    assert_eq!(m.data, json!({"n": 1, "deep": [true, null]}));
+    assert_eq!(m.trace_id.as_deref(), Some(trace_id));
     // The log is shared: a group that never failed it reads the copy too, after the original.
     let fresh = pop_all(&b, "orders", "p", "audit").await;
-    let txids: Vec<&str> = fresh
-        .iter()
-        .map(|m| m["transactionId"].as_str().unwrap())
-        .collect();
+    let txids: Vec<&str> = fresh.iter().map(|m| m.transaction_id.as_str()).collect();
     assert_eq!(txids, ["a", "b", copy_txid.as_str()]);
 
     let (s, t) = b.get(&format!("/api/v1/traces/{pid}/{copy_txid}")).await;
     assert_eq!(s, StatusCode::OK, "{t}");
-    let traces = t["traces"].as_array().unwrap();
+    let traces = wire::read::<MessageTraces>(&t).traces;
     assert_eq!(traces.len(), 1, "{t}");
-    assert_eq!(traces[0]["event_type"], "requeued");
-    assert_eq!(traces[0]["consumer_group"], "billing");
+    assert_eq!(traces[0].event_type, "requeued");
+    assert_eq!(traces[0].consumer_group, "billing");
     assert_eq!(
-        traces[0]["data"],
+        traces[0].data,
         json!({"deadLetterId": a, "originalMessageId": original, "originalTransactionId": "a",
                "consumerGroup": "billing", "reason": "downstream 502"})
     );
@@ -220,7 +228,7 @@ async fn requeue_by_ids_appends_the_snapshot_as_a_new_message_with_a_trace() {
     // Sent again (an answer lost), the call finds nothing to do and appends nothing.
     let v = call(&b, REQUEUE, json!({"ids": [a]})).await;
     assert_eq!(counts(&v, "requeued"), (1, 0, 0, 1, false), "{v}");
-    assert_eq!(v["items"][0]["verdict"], "gone");
+    assert_eq!(requeued(&v).items[0].item.verdict, "gone");
     assert_eq!(next_offset(&b, &pid).await, before + 1);
 }
 
@@ -245,19 +253,19 @@ async fn requeue_by_filter_takes_what_the_queue_group_and_reason_match() {
         "oldest failure first"
     );
     // Copies follow the original order in the partition.
-    let copies: Vec<Value> = pop_all(&b, "q1", "p", "g1").await;
-    let data: Vec<&Value> = copies.iter().map(|m| &m["data"]).collect();
+    let copies: Vec<PoppedMessage> = pop_all(&b, "q1", "p", "g1").await;
+    let data: Vec<&Value> = copies.iter().map(|m| &m.data).collect();
     assert_eq!(data, [&json!({"tx": "a1"}), &json!({"tx": "a2"})]);
-    assert!(copies.iter().all(|m| m["partitionId"] == p1.as_str()));
+    assert!(copies.iter().all(|m| m.partition_id == p1));
 
     // g2 dead-lettered a1 too: a1 already has its copy, so nothing new is appended.
     let v = call(&b, REQUEUE, json!({"reason": "bad schema"})).await;
     assert_eq!(verdicts(&v), pairs(&[("a1", "duplicate")]), "{v}");
     let v = call(&b, REQUEUE, json!({"reason": "timeout", "queue": "q2"})).await;
     assert_eq!(verdicts(&v), pairs(&[("b1", "requeued")]), "{v}");
-    let left: Vec<Value> = listed(&b, "").await;
+    let left: Vec<DeadLetter> = listed(&b, "").await;
     assert_eq!(left.len(), 1, "{left:?}");
-    assert_eq!(left[0]["transactionId"], "o1");
+    assert_eq!(left[0].transaction_id, "o1");
     let v = call(&b, REQUEUE, json!({"reason": "Timeout"})).await;
     assert_eq!(
         counts(&v, "requeued"),
@@ -299,14 +307,14 @@ async fn a_dry_run_changes_nothing_and_counts_what_would_happen() {
     let already = stored(&b).await;
 
     let dry = call(&b, REQUEUE, json!({"all": true, "dryRun": true})).await;
-    assert_eq!(dry["dryRun"], true);
+    assert!(requeued(&dry).tally.dry_run);
     assert_eq!(counts(&dry, "requeued"), (3, 2, 1, 0, false), "{dry}");
     assert_eq!(
         verdicts(&dry),
         pairs(&[("a", "requeued"), ("b", "requeued"), ("a", "duplicate")])
     );
-    for i in dry["items"].as_array().unwrap() {
-        assert_eq!(i["messageId"], Value::Null, "nothing appended yet: {i}");
+    for i in requeued(&dry).items {
+        assert_eq!(i.message_id, None, "nothing appended yet: {i:?}");
     }
     assert_eq!(stored(&b).await, already, "a dry run writes nothing");
     let dry_delete = call(&b, DELETE, json!({"all": true, "dryRun": true})).await;
@@ -317,8 +325,9 @@ async fn a_dry_run_changes_nothing_and_counts_what_would_happen() {
     assert_eq!(counts(&done, "requeued"), (3, 2, 1, 0, false), "{done}");
     assert_eq!(verdicts(&done), verdicts(&dry));
     // The duplicate names the copy its message got.
-    let a_copy = done["items"][0]["messageId"].clone();
-    assert_eq!(done["items"][2]["messageId"], a_copy, "{done}");
+    let done_items = requeued(&done).items;
+    let a_copy = done_items[0].message_id.clone();
+    assert_eq!(done_items[2].message_id, a_copy, "{done}");
     assert_eq!(next_offset(&b, &pid).await, 4);
 }
 
@@ -337,18 +346,18 @@ async fn the_same_message_dead_lettered_by_two_groups_is_requeued_once() {
     );
     let v = call(&b, REQUEUE, json!({"ids": [g2, g1]})).await;
     assert_eq!(counts(&v, "requeued"), (2, 1, 1, 0, false), "{v}");
-    let items = v["items"].as_array().unwrap();
+    let items = requeued(&v).items;
     assert_eq!(
-        (&items[0]["deadLetterId"], &items[1]["deadLetterId"]),
-        (&json!(g2), &json!(g1)),
+        (items[0].item.dead_letter_id, items[1].item.dead_letter_id),
+        (g2, g1),
         "in the order of the ids sent"
     );
     let copy = items
         .iter()
-        .find(|i| i["verdict"] == "requeued")
-        .map(|i| i["messageId"].clone())
+        .find(|i| i.item.verdict == "requeued")
+        .map(|i| i.message_id.clone())
         .unwrap();
-    assert!(items.iter().all(|i| i["messageId"] == copy), "{v}");
+    assert!(items.iter().all(|i| i.message_id == copy), "{v}");
     assert_eq!(next_offset(&b, &pid).await, 3, "a, c, one copy of a");
 
     // In two calls: the second finds the copy of the first.
@@ -357,11 +366,16 @@ async fn the_same_message_dead_lettered_by_two_groups_is_requeued_once() {
         dead_letter_id(&b, "c", "g2").await,
     );
     let first = call(&b, REQUEUE, json!({"ids": [c1]})).await;
-    assert_eq!(first["items"][0]["verdict"], "requeued", "{first}");
+    assert_eq!(
+        requeued(&first).items[0].item.verdict,
+        "requeued",
+        "{first}"
+    );
     let second = call(&b, REQUEUE, json!({"ids": [c2]})).await;
     assert_eq!(counts(&second, "requeued"), (1, 0, 1, 0, false), "{second}");
     assert_eq!(
-        second["items"][0]["messageId"], first["items"][0]["messageId"],
+        requeued(&second).items[0].message_id,
+        requeued(&first).items[0].message_id,
         "the duplicate names the copy"
     );
     assert_eq!(next_offset(&b, &pid).await, 4);
@@ -387,14 +401,11 @@ async fn dead_letters_already_taken_or_whose_queue_is_gone_are_gone() {
 
     let v = call(&b, REQUEUE, json!({"ids": [k, d, 999_999]})).await;
     assert_eq!(counts(&v, "requeued"), (3, 1, 0, 2, false), "{v}");
-    let items = v["items"].as_array().unwrap();
-    assert_eq!(items[0]["verdict"], "requeued");
+    let items = requeued(&v).items;
+    assert_eq!(items[0].item.verdict, "requeued");
     for i in &items[1..] {
-        assert_eq!(i["verdict"], "gone", "{i}");
-        assert_eq!(
-            (&i["partitionId"], &i["messageId"]),
-            (&Value::Null, &Value::Null)
-        );
+        assert_eq!(i.item.verdict, "gone", "{i:?}");
+        assert_eq!((&i.item.partition_id, &i.message_id), (&None, &None));
     }
     let v = call(&b, REQUEUE, json!({"ids": [k]})).await;
     assert_eq!(verdicts(&v), pairs(&[("?", "gone")]), "{v}");
@@ -432,8 +443,11 @@ async fn delete_by_filter_with_a_dry_run_first_and_a_limit() {
     let left = listed(&b, "").await;
     assert_eq!(left.len(), 1);
     assert_eq!(
-        (&left[0]["transactionId"], &left[0]["consumerGroup"]),
-        (&json!("a"), &json!("g2"))
+        (
+            left[0].transaction_id.as_str(),
+            left[0].consumer_group.as_str()
+        ),
+        ("a", "g2")
     );
     // Deleting dead letters leaves the log alone.
     let v = call(&b, DELETE, json!({"all": true})).await;
@@ -663,7 +677,7 @@ async fn an_encrypted_queues_copy_stays_sealed_and_pops_in_the_clear() {
     let pid = dead_letter(&b, "secret", "p", "g", &["s"], "r").await;
     let v = call(&b, REQUEUE, json!({"queue": "secret"})).await;
     assert_eq!(verdicts(&v), pairs(&[("s", "requeued")]), "{v}");
-    let copy_txid = v["items"][0]["newTransactionId"].as_str().unwrap();
+    let copy_txid = requeued(&v).items[0].new_transaction_id.clone().unwrap();
     let frames: Vec<Vec<u8>> = b
         .db()
         .await
@@ -687,7 +701,7 @@ async fn an_encrypted_queues_copy_stays_sealed_and_pops_in_the_clear() {
     );
     let got = pop_all(&b, "secret", "p", "g").await;
     assert_eq!(got.len(), 1, "{got:?}");
-    assert_eq!(got[0]["data"], json!({"tx": "s"}));
+    assert_eq!(got[0].data, json!({"tx": "s"}));
 }
 
 /// Two calls racing for the same dead letters across two partitions: each dead letter is
@@ -700,7 +714,7 @@ async fn racing_requeues_copy_each_dead_letter_once() {
     let ids: Vec<i64> = listed(&b, "")
         .await
         .iter()
-        .map(|d| d["deadLetterId"].as_i64().unwrap())
+        .map(|d| d.dead_letter_id)
         .collect();
     let mut reversed = ids.clone();
     reversed.reverse();
@@ -737,15 +751,15 @@ async fn the_dead_letter_list_filters_by_reason() {
     ] {
         let (s, v) = b.get(&format!("/api/v1/dlq?reason={reason}")).await;
         assert_eq!(s, StatusCode::OK, "{v}");
-        let got: Vec<&str> = v["messages"]
-            .as_array()
-            .unwrap()
+        let listing: DeadLetters = wire::read(&v);
+        let got: Vec<&str> = listing
+            .messages
             .iter()
-            .map(|d| d["transactionId"].as_str().unwrap())
+            .map(|d| d.transaction_id.as_str())
             .collect();
         assert_eq!(
-            (got, &v["total"]),
-            (want.clone(), &json!(want.len())),
+            (got, listing.total),
+            (want.clone(), want.len() as i64),
             "{reason}: {v}"
         );
     }
@@ -756,8 +770,8 @@ async fn the_dead_letter_list_filters_by_reason() {
     )
     .await;
     assert_eq!(
-        dry["requeued"],
-        json!(2),
+        requeued(&dry).requeued,
+        2,
         "the list and the bulk route agree: {dry}"
     );
 }

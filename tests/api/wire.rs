@@ -18,18 +18,22 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
+mod dlq;
 mod groups;
 mod kv;
 mod push_pop;
 mod queues;
 mod timers;
+mod traces;
 mod transaction;
 
+pub use dlq::*;
 pub use groups::*;
 pub use kv::*;
 pub use push_pop::*;
 pub use queues::*;
 pub use timers::*;
+pub use traces::*;
 pub use transaction::*;
 
 /// `v` read as `T`; a mismatch fails the test, naming the field and showing the answer.
