@@ -6,6 +6,10 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::support::{authed_broker, broker, broker_with, token, Broker};
+use crate::wire::{
+    self, CycleAck, Cycled, DeadLetters, MessageListing, Popped, StreamConflict, StreamPartitions,
+    StreamQueries, StreamRegistered, StreamState,
+};
 
 const GROUP: &str = "streams.q";
 
@@ -17,7 +21,7 @@ struct Batch {
     txids: Vec<String>,
 }
 
-async fn register(b: &Broker, name: &str, source: &str, hash: &str) -> Value {
+async fn register(b: &Broker, name: &str, source: &str, hash: &str) -> StreamRegistered {
     let (s, v) = b
         .post(
             "/streams/v1/queries",
@@ -25,26 +29,24 @@ async fn register(b: &Broker, name: &str, source: &str, hash: &str) -> Value {
         )
         .await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    v
+    wire::read(&v)
 }
 
 /// Registers query `name` over `source`, pushes `n` messages to its partition `p` and pops
 /// them for the streams group.
 async fn batch(b: &Broker, name: &str, source: &str, n: usize) -> Batch {
-    let query = register(b, name, source, "h1").await["query_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let query = register(b, name, source, "h1").await.query_id;
     let ids: Vec<String> = (0..n).map(|i| format!("{source}-{i}")).collect();
     let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
     b.push(source, "p", &refs).await;
     let pop = b
         .pop(source, &format!("batch={n}&consumerGroup={GROUP}"))
         .await;
+    let read: Popped = wire::read(&pop);
     Batch {
         query,
-        partition: pop["partitionId"].as_str().unwrap().to_string(),
-        lease: pop["leaseId"].as_str().unwrap().to_string(),
+        partition: read.partition_id.unwrap(),
+        lease: read.lease_id.unwrap(),
         txids: Broker::txids(&pop),
     }
 }
@@ -73,6 +75,21 @@ async fn cycle(b: &Broker, body: &Value) -> Value {
     v
 }
 
+/// A cycle's answer, read.
+fn cycled(v: &Value) -> Cycled {
+    wire::read(v)
+}
+
+/// The ack result of a cycle that acked, as the answer spells it.
+fn acked(count: i64, lease_released: bool, dlq: bool) -> Option<CycleAck> {
+    Some(CycleAck {
+        success: true,
+        count,
+        lease_released,
+        dlq,
+    })
+}
+
 /// The state rows (key, value) of a batch's query and partition that `filter` selects.
 async fn state(b: &Broker, at: &Batch, filter: Value) -> Vec<(String, Value)> {
     let mut body = json!({"query_id": at.query, "partition_id": at.partition});
@@ -81,13 +98,9 @@ async fn state(b: &Broker, at: &Batch, filter: Value) -> Vec<(String, Value)> {
     }
     let (s, v) = b.post("/streams/v1/state/get", body).await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    assert_eq!(v["success"], true, "{v}");
-    v["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| (r["key"].as_str().unwrap().to_string(), r["value"].clone()))
-        .collect()
+    let read: StreamState = wire::read(&v);
+    assert!(read.success, "{v}");
+    read.rows.into_iter().map(|r| (r.key, r.value)).collect()
 }
 
 /// Every message of `queue` as one consumer group sees it: payloads in order.
@@ -102,17 +115,14 @@ async fn drain(b: &Broker, queue: &str, group: &str) -> Vec<Value> {
 async fn registration_is_idempotent_by_name_and_a_new_hash_needs_reset() {
     let b = broker().await;
     let first = register(&b, "orders.sum", "orders", "h1").await;
-    assert_eq!(first["success"], true);
-    assert_eq!(first["fresh"], true);
-    assert_eq!(first["reset"], false);
-    assert_eq!(first["name"], "orders.sum");
-    assert_eq!(first["config_hash"], "h1");
-    let id = first["query_id"].as_str().unwrap();
+    assert!(first.success);
+    assert!(first.fresh);
+    assert!(!first.reset);
+    assert_eq!(first.name, "orders.sum");
+    assert_eq!(first.config_hash, "h1");
+    let id = first.query_id.as_str();
     let again = register(&b, "orders.sum", "orders", "h1").await;
-    assert_eq!(
-        (again["query_id"].as_str(), &again["fresh"]),
-        (Some(id), &json!(false))
-    );
+    assert_eq!((again.query_id.as_str(), again.fresh), (id, false));
 
     let (s, v) = b
         .post(
@@ -121,8 +131,9 @@ async fn registration_is_idempotent_by_name_and_a_new_hash_needs_reset() {
         )
         .await;
     assert_eq!(s, StatusCode::CONFLICT, "{v}");
-    assert_eq!(v["success"], false);
-    assert_eq!(v["query_id"], id);
+    let refused: StreamConflict = wire::read(&v);
+    assert!(!refused.success);
+    assert_eq!(refused.query_id, id);
     assert!(
         v["error"]
             .as_str()
@@ -131,10 +142,7 @@ async fn registration_is_idempotent_by_name_and_a_new_hash_needs_reset() {
         "{v}"
     );
     // Refused: the stored hash is unchanged.
-    assert_eq!(
-        register(&b, "orders.sum", "orders", "h1").await["fresh"],
-        false
-    );
+    assert!(!register(&b, "orders.sum", "orders", "h1").await.fresh);
 
     let (s, v) = b
         .post(
@@ -143,14 +151,12 @@ async fn registration_is_idempotent_by_name_and_a_new_hash_needs_reset() {
         )
         .await;
     assert_eq!(s, StatusCode::OK, "{v}");
+    let reset: StreamRegistered = wire::read(&v);
     assert_eq!(
-        (v["query_id"].as_str(), &v["reset"], &v["fresh"]),
-        (Some(id), &json!(true), &json!(false))
+        (reset.query_id.as_str(), reset.reset, reset.fresh),
+        (id, true, false)
     );
-    assert_eq!(
-        register(&b, "orders.sum", "orders", "h2").await["fresh"],
-        false
-    );
+    assert!(!register(&b, "orders.sum", "orders", "h2").await.fresh);
 }
 
 #[tokio::test]
@@ -321,27 +327,19 @@ async fn a_cycle_commits_state_sink_pushes_and_the_ack_together() {
         ),
     )
     .await;
-    assert_eq!(v["success"], true, "{v}");
-    assert_eq!(v["queueName"], "src");
-    assert_eq!(v["query_id"], at.query.as_str());
-    assert_eq!(v["partition_id"], at.partition.as_str());
-    assert_eq!(v["state_ops_applied"], 3);
-    assert_eq!(
-        v["ack_result"],
-        json!({"success": true, "count": 3, "lease_released": true, "dlq": false})
-    );
-    let results = v["push_results"].as_array().unwrap();
+    let done = cycled(&v);
+    assert!(done.success, "{v}");
+    assert_eq!(done.queue_name.as_deref(), Some("src"));
+    assert_eq!(done.query_id, at.query);
+    assert_eq!(done.partition_id, at.partition);
+    assert_eq!(done.state_ops_applied, 3);
+    assert_eq!(done.ack_result, acked(3, true, false));
+    let results = &done.push_results;
     assert_eq!(results.len(), 2);
-    assert_eq!(results[0]["status"], "queued");
-    assert_eq!(results[0]["transaction_id"], "out-1");
-    assert_eq!(results[0]["queueName"], "sink");
-    assert!(
-        results[1]["transaction_id"]
-            .as_str()
-            .unwrap()
-            .starts_with("stream-"),
-        "{v}"
-    );
+    assert_eq!(results[0].status, "queued");
+    assert_eq!(results[0].transaction_id, "out-1");
+    assert_eq!(results[0].queue_name.as_deref(), Some("sink"));
+    assert!(results[1].transaction_id.starts_with("stream-"), "{v}");
 
     // The last operation on a key wins: `gone` was upserted, then deleted.
     assert_eq!(
@@ -370,8 +368,7 @@ async fn a_refused_cycle_writes_nothing_at_all() {
     let mut bad_status = at.cycle(state_ops.clone(), push_items.clone());
     bad_status["ack"]["status"] = json!("retry");
     let mut other_partition = at.cycle(state_ops.clone(), push_items.clone());
-    other_partition["partition_id"] =
-        json!(b.push("elsewhere", "p", &["e-1"]).await[0]["partition_id"]);
+    other_partition["partition_id"] = json!(b.push_pid("elsewhere", "p", &["e-1"]).await);
     let mut no_query = at.cycle(state_ops, push_items);
     no_query["query_id"] = json!("0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d");
     for (body, error) in [
@@ -385,13 +382,14 @@ async fn a_refused_cycle_writes_nothing_at_all() {
         (&no_query, "query not found"),
     ] {
         let v = cycle(&b, body).await;
-        assert_eq!(v["success"], false, "{v}");
+        let refused = cycled(&v);
+        assert!(!refused.success, "{v}");
         assert!(
             v["error"].as_str().unwrap().starts_with(error),
             "{body}: {v}"
         );
-        assert_eq!(v["push_results"], json!([]));
-        assert_eq!(v["ack_result"], Value::Null);
+        assert!(refused.push_results.is_empty(), "{v}");
+        assert_eq!(refused.ack_result, None);
     }
     assert!(state(&b, &at, json!({})).await.is_empty());
     let (s, _) = b.get("/api/v1/resources/queues/never-made").await;
@@ -419,7 +417,7 @@ async fn a_retried_cycle_applies_once_and_gets_its_first_answer() {
         json!([{"queue": "sink", "payload": {"count": 2}}]),
     );
     let first = cycle(&b, &body).await;
-    assert_eq!(first["success"], true, "{first}");
+    assert!(cycled(&first).success, "{first}");
     // The answer was lost; the client sends the same bytes again.
     let again = cycle(&b, &body).await;
     assert_eq!(again, first, "a replay answers what the commit answered");
@@ -440,7 +438,7 @@ async fn a_retried_cycle_applies_once_and_gets_its_first_answer() {
     other["state_ops"] = json!([{"type": "upsert", "key": "n", "value": {"count": 4}}]);
     other["ack"]["leaseId"] = Value::Null;
     let v = cycle(&b, &other).await;
-    assert_eq!(v["success"], false, "{v}");
+    assert!(!cycled(&v).success, "{v}");
     assert!(
         v["error"].as_str().unwrap().contains("already committed"),
         "{v}"
@@ -459,15 +457,15 @@ async fn a_retry_arriving_after_a_later_cycle_changes_nothing() {
         json!([{"type": "upsert", "key": "k", "value": {"v": "a"}}]),
         json!([]),
     );
-    assert_eq!(cycle(&b, &a).await["success"], true);
+    assert!(cycled(&cycle(&b, &a).await).success);
     // A flush cycle (no ack) commits next, then cycle A arrives again.
     let flush = at.flush(
         json!([{"type": "upsert", "key": "k", "value": {"v": "flushed"}}]),
         json!([{"queue": "sink", "payload": {"window": 1}}]),
     );
-    assert_eq!(cycle(&b, &flush).await["success"], true);
+    assert!(cycled(&cycle(&b, &flush).await).success);
     let v = cycle(&b, &a).await;
-    assert_eq!(v["success"], false, "{v}");
+    assert!(!cycled(&v).success, "{v}");
     assert_eq!(v["error"], "ACK operation failed: invalid or expired lease");
     assert_eq!(
         state(&b, &at, json!({})).await,
@@ -477,10 +475,11 @@ async fn a_retry_arriving_after_a_later_cycle_changes_nothing() {
     // A flush cycle retried after another one: its sink item, sent without a transaction id,
     // is pushed once.
     let other = at.flush(json!([{"type": "delete", "key": "zzz"}]), json!([]));
-    assert_eq!(cycle(&b, &other).await["success"], true);
+    assert!(cycled(&cycle(&b, &other).await).success);
     let v = cycle(&b, &flush).await;
-    assert_eq!(v["success"], true, "{v}");
-    assert_eq!(v["push_results"][0]["status"], "duplicate", "{v}");
+    let again = cycled(&v);
+    assert!(again.success, "{v}");
+    assert_eq!(again.push_results[0].status, "duplicate", "{v}");
     assert_eq!(drain(&b, "sink", "r").await, vec![json!({"window": 1})]);
 }
 
@@ -492,10 +491,7 @@ async fn release_lease_decides_whether_a_partial_ack_keeps_the_lease() {
     keep["ack"]["transactionId"] = json!(at.txids[0]);
     keep["release_lease"] = json!(false);
     let v = cycle(&b, &keep).await;
-    assert_eq!(
-        v["ack_result"],
-        json!({"success": true, "count": 1, "lease_released": false, "dlq": false})
-    );
+    assert_eq!(cycled(&v).ack_result, acked(1, false, false), "{v}");
     assert_eq!(b.cursor(&at.partition, GROUP).await, Some((0, true, 0)));
     // Still leased: the group's next pop gets nothing until the lease ends.
     assert!(Broker::txids(&b.pop("src", &format!("consumerGroup={GROUP}")).await).is_empty());
@@ -503,10 +499,7 @@ async fn release_lease_decides_whether_a_partial_ack_keeps_the_lease() {
     let mut release = at.cycle(json!([]), json!([]));
     release["ack"]["transactionId"] = json!(at.txids[1]);
     let v = cycle(&b, &release).await;
-    assert_eq!(
-        v["ack_result"],
-        json!({"success": true, "count": 1, "lease_released": true, "dlq": false})
-    );
+    assert_eq!(cycled(&v).ack_result, acked(1, true, false), "{v}");
     assert_eq!(b.cursor(&at.partition, GROUP).await, Some((1, false, 0)));
     // The tail redelivers at once.
     let pop = b.pop("src", &format!("consumerGroup={GROUP}")).await;
@@ -525,13 +518,14 @@ async fn a_failed_cycle_ack_dead_letters_the_message() {
             body["ack"]["error"] = json!(r);
         }
         let v = cycle(&b, &body).await;
-        assert_eq!(v["success"], true, "{v}");
-        assert_eq!(v["ack_result"]["dlq"], true, "{v}");
+        let done = cycled(&v);
+        assert!(done.success, "{v}");
+        assert!(done.ack_result.expect("an ack result").dlq, "{v}");
         let (_, d) = b.get(&format!("/api/v1/dlq?queue={source}")).await;
-        let letters = d["messages"].as_array().unwrap();
+        let letters = wire::read::<DeadLetters>(&d).messages;
         assert_eq!(letters.len(), 1, "{d}");
         assert_eq!(
-            letters[0]["errorMessage"],
+            letters[0].error_message,
             reason.unwrap_or("Streaming cycle reported failure"),
             "{d}"
         );
@@ -548,7 +542,7 @@ async fn state_reads_select_by_keys_prefix_ripeness_and_limit() {
         {"type": "upsert", "key": "agg\u{1f}c\u{1f}3", "value": {"acc": 3, "windowEnd": "late"}},
         {"type": "upsert", "key": "__wm__", "value": {"eventTimeMs": 5}},
     ]);
-    assert_eq!(cycle(&b, &at.cycle(ops, json!([]))).await["success"], true);
+    assert!(cycled(&cycle(&b, &at.cycle(ops, json!([]))).await).success);
     let keys = |rows: Vec<(String, Value)>| rows.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
     assert_eq!(keys(state(&b, &at, json!({})).await).len(), 4);
     assert_eq!(
@@ -586,7 +580,7 @@ async fn state_reads_select_by_keys_prefix_ripeness_and_limit() {
     );
     let big = big.to_string().replace(r#""BIG""#, "1e400");
     let (_, v) = b.post_raw("/streams/v1/cycle", &big).await;
-    assert_eq!(v["success"], true, "{v}");
+    assert!(cycled(&v).success, "{v}");
     let text = reqwest::Client::new()
         .post(format!("{}/streams/v1/state/get", b.url))
         .header("content-type", "application/json")
@@ -674,12 +668,9 @@ async fn a_tenant_sees_and_changes_only_its_own_queries() {
     let reg = json!({"name": "shared-name", "source_queue": "src", "config_hash": "h"});
     let (_, a) = call(&acme, "/streams/v1/queries", reg.clone()).await;
     let (_, z) = call(&zenith, "/streams/v1/queries", reg).await;
-    assert_eq!(
-        (&a["fresh"], &z["fresh"]),
-        (&json!(true), &json!(true)),
-        "{a} {z}"
-    );
-    assert_ne!(a["query_id"], z["query_id"]);
+    let (a, z): (StreamRegistered, StreamRegistered) = (wire::read(&a), wire::read(&z));
+    assert_eq!((a.fresh, z.fresh), (true, true), "{a:?} {z:?}");
+    assert_ne!(a.query_id, z.query_id);
 
     b.push_as(Some(&acme), "src", "p", &["a-1"]).await;
     let (_, pop) = b
@@ -690,45 +681,48 @@ async fn a_tenant_sees_and_changes_only_its_own_queries() {
             None,
         )
         .await;
-    let partition = pop["partitionId"].as_str().unwrap();
+    let pop: Popped = wire::read(&pop);
+    let partition = pop.partition_id.as_deref().unwrap();
     let body = json!({
-        "query_id": a["query_id"], "partition_id": partition, "consumer_group": GROUP,
+        "query_id": a.query_id, "partition_id": partition, "consumer_group": GROUP,
         "state_ops": [{"type": "upsert", "key": "k", "value": 1}],
         "push_items": [{"queue": "out", "payload": {"n": 1}}],
-        "ack": {"transactionId": "a-1", "leaseId": pop["leaseId"], "status": "completed"},
+        "ack": {"transactionId": "a-1", "leaseId": pop.lease_id, "status": "completed"},
     });
     // Zenith naming acme's query, or its own query with acme's partition: refused.
     let (_, v) = call(&zenith, "/streams/v1/cycle", body.clone()).await;
     assert_eq!(v["error"], "query not found", "{v}");
     let mut theirs = body.clone();
-    theirs["query_id"] = z["query_id"].clone();
+    theirs["query_id"] = json!(z.query_id);
     let (_, v) = call(&zenith, "/streams/v1/cycle", theirs).await;
     assert_eq!(
         v["error"], "partition not found in the query's source queue",
         "{v}"
     );
     let (_, v) = call(&acme, "/streams/v1/cycle", body).await;
-    assert_eq!(v["success"], true, "{v}");
+    assert!(cycled(&v).success, "{v}");
 
-    let read = json!({"query_id": a["query_id"], "partition_id": partition});
+    let read = json!({"query_id": a.query_id, "partition_id": partition});
     let (_, v) = call(&zenith, "/streams/v1/state/get", read.clone()).await;
-    assert_eq!(v["rows"], json!([]), "{v}");
+    assert!(wire::read::<StreamState>(&v).rows.is_empty(), "{v}");
     let (_, v) = call(&acme, "/streams/v1/state/get", read).await;
-    assert_eq!(v["rows"].as_array().unwrap().len(), 1, "{v}");
-    let path = format!(
-        "/streams/v1/queries/{}/partitions",
-        a["query_id"].as_str().unwrap()
-    );
+    assert_eq!(wire::read::<StreamState>(&v).rows.len(), 1, "{v}");
+    let path = format!("/streams/v1/queries/{}/partitions", a.query_id);
     let (s, _) = b.request_as(Some(&zenith), Method::GET, &path, None).await;
     assert_eq!(s, StatusCode::NOT_FOUND);
     let (s, v) = b.request_as(Some(&acme), Method::GET, &path, None).await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    assert_eq!(v["partitions"][0]["state_rows"], 1, "{v}");
+    assert_eq!(
+        wire::read::<StreamPartitions>(&v).partitions[0].state_rows,
+        1,
+        "{v}"
+    );
     let (_, v) = b
         .request_as(Some(&zenith), Method::GET, "/streams/v1/queries", None)
         .await;
-    assert_eq!(v["queries"].as_array().unwrap().len(), 1, "{v}");
-    assert_eq!(v["queries"][0]["query_id"], z["query_id"]);
+    let queries = wire::read::<StreamQueries>(&v).queries;
+    assert_eq!(queries.len(), 1, "{v}");
+    assert_eq!(queries[0].query_id, z.query_id);
 
     // The sink message carries the producer's subject from the token.
     let (_, out) = b
@@ -739,7 +733,13 @@ async fn a_tenant_sees_and_changes_only_its_own_queries() {
             None,
         )
         .await;
-    assert_eq!(out["messages"][0]["producerSub"], "acme-svc", "{out}");
+    assert_eq!(
+        wire::read::<Popped>(&out).messages[0]
+            .producer_sub
+            .as_deref(),
+        Some("acme-svc"),
+        "{out}"
+    );
     // A read-only token reads state but may not cycle or register.
     let reader = token("read-only").tenant("acme").mint();
     let (s, _) = call(
@@ -760,30 +760,25 @@ async fn state_outlives_the_sources_retention_and_goes_with_its_queue() {
     )
     .await;
     let at = batch(&b, "keep", "src", 2).await;
-    assert_eq!(
-        cycle(
-            &b,
-            &at.cycle(
-                json!([{"type": "upsert", "key": "k", "value": 1}]),
-                json!([])
-            )
-        )
-        .await["success"],
-        true
-    );
+    let v = cycle(
+        &b,
+        &at.cycle(
+            json!([{"type": "upsert", "key": "k", "value": 1}]),
+            json!([]),
+        ),
+    )
+    .await;
+    assert!(cycled(&v).success, "{v}");
     tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
     b.push("src", "p", &["new-1"]).await;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         let (_, m) = b.get("/api/v1/messages?queue=src").await;
-        let ids: Vec<&str> = m["messages"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|x| x["transactionId"].as_str())
-                    .collect()
-            })
-            .unwrap_or_default();
+        let ids: Vec<String> = wire::read::<MessageListing>(&m)
+            .messages
+            .into_iter()
+            .map(|x| x.transaction_id)
+            .collect();
         if ids == ["new-1"] {
             break;
         }
@@ -831,8 +826,8 @@ async fn state_outlives_the_sources_retention_and_goes_with_its_queue() {
             json!({"name": "again", "source_queue": "src2", "config_hash": "h1", "reset": true}),
         )
         .await;
-    assert_eq!(
-        v["reset"], false,
+    assert!(
+        !wire::read::<StreamRegistered>(&v).reset,
         "the same hash is a restart: its state is kept: {v}"
     );
     assert_eq!(state(&b, &at, json!({})).await.len(), 1);
@@ -842,7 +837,7 @@ async fn state_outlives_the_sources_retention_and_goes_with_its_queue() {
             json!({"name": "again", "source_queue": "src2", "config_hash": "h2", "reset": true}),
         )
         .await;
-    assert_eq!(v["reset"], true, "{v}");
+    assert!(wire::read::<StreamRegistered>(&v).reset, "{v}");
     assert!(state(&b, &at, json!({})).await.is_empty());
 }
 
@@ -860,8 +855,9 @@ async fn sink_pushes_follow_push_maintenance_and_the_stored_message_cap() {
         &at.cycle(json!([]), json!([{"queue": "sink", "payload": 1}])),
     )
     .await;
-    assert_eq!(v["success"], true, "{v}");
-    assert_eq!(v["push_results"][0]["status"], "buffered", "{v}");
+    let done = cycled(&v);
+    assert!(done.success, "{v}");
+    assert_eq!(done.push_results[0].status, "buffered", "{v}");
 
     // Over the tenant's stored-message cap the whole cycle is refused, acking nothing.
     let b = crate::support::authed_broker_with(|c| {
@@ -890,19 +886,21 @@ async fn sink_pushes_follow_push_maintenance_and_the_stored_message_cap() {
             None,
         )
         .await;
+    let reg: StreamRegistered = wire::read(&reg);
+    let pop: Popped = wire::read(&pop);
     let body = json!({
-        "query_id": reg["query_id"], "partition_id": pop["partitionId"], "consumer_group": GROUP,
+        "query_id": reg.query_id, "partition_id": pop.partition_id, "consumer_group": GROUP,
         "state_ops": [{"type": "upsert", "key": "k", "value": 1}],
         "push_items": [{"queue": "sink", "payload": 1}, {"queue": "sink", "payload": 2}],
-        "ack": {"transactionId": "s-1", "leaseId": pop["leaseId"]},
+        "ack": {"transactionId": "s-1", "leaseId": pop.lease_id},
     });
     let (s, v) = post("/streams/v1/cycle", body).await;
     assert_eq!(s, StatusCode::TOO_MANY_REQUESTS, "{v}");
     assert_eq!(v["code"], "quota_exceeded", "{v}");
     let (_, rows) = post(
         "/streams/v1/state/get",
-        json!({"query_id": reg["query_id"], "partition_id": pop["partitionId"]}),
+        json!({"query_id": reg.query_id, "partition_id": pop.partition_id}),
     )
     .await;
-    assert_eq!(rows["rows"], json!([]), "{rows}");
+    assert!(wire::read::<StreamState>(&rows).rows.is_empty(), "{rows}");
 }

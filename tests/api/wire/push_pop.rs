@@ -135,3 +135,23 @@ pub struct MessageDetail {
     pub payload: Value,
     pub is_encrypted: bool,
 }
+
+/// `GET /messages`: a page of messages (no payloads); the fields the suites read, and the ones
+/// every listed message carries.
+#[derive(Debug, Clone, Deserialize)]
+pub struct MessageListing {
+    pub messages: Vec<MessageListed>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageListed {
+    pub id: String,
+    pub transaction_id: String,
+    pub partition_id: String,
+    pub queue: String,
+    pub partition: String,
+    /// `pending`, `processing`, `completed` or `dead_letter`.
+    pub status: String,
+    pub created_at: String,
+}
