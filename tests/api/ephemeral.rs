@@ -10,10 +10,15 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::support::{alternating, broker, two_brokers, with_retry_after, Broker};
+use crate::wire::{
+    self, EphemeralAcks, EphemeralConfigured, EphemeralDepth, EphemeralGroup, EphemeralMessage,
+    EphemeralOptions, EphemeralPartition, EphemeralPopped, EphemeralQueue, EphemeralQueues,
+    WindowBuffer,
+};
 
 const NOT_FOUND: &str = "ephemeral_queue_not_found";
 
-async fn configure(b: &Broker, queue: &str, options: Value) -> Value {
+async fn configure(b: &Broker, queue: &str, options: Value) -> EphemeralConfigured {
     let (s, v) = b
         .post(
             "/api/v1/ephemeral/configure",
@@ -21,7 +26,7 @@ async fn configure(b: &Broker, queue: &str, options: Value) -> Value {
         )
         .await;
     assert_eq!(s, StatusCode::CREATED, "{v}");
-    v
+    wire::read(&v)
 }
 
 /// Pushes `payloads` to `queue` (partition when given); the answer.
@@ -48,27 +53,22 @@ async fn pushed(b: &Broker, queue: &str, partition: Option<&str>, payloads: &[Va
 }
 
 /// A pop with `query` (after `queue=`); its messages.
-async fn pop(b: &Broker, queue: &str, query: &str) -> Vec<Value> {
+async fn pop(b: &Broker, queue: &str, query: &str) -> Vec<EphemeralMessage> {
     let (s, v) = b
         .get(&format!("/api/v1/ephemeral/pop?queue={queue}&{query}"))
         .await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    assert_eq!(v["queue"], queue, "{v}");
-    v["messages"]
-        .as_array()
-        .expect("messages is a list")
-        .clone()
+    let popped: EphemeralPopped = wire::read(&v);
+    assert_eq!(popped.queue, queue, "{v}");
+    popped.messages
 }
 
-fn payloads(messages: &[Value]) -> Vec<Value> {
-    messages.iter().map(|m| m["payload"].clone()).collect()
+fn payloads(messages: &[EphemeralMessage]) -> Vec<Value> {
+    messages.iter().map(|m| m.payload.clone()).collect()
 }
 
-fn ids(messages: &[Value]) -> Vec<String> {
-    messages
-        .iter()
-        .map(|m| m["id"].as_str().unwrap().to_string())
-        .collect()
+fn ids(messages: &[EphemeralMessage]) -> Vec<String> {
+    messages.iter().map(|m| m.id.clone()).collect()
 }
 
 /// Acks `acks` (id, status) for `group`; the outcomes.
@@ -83,32 +83,29 @@ async fn ack(b: &Broker, queue: &str, group: Option<&str>, acks: &[(&str, &str)]
     }
     let (s, v) = b.post("/api/v1/ephemeral/ack", body).await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    v["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["outcome"].as_str().unwrap().to_string())
+    wire::read::<EphemeralAcks>(&v)
+        .results
+        .into_iter()
+        .map(|r| r.outcome)
         .collect()
 }
 
-async fn depth(b: &Broker, queue: &str) -> Value {
+async fn depth(b: &Broker, queue: &str) -> EphemeralDepth {
     let (s, v) = b
         .get(&format!("/api/v1/ephemeral/queues/{queue}/depth"))
         .await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    v
+    wire::read(&v)
 }
 
 /// The listing's row of `queue`.
-async fn listed(b: &Broker, queue: &str) -> Value {
+async fn listed(b: &Broker, queue: &str) -> EphemeralQueue {
     let (s, v) = b.get("/api/v1/ephemeral/queues").await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    v["queues"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|q| q["queue"] == queue)
-        .cloned()
+    wire::read::<EphemeralQueues>(&v)
+        .queues
+        .into_iter()
+        .find(|q| q.queue == queue)
         .unwrap_or_else(|| panic!("{queue} is not listed: {v}"))
 }
 
@@ -122,47 +119,58 @@ async fn a_declared_queue_is_listed_measured_reset_and_deleted() {
                                              "windowBuffer": {"ms": 10, "count": 5}}),
     )
     .await;
-    assert_eq!(v["tier"], "declared");
+    assert_eq!(v.tier, "declared");
     assert_eq!(
-        v["options"],
-        json!({"leaseSeconds": 30, "maxBytes": 16777216, "maxLength": 100, "policy": "dropOldest",
-               "retryLimit": 5, "ttlSeconds": 60, "windowBuffer": {"count": 5, "ms": 10}})
+        v.options,
+        EphemeralOptions {
+            lease_seconds: 30,
+            max_bytes: 16777216,
+            max_length: 100,
+            policy: "dropOldest".into(),
+            retry_limit: 5,
+            ttl_seconds: 60,
+            window_buffer: WindowBuffer { count: 5, ms: 10 },
+        }
     );
     // Declared and empty: there, with nothing in it.
     let d = depth(&b, "presence").await;
     assert_eq!(
-        (&d["tier"], &d["depth"], &d["pending"]),
-        (&json!("declared"), &json!(0), &json!(0)),
-        "{d}"
+        (d.tier.as_str(), d.depth, d.pending),
+        ("declared", 0, 0),
+        "{d:?}"
     );
     pushed(&b, "presence", None, &[json!(1), json!(2)]).await;
     pushed(&b, "presence", Some("room-7"), &[json!({"typing": true})]).await;
     let d = depth(&b, "presence").await;
     assert_eq!(
-        (&d["depth"], &d["pending"], &d["partitionsPending"]),
-        (&json!(3), &json!(3), &json!(2)),
-        "{d}"
+        (d.depth, d.pending, d.partitions_pending),
+        (3, 3, 2),
+        "{d:?}"
     );
     assert_eq!(
-        d["partitions"][0],
-        json!({"partition": "Default", "pending": 2, "bytes": 2}),
-        "{d}"
+        d.partitions[0],
+        EphemeralPartition {
+            partition: "Default".into(),
+            pending: 2,
+            bytes: 2
+        },
+        "{d:?}"
     );
     let row = listed(&b, "presence").await;
     assert_eq!(
-        (&row["tier"], &row["depth"], &row["partitions"]),
-        (&json!("declared"), &json!(3), &json!(2)),
-        "{row}"
+        (row.tier.as_str(), row.depth, row.partitions),
+        ("declared", 3, 2),
+        "{row:?}"
     );
-    assert_eq!(row["options"]["maxLength"], 100);
+    assert_eq!(row.options.max_length, 100);
 
     // An implicit queue: created by a push, listed as such, with the defaults.
     pushed(&b, "inbox", None, &[json!("hi")]).await;
     let row = listed(&b, "inbox").await;
     assert_eq!(
-        (&row["tier"], &row["options"]["policy"]),
-        (&json!("implicit"), &json!("reject")),
-        "{row}"
+        (row.tier.as_str(), row.options.policy.as_str()),
+        ("implicit", "reject"),
+        "{row:?}"
     );
 
     let (s, v) = b
@@ -174,7 +182,7 @@ async fn a_declared_queue_is_listed_measured_reset_and_deleted() {
     );
     assert!(pop(&b, "presence", "batch=10").await.is_empty());
     assert_eq!(
-        listed(&b, "presence").await["options"]["maxLength"],
+        listed(&b, "presence").await.options.max_length,
         100,
         "the declaration stays"
     );
@@ -220,8 +228,7 @@ async fn messages_come_out_in_order_per_partition() {
     let a = pop(&b, "q", "partition=a&batch=2").await;
     assert_eq!(payloads(&a), vec![json!(1), json!(2)]);
     assert!(
-        a.iter()
-            .all(|m| m["partition"] == "a" && m["attempts"] == 1),
+        a.iter().all(|m| m.partition == "a" && m.attempts == 1),
         "{a:?}"
     );
     let rest = pop(&b, "q", "batch=10").await;
@@ -273,17 +280,18 @@ async fn groups_compete_fan_out_or_share_queue_mode() {
     let got = pop(&b, dq, "group=b").await;
     assert_eq!(payloads(&got), vec![json!("late")], "b was remembered");
     let d = depth(&b, dq).await;
-    assert_eq!(
-        d["groups"],
-        json!([{"group": "a", "pending": 0, "leased": 0}, {"group": "b", "pending": 0, "leased": 1}]),
-        "{d}"
-    );
+    let group = |name: &str, leased| EphemeralGroup {
+        group: name.into(),
+        pending: 0,
+        leased,
+    };
+    assert_eq!(d.groups, [group("a", 0), group("b", 1)], "{d:?}");
     assert_eq!(
         ack(&b, dq, Some("b"), &[(&ids(&got)[0], "completed")]).await,
         ["acked"]
     );
     assert_eq!(
-        depth(&b, dq).await["depth"],
+        depth(&b, dq).await.depth,
         0,
         "every group is past it: it leaves the queue"
     );
@@ -296,7 +304,7 @@ async fn auto_ack_is_done_at_delivery() {
     let got = pop(&b, "q", "autoAck=true&batch=10").await;
     assert_eq!(payloads(&got), vec![json!(1), json!(2)]);
     assert_eq!(
-        depth(&b, "q").await["depth"],
+        depth(&b, "q").await.depth,
         0,
         "queue mode alone was owed them"
     );
@@ -362,11 +370,8 @@ async fn acks_complete_redeliver_or_say_stale_or_unknown() {
     let again = pop(&b, "q", "group=g&batch=10").await;
     assert_eq!(payloads(&again), vec![json!("b"), json!("c"), json!("e")]);
     assert_eq!(
-        again
-            .iter()
-            .map(|m| m["attempts"].clone())
-            .collect::<Vec<_>>(),
-        vec![json!(2), json!(2), json!(1)]
+        again.iter().map(|m| m.attempts).collect::<Vec<_>>(),
+        vec![2, 2, 1]
     );
     assert_eq!(ids(&again)[..2], id[1..3], "a redelivery keeps its id");
     // `true`-style sugar the client sends: `failed`; a status it does not know fails too.
@@ -411,12 +416,8 @@ async fn a_crash_empties_the_contents_and_keeps_the_declaration() {
         ["stale"]
     );
     let d = depth(&b, "q").await;
-    assert_eq!(
-        (&d["tier"], &d["depth"]),
-        (&json!("declared"), &json!(0)),
-        "{d}"
-    );
-    assert_eq!(listed(&b, "q").await["options"]["maxLength"], 7);
+    assert_eq!((d.tier.as_str(), d.depth), ("declared", 0), "{d:?}");
+    assert_eq!(listed(&b, "q").await.options.max_length, 7);
     assert!(pop(&b, "q", "group=g&batch=10").await.is_empty());
     pushed(&b, "q", None, &[json!(3)]).await;
     let again = pop(&b, "q", "group=g").await;
@@ -438,31 +439,24 @@ async fn an_unacked_delivery_comes_back_after_its_lease_until_the_retry_limit() 
     pushed(&b, "q", None, &[json!("job")]).await;
     let first = pop(&b, "q", "group=w").await;
     assert!(pop(&b, "q", "group=w").await.is_empty(), "leased");
-    assert_eq!(depth(&b, "q").await["groups"][0]["leased"], 1);
+    assert_eq!(depth(&b, "q").await.groups[0].leased, 1);
     lapse_leases(&b, "q").await;
     let second = pop(&b, "q", "group=w").await;
-    assert_eq!(
-        (ids(&second), &second[0]["attempts"]),
-        (ids(&first), &json!(2))
-    );
+    assert_eq!((ids(&second), second[0].attempts), (ids(&first), 2));
     // A nack at the last allowed delivery drops it (no DLQ): acked, counted.
     assert_eq!(
         ack(&b, "q", Some("w"), &[(&ids(&second)[0], "failed")]).await,
         ["redelivered"]
     );
     let third = pop(&b, "q", "group=w").await;
-    assert_eq!(third[0]["attempts"], 3);
+    assert_eq!(third[0].attempts, 3);
     assert_eq!(
         ack(&b, "q", Some("w"), &[(&ids(&third)[0], "failed")]).await,
         ["acked"]
     );
     assert!(pop(&b, "q", "group=w").await.is_empty());
     let row = listed(&b, "q").await;
-    assert_eq!(
-        (&row["drops"]["retry"], &row["depth"]),
-        (&json!(1), &json!(0)),
-        "{row}"
-    );
+    assert_eq!((row.drops.retry, row.depth), (1, 0), "{row:?}");
 
     // A lease that lapses at the last delivery drops it too.
     configure(&b, "r", json!({"retryLimit": 1})).await;
@@ -470,7 +464,7 @@ async fn an_unacked_delivery_comes_back_after_its_lease_until_the_retry_limit() 
     assert_eq!(pop(&b, "r", "group=w").await.len(), 1);
     lapse_leases(&b, "r").await;
     assert!(pop(&b, "r", "group=w").await.is_empty());
-    assert_eq!(listed(&b, "r").await["drops"]["retry"], 1);
+    assert_eq!(listed(&b, "r").await.drops.retry, 1);
 }
 
 #[tokio::test]
@@ -492,11 +486,7 @@ async fn messages_past_their_ttl_are_never_delivered() {
         vec![json!("new")]
     );
     let row = listed(&b, "q").await;
-    assert_eq!(
-        (&row["drops"]["ttl"], &row["depth"]),
-        (&json!(2), &json!(0)),
-        "{row}"
-    );
+    assert_eq!((row.drops.ttl, row.depth), (2, 0), "{row:?}");
 }
 
 #[tokio::test]
@@ -521,7 +511,7 @@ async fn a_full_queue_rejects_or_drops_its_oldest() {
         ),
         "{v}"
     );
-    assert_eq!(depth(&b, "strict").await["depth"], 2, "all or nothing");
+    assert_eq!(depth(&b, "strict").await.depth, 2, "all or nothing");
     pushed(&b, "strict", None, &[json!(3)]).await;
     // A push that could never fit is the client's mistake, whatever the policy.
     let (s, v) = push(
@@ -540,7 +530,7 @@ async fn a_full_queue_rejects_or_drops_its_oldest() {
         payloads(&pop(&b, "feed", "batch=10").await),
         vec![json!(3), json!(4), json!(5)]
     );
-    assert_eq!(listed(&b, "feed").await["drops"]["bounds"], 2);
+    assert_eq!(listed(&b, "feed").await.drops.bounds, 2);
     // A leased message dropped to make room goes with its delivery: its ack finds nothing.
     pushed(&b, "feed", None, &[json!(6), json!(7), json!(8)]).await;
     let leased = pop(&b, "feed", "group=g").await;
@@ -596,7 +586,7 @@ async fn a_waiting_pop_wakes_when_a_push_commits() {
     pushed(&b, "inbox", None, &[json!("ping")]).await;
     let v = waiting.await.unwrap();
     assert_eq!(
-        payloads(v["messages"].as_array().unwrap()),
+        payloads(&wire::read::<EphemeralPopped>(&v).messages),
         vec![json!("ping")],
         "{v}"
     );
@@ -620,7 +610,7 @@ async fn two_brokers_on_one_database_serve_the_same_queues() {
     let b = Broker::attach(&a.db_url).await;
     configure(&a, "shared", json!({"maxLength": 50})).await;
     pushed(&a, "shared", None, &[json!(1), json!(2)]).await;
-    assert_eq!(listed(&b, "shared").await["options"]["maxLength"], 50);
+    assert_eq!(listed(&b, "shared").await.options.max_length, 50);
     let one = pop(&b, "shared", "group=w").await;
     let two = pop(&a, "shared", "group=w").await;
     assert_eq!(
@@ -650,7 +640,7 @@ async fn two_brokers_on_one_database_serve_the_same_queues() {
     pushed(&a, "other", None, &[json!("hello")]).await;
     let v = waiting.await.unwrap();
     assert_eq!(
-        payloads(v["messages"].as_array().unwrap()),
+        payloads(&wire::read::<EphemeralPopped>(&v).messages),
         vec![json!("hello")],
         "{v}"
     );
@@ -707,7 +697,7 @@ async fn bad_requests_are_refused_with_their_reason() {
     assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
     // Nothing refused made a queue.
     let (_, v) = b.get("/api/v1/ephemeral/queues").await;
-    assert_eq!(v["count"], 0, "{v}");
+    assert_eq!(wire::read::<EphemeralQueues>(&v).count, 0, "{v}");
     // An empty push is a push of nothing, as in the client.
     let (s, v) = push(&b, "q", None, &[]).await;
     assert_eq!((s, v), (StatusCode::CREATED, json!({"pushed": 0})));
@@ -784,7 +774,7 @@ async fn racing_new_queues_never_pass_the_tenants_queue_limit() {
         );
     }
     let (_, v) = a.get("/api/v1/ephemeral/queues").await;
-    let listed = v["queues"].as_array().map_or(0, Vec::len) as i64;
+    let listed = wire::read::<EphemeralQueues>(&v).queues.len() as i64;
     assert_eq!(
         listed,
         limit,

@@ -19,6 +19,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 mod dlq;
+mod ephemeral;
 mod groups;
 mod kv;
 mod push_pop;
@@ -29,6 +30,7 @@ mod traces;
 mod transaction;
 
 pub use dlq::*;
+pub use ephemeral::*;
 pub use groups::*;
 pub use kv::*;
 pub use push_pop::*;
