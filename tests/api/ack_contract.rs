@@ -1551,9 +1551,17 @@ async fn a_partition_of_another_tenant_is_not_owned() {
     }
     .unwrap();
     db.execute(
-        "INSERT INTO cursors (partition_id, consumer_group, committed, queue_id, lease_id, lease_expires_at, lease_end)
-         VALUES ($1, '__QUEUE_MODE__', -1, $2, $3, now() + interval '5 minutes', 0)",
-        &[&pid, &qid, &lease],
+        "INSERT INTO cursors (partition_id, consumer_group, start, queue_id)
+         VALUES ($1, '__QUEUE_MODE__', -1, $2)",
+        &[&pid, &qid],
+    )
+    .await
+    .unwrap();
+    db.execute(
+        "INSERT INTO cursor_log (partition_id, consumer_group, seq, committed, lease_id,
+                                 lease_expires_at, lease_end)
+         VALUES ($1, '__QUEUE_MODE__', 1, -1, $2, now() + interval '5 minutes', 0)",
+        &[&pid, &lease],
     )
     .await
     .unwrap();
@@ -1573,7 +1581,7 @@ async fn a_partition_of_another_tenant_is_not_owned() {
     }
     let row = db
         .query_one(
-            "SELECT committed, lease_id, retry_count FROM cursors WHERE partition_id = $1",
+            "SELECT committed, lease_id, retry_count FROM cursor_state WHERE partition_id = $1",
             &[&pid],
         )
         .await

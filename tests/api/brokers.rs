@@ -172,7 +172,7 @@ async fn unfinished(
         .query(
             "SELECT p.id::text, p.next_offset, c.committed, c.lease_id IS NOT NULL
                FROM partitions p JOIN queues q ON q.id = p.queue_id
-               LEFT JOIN cursors c ON c.partition_id = p.id AND c.consumer_group = $2
+               LEFT JOIN cursor_state c ON c.partition_id = p.id AND c.consumer_group = $2
               WHERE q.name = $1",
             &[&queue, &group],
         )

@@ -494,7 +494,7 @@ async fn pop_skips_locked_cursor_rows() {
     let tx = db.transaction().await.unwrap();
     let locked = tx
         .query(
-            "SELECT committed FROM cursors WHERE partition_id = $1::text::uuid AND consumer_group = $2 FOR UPDATE",
+            "SELECT start FROM cursors WHERE partition_id = $1::text::uuid AND consumer_group = $2 FOR UPDATE",
             &[&pid_of[y], &g],
         )
         .await
@@ -827,7 +827,7 @@ async fn a_plan_made_on_a_small_table_does_not_scan_it_whole_once_it_grows() {
         "INSERT INTO partitions (id, tenant, queue_id, name)
               SELECT gen_random_uuid(), p.tenant, p.queue_id, 'g' || i
                 FROM partitions p, generate_series(1, 3000) i WHERE p.name = 'p0';
-         INSERT INTO cursors (partition_id, consumer_group, committed, queue_id)
+         INSERT INTO cursors (partition_id, consumer_group, start, queue_id)
               SELECT p.id, c.consumer_group, -1, p.queue_id
                 FROM partitions p JOIN cursors c ON c.queue_id = p.queue_id
                WHERE p.name LIKE 'g%'",
@@ -929,7 +929,7 @@ async fn a_claim_reads_its_own_queues_partitions_not_every_queues() {
                 FROM partitions p JOIN queues q ON q.id = p.queue_id,
                      generate_series(1, 99) i
                WHERE q.name = 'mine' AND p.name = 'p0';
-         INSERT INTO cursors (partition_id, consumer_group, committed, queue_id)
+         INSERT INTO cursors (partition_id, consumer_group, start, queue_id)
               SELECT p.id, c.consumer_group, p.next_offset - 1, p.queue_id
                 FROM partitions p JOIN cursors c ON c.queue_id = p.queue_id
                WHERE p.name LIKE 'x%'",
@@ -942,7 +942,7 @@ async fn a_claim_reads_its_own_queues_partitions_not_every_queues() {
         .await
         .unwrap();
     for _ in 0..50 {
-        db.batch_execute("UPDATE cursors SET retry_count = retry_count")
+        db.batch_execute("UPDATE cursors SET start = start")
             .await
             .unwrap();
     }

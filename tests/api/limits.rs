@@ -202,7 +202,7 @@ async fn a_push_past_the_stored_message_cap_is_refused_whole() {
     let db = b.db().await;
     let committed: i64 = db
         .query_one(
-            "SELECT committed FROM cursors WHERE partition_id = $1::text::uuid AND consumer_group = '__QUEUE_MODE__'",
+            "SELECT committed FROM cursor_state WHERE partition_id = $1::text::uuid AND consumer_group = '__QUEUE_MODE__'",
             &[&pid.as_str().unwrap()],
         )
         .await

@@ -456,6 +456,7 @@ async fn deleting_a_queue_removes_everything_it_owns() {
         ("partitions", "id"),
         ("segments", "partition_id"),
         ("cursors", "partition_id"),
+        ("cursor_log", "partition_id"),
         ("dead_letters", "partition_id"),
     ] {
         let n: i64 = db
@@ -1011,7 +1012,7 @@ async fn concurrent_pops_fused_into_one_claim_each_keep_their_own_lease() {
         let pid = &m.partition_id;
         let row = db
             .query_one(
-                "SELECT lease_id::text FROM cursors
+                "SELECT lease_id::text FROM cursor_state
                   WHERE partition_id = $1::text::uuid AND consumer_group = 'g'",
                 &[&pid],
             )

@@ -103,7 +103,7 @@ async fn configure_accepts_an_empty_queue_name_as_queen_does() {
         .await
         .query_one(
             "SELECT extract(epoch FROM c.lease_expires_at - now())::float8 AS left_s
-               FROM cursors c JOIN partitions p ON p.id = c.partition_id
+               FROM cursor_state c JOIN partitions p ON p.id = c.partition_id
                JOIN queues q ON q.id = p.queue_id WHERE q.name = ''",
             &[],
         )

@@ -88,7 +88,7 @@ async fn where_things_are(b: &Broker) -> String {
         q("SELECT format('%s..%s at %s', base_offset, end_offset, created_at) FROM segments").await,
         q(
             "SELECT format('%s committed %s lease %s..%s until %s', consumer_group, committed,
-                         lease_id, lease_end, lease_expires_at) FROM cursors"
+                         lease_id, lease_end, lease_expires_at) FROM cursor_state"
         )
         .await,
         q("SELECT format('%s after %s', consumer_group, start_after) FROM subscriptions").await,

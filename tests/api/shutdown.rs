@@ -221,7 +221,7 @@ async fn sigterm_under_load_loses_no_acknowledged_push_and_leaves_no_lease_behin
     // No lease is live that no consumer received.
     let live: Vec<String> = db
         .query(
-            "SELECT lease_id::text FROM cursors
+            "SELECT lease_id::text FROM cursor_state
               WHERE lease_id IS NOT NULL AND lease_expires_at > now() AND consumer_group <> 'audit'",
             &[],
         )
@@ -323,7 +323,7 @@ async fn the_lease_of_an_answer_that_never_reached_its_client_is_released() {
     let db = db(&db_url).await;
     let leased = || async {
         db.query_one(
-            "SELECT count(*) FROM cursors WHERE lease_id IS NOT NULL AND lease_expires_at > now()",
+            "SELECT count(*) FROM cursor_state WHERE lease_id IS NOT NULL AND lease_expires_at > now()",
             &[],
         )
         .await
@@ -345,7 +345,7 @@ async fn the_lease_of_an_answer_that_never_reached_its_client_is_released() {
         "the undelivered answer's lease is released"
     );
     let cursors: Vec<(i64, i32)> = db
-        .query("SELECT committed, retry_count FROM cursors", &[])
+        .query("SELECT committed, retry_count FROM cursor_state", &[])
         .await
         .unwrap()
         .iter()

@@ -152,7 +152,7 @@ impl Fixture {
     async fn cursor(&self, group: &str) -> Option<(i64, Option<Uuid>, Option<i64>)> {
         let db = self.b.db().await;
         db.query_opt(
-            "SELECT committed, lease_id, lease_end FROM cursors
+            "SELECT committed, lease_id, lease_end FROM cursor_state
               WHERE partition_id = $1 AND consumer_group = $2",
             &[&self.partition_id, &group],
         )
@@ -244,9 +244,7 @@ async fn a_claim_leases_a_batch_reads_its_segments_and_a_finish_trims_it() {
         undo: None,
         held: lease[0],
     };
-    claim::finish(&*tx, tx.layout(), "g", &[finish])
-        .await
-        .unwrap();
+    claim::finish(&*tx, "g", &[finish]).await.unwrap();
     tx.commit().await.unwrap();
     let (committed, lease_id, _) = f.cursor("g").await.unwrap();
     assert_eq!((committed, lease_id), (p.committed + 1, None));
@@ -273,9 +271,7 @@ async fn a_finish_under_a_lease_no_longer_held_changes_nothing() {
         undo: None,
         held: Uuid::now_v7(),
     };
-    claim::finish(&*tx, tx.layout(), "g", &[stale])
-        .await
-        .unwrap();
+    claim::finish(&*tx, "g", &[stale]).await.unwrap();
     tx.commit().await.unwrap();
     assert_eq!(
         f.cursor("g").await.unwrap(),
@@ -408,7 +404,7 @@ async fn an_ack_locks_the_cursor_resolves_its_ids_and_writes_the_cursor_back() {
     let db = f.b.db().await;
     let retries: i32 = db
         .query_one(
-            "SELECT retry_count FROM cursors WHERE partition_id = $1 AND consumer_group = 'g'",
+            "SELECT retry_count FROM cursor_state WHERE partition_id = $1 AND consumer_group = 'g'",
             &[&f.partition_id],
         )
         .await
@@ -989,5 +985,102 @@ async fn a_database_migrated_before_the_rewrite_starts_and_a_divergent_one_is_re
     assert!(
         format!("{refused:#}").contains("is different than filesystem one"),
         "{refused:#}"
+    );
+}
+
+/// The previous release's consumer state (V20: each cursor's committed offset, lease and
+/// retry count on its `cursors` row) survives V21, which moves it into the cursor log: every
+/// cursor reads as it was, a live lease still acks, and consumption goes on from where it
+/// was. The database is put back into V20's layout by hand, from state the API made.
+#[tokio::test]
+async fn a_database_of_the_previous_release_keeps_its_cursors_leases_and_messages() {
+    if crate::support::single_only("the V20 layout is put back by hand").await {
+        return;
+    }
+    let b = broker().await;
+    b.push("q", "p", &["m0", "m1", "m2", "m3", "m4"]).await;
+    let first = b.pop("q", "batch=2").await;
+    assert_eq!(Broker::txids(&first), vec!["m0", "m1"]);
+    b.ack_all(None, &first).await;
+    let leased = b.pop("q", "batch=1&consumerGroup=g").await;
+    assert_eq!(Broker::txids(&leased), vec!["m0"]);
+    let failed = b.pop("q", "batch=1&consumerGroup=r").await;
+    let item = |status: &str| {
+        serde_json::json!([{
+            "transactionId": "m0",
+            "partitionId": failed["messages"][0]["partitionId"],
+            "leaseId": failed["messages"][0]["leaseId"],
+            "status": status,
+        }])
+    };
+    b.ack_batch(Some("r"), item("failed")).await;
+    let url = b.db_url.clone();
+    let db = b.db().await;
+    let state =
+        "SELECT string_agg(concat_ws(',', partition_id, consumer_group, committed, lease_id,
+                                             lease_expires_at, lease_end, retry_count), ';'
+                                   ORDER BY partition_id, consumer_group) FROM cursor_state";
+    let before: String = db.query_one(state, &[]).await.unwrap().get(0);
+    assert!(before.contains(",r,") && before.contains(",g,"), "{before}");
+    drop(b);
+
+    db.batch_execute(
+        "ALTER TABLE cursors ADD COLUMN lease_id uuid, ADD COLUMN lease_expires_at timestamptz,
+                             ADD COLUMN lease_end bigint,
+                             ADD COLUMN retry_count integer NOT NULL DEFAULT 0;
+         UPDATE cursors c SET start = s.committed, lease_id = s.lease_id,
+                lease_expires_at = s.lease_expires_at, lease_end = s.lease_end,
+                retry_count = s.retry_count
+           FROM cursor_state s
+          WHERE s.partition_id = c.partition_id AND s.consumer_group = c.consumer_group;
+         DROP VIEW cursor_state;
+         DROP TABLE cursor_log;
+         DROP INDEX cursors_walk;
+         ALTER TABLE cursors RENAME COLUMN start TO committed;
+         ALTER TABLE cursors SET (fillfactor = 70);
+         CREATE INDEX cursors_lease ON cursors (lease_id) WHERE lease_id IS NOT NULL;
+         CREATE INDEX cursors_claim_order
+             ON cursors (queue_id, consumer_group, lease_expires_at NULLS FIRST, partition_id);
+         DELETE FROM refinery_schema_history WHERE version = 21;",
+    )
+    .await
+    .expect("the V20 layout");
+
+    Store::migrate(&url).await.expect("V21 migrates it");
+    let after: String = db.query_one(state, &[]).await.unwrap().get(0);
+    assert_eq!(after, before, "every cursor as it was");
+
+    let b = Broker::attach(&url).await;
+    let acked = b
+        .ack_batch(
+            Some("g"),
+            serde_json::json!([{
+                "transactionId": "m0",
+                "partitionId": leased["messages"][0]["partitionId"],
+                "leaseId": leased["messages"][0]["leaseId"],
+                "status": "completed",
+            }]),
+        )
+        .await;
+    assert_eq!(
+        acked[0]["success"], true,
+        "the lease taken before still acks: {acked:?}"
+    );
+    assert_eq!(
+        Broker::txids(&b.pop("q", "batch=10").await),
+        vec!["m2", "m3", "m4"],
+        "queue mode goes on after what it committed"
+    );
+    assert_eq!(
+        Broker::txids(&b.pop("q", "batch=10&consumerGroup=g").await),
+        vec!["m1", "m2", "m3", "m4"]
+    );
+    let r = b
+        .cursor(leased["messages"][0]["partitionId"].as_str().unwrap(), "r")
+        .await;
+    assert_eq!(
+        r.map(|(c, _, n)| (c, n)),
+        Some((-1, 1)),
+        "the retry charged is kept"
     );
 }

@@ -519,7 +519,7 @@ impl Broker {
         let db = self.db().await;
         db.query_opt(
             "SELECT committed, lease_id IS NOT NULL AND lease_expires_at > now(), retry_count
-               FROM cursors WHERE partition_id = $1::text::uuid AND consumer_group = $2",
+               FROM cursor_state WHERE partition_id = $1::text::uuid AND consumer_group = $2",
             &[&partition_id, &group],
         )
         .await

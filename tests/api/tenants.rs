@@ -98,7 +98,7 @@ async fn snapshot(b: &Broker, tenant: &str) -> String {
                (SELECT string_agg(concat_ws(',', c.partition_id, c.consumer_group, c.committed, c.lease_id,
                                             c.lease_expires_at, c.lease_end, c.retry_count), ';'
                                   ORDER BY c.partition_id, c.consumer_group)
-                  FROM cursors c JOIN partitions p ON p.id = c.partition_id WHERE p.tenant = $1),
+                  FROM cursor_state c JOIN partitions p ON p.id = c.partition_id WHERE p.tenant = $1),
                (SELECT string_agg(concat_ws(',', s.queue_id, s.consumer_group, s.start_after), ';'
                                   ORDER BY s.queue_id, s.consumer_group)
                   FROM subscriptions s JOIN queues q ON q.id = s.queue_id WHERE q.tenant = $1),

@@ -110,7 +110,7 @@ async fn wait_for_held_lease(db: &tokio_postgres::Client) {
     loop {
         let live: i64 = db
             .query_one(
-                "SELECT count(*) FROM cursors c JOIN partitions p ON p.id = c.partition_id
+                "SELECT count(*) FROM cursor_state c JOIN partitions p ON p.id = c.partition_id
                    JOIN queues q ON q.id = p.queue_id
                   WHERE q.name = $1 AND c.lease_id IS NOT NULL AND c.lease_expires_at > now()",
                 &[&HELD],

@@ -10,7 +10,7 @@
 -- partition ids are time-ordered where these are derived from names. A look, not a lock:
 -- another pop may take one before this one claims it.
 -- $1 queue id, $2 consumer group, $3 window buffer seconds, $4 how many at most
-SELECT c.partition_id FROM cursors c JOIN partitions p ON p.id = c.partition_id
+SELECT c.partition_id FROM cursor_state c JOIN partitions p ON p.id = c.partition_id
  WHERE c.queue_id = $1 AND c.consumer_group = $2
    AND c.committed < p.next_offset - 1
    AND (c.lease_id IS NULL OR c.lease_expires_at <= now())
@@ -21,7 +21,7 @@ SELECT c.partition_id FROM cursors c JOIN partitions p ON p.id = c.partition_id
 -- variant of: candidates
 -- candidates among the hinted partitions ($5) only.
 -- $1-$4 as candidates, $5 the hinted partition ids
-SELECT c.partition_id FROM cursors c JOIN partitions p ON p.id = c.partition_id
+SELECT c.partition_id FROM cursor_state c JOIN partitions p ON p.id = c.partition_id
  WHERE c.queue_id = $1 AND c.consumer_group = $2
    AND c.partition_id = ANY ($5::uuid[]) -- (variant)
    AND c.committed < p.next_offset - 1
@@ -31,39 +31,9 @@ SELECT c.partition_id FROM cursors c JOIN partitions p ON p.id = c.partition_id
 
 -- name: claim_one
 -- Claims partition $1 for the group under lease $4 and reads it, as the claim on one
--- PostgreSQL does for each partition it takes; every table is named with the partition, so
--- Citus routes the whole statement to its worker. Nothing comes back when the cursor has
--- nothing to claim or another pop holds it.
+-- PostgreSQL does for each partition it takes (regent_claim_one, which Citus runs on the
+-- partition's worker). Nothing comes back when the cursor has nothing to claim or another
+-- pop holds it.
 -- $1 partition id, $2 consumer group, $3 window buffer seconds, $4 lease id, $5 lease seconds,
--- $6 messages at most, $7 queue id
-WITH cand AS (
-       SELECT c.partition_id, c.committed, c.lease_end AS old_end,
-              c.lease_expires_at AS last_claim, p.next_offset, p.name
-         FROM cursors c JOIN partitions p ON p.id = c.partition_id
-        WHERE c.partition_id = $1 AND p.id = $1 AND c.consumer_group = $2 AND c.queue_id = $7
-          AND c.committed < p.next_offset - 1
-          AND (c.lease_id IS NULL OR c.lease_expires_at <= now())
-          AND ($3::float8 = 0 OR p.last_push_at <= now() - make_interval(secs => $3::float8))
-          FOR UPDATE OF c SKIP LOCKED),
-     claimed AS (
-       UPDATE cursors c
-          SET lease_id = $4, lease_expires_at = now() + make_interval(secs => $5::float8),
-              lease_end = least(cand.next_offset - 1, cand.committed + $6)
-         FROM cand WHERE c.partition_id = $1 AND c.consumer_group = $2
-       RETURNING c.partition_id, c.lease_id, cand.name, cand.committed, c.lease_end,
-                 cand.old_end, cand.last_claim)
-SELECT cl.partition_id, cl.lease_id, cl.name, cl.committed, cl.lease_end, cl.old_end,
-       cl.last_claim,
-       (SELECT array_agg(t."offset" ORDER BY t."offset") FROM tombstones t
-         WHERE t.partition_id = $1 AND t."offset" > cl.committed
-           AND t."offset" <= cl.lease_end) AS tombstoned,
-       now() AS db_now, s.base_offset, s.end_offset, s.created_at, s.frames
-  FROM claimed cl
-  LEFT JOIN LATERAL (
-    (SELECT base_offset, end_offset, created_at, frames FROM segments
-      WHERE partition_id = $1 AND end_offset > cl.committed AND end_offset <= cl.lease_end)
-    UNION ALL
-    (SELECT base_offset, end_offset, created_at, frames FROM segments
-      WHERE partition_id = $1 AND end_offset > cl.lease_end
-      ORDER BY end_offset LIMIT 1)) s ON s.base_offset <= cl.lease_end
- ORDER BY s.end_offset
+-- $6 messages at most
+SELECT * FROM regent_claim_one($1, $2, $3, $4, $5, $6)

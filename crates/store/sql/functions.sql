@@ -150,3 +150,561 @@ BEGIN
     END IF;
 END
 $$;
+
+-- The consumer path's writers (V21): every change of a cursor's state appends the successor
+-- of its newest `cursor_log` row, never updates one. A writer first takes its turn on the
+-- cursor by locking its `cursors` row (FOR UPDATE writes no new row version), then reads the
+-- newest row in a later statement, so a fresh snapshot, and appends after it: every row
+-- another writer appended under the lock was committed before this one got it, so the fresh
+-- snapshot sees it, and seq + 1 is free. (Read in the statement that locked, a writer would
+-- act on the state its snapshot had before the wait.) Turns are taken one cursor at a time,
+-- in the global order (partition, then group), each statement naming its partition: on
+-- Citus each is routed to the partition's shard (Citus locks rows only in a statement routed
+-- to one shard). The state is read into a variable by a statement of its own, never joined
+-- with a distributed table: Citus would push such a join to the worker, function call and
+-- all, and refuse the call's own distributed query there.
+
+-- One cursor's state now, as the view cursor_state states it for many: its newest log row, or
+-- its start while it has none; no row when it has no cursor. The partition is named to both
+-- tables, so Citus routes the read to the partition's shard (through the view, the log's
+-- lateral lookup names the partition only by the join, and Citus sends it to every shard).
+CREATE OR REPLACE FUNCTION regent_cursor_now(p_partition uuid, p_group text)
+RETURNS TABLE (seq bigint, committed bigint, lease_id uuid, lease_expires_at timestamptz,
+               lease_end bigint, retry_count integer)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    SELECT coalesce(s.seq, 0), coalesce(s.committed, c.start), s.lease_id, s.lease_expires_at,
+           s.lease_end, coalesce(s.retry_count, 0)
+      FROM cursors c
+      LEFT JOIN LATERAL (
+           SELECT l.seq, l.committed, l.lease_id, l.lease_expires_at, l.lease_end, l.retry_count
+             FROM cursor_log l
+            WHERE l.partition_id = p_partition AND l.consumer_group = p_group
+            ORDER BY l.seq DESC LIMIT 1) s ON true
+     WHERE c.partition_id = p_partition AND c.consumer_group = p_group;
+END
+$$;
+
+-- Takes the turn on one cursor (waiting for it, or, with p_skip, skipping a cursor another
+-- writer holds) and answers its state then; no row when skipped or when it has no cursor.
+CREATE OR REPLACE FUNCTION regent_cursor_turn(p_partition uuid, p_group text, p_skip boolean)
+RETURNS TABLE (seq bigint, committed bigint, lease_id uuid, lease_expires_at timestamptz,
+               lease_end bigint, retry_count integer)
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF p_skip THEN
+        PERFORM 1 FROM cursors c
+         WHERE c.partition_id = p_partition AND c.consumer_group = p_group
+           FOR UPDATE SKIP LOCKED;
+    ELSE
+        PERFORM 1 FROM cursors c
+         WHERE c.partition_id = p_partition AND c.consumer_group = p_group
+           FOR UPDATE;
+    END IF;
+    IF FOUND THEN
+        RETURN QUERY SELECT * FROM regent_cursor_now(p_partition, p_group);
+    END IF;
+END
+$$;
+
+-- Appends a cursor's next state (the caller holds its turn and read `seq`).
+CREATE OR REPLACE FUNCTION regent_cursor_next(p_partition uuid, p_group text, p_seq bigint,
+                                              p_committed bigint, p_lease uuid,
+                                              p_expires timestamptz, p_end bigint,
+                                              p_retry integer)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO cursor_log (partition_id, consumer_group, seq, committed, lease_id,
+                            lease_expires_at, lease_end, retry_count)
+    VALUES (p_partition, p_group, p_seq + 1, p_committed, p_lease, p_expires, p_end, p_retry);
+END
+$$;
+
+-- Claims one cursor of the group for a lease, when it still has something to claim: skipped
+-- (no row) when another writer holds it or it has nothing. Returns what the claim needs of
+-- the cursor as it was and the lease's range.
+CREATE OR REPLACE FUNCTION regent_claim_cursor(p_partition uuid, p_group text, p_window float8,
+                                               p_lease uuid, p_lease_seconds float8,
+                                               p_batch bigint)
+RETURNS TABLE (partition_id uuid, lease_id uuid, name text, committed bigint, lease_end bigint,
+               old_end bigint, last_claim timestamptz)
+LANGUAGE plpgsql AS $$
+DECLARE
+    s   record;
+    p   record;
+    v_end bigint;
+BEGIN
+    SELECT * INTO s FROM regent_cursor_turn(p_partition, p_group, true);
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    SELECT g.next_offset, g.name, g.last_push_at INTO p FROM partitions g WHERE g.id = p_partition;
+    IF NOT (s.committed < p.next_offset - 1
+            AND (s.lease_id IS NULL OR s.lease_expires_at <= now())
+            AND (p_window = 0 OR p.last_push_at <= now() - make_interval(secs => p_window)))
+    THEN
+        RETURN;
+    END IF;
+    v_end := least(p.next_offset - 1, s.committed + p_batch);
+    PERFORM regent_cursor_next(p_partition, p_group, s.seq, s.committed, p_lease,
+                               now() + make_interval(secs => p_lease_seconds), v_end,
+                               s.retry_count);
+    RETURN QUERY SELECT p_partition, p_lease, p.name, s.committed, v_end, s.lease_end,
+                        s.lease_expires_at;
+END
+$$;
+
+-- A claim on one PostgreSQL (crate::claim): up to p_max of the group's partitions with
+-- something to claim, least recently claimed first (so a hot partition cannot starve the
+-- others), the hinted ones only when p_hint is given, the k-th claimed under lease
+-- p_leases[k]; then each claimed partition once per segment overlapping its leased range
+-- (committed, lease_end] (the segments ending inside it plus the first one ending after it,
+-- both bounded index scans), or once with NULL segment columns. With p_options (a queue the
+-- broker knows), it claims only while the queue still has those options, its commit does not
+-- wait for the WAL flush (a claim consumes nothing), and it answers one row saying whether
+-- it did (`fresh`) when it claimed nothing.
+--
+-- The candidates are looked at in this statement's snapshot, without turns; each is then
+-- claimed by regent_claim_cursor, which takes its turn and looks again.
+--
+-- Architecture Invariant: a claim reads its own queue's cursors and, through each, its
+-- partition: never the whole `partitions` table (the lateral lookup cannot be flattened).
+-- The hinted candidates are read by primary key: `queue_id IS NOT DISTINCT FROM` keeps the
+-- planner off the group's walk index, which would read every cursor of the group.
+CREATE OR REPLACE FUNCTION regent_claim(p_queue uuid, p_group text, p_partition text,
+                                        p_window float8, p_max bigint, p_leases uuid[],
+                                        p_lease_seconds float8, p_batch bigint, p_hint uuid[],
+                                        p_options jsonb)
+RETURNS TABLE (fresh boolean, partition_id uuid, lease_id uuid, name text, committed bigint,
+               lease_end bigint, old_end bigint, last_claim timestamptz, tombstoned bigint[],
+               db_now timestamptz, base_offset bigint, end_offset bigint,
+               created_at timestamptz, frames bytea)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_cand  uuid;
+    v_row   record;
+    v_pids  uuid[] := '{}';
+    v_lease uuid[] := '{}';
+    v_name  text[] := '{}';
+    v_comm  bigint[] := '{}';
+    v_end   bigint[] := '{}';
+    v_old   bigint[] := '{}';
+    v_last  timestamptz[] := '{}';
+BEGIN
+    IF p_options IS NOT NULL THEN
+        PERFORM set_config('synchronous_commit', 'off', true) FROM queues
+          WHERE id = p_queue AND options = p_options;
+        IF NOT FOUND THEN
+            RETURN QUERY SELECT false, NULL::uuid, NULL::uuid, NULL::text, NULL::bigint,
+                                NULL::bigint, NULL::bigint, NULL::timestamptz, NULL::bigint[],
+                                now(), NULL::bigint, NULL::bigint, NULL::timestamptz,
+                                NULL::bytea;
+            RETURN;
+        END IF;
+    END IF;
+    FOR v_cand IN
+        SELECT s.partition_id
+          FROM cursor_state s
+         CROSS JOIN LATERAL (SELECT p.next_offset, p.name, p.last_push_at FROM partitions p
+                              WHERE p.id = s.partition_id OFFSET 0) p
+         WHERE (p_hint IS NULL OR s.partition_id = ANY (p_hint))
+           AND ((p_hint IS NULL AND s.queue_id = p_queue)
+                OR (p_hint IS NOT NULL AND s.queue_id IS NOT DISTINCT FROM p_queue))
+           AND s.consumer_group = p_group AND (p_partition IS NULL OR p.name = p_partition)
+           AND s.committed < p.next_offset - 1
+           AND (s.lease_id IS NULL OR s.lease_expires_at <= now())
+           AND (p_window = 0 OR p.last_push_at <= now() - make_interval(secs => p_window))
+         ORDER BY s.lease_expires_at NULLS FIRST, s.partition_id
+    LOOP
+        SELECT * INTO v_row
+          FROM regent_claim_cursor(v_cand, p_group, p_window,
+                                   p_leases[cardinality(v_pids) + 1], p_lease_seconds,
+                                   p_batch);
+        CONTINUE WHEN NOT FOUND;
+        v_pids := v_pids || v_row.partition_id;
+        v_lease := v_lease || v_row.lease_id;
+        v_name := v_name || v_row.name;
+        v_comm := v_comm || v_row.committed;
+        v_end := v_end || v_row.lease_end;
+        v_old := v_old || v_row.old_end;
+        v_last := v_last || v_row.last_claim;
+        EXIT WHEN cardinality(v_pids) >= p_max;
+    END LOOP;
+    IF cardinality(v_pids) = 0 THEN
+        IF p_options IS NOT NULL THEN
+            RETURN QUERY SELECT true, NULL::uuid, NULL::uuid, NULL::text, NULL::bigint,
+                                NULL::bigint, NULL::bigint, NULL::timestamptz, NULL::bigint[],
+                                now(), NULL::bigint, NULL::bigint, NULL::timestamptz,
+                                NULL::bytea;
+        END IF;
+        RETURN;
+    END IF;
+    RETURN QUERY
+    SELECT true, cl.pid, cl.lease, cl.name, cl.committed, cl.lease_end, cl.old_end,
+           cl.last_claim,
+           (SELECT array_agg(t."offset" ORDER BY t."offset") FROM tombstones t
+             WHERE t.partition_id = cl.pid AND t."offset" > cl.committed
+               AND t."offset" <= cl.lease_end),
+           now(), s.base_offset, s.end_offset, s.created_at, s.frames
+      FROM unnest(v_pids, v_lease, v_name, v_comm, v_end, v_old, v_last)
+           AS cl(pid, lease, name, committed, lease_end, old_end, last_claim)
+      LEFT JOIN LATERAL (
+        (SELECT g.base_offset, g.end_offset, g.created_at, g.frames FROM segments g
+          WHERE g.partition_id = cl.pid AND g.end_offset > cl.committed
+            AND g.end_offset <= cl.lease_end)
+        UNION ALL
+        (SELECT g.base_offset, g.end_offset, g.created_at, g.frames FROM segments g
+          WHERE g.partition_id = cl.pid AND g.end_offset > cl.lease_end
+          ORDER BY g.end_offset LIMIT 1)) s ON s.base_offset <= cl.lease_end
+     ORDER BY cl.pid, s.end_offset;
+END
+$$;
+
+-- The claim of one partition on Citus (crate::claim::citus): regent_claim_cursor, then the
+-- segments of the leased range as regent_claim reads them.
+CREATE OR REPLACE FUNCTION regent_claim_one(p_partition uuid, p_group text, p_window float8,
+                                            p_lease uuid, p_lease_seconds float8,
+                                            p_batch bigint)
+RETURNS TABLE (partition_id uuid, lease_id uuid, name text, committed bigint, lease_end bigint,
+               old_end bigint, last_claim timestamptz, tombstoned bigint[],
+               db_now timestamptz, base_offset bigint, end_offset bigint,
+               created_at timestamptz, frames bytea)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v record;
+BEGIN
+    SELECT * INTO v
+      FROM regent_claim_cursor(p_partition, p_group, p_window, p_lease, p_lease_seconds,
+                               p_batch);
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    SELECT p_partition, p_lease, v.name, v.committed, v.lease_end, v.old_end, v.last_claim,
+           (SELECT array_agg(t."offset" ORDER BY t."offset") FROM tombstones t
+             WHERE t.partition_id = p_partition AND t."offset" > v.committed
+               AND t."offset" <= v.lease_end),
+           now(), NULL::bigint, NULL::bigint, NULL::timestamptz, NULL::bytea
+     WHERE NOT EXISTS (SELECT 1 FROM segments g
+                        WHERE g.partition_id = p_partition AND g.end_offset > v.committed
+                          AND g.base_offset <= v.lease_end);
+    RETURN QUERY
+    SELECT p_partition, p_lease, v.name, v.committed, v.lease_end, v.old_end, v.last_claim,
+           (SELECT array_agg(t."offset" ORDER BY t."offset") FROM tombstones t
+             WHERE t.partition_id = p_partition AND t."offset" > v.committed
+               AND t."offset" <= v.lease_end),
+           now(), s.base_offset, s.end_offset, s.created_at, s.frames
+      FROM (
+        (SELECT g.base_offset, g.end_offset, g.created_at, g.frames FROM segments g
+          WHERE g.partition_id = p_partition AND g.end_offset > v.committed
+            AND g.end_offset <= v.lease_end)
+        UNION ALL
+        (SELECT g.base_offset, g.end_offset, g.created_at, g.frames FROM segments g
+          WHERE g.partition_id = p_partition AND g.end_offset > v.lease_end
+          ORDER BY g.end_offset LIMIT 1)) s
+     WHERE s.base_offset <= v.lease_end
+     ORDER BY s.end_offset;
+END
+$$;
+
+-- Ends claims as decided (crate::claim::finish): trims each partition's lease to what was
+-- delivered, releases the empty ones, commits auto-acked deliveries, undoes a claim, each only
+-- while the claim's lease (p_held) still holds the partition; appends nothing where nothing
+-- changes.
+CREATE OR REPLACE FUNCTION regent_finish(p_pids uuid[], p_committed bigint[], p_release boolean[],
+                                         p_ends bigint[], p_group text, p_leases uuid[],
+                                         p_undo boolean[], p_last timestamptz[],
+                                         p_held uuid[])
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    u record;
+    s record;
+    v_lease uuid;
+    v_expires timestamptz;
+BEGIN
+    FOR u IN
+        SELECT * FROM unnest(p_pids, p_committed, p_release, p_ends, p_leases, p_undo, p_last,
+                             p_held)
+                   AS u(pid, committed, release, lease_end, lease, undo, last_claim, held)
+         ORDER BY 1
+    LOOP
+        SELECT * INTO s FROM regent_cursor_turn(u.pid, p_group, false);
+        CONTINUE WHEN NOT FOUND OR s.lease_id IS DISTINCT FROM u.held;
+        v_lease := CASE WHEN u.release THEN NULL ELSE coalesce(u.lease, s.lease_id) END;
+        v_expires := CASE WHEN u.undo THEN u.last_claim ELSE s.lease_expires_at END;
+        CONTINUE WHEN (u.committed, v_lease, v_expires, u.lease_end)
+                      IS NOT DISTINCT FROM (s.committed, s.lease_id, s.lease_expires_at,
+                                            s.lease_end);
+        PERFORM regent_cursor_next(u.pid, p_group, s.seq, u.committed, v_lease, v_expires,
+                                   u.lease_end, s.retry_count);
+    END LOOP;
+END
+$$;
+
+-- Takes the ack's turn on the group's cursor of the tenant's partition and reads its state
+-- then (crate::cursor::lock); no row when the tenant's partition has no cursor of the group.
+CREATE OR REPLACE FUNCTION regent_cursor_locked(p_partition uuid, p_group text, p_tenant text)
+RETURNS TABLE (committed bigint, lease_id uuid, live boolean, lease_end bigint,
+               retry_count integer, options jsonb, queue_id uuid, queue text,
+               partition_id uuid, next_offset bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    s record;
+BEGIN
+    PERFORM 1 FROM partitions p WHERE p.id = p_partition AND p.tenant = p_tenant;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    SELECT * INTO s FROM regent_cursor_turn(p_partition, p_group, false);
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    SELECT s.committed, s.lease_id, (s.lease_id IS NOT NULL AND s.lease_expires_at > now()),
+           s.lease_end, s.retry_count, q.options, q.id, q.name, p.id, p.next_offset
+      FROM partitions p JOIN queues q ON q.id = p.queue_id
+     WHERE p.id = p_partition;
+END
+$$;
+
+-- Acks that complete within their live leases (crate::cursor::complete_in_lease): each
+-- (partition, group, lease, lowest, highest) whose cursor still holds its lease live with
+-- every offset inside it and above the cursor moves the cursor to `highest`, releasing the
+-- lease and restoring the retry budget once the lease's range is done; returns what each
+-- moved cursor was, by the completion's ordinal. The tenant's partitions only, one cursor
+-- after another in the global lock order.
+CREATE OR REPLACE FUNCTION regent_complete_in_lease(p_tenant text, p_pids uuid[],
+                                                    p_groups text[], p_leases uuid[],
+                                                    p_lowest bigint[], p_highest bigint[])
+RETURNS TABLE (k bigint, committed bigint, lease_end bigint, retry_count integer,
+               queue_id uuid, queue text, options jsonb, next_offset bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    a record;
+    s record;
+    v_done boolean;
+BEGIN
+    FOR a IN
+        SELECT * FROM unnest(p_pids, p_groups, p_leases, p_lowest, p_highest)
+                      WITH ORDINALITY AS a(pid, grp, lease, lowest, highest, k)
+         ORDER BY pid, grp
+    LOOP
+        PERFORM 1 FROM partitions p WHERE p.id = a.pid AND p.tenant = p_tenant;
+        CONTINUE WHEN NOT FOUND;
+        SELECT * INTO s FROM regent_cursor_turn(a.pid, a.grp, false);
+        CONTINUE WHEN NOT FOUND;
+        CONTINUE WHEN NOT (s.lease_id = a.lease AND s.lease_expires_at > now()
+                           AND s.committed < a.lowest AND s.lease_end >= a.highest);
+        v_done := s.lease_end <= a.highest;
+        PERFORM regent_cursor_next(a.pid, a.grp, s.seq, a.highest,
+                                   CASE WHEN v_done THEN NULL ELSE s.lease_id END,
+                                   s.lease_expires_at, s.lease_end,
+                                   CASE WHEN v_done THEN 0 ELSE s.retry_count END);
+        RETURN QUERY
+        SELECT a.k, s.committed, s.lease_end, s.retry_count, p.queue_id, q.name, q.options,
+               p.next_offset
+          FROM partitions p JOIN queues q ON q.id = p.queue_id
+         WHERE p.id = a.pid;
+    END LOOP;
+END
+$$;
+
+-- The cursors of the tenant whose lease is p_lease now (a lease may have been seen on a
+-- cursor since claimed again under another): read without taking turns, in the global lock
+-- order, for regent_extend and regent_release to take theirs.
+CREATE OR REPLACE FUNCTION regent_lease_holders(p_lease uuid, p_tenant text)
+RETURNS TABLE (partition_id uuid, consumer_group text)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    SELECT s.partition_id, s.consumer_group
+      FROM (SELECT DISTINCT l.partition_id, l.consumer_group FROM cursor_log l
+             WHERE l.lease_id = p_lease) h
+      JOIN cursor_state s
+        ON s.partition_id = h.partition_id AND s.consumer_group = h.consumer_group
+      JOIN partitions p ON p.id = s.partition_id
+     WHERE s.lease_id = p_lease AND p.tenant = p_tenant
+     ORDER BY 1, 2;
+END
+$$;
+
+-- Every cursor whose live lease is p_lease gets expiry = max(current, now + p_seconds);
+-- returns the new expiries. Expired, released or unknown leases are not revived.
+CREATE OR REPLACE FUNCTION regent_extend(p_lease uuid, p_seconds float8, p_tenant text)
+RETURNS TABLE (expires_at timestamptz)
+LANGUAGE plpgsql AS $$
+DECLARE
+    h record;
+    s record;
+    v_expires timestamptz;
+BEGIN
+    FOR h IN SELECT * FROM regent_lease_holders(p_lease, p_tenant) LOOP
+        SELECT * INTO s FROM regent_cursor_turn(h.partition_id, h.consumer_group, false);
+        CONTINUE WHEN NOT FOUND OR NOT (s.lease_id = p_lease AND s.lease_expires_at > now());
+        v_expires := greatest(s.lease_expires_at, now() + make_interval(secs => p_seconds));
+        PERFORM regent_cursor_next(h.partition_id, h.consumer_group, s.seq, s.committed,
+                                   s.lease_id, v_expires, s.lease_end, s.retry_count);
+        expires_at := v_expires;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+
+-- Ends a live lease that no client received (crate::lease::release): like an expiry, no
+-- retry charged, and the expiry pulled back to now (never pushed forward) so the claim order
+-- stays least recently claimed first. Returns each released cursor's queue and group.
+CREATE OR REPLACE FUNCTION regent_release(p_lease uuid, p_tenant text)
+RETURNS TABLE (queue text, consumer_group text)
+LANGUAGE plpgsql AS $$
+DECLARE
+    h record;
+    s record;
+BEGIN
+    FOR h IN SELECT * FROM regent_lease_holders(p_lease, p_tenant) LOOP
+        SELECT * INTO s FROM regent_cursor_turn(h.partition_id, h.consumer_group, false);
+        CONTINUE WHEN NOT FOUND OR NOT (s.lease_id = p_lease AND s.lease_expires_at > now());
+        PERFORM regent_cursor_next(h.partition_id, h.consumer_group, s.seq, s.committed, NULL,
+                                   least(s.lease_expires_at, now()), s.lease_end,
+                                   s.retry_count);
+        SELECT q.name INTO queue
+          FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE p.id = h.partition_id;
+        consumer_group := h.consumer_group;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+
+-- Moves the group's cursors on a queue's partitions (one named, or all) to the end, or to
+-- after the last segment appended at or before p_at (crate::seek: the rules are there).
+-- Each moved cursor answers the time its new last message was appended.
+CREATE OR REPLACE FUNCTION regent_seek(p_queue uuid, p_group text, p_to_end boolean,
+                                       p_at timestamptz, p_partition text)
+RETURNS TABLE (appended_at timestamptz)
+LANGUAGE plpgsql AS $$
+DECLARE
+    t record;
+    s record;
+BEGIN
+    FOR t IN
+        SELECT p.id,
+               CASE WHEN p_to_end THEN p.next_offset - 1
+                    ELSE greatest(coalesce((SELECT max(g.end_offset) FROM segments g
+                                             WHERE g.partition_id = p.id
+                                               AND g.created_at <= p_at), -1),
+                                  p.first_offset - 1)
+               END AS target
+          FROM partitions p
+         WHERE p.queue_id = p_queue AND (p_partition IS NULL OR p.name = p_partition)
+         ORDER BY p.id
+    LOOP
+        SELECT * INTO s FROM regent_cursor_turn(t.id, p_group, false);
+        CONTINUE WHEN NOT FOUND;
+        PERFORM regent_cursor_next(t.id, p_group, s.seq, t.target, NULL,
+                                   least(s.lease_expires_at, now()), t.target, 0);
+        SELECT g.created_at INTO appended_at FROM segments g
+         WHERE g.partition_id = t.id AND g.end_offset >= t.target AND t.target >= 0
+         ORDER BY g.end_offset LIMIT 1;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+
+-- Deletes the group's cursors with their logs on the tenant's queues (one, or all; crate::
+-- seek::delete_group), each after taking its turn, so no writer appends to a cursor being
+-- deleted; with p_forget, also its stored start points. Answers how many cursors went, and
+-- the queues they were on.
+CREATE OR REPLACE FUNCTION regent_delete_group(p_tenant text, p_group text, p_queue text,
+                                               p_forget boolean)
+RETURNS TABLE (cursors bigint, queues uuid[])
+LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+    v_n bigint := 0;
+    v_queues uuid[] := '{}';
+BEGIN
+    FOR r IN
+        SELECT c.partition_id, c.queue_id FROM cursors c
+         WHERE c.consumer_group = p_group
+           AND c.queue_id IN (SELECT q.id FROM queues q
+                               WHERE q.tenant = p_tenant AND (p_queue IS NULL OR q.name = p_queue))
+         ORDER BY 1
+    LOOP
+        PERFORM 1 FROM cursors c
+         WHERE c.partition_id = r.partition_id AND c.consumer_group = p_group FOR UPDATE;
+        CONTINUE WHEN NOT FOUND;
+        DELETE FROM cursor_log l
+         WHERE l.partition_id = r.partition_id AND l.consumer_group = p_group;
+        DELETE FROM cursors c
+         WHERE c.partition_id = r.partition_id AND c.consumer_group = p_group;
+        v_n := v_n + 1;
+        IF NOT r.queue_id = ANY (v_queues) THEN
+            v_queues := v_queues || r.queue_id;
+        END IF;
+    END LOOP;
+    IF p_forget THEN
+        DELETE FROM subscriptions s
+         WHERE s.consumer_group = p_group
+           AND s.queue_id IN (SELECT q.id FROM queues q
+                               WHERE q.tenant = p_tenant AND (p_queue IS NULL OR q.name = p_queue));
+    END IF;
+    cursors := v_n;
+    queues := v_queues;
+    RETURN NEXT;
+END
+$$;
+
+-- Retention's move of the cursors of partitions whose first offsets moved (crate::retention):
+-- each cursor below its partition's new first offset moves up to it, and a lease entirely
+-- over deleted messages is released; one cursor at a time, in the global lock order.
+CREATE OR REPLACE FUNCTION regent_retain_cursors(p_pids uuid[], p_first_kept bigint[])
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+    s record;
+BEGIN
+    FOR r IN
+        SELECT c.partition_id, c.consumer_group,
+               p_first_kept[array_position(p_pids, c.partition_id)] AS first_kept
+          FROM cursors c WHERE c.partition_id = ANY (p_pids)
+         ORDER BY 1, 2
+    LOOP
+        SELECT * INTO s FROM regent_cursor_turn(r.partition_id, r.consumer_group, false);
+        CONTINUE WHEN NOT FOUND OR s.committed >= r.first_kept - 1;
+        PERFORM regent_cursor_next(r.partition_id, r.consumer_group, s.seq, r.first_kept - 1,
+                                   CASE WHEN s.lease_end IS NULL OR s.lease_end < r.first_kept
+                                        THEN NULL ELSE s.lease_id END,
+                                   s.lease_expires_at, s.lease_end, s.retry_count);
+    END LOOP;
+END
+$$;
+
+-- A clear's move of every cursor of the cleared partitions (locked before, crate::queues) to
+-- the partition's end, leases released and retry counts reset; one cursor at a time, in the
+-- global lock order.
+CREATE OR REPLACE FUNCTION regent_clear_cursors(p_pids uuid[])
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+    s record;
+    v_end bigint;
+BEGIN
+    FOR r IN
+        SELECT c.partition_id, c.consumer_group FROM cursors c
+         WHERE c.partition_id = ANY (p_pids)
+         ORDER BY 1, 2
+    LOOP
+        SELECT * INTO s FROM regent_cursor_turn(r.partition_id, r.consumer_group, false);
+        CONTINUE WHEN NOT FOUND;
+        SELECT p.next_offset - 1 INTO v_end FROM partitions p WHERE p.id = r.partition_id;
+        PERFORM regent_cursor_next(r.partition_id, r.consumer_group, s.seq,
+                                   greatest(s.committed, v_end), NULL, NULL, s.lease_end, 0);
+    END LOOP;
+END
+$$;

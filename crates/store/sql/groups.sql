@@ -41,7 +41,7 @@ SELECT $2::text AS consumer_group, q.name AS queue, p.name AS partition,
        o.created_at AS oldest_unread_at,
        coalesce(floor(extract(epoch FROM now() - o.created_at)), 0)::bigint AS lag_secs,
        (c.lease_id IS NOT NULL AND c.lease_expires_at > now()) AS leased
-  FROM cursors c
+  FROM cursor_state c
   JOIN partitions p ON p.id = c.partition_id
   JOIN queues q ON q.id = c.queue_id
   LEFT JOIN LATERAL (

@@ -47,7 +47,7 @@ SELECT partition_id, consumer_group, committed,
        CASE WHEN lease_id IS NOT NULL AND lease_expires_at > now() THEN lease_end END
          AS lease_end,
        lease_expires_at
-  FROM cursors WHERE partition_id = ANY($1)
+  FROM cursor_state WHERE partition_id = ANY($1)
  ORDER BY partition_id, consumer_group
 
 -- name: dead_marks

@@ -106,7 +106,7 @@ SELECT p.id, q.name AS queue, q.namespace, q.task, p.name, p.created_at, p.last_
        (CASE WHEN bool_or(c.retry_count > 0) THEN 1 ELSE 0 END)::bigint AS failed
   FROM queues q
   JOIN partitions p ON p.queue_id = q.id
-  LEFT JOIN cursors c ON c.partition_id = p.id
+  LEFT JOIN cursor_state c ON c.partition_id = p.id
  WHERE q.tenant = $1 AND p.id IN (SELECT id FROM page)
  GROUP BY p.id, q.name, q.namespace, q.task
  ORDER BY q.name, p.name
@@ -117,7 +117,7 @@ SELECT p.id, q.name AS queue, q.namespace, q.task, p.name, p.created_at, p.last_
 -- $1 tenant, $2 queue, $3 namespace, $4 task
 SELECT count(DISTINCT c.lease_id) AS active, count(DISTINCT c.partition_id) AS parts,
        coalesce(sum(c.lease_end - c.committed), 0)::bigint AS messages
-  FROM cursors c JOIN queues q ON q.id = c.queue_id
+  FROM cursor_state c JOIN queues q ON q.id = c.queue_id
  WHERE q.tenant = $1 AND ($2::text IS NULL OR q.name = $2)
    AND ($3::text IS NULL OR q.namespace = $3) AND ($4::text IS NULL OR q.task = $4)
    AND c.lease_id IS NOT NULL AND c.lease_expires_at > now()

@@ -71,7 +71,7 @@ WITH page AS (SELECT id FROM partitions WHERE queue_id = $2
               (CASE WHEN bool_or(c.retry_count > 0) THEN 1 ELSE 0 END)::bigint AS failed
          FROM queues q
          JOIN partitions p ON p.queue_id = q.id
-         LEFT JOIN cursors c ON c.partition_id = p.id
+         LEFT JOIN cursor_state c ON c.partition_id = p.id
         WHERE q.tenant = $1 AND q.id = $2 AND p.id IN (SELECT id FROM page)
         GROUP BY p.id, q.name, q.namespace, q.task),
      d AS (SELECT partition_id, count(*) AS n FROM dead_letters
@@ -100,7 +100,7 @@ SELECT start_after FROM subscriptions WHERE queue_id = $1 AND consumer_group = $
 -- $1 queue id, $2 consumer group, $3 partitions at most, $4 the group's stored start
 SELECT name, pending, sum(pending) OVER ()::bigint AS sum, count(*) OVER () AS n
   FROM (SELECT p.name, p.next_offset - 1 - coalesce(
-                 (SELECT c.committed FROM cursors c
+                 (SELECT c.committed FROM cursor_state c
                    WHERE c.partition_id = p.id AND c.consumer_group = $2),
                  CASE WHEN $4::timestamptz IS NULL THEN p.first_offset - 1
                       ELSE greatest(coalesce((SELECT max(g.end_offset) FROM segments g
@@ -138,6 +138,7 @@ UPDATE partitions SET first_offset = first_offset WHERE queue_id = $1
 WITH p AS (DELETE FROM partitions WHERE queue_id = $1 RETURNING id),
      s AS (DELETE FROM segments WHERE partition_id IN (SELECT id FROM p)),
      c AS (DELETE FROM cursors WHERE partition_id IN (SELECT id FROM p)),
+     cl AS (DELETE FROM cursor_log WHERE partition_id IN (SELECT id FROM p)),
      d AS (DELETE FROM dead_letters WHERE queue_id = $1),
      t AS (DELETE FROM traces WHERE queue_id = $1),
      m AS (DELETE FROM queue_minutes WHERE queue_id = $1),
@@ -181,29 +182,19 @@ SELECT id FROM partitions WHERE queue_id = $1 AND ($2::text IS NULL OR name = $2
 UPDATE partitions SET first_offset = first_offset
  WHERE queue_id = $1 AND ($2::text IS NULL OR name = $2) RETURNING id
 
--- name: lock_cleared_cursors
--- Then the cursors of those partitions (partition, then group), as retention locks them.
+-- name: clear_cursors
+-- Then every cursor of those partitions to the partition's end, leases released and retry
+-- counts reset (regent_clear_cursors), one at a time in the global lock order.
 -- $1 the partition ids
-SELECT 1 FROM cursors WHERE partition_id = ANY($1)
- ORDER BY partition_id, consumer_group FOR UPDATE
-
--- name: lock_cleared_cursors_citus
--- lock_cleared_cursors on Citus: an update that changes nothing takes the locks.
--- $1 the partition ids
-UPDATE cursors SET committed = committed WHERE partition_id = ANY($1)
+SELECT regent_clear_cursors($1)
 
 -- name: clear
--- Deletes every message of the partitions (locked above) and moves every cursor on them to
--- the end, their leases released and retry counts reset; returns how many messages the log no
--- longer holds. Dead letters, which are snapshots, and the transaction index, on its own
+-- Deletes every message of the partitions (locked above, their cursors moved to the end by
+-- clear_cursors); returns how many messages the log no longer holds. Dead letters, which are snapshots, and the transaction index, on its own
 -- clock, stay.
 -- $1 the partition ids
 WITH s AS (DELETE FROM segments WHERE partition_id = ANY($1)
             RETURNING end_offset - base_offset + 1 AS n),
-     c AS (UPDATE cursors c
-              SET committed = greatest(c.committed, p.next_offset - 1),
-                  lease_id = NULL, lease_expires_at = NULL, retry_count = 0
-             FROM partitions p WHERE p.id = c.partition_id AND p.id = ANY($1)),
      t AS (DELETE FROM traces WHERE partition_id = ANY($1)),
      k AS (DELETE FROM tombstones WHERE partition_id = ANY($1)),
      u AS (UPDATE partitions SET first_offset = next_offset WHERE id = ANY($1))

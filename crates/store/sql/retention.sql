@@ -30,7 +30,7 @@ WITH parts AS (
                      WHERE c.partition_id = p.id AND c.consumer_group = ANY ($5::text[]))
                   < cardinality($5::text[])
               THEN -1
-              ELSE coalesce((SELECT min(c.committed) FROM cursors c WHERE c.partition_id = p.id), -1)
+              ELSE coalesce((SELECT min(c.committed) FROM cursor_state c WHERE c.partition_id = p.id), -1)
          END AS passed FROM partitions p WHERE p.queue_id = $1),
 keep AS (
   SELECT parts.id, coalesce((
@@ -66,36 +66,17 @@ SELECT consumer_group FROM subscriptions WHERE queue_id = $1
 -- $1 queue id, $2 consumer group
 SELECT EXISTS (SELECT 1 FROM cursors WHERE queue_id = $1 AND consumer_group = $2)
 
--- name: lock_cursors
--- Locks the cursors below the partitions' new first offsets, in the global order (partition,
--- then group), before move_past moves them.
+-- name: move_cursors
+-- Moves the cursors below the partitions' new first offsets up to them, a lease entirely over
+-- deleted messages released (regent_retain_cursors), before move_past moves the partitions.
 -- $1 partition ids, $2 their first offsets kept (pairwise)
-SELECT 1 FROM cursors c
-  JOIN unnest($1::uuid[], $2::bigint[]) AS u(pid, first_kept)
-    ON c.partition_id = u.pid
- WHERE c.committed < u.first_kept - 1
- ORDER BY c.partition_id, c.consumer_group
-   FOR UPDATE OF c
-
--- name: lock_cursors_citus
--- lock_cursors on Citus: an update that changes nothing takes the locks (see
--- partitions::lock_citus).
--- $1 partition ids, $2 their first offsets kept (pairwise)
-UPDATE cursors c SET committed = c.committed
-  FROM unnest($1::uuid[], $2::bigint[]) AS u(pid, first_kept)
- WHERE c.partition_id = u.pid AND c.committed < u.first_kept - 1
+SELECT regent_retain_cursors($1, $2)
 
 -- name: move_past
--- Moves the partitions' first offsets past the deleted segments, the cursors below them up to
--- them (a lease entirely over deleted messages is released), and drops the traces and
--- tombstones of the deleted messages.
+-- Moves the partitions' first offsets past the deleted segments (their cursors moved first,
+-- by move_cursors), and drops the traces and tombstones of the deleted messages.
 -- $1 partition ids, $2 their first offsets kept (pairwise)
 WITH u AS (SELECT * FROM unnest($1::uuid[], $2::bigint[]) AS u(pid, first_kept)),
-     c AS (UPDATE cursors c
-              SET committed = u.first_kept - 1,
-                  lease_id = CASE WHEN c.lease_end IS NULL OR c.lease_end < u.first_kept
-                                  THEN NULL ELSE c.lease_id END
-             FROM u WHERE c.partition_id = u.pid AND c.committed < u.first_kept - 1),
      t AS (DELETE FROM traces t USING u
             WHERE t.partition_id = u.pid AND t."offset" < u.first_kept),
      k AS (DELETE FROM tombstones k USING u

@@ -71,7 +71,7 @@ WITH
                     THEN c.lease_end - c.committed END AS leased,
                greatest(p.next_offset - 1 - c.committed, 0) AS behind,
                o.created_at AS oldest_unread_at
-          FROM cursors c
+          FROM cursor_state c
           JOIN partitions p ON p.id = c.partition_id
           LEFT JOIN LATERAL (
                SELECT g.created_at FROM segments g

@@ -25,6 +25,7 @@ const BY_PARTITION: &[(&str, &str)] = &[
     ("partitions", "id"),
     ("segments", "partition_id"),
     ("cursors", "partition_id"),
+    ("cursor_log", "partition_id"),
     ("tombstones", "partition_id"),
     ("tx_index", "partition_id"),
     ("dead_letters", "partition_id"),

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::sql::purge::{PURGE, PURGE_CITUS};
+use crate::sql::purge::{COMPACT, COMPACT_CITUS, PURGE, PURGE_CITUS};
 use crate::{Layout, Store, StoreError};
 
 /// Deletes index entries older than `retention`, in bounded slices so one purge never holds a
@@ -22,6 +22,26 @@ pub async fn purge_tx_index(store: &Store, retention: Duration) -> Result<u64, S
         let n = client.execute(&st, &[&secs]).await?;
         total += n;
         if n < 10_000 {
+            return Ok(total);
+        }
+    }
+}
+
+/// Deletes the cursor log's superseded rows (every row but each cursor's newest), in bounded
+/// slices. Returns how many were removed.
+pub async fn compact_cursor_log(store: &Store) -> Result<u64, StoreError> {
+    let client = store.client().await?;
+    let st = client
+        .prepare_cached(match client.layout() {
+            Layout::Single => COMPACT,
+            Layout::Citus => COMPACT_CITUS,
+        })
+        .await?;
+    let mut total = 0;
+    loop {
+        let n = client.execute(&st, &[]).await?;
+        total += n;
+        if n < 10_000 || client.layout() == Layout::Citus {
             return Ok(total);
         }
     }

@@ -8,10 +8,9 @@ use tokio_postgres::Row;
 use uuid::Uuid;
 
 use crate::sql::queues::{
-    CLEAR, DELETE, DELETE_CONTENTS, DELETE_TIMERS, FIND, FIND_SCOPED, ID, LIST,
-    LOCK_CLEARED_CURSORS, LOCK_CLEARED_CURSORS_CITUS, LOCK_CLEARED_PARTITIONS,
-    LOCK_CLEARED_PARTITIONS_CITUS, LOCK_PARTITIONS, LOCK_PARTITIONS_CITUS, PARTITION_STATS,
-    PENDING_BY_PARTITION, START_AFTER, STORED_MESSAGES, UPSERT,
+    CLEAR, CLEAR_CURSORS, DELETE, DELETE_CONTENTS, DELETE_TIMERS, FIND, FIND_SCOPED, ID, LIST,
+    LOCK_CLEARED_PARTITIONS, LOCK_CLEARED_PARTITIONS_CITUS, LOCK_PARTITIONS, LOCK_PARTITIONS_CITUS,
+    PARTITION_STATS, PENDING_BY_PARTITION, START_AFTER, STORED_MESSAGES, UPSERT,
 };
 use crate::{Layout, StoreError, Tx};
 
@@ -317,12 +316,7 @@ pub async fn clear(
     if ids.is_empty() && partition.is_some() {
         return Ok(Cleared::NoPartition);
     }
-    let st = tx
-        .prepare_cached(match tx.layout() {
-            Layout::Single => LOCK_CLEARED_CURSORS,
-            Layout::Citus => LOCK_CLEARED_CURSORS_CITUS,
-        })
-        .await?;
+    let st = tx.prepare_cached(CLEAR_CURSORS).await?;
     tx.query(&st, &[&ids]).await?;
     let st = tx.prepare_cached(CLEAR).await?;
     let deleted: i64 = tx.query_one(&st, &[&ids]).await?.get("deleted");

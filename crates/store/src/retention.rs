@@ -9,10 +9,8 @@ use deadpool_postgres::Client;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::sql::retention::{
-    EXPIRE, GROUPS, HAS_CURSOR, LOCK_CURSORS, LOCK_CURSORS_CITUS, MOVE_PAST, QUEUES,
-};
-use crate::{Layout, StoreError, Tx};
+use crate::sql::retention::{EXPIRE, GROUPS, HAS_CURSOR, MOVE_CURSORS, MOVE_PAST, QUEUES};
+use crate::{StoreError, Tx};
 
 /// A queue whose options mention retention.
 pub struct RetainedQueue {
@@ -133,12 +131,7 @@ async fn joined_since(
 /// Moves the partitions' first offsets, the cursors below them (locked in the global order
 /// first: partition, then group) and drops the traces of the deleted messages.
 async fn move_past(tx: &Tx<'_>, partitions: &[Uuid], first_kept: &[i64]) -> Result<(), StoreError> {
-    let st = tx
-        .prepare_cached(match tx.layout() {
-            Layout::Single => LOCK_CURSORS,
-            Layout::Citus => LOCK_CURSORS_CITUS,
-        })
-        .await?;
+    let st = tx.prepare_cached(MOVE_CURSORS).await?;
     tx.query(&st, &[&partitions, &first_kept]).await?;
     let st = tx.prepare_cached(MOVE_PAST).await?;
     tx.execute(&st, &[&partitions, &first_kept]).await?;

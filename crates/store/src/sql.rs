@@ -123,7 +123,6 @@ pub const SHARED: &[Shared] = &[
         &[
             "claim::ensure_named",
             "claim::ensure_named_only",
-            "seek::seek",
             "queues::pending_by_partition",
         ],
     ),
@@ -134,7 +133,6 @@ pub const SHARED: &[Shared] = &[
         &[
             "claim::ensure_named",
             "claim::ensure_named_only",
-            "seek::seek",
             "queues::pending_by_partition",
         ],
     ),

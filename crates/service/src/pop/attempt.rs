@@ -260,7 +260,7 @@ impl Service {
                 return Ok(None);
             };
             let (finishes, taken) = settle(q, req, asks, claimed)?;
-            claim::finish(&*client, client.layout(), &req.group, &finishes).await?;
+            claim::finish(&*client, &req.group, &finishes).await?;
             Ok(Some(taken))
         })
         .await
@@ -348,7 +348,7 @@ impl Service {
         };
         let (claimed, ()) = tokio::try_join!(claim::claim(tx, &c), listed)?;
         let (finishes, taken) = settle(q, req, asks, claimed)?;
-        claim::finish(&**tx, tx.layout(), &req.group, &finishes).await?;
+        claim::finish(&**tx, &req.group, &finishes).await?;
         Ok(taken)
     }
 

@@ -78,8 +78,8 @@ async fn claim_each(
         let calls = round.iter().enumerate().map(|(i, pid)| {
             let (st, slot) = (&st, &c.leases[(taken + i).min(c.leases.len() - 1)]);
             async move {
-                let params: [&(dyn ToSql + Sync); 7] =
-                    [pid, &c.group, &window, slot, &lease, &c.batch, &c.queue_id];
+                let params: [&(dyn ToSql + Sync); 6] =
+                    [pid, &c.group, &window, slot, &lease, &c.batch];
                 tx.query(st, &params).await
             }
         });

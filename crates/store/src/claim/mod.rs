@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::sql::claim::{
     ASYNCHRONOUS_COMMIT, CLAIM_AND_READ, CLAIM_HINTED, CLAIM_KNOWN, CLAIM_KNOWN_HINTED,
     DIAGNOSE_EMPTY, ENSURE_NAMED, ENSURE_NAMED_ONLY, ENSURE_QUEUE_MODE, ENSURE_QUEUE_MODE_ONLY,
-    FINISH, FINISH_CITUS, SWEEP_TURN,
+    FINISH, SWEEP_TURN,
 };
 use crate::{Conn, Layout, StoreError, Tx};
 
@@ -324,7 +324,6 @@ pub async fn lease_only(tx: &Tx<'_>) -> Result<(), StoreError> {
 /// claim's transaction, or (after [`claim_known`]) on its own.
 pub async fn finish(
     tx: &impl GenericClient,
-    layout: Layout,
     group: &str,
     finishes: &[Finish],
 ) -> Result<(), StoreError> {
@@ -340,12 +339,7 @@ pub async fn finish(
     let last_claim: Vec<Option<DateTime<Utc>>> =
         finishes.iter().map(|f| f.undo.flatten()).collect();
     let held: Vec<Uuid> = finishes.iter().map(|f| f.held).collect();
-    let st = tx
-        .prepare_cached(match layout {
-            Layout::Single => FINISH,
-            Layout::Citus => FINISH_CITUS,
-        })
-        .await?;
+    let st = tx.prepare_cached(FINISH).await?;
     tx.execute(
         &st,
         &[
