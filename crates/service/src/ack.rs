@@ -311,7 +311,9 @@ async fn complete_in_lease<'a>(
         return Vec::new();
     }
     let carried = match s.store.client().await {
-        Ok(client) => cursor::complete_in_lease(&*client, tenant, &completions).await,
+        Ok(client) => {
+            cursor::complete_in_lease(&*client, client.layout(), tenant, &completions).await
+        }
         Err(e) => Err(e),
     };
     let carried = match carried {

@@ -87,3 +87,8 @@ SELECT tenant FROM partitions WHERE id = $1::text::uuid
 -- $1 tenant, $2 partition ids, $3 consumer groups, $4 lease ids, $5 lowest offsets,
 -- $6 highest offsets (pairwise)
 SELECT * FROM regent_complete_in_lease($1, $2, $3, $4, $5, $6)
+
+-- name: complete_in_lease_citus
+-- complete_in_lease on Citus, one cursor at a time (regent_complete_in_lease_each).
+-- $1-$6 as complete_in_lease
+SELECT * FROM regent_complete_in_lease_each($1, $2, $3, $4, $5, $6)

@@ -266,8 +266,9 @@ $$;
 -- wait for the WAL flush (a claim consumes nothing), and it answers one row saying whether
 -- it did (`fresh`) when it claimed nothing.
 --
--- The candidates are looked at in this statement's snapshot, without turns; each is then
--- claimed by regent_claim_cursor, which takes its turn and looks again.
+-- Three statements: the candidates are looked at without turns; their turns are taken
+-- (SKIP LOCKED); and, in a fresh snapshot, the locked cursors are looked at again, claimed
+-- and read, set-wise (on Citus, regent_claim_one claims one partition at a time instead).
 --
 -- Architecture Invariant: a claim reads its own queue's cursors and, through each, its
 -- partition: never the whole `partitions` table (the lateral lookup cannot be flattened).
@@ -284,15 +285,9 @@ RETURNS TABLE (fresh boolean, partition_id uuid, lease_id uuid, name text, commi
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
-    v_cand  uuid;
-    v_row   record;
-    v_pids  uuid[] := '{}';
-    v_lease uuid[] := '{}';
-    v_name  text[] := '{}';
-    v_comm  bigint[] := '{}';
-    v_end   bigint[] := '{}';
-    v_old   bigint[] := '{}';
-    v_last  timestamptz[] := '{}';
+    v_cands  uuid[];
+    v_locked uuid[];
+    v_rows   bigint;
 BEGIN
     IF p_options IS NOT NULL THEN
         PERFORM set_config('synchronous_commit', 'off', true) FROM queues
@@ -305,61 +300,76 @@ BEGIN
             RETURN;
         END IF;
     END IF;
-    FOR v_cand IN
-        SELECT s.partition_id
-          FROM cursor_state s
-         CROSS JOIN LATERAL (SELECT p.next_offset, p.name, p.last_push_at FROM partitions p
-                              WHERE p.id = s.partition_id OFFSET 0) p
-         WHERE (p_hint IS NULL OR s.partition_id = ANY (p_hint))
-           AND ((p_hint IS NULL AND s.queue_id = p_queue)
-                OR (p_hint IS NOT NULL AND s.queue_id IS NOT DISTINCT FROM p_queue))
-           AND s.consumer_group = p_group AND (p_partition IS NULL OR p.name = p_partition)
-           AND s.committed < p.next_offset - 1
-           AND (s.lease_id IS NULL OR s.lease_expires_at <= now())
-           AND (p_window = 0 OR p.last_push_at <= now() - make_interval(secs => p_window))
-         ORDER BY s.lease_expires_at NULLS FIRST, s.partition_id
-    LOOP
-        SELECT * INTO v_row
-          FROM regent_claim_cursor(v_cand, p_group, p_window,
-                                   p_leases[cardinality(v_pids) + 1], p_lease_seconds,
-                                   p_batch);
-        CONTINUE WHEN NOT FOUND;
-        v_pids := v_pids || v_row.partition_id;
-        v_lease := v_lease || v_row.lease_id;
-        v_name := v_name || v_row.name;
-        v_comm := v_comm || v_row.committed;
-        v_end := v_end || v_row.lease_end;
-        v_old := v_old || v_row.old_end;
-        v_last := v_last || v_row.last_claim;
-        EXIT WHEN cardinality(v_pids) >= p_max;
-    END LOOP;
-    IF cardinality(v_pids) = 0 THEN
-        IF p_options IS NOT NULL THEN
-            RETURN QUERY SELECT true, NULL::uuid, NULL::uuid, NULL::text, NULL::bigint,
-                                NULL::bigint, NULL::bigint, NULL::timestamptz, NULL::bigint[],
-                                now(), NULL::bigint, NULL::bigint, NULL::timestamptz,
-                                NULL::bytea;
-        END IF;
-        RETURN;
-    END IF;
+    -- The candidates, looked at without turns, in claim order (at most four times as many
+    -- as wanted, so that a few taken meanwhile by other pops do not leave the claim short).
+    SELECT array_agg(x.partition_id ORDER BY x.ord) INTO v_cands
+      FROM (SELECT s.partition_id,
+                   row_number() OVER (ORDER BY s.lease_expires_at NULLS FIRST,
+                                               s.partition_id) AS ord
+              FROM cursor_state s
+             CROSS JOIN LATERAL (SELECT p.next_offset, p.name, p.last_push_at FROM partitions p
+                                  WHERE p.id = s.partition_id OFFSET 0) p
+             WHERE (p_hint IS NULL OR s.partition_id = ANY (p_hint))
+               AND ((p_hint IS NULL AND s.queue_id = p_queue)
+                    OR (p_hint IS NOT NULL AND s.queue_id IS NOT DISTINCT FROM p_queue))
+               AND s.consumer_group = p_group AND (p_partition IS NULL OR p.name = p_partition)
+               AND s.committed < p.next_offset - 1
+               AND (s.lease_id IS NULL OR s.lease_expires_at <= now())
+               AND (p_window = 0 OR p.last_push_at <= now() - make_interval(secs => p_window))
+             ORDER BY s.lease_expires_at NULLS FIRST, s.partition_id
+             LIMIT p_max * 4 + 4) x;
+    -- Their turns, in that order, skipping the cursors another writer holds.
+    SELECT array_agg(x.partition_id ORDER BY array_position(v_cands, x.partition_id))
+      INTO v_locked
+      FROM (SELECT c.partition_id FROM cursors c
+             WHERE c.partition_id = ANY (v_cands) AND c.consumer_group = p_group
+             ORDER BY array_position(v_cands, c.partition_id)
+             LIMIT p_max
+               FOR UPDATE SKIP LOCKED) x;
+    -- A fresh snapshot: each locked cursor looked at again, claimed, and read.
     RETURN QUERY
-    SELECT true, cl.pid, cl.lease, cl.name, cl.committed, cl.lease_end, cl.old_end,
-           cl.last_claim,
+    WITH s AS MATERIALIZED (
+           SELECT k.ord, s.partition_id, s.seq, s.committed, s.lease_end, s.lease_expires_at,
+                  s.retry_count, p.next_offset, p.name
+             FROM unnest(v_locked) WITH ORDINALITY AS k(pid, ord)
+             JOIN cursor_state s ON s.partition_id = k.pid AND s.consumer_group = p_group
+            CROSS JOIN LATERAL (SELECT p.next_offset, p.name, p.last_push_at FROM partitions p
+                                 WHERE p.id = s.partition_id OFFSET 0) p
+            WHERE s.committed < p.next_offset - 1
+              AND (s.lease_id IS NULL OR s.lease_expires_at <= now())
+              AND (p_window = 0 OR p.last_push_at <= now() - make_interval(secs => p_window))),
+         n AS (SELECT s.*, row_number() OVER (ORDER BY s.ord) AS slot FROM s),
+         ins AS (
+           INSERT INTO cursor_log (partition_id, consumer_group, seq, committed, lease_id,
+                                   lease_expires_at, lease_end, retry_count)
+           SELECT n.partition_id, p_group, n.seq + 1, n.committed, p_leases[n.slot],
+                  now() + make_interval(secs => p_lease_seconds),
+                  least(n.next_offset - 1, n.committed + p_batch), n.retry_count
+             FROM n
+           RETURNING partition_id, lease_id, lease_end)
+    SELECT true, ins.partition_id, ins.lease_id, n.name, n.committed, ins.lease_end,
+           n.lease_end, n.lease_expires_at,
            (SELECT array_agg(t."offset" ORDER BY t."offset") FROM tombstones t
-             WHERE t.partition_id = cl.pid AND t."offset" > cl.committed
-               AND t."offset" <= cl.lease_end),
-           now(), s.base_offset, s.end_offset, s.created_at, s.frames
-      FROM unnest(v_pids, v_lease, v_name, v_comm, v_end, v_old, v_last)
-           AS cl(pid, lease, name, committed, lease_end, old_end, last_claim)
+             WHERE t.partition_id = ins.partition_id AND t."offset" > n.committed
+               AND t."offset" <= ins.lease_end),
+           now(), g.base_offset, g.end_offset, g.created_at, g.frames
+      FROM ins JOIN n ON n.partition_id = ins.partition_id
       LEFT JOIN LATERAL (
         (SELECT g.base_offset, g.end_offset, g.created_at, g.frames FROM segments g
-          WHERE g.partition_id = cl.pid AND g.end_offset > cl.committed
-            AND g.end_offset <= cl.lease_end)
+          WHERE g.partition_id = ins.partition_id AND g.end_offset > n.committed
+            AND g.end_offset <= ins.lease_end)
         UNION ALL
         (SELECT g.base_offset, g.end_offset, g.created_at, g.frames FROM segments g
-          WHERE g.partition_id = cl.pid AND g.end_offset > cl.lease_end
-          ORDER BY g.end_offset LIMIT 1)) s ON s.base_offset <= cl.lease_end
-     ORDER BY cl.pid, s.end_offset;
+          WHERE g.partition_id = ins.partition_id AND g.end_offset > ins.lease_end
+          ORDER BY g.end_offset LIMIT 1)) g ON g.base_offset <= ins.lease_end
+     ORDER BY ins.partition_id, g.end_offset;
+    GET DIAGNOSTICS v_rows = ROW_COUNT;
+    IF v_rows = 0 AND p_options IS NOT NULL THEN
+        RETURN QUERY SELECT true, NULL::uuid, NULL::uuid, NULL::text, NULL::bigint,
+                            NULL::bigint, NULL::bigint, NULL::timestamptz, NULL::bigint[],
+                            now(), NULL::bigint, NULL::bigint, NULL::timestamptz,
+                            NULL::bytea;
+    END IF;
 END
 $$;
 
@@ -476,9 +486,55 @@ $$;
 -- (partition, group, lease, lowest, highest) whose cursor still holds its lease live with
 -- every offset inside it and above the cursor moves the cursor to `highest`, releasing the
 -- lease and restoring the retry budget once the lease's range is done; returns what each
--- moved cursor was, by the completion's ordinal. The tenant's partitions only, one cursor
--- after another in the global lock order.
+-- moved cursor was, by the completion's ordinal. The tenant's partitions only. Two
+-- statements on one PostgreSQL: every turn, in the global lock order (each cursor found by
+-- its primary key, a lateral subquery that locks, which the planner cannot flatten), then,
+-- in a fresh snapshot, every move; regent_complete_in_lease_each on Citus.
 CREATE OR REPLACE FUNCTION regent_complete_in_lease(p_tenant text, p_pids uuid[],
+                                                    p_groups text[], p_leases uuid[],
+                                                    p_lowest bigint[], p_highest bigint[])
+RETURNS TABLE (k bigint, committed bigint, lease_end bigint, retry_count integer,
+               queue_id uuid, queue text, options jsonb, next_offset bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM 1
+       FROM (SELECT * FROM unnest(p_pids, p_groups) AS u(pid, grp) ORDER BY pid, grp) u
+      CROSS JOIN LATERAL (
+            SELECT 1 FROM cursors c JOIN partitions p ON p.id = c.partition_id
+             WHERE c.partition_id = u.pid AND c.consumer_group = u.grp
+               AND p.tenant = p_tenant
+               FOR UPDATE OF c) c;
+    RETURN QUERY
+    WITH s AS MATERIALIZED (
+           SELECT a.k, a.pid, a.grp, a.highest, s.seq, s.committed, s.lease_id,
+                  s.lease_expires_at, s.lease_end, s.retry_count, p.queue_id, p.next_offset,
+                  q.name, q.options
+             FROM unnest(p_pids, p_groups, p_leases, p_lowest, p_highest)
+                  WITH ORDINALITY AS a(pid, grp, lease, lowest, highest, k)
+             JOIN cursor_state s ON s.partition_id = a.pid AND s.consumer_group = a.grp
+             JOIN partitions p ON p.id = s.partition_id AND p.tenant = p_tenant
+             JOIN queues q ON q.id = p.queue_id
+            WHERE s.lease_id = a.lease AND s.lease_expires_at > now()
+              AND s.committed < a.lowest AND s.lease_end >= a.highest),
+         ins AS (
+           INSERT INTO cursor_log (partition_id, consumer_group, seq, committed, lease_id,
+                                   lease_expires_at, lease_end, retry_count)
+           SELECT s.pid, s.grp, s.seq + 1, s.highest,
+                  CASE WHEN s.lease_end <= s.highest THEN NULL ELSE s.lease_id END,
+                  s.lease_expires_at, s.lease_end,
+                  CASE WHEN s.lease_end <= s.highest THEN 0 ELSE s.retry_count END
+             FROM s
+           RETURNING 1)
+    SELECT s.k, s.committed, s.lease_end, s.retry_count, s.queue_id, s.name, s.options,
+           s.next_offset
+      FROM s;
+END
+$$;
+
+-- regent_complete_in_lease on Citus: one cursor after another, each statement routed to the
+-- cursor's shard.
+CREATE OR REPLACE FUNCTION regent_complete_in_lease_each(p_tenant text, p_pids uuid[],
                                                     p_groups text[], p_leases uuid[],
                                                     p_lowest bigint[], p_highest bigint[])
 RETURNS TABLE (k bigint, committed bigint, lease_end bigint, retry_count integer,

@@ -9,7 +9,7 @@ use tokio_postgres::Row;
 use uuid::Uuid;
 
 use crate::sql::cursor::{
-    COMPLETE_IN_LEASE, IN_RANGE, LIVE_LEASES, LOCK_AND_RESOLVE, LOCK_AND_RESOLVE_CITUS, OWNER,
+    COMPLETE_IN_LEASE, COMPLETE_IN_LEASE_CITUS, IN_RANGE, LIVE_LEASES, LOCK_AND_RESOLVE, LOCK_AND_RESOLVE_CITUS, OWNER,
     RESOLVE, RESOLVE_CITUS, WRITE,
 };
 use crate::{frames, Layout, StoreError, Tx};
@@ -214,10 +214,16 @@ pub struct Completed {
 /// How the statement finds each cursor, and why: `sql/cursor.sql`.
 pub async fn complete_in_lease(
     client: &impl deadpool_postgres::GenericClient,
+    layout: Layout,
     tenant: &str,
     completions: &[Completion<'_>],
 ) -> Result<Vec<Completed>, StoreError> {
-    let st = client.prepare_cached(COMPLETE_IN_LEASE).await?;
+    let st = client
+        .prepare_cached(match layout {
+            Layout::Single => COMPLETE_IN_LEASE,
+            Layout::Citus => COMPLETE_IN_LEASE_CITUS,
+        })
+        .await?;
     let pids: Vec<Uuid> = completions.iter().map(|c| c.partition).collect();
     let groups: Vec<&str> = completions.iter().map(|c| c.group).collect();
     let leases: Vec<Uuid> = completions.iter().map(|c| c.lease).collect();
