@@ -73,12 +73,6 @@ declare -A regent_args=(
 )
 declare -A per_call=([job-queue]=1 [batch]=100)
 
-pad=$(printf 'x%.0s' $(seq 1 230))
-payload="{\"t\":1700000000000000,\"pad\":\"$pad\"}"
-
-# in_db NAME: $PG with its database replaced by NAME.
-in_db() { sed -E "s#/[^/?]+(\?|$)#/$1\1#" <<<"$PG"; }
-
 run_regent() { # shape
     "$gen" bench --url "http://127.0.0.1:$PORT" --scenario end-to-end ${regent_args[$1]} \
         --duration "$DURATION" --json --quiet >"$work/regent-$1.json"
@@ -92,30 +86,10 @@ PY
 }
 
 run_pgmq() { # shape round
-    local db="pgmq_$2_${1//-/_}" n=${per_call[$1]}
-    PGOPTIONS=--client-min-messages=warning psql -q "$PG" -c "DROP DATABASE IF EXISTS $db" \
-        -c "CREATE DATABASE $db"
-    local url
-    url=$(in_db "$db")
-    psql -q "$url" -v ON_ERROR_STOP=1 -f "$PGMQ_SQL" >/dev/null
-    psql -q "$url" -c "SELECT pgmq.create('jobs')" >/dev/null
-    if [ "$n" -eq 1 ]; then
-        echo "SELECT pgmq.send('jobs', '$payload'::jsonb);" >"$work/send.sql"
-    else
-        echo "SELECT pgmq.send_batch('jobs', array_fill('$payload'::jsonb, ARRAY[$n]));" >"$work/send.sql"
-    fi
-    # Read, then delete what was read: two statements, two commits (an empty read deletes
-    # nothing). pgbench substitutes :ids as text, so an empty read is ARRAY[]::bigint[].
-    cat >"$work/take.sql" <<SQL
-SELECT coalesce(string_agg(msg_id::text, ','), '') AS ids FROM pgmq.read('jobs', 30, $n) \gset
-SELECT pgmq.delete('jobs', ARRAY[:ids]::bigint[]);
-SQL
-    "$pgbench" -n -c 8 -j 1 -T "$DURATION" -f "$work/send.sql" "$url" >"$work/pgmq-send.txt" 2>&1 &
-    local producers=$!
-    "$pgbench" -n -c 8 -j 1 -T "$DURATION" -f "$work/take.sql" "$url" >"$work/pgmq-take.txt" 2>&1
-    wait "$producers"
+    pgmq_setup "pgmq_$2_${1//-/_}" "${per_call[$1]}"
+    pgmq_load "$DURATION"
     # Sent: the queue's sequence; delivered: sent minus what is still in the queue.
-    psql -At "$url" -c "SELECT (SELECT last_value FROM pgmq.q_jobs_msg_id_seq) AS sent,
+    psql -At "$pgmq_url" -c "SELECT (SELECT last_value FROM pgmq.q_jobs_msg_id_seq) AS sent,
                                (SELECT count(*) FROM pgmq.q_jobs) AS left" -F ' ' |
         awk -v d="$DURATION" '{ printf "%.0f %.0f n/a\n", ($1 - $2) / d, $1 / d }'
 }
@@ -127,10 +101,10 @@ run_graphile() { # shape round
     url=$(in_db "$db")
     node bench/graphile-worker.cjs "$GRAPHILE_DIR" migrate "$url"
     if [ "$n" -eq 1 ]; then
-        echo "SELECT graphile_worker.add_job('job', '$payload'::json);" >"$work/gw-send.sql"
+        echo "SELECT graphile_worker.add_job('job', '$peer_payload'::json);" >"$work/gw-send.sql"
     else
         queue=${GRAPHILE_LOCAL_QUEUE:-$n}
-        echo "SELECT graphile_worker.add_jobs(array_fill(ROW('job', '$payload'::json, NULL, NULL,
+        echo "SELECT graphile_worker.add_jobs(array_fill(ROW('job', '$peer_payload'::json, NULL, NULL,
                 NULL, NULL, NULL, NULL)::graphile_worker.job_spec, ARRAY[$n]));" | tr -s ' \n' ' ' \
             >"$work/gw-send.sql"
     fi
@@ -157,7 +131,7 @@ run() {
 
 ceiling() { # rows per transaction -> msg/s of pgbench's INSERT into a one-index table
     psql -q "$PG" -c "CREATE TABLE IF NOT EXISTS alt_ceiling (id bigserial PRIMARY KEY, payload jsonb NOT NULL)"
-    python3 - "$1" "$payload" >"$work/ceiling.sql" <<'PY'
+    python3 - "$1" "$peer_payload" >"$work/ceiling.sql" <<'PY'
 import sys
 n, p = int(sys.argv[1]), sys.argv[2]
 print("INSERT INTO alt_ceiling (payload) VALUES " + ",".join(f"('{p}'::jsonb)" for _ in range(n)) + ";")

@@ -27,6 +27,8 @@ wait_for() {
 # $work/pg; sets $broker (its pid) and $PG (the cluster's URL). The caller's EXIT trap
 # should call stop_dev.
 start_dev() {
+    # A previous broker's output would pass for this one's (its "serving on", its URL).
+    rm -f "$work/dev.out" "$work/dev.err"
     env -u JWT_ENABLED -u TENANT_LIMITS NO_COLOR=1 "$bin" dev --port "$1" --data-dir "$work/pg" \
         >"$work/dev.out" 2>"$work/dev.err" &
     broker=$!
@@ -97,4 +99,47 @@ for pidfile in pids:
     out.append((own(f, reaped=True) if f else 0) + sum(own(c) for c in parents.get(pm, [])))
 print(" ".join(f"{x:.2f}" for x in out))
 PY
+}
+
+# The peers' message (bench/alternatives.sh, bench/bloat.sh): about 256 B of JSON, as
+# `regent bench --payload 256` sends.
+peer_payload="{\"t\":1700000000000000,\"pad\":\"$(printf 'x%.0s' $(seq 1 230))\"}"
+
+# in_db NAME: $PG with its database replaced by NAME.
+in_db() { sed -E "s#/[^/?]+(\?|$)#/$1\1#" <<<"$PG"; }
+
+# pgmq_setup DB N: a fresh database DB on the cluster of $PG with pgmq installed from
+# $PGMQ_SQL and a queue `jobs` (table pgmq.q_jobs); sets $pgmq_url to it, and writes the
+# pgbench scripts of pgmq_load for N messages per call.
+pgmq_setup() {
+    PGOPTIONS=--client-min-messages=warning psql -q "$PG" -c "DROP DATABASE IF EXISTS $1" \
+        -c "CREATE DATABASE $1"
+    pgmq_url=$(in_db "$1")
+    psql -q "$pgmq_url" -v ON_ERROR_STOP=1 -f "$PGMQ_SQL" >/dev/null
+    psql -q "$pgmq_url" -c "SELECT pgmq.create('jobs')" >/dev/null
+    if [ "$2" -eq 1 ]; then
+        echo "SELECT pgmq.send('jobs', '$peer_payload'::jsonb);" >"$work/pgmq-send.sql"
+    else
+        echo "SELECT pgmq.send_batch('jobs', array_fill('$peer_payload'::jsonb, ARRAY[$2]));" \
+            >"$work/pgmq-send.sql"
+    fi
+    # Read, then delete what was read: two statements, two commits (an empty read deletes
+    # nothing). pgbench substitutes :ids as text, so an empty read is ARRAY[]::bigint[].
+    cat >"$work/pgmq-take.sql" <<SQL
+SELECT coalesce(string_agg(msg_id::text, ','), '') AS ids FROM pgmq.read('jobs', 30, $2) \gset
+SELECT pgmq.delete('jobs', ARRAY[:ids]::bigint[]);
+SQL
+}
+
+# pgmq_load SECONDS: on $pgmq_url for SECONDS, 8 producers (pgbench, one thread: `pgmq.send`
+# or `pgmq.send_batch`, one commit each) and 8 consumers (pgbench, one thread: the read with
+# a 30 s visibility timeout, then the delete of what was read); their output in
+# $work/pgmq-send.txt and $work/pgmq-take.txt.
+pgmq_load() {
+    "$pgbench" -n -c 8 -j 1 -T "$1" -f "$work/pgmq-send.sql" "$pgmq_url" \
+        >"$work/pgmq-send.txt" 2>&1 &
+    local producers=$!
+    "$pgbench" -n -c 8 -j 1 -T "$1" -f "$work/pgmq-take.sql" "$pgmq_url" \
+        >"$work/pgmq-take.txt" 2>&1
+    wait "$producers"
 }

@@ -35,6 +35,7 @@ fn args(url: &str, scenario: Scenario) -> BenchArgs {
         token: None,
         pg_url: None,
         trace_slower_than: None,
+        interval: None,
         json: false,
         quiet: true,
     }
@@ -43,11 +44,19 @@ fn args(url: &str, scenario: Scenario) -> BenchArgs {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bench_scenarios_deliver_every_pushed_message() {
     let b = broker().await;
-    let e2e = run(args(&b.url, Scenario::EndToEnd)).await.unwrap();
+    let mut a = args(&b.url, Scenario::EndToEnd);
+    a.interval = Some(0.5);
+    let e2e = run(a).await.unwrap();
     let l = e2e.ledger.clone().expect("a ledger");
     assert!(e2e.pushed > 0 && l.pushed >= e2e.pushed, "{}", e2e.text());
     assert!(l.ok(), "{}", e2e.text());
     assert_eq!(l.delivered_unique, l.pushed);
+    // The intervals cover the measured window and what it pushed.
+    let iv = e2e.intervals.as_deref().expect("intervals");
+    let seconds: f64 = iv.iter().map(|i| i.seconds).sum();
+    assert!((seconds - e2e.seconds).abs() < 0.1, "{}", e2e.text());
+    let pushed: u64 = iv.iter().map(|i| i.pushed).sum();
+    assert!(pushed > 0 && pushed <= e2e.pushed, "{}", e2e.text());
 
     let mut fan = args(&b.url, Scenario::FanOut);
     fan.groups = Some(3);

@@ -7,6 +7,7 @@
 //! with the sum pushed into it. The timers scenario schedules Queen's timers at a steady rate
 //! and measures how late each is delivered, and that each is delivered exactly once.
 
+mod intervals;
 mod ledger;
 mod report;
 mod stats;
@@ -21,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 
+pub use intervals::Interval;
 pub use ledger::LedgerCheck;
 pub use report::Report;
 pub use streams::StreamsFigures;
@@ -163,12 +165,24 @@ pub struct BenchArgs {
     /// named by the second it happened in can be lined up with PostgreSQL's log.
     #[arg(long)]
     pub trace_slower_than: Option<u64>,
+    /// Seconds per interval: the report gives the messages pushed and delivered in each
+    /// interval of the measured window (`intervals` in JSON, a line each in text), to see
+    /// how the rates move during a run.
+    #[arg(long, value_parser = positive_seconds)]
+    pub interval: Option<f64>,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
     /// No live progress line.
     #[arg(long)]
     pub quiet: bool,
+}
+
+fn positive_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a positive number of seconds")),
+    }
 }
 
 impl BenchArgs {
@@ -252,11 +266,15 @@ pub async fn run(mut args: BenchArgs) -> anyhow::Result<Report> {
     }
     let started = Instant::now();
     let pushed_before = shared.pushed.load(Ordering::SeqCst);
+    let sampler = args
+        .interval
+        .map(|every| intervals::Sampler::start(shared.clone(), started, every));
     let producers = spawn_producers(&ctx);
     let consumers = spawn_consumers(&ctx, groups);
     let progress = (!args.quiet).then(|| tokio::spawn(report::progress(shared.clone(), started)));
     measured_window(&ctx, started).await;
     let measured = started.elapsed();
+    let intervals = sampler.map(intervals::Sampler::finish);
     shared.window_closed.store(true, Ordering::SeqCst);
     let pushed_in_window = shared.pushed.load(Ordering::SeqCst) - pushed_before;
     shared.stop_producers.store(true, Ordering::SeqCst);
@@ -313,6 +331,7 @@ pub async fn run(mut args: BenchArgs) -> anyhow::Result<Report> {
     );
     report.streams = figures;
     report.timers = timer_figures;
+    report.intervals = intervals;
     Ok(report)
 }
 

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use super::intervals::{self, Interval};
 use super::ledger::LedgerCheck;
 use super::stats::{percentiles, Percentiles};
 use super::streams::StreamsFigures;
@@ -47,6 +48,8 @@ pub struct Report {
     pub streams: Option<StreamsFigures>,
     /// The timers scenario's counts, lateness and pending load.
     pub timers: Option<TimerFigures>,
+    /// With `--interval`: what each interval of the measured window pushed and delivered.
+    pub intervals: Option<Vec<Interval>>,
 }
 
 impl Report {
@@ -88,6 +91,7 @@ impl Report {
             generator_cores: cpu / secs,
             streams: None,
             timers: None,
+            intervals: None,
         }
     }
 
@@ -147,6 +151,9 @@ impl Report {
             s += &streams_text(f);
             s += &lat("step", &f.step_latency);
             s += &lat("window", &f.window_latency);
+        }
+        if let Some(i) = &self.intervals {
+            s += &intervals::text(i);
         }
         s += &format!("errors {}\n", self.errors);
         if let Some(e) = &self.first_error {
