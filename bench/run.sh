@@ -199,7 +199,7 @@ psql -At "$PG" <<'SQL'
 WITH m AS (SELECT coalesce(sum(next_offset), 0) AS n FROM partitions),
      p AS (SELECT coalesce(sum(octet_length(frames)), 0) AS frame_bytes FROM segments),
      sz AS (SELECT sum(pg_total_relation_size(t)) AS total, t::text AS name
-              FROM unnest(ARRAY['segments', 'tx_index', 'cursors', 'cursor_log', 'partitions']::regclass[]) t
+              FROM unnest(ARRAY['segments', 'tx_index', 'cursors', 'partitions']::regclass[]) t
              GROUP BY t)
 SELECT format('storage: %s messages; per message: %s B in segments (frames %s B), %s B in tx_index; '
               || 'frame overhead beyond the payload about %s B; tx_index holds %s live entries '

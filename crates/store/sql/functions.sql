@@ -266,9 +266,10 @@ $$;
 -- wait for the WAL flush (a claim consumes nothing), and it answers one row saying whether
 -- it did (`fresh`) when it claimed nothing.
 --
--- Three statements: the candidates are looked at without turns; their turns are taken
--- (SKIP LOCKED); and, in a fresh snapshot, the locked cursors are looked at again, claimed
--- and read, set-wise (on Citus, regent_claim_one claims one partition at a time instead).
+-- Two statements: the candidates are chosen and their turns taken (SKIP LOCKED) as they
+-- come; then, in a fresh snapshot, the locked cursors are looked at again, claimed and read,
+-- set-wise (on Citus, regent_claim_one claims one partition at a time instead). The first
+-- reads the newest log row itself, as cursor_state does: a lock cannot go through the view.
 --
 -- Architecture Invariant: a claim reads its own queue's cursors and, through each, its
 -- partition: never the whole `partitions` table (the lateral lookup cannot be flattened).
@@ -285,7 +286,6 @@ RETURNS TABLE (fresh boolean, partition_id uuid, lease_id uuid, name text, commi
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
-    v_cands  uuid[];
     v_locked uuid[];
     v_rows   bigint;
 BEGIN
@@ -300,32 +300,36 @@ BEGIN
             RETURN;
         END IF;
     END IF;
-    -- The candidates, looked at without turns, in claim order (at most four times as many
-    -- as wanted, so that a few taken meanwhile by other pops do not leave the claim short).
-    SELECT array_agg(x.partition_id ORDER BY x.ord) INTO v_cands
-      FROM (SELECT s.partition_id,
-                   row_number() OVER (ORDER BY s.lease_expires_at NULLS FIRST,
-                                               s.partition_id) AS ord
-              FROM cursor_state s
-             CROSS JOIN LATERAL (SELECT p.next_offset, p.name, p.last_push_at FROM partitions p
-                                  WHERE p.id = s.partition_id OFFSET 0) p
-             WHERE (p_hint IS NULL OR s.partition_id = ANY (p_hint))
-               AND ((p_hint IS NULL AND s.queue_id = p_queue)
-                    OR (p_hint IS NOT NULL AND s.queue_id IS NOT DISTINCT FROM p_queue))
-               AND s.consumer_group = p_group AND (p_partition IS NULL OR p.name = p_partition)
-               AND s.committed < p.next_offset - 1
-               AND (s.lease_id IS NULL OR s.lease_expires_at <= now())
-               AND (p_window = 0 OR p.last_push_at <= now() - make_interval(secs => p_window))
-             ORDER BY s.lease_expires_at NULLS FIRST, s.partition_id
-             LIMIT p_max * 4 + 4) x;
-    -- Their turns, in that order, skipping the cursors another writer holds.
-    SELECT array_agg(x.partition_id ORDER BY array_position(v_cands, x.partition_id))
-      INTO v_locked
-      FROM (SELECT c.partition_id FROM cursors c
-             WHERE c.partition_id = ANY (v_cands) AND c.consumer_group = p_group
-             ORDER BY array_position(v_cands, c.partition_id)
-             LIMIT p_max
-               FOR UPDATE SKIP LOCKED) x;
+    -- The candidates in claim order, their turns taken as they come (SKIP LOCKED: a cursor
+    -- another writer holds is passed over), judged by the state this statement's snapshot
+    -- saw: the state is read again below.
+    SELECT array_agg(x.partition_id ORDER BY x.ord) INTO v_locked
+      FROM (SELECT c.partition_id,
+                   row_number() OVER (ORDER BY c.lease_expires_at NULLS FIRST,
+                                               c.partition_id) AS ord
+              FROM (SELECT c.partition_id, l.lease_expires_at
+                      FROM cursors c
+                      LEFT JOIN LATERAL (
+                           SELECT l.committed, l.lease_id, l.lease_expires_at FROM cursor_log l
+                            WHERE l.partition_id = c.partition_id
+                              AND l.consumer_group = c.consumer_group
+                            ORDER BY l.seq DESC LIMIT 1) l ON true
+                     CROSS JOIN LATERAL (SELECT p.next_offset, p.name, p.last_push_at
+                                           FROM partitions p
+                                          WHERE p.id = c.partition_id OFFSET 0) p
+                     WHERE (p_hint IS NULL OR c.partition_id = ANY (p_hint))
+                       AND ((p_hint IS NULL AND c.queue_id = p_queue)
+                            OR (p_hint IS NOT NULL AND c.queue_id IS NOT DISTINCT FROM p_queue))
+                       AND c.consumer_group = p_group
+                       AND (p_partition IS NULL OR p.name = p_partition)
+                       AND coalesce(l.committed, c.start) < p.next_offset - 1
+                       AND (l.lease_id IS NULL OR l.lease_expires_at <= now())
+                       AND (p_window = 0
+                            OR p.last_push_at <= now() - make_interval(secs => p_window))
+                     ORDER BY l.lease_expires_at NULLS FIRST, c.partition_id
+                     LIMIT p_max
+                       FOR UPDATE OF c SKIP LOCKED) c
+              ) x;
     -- A fresh snapshot: each locked cursor looked at again, claimed, and read.
     RETURN QUERY
     WITH s AS MATERIALIZED (
