@@ -187,7 +187,7 @@ async fn seek_one_partition_to_its_end() {
         let (b, p1) = (&b, &p1);
         async move {
             let (_, v) = b.get(&format!("/api/v1/messages/{p1}/{tx}")).await;
-            wire::read::<wire::MessageDetail>(&v).created_at
+            wire::read::<wire::MessageDetail>(&v).listed.created_at
         }
     };
     // Read, each is a string.

@@ -12,6 +12,22 @@ use serde::Serialize;
 use super::workers::unix_micros;
 use super::Shared;
 
+/// The shortest and longest `--interval`: a shorter one would sample in a tight loop and
+/// keep a sample per tick, a longer one (1e30) would overflow the timer's arithmetic.
+const EVERY: std::ops::RangeInclusive<f64> = 0.1..=1_000_000.0;
+
+/// Parses `--interval`: seconds, within [`EVERY`].
+pub(crate) fn every(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if EVERY.contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a number of seconds from {} to {}",
+            EVERY.start(),
+            EVERY.end()
+        )),
+    }
+}
+
 /// One interval of the measured window.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Interval {
@@ -154,6 +170,15 @@ mod tests {
             pushed,
             delivered,
         }
+    }
+
+    #[test]
+    fn the_interval_is_bounded_before_any_time_arithmetic() {
+        for bad in ["0", "-1", "NaN", "inf", "1e30", "0.01", "x", ""] {
+            assert!(every(bad).is_err(), "{bad:?} accepted");
+        }
+        assert_eq!(every("0.5"), Ok(0.5));
+        assert_eq!(every("60"), Ok(60.0));
     }
 
     #[test]

@@ -168,7 +168,7 @@ pub struct BenchArgs {
     /// Seconds per interval: the report gives the messages pushed and delivered in each
     /// interval of the measured window (`intervals` in JSON, a line each in text), to see
     /// how the rates move during a run.
-    #[arg(long, value_parser = positive_seconds)]
+    #[arg(long, value_parser = intervals::every)]
     pub interval: Option<f64>,
     /// Print the report as JSON.
     #[arg(long)]
@@ -176,13 +176,6 @@ pub struct BenchArgs {
     /// No live progress line.
     #[arg(long)]
     pub quiet: bool,
-}
-
-fn positive_seconds(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err(format!("{s:?} is not a positive number of seconds")),
-    }
 }
 
 impl BenchArgs {

@@ -119,19 +119,13 @@ pub struct LeaseExtended {
     pub error: Option<String>,
 }
 
-/// `GET /messages/:partitionId/:transactionId`: one message (the fields the suites read, and
-/// the ones every such answer carries).
+/// `GET /messages/:partitionId/:transactionId`: one message, as the listing shows it, with its
+/// payload (the fields the suites read, and the ones every such answer carries).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageDetail {
-    pub id: String,
-    pub transaction_id: String,
-    pub partition_id: String,
-    pub queue: String,
-    pub partition: String,
-    /// `pending`, `processing`, `completed` or `dead_letter`.
-    pub status: String,
-    pub created_at: String,
+    #[serde(flatten)]
+    pub listed: MessageListed,
     pub payload: Value,
     pub is_encrypted: bool,
 }
