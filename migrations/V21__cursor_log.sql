@@ -21,6 +21,9 @@ CREATE TABLE cursor_log (
     lease_expires_at  timestamptz,
     lease_end         bigint,
     retry_count       integer NOT NULL DEFAULT 0,
+    -- When the row was written: clock time after its writer's read of the row before
+    -- (compaction's rule needs it: sql/functions.sql, "A stale read loses").
+    at                timestamptz NOT NULL DEFAULT clock_timestamp(),
     PRIMARY KEY (partition_id, consumer_group, seq)
 );
 CREATE INDEX cursor_log_lease ON cursor_log (lease_id) WHERE lease_id IS NOT NULL;

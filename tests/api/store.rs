@@ -145,6 +145,7 @@ impl Fixture {
             lease_seconds: 30,
             window_buffer_seconds: 0,
             hint: &[],
+            after: None,
         }
     }
 
@@ -411,6 +412,190 @@ async fn an_ack_locks_the_cursor_resolves_its_ids_and_writes_the_cursor_back() {
         .unwrap()
         .get(0);
     assert_eq!(retries, 2);
+}
+
+/// An ack that waited for another writer's turn on its cursor reads the cursor as its
+/// statement's snapshot had it, before that writer committed ("A stale read loses" in
+/// sql/functions.sql). Here the other writer is the claim that made the lease: read stale,
+/// the lease is not there yet, and the ack must still be taken once the claim commits.
+#[tokio::test]
+async fn an_ack_that_waited_for_the_claim_making_its_lease_is_taken() {
+    let f = fixture("store-stale-claim", 3).await;
+    let tenant = f.tenant().await;
+    let mut conn = f.store.client().await.unwrap();
+    let setup = conn.begin().await.unwrap();
+    f.join(&setup, "g").await;
+    setup.commit().await.unwrap();
+    drop(conn); // the fixture's pool holds two connections
+    let mut holder = f.store.client().await.unwrap();
+    let claiming = holder.begin().await.unwrap();
+    let lease = [Uuid::now_v7()];
+    let p = claim::claim(&claiming, &f.claim("g", &lease, 3))
+        .await
+        .unwrap()
+        .partitions
+        .remove(0);
+    let acker = f.store.client().await.unwrap();
+    let (pid, l, lowest, highest) = (p.id, lease[0], p.committed + 1, p.lease_end);
+    let ack = tokio::spawn(async move {
+        let c = cursor::Completion {
+            partition: pid,
+            group: "g",
+            lease: l,
+            lowest,
+            highest,
+        };
+        cursor::complete_in_lease(&*acker, layout().await, &tenant, &[c])
+            .await
+            .map(|done| done.len())
+    });
+    // The ack's statement has begun and waits for the claim's turn.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(!ack.is_finished(), "the ack waits for the claim's turn");
+    claiming.commit().await.unwrap();
+    assert_eq!(ack.await.unwrap().unwrap(), 1, "the ack is taken");
+    assert_eq!(
+        f.cursor("g").await.unwrap(),
+        (p.lease_end, None, Some(p.lease_end))
+    );
+}
+
+/// The converse: the other writer released the lease while the ack waited. Read stale, the
+/// lease is still live; the ack must be refused, not appended over the release (nor fail).
+#[tokio::test]
+async fn an_ack_that_waited_for_its_lease_to_be_released_is_refused() {
+    let f = fixture("store-stale-release", 3).await;
+    let tenant = f.tenant().await;
+    let mut conn = f.store.client().await.unwrap();
+    let tx = conn.begin().await.unwrap();
+    f.join(&tx, "g").await;
+    let lease = [Uuid::now_v7()];
+    let p = claim::claim(&tx, &f.claim("g", &lease, 3))
+        .await
+        .unwrap()
+        .partitions
+        .remove(0);
+    tx.commit().await.unwrap();
+    drop(conn); // the fixture's pool holds two connections
+    let mut holder = f.store.client().await.unwrap();
+    let releasing = holder.begin().await.unwrap();
+    releasing
+        .execute(
+            "SELECT 1 FROM cursors WHERE partition_id = $1 AND consumer_group = 'g' FOR UPDATE",
+            &[&p.id],
+        )
+        .await
+        .unwrap();
+    let acker = f.store.client().await.unwrap();
+    let (pid, l, lowest, highest) = (p.id, lease[0], p.committed + 1, p.lease_end);
+    let t = tenant.clone();
+    let ack = tokio::spawn(async move {
+        let c = cursor::Completion {
+            partition: pid,
+            group: "g",
+            lease: l,
+            lowest,
+            highest,
+        };
+        cursor::complete_in_lease(&*acker, layout().await, &t, &[c])
+            .await
+            .map(|done| done.len())
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(!ack.is_finished(), "the ack waits for the release's turn");
+    let released = releasing
+        .query(
+            "SELECT * FROM regent_release($1, $2)",
+            &[&lease[0], &tenant],
+        )
+        .await
+        .unwrap();
+    assert_eq!(released.len(), 1);
+    releasing.commit().await.unwrap();
+    assert_eq!(
+        ack.await.unwrap().unwrap(),
+        0,
+        "the released lease takes no ack"
+    );
+    assert_eq!(
+        f.cursor("g").await.unwrap(),
+        (p.committed, None, Some(p.lease_end))
+    );
+}
+
+/// Compaction deletes a superseded cursor-log row only once the row that superseded it is
+/// older than twice the stale-read bound, and never a cursor's newest row.
+#[tokio::test]
+async fn compaction_keeps_what_a_stale_reader_may_still_meet() {
+    let f = fixture("store-compact", 3).await;
+    let mut conn = f.store.client().await.unwrap();
+    let tx = conn.begin().await.unwrap();
+    f.join(&tx, "g").await;
+    for _ in 0..3 {
+        let lease = [Uuid::now_v7()];
+        let p = claim::claim(&tx, &f.claim("g", &lease, 1))
+            .await
+            .unwrap()
+            .partitions
+            .remove(0);
+        let ack = Finish {
+            partition: p.id,
+            committed: p.committed + 1,
+            release: true,
+            lease_end: p.committed + 1,
+            lease: None,
+            undo: None,
+            held: lease[0],
+        };
+        claim::finish(&*tx, "g", &[ack]).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+    let db = f.b.db().await;
+    assert_eq!(log_seqs(&db, f.partition_id).await, vec![1, 2, 3, 4, 5, 6]);
+    regent::store::purge::compact_cursor_log(&f.store)
+        .await
+        .unwrap();
+    assert_eq!(
+        log_seqs(&db, f.partition_id).await.len(),
+        6,
+        "written just now: all kept"
+    );
+    // Rows 4 and 5 written two minutes ago: what they supersede (1 to 4) may go.
+    db.execute(
+        "UPDATE cursor_log SET at = at - interval '2 minutes' \
+          WHERE partition_id = $1 AND consumer_group = 'g' AND seq <= 5",
+        &[&f.partition_id],
+    )
+    .await
+    .unwrap();
+    regent::store::purge::compact_cursor_log(&f.store)
+        .await
+        .unwrap();
+    assert_eq!(log_seqs(&db, f.partition_id).await, vec![5, 6]);
+    let (committed, lease, _) = f.cursor("g").await.unwrap();
+    assert_eq!(
+        (committed - p_first(&db, f.partition_id).await, lease),
+        (3, None)
+    );
+}
+
+/// The sequence numbers of group g's cursor-log rows on the partition, ascending.
+async fn log_seqs(db: &tokio_postgres::Client, pid: Uuid) -> Vec<i64> {
+    let q = "SELECT seq FROM cursor_log WHERE partition_id = $1 AND consumer_group = 'g' \
+             ORDER BY seq";
+    let rows = db.query(q, &[&pid]).await.unwrap();
+    rows.iter().map(|r| r.get::<_, i64>(0)).collect()
+}
+
+/// The partition's first offset less one: where a group that starts at the beginning starts.
+async fn p_first(db: &tokio_postgres::Client, pid: Uuid) -> i64 {
+    db.query_one(
+        "SELECT first_offset - 1 FROM partitions WHERE id = $1",
+        &[&pid],
+    )
+    .await
+    .unwrap()
+    .get(0)
 }
 
 #[tokio::test]

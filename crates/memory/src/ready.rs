@@ -62,6 +62,9 @@ struct ReadyList {
     next: u64,
     /// Per group: the sequence number of the first entry it has not taken, and when it took.
     taken: HashMap<String, (u64, u64)>,
+    /// Per group: the partition its last walk over the queue's cursors ended at, where the
+    /// next starts (`regent_store::claim::Claim::after`). At most [`MAX_GROUPS`].
+    walks: HashMap<String, Uuid>,
     looked: u64,
     looked_at: Instant,
     takes: u64,
@@ -73,6 +76,7 @@ impl ReadyList {
             pushed: VecDeque::new(),
             next: 0,
             taken: HashMap::new(),
+            walks: HashMap::new(),
             looked: now,
             looked_at: at,
             takes: 0,
@@ -143,6 +147,8 @@ impl Ready {
             None => {
                 if list.taken.len() >= MAX_GROUPS {
                     forget_stalest_half(&mut list.taken);
+                    let taken = &list.taken;
+                    list.walks.retain(|g, _| taken.contains_key(g));
                 }
                 end
             }
@@ -167,6 +173,29 @@ impl Ready {
             list.drop_taken();
         }
         out
+    }
+
+    /// Where `group`'s next walk over the cursors of `queue` starts: just after the partition
+    /// its last walk ended at (`None`: from the first).
+    pub fn walk_from(&self, queue: Uuid, group: &str) -> Option<Uuid> {
+        let inner = lock(&self.inner);
+        inner.lists.get(&queue)?.walks.get(group).copied()
+    }
+
+    /// Records where `group`'s walk over the cursors of `queue` ended. Only for queues this
+    /// broker pops from (a list exists), and for at most [`MAX_GROUPS`] groups a list: a
+    /// forgotten place starts the walk from the first partition again, which costs fairness
+    /// for a while, never a message.
+    pub fn walked(&self, queue: Uuid, group: &str, end: Uuid) {
+        let mut inner = lock(&self.inner);
+        let Some(list) = inner.lists.get_mut(&queue) else {
+            return;
+        };
+        if let Some(place) = list.walks.get_mut(group) {
+            *place = end;
+        } else if list.walks.len() < MAX_GROUPS {
+            list.walks.insert(group.to_string(), end);
+        }
     }
 
     /// Lists held.
@@ -251,6 +280,26 @@ mod tests {
         assert!(r.take(q, "g", 4).is_empty());
         // Another group has its own place in the list.
         assert_eq!(r.take(q, "h", 8), vec![a, b, c]);
+    }
+
+    #[test]
+    fn a_walk_starts_where_the_group_last_walk_ended() {
+        let r = Ready::default();
+        let (q, p) = (Uuid::now_v7(), Uuid::now_v7());
+        r.walked(q, "g", p);
+        assert_eq!(
+            r.walk_from(q, "g"),
+            None,
+            "no list: a queue not popped here"
+        );
+        assert!(r.take(q, "g", 1).is_empty());
+        r.walked(q, "g", p);
+        assert_eq!(r.walk_from(q, "g"), Some(p));
+        assert_eq!(r.walk_from(q, "h"), None, "each group has its own place");
+        for i in 0..MAX_GROUPS + 10 {
+            r.walked(q, &format!("g{i}"), p);
+        }
+        assert_eq!(r.inner.lock().unwrap().lists[&q].walks.len(), MAX_GROUPS);
     }
 
     #[test]

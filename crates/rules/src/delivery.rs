@@ -65,6 +65,22 @@ pub fn claim_order<T>(claims: &mut [T], key: impl Fn(&T) -> (Option<DateTime<Utc
     });
 }
 
+/// Where the next walk of a group over a queue's cursors starts, after one that started just
+/// after `after` and served `served` (or, serving nothing, claimed `claimed`): the last of
+/// them in the walk's order, partition order round from just after `after`. `None` when the
+/// walk took nothing: it starts where it did.
+pub fn walk_end(
+    after: Option<uuid::Uuid>,
+    served: &[uuid::Uuid],
+    claimed: &[uuid::Uuid],
+) -> Option<uuid::Uuid> {
+    let from = after.unwrap_or(uuid::Uuid::nil());
+    // The walk's order: the partitions after `from` first, then the ones up to it.
+    let place = |p: &uuid::Uuid| (*p <= from, *p);
+    let pick = if served.is_empty() { claimed } else { served };
+    pick.iter().max_by_key(|p| place(p)).copied()
+}
+
 /// The shares of `claims` (already in [`claim_order`]) under a budget of `batch` messages.
 /// Messages appended after `cutoff` (a queue's delayed processing) are not delivered yet.
 pub fn shares(
@@ -237,6 +253,18 @@ fn finish(c: &Claimed, upto: Option<i64>, auto_ack: bool) -> Option<Finish> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_walk_goes_on_after_the_last_partition_it_served_round_the_end() {
+        let id = |n: u128| uuid::Uuid::from_u128(n);
+        assert_eq!(walk_end(None, &[id(3), id(1)], &[id(9)]), Some(id(3)));
+        // From just after 5: 7 comes before 2 (round the end).
+        assert_eq!(walk_end(Some(id(5)), &[id(2), id(7)], &[]), Some(id(2)));
+        assert_eq!(walk_end(Some(id(5)), &[id(6), id(7)], &[]), Some(id(7)));
+        // Serving nothing, the walk goes on past what it claimed; taking nothing, it stays.
+        assert_eq!(walk_end(Some(id(5)), &[], &[id(8), id(1)]), Some(id(1)));
+        assert_eq!(walk_end(Some(id(5)), &[], &[]), None);
+    }
 
     #[test]
     fn only_a_claim_that_delivered_nothing_and_moved_nothing_is_undone() {

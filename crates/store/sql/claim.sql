@@ -78,19 +78,20 @@ SELECT p.id, $2,
 ON CONFLICT DO NOTHING
 
 -- name: claim_and_read
--- Claims up to $5 of the group's partitions, the k-th (least recently claimed first, so a hot
--- partition cannot starve the others) under lease $6[k], and reads them, in one statement:
--- regent_claim (sql/functions.sql) says how.
+-- Claims up to $5 of the group's partitions, the k-th (walking the group's cursors from just
+-- after $9, so a hot partition cannot starve the others) under lease $6[k], and reads them,
+-- in one statement: regent_claim (sql/functions.sql) says how.
 -- $1 queue id, $2 consumer group, $3 partition name (NULL: any), $4 window buffer seconds
 -- (partitions pushed to more recently are not claimed), $5 partitions at most, $6 the lease of
--- each partition slot, $7 lease seconds, $8 messages per partition at most
-SELECT * FROM regent_claim($1, $2, $3, $4, $5, $6, $7, $8, NULL, NULL)
+-- each partition slot, $7 lease seconds, $8 messages per partition at most, $9 the partition
+-- the walk starts after (NULL: from the first)
+SELECT * FROM regent_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, NULL)
 
 -- name: claim_hinted
 -- claim_and_read over the hinted partitions only ($9: pushed to since the group last looked):
 -- primary-key lookups instead of a walk past every partition with nothing to read.
--- $1-$8 as claim_and_read, $9 the hinted partition ids
-SELECT * FROM regent_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL)
+-- $1-$9 as claim_and_read, $10 the hinted partition ids
+SELECT * FROM regent_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL)
 
 -- name: claim_known
 -- claim_and_read of a queue the broker knows, as one statement that is its own transaction:
@@ -98,14 +99,14 @@ SELECT * FROM regent_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL)
 -- one row more saying whether it did (`fresh`), so a stale queue is told from an empty one.
 -- Its commit does not wait for the WAL flush (synchronous_commit off), as a claim that
 -- consumes nothing may (crate::claim::lease_only).
--- $1-$8 as claim_and_read, $9 the queue's options as the broker knows them
-SELECT * FROM regent_claim($1, $2, $3, $4, $5, $6, $7, $8, NULL, $9)
+-- $1-$9 as claim_and_read, $10 the queue's options as the broker knows them
+SELECT * FROM regent_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, $10)
 
 -- name: claim_known_hinted
 -- claim_hinted of a queue the broker knows, as claim_known is of claim_and_read.
--- $1-$8 as claim_and_read, $9 the hinted partition ids, $10 the queue's options as the broker
--- knows them
-SELECT * FROM regent_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+-- $1-$9 as claim_and_read, $10 the hinted partition ids, $11 the queue's options as the
+-- broker knows them
+SELECT * FROM regent_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 
 -- name: finish
 -- Ends a claim as decided: trims each partition's lease to what was delivered, releases the

@@ -164,6 +164,30 @@ $$;
 -- with a distributed table: Citus would push such a join to the worker, function call and
 -- all, and refuse the call's own distributed query there.
 
+-- A stale read loses. The hot writers on one PostgreSQL (regent_claim,
+-- regent_complete_in_lease) take their turns and read the state in one statement, so they
+-- may act on a state older than the newest committed one: a writer that held the turn may
+-- have appended and committed after this statement's snapshot was taken. Such a writer's
+-- append of seq + 1 then meets the row already there and appends nothing (ON CONFLICT DO
+-- NOTHING on the log's primary key), and the caller treats the cursor as the fresh path
+-- would. That holds only while the row it meets still exists, so:
+-- - it appends only within regent_read_in_time's bound (30 s) of its statement's start;
+-- - compaction (purge.sql `compact`) deletes a row only when a row written (`at`, clock time
+--   after its writer read the row before it) more than twice that bound ago supersedes it.
+-- A row N + 1 a stale reader could meet was committed after the reader's snapshot, and any
+-- row N + 2 was written after N + 1 committed, so N + 1 outlives the reader's bound.
+CREATE OR REPLACE FUNCTION regent_read_in_time() RETURNS boolean
+LANGUAGE sql VOLATILE AS $$
+    SELECT clock_timestamp() < statement_timestamp() + interval '30 seconds'
+$$;
+
+-- The newest `at` a superseding row may have for compaction to delete what it supersedes:
+-- twice regent_read_in_time's bound ago.
+CREATE OR REPLACE FUNCTION regent_compactable_before() RETURNS timestamptz
+LANGUAGE sql STABLE AS $$
+    SELECT now() - interval '60 seconds'
+$$;
+
 -- One cursor's state now, as the view cursor_state states it for many: its newest log row, or
 -- its start while it has none; no row when it has no cursor. The partition is named to both
 -- tables, so Citus routes the read to the partition's shard (through the view, the log's
@@ -257,19 +281,23 @@ END
 $$;
 
 -- A claim on one PostgreSQL (crate::claim): up to p_max of the group's partitions with
--- something to claim, least recently claimed first (so a hot partition cannot starve the
--- others), the hinted ones only when p_hint is given, the k-th claimed under lease
--- p_leases[k]; then each claimed partition once per segment overlapping its leased range
+-- something to claim, the k-th claimed under lease p_leases[k]: with p_hint, the hinted ones,
+-- in the order given; without, the walk over the group's cursors in partition order from
+-- just after p_after round to it (the broker moves p_after on as it serves, so a hot
+-- partition cannot starve the others, and a walk stops at the p_max-th partition it can
+-- claim instead of reading every cursor's state); then each claimed partition once per segment overlapping its leased range
 -- (committed, lease_end] (the segments ending inside it plus the first one ending after it,
 -- both bounded index scans), or once with NULL segment columns. With p_options (a queue the
 -- broker knows), it claims only while the queue still has those options, its commit does not
 -- wait for the WAL flush (a claim consumes nothing), and it answers one row saying whether
 -- it did (`fresh`) when it claimed nothing.
 --
--- Two statements: the candidates are chosen and their turns taken (SKIP LOCKED) as they
--- come; then, in a fresh snapshot, the locked cursors are looked at again, claimed and read,
--- set-wise (on Citus, regent_claim_one claims one partition at a time instead). The first
--- reads the newest log row itself, as cursor_state does: a lock cannot go through the view.
+-- One statement: the candidates are chosen in claim order from the state its snapshot sees,
+-- their turns taken as they come (SKIP LOCKED: a cursor another writer holds is passed over),
+-- and their claims appended as regent_read_in_time allows, so a cursor whose state changed
+-- after the snapshot is not claimed (on Citus, regent_claim_one claims one partition at a
+-- time instead). The newest log row is read by the view's lateral lookup: a lock cannot go
+-- through the view.
 --
 -- Architecture Invariant: a claim reads its own queue's cursors and, through each, its
 -- partition: never the whole `partitions` table (the lateral lookup cannot be flattened).
@@ -277,8 +305,8 @@ $$;
 -- planner off the group's walk index, which would read every cursor of the group.
 CREATE OR REPLACE FUNCTION regent_claim(p_queue uuid, p_group text, p_partition text,
                                         p_window float8, p_max bigint, p_leases uuid[],
-                                        p_lease_seconds float8, p_batch bigint, p_hint uuid[],
-                                        p_options jsonb)
+                                        p_lease_seconds float8, p_batch bigint, p_after uuid,
+                                        p_hint uuid[], p_options jsonb)
 RETURNS TABLE (fresh boolean, partition_id uuid, lease_id uuid, name text, committed bigint,
                lease_end bigint, old_end bigint, last_claim timestamptz, tombstoned bigint[],
                db_now timestamptz, base_offset bigint, end_offset bigint,
@@ -286,8 +314,8 @@ RETURNS TABLE (fresh boolean, partition_id uuid, lease_id uuid, name text, commi
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
-    v_locked uuid[];
     v_rows   bigint;
+    v_after  uuid := coalesce(p_after, '00000000-0000-0000-0000-000000000000');
 BEGIN
     IF p_options IS NOT NULL THEN
         PERFORM set_config('synchronous_commit', 'off', true) FROM queues
@@ -300,56 +328,61 @@ BEGIN
             RETURN;
         END IF;
     END IF;
-    -- The candidates in claim order, their turns taken as they come (SKIP LOCKED: a cursor
-    -- another writer holds is passed over), judged by the state this statement's snapshot
-    -- saw: the state is read again below.
-    SELECT array_agg(x.partition_id ORDER BY x.ord) INTO v_locked
-      FROM (SELECT c.partition_id,
-                   row_number() OVER (ORDER BY c.lease_expires_at NULLS FIRST,
-                                               c.partition_id) AS ord
-              FROM (SELECT c.partition_id, l.lease_expires_at
-                      FROM cursors c
-                      LEFT JOIN LATERAL (
-                           SELECT l.committed, l.lease_id, l.lease_expires_at FROM cursor_log l
-                            WHERE l.partition_id = c.partition_id
-                              AND l.consumer_group = c.consumer_group
-                            ORDER BY l.seq DESC LIMIT 1) l ON true
-                     CROSS JOIN LATERAL (SELECT p.next_offset, p.name, p.last_push_at
-                                           FROM partitions p
-                                          WHERE p.id = c.partition_id OFFSET 0) p
-                     WHERE (p_hint IS NULL OR c.partition_id = ANY (p_hint))
-                       AND ((p_hint IS NULL AND c.queue_id = p_queue)
-                            OR (p_hint IS NOT NULL AND c.queue_id IS NOT DISTINCT FROM p_queue))
-                       AND c.consumer_group = p_group
-                       AND (p_partition IS NULL OR p.name = p_partition)
-                       AND coalesce(l.committed, c.start) < p.next_offset - 1
-                       AND (l.lease_id IS NULL OR l.lease_expires_at <= now())
-                       AND (p_window = 0
-                            OR p.last_push_at <= now() - make_interval(secs => p_window))
-                     ORDER BY l.lease_expires_at NULLS FIRST, c.partition_id
-                     LIMIT p_max
-                       FOR UPDATE OF c SKIP LOCKED) c
-              ) x;
-    -- A fresh snapshot: each locked cursor looked at again, claimed, and read.
     RETURN QUERY
     WITH s AS MATERIALIZED (
-           SELECT k.ord, s.partition_id, s.seq, s.committed, s.lease_end, s.lease_expires_at,
-                  s.retry_count, p.next_offset, p.name
-             FROM unnest(v_locked) WITH ORDINALITY AS k(pid, ord)
-             JOIN cursor_state s ON s.partition_id = k.pid AND s.consumer_group = p_group
-            CROSS JOIN LATERAL (SELECT p.next_offset, p.name, p.last_push_at FROM partitions p
-                                 WHERE p.id = s.partition_id OFFSET 0) p
-            WHERE s.committed < p.next_offset - 1
-              AND (s.lease_id IS NULL OR s.lease_expires_at <= now())
-              AND (p_window = 0 OR p.last_push_at <= now() - make_interval(secs => p_window))),
-         n AS (SELECT s.*, row_number() OVER (ORDER BY s.ord) AS slot FROM s),
+           SELECT y.*
+             FROM (SELECT w.ord, w.partition_id, l.seq,
+                          coalesce(l.committed, w.start) AS committed, l.lease_end,
+                          l.lease_expires_at, coalesce(l.retry_count, 0) AS retry_count,
+                          p.next_offset, p.name
+                     FROM ((SELECT h.ord, c.partition_id, c.start
+                              FROM unnest(p_hint) WITH ORDINALITY AS h(pid, ord)
+                              JOIN cursors c ON c.partition_id = h.pid
+                                            AND c.consumer_group = p_group
+                                            AND c.queue_id IS NOT DISTINCT FROM p_queue
+                             ORDER BY h.ord)
+                           UNION ALL
+                           (SELECT 0, c.partition_id, c.start FROM cursors c
+                             WHERE p_hint IS NULL AND c.queue_id = p_queue
+                               AND c.consumer_group = p_group AND c.partition_id > v_after
+                             ORDER BY c.partition_id)
+                           UNION ALL
+                           (SELECT 0, c.partition_id, c.start FROM cursors c
+                             WHERE p_hint IS NULL AND c.queue_id = p_queue
+                               AND c.consumer_group = p_group AND c.partition_id <= v_after
+                             ORDER BY c.partition_id)) w
+                     LEFT JOIN LATERAL (
+                          SELECT l.seq, l.committed, l.lease_id, l.lease_expires_at,
+                                 l.lease_end, l.retry_count
+                            FROM cursor_log l
+                           WHERE l.partition_id = w.partition_id
+                             AND l.consumer_group = p_group
+                           ORDER BY l.seq DESC LIMIT 1) l ON true
+                    CROSS JOIN LATERAL (SELECT p.next_offset, p.name, p.last_push_at
+                                          FROM partitions p
+                                         WHERE p.id = w.partition_id OFFSET 0) p
+                    WHERE (p_partition IS NULL OR p.name = p_partition)
+                      AND coalesce(l.committed, w.start) < p.next_offset - 1
+                      AND (l.lease_id IS NULL OR l.lease_expires_at <= now())
+                      AND (p_window = 0
+                           OR p.last_push_at <= now() - make_interval(secs => p_window))
+                   OFFSET 0) y
+            -- The turn, taken only on a cursor that can be claimed, as the walk reaches it.
+            CROSS JOIN LATERAL (SELECT 1 FROM cursors k
+                                 WHERE k.partition_id = y.partition_id
+                                   AND k.consumer_group = p_group
+                                   FOR UPDATE SKIP LOCKED) k
+            LIMIT p_max),
+         n AS (SELECT s.*, row_number() OVER () AS slot FROM s),
          ins AS (
            INSERT INTO cursor_log (partition_id, consumer_group, seq, committed, lease_id,
                                    lease_expires_at, lease_end, retry_count)
-           SELECT n.partition_id, p_group, n.seq + 1, n.committed, p_leases[n.slot],
+           SELECT n.partition_id, p_group, coalesce(n.seq, 0) + 1, n.committed, p_leases[n.slot],
                   now() + make_interval(secs => p_lease_seconds),
                   least(n.next_offset - 1, n.committed + p_batch), n.retry_count
              FROM n
+            WHERE regent_read_in_time()
+           ON CONFLICT DO NOTHING
            RETURNING partition_id, lease_id, lease_end)
     SELECT true, ins.partition_id, ins.lease_id, n.name, n.committed, ins.lease_end,
            n.lease_end, n.lease_expires_at,
@@ -490,10 +523,13 @@ $$;
 -- (partition, group, lease, lowest, highest) whose cursor still holds its lease live with
 -- every offset inside it and above the cursor moves the cursor to `highest`, releasing the
 -- lease and restoring the retry budget once the lease's range is done; returns what each
--- moved cursor was, by the completion's ordinal. The tenant's partitions only. Two
--- statements on one PostgreSQL: every turn, in the global lock order (each cursor found by
--- its primary key, a lateral subquery that locks, which the planner cannot flatten), then,
--- in a fresh snapshot, every move; regent_complete_in_lease_each on Citus.
+-- moved cursor was, by the completion's ordinal. The tenant's partitions only. On one
+-- PostgreSQL one statement takes every turn, in the global lock order (each cursor found by
+-- its primary key, a lateral subquery that locks, which the planner cannot flatten), and
+-- appends every move from the state its snapshot saw ("A stale read loses"). The completions
+-- it did not move (refused, or read stale) go through the same statement once more, whose
+-- fresh snapshot sees every turn taken before this call's: that answer is final. On Citus,
+-- regent_complete_in_lease_each.
 CREATE OR REPLACE FUNCTION regent_complete_in_lease(p_tenant text, p_pids uuid[],
                                                     p_groups text[], p_leases uuid[],
                                                     p_lowest bigint[], p_highest bigint[])
@@ -501,38 +537,63 @@ RETURNS TABLE (k bigint, committed bigint, lease_end bigint, retry_count integer
                queue_id uuid, queue text, options jsonb, next_offset bigint)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
+DECLARE
+    v_done bigint[] := '{}';
+    v_k bigint[];
+    v_committed bigint[];
+    v_end bigint[];
+    v_retry integer[];
+    v_queue_id uuid[];
+    v_queue text[];
+    v_options jsonb[];
+    v_next bigint[];
 BEGIN
-    PERFORM 1
-       FROM (SELECT * FROM unnest(p_pids, p_groups) AS u(pid, grp) ORDER BY pid, grp) u
-      CROSS JOIN LATERAL (
-            SELECT 1 FROM cursors c JOIN partitions p ON p.id = c.partition_id
-             WHERE c.partition_id = u.pid AND c.consumer_group = u.grp
-               AND p.tenant = p_tenant
-               FOR UPDATE OF c) c;
-    RETURN QUERY
-    WITH s AS MATERIALIZED (
-           SELECT a.k, a.pid, a.grp, a.highest, s.seq, s.committed, s.lease_id,
-                  s.lease_expires_at, s.lease_end, s.retry_count, p.queue_id, p.next_offset,
-                  q.name, q.options
-             FROM unnest(p_pids, p_groups, p_leases, p_lowest, p_highest)
-                  WITH ORDINALITY AS a(pid, grp, lease, lowest, highest, k)
-             JOIN cursor_state s ON s.partition_id = a.pid AND s.consumer_group = a.grp
-             JOIN partitions p ON p.id = s.partition_id AND p.tenant = p_tenant
-             JOIN queues q ON q.id = p.queue_id
-            WHERE s.lease_id = a.lease AND s.lease_expires_at > now()
-              AND s.committed < a.lowest AND s.lease_end >= a.highest),
-         ins AS (
-           INSERT INTO cursor_log (partition_id, consumer_group, seq, committed, lease_id,
-                                   lease_expires_at, lease_end, retry_count)
-           SELECT s.pid, s.grp, s.seq + 1, s.highest,
-                  CASE WHEN s.lease_end <= s.highest THEN NULL ELSE s.lease_id END,
-                  s.lease_expires_at, s.lease_end,
-                  CASE WHEN s.lease_end <= s.highest THEN 0 ELSE s.retry_count END
-             FROM s
-           RETURNING 1)
-    SELECT s.k, s.committed, s.lease_end, s.retry_count, s.queue_id, s.name, s.options,
-           s.next_offset
-      FROM s;
+    FOR attempt IN 1 .. 2 LOOP
+        WITH a AS MATERIALIZED (
+               SELECT * FROM unnest(p_pids, p_groups, p_leases, p_lowest, p_highest)
+                             WITH ORDINALITY AS a(pid, grp, lease, lowest, highest, k)
+                WHERE NOT (a.k = ANY (v_done))),
+             t AS MATERIALIZED (
+               SELECT a.k
+                 FROM (SELECT * FROM a ORDER BY a.pid, a.grp) a
+                CROSS JOIN LATERAL (
+                      SELECT 1 FROM cursors c JOIN partitions p ON p.id = c.partition_id
+                       WHERE c.partition_id = a.pid AND c.consumer_group = a.grp
+                         AND p.tenant = p_tenant
+                         FOR UPDATE OF c) c),
+             s AS MATERIALIZED (
+               SELECT a.k, a.pid, a.grp, a.highest, s.seq, s.committed, s.lease_id,
+                      s.lease_expires_at, s.lease_end, s.retry_count, p.queue_id,
+                      p.next_offset, q.name, q.options
+                 FROM a
+                 JOIN t ON t.k = a.k
+                 JOIN cursor_state s ON s.partition_id = a.pid AND s.consumer_group = a.grp
+                 JOIN partitions p ON p.id = s.partition_id
+                 JOIN queues q ON q.id = p.queue_id
+                WHERE s.lease_id = a.lease AND s.lease_expires_at > now()
+                  AND s.committed < a.lowest AND s.lease_end >= a.highest),
+             ins AS (
+               INSERT INTO cursor_log (partition_id, consumer_group, seq, committed, lease_id,
+                                       lease_expires_at, lease_end, retry_count)
+               SELECT s.pid, s.grp, s.seq + 1, s.highest,
+                      CASE WHEN s.lease_end <= s.highest THEN NULL ELSE s.lease_id END,
+                      s.lease_expires_at, s.lease_end,
+                      CASE WHEN s.lease_end <= s.highest THEN 0 ELSE s.retry_count END
+                 FROM s
+                WHERE regent_read_in_time()
+               ON CONFLICT DO NOTHING
+               RETURNING partition_id, consumer_group)
+        SELECT array_agg(s.k), array_agg(s.committed), array_agg(s.lease_end),
+               array_agg(s.retry_count), array_agg(s.queue_id), array_agg(s.name),
+               array_agg(s.options), array_agg(s.next_offset)
+          INTO v_k, v_committed, v_end, v_retry, v_queue_id, v_queue, v_options, v_next
+          FROM s JOIN ins ON ins.partition_id = s.pid AND ins.consumer_group = s.grp;
+        RETURN QUERY
+        SELECT * FROM unnest(v_k, v_committed, v_end, v_retry, v_queue_id, v_queue,
+                             v_options, v_next);
+        v_done := v_done || coalesce(v_k, '{}');
+        EXIT WHEN cardinality(v_done) = cardinality(p_pids);
+    END LOOP;
 END
 $$;
 

@@ -20,15 +20,18 @@ DELETE FROM tx_index WHERE created_at < now() - make_interval(secs => $1::float8
 
 -- name: compact
 -- The cursor log's superseded rows (V21): at most 10,000 rows that have a newer row of their
--- cursor, by their row addresses. A cursor's state is its newest row, which this never
--- deletes; with the xmin horizon held the deleted rows stay until it moves on, behind the
--- newest ones, where no reader of a state goes.
+-- cursor written before regent_compactable_before (sql/functions.sql, "A stale read loses":
+-- a writer that read the state stale must still meet the row that superseded it), by their
+-- row addresses. A cursor's state is its newest row, which this never deletes; with the xmin
+-- horizon held the deleted rows stay until it moves on, behind the newest ones, where no
+-- reader of a state goes.
 -- (no parameters)
 DELETE FROM cursor_log WHERE ctid = ANY (ARRAY(
     SELECT l.ctid FROM cursor_log l
      WHERE EXISTS (SELECT 1 FROM cursor_log n
                     WHERE n.partition_id = l.partition_id
-                      AND n.consumer_group = l.consumer_group AND n.seq > l.seq)
+                      AND n.consumer_group = l.consumer_group AND n.seq > l.seq
+                      AND n.at < regent_compactable_before())
      LIMIT 10000))
 
 -- name: compact_citus
@@ -37,4 +40,5 @@ DELETE FROM cursor_log WHERE ctid = ANY (ARRAY(
 DELETE FROM cursor_log l
  WHERE EXISTS (SELECT 1 FROM cursor_log n
                 WHERE n.partition_id = l.partition_id
-                  AND n.consumer_group = l.consumer_group AND n.seq > l.seq)
+                  AND n.consumer_group = l.consumer_group AND n.seq > l.seq
+                  AND n.at < regent_compactable_before())

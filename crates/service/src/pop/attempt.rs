@@ -64,6 +64,8 @@ struct Plan {
     queue: Uuid,
     sweep: Option<Due>,
     hint: Vec<Uuid>,
+    /// Where a walk over the group's cursors starts (`Claim::after`).
+    after: Option<Uuid>,
 }
 
 /// What the claim transaction took from one queue's partition.
@@ -197,7 +199,7 @@ impl Service {
             let p = self.plan_claim(&q, req, asks.iter().map(|a| a.budget.partitions).sum());
             // A sweep writes cursors and group statistics with the claim: the full way.
             if p.sweep.is_none() {
-                match self.claim_known(&q, req, asks, &p.hint).await? {
+                match self.claim_known(&q, req, asks, &p).await? {
                     Some(taken) => return Ok(found_in(q, taken)),
                     None => self.runtime.known_queues.forget(tenant, [(queue, "")]),
                 }
@@ -250,16 +252,16 @@ impl Service {
         q: &Queue,
         req: &PopRequest,
         asks: &[Ask],
-        hint: &[Uuid],
+        plan: &Plan,
     ) -> Result<Option<Vec<Vec<Taken>>>, StoreError> {
         let leases = slots(asks);
-        let c = claim_of(q, req, asks, &leases, hint);
+        let c = claim_of(q, req, asks, &leases, plan);
         regent_store::retrying(|| async {
             let client = self.store.client().await?;
             let Some(claimed) = claim::claim_known(&client, &c, &q.known.options).await? else {
                 return Ok(None);
             };
-            let (finishes, taken) = settle(q, req, asks, claimed)?;
+            let (finishes, taken) = self.settle_walk(q, req, asks, &c, claimed)?;
             claim::finish(&*client, &req.group, &finishes).await?;
             Ok(Some(taken))
         })
@@ -337,7 +339,7 @@ impl Service {
             None => 0,
         };
         let leases = slots(asks);
-        let c = claim_of(q, req, asks, &leases, &plan.hint);
+        let c = claim_of(q, req, asks, &leases, &plan);
         // A group given cursors is listed at once (a no-op when the snapshot has it already):
         // sent with the claim, in the same round trip.
         let listed = async {
@@ -347,7 +349,7 @@ impl Service {
             }
         };
         let (claimed, ()) = tokio::try_join!(claim::claim(tx, &c), listed)?;
-        let (finishes, taken) = settle(q, req, asks, claimed)?;
+        let (finishes, taken) = self.settle_walk(q, req, asks, &c, claimed)?;
         claim::finish(&**tx, &req.group, &finishes).await?;
         Ok(taken)
     }
@@ -376,6 +378,7 @@ impl Service {
             queue: q.id(),
             sweep: (due != Due::No).then_some(due),
             hint,
+            after: self.runtime.ready.walk_from(q.id(), &req.group),
         }
     }
 
@@ -450,6 +453,29 @@ impl Service {
             })
             .collect()
     }
+
+    /// [`settle`], and, after a walk over the group's cursors, where its next walk starts:
+    /// just after the last partition this one served (`delivery::walk_end`).
+    fn settle_walk(
+        &self,
+        q: &Queue,
+        req: &PopRequest,
+        asks: &[Ask],
+        c: &Claim<'_>,
+        claimed: claim::Claimed,
+    ) -> Result<(Vec<Finish>, Vec<Vec<Taken>>), StoreError> {
+        let walked = claimed
+            .walked
+            .then(|| claimed.partitions.iter().map(|p| p.id).collect::<Vec<_>>());
+        let (finishes, taken) = settle(q, req, asks, claimed)?;
+        if let Some(claimed) = walked {
+            let served: Vec<Uuid> = taken.iter().flatten().map(|t| t.partition_id).collect();
+            if let Some(end) = delivery::walk_end(c.after, &served, &claimed) {
+                self.runtime.ready.walked(q.id(), &req.group, end);
+            }
+        }
+        Ok((finishes, taken))
+    }
 }
 
 /// What the pops of a one-queue claim found.
@@ -471,7 +497,7 @@ fn claim_of<'a>(
     req: &'a PopRequest,
     asks: &[Ask],
     leases: &'a [Uuid],
-    hint: &'a [Uuid],
+    plan: &'a Plan,
 ) -> Claim<'a> {
     Claim {
         queue_id: q.id(),
@@ -482,7 +508,8 @@ fn claim_of<'a>(
         batch: asks.iter().map(|a| a.budget.batch).max().unwrap_or(0),
         lease_seconds: q.options.lease_seconds(),
         window_buffer_seconds: q.options.window_buffer_seconds(),
-        hint,
+        hint: &plan.hint,
+        after: plan.after,
     }
 }
 

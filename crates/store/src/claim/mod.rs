@@ -43,6 +43,10 @@ pub struct Claim<'a> {
     /// Partitions that probably have messages for the group, tried before the walk over all
     /// of its cursors. A hint only: the walk still runs when these yield nothing.
     pub hint: &'a [Uuid],
+    /// Where the walk starts: just after this partition, round to it (`None`: from the
+    /// first). The caller moves it on as it serves ([`walk_end`]), so every partition with
+    /// something to read is reached in turn.
+    pub after: Option<Uuid>,
 }
 
 impl<'a> Claim<'a> {
@@ -51,7 +55,7 @@ impl<'a> Claim<'a> {
         (self.window_buffer_seconds as f64, self.lease_seconds as f64)
     }
 
-    /// `$1`-`$8` of every claim statement; `window` and `lease` from [`Claim::seconds`].
+    /// `$1`-`$9` of every claim statement; `window` and `lease` from [`Claim::seconds`].
     fn params<'p>(&'p self, window: &'p f64, lease: &'p f64) -> Params<'p> {
         vec![
             &self.queue_id,
@@ -62,6 +66,7 @@ impl<'a> Claim<'a> {
             &self.leases,
             lease,
             &self.batch,
+            &self.after,
         ]
     }
 }
@@ -123,6 +128,9 @@ pub struct Claimed {
     /// The database's clock at the claim, for delays measured against segment times.
     pub db_now: DateTime<Utc>,
     pub partitions: Vec<ClaimedPartition>,
+    /// Whether they came from the walk over the group's cursors (not the hints): the caller
+    /// then moves the walk's start on ([`Claim::after`]).
+    pub walked: bool,
 }
 
 /// How one claimed partition's lease ends the claim: its cursor, whether the lease is released
@@ -217,11 +225,15 @@ pub async fn claim(tx: &Tx<'_>, c: &Claim<'_>) -> Result<Claimed, StoreError> {
         hinted.push(&c.hint);
         rows = tx.query(&st, &hinted).await?;
     }
-    if rows.is_empty() {
-        let st = tx.prepare_cached(CLAIM_AND_READ).await?;
-        rows = tx.query(&st, &params).await?;
+    if !rows.is_empty() {
+        return Ok(claimed(rows));
     }
-    Ok(claimed(rows))
+    let st = tx.prepare_cached(CLAIM_AND_READ).await?;
+    let rows = tx.query(&st, &params).await?;
+    Ok(Claimed {
+        walked: true,
+        ..claimed(rows)
+    })
 }
 
 /// Claims and reads as [`claim`] does, for a queue this broker knows, in one statement that
@@ -252,7 +264,10 @@ pub async fn claim_known(
     let mut walk = params;
     walk.push(&options);
     let rows = client.query(&st, &walk).await?;
-    Ok(fresh(&rows).then(|| claimed(rows)))
+    Ok(fresh(&rows).then(|| Claimed {
+        walked: true,
+        ..claimed(rows)
+    }))
 }
 
 /// Whether a known queue's claim found the queue as known.
@@ -307,7 +322,11 @@ fn claimed(rows: Vec<Row>) -> Claimed {
             .segments
             .push(segment);
     }
-    Claimed { db_now, partitions }
+    Claimed {
+        db_now,
+        partitions,
+        walked: false,
+    }
 }
 
 /// Makes the transaction's commit return without waiting for its WAL flush. Only for a claim
