@@ -416,52 +416,57 @@ async fn an_ack_locks_the_cursor_resolves_its_ids_and_writes_the_cursor_back() {
 
 /// An ack that waited for another writer's turn on its cursor reads the cursor as its
 /// statement's snapshot had it, before that writer committed ("A stale read loses" in
-/// sql/functions.sql). Here the other writer is the claim that made the lease: read stale,
-/// the lease is not there yet, and the ack must still be taken once the claim commits.
+/// sql/functions.sql). Here the other writer extends the lease: the one-statement ack meets
+/// the extension's row, appends nothing, and leaves the ack to the full path, which takes it.
+/// (Appended over the extension, the ack failed on the log's primary key.)
 #[tokio::test]
-async fn an_ack_that_waited_for_the_claim_making_its_lease_is_taken() {
-    let f = fixture("store-stale-claim", 3).await;
-    let tenant = f.tenant().await;
-    let mut conn = f.store.client().await.unwrap();
-    let setup = conn.begin().await.unwrap();
-    f.join(&setup, "g").await;
-    setup.commit().await.unwrap();
-    drop(conn); // the fixture's pool holds two connections
-    let mut holder = f.store.client().await.unwrap();
-    let claiming = holder.begin().await.unwrap();
-    let lease = [Uuid::now_v7()];
-    let p = claim::claim(&claiming, &f.claim("g", &lease, 3))
+async fn an_ack_that_waited_for_an_extension_of_its_lease_is_taken() {
+    let b = broker().await;
+    b.push("stale-extend", "p", &["m1"]).await;
+    let v = b.pop("stale-extend", "batch=1").await;
+    let pid = v["messages"][0]["partitionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let lease = v["messages"][0]["leaseId"]
+        .as_str()
+        .or(v["leaseId"].as_str());
+    let lease = Uuid::parse_str(lease.expect("a lease")).unwrap();
+    let mut db = b.db().await;
+    let extending = db.transaction().await.unwrap();
+    let tenant: String = extending
+        .query_one(
+            "SELECT tenant FROM partitions WHERE id = $1::text::uuid",
+            &[&pid],
+        )
         .await
         .unwrap()
-        .partitions
-        .remove(0);
-    let acker = f.store.client().await.unwrap();
-    let (pid, l, lowest, highest) = (p.id, lease[0], p.committed + 1, p.lease_end);
-    let ack = tokio::spawn(async move {
-        let c = cursor::Completion {
-            partition: pid,
-            group: "g",
-            lease: l,
-            lowest,
-            highest,
-        };
-        cursor::complete_in_lease(&*acker, layout().await, &tenant, &[c])
-            .await
-            .map(|done| done.len())
-    });
-    // The ack's statement has begun and waits for the claim's turn.
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    assert!(!ack.is_finished(), "the ack waits for the claim's turn");
-    claiming.commit().await.unwrap();
-    assert_eq!(ack.await.unwrap().unwrap(), 1, "the ack is taken");
+        .get(0);
+    let extended = extending
+        .query(
+            "SELECT * FROM regent_extend($1, 60, $2)",
+            &[&lease, &tenant],
+        )
+        .await
+        .unwrap();
+    assert_eq!(extended.len(), 1, "the extension holds the cursor's turn");
+    let commit = async {
+        // The ack's statement has begun, and waits for the extension's turn.
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        extending.commit().await.unwrap();
+    };
+    let ((), ()) = tokio::join!(commit, b.ack_all(None, &v));
+    let (committed, live, _) = b.cursor(&pid, "__QUEUE_MODE__").await.unwrap();
+    assert!(!live, "the lease's range is done");
     assert_eq!(
-        f.cursor("g").await.unwrap(),
-        (p.lease_end, None, Some(p.lease_end))
+        committed,
+        p_first(&b.db().await, pid.parse().unwrap()).await + 1
     );
 }
 
-/// The converse: the other writer released the lease while the ack waited. Read stale, the
-/// lease is still live; the ack must be refused, not appended over the release (nor fail).
+/// The converse, at the statement: the other writer released the lease while the
+/// one-statement ack waited. Read stale, the lease is still live; the statement must append
+/// nothing over the release (nor fail), leaving the ack to the full path.
 #[tokio::test]
 async fn an_ack_that_waited_for_its_lease_to_be_released_is_refused() {
     let f = fixture("store-stale-release", 3).await;

@@ -79,14 +79,53 @@ SELECT committed, lease_end FROM cursor_state
 SELECT tenant FROM partitions WHERE id = $1::text::uuid
 
 -- name: complete_in_lease
--- Acks that complete within their live leases, in one statement (regent_complete_in_lease):
+-- Acks that complete within their live leases, in one statement that is its own transaction:
 -- each (partition, group, lease, lowest, highest) whose cursor still holds its lease live with
 -- every offset inside it and above the cursor moves the cursor to `highest`, releasing the
 -- lease and restoring the retry budget once the lease's range is done; returns what each
--- moved cursor was, by the completion's ordinal. The tenant's partitions only.
+-- moved cursor was, by the completion's ordinal. The tenant's partitions only. Every turn is
+-- taken in the global lock order (each cursor found by its primary key, a lateral subquery
+-- that locks, which the planner cannot flatten), and every move appended from the state the
+-- statement's snapshot saw: a cursor whose state changed after it meets the newer row and is
+-- not moved ("A stale read loses", sql/functions.sql). What is not moved is left to the full
+-- path, which reads the state under its turn.
 -- $1 tenant, $2 partition ids, $3 consumer groups, $4 lease ids, $5 lowest offsets,
 -- $6 highest offsets (pairwise)
-SELECT * FROM regent_complete_in_lease($1, $2, $3, $4, $5, $6)
+WITH a AS MATERIALIZED (
+       SELECT * FROM unnest($2::uuid[], $3::text[], $4::uuid[], $5::bigint[], $6::bigint[])
+                     WITH ORDINALITY AS a(pid, grp, lease, lowest, highest, k)),
+     t AS MATERIALIZED (
+       SELECT a.k
+         FROM (SELECT * FROM a ORDER BY a.pid, a.grp) a
+        CROSS JOIN LATERAL (
+              SELECT 1 FROM cursors c JOIN partitions p ON p.id = c.partition_id
+               WHERE c.partition_id = a.pid AND c.consumer_group = a.grp AND p.tenant = $1
+                 FOR UPDATE OF c) c),
+     s AS MATERIALIZED (
+       SELECT a.k, a.pid, a.grp, a.highest, s.seq, s.committed, s.lease_id,
+              s.lease_expires_at, s.lease_end, s.retry_count, p.queue_id, p.next_offset,
+              q.name, q.options
+         FROM a
+         JOIN t ON t.k = a.k
+         JOIN cursor_state s ON s.partition_id = a.pid AND s.consumer_group = a.grp
+         JOIN partitions p ON p.id = s.partition_id
+         JOIN queues q ON q.id = p.queue_id
+        WHERE s.lease_id = a.lease AND s.lease_expires_at > now()
+          AND s.committed < a.lowest AND s.lease_end >= a.highest),
+     ins AS (
+       INSERT INTO cursor_log (partition_id, consumer_group, seq, committed, lease_id,
+                               lease_expires_at, lease_end, retry_count)
+       SELECT s.pid, s.grp, s.seq + 1, s.highest,
+              CASE WHEN s.lease_end <= s.highest THEN NULL ELSE s.lease_id END,
+              s.lease_expires_at, s.lease_end,
+              CASE WHEN s.lease_end <= s.highest THEN 0 ELSE s.retry_count END
+         FROM s
+        WHERE regent_read_in_time()
+       ON CONFLICT DO NOTHING
+       RETURNING partition_id, consumer_group)
+SELECT s.k, s.committed, s.lease_end, s.retry_count, s.queue_id, s.name AS queue, s.options,
+       s.next_offset
+  FROM s JOIN ins ON ins.partition_id = s.pid AND ins.consumer_group = s.grp
 
 -- name: complete_in_lease_citus
 -- complete_in_lease on Citus, one cursor at a time (regent_complete_in_lease_each).

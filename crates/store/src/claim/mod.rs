@@ -14,9 +14,8 @@ use deadpool_postgres::GenericClient;
 use serde_json::Value;
 
 use crate::sql::claim::{
-    ASYNCHRONOUS_COMMIT, CLAIM_AND_READ, CLAIM_HINTED, CLAIM_KNOWN, CLAIM_KNOWN_HINTED,
-    DIAGNOSE_EMPTY, ENSURE_NAMED, ENSURE_NAMED_ONLY, ENSURE_QUEUE_MODE, ENSURE_QUEUE_MODE_ONLY,
-    FINISH, SWEEP_TURN,
+    ASYNCHRONOUS_COMMIT, CLAIM, DIAGNOSE_EMPTY, ENSURE_NAMED, ENSURE_NAMED_ONLY, ENSURE_QUEUE_MODE,
+    ENSURE_QUEUE_MODE_ONLY, FINISH, SWEEP_TURN,
 };
 use crate::{Conn, Layout, StoreError, Tx};
 
@@ -211,29 +210,15 @@ pub async fn sweep(
 }
 
 /// Claims and reads in one statement: the hinted partitions first (when there are hints and
-/// they yield anything), else the group's cursors in claim order.
+/// they yield anything), else the walk over the group's cursors.
 pub async fn claim(tx: &Tx<'_>, c: &Claim<'_>) -> Result<Claimed, StoreError> {
     if tx.layout() == Layout::Citus {
         return citus::claim(tx, c).await;
     }
-    let (window, lease) = c.seconds();
-    let params = c.params(&window, &lease);
-    let mut rows = Vec::new();
-    if !c.hint.is_empty() {
-        let st = tx.prepare_cached(CLAIM_HINTED).await?;
-        let mut hinted = params.clone();
-        hinted.push(&c.hint);
-        rows = tx.query(&st, &hinted).await?;
-    }
-    if !rows.is_empty() {
-        return Ok(claimed(rows));
-    }
-    let st = tx.prepare_cached(CLAIM_AND_READ).await?;
-    let rows = tx.query(&st, &params).await?;
-    Ok(Claimed {
-        walked: true,
-        ..claimed(rows)
-    })
+    // Without options to check, the queue always counts as found.
+    Ok(run(&**tx, c, None)
+        .await?
+        .unwrap_or_else(|| claimed(Vec::new())))
 }
 
 /// Claims and reads as [`claim`] does, for a queue this broker knows, in one statement that
@@ -246,13 +231,22 @@ pub async fn claim_known(
     c: &Claim<'_>,
     options: &Value,
 ) -> Result<Option<Claimed>, StoreError> {
+    run(&**client, c, Some(options)).await
+}
+
+/// The hinted claim, then the walk when the hints yielded nothing; `None` when a known
+/// queue's options were not `options`.
+async fn run(
+    client: &impl GenericClient,
+    c: &Claim<'_>,
+    options: Option<&Value>,
+) -> Result<Option<Claimed>, StoreError> {
     let (window, lease) = c.seconds();
-    let params = c.params(&window, &lease);
+    let st = client.prepare_cached(CLAIM).await?;
     if !c.hint.is_empty() {
-        let st = client.prepare_cached(CLAIM_KNOWN_HINTED).await?;
-        let mut hinted = params.clone();
-        hinted.extend([&c.hint as &(dyn ToSql + Sync), &options]);
-        let rows = client.query(&st, &hinted).await?;
+        let mut params = c.params(&window, &lease);
+        params.extend([&c.hint as &(dyn ToSql + Sync), &options]);
+        let rows = client.query(&st, &params).await?;
         if !fresh(&rows) {
             return Ok(None);
         }
@@ -260,10 +254,10 @@ pub async fn claim_known(
             return Ok(Some(claimed(rows)));
         }
     }
-    let st = client.prepare_cached(CLAIM_KNOWN).await?;
-    let mut walk = params;
-    walk.push(&options);
-    let rows = client.query(&st, &walk).await?;
+    let no_hint: Option<&[Uuid]> = None;
+    let mut params = c.params(&window, &lease);
+    params.extend([&no_hint as &(dyn ToSql + Sync), &options]);
+    let rows = client.query(&st, &params).await?;
     Ok(fresh(&rows).then(|| Claimed {
         walked: true,
         ..claimed(rows)
