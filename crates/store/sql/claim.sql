@@ -102,8 +102,10 @@ ON CONFLICT DO NOTHING
 --
 -- Architecture Invariant: a claim reads its own queue's cursors and, through each, its
 -- partition: never the whole `partitions` table (the lateral lookup cannot be flattened).
--- The hinted candidates are read by primary key: `queue_id IS NOT DISTINCT FROM` keeps the
--- planner off the group's walk index, which would read every cursor of the group.
+-- The hinted candidates are read by primary key (`partition_id = ANY`, which a generic plan
+-- keeps: joined to the unnested hints it became a scan of the group's cursors), and
+-- `queue_id IS NOT DISTINCT FROM` keeps the planner off the group's walk index, which would
+-- read every cursor of the group.
 -- $1 queue id, $2 consumer group, $3 partition name (NULL: any), $4 window buffer seconds
 -- (partitions pushed to more recently are not claimed), $5 partitions at most, $6 the lease of
 -- each partition slot, $7 lease seconds, $8 messages per partition at most, $9 the partition
@@ -117,11 +119,10 @@ WITH known AS MATERIALIZED (
          FROM (SELECT w.partition_id, l.seq, coalesce(l.committed, w.start) AS committed,
                       l.lease_end, l.lease_expires_at, coalesce(l.retry_count, 0) AS retry_count,
                       p.next_offset, p.name
-                 FROM ((SELECT c.partition_id, c.start
-                          FROM unnest($10::uuid[]) WITH ORDINALITY AS h(pid, ord)
-                          JOIN cursors c ON c.partition_id = h.pid AND c.consumer_group = $2
-                                        AND c.queue_id IS NOT DISTINCT FROM $1
-                         ORDER BY h.ord)
+                 FROM ((SELECT c.partition_id, c.start FROM cursors c
+                         WHERE c.partition_id = ANY ($10::uuid[]) AND c.consumer_group = $2
+                           AND c.queue_id IS NOT DISTINCT FROM $1
+                         ORDER BY array_position($10::uuid[], c.partition_id))
                        UNION ALL
                        (SELECT c.partition_id, c.start FROM cursors c
                          WHERE $10::uuid[] IS NULL AND c.queue_id = $1 AND c.consumer_group = $2
