@@ -567,9 +567,9 @@ async fn compaction_keeps_what_a_stale_reader_may_still_meet() {
     );
     // Rows 4 and 5 written two minutes ago: what they supersede (1 to 4) may go.
     db.execute(
-        "UPDATE cursor_log SET at = at - interval '2 minutes' \
+        "UPDATE cursor_log SET at = $2 \
           WHERE partition_id = $1 AND consumer_group = 'g' AND seq <= 5",
-        &[&f.partition_id],
+        &[&f.partition_id, &(Utc::now() - Duration::minutes(2))],
     )
     .await
     .unwrap();
