@@ -172,8 +172,8 @@ $$;
 -- NOTHING on the log's primary key): the claim passes the cursor over, and the ack leaves
 -- the completion to the full path, which reads the state under its turn. That holds only while the row it meets still exists, so:
 -- - it appends only within regent_read_in_time's bound (30 s) of its statement's start;
--- - compaction (purge.sql `compact`) deletes a row only when a row written (`at`, clock time
---   after its writer read the row before it) more than twice that bound ago supersedes it.
+-- - compaction (purge.sql `compact`) deletes a row only when the row after it was written
+--   (`at`, clock time after its writer read the row before it) more than twice that bound ago.
 -- A row N + 1 a stale reader could meet was committed after the reader's snapshot, and any
 -- row N + 2 was written after N + 1 committed, so N + 1 outlives the reader's bound.
 CREATE OR REPLACE FUNCTION regent_read_in_time() RETURNS boolean
