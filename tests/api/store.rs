@@ -205,6 +205,20 @@ async fn a_sweep_makes_each_missing_cursor_once_where_the_group_starts() {
     );
 }
 
+/// The finish of a claim whose first message was delivered and acked at once (autoAck): the
+/// cursor moves past it and the lease `held` is released.
+fn acked_one(p: &claim::ClaimedPartition, held: Uuid) -> Finish {
+    Finish {
+        partition: p.id,
+        committed: p.committed + 1,
+        release: true,
+        lease_end: p.committed + 1,
+        lease: None,
+        undo: None,
+        held,
+    }
+}
+
 #[tokio::test]
 async fn a_claim_leases_a_batch_reads_its_segments_and_a_finish_trims_it() {
     let f = fixture("store-claim", 5).await;
@@ -236,16 +250,9 @@ async fn a_claim_leases_a_batch_reads_its_segments_and_a_finish_trims_it() {
         .is_empty());
     // One message delivered and acked at once (autoAck): the cursor moves past it and the
     // lease is released.
-    let finish = Finish {
-        partition: p.id,
-        committed: p.committed + 1,
-        release: true,
-        lease_end: p.committed + 1,
-        lease: None,
-        undo: None,
-        held: lease[0],
-    };
-    claim::finish(&*tx, "g", &[finish]).await.unwrap();
+    claim::finish(&*tx, "g", &[acked_one(p, lease[0])])
+        .await
+        .unwrap();
     tx.commit().await.unwrap();
     let (committed, lease_id, _) = f.cursor("g").await.unwrap();
     assert_eq!((committed, lease_id), (p.committed + 1, None));
@@ -543,16 +550,9 @@ async fn compaction_keeps_what_a_stale_reader_may_still_meet() {
             .unwrap()
             .partitions
             .remove(0);
-        let ack = Finish {
-            partition: p.id,
-            committed: p.committed + 1,
-            release: true,
-            lease_end: p.committed + 1,
-            lease: None,
-            undo: None,
-            held: lease[0],
-        };
-        claim::finish(&*tx, "g", &[ack]).await.unwrap();
+        claim::finish(&*tx, "g", &[acked_one(&p, lease[0])])
+            .await
+            .unwrap();
     }
     tx.commit().await.unwrap();
     let db = f.b.db().await;

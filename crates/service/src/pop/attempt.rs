@@ -464,8 +464,8 @@ impl Service {
         c: &Claim<'_>,
         claimed: claim::Claimed,
     ) -> Result<(Vec<Finish>, Vec<Vec<Taken>>), StoreError> {
-        let walked = claimed
-            .walked
+        // A partition route's walk is over its one partition: it moves no queue-wide place.
+        let walked = (claimed.walked && c.partition.is_none())
             .then(|| claimed.partitions.iter().map(|p| p.id).collect::<Vec<_>>());
         let (finishes, taken) = settle(q, req, asks, claimed)?;
         if let Some(claimed) = walked {

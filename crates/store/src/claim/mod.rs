@@ -43,8 +43,8 @@ pub struct Claim<'a> {
     /// of its cursors. A hint only: the walk still runs when these yield nothing.
     pub hint: &'a [Uuid],
     /// Where the walk starts: just after this partition, round to it (`None`: from the
-    /// first). The caller moves it on as it serves ([`walk_end`]), so every partition with
-    /// something to read is reached in turn.
+    /// first). The caller moves it on as it serves (`regent_rules::delivery::walk_end`), so
+    /// every partition with something to read is reached in turn.
     pub after: Option<Uuid>,
 }
 
