@@ -42,7 +42,7 @@ sizes() {
 }
 
 stored() {
-    sql "SELECT coalesce(sum(p.next_offset - p.first_offset), 0) FROM partitions p
+    sql "SELECT coalesce(sum(p.next_offset - p.first_offset), 0) FROM partition_heads p
            JOIN queues q ON q.id = p.queue_id WHERE q.name = 'expiring'"
 }
 

@@ -106,7 +106,7 @@ impl Partition {
         }
         let next: i64 = db
             .query_one(
-                "SELECT next_offset FROM partitions WHERE id = $1",
+                "SELECT next_offset FROM partition_heads WHERE id = $1",
                 &[&self.id],
             )
             .await

@@ -121,7 +121,7 @@ async fn stored_log(b: &Broker, queue: &str) -> BTreeMap<String, Vec<String>> {
     let mut log = BTreeMap::new();
     let partitions = db
         .query(
-            "SELECT p.id, p.next_offset FROM partitions p JOIN queues q ON q.id = p.queue_id
+            "SELECT p.id, p.next_offset FROM partition_heads p JOIN queues q ON q.id = p.queue_id
               WHERE q.name = $1",
             &[&queue],
         )
@@ -171,7 +171,7 @@ async fn unfinished(
         .await
         .query(
             "SELECT p.id::text, p.next_offset, c.committed, c.lease_id IS NOT NULL
-               FROM partitions p JOIN queues q ON q.id = p.queue_id
+               FROM partition_heads p JOIN queues q ON q.id = p.queue_id
                LEFT JOIN cursor_state c ON c.partition_id = p.id AND c.consumer_group = $2
               WHERE q.name = $1",
             &[&queue, &group],

@@ -378,7 +378,7 @@ async fn next_offset(b: &Broker, partition_id: &str) -> i64 {
     b.db()
         .await
         .query_one(
-            "SELECT next_offset FROM partitions WHERE id = $1::text::uuid",
+            "SELECT next_offset FROM partition_heads WHERE id = $1::text::uuid",
             &[&partition_id],
         )
         .await

@@ -464,12 +464,13 @@ async fn the_group_list_says_how_far_behind_each_group_is() {
         assert_eq!((s, got), (StatusCode::OK, want), "{query}");
     }
 
-    // The unread partition's last push ten minutes ago: g is lagging.
+    // The unread partition's last push ten minutes ago: g is lagging. (The last push is the
+    // newest segment's, or on Citus the partition row's.)
     b.db()
         .await
-        .execute(
-            "UPDATE partitions SET last_push_at = now() - interval '10 minutes'",
-            &[],
+        .batch_execute(
+            "UPDATE partitions SET last_push_at = now() - interval '10 minutes';
+             UPDATE segments SET created_at = now() - interval '10 minutes'",
         )
         .await
         .unwrap();

@@ -124,7 +124,7 @@ async fn stored(b: &Broker) -> String {
             "SELECT concat_ws(E'\\n',
                (SELECT string_agg(id::text, ',' ORDER BY id) FROM dead_letters),
                (SELECT string_agg(concat_ws(':', partition_id, end_offset), ',' ORDER BY partition_id, end_offset) FROM segments),
-               (SELECT string_agg(concat_ws(':', id, next_offset), ',' ORDER BY id) FROM partitions),
+               (SELECT string_agg(concat_ws(':', id, next_offset), ',' ORDER BY id) FROM partition_heads),
                (SELECT count(*)::text FROM traces),
                (SELECT count(*)::text FROM tx_index))",
             &[],
@@ -138,7 +138,7 @@ async fn next_offset(b: &Broker, pid: &str) -> i64 {
     b.db()
         .await
         .query_one(
-            "SELECT next_offset FROM partitions WHERE id = $1::text::uuid",
+            "SELECT next_offset FROM partition_heads WHERE id = $1::text::uuid",
             &[&pid],
         )
         .await

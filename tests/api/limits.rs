@@ -314,7 +314,7 @@ async fn concurrent_pushes_do_not_overshoot_the_cap() {
     let db = b.db().await;
     let total: i64 = db
         .query_one(
-            "SELECT sum(next_offset)::bigint FROM partitions WHERE tenant = 'acme'",
+            "SELECT sum(next_offset)::bigint FROM partition_heads WHERE tenant = 'acme'",
             &[],
         )
         .await

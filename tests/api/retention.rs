@@ -83,7 +83,7 @@ async fn where_things_are(b: &Broker) -> String {
     };
     format!(
         "partitions [{}]; segments [{}]; cursors [{}]; subscriptions [{}]",
-        q("SELECT format('%s first %s next %s', name, first_offset, next_offset) FROM partitions")
+        q("SELECT format('%s first %s next %s', name, first_offset, next_offset) FROM partition_heads")
             .await,
         q("SELECT format('%s..%s at %s', base_offset, end_offset, created_at) FROM segments").await,
         q(
@@ -162,6 +162,41 @@ async fn messages_older_than_retention_seconds_are_deleted_consumed_or_not() {
         (&json!("duplicate"), &Value::Null),
         "{again}"
     );
+}
+
+/// A log retention empties keeps its head: the next push continues its offsets (a group that
+/// has read everything reads the new message), and the partition still tells its last push,
+/// though no segment is left to tell it (partition_heads).
+#[tokio::test]
+async fn a_log_emptied_by_retention_keeps_its_head_and_its_last_push() {
+    let b = retaining(false).await;
+    b.configure(
+        "logs",
+        json!({"retentionEnabled": true, "retentionSeconds": 3600}),
+    )
+    .await;
+    b.push("logs", "Default", &["old-1", "old-2"]).await;
+    let v = b
+        .pop("logs", "consumerGroup=done&batch=10&autoAck=true")
+        .await;
+    assert_eq!(Broker::txids(&v), ["old-1", "old-2"], "{v}");
+    age_queue(&b, "logs").await;
+    let before = last_activity(&b, "logs").await;
+    assert!(before.is_number() || before.is_string(), "{before}");
+    until_total(&b, "logs", 0).await;
+    assert_eq!(last_activity(&b, "logs").await, before);
+
+    b.push("logs", "Default", &["new-1"]).await;
+    let v = b.pop("logs", "consumerGroup=done&batch=10").await;
+    assert_eq!(Broker::txids(&v), ["new-1"], "{v}");
+}
+
+/// The partition listing's last push of the queue's one partition.
+async fn last_activity(b: &Broker, queue: &str) -> Value {
+    let (_, v) = b
+        .get(&format!("/api/v1/resources/partitions?queue={queue}"))
+        .await;
+    v["partitions"][0]["lastActivity"].clone()
 }
 
 /// A broker whose retention clock never ticks (each test runs its passes itself), with the

@@ -182,7 +182,7 @@ async fn sigterm_under_load_loses_no_acknowledged_push_and_leaves_no_lease_behin
     let db = db(&db_url).await;
     let logged: i64 = db
         .query_one(
-            "SELECT coalesce(sum(p.next_offset), 0)::bigint FROM partitions p
+            "SELECT coalesce(sum(p.next_offset), 0)::bigint FROM partition_heads p
                JOIN queues q ON q.id = p.queue_id WHERE q.name = 'jobs'",
             &[],
         )

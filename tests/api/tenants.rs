@@ -91,7 +91,7 @@ async fn snapshot(b: &Broker, tenant: &str) -> String {
                (SELECT string_agg(concat_ws(',', id, name, namespace, task, options::text, created_at), ';' ORDER BY id)
                   FROM queues WHERE tenant = $1),
                (SELECT string_agg(concat_ws(',', id, queue_id, name, next_offset, last_push_at), ';' ORDER BY id)
-                  FROM partitions WHERE tenant = $1),
+                  FROM partition_heads WHERE tenant = $1),
                (SELECT string_agg(concat_ws(',', s.partition_id, s.base_offset, s.end_offset, md5(s.frames)), ';'
                                   ORDER BY s.partition_id, s.end_offset)
                   FROM segments s JOIN partitions p ON p.id = s.partition_id WHERE p.tenant = $1),

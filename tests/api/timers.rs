@@ -628,7 +628,7 @@ async fn two_brokers_fire_each_timer_exactly_once() {
         .db()
         .await
         .query_one(
-            "SELECT sum(p.next_offset - p.first_offset)::bigint FROM partitions p",
+            "SELECT sum(p.next_offset - p.first_offset)::bigint FROM partition_heads p",
             &[],
         )
         .await

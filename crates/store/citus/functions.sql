@@ -2,6 +2,16 @@
 -- crates/store/sql/functions.sql, at every start): the body of regent_append that runs there,
 -- and where each function runs.
 --
+-- partition_heads as crates/store/sql/functions.sql defines it reads the newest segment of
+-- each partition through a lateral subquery, which Citus does not prune to the partition's
+-- shard, and a delegated function must stay on its worker. Here the append keeps writing the
+-- head into the `partitions` row (a held horizon's cost on Citus, where each worker has its
+-- own), and the view reads it.
+CREATE OR REPLACE VIEW partition_heads AS
+SELECT p.id, p.tenant, p.queue_id, p.name, p.created_at, p.first_offset, p.next_offset,
+       p.last_push_at
+  FROM partitions p;
+
 -- regent_append as in crates/store/sql/functions.sql, less the options check of the
 -- one-statement push to known partitions (the Citus layout does not use it: its pushes take
 -- the full path), but the

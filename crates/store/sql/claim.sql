@@ -140,7 +140,7 @@ WITH known AS MATERIALIZED (
                        WHERE l.partition_id = w.partition_id AND l.consumer_group = $2
                        ORDER BY l.seq DESC LIMIT 1) l ON true
                 CROSS JOIN LATERAL (SELECT p.next_offset, p.name, p.last_push_at
-                                      FROM partitions p
+                                      FROM partition_heads p
                                      WHERE p.id = w.partition_id OFFSET 0) p
                 WHERE ($11::jsonb IS NULL OR EXISTS (SELECT 1 FROM known))
                   AND ($3::text IS NULL OR p.name = $3)
@@ -211,7 +211,7 @@ SELECT p.id,
        coalesce($4::float8 > 0
                 AND p.last_push_at > now() - make_interval(secs => $4::float8),
                 false) AS buffering
-  FROM partitions p
+  FROM partition_heads p
   LEFT JOIN cursor_state c ON c.partition_id = p.id AND c.consumer_group = $3
  WHERE p.queue_id = $1 AND p.name = $2
 

@@ -10,7 +10,7 @@
 -- partition ids are time-ordered where these are derived from names. A look, not a lock:
 -- another pop may take one before this one claims it.
 -- $1 queue id, $2 consumer group, $3 window buffer seconds, $4 how many at most
-SELECT c.partition_id FROM cursor_state c JOIN partitions p ON p.id = c.partition_id
+SELECT c.partition_id FROM cursor_state c JOIN partition_heads p ON p.id = c.partition_id
  WHERE c.queue_id = $1 AND c.consumer_group = $2
    AND c.committed < p.next_offset - 1
    AND (c.lease_id IS NULL OR c.lease_expires_at <= now())
@@ -21,7 +21,7 @@ SELECT c.partition_id FROM cursor_state c JOIN partitions p ON p.id = c.partitio
 -- variant of: candidates
 -- candidates among the hinted partitions ($5) only.
 -- $1-$4 as candidates, $5 the hinted partition ids
-SELECT c.partition_id FROM cursor_state c JOIN partitions p ON p.id = c.partition_id
+SELECT c.partition_id FROM cursor_state c JOIN partition_heads p ON p.id = c.partition_id
  WHERE c.queue_id = $1 AND c.consumer_group = $2
    AND c.partition_id = ANY ($5::uuid[]) -- (variant)
    AND c.committed < p.next_offset - 1

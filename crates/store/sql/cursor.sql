@@ -108,7 +108,7 @@ WITH a AS MATERIALIZED (
          FROM a
          JOIN t ON t.k = a.k
          JOIN cursor_state s ON s.partition_id = a.pid AND s.consumer_group = a.grp
-         JOIN partitions p ON p.id = s.partition_id
+         JOIN partition_heads p ON p.id = s.partition_id
          JOIN queues q ON q.id = p.queue_id
         WHERE s.lease_id = a.lease AND s.lease_expires_at > now()
           AND s.committed < a.lowest AND s.lease_end >= a.highest),

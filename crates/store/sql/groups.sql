@@ -42,7 +42,7 @@ SELECT $2::text AS consumer_group, q.name AS queue, p.name AS partition,
        coalesce(floor(extract(epoch FROM now() - o.created_at)), 0)::bigint AS lag_secs,
        (c.lease_id IS NOT NULL AND c.lease_expires_at > now()) AS leased
   FROM cursor_state c
-  JOIN partitions p ON p.id = c.partition_id
+  JOIN partition_heads p ON p.id = c.partition_id
   JOIN queues q ON q.id = c.queue_id
   LEFT JOIN LATERAL (
        SELECT g.created_at FROM segments g

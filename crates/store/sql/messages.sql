@@ -10,7 +10,7 @@
 -- $1 partition id, $2 tenant
 SELECT p.id AS partition_id, p.name AS partition, q.id AS queue_id,
        q.name AS queue, q.namespace, q.task, q.options, p.last_push_at
-  FROM partitions p JOIN queues q ON q.id = p.queue_id
+  FROM partition_heads p JOIN queues q ON q.id = p.queue_id
  WHERE p.id = $1 AND q.tenant = $2
 
 -- name: indexed_offset
@@ -101,7 +101,7 @@ SELECT count(*) AS n FROM t
 -- $8 its partition id, $9 limit
 SELECT p.id AS partition_id, p.name AS partition, q.id AS queue_id,
        q.name AS queue, q.namespace, q.task, q.options, p.last_push_at
-  FROM partitions p JOIN queues q ON q.id = p.queue_id
+  FROM partition_heads p JOIN queues q ON q.id = p.queue_id
  WHERE q.tenant = $1 AND p.last_push_at >= $2
    AND ($3::text IS NULL OR q.name = $3) AND ($4::text IS NULL OR p.name = $4)
    AND ($5::text IS NULL OR q.namespace = $5) AND ($6::text IS NULL OR q.task = $6)
@@ -121,7 +121,7 @@ SELECT * FROM (
          q.name AS queue, q.namespace, q.task, q.options, p.last_push_at,
          d."offset", d.created_at AS appended_at
     FROM dead_letters d
-    JOIN partitions p ON p.id = d.partition_id
+    JOIN partition_heads p ON p.id = d.partition_id
     JOIN queues q ON q.id = d.queue_id
    WHERE d.tenant = $1 AND d.created_at >= $2 AND d.created_at <= $3
      AND ($4::text IS NULL OR q.name = $4) AND ($5::text IS NULL OR p.name = $5)

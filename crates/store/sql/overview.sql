@@ -105,10 +105,11 @@ SELECT p.id, q.name AS queue, q.namespace, q.task, p.name, p.created_at, p.last_
          AS completed,
        (CASE WHEN bool_or(c.retry_count > 0) THEN 1 ELSE 0 END)::bigint AS failed
   FROM queues q
-  JOIN partitions p ON p.queue_id = q.id
+  JOIN partition_heads p ON p.queue_id = q.id
   LEFT JOIN cursor_state c ON c.partition_id = p.id
  WHERE q.tenant = $1 AND p.id IN (SELECT id FROM page)
- GROUP BY p.id, q.name, q.namespace, q.task
+ GROUP BY p.id, p.name, p.created_at, p.last_push_at, p.next_offset, p.first_offset,
+          q.name, q.namespace, q.task
  ORDER BY q.name, p.name
 
 -- name: leases

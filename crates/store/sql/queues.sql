@@ -70,10 +70,11 @@ WITH page AS (SELECT id FROM partitions WHERE queue_id = $2
                 AS completed,
               (CASE WHEN bool_or(c.retry_count > 0) THEN 1 ELSE 0 END)::bigint AS failed
          FROM queues q
-         JOIN partitions p ON p.queue_id = q.id
+         JOIN partition_heads p ON p.queue_id = q.id
          LEFT JOIN cursor_state c ON c.partition_id = p.id
         WHERE q.tenant = $1 AND q.id = $2 AND p.id IN (SELECT id FROM page)
-        GROUP BY p.id, q.name, q.namespace, q.task),
+        GROUP BY p.id, p.name, p.created_at, p.last_push_at, p.next_offset, p.first_offset,
+                 q.name, q.namespace, q.task),
      d AS (SELECT partition_id, count(*) AS n FROM dead_letters
             WHERE tenant = $1 AND queue_id = $2
               AND partition_id IN (SELECT id FROM page)
@@ -108,7 +109,7 @@ SELECT name, pending, sum(pending) OVER ()::bigint AS sum, count(*) OVER () AS n
                                                  AND g.created_at <= $4::timestamptz), -1),
                                     p.first_offset - 1)
                  END) AS pending
-          FROM partitions p WHERE p.queue_id = $1) d
+          FROM partition_heads p WHERE p.queue_id = $1) d
  WHERE pending > 0
  ORDER BY pending DESC, name LIMIT $3
 
@@ -161,7 +162,7 @@ DELETE FROM timers WHERE tenant = $1 AND queue = $2
 -- (retention gives room back).
 -- $1 tenant
 SELECT coalesce(sum(p.next_offset - p.first_offset), 0)::bigint AS stored
-  FROM queues q JOIN partitions p ON p.queue_id = q.id
+  FROM queues q JOIN partition_heads p ON p.queue_id = q.id
  WHERE q.tenant = $1
 
 -- name: id
@@ -190,12 +191,15 @@ SELECT regent_clear_cursors($1)
 
 -- name: clear
 -- Deletes every message of the partitions (locked above, their cursors moved to the end by
--- clear_cursors); returns how many messages the log no longer holds. Dead letters, which are snapshots, and the transaction index, on its own
--- clock, stay.
+-- clear_cursors); returns how many messages the log no longer holds. Dead letters, which are
+-- snapshots, and the transaction index, on its own clock, stay. Each partition keeps its head
+-- in its row (partition_heads), read under the statement's snapshot, which still holds the
+-- segments the statement deletes.
 -- $1 the partition ids
 WITH s AS (DELETE FROM segments WHERE partition_id = ANY($1)
             RETURNING end_offset - base_offset + 1 AS n),
      t AS (DELETE FROM traces WHERE partition_id = ANY($1)),
      k AS (DELETE FROM tombstones WHERE partition_id = ANY($1)),
-     u AS (UPDATE partitions SET first_offset = next_offset WHERE id = ANY($1))
+     u AS (UPDATE partitions p SET first_offset = h.next_offset, last_push_at = h.last_push_at
+             FROM partition_heads h WHERE h.id = p.id AND p.id = ANY($1))
 SELECT coalesce(sum(n), 0)::bigint AS deleted FROM s

@@ -15,8 +15,8 @@ SELECT id, options FROM queues
 -- Deletes up to $4 due segments of the queue, a prefix of each partition's log: appended
 -- before $2, or appended before $3 and passed by every group. Each partition's log is read in
 -- offset order up to its first segment not due, through the primary key: a partition with
--- nothing due costs one index probe. Returns, per partition, the first offset kept and what
--- went.
+-- nothing due costs one index probe. Returns, per partition, the first offset kept, when the
+-- newest segment that went was appended, and what went.
 -- `passed` is how far every group has passed on the partition: the lowest cursor, or -1 while
 -- a group of the queue has no cursor there yet (it may start from the beginning) or no group
 -- has one at all (nothing has been consumed). $5 holds the queue's groups, read first
@@ -31,7 +31,7 @@ WITH parts AS (
                   < cardinality($5::text[])
               THEN -1
               ELSE coalesce((SELECT min(c.committed) FROM cursor_state c WHERE c.partition_id = p.id), -1)
-         END AS passed FROM partitions p WHERE p.queue_id = $1),
+         END AS passed FROM partition_heads p WHERE p.queue_id = $1),
 keep AS (
   SELECT parts.id, coalesce((
       SELECT s.base_offset FROM segments s
@@ -49,8 +49,8 @@ doomed AS (
 gone AS (
   DELETE FROM segments s USING doomed d
    WHERE s.partition_id = d.partition_id AND s.end_offset = d.end_offset
-  RETURNING s.partition_id, s.base_offset, s.end_offset)
-SELECT partition_id, max(end_offset) + 1 AS first_kept,
+  RETURNING s.partition_id, s.base_offset, s.end_offset, s.created_at)
+SELECT partition_id, max(end_offset) + 1 AS first_kept, max(created_at) AS last_gone_at,
        count(*) AS segments, sum(end_offset - base_offset + 1)::bigint AS messages
   FROM gone GROUP BY partition_id ORDER BY partition_id
 
@@ -74,12 +74,16 @@ SELECT regent_retain_cursors($1, $2)
 
 -- name: move_past
 -- Moves the partitions' first offsets past the deleted segments (their cursors moved first,
--- by move_cursors), and drops the traces and tombstones of the deleted messages.
--- $1 partition ids, $2 their first offsets kept (pairwise)
-WITH u AS (SELECT * FROM unnest($1::uuid[], $2::bigint[]) AS u(pid, first_kept)),
+-- by move_cursors), and drops the traces and tombstones of the deleted messages. The last push
+-- time is kept too: a log emptied has no segment left to tell it (partition_heads).
+-- $1 partition ids, $2 their first offsets kept, $3 when the newest segment deleted of each
+-- was appended (pairwise)
+WITH u AS (SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::timestamptz[])
+                      AS u(pid, first_kept, last_gone_at)),
      t AS (DELETE FROM traces t USING u
             WHERE t.partition_id = u.pid AND t."offset" < u.first_kept),
      k AS (DELETE FROM tombstones k USING u
             WHERE k.partition_id = u.pid AND k."offset" < u.first_kept)
-UPDATE partitions p SET first_offset = greatest(p.first_offset, u.first_kept)
+UPDATE partitions p SET first_offset = greatest(p.first_offset, u.first_kept),
+                        last_push_at = greatest(p.last_push_at, u.last_gone_at)
   FROM u WHERE p.id = u.pid

@@ -62,7 +62,7 @@ SELECT tenant, id FROM queues ORDER BY tenant, id
 WITH
     parts AS MATERIALIZED (
         SELECT p.id, p.queue_id, p.name, p.next_offset, p.first_offset, p.last_push_at
-          FROM partitions p WHERE p.queue_id = ANY($1)),
+          FROM partition_heads p WHERE p.queue_id = ANY($1)),
     cur AS MATERIALIZED (
         SELECT c.queue_id, c.partition_id, c.consumer_group, c.committed, c.retry_count,
                c.lease_id, c.lease_expires_at, c.lease_end,
@@ -72,7 +72,7 @@ WITH
                greatest(p.next_offset - 1 - c.committed, 0) AS behind,
                o.created_at AS oldest_unread_at
           FROM cursor_state c
-          JOIN partitions p ON p.id = c.partition_id
+          JOIN partition_heads p ON p.id = c.partition_id
           LEFT JOIN LATERAL (
                SELECT g.created_at FROM segments g
                 WHERE g.partition_id = p.id AND g.end_offset > c.committed

@@ -79,7 +79,8 @@ pub async fn expire(
     }
     let partitions: Vec<Uuid> = rows.iter().map(|r| r.get("partition_id")).collect();
     let first_kept: Vec<i64> = rows.iter().map(|r| r.get("first_kept")).collect();
-    move_past(tx, &partitions, &first_kept).await?;
+    let last_gone_at: Vec<DateTime<Utc>> = rows.iter().map(|r| r.get("last_gone_at")).collect();
+    move_past(tx, &partitions, &first_kept, &last_gone_at).await?;
     Ok(Expired {
         segments: rows.iter().map(|r| r.get::<_, i64>("segments")).sum(),
         messages: rows.iter().map(|r| r.get::<_, i64>("messages")).sum(),
@@ -129,11 +130,18 @@ async fn joined_since(
 }
 
 /// Moves the partitions' first offsets, the cursors below them (locked in the global order
-/// first: partition, then group) and drops the traces of the deleted messages.
-async fn move_past(tx: &Tx<'_>, partitions: &[Uuid], first_kept: &[i64]) -> Result<(), StoreError> {
+/// first: partition, then group) and drops the traces of the deleted messages; keeps when the
+/// newest deleted segment was appended, which a log emptied no longer tells.
+async fn move_past(
+    tx: &Tx<'_>,
+    partitions: &[Uuid],
+    first_kept: &[i64],
+    last_gone_at: &[DateTime<Utc>],
+) -> Result<(), StoreError> {
     let st = tx.prepare_cached(MOVE_CURSORS).await?;
     tx.query(&st, &[&partitions, &first_kept]).await?;
     let st = tx.prepare_cached(MOVE_PAST).await?;
-    tx.execute(&st, &[&partitions, &first_kept]).await?;
+    tx.execute(&st, &[&partitions, &first_kept, &last_gone_at])
+        .await?;
     Ok(())
 }
