@@ -23,7 +23,7 @@ start_dev "$PORT"
 url="http://127.0.0.1:$PORT"
 psql=$(command -v psql || echo "$pgbin/psql")
 sql() { "$psql" "$PG" -XAtq -c "$1"; }
-stored() { sql "SELECT coalesce(sum(next_offset - first_offset), 0) FROM partition_heads"; }
+stored() { sql "SELECT coalesce(sum(end_offset - base_offset + 1), 0) FROM segments"; }
 
 echo "filling 'big': $MESSAGES messages over $PARTITIONS partitions"
 start=$(date +%s)

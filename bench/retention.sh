@@ -42,7 +42,8 @@ sizes() {
 }
 
 stored() {
-    sql "SELECT coalesce(sum(p.next_offset - p.first_offset), 0) FROM partition_heads p
+    sql "SELECT coalesce(sum(s.end_offset - s.base_offset + 1), 0) FROM segments s
+           JOIN partitions p ON p.id = s.partition_id
            JOIN queues q ON q.id = p.queue_id WHERE q.name = 'expiring'"
 }
 

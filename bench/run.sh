@@ -196,7 +196,7 @@ done
 # Storage: table plus index bytes per stored message, beyond the payload itself.
 psql -q "$PG" -c "VACUUM ANALYZE" >/dev/null 2>&1 || true
 psql -At "$PG" <<'SQL'
-WITH m AS (SELECT coalesce(sum(next_offset), 0) AS n FROM partition_heads),
+WITH m AS (SELECT coalesce(sum(end_offset - base_offset + 1), 0) AS n FROM segments),
      p AS (SELECT coalesce(sum(octet_length(frames)), 0) AS frame_bytes FROM segments),
      sz AS (SELECT sum(pg_total_relation_size(t)) AS total, t::text AS name
               FROM unnest(ARRAY['segments', 'tx_index', 'cursors', 'partitions']::regclass[]) t
