@@ -95,13 +95,9 @@ async fn where_things_are(b: &Broker) -> String {
     )
 }
 
-async fn partition_of(b: &Broker, queue: &str) -> Value {
-    let v = b.pop(queue, "consumerGroup=probe&autoAck=true").await;
-    v["messages"][0]["partitionId"].clone()
-}
-
-#[tokio::test]
-async fn messages_older_than_retention_seconds_are_deleted_consumed_or_not() {
+/// A broker whose queue `logs` keeps messages an hour (retention switched on), holding
+/// `old-1` and `old-2`.
+async fn hour_of_logs() -> Broker {
     let b = retaining(false).await;
     b.configure(
         "logs",
@@ -109,6 +105,17 @@ async fn messages_older_than_retention_seconds_are_deleted_consumed_or_not() {
     )
     .await;
     b.push("logs", "Default", &["old-1", "old-2"]).await;
+    b
+}
+
+async fn partition_of(b: &Broker, queue: &str) -> Value {
+    let v = b.pop(queue, "consumerGroup=probe&autoAck=true").await;
+    v["messages"][0]["partitionId"].clone()
+}
+
+#[tokio::test]
+async fn messages_older_than_retention_seconds_are_deleted_consumed_or_not() {
+    let b = hour_of_logs().await;
     let pid = partition_of(&b, "logs").await;
     let trace =
         json!({"transactionId": "old-1", "partitionId": pid, "data": {}, "traceNames": "t"});
@@ -169,13 +176,7 @@ async fn messages_older_than_retention_seconds_are_deleted_consumed_or_not() {
 /// though no segment is left to tell it (partition_heads).
 #[tokio::test]
 async fn a_log_emptied_by_retention_keeps_its_head_and_its_last_push() {
-    let b = retaining(false).await;
-    b.configure(
-        "logs",
-        json!({"retentionEnabled": true, "retentionSeconds": 3600}),
-    )
-    .await;
-    b.push("logs", "Default", &["old-1", "old-2"]).await;
+    let b = hour_of_logs().await;
     let v = b
         .pop("logs", "consumerGroup=done&batch=10&autoAck=true")
         .await;
