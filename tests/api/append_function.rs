@@ -4,13 +4,17 @@
 //! too, so the two are held to the same answers on every rule of a push: offsets dense and
 //! in order, a resent transaction id answered with the stored message's id and not appended
 //! again, a batch's new messages appended around its duplicates, an id whose window has
-//! passed taken anew, and an optimistic append of a duplicate refused whole.
+//! passed taken anew, and an optimistic append of a duplicate refused whole. The known
+//! push's function (`regent_append_known`, one PostgreSQL only) is held to the same rules
+//! for several partitions in one call.
 
 use regent::rules::tx_hash::tx_hash;
-use regent::store::append::{append_many, Appended, Batch, Dedup, Window};
+use regent::store::append::{append_known, append_many, Appended, Batch, Dedup, Window};
 use regent::store::frames;
 use regent::store::message::Message;
 use regent::store::{Layout, Store};
+use std::sync::Arc;
+
 use uuid::Uuid;
 
 use crate::support::{broker, layout, Broker};
@@ -18,22 +22,26 @@ use crate::support::{broker, layout, Broker};
 const WINDOW: Window = Window(3600);
 
 struct Partition {
-    b: Broker,
+    b: Arc<Broker>,
     store: Store,
     id: Uuid,
 }
 
 /// A partition made by a push through the HTTP API (one message, `seed`).
 async fn partition(queue: &str) -> Partition {
-    let b = broker().await;
-    b.push(queue, "p", &["seed"]).await;
+    partition_of(Arc::new(broker().await), queue, "p").await
+}
+
+/// Partition `name` of `queue` on broker `b`, made by a push of `seed`.
+async fn partition_of(b: Arc<Broker>, queue: &str, name: &str) -> Partition {
+    b.push(queue, name, &["seed"]).await;
     let id = b
         .db()
         .await
         .query_one(
             "SELECT p.id FROM partitions p JOIN queues q ON q.id = p.queue_id
-              WHERE q.name = $1 AND p.name = 'p'",
-            &[&queue],
+              WHERE q.name = $1 AND p.name = $2",
+            &[&queue, &name],
         )
         .await
         .unwrap()
@@ -192,4 +200,144 @@ async fn a_missing_partition_is_refused_as_stale() {
         .await
         .expect_err("no such partition");
     assert!(err.is_stale(), "{err:?}");
+}
+
+/// Two partitions of one queue, in id order (the order a known push names them in), and
+/// the queue's options as stored.
+async fn two_known(queue: &str) -> Option<(Partition, Partition, serde_json::Value)> {
+    if crate::support::single_only("regent_append_known is one PostgreSQL's").await {
+        return None;
+    }
+    let b = Arc::new(broker().await);
+    let first = partition_of(b.clone(), queue, "p").await;
+    let second = partition_of(b, queue, "q").await;
+    let options: serde_json::Value = first
+        .b
+        .db()
+        .await
+        .query_one(
+            "SELECT q.options FROM queues q JOIN partitions p ON p.queue_id = q.id WHERE p.id = $1",
+            &[&first.id],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    Some(match first.id < second.id {
+        true => (first, second, options),
+        false => (second, first, options),
+    })
+}
+
+/// One call of the known push for these batches (each partition's txids); the message ids
+/// of every batch.
+async fn known(
+    parts: &[(&Partition, &[&str])],
+    options: &serde_json::Value,
+    dedup: Dedup,
+) -> (
+    Result<Vec<Vec<Appended>>, regent::store::StoreError>,
+    Vec<Vec<Uuid>>,
+) {
+    let (batches, ids): (Vec<Batch>, Vec<Vec<Uuid>>) =
+        parts.iter().map(|(p, t)| p.batch(t)).unzip();
+    let options = vec![options; batches.len()];
+    let conn = parts[0].0.store.client().await.unwrap();
+    let out = append_known(&conn, &batches, &options, dedup, WINDOW).await;
+    (out, ids)
+}
+
+#[tokio::test]
+async fn a_known_push_appends_to_each_partition_from_its_own_head() {
+    let Some((p, q, options)) = two_known("append-known-heads").await else {
+        return;
+    };
+    let (_, p_next) = p.log().await;
+    let (_, q_next) = q.log().await;
+    for (round, dedup) in [Dedup::Optimistic, Dedup::Careful].into_iter().enumerate() {
+        let (a, b, c) = (
+            format!("a{round}"),
+            format!("b{round}"),
+            format!("c{round}"),
+        );
+        let out = known(&[(&p, &[&a, &b]), (&q, &[&c])], &options, dedup)
+            .await
+            .0
+            .unwrap();
+        assert_eq!(out, vec![vec![Appended::New; 2], vec![Appended::New]]);
+    }
+    assert_eq!(
+        p.log().await,
+        (
+            vec![
+                "seed".into(),
+                "a0".into(),
+                "b0".into(),
+                "a1".into(),
+                "b1".into()
+            ],
+            p_next + 4
+        )
+    );
+    assert_eq!(
+        q.log().await,
+        (vec!["seed".into(), "c0".into(), "c1".into()], q_next + 2)
+    );
+}
+
+#[tokio::test]
+async fn a_known_optimistic_push_with_a_duplicate_in_any_batch_writes_nothing() {
+    let Some((p, q, options)) = two_known("append-known-dups").await else {
+        return;
+    };
+    let (first, old) = known(&[(&q, &["old"])], &options, Dedup::Optimistic).await;
+    first.unwrap();
+    let (refused, _) = known(
+        &[(&p, &["new"]), (&q, &["x", "old"])],
+        &options,
+        Dedup::Optimistic,
+    )
+    .await;
+    let err = refused.expect_err("a duplicate fails the optimistic push");
+    assert!(err.is_duplicate(), "{err:?}");
+    assert_eq!(
+        p.log().await.0,
+        ["seed"],
+        "the other partition's batch was not kept"
+    );
+    assert_eq!(q.log().await.0, ["seed", "old"]);
+
+    let (out, _) = known(
+        &[(&p, &["new"]), (&q, &["x", "old"])],
+        &options,
+        Dedup::Careful,
+    )
+    .await;
+    assert_eq!(
+        out.unwrap(),
+        vec![
+            vec![Appended::New],
+            vec![Appended::New, Appended::Duplicate(Some(old[0][0]))]
+        ],
+        "the resent id answers the message the optimistic push stored under it"
+    );
+    assert_eq!(q.log().await.0, ["seed", "old", "x"]);
+}
+
+#[tokio::test]
+async fn a_known_push_whose_options_changed_is_refused_as_stale_and_writes_nothing() {
+    let Some((p, q, options)) = two_known("append-known-stale").await else {
+        return;
+    };
+    let mut changed = options.clone();
+    changed["leaseTime"] = serde_json::json!(12345);
+    for dedup in [Dedup::Optimistic, Dedup::Careful] {
+        let batches = [p.batch(&["a"]).0, q.batch(&["b"]).0];
+        let conn = p.store.client().await.unwrap();
+        let err = append_known(&conn, &batches, &[&options, &changed], dedup, WINDOW)
+            .await
+            .expect_err("the second batch's options are not the queue's");
+        assert!(err.is_stale(), "{err:?}");
+    }
+    assert_eq!(p.log().await.0, ["seed"]);
+    assert_eq!(q.log().await.0, ["seed"]);
 }

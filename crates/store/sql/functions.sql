@@ -125,25 +125,70 @@ BEGIN
 END
 $$;
 
--- Pushes to partitions the broker knows, each batch by regent_append with its queue's
--- options, in one statement (V20).
+-- Pushes to partitions the broker knows, in one statement (V20): batch k of p_counts[k] items
+-- to p_partitions[k] (distinct, in id order: the global lock order), checked against its
+-- queue's options p_options[k] as regent_append checks them.
+--
+-- An optimistic call (the hot path: no duplicate lookup) appends every batch set-wise, in two
+-- statements whatever the number of partitions: one locks every partition's row in id order
+-- and checks the options, the next (under a snapshot taken after the locks, as in
+-- regent_append) reads each head and writes every segment and index entry. A push of eight
+-- fused requests to eight partitions was eight calls of regent_append, 33 statements; the
+-- call, its SPI statements and their executor starts were about half of the push path's time
+-- in PostgreSQL (BENCHMARKS.md, issue 49 step 4). A duplicate still fails the index's primary
+-- key (unique_violation, nothing written) and the broker re-runs carefully. A careful call
+-- takes each batch through regent_append, which looks duplicates up.
 CREATE OR REPLACE FUNCTION regent_append_known(p_partitions uuid[], p_options jsonb[], p_counts integer[],
                                     p_hashes uuid[], p_frames bytea[], p_careful boolean,
                                     p_window_seconds integer)
 RETURNS TABLE (batch integer, item integer, stored_offset bigint)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET enable_seqscan = off AS $$
 DECLARE
     v_from integer := 1;
     v_to   integer;
+    v_now  timestamptz;
 BEGIN
-    FOR k IN 1 .. cardinality(p_partitions) LOOP
-        v_to := v_from + p_counts[k] - 1;
-        RETURN QUERY
-          SELECT k, a.item, a.stored_offset
-            FROM regent_append(p_partitions[k], p_hashes[v_from:v_to], p_frames[v_from:v_to],
-                               p_careful, p_window_seconds, p_options[k]) AS a;
-        v_from := v_to + 1;
-    END LOOP;
+    IF p_careful THEN
+        FOR k IN 1 .. cardinality(p_partitions) LOOP
+            v_to := v_from + p_counts[k] - 1;
+            RETURN QUERY
+              SELECT k, a.item, a.stored_offset
+                FROM regent_append(p_partitions[k], p_hashes[v_from:v_to], p_frames[v_from:v_to],
+                                   p_careful, p_window_seconds, p_options[k]) AS a;
+            v_from := v_to + 1;
+        END LOOP;
+        RETURN;
+    END IF;
+
+    IF (SELECT count(*)
+          FROM unnest(p_partitions, p_options) AS b(id, options)
+          JOIN (SELECT p.id, p.queue_id FROM partitions p
+                 WHERE p.id = ANY (p_partitions)
+                 ORDER BY p.id
+                   FOR UPDATE OF p) l ON l.id = b.id
+         WHERE b.options IS NULL
+            OR EXISTS (SELECT 1 FROM queues q WHERE q.id = l.queue_id AND q.options = b.options))
+       <> cardinality(p_partitions) THEN
+        RAISE EXCEPTION 'a partition is gone, or its queue''s options are not those given' USING ERRCODE = 'P0002';
+    END IF;
+    -- Taken after the locks, so created_at grows with the offset within a partition.
+    v_now := clock_timestamp();
+
+    -- A statement of its own, after the locks': its snapshot holds the append of every push
+    -- that held one of them before. `first` is the batch's first item in p_hashes/p_frames.
+    WITH b AS MATERIALIZED (
+           SELECT b.id, b.n, (sum(b.n) OVER (ORDER BY b.k))::integer - b.n + 1 AS first,
+                  (SELECT h.next_offset FROM partition_heads h WHERE h.id = b.id) AS base
+             FROM unnest(p_partitions, p_counts) WITH ORDINALITY AS b(id, n, k)),
+         s AS (
+           INSERT INTO segments (partition_id, end_offset, base_offset, created_at, frames)
+           SELECT b.id, b.base + b.n - 1, b.base, v_now,
+                  (SELECT string_agg(e.f, ''::bytea ORDER BY e.ord)
+                     FROM unnest(p_frames[b.first:b.first + b.n - 1]) WITH ORDINALITY AS e(f, ord))
+             FROM b)
+    INSERT INTO tx_index (hash, "offset", created_at)
+    SELECT p_hashes[b.first + i - 1], b.base + i - 1, v_now
+      FROM b CROSS JOIN LATERAL generate_series(1, b.n) AS i;
 END
 $$;
 
