@@ -124,7 +124,9 @@ pub struct BenchArgs {
     pub nack_backoff: u64,
     /// Open loop: total messages per second on a fixed schedule (0 = closed loop, as fast as
     /// answers come; timers: 0 = 1,000 timers/s). Latency is measured from the scheduled send
-    /// time, so a slow broker cannot hide queueing behind the generator's own waiting.
+    /// time, so a slow broker cannot hide queueing behind the generator's own waiting (a
+    /// producer idle until then counts from when its timer woke it, at most 1 ms later:
+    /// tokio's timer tick is the generator's, not the broker's).
     #[arg(long, default_value_t = 0.0)]
     pub rate: f64,
     /// pop-ack, and the streams scenarios with `--producers 0`: messages to pre-fill before

@@ -95,6 +95,10 @@ impl Pad {
     }
 }
 
+/// The granularity of tokio's timer: how late past its deadline a sleep may end by the
+/// timer alone.
+const TIMER_TICK: Duration = Duration::from_millis(1);
+
 /// When a producer's pushes are due: at `--rate` across `producers` (open loop, each push
 /// scheduled, so a late one counts its wait), or whenever the last one was answered.
 pub(crate) struct Pace {
@@ -122,13 +126,25 @@ impl Pace {
         }
     }
 
-    /// Open loop: sleeps until the next push is due and returns when that was. Closed loop:
-    /// `None` (the caller decides when).
+    /// Open loop: sleeps until the next push is due and returns when it counts from: when it
+    /// was due, or, for a producer that was idle until then, when the timer woke it, by at
+    /// most [`TIMER_TICK`] later. Closed loop: `None` (the caller decides when).
+    ///
+    /// tokio's timer fires on a millisecond tick at or after the deadline, so an idle
+    /// producer sent up to a millisecond late, and that wait, the generator's own, was
+    /// counted as the broker's latency (about 1 ms of every open-loop percentile: a push
+    /// answered in 0.8 ms measured 2.1 ms at 200/s, BENCHMARKS.md "Issue 49, step 4"). A
+    /// producer still waiting for its last answer when the next push fell due counts from
+    /// the due time, as an open loop must.
     pub(crate) async fn due(&mut self) -> Option<Instant> {
         let at = self.start + self.interval? * self.tick;
         self.tick += 1;
+        let idle = Instant::now() < at;
         tokio::time::sleep_until(at.into()).await;
-        Some(at)
+        Some(match idle {
+            true => Instant::now().clamp(at, at + TIMER_TICK),
+            false => at,
+        })
     }
 
     /// `at` as microseconds since the epoch.
