@@ -39,6 +39,7 @@ mod push_pop;
 mod python_client;
 mod queen_compat;
 mod queue_metrics;
+mod quiet;
 mod races;
 mod resources;
 mod retention;

@@ -324,6 +324,17 @@ async fn prometheus(axum::extract::State(s): State) -> Response {
     }
     head(
         &mut out,
+        "regent_pop_walks_skipped_total",
+        "counter",
+        "Claims waiting pops did not make: their group's last walk over its cursors found nothing, and nothing woke the queue since (at most 100 ms).",
+    );
+    let _ = writeln!(
+        out,
+        "regent_pop_walks_skipped_total {}",
+        m.activity.walks_skipped()
+    );
+    head(
+        &mut out,
         "regent_pending_handovers",
         "gauge",
         "Pop answers holding a lease not yet handed to their connection.",

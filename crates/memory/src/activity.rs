@@ -89,6 +89,8 @@ pub struct Activity {
     /// Parked long-polls' attempts after a wait, by what ended it: how often wakeups (local
     /// or a peer's note) reach the pops they are for, and how often the timer stands in.
     rechecks: [AtomicU64; 2],
+    /// Claims waiting pops skipped, their group quiet (`crate::quiet`).
+    walks_skipped: AtomicU64,
     requests: [AtomicU64; 4],
     messages: [AtomicU64; 4],
     /// How long each operation took in the service, from its start to its answer (a pop's
@@ -107,6 +109,7 @@ impl Default for Activity {
             started: Instant::now(),
             outcomes: Default::default(),
             rechecks: Default::default(),
+            walks_skipped: Default::default(),
             requests: Default::default(),
             messages: Default::default(),
             took: Default::default(),
@@ -184,6 +187,15 @@ impl Activity {
 
     pub fn rechecks(&self, by: Recheck) -> u64 {
         self.rechecks[by as usize].load(Relaxed)
+    }
+
+    /// Waiting pops took nothing without a claim: their group was quiet.
+    pub fn skipped_walk(&self) {
+        self.walks_skipped.fetch_add(1, Relaxed);
+    }
+
+    pub fn walks_skipped(&self) -> u64 {
+        self.walks_skipped.load(Relaxed)
     }
 
     pub fn answered_unavailable(&self) {

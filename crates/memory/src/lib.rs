@@ -23,6 +23,7 @@ pub mod parked;
 pub mod peers;
 pub mod placements;
 pub mod queue_totals;
+pub mod quiet;
 pub mod ready;
 pub mod streams;
 pub mod sweeps;
@@ -57,6 +58,8 @@ pub struct Runtime {
     pub parked: parked::Parked,
     /// Partitions pushed to since each group last looked.
     pub ready: ready::Ready,
+    /// Groups whose last walk found nothing, not woken since: their waiting pops park.
+    pub quiet: quiet::Quiet,
     /// When each group last gave itself cursors on every partition.
     pub sweeps: sweeps::Sweeps,
     /// What each live lease delivered, so its acks resolve without the index.
@@ -102,6 +105,7 @@ impl Runtime {
             wakeups: Default::default(),
             parked: Default::default(),
             ready: Default::default(),
+            quiet: Default::default(),
             sweeps: Default::default(),
             deliveries: Default::default(),
             limiter: limiter::Limiter::new(s.limits),
@@ -134,9 +138,11 @@ impl Runtime {
             self.ready.pushed(q, p);
         }
         for (q, partitions) in &a.queues {
+            self.quiet.woke(&a.tenant, q);
             self.wakeups.notify(&a.tenant, q, *partitions);
         }
         for (q, group) in &a.reopened {
+            self.quiet.woke(&a.tenant, q);
             self.wakeups.reopened(&a.tenant, q, group);
         }
         for (q, group, pops) in &a.ephemeral {
@@ -155,6 +161,7 @@ impl Runtime {
             ("ready_queues", self.ready.queues()),
             ("ready_groups", self.ready.groups()),
             ("ready_entries", self.ready.entries()),
+            ("quiet_queues", self.quiet.len()),
             ("sweep_looks", self.sweeps.looks()),
             ("sweep_created", self.sweeps.created_len()),
             ("deliveries", self.deliveries.len()),

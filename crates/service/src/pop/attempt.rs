@@ -2,7 +2,7 @@
 //! over them, delivers within the batch, and trims or releases the leases to match.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
@@ -186,21 +186,39 @@ impl Service {
 
     /// Several pops of `queue` (`req` is the first of them; they share its queue, group and
     /// acking) in one transaction, the queue's lookup included, and one claim: what each
-    /// took, in the order asked.
+    /// took, in the order asked. Pops that all wait (`waiting`) of a group whose last walk
+    /// found nothing and that nothing has woken since (`regent_memory::quiet`) take nothing
+    /// without a claim, and park.
     pub(super) async fn claim_together(
         &self,
         tenant: &str,
         queue: &str,
         req: &PopRequest,
         asks: &[Ask],
+        waiting: bool,
     ) -> Result<Vec<Found>, Error> {
         let mut plan = None;
         if let Some(q) = self.known_queue(tenant, queue, req) {
             let p = self.plan_claim(&q, req, asks.iter().map(|a| a.budget.partitions).sum());
             // A sweep writes cursors and group statistics with the claim: the full way.
             if p.sweep.is_none() {
+                let quiet = &self.runtime.quiet;
+                // Without hints the claim walks every cursor of the group.
+                let walk = p.hint.is_empty() && req.target.partition_name().is_none();
+                if walk && waiting && quiet.skips_walk(tenant, queue, &req.group) {
+                    self.runtime.activity.skipped_walk();
+                    return Ok(found_in(q, asks.iter().map(|_| Vec::new()).collect()));
+                }
+                // Taken before the claim: a wakeup while it runs voids what it finds.
+                let stamp = walk.then(|| (quiet.stamp(tenant, queue), Instant::now()));
                 match self.claim_known(&q, req, asks, &p).await? {
-                    Some(taken) => return Ok(found_in(q, taken)),
+                    Some(taken) => {
+                        if let (Some((stamp, at)), true) = (stamp, taken.iter().all(Vec::is_empty))
+                        {
+                            quiet.found_nothing(tenant, queue, &req.group, stamp, at);
+                        }
+                        return Ok(found_in(q, taken));
+                    }
                     None => self.runtime.known_queues.forget(tenant, [(queue, "")]),
                 }
             }

@@ -89,7 +89,11 @@ impl Service {
             return;
         };
         let asks: Vec<Ask> = jobs.iter().map(|j| Ask::of(&j.req, j.lease_id)).collect();
-        match self.claim_together(tenant, queue, &first.req, &asks).await {
+        let waiting = jobs.iter().all(|j| j.req.wait);
+        match self
+            .claim_together(tenant, queue, &first.req, &asks, waiting)
+            .await
+        {
             Ok(found) => {
                 for (job, found) in jobs.into_iter().zip(found) {
                     let claimed = !found.is_empty();

@@ -1,0 +1,95 @@
+//! A consumer group whose last walk over its cursors found nothing (`regent_memory::quiet`):
+//! its waiting pops park without claiming for a while, and nothing that makes a message
+//! claimable is missed for it: a push wakes them at once, and what nothing announces (a lease
+//! expiring) is found by a later walk.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::support::{broker, sample, Broker};
+
+/// A waiting pop of one message (the answer as the broker gave it).
+async fn waiting_pop(b: &Broker, queue: &str, timeout_ms: u64) -> Value {
+    let (status, v) = b
+        .get(&format!(
+            "/api/v1/pop/queue/{queue}?wait=true&timeout={timeout_ms}&batch=1"
+        ))
+        .await;
+    assert!(status.is_success(), "{status} {v}");
+    v
+}
+
+async fn skipped(b: &Broker) -> f64 {
+    let text = b
+        .http
+        .get(format!("{}/metrics/prometheus", b.url))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    sample(&text, "regent_pop_walks_skipped_total")
+}
+
+/// The queue drained: one message pushed, popped and acked, so the broker knows the queue.
+async fn drained(b: &Broker, queue: &str) {
+    b.push(queue, "p", &["first"]).await;
+    let pop = b.pop(queue, "batch=1").await;
+    assert_eq!(Broker::txids(&pop), ["first"]);
+    b.ack_all(None, &pop).await;
+}
+
+#[tokio::test]
+async fn pops_arriving_after_a_walk_that_found_nothing_park_without_claiming_and_a_push_wakes_them()
+{
+    let b = std::sync::Arc::new(broker().await);
+    drained(&b, "quiet-wake").await;
+    let before = skipped(&b).await;
+    // The first walks and finds nothing; the others come within the next 100 ms.
+    let mut pops = Vec::new();
+    for _ in 0..4 {
+        let b = b.clone();
+        pops.push(tokio::spawn(async move {
+            waiting_pop(&b, "quiet-wake", 3000).await
+        }));
+        tokio::time::sleep(Duration::from_millis(15)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        skipped(&b).await > before,
+        "a pop arriving just after an empty walk parks without claiming"
+    );
+    let pushed = Instant::now();
+    b.push("quiet-wake", "p", &["second"]).await;
+    let mut got = Vec::new();
+    for p in pops {
+        got.extend(Broker::txids(&p.await.unwrap()));
+    }
+    assert_eq!(got, ["second"], "exactly one parked pop takes it");
+    // The others waited out their 3 s; the push was taken long before.
+    assert!(pushed.elapsed() >= Duration::from_millis(2500));
+}
+
+#[tokio::test]
+async fn a_lease_expiring_unannounced_reaches_a_pop_parked_on_a_quiet_group() {
+    let b = broker().await;
+    b.configure("quiet-expiry", json!({"leaseTime": 1})).await;
+    drained(&b, "quiet-expiry").await;
+    b.push("quiet-expiry", "p", &["held"]).await;
+    let held = b.pop("quiet-expiry", "batch=1").await;
+    assert_eq!(Broker::txids(&held), ["held"], "leased and never acked");
+    let started = Instant::now();
+    let again = waiting_pop(&b, "quiet-expiry", 5000).await;
+    assert_eq!(
+        Broker::txids(&again),
+        ["held"],
+        "redelivered after its lease expired"
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(3000),
+        "found by a walk soon after the expiry, not at the long-poll's end: {:?}",
+        started.elapsed()
+    );
+}
