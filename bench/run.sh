@@ -8,8 +8,8 @@
 #   DURATION=10 bench/run.sh push end-to-end
 #
 # Runs (name: regent bench arguments) are listed in `runs` below; `latency` derives its rate
-# from `batch1` (10% of it) and measures PostgreSQL's own commit latency beside it, at the
-# same time (LATENCY_TRACE=MS also lists every push and delivery later than MS ms, with its
+# from `batch1` (10% of it; LATENCY_RATE=N pins it) and measures PostgreSQL's own commit
+# latency beside it, at the same time (LATENCY_TRACE=MS also lists every push and delivery later than MS ms, with its
 # wall-clock time, in the work directory's latency.slow, to line up with PostgreSQL's log).
 # `job-queue` (one message per push, pop and ack) and `consume-b1` (its consumers alone, on a
 # 30,000-message backlog: one pop and one ack per message) are printed as ratios to the b=1
@@ -135,6 +135,9 @@ for s in "${scenarios[@]}"; do
                 --json --quiet >"$work/batch1.json"
         fi
         rate=$(python3 -c "import json; print(max(10, round(json.load(open('$work/batch1.json'))['push_rate'] / 10)))")
+        # LATENCY_RATE pins it, so that an A/B compares two builds at one rate (each build's
+        # own batch1 would otherwise drive each at its own).
+        rate=${LATENCY_RATE:-$rate}
         args="--scenario end-to-end --push-batch 1 --producers 8 --consumers 8 --rate $rate"
         # LATENCY_TRACE=MS: every push and delivery later than MS, stamped, in $work/latency.slow.
         [ -z "${LATENCY_TRACE:-}" ] || args="$args --trace-slower-than $LATENCY_TRACE"
