@@ -9,8 +9,9 @@
 #
 # Runs (name: regent bench arguments) are listed in `runs` below; `latency` derives its rate
 # from `batch1` (10% of it; LATENCY_RATE=N pins it) and measures PostgreSQL's own commit
-# latency beside it, at the same time (LATENCY_TRACE=MS also lists every push and delivery later than MS ms, with its
-# wall-clock time, in the work directory's latency.slow, to line up with PostgreSQL's log).
+# latency beside it, at the same time (LATENCY_TRACE=MS also lists every push and delivery
+# later than MS ms, with its wall-clock time, in the work directory's latency.slow, to line up
+# with PostgreSQL's log).
 # `job-queue` (one message per push, pop and ack) and `consume-b1` (its consumers alone, on a
 # 30,000-message backlog: one pop and one ack per message) are printed as ratios to the b=1
 # ceiling: pgbench's one-row INSERT of one distinct payload per transaction, $CLIENTS clients.

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 
-use crate::support::{broker, sample, Broker};
+use crate::support::{broker, Broker};
 
 /// Waits until `b`'s notifier for (queue, group) fires, after `push` runs.
 async fn woken_by(b: &Broker, queue: &str, group: &str, push: impl std::future::Future) -> bool {
@@ -60,16 +60,10 @@ async fn healthy(b: &Broker) {
     panic!("the broker at {} never became healthy", b.url);
 }
 
-/// One series of `b`'s `/metrics/prometheus`.
-async fn metric(b: &Broker, series: &str) -> f64 {
-    let (s, text) = b.get("/metrics/prometheus").await;
-    assert_eq!(s, StatusCode::OK);
-    sample(text.as_str().expect("an exposition"), series)
-}
-
 /// How many times `b`'s parked long-polls were woken `by` a wakeup or by their timer.
 async fn rechecks(b: &Broker, by: &str) -> f64 {
-    metric(b, &format!("regent_pop_rechecks_total{{by=\"{by}\"}}")).await
+    b.metric(&format!("regent_pop_rechecks_total{{by=\"{by}\"}}"))
+        .await
 }
 
 /// Issue 15: two brokers started together know each other at once, not at the older one's
@@ -106,7 +100,9 @@ async fn brokers_started_together_wake_each_other_from_the_first_second() {
     );
     // Timed by A itself, from the message's append on B to its delivery on A: the wakeup's
     // path, without the test client's own scheduling on a busy machine.
-    let within = metric(&a, "regent_first_delivery_seconds_bucket{le=\"0.1\"}").await;
+    let within = a
+        .metric("regent_first_delivery_seconds_bucket{le=\"0.1\"}")
+        .await;
     assert_eq!(
         within, 1.0,
         "A delivers the message within 100 ms of its push through B (the test saw the \

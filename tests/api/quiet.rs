@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::support::{broker, sample, Broker};
+use crate::support::{broker, Broker};
 
 /// A waiting pop of one message (the answer as the broker gave it).
 async fn waiting_pop(b: &Broker, queue: &str, timeout_ms: u64) -> Value {
@@ -21,16 +21,7 @@ async fn waiting_pop(b: &Broker, queue: &str, timeout_ms: u64) -> Value {
 }
 
 async fn skipped(b: &Broker) -> f64 {
-    let text = b
-        .http
-        .get(format!("{}/metrics/prometheus", b.url))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    sample(&text, "regent_pop_walks_skipped_total")
+    b.metric("regent_pop_walks_skipped_total").await
 }
 
 /// The queue drained: one message pushed, popped and acked, so the broker knows the queue.

@@ -363,6 +363,13 @@ impl Broker {
         self.request(reqwest::Method::GET, path, None).await
     }
 
+    /// One series of this broker's `/metrics/prometheus`.
+    pub async fn metric(&self, series: &str) -> f64 {
+        let (s, text) = self.get("/metrics/prometheus").await;
+        assert_eq!(s, StatusCode::OK);
+        sample(text.as_str().expect("an exposition"), series)
+    }
+
     pub async fn delete(&self, path: &str) -> (StatusCode, Value) {
         self.request(reqwest::Method::DELETE, path, None).await
     }

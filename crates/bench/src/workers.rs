@@ -134,9 +134,8 @@ impl Pace {
     /// producer sent up to a millisecond late, and that wait, the generator's own, was
     /// counted as the broker's latency (about 1 ms of every open-loop percentile: pushes at
     /// 200/s measured 2.1-2.3 ms at the median, 1.0-1.2 ms counted this way, BENCHMARKS.md
-    /// "Issue 49, step 4"). A
-    /// producer still waiting for its last answer when the next push fell due counts from
-    /// the due time, as an open loop must.
+    /// "Issue 49, step 4"). A producer still waiting for its last answer when the next push
+    /// fell due counts from the due time, as an open loop must.
     pub(crate) async fn due(&mut self) -> Option<Instant> {
         let at = self.start + self.interval? * self.tick;
         self.tick += 1;

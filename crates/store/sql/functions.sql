@@ -133,9 +133,9 @@ $$;
 -- statements whatever the number of partitions: one locks every partition's row in id order
 -- and checks the options, the next (under a snapshot taken after the locks, as in
 -- regent_append) reads each head and writes every segment and index entry. A push of eight
--- fused requests to eight partitions was eight calls of regent_append, 33 statements; the
--- call, its SPI statements and their executor starts were about half of the push path's time
--- in PostgreSQL (BENCHMARKS.md, issue 49 step 4). A duplicate still fails the index's primary
+-- fused requests to eight partitions was eight calls of regent_append, 33 statements, and
+-- each call spent about half its time outside its four statements (BENCHMARKS.md, issue 49
+-- step 4). A duplicate still fails the index's primary
 -- key (unique_violation, nothing written) and the broker re-runs carefully. A careful call
 -- takes each batch through regent_append, which looks duplicates up.
 CREATE OR REPLACE FUNCTION regent_append_known(p_partitions uuid[], p_options jsonb[], p_counts integer[],
