@@ -557,7 +557,7 @@ async fn compaction_keeps_what_a_stale_reader_may_still_meet() {
     tx.commit().await.unwrap();
     let db = f.b.db().await;
     assert_eq!(log_seqs(&db, f.partition_id).await, vec![1, 2, 3, 4, 5, 6]);
-    regent::store::purge::compact_cursor_log(&f.store)
+    regent::store::purge::compact_cursor_log(&f.store, 1)
         .await
         .unwrap();
     assert_eq!(
@@ -573,7 +573,7 @@ async fn compaction_keeps_what_a_stale_reader_may_still_meet() {
     )
     .await
     .unwrap();
-    regent::store::purge::compact_cursor_log(&f.store)
+    regent::store::purge::compact_cursor_log(&f.store, 1)
         .await
         .unwrap();
     assert_eq!(log_seqs(&db, f.partition_id).await, vec![5, 6]);
@@ -582,6 +582,60 @@ async fn compaction_keeps_what_a_stale_reader_may_still_meet() {
         (committed - p_first(&db, f.partition_id).await, lease),
         (3, None)
     );
+}
+
+/// A pass of one-block slices reaches every block of a log that spans many, deletes what the
+/// rule allows in each, and leaves the cursor's state as it was.
+#[tokio::test]
+async fn compaction_by_slices_covers_the_whole_log() {
+    let f = fixture("store-compact-slices", 3).await;
+    let mut conn = f.store.client().await.unwrap();
+    let tx = conn.begin().await.unwrap();
+    f.join(&tx, "g").await;
+    let lease = [Uuid::now_v7()];
+    let p = claim::claim(&tx, &f.claim("g", &lease, 1))
+        .await
+        .unwrap()
+        .partitions
+        .remove(0);
+    claim::finish(&*tx, "g", &[acked_one(&p, lease[0])])
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let db = f.b.db().await;
+    let before = f.cursor("g").await.unwrap();
+    // `at` grows with `seq`: the two rows written, three minutes ago; 2,000 more stating the
+    // same state, all but the newest two minutes ago.
+    db.execute(
+        "UPDATE cursor_log SET at = now() - interval '3 minutes' WHERE partition_id = $1",
+        &[&f.partition_id],
+    )
+    .await
+    .unwrap();
+    db.execute(
+        "INSERT INTO cursor_log (partition_id, consumer_group, seq, committed, lease_id, \
+                                 lease_expires_at, lease_end, retry_count, at) \
+         SELECT l.partition_id, l.consumer_group, s, l.committed, l.lease_id, \
+                l.lease_expires_at, l.lease_end, l.retry_count, \
+                CASE WHEN s = 2002 THEN now() ELSE now() - interval '2 minutes' END \
+           FROM cursor_log l, generate_series(3, 2002) s \
+          WHERE l.partition_id = $1 AND l.consumer_group = 'g' AND l.seq = 2",
+        &[&f.partition_id],
+    )
+    .await
+    .unwrap();
+    let blocks: i64 = db
+        .query_one("SELECT pg_relation_size('cursor_log') / 8192", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(blocks > 5, "the log spans {blocks} blocks");
+    let deleted = regent::store::purge::compact_cursor_log(&f.store, 1)
+        .await
+        .unwrap();
+    assert_eq!(deleted, 2000);
+    assert_eq!(log_seqs(&db, f.partition_id).await, vec![2001, 2002]);
+    assert_eq!(f.cursor("g").await.unwrap(), before);
 }
 
 /// The sequence numbers of group g's cursor-log rows on the partition, ascending.

@@ -14,6 +14,7 @@
 
 pub mod ack;
 mod announce;
+mod compact;
 pub mod dead_letters;
 pub mod ephemeral;
 pub mod error;
@@ -97,6 +98,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// The supervised tasks that `finish` stops.
 struct Background {
     purge: JoinHandle<()>,
+    compaction: JoinHandle<()>,
     peer_link: JoinHandle<()>,
     switches: JoinHandle<()>,
     retention: JoinHandle<()>,
@@ -205,6 +207,10 @@ impl Service {
             .supervisor
             .spawn("purge", move || purge::run(s.clone()));
         let s = self.clone();
+        let compaction = self
+            .supervisor
+            .spawn("compaction", move || compact::run(s.clone()));
+        let s = self.clone();
         let peers = self
             .supervisor
             .spawn("peer link", move || announce::peer_link(s.clone()));
@@ -234,6 +240,7 @@ impl Service {
             .spawn("timers", move || timers::run(s.clone()));
         *self.background.lock().expect("start-up") = Some(Background {
             purge,
+            compaction,
             peer_link: peers,
             switches,
             retention,
@@ -273,13 +280,14 @@ impl Service {
         self.stopping.send_replace(true);
     }
 
-    /// Shutdown, last step, once no request is running: the purge clock stops, every lease
+    /// Shutdown, last step, once no request is running: the purge and compaction clocks stop, every lease
     /// whose answer was not delivered is released (and announced), the peer link sends what
     /// is left and closes, and the pool closes.
     pub async fn finish(self: &Arc<Self>) {
         let taken = self.background.lock().map(|mut b| b.take()).ok().flatten();
         if let Some(b) = &taken {
             b.purge.abort();
+            b.compaction.abort();
             b.switches.abort();
             b.retention.abort();
             b.series.abort();

@@ -1,7 +1,8 @@
 //! The transaction index's purge clock: entries older than the deduplication window are
 //! deleted, after which their transaction ids resolve only acks inside a live lease (from the
 //! leased segments' frames). They stopped deduplicating pushes at the window already
-//! (migration V19). The cursor log's superseded rows go on the same clock (migration V21).
+//! (migration V19). The cursor log's superseded rows go on a clock of their own
+//! (crate::compact), a pass every same interval.
 
 use std::sync::Arc;
 
@@ -14,11 +15,6 @@ pub(crate) async fn run(s: Arc<Service>) {
             Ok(0) => {}
             Ok(n) => tracing::debug!(purged = n, "transaction index purged"),
             Err(e) => tracing::warn!(error = %e, "transaction index purge failed"),
-        }
-        match regent_store::purge::compact_cursor_log(&s.store).await {
-            Ok(0) => {}
-            Ok(n) => tracing::debug!(deleted = n, "cursor log compacted"),
-            Err(e) => tracing::warn!(error = %e, "cursor log compaction failed"),
         }
     }
 }

@@ -27,21 +27,42 @@ pub async fn purge_tx_index(store: &Store, retention: Duration) -> Result<u64, S
     }
 }
 
-/// Deletes the cursor log's superseded rows (every row but each cursor's newest), in bounded
-/// slices. Returns how many were removed.
-pub async fn compact_cursor_log(store: &Store) -> Result<u64, StoreError> {
+/// What one slice of the cursor log's compaction did.
+#[derive(Debug, Clone, Copy)]
+pub struct Slice {
+    /// Superseded rows deleted.
+    pub deleted: u64,
+    /// The table's size in blocks after the slice: where a pass over it ends.
+    pub blocks: u64,
+}
+
+/// Deletes the superseded rows stored in blocks `from..to` of the cursor log (one PostgreSQL
+/// only: a row address means nothing beyond its shard on Citus).
+pub async fn compact_slice(store: &Store, from: u64, to: u64) -> Result<Slice, StoreError> {
     let client = store.client().await?;
-    let st = client
-        .prepare_cached(match client.layout() {
-            Layout::Single => COMPACT,
-            Layout::Citus => COMPACT_CITUS,
-        })
-        .await?;
-    let mut total = 0;
+    let st = client.prepare_cached(COMPACT).await?;
+    let (from, to) = (from as i64, to as i64);
+    let row = client.query_one(&st, &[&from, &to]).await?;
+    Ok(Slice {
+        deleted: row.get::<_, i64>(0) as u64,
+        blocks: row.get::<_, i64>(1) as u64,
+    })
+}
+
+/// Deletes every superseded row of the cursor log in one pass: slices of `blocks` blocks from
+/// the first to the table's end, or on Citus one statement per shard. Returns how many went.
+pub async fn compact_cursor_log(store: &Store, blocks: u64) -> Result<u64, StoreError> {
+    if store.layout() == Layout::Citus {
+        let client = store.client().await?;
+        let st = client.prepare_cached(COMPACT_CITUS).await?;
+        return Ok(client.execute(&st, &[]).await?);
+    }
+    let (mut from, mut total) = (0, 0);
     loop {
-        let n = client.execute(&st, &[]).await?;
-        total += n;
-        if n < 10_000 || client.layout() == Layout::Citus {
+        let slice = compact_slice(store, from, from + blocks).await?;
+        total += slice.deleted;
+        from += blocks;
+        if from >= slice.blocks {
             return Ok(total);
         }
     }
