@@ -84,3 +84,54 @@ async fn a_lease_expiring_unannounced_reaches_a_pop_parked_on_a_quiet_group() {
         started.elapsed()
     );
 }
+
+/// A push comes with its partition, which the pop it wakes claims from the ready list: the
+/// group stays quiet, and a pop arriving just after still parks without walking.
+#[tokio::test]
+async fn a_push_leaves_a_quiet_group_quiet_and_the_pop_it_wakes_claims_it() {
+    let b = std::sync::Arc::new(broker().await);
+    drained(&b, "quiet-busy").await;
+    let first = {
+        let b = b.clone();
+        tokio::spawn(async move { waiting_pop(&b, "quiet-busy", 3000).await })
+    };
+    // It walks, finds nothing and parks; the push wakes it.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    b.push("quiet-busy", "p", &["pushed"]).await;
+    assert_eq!(Broker::txids(&first.await.unwrap()), ["pushed"]);
+    let before = skipped(&b).await;
+    let next = waiting_pop(&b, "quiet-busy", 200).await;
+    assert!(Broker::txids(&next).is_empty());
+    assert!(
+        skipped(&b).await > before,
+        "the next pop, within 100 ms of the empty walk, parked without walking"
+    );
+}
+
+/// An ack that ends its lease with more to read on the partition lists the partition for its
+/// group: a pop parked on the quiet group is woken and claims it from the list, never
+/// skipping for want of a hint.
+#[tokio::test]
+async fn an_ack_that_leaves_more_hands_its_partition_to_a_pop_parked_on_a_quiet_group() {
+    let b = std::sync::Arc::new(broker().await);
+    drained(&b, "quiet-reopen").await;
+    b.push("quiet-reopen", "p", &["one", "two"]).await;
+    let held = b.pop("quiet-reopen", "batch=1").await;
+    assert_eq!(Broker::txids(&held), ["one"]);
+    let waiter = {
+        let b = b.clone();
+        tokio::spawn(async move { waiting_pop(&b, "quiet-reopen", 3000).await })
+    };
+    // It walks, meets the partition leased, finds nothing and parks: the group is quiet.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let before = skipped(&b).await;
+    let acked = Instant::now();
+    b.ack_all(None, &held).await;
+    assert_eq!(Broker::txids(&waiter.await.unwrap()), ["two"]);
+    assert!(acked.elapsed() < Duration::from_millis(2000));
+    assert_eq!(
+        skipped(&b).await,
+        before,
+        "woken with the partition listed: it claimed, not skipped"
+    );
+}

@@ -20,6 +20,13 @@ pub struct Announcement {
     /// only that group's pops have something new to claim.
     #[serde(rename = "r", default, skip_serializing_if = "Vec::is_empty")]
     pub reopened: Vec<(String, String)>,
+    /// (queue id, partition id, consumer group) of every `reopened` entry, for this broker's
+    /// ready lists: set by an ack, whose pops then claim the partition instead of walking.
+    /// Not sent to peers (their pops walk for a reopened group, as without it), and empty
+    /// when what reopened is not known by partition (a release, a seek): every `reopened`
+    /// entry has its partitions here, or none has.
+    #[serde(skip)]
+    pub reopened_at: Vec<(Uuid, Uuid, String)>,
     /// Ephemeral queues with something new to read: (queue, consumer group, pops to wake).
     /// An empty group is every group of the queue (a push); a named one, that group's (an
     /// ack that made a message due again).
@@ -35,6 +42,31 @@ impl Announcement {
             reopened,
             ..Default::default()
         }
+    }
+
+    /// Partitions acks left something to read on, for their groups: (queue name, queue id,
+    /// partition id, group) each.
+    pub fn reopened_partitions(
+        tenant: &str,
+        reopened: impl IntoIterator<Item = (String, Uuid, Uuid, String)>,
+    ) -> Announcement {
+        let mut a = Announcement {
+            tenant: tenant.to_string(),
+            ..Default::default()
+        };
+        for (queue, queue_id, partition, group) in reopened {
+            a.add_reopened(queue, queue_id, partition, group);
+        }
+        a
+    }
+
+    /// Adds that an ack left `partition` of a queue with something to read for `group` (kept
+    /// only while every `reopened` entry has its partition).
+    pub fn add_reopened(&mut self, queue: String, queue_id: Uuid, partition: Uuid, group: String) {
+        if self.reopened.len() == self.reopened_at.len() {
+            self.reopened_at.push((queue_id, partition, group.clone()));
+        }
+        self.reopened.push((queue, group));
     }
 
     pub fn is_empty(&self) -> bool {

@@ -128,8 +128,10 @@ impl Runtime {
     }
 
     /// Applies an announcement, this broker's or another's: sweeps learn new partitions, ready
-    /// lists the written ones, parked pops wake (as many per consumer group as partitions were
-    /// written, and one of each group an ack left something to claim).
+    /// lists the written ones and the reopened ones (for their groups), parked pops wake (as
+    /// many per consumer group as partitions were written, and one of each group an ack left
+    /// something to claim). Quiet groups stay quiet through what comes with its partitions
+    /// (their pops claim it from the ready lists) and walk again after what does not.
     pub fn hint(&self, a: &Announcement) {
         for &(q, p) in &a.created {
             self.sweeps.created(q, p);
@@ -137,12 +139,21 @@ impl Runtime {
         for &(q, p) in &a.partitions {
             self.ready.pushed(q, p);
         }
+        for (q, p, group) in &a.reopened_at {
+            self.ready.reopened(*q, group, *p);
+        }
+        // A group that found nothing stays quiet through what is announced with its
+        // partitions: its pops claim them from the ready lists, no walk needed.
         for (q, partitions) in &a.queues {
-            self.quiet.woke(&a.tenant, q);
+            if a.partitions.is_empty() {
+                self.quiet.woke(&a.tenant, q);
+            }
             self.wakeups.notify(&a.tenant, q, *partitions);
         }
         for (q, group) in &a.reopened {
-            self.quiet.woke(&a.tenant, q);
+            if a.reopened_at.is_empty() {
+                self.quiet.woke(&a.tenant, q);
+            }
             self.wakeups.reopened(&a.tenant, q, group);
         }
         for (q, group, pops) in &a.ephemeral {
@@ -189,4 +200,62 @@ impl Runtime {
 /// a counter, so one request's panic must not turn every later use into another panic.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use uuid::Uuid;
+
+    use super::*;
+
+    /// A runtime where group g of (t, q) just found nothing, with a place in q's ready list.
+    fn quiet_group(q: Uuid) -> Runtime {
+        let rt = Runtime::new(Settings::default());
+        assert!(rt.ready.take(q, "g", 1).is_empty());
+        let stamp = rt.quiet.stamp("t", "q");
+        rt.quiet.found_nothing("t", "q", "g", stamp, Instant::now());
+        assert!(rt.quiet.skips_walk("t", "q", "g"));
+        rt
+    }
+
+    #[test]
+    fn what_is_announced_with_its_partitions_leaves_a_quiet_group_quiet_with_a_hint() {
+        let (q, p, r) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+        let rt = quiet_group(q);
+        rt.hint(&Announcement {
+            tenant: "t".into(),
+            queues: vec![("q".into(), 1)],
+            partitions: vec![(q, p)],
+            ..Default::default()
+        });
+        let reopened = [("q".to_string(), q, r, "g".to_string())];
+        rt.hint(&Announcement::reopened_partitions("t", reopened));
+        assert!(rt.quiet.skips_walk("t", "q", "g"), "still quiet");
+        assert_eq!(
+            rt.ready.take(q, "g", 4),
+            vec![p, r],
+            "both hinted, in order"
+        );
+    }
+
+    #[test]
+    fn what_is_announced_without_partitions_makes_a_quiet_group_walk() {
+        let q = Uuid::now_v7();
+        let rt = quiet_group(q);
+        let released = vec![("q".to_string(), "g".to_string())];
+        rt.hint(&Announcement::reopened("t", released));
+        assert!(!rt.quiet.skips_walk("t", "q", "g"), "a release: walk");
+        let rt = quiet_group(q);
+        rt.hint(&Announcement {
+            tenant: "t".into(),
+            queues: vec![("q".into(), 1)],
+            ..Default::default()
+        });
+        assert!(
+            !rt.quiet.skips_walk("t", "q", "g"),
+            "a peer's push whose partitions did not fit its note: walk"
+        );
+    }
 }

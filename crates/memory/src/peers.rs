@@ -220,6 +220,8 @@ fn merge(batch: Vec<Announcement>) -> Vec<Announcement> {
             created: m.created.into_iter().collect(),
             partitions: m.partitions.into_iter().collect(),
             reopened: m.reopened.into_iter().collect(),
+            // This broker's alone: a peer's pops walk for a reopened group.
+            reopened_at: Vec::new(),
             ephemeral: m
                 .ephemeral
                 .into_iter()

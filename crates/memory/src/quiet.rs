@@ -7,13 +7,21 @@
 //! claim nothing. 64 consumers waiting on a queue pushed to 20 times a second made 2,716
 //! claims for 400 messages; with this, 850 (BENCHMARKS.md, "Issue 49, step 4").
 //!
-//! A walk that found nothing stands for its group until anything that can make a message
-//! claimable is announced for the queue (a push here or on a peer, a partition reopened by a
-//! nack, a release, a seek: `Runtime::hint`), or for at most [`QUIET_FOR`]: what nothing
-//! announces (a lease expiring, a delay or window buffer running out) is found by the next
-//! walk after that, as parked pops already find it at their rechecks. A stamp taken before
-//! the walk and checked when its result is recorded makes a wakeup during the walk count.
-//! Only pops that wait consult it (one without `wait` is answered from the database).
+//! A walk that found nothing stands for its group until something that can make a message
+//! claimable is announced for the queue without saying where (a release, a seek, a peer's
+//! note too large to list its partitions: `Runtime::hint`), or for at most [`QUIET_FOR`].
+//! What is announced with its partitions leaves the group quiet: a push, and an ack that
+//! left its partition something to read, list the partition in the ready lists
+//! (`crate::ready`), and the pops they wake claim it from there. So a group kept busy by
+//! pushes walks at most once per [`QUIET_FOR`], not once per pop that finds no hint (at 800
+//! messages a second, 7,478 walks in 20,000 claims became 388; BENCHMARKS.md, "Issue 49,
+//! step 5"). A hint can still be missed (taken by a claim that met its partition leased by
+//! a lease another broker ends, or dropped from a full list), and what nothing announces (a
+//! lease expiring, a delay or window buffer running out) is never hinted: all of it is found
+//! by the next walk after [`QUIET_FOR`], as parked pops already find it at their rechecks. A
+//! stamp taken before the walk and checked when its result is recorded makes a wakeup
+//! during the walk count. Only pops that wait consult it (one without `wait` is answered
+//! from the database).
 //!
 //! Bounded: at most [`MAX_QUEUES`] queues and [`MAX_GROUPS`] groups each; past that,
 //! everything is forgotten, which costs a walk, never a message.

@@ -11,6 +11,14 @@
 //! [`MAX_ENTRIES`] entries, each list an equal share (at least [`MIN_KEPT`]). A forgotten
 //! group starts again at the end of its list; forgotten entries are found by the walk.
 //!
+//! An ack (or a release) that leaves a partition with messages for its group lists that
+//! partition for that group alone ([`Ready::reopened`]), in its place among the pushed
+//! entries (after those pushed before it, so a partition that keeps being reopened does not
+//! go ahead of the others: taken first, it made a backlog's oldest messages wait three times
+//! longer): the partition's push hint was taken by the pop whose lease it was, so without it
+//! the rest was found only by a walk. At most [`MAX_REOPENED`] a group; the walk finds the
+//! rest.
+//!
 //! And kept no longer than they serve: entries every group of a list has taken are dropped
 //! (every [`COMPACT_EVERY`] takes of the list), and a list no pop has looked at for [`IDLE`]
 //! goes. Without that, a queue popped once kept its list full (16,384 entries) until 1,024
@@ -34,6 +42,8 @@ pub const MAX_ENTRIES: usize = 1 << 20;
 /// Entries one list keeps at most, and at least when lists share [`MAX_ENTRIES`].
 const MAX_KEPT: usize = 16_384;
 const MIN_KEPT: usize = 256;
+/// Partitions reopened for one group kept at most.
+pub const MAX_REOPENED: usize = 256;
 /// A list no pop has looked at for this long is dropped.
 pub const IDLE: Duration = Duration::from_secs(60);
 /// How often idle lists are looked for.
@@ -65,6 +75,10 @@ struct ReadyList {
     /// Per group: the partition its last walk over the queue's cursors ended at, where the
     /// next starts (`regent_store::claim::Claim::after`). At most [`MAX_GROUPS`].
     walks: HashMap<String, Uuid>,
+    /// Per group (one with a place in `taken`): partitions an ack left with messages for it,
+    /// each once, with the sequence number of the next push when it was (it goes before that
+    /// push), oldest first. At most [`MAX_REOPENED`] a group.
+    reopened: HashMap<String, VecDeque<(u64, Uuid)>>,
     looked: u64,
     looked_at: Instant,
     takes: u64,
@@ -77,6 +91,7 @@ impl ReadyList {
             next: 0,
             taken: HashMap::new(),
             walks: HashMap::new(),
+            reopened: HashMap::new(),
             looked: now,
             looked_at: at,
             takes: 0,
@@ -149,23 +164,42 @@ impl Ready {
                     forget_stalest_half(&mut list.taken);
                     let taken = &list.taken;
                     list.walks.retain(|g, _| taken.contains_key(g));
+                    list.reopened.retain(|g, _| taken.contains_key(g));
                 }
                 end
             }
         };
+        let mut mine = list.reopened.remove(group).unwrap_or_default();
         let mut out: Vec<Uuid> = Vec::new();
         let mut upto = from;
         // Sequence numbers are consecutive, so the group's place is an index, not a search.
         let first = list.pushed.front().map_or(end, |&(seq, _)| seq);
         let start = (from.saturating_sub(first) as usize).min(list.pushed.len());
-        for &(seq, p) in list.pushed.range(start..) {
+        let mut pushed = list.pushed.range(start..).peekable();
+        loop {
+            // A reopened entry goes before the pushes numbered from its own number on.
+            let reopened = match (mine.front(), pushed.peek()) {
+                (None, None) => break,
+                (Some(&(r, _)), Some(&&(seq, _))) => r <= seq,
+                (reopened, _) => reopened.is_some(),
+            };
+            let p = match reopened {
+                true => mine.front().expect("just seen").1,
+                false => pushed.peek().expect("just seen").1,
+            };
             if out.len() >= max && !out.contains(&p) {
                 break;
+            }
+            match reopened {
+                true => drop(mine.pop_front()),
+                false => upto = pushed.next().expect("just seen").0 + 1,
             }
             if !out.contains(&p) {
                 out.push(p);
             }
-            upto = seq + 1;
+        }
+        if !mine.is_empty() {
+            list.reopened.insert(group.to_string(), mine);
         }
         list.taken.insert(group.to_string(), (upto.max(from), now));
         list.takes += 1;
@@ -173,6 +207,24 @@ impl Ready {
             list.drop_taken();
         }
         out
+    }
+
+    /// Records that an ack left `partition` of `queue` with messages for `group`: that
+    /// group's takes hand it out after what was pushed before, before what is pushed after. Only for a group that has taken
+    /// from the list (one that has not starts by walking anyway).
+    pub fn reopened(&self, queue: Uuid, group: &str, partition: Uuid) {
+        let mut inner = lock(&self.inner);
+        let Some(list) = inner.lists.get_mut(&queue) else {
+            return;
+        };
+        if !list.taken.contains_key(group) {
+            return;
+        }
+        let next = list.next;
+        let mine = list.reopened.entry(group.to_string()).or_default();
+        if !mine.iter().any(|&(_, p)| p == partition) && mine.len() < MAX_REOPENED {
+            mine.push_back((next, partition));
+        }
     }
 
     /// Where `group`'s next walk over the cursors of `queue` starts: just after the partition
@@ -217,7 +269,7 @@ impl Ready {
         lock(&self.inner)
             .lists
             .values()
-            .map(|l| l.pushed.len())
+            .map(|l| l.pushed.len() + l.reopened.values().map(VecDeque::len).sum::<usize>())
             .sum()
     }
 }
@@ -280,6 +332,38 @@ mod tests {
         assert!(r.take(q, "g", 4).is_empty());
         // Another group has its own place in the list.
         assert_eq!(r.take(q, "h", 8), vec![a, b, c]);
+    }
+
+    #[test]
+    fn a_reopened_partition_goes_to_its_group_in_its_place_and_once() {
+        let r = Ready::default();
+        let q = Uuid::now_v7();
+        let (a, b, c, d) = (
+            Uuid::now_v7(),
+            Uuid::now_v7(),
+            Uuid::now_v7(),
+            Uuid::now_v7(),
+        );
+        r.reopened(q, "g", a);
+        assert!(r.take(q, "g", 4).is_empty(), "no place yet: nothing kept");
+        r.take(q, "h", 1);
+        r.pushed(q, b);
+        r.reopened(q, "g", c);
+        r.reopened(q, "g", a);
+        r.reopened(q, "g", c);
+        r.pushed(q, d);
+        assert_eq!(
+            r.take(q, "g", 2),
+            vec![b, c],
+            "after the push before it, each once"
+        );
+        assert_eq!(r.take(q, "g", 2), vec![a, d], "before the push after it");
+        assert!(r.take(q, "g", 2).is_empty());
+        assert_eq!(r.take(q, "h", 4), vec![b, d], "not another group's");
+        for _ in 0..MAX_REOPENED + 10 {
+            r.reopened(q, "g", Uuid::now_v7());
+        }
+        assert_eq!(r.entries(), MAX_REOPENED + 2, "bounded per group");
     }
 
     #[test]

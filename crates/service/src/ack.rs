@@ -66,10 +66,11 @@ pub(crate) enum LeaseCheck {
 #[derive(Debug)]
 pub(crate) struct Acked {
     pub plan: AckPlan,
-    /// The queue's name when the ack ended the group's lease with messages still to read on
-    /// the partition (a nack to retry, or a batch acked in part): once committed, the
-    /// group's parked pops can claim them at once instead of at their next recheck.
-    pub reopened: Option<String>,
+    /// The queue and partition when the ack ended the group's lease with messages still to
+    /// read on the partition (a nack to retry, a batch acked in part, or pushed while it was
+    /// leased): once committed, the group's parked pops can claim them at once instead of at
+    /// their next recheck, from the partition's hint instead of a walk.
+    pub reopened: Option<Reopened>,
     /// For the series: the queue, and what the plan did to its messages.
     pub tally: Option<(Uuid, Tally)>,
 }
@@ -82,6 +83,14 @@ impl From<AckPlan> for Acked {
             tally: None,
         }
     }
+}
+
+/// Where an ack left its group something to read.
+#[derive(Debug, Clone)]
+pub(crate) struct Reopened {
+    pub queue: String,
+    pub queue_id: Uuid,
+    pub partition_id: Uuid,
 }
 
 /// What a carried-out plan did, for the series: messages the cursor passed, nacks taken,
@@ -273,11 +282,16 @@ impl Fusable for AckJob {
                 .await;
         done.extend(alone.into_iter().zip(singles));
         // Committed: announced before any answer, as a push is.
-        let reopened: Vec<(String, String)> = done
-            .iter()
-            .filter_map(|(slot, a)| Some((a.reopened.clone()?, group(slot).group.clone())))
-            .collect();
-        s.announce(&Announcement::reopened(tenant, reopened));
+        let reopened = done.iter().filter_map(|(slot, a)| {
+            let r = a.reopened.clone()?;
+            Some((
+                r.queue,
+                r.queue_id,
+                r.partition_id,
+                group(slot).group.clone(),
+            ))
+        });
+        s.announce(&Announcement::reopened_partitions(tenant, reopened));
         s.tally_acked(done.values());
         for (j, job) in jobs.into_iter().enumerate() {
             let mine = (0..job.groups.len())
@@ -383,7 +397,11 @@ fn completed(g: &AckGroup, asked: &Completion<'_>, row: Completed) -> Acked {
         debug_assert!(false, "ack completion differs from its plan");
     }
     Acked {
-        reopened: plan.reopens(row.next_offset).then_some(row.queue),
+        reopened: plan.reopens(row.next_offset).then_some(Reopened {
+            queue: row.queue,
+            queue_id: row.queue_id,
+            partition_id: asked.partition,
+        }),
         tally: Some((row.queue_id, tally(&plan, row.committed, &items))),
         plan,
     }
@@ -626,7 +644,11 @@ async fn carry_out(
         };
         dead_letters::file(tx, &letter).await?;
     }
-    let reopened = plan.reopens(c.next_offset).then(|| c.queue.clone());
+    let reopened = plan.reopens(c.next_offset).then(|| Reopened {
+        queue: c.queue.clone(),
+        queue_id: c.queue_id,
+        partition_id: c.partition_id,
+    });
     let tally = Some((c.queue_id, tally(&plan, c.committed, items)));
     Ok(Acked {
         plan,

@@ -90,6 +90,7 @@ impl Service {
                 created: Vec::new(),
                 partitions: partitions.iter().map(|(q, _, p)| (*q, *p)).collect(),
                 reopened: Vec::new(),
+                reopened_at: Vec::new(),
                 ephemeral: Vec::new(),
             });
         }

@@ -336,6 +336,7 @@ impl Prepared {
             created: self.created.clone(),
             partitions: self.partitions.clone(),
             reopened: Vec::new(),
+            reopened_at: Vec::new(),
             ephemeral: Vec::new(),
         }
     }

@@ -170,6 +170,7 @@ fn written(tenant: &str, taken: &[Taken], verdicts: &[BulkVerdict]) -> Announcem
         created: Vec::new(),
         partitions,
         reopened: Vec::new(),
+        reopened_at: Vec::new(),
         ephemeral: Vec::new(),
     }
 }

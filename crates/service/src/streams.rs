@@ -292,8 +292,8 @@ impl Family<'_, Streams> {
         };
         store::record_cycle(tx, c.partition_id, c.query_id, &last, st.state_ops as i64).await?;
         let mut written = prepared.written(tenant);
-        if let Some(q) = ack.as_ref().and_then(|a| a.reopened.clone()) {
-            written.reopened = vec![(q, c.group.clone())];
+        if let Some(r) = ack.as_ref().and_then(|a| a.reopened.clone()) {
+            written.add_reopened(r.queue, r.queue_id, r.partition_id, c.group.clone());
         }
         Ok(Ok(Done {
             query,
@@ -470,7 +470,7 @@ impl Done {
 /// The ack's result, the queue it reopened for its group, and its tally for the series.
 struct AckRun {
     done: AckDone,
-    reopened: Option<String>,
+    reopened: Option<crate::ack::Reopened>,
     tally: Option<(Uuid, Tally)>,
 }
 

@@ -222,7 +222,9 @@ impl Service {
                 return Ok(Err(format!("PUSH operation failed: {error}").into()));
             }
             let mut written = prepared.written(tenant);
-            written.reopened = reopened;
+            for (r, group) in reopened {
+                written.add_reopened(r.queue, r.queue_id, r.partition_id, group);
+            }
             Ok(Ok(Done {
                 acks,
                 verdicts,
@@ -237,7 +239,7 @@ impl Service {
 
 type AcksDone = (
     Vec<(usize, ItemOutcome)>,
-    Vec<(String, String)>,
+    Vec<(crate::ack::Reopened, String)>,
     Vec<(Uuid, Tally)>,
 );
 
@@ -256,7 +258,7 @@ async fn run_acks(
             Err(e) if e.is_client_error() => return Ok(Err(format!("ACK operation failed: {e}"))),
             Err(e) => return Err(e),
         };
-        reopened.extend(acked.reopened.map(|q| (q, group.group.clone())));
+        reopened.extend(acked.reopened.map(|r| (r, group.group.clone())));
         tallies.extend(acked.tally);
         for (&pos, o) in idx.iter().zip(acked.plan.items) {
             if !o.success {
