@@ -131,16 +131,14 @@ impl Runtime {
     /// lists the written ones and the reopened ones (for their groups), parked pops wake (as
     /// many per consumer group as partitions were written, and one of each group an ack left
     /// something to claim). Quiet groups stay quiet through what comes with its partitions
-    /// (their pops claim it from the ready lists) and walk again after what does not.
+    /// (their pops claim it from the ready lists) and walk again after what does not; a
+    /// reopened partition is listed only for a group that is quiet.
     pub fn hint(&self, a: &Announcement) {
         for &(q, p) in &a.created {
             self.sweeps.created(q, p);
         }
         for &(q, p) in &a.partitions {
             self.ready.pushed(q, p);
-        }
-        for (q, p, group) in &a.reopened_at {
-            self.ready.reopened(*q, group, *p);
         }
         // A group that found nothing stays quiet through what is announced with its
         // partitions: its pops claim them from the ready lists, no walk needed.
@@ -150,9 +148,16 @@ impl Runtime {
             }
             self.wakeups.notify(&a.tenant, q, *partitions);
         }
-        for (q, group) in &a.reopened {
-            if a.reopened_at.is_empty() {
-                self.quiet.woke(&a.tenant, q);
+        let at = (a.reopened_at.len() == a.reopened.len()).then_some(&a.reopened_at);
+        for (i, (q, group)) in a.reopened.iter().enumerate() {
+            match at.map(|at| &at[i]) {
+                // A quiet group does not walk: its pops need the partition listed.
+                Some((id, p, _)) if self.quiet.skips_walk(&a.tenant, q, group) => {
+                    self.ready.reopened(*id, group, *p)
+                }
+                // Any other walks and meets the partition in claim order, least recently
+                // served first: listed, it would go ahead of the group's other backlogs.
+                _ => self.quiet.woke(&a.tenant, q),
             }
             self.wakeups.reopened(&a.tenant, q, group);
         }
@@ -237,6 +242,19 @@ mod tests {
             rt.ready.take(q, "g", 4),
             vec![p, r],
             "both hinted, in order"
+        );
+    }
+
+    #[test]
+    fn a_reopened_partition_is_listed_only_for_a_quiet_group() {
+        let (q, r) = (Uuid::now_v7(), Uuid::now_v7());
+        let rt = quiet_group(q);
+        rt.quiet.woke("t", "q");
+        let reopened = [("q".to_string(), q, r, "g".to_string())];
+        rt.hint(&Announcement::reopened_partitions("t", reopened));
+        assert!(
+            rt.ready.take(q, "g", 4).is_empty(),
+            "a group that walks finds it in claim order"
         );
     }
 

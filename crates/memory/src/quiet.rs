@@ -12,7 +12,8 @@
 //! note too large to list its partitions: `Runtime::hint`), or for at most [`QUIET_FOR`].
 //! What is announced with its partitions leaves the group quiet: a push, and an ack that
 //! left its partition something to read, list the partition in the ready lists
-//! (`crate::ready`), and the pops they wake claim it from there. So a group kept busy by
+//! (`crate::ready`; the ack's only for a group that is quiet), and the pops they wake claim
+//! it from there. So a group kept busy by
 //! pushes walks at most once per [`QUIET_FOR`], not once per pop that finds no hint (at 800
 //! messages a second, 7,478 walks in 20,000 claims became 388; BENCHMARKS.md, "Issue 49,
 //! step 5"). A hint can still be missed (taken by a claim that met its partition leased by

@@ -11,13 +11,14 @@
 //! [`MAX_ENTRIES`] entries, each list an equal share (at least [`MIN_KEPT`]). A forgotten
 //! group starts again at the end of its list; forgotten entries are found by the walk.
 //!
-//! An ack (or a release) that leaves a partition with messages for its group lists that
-//! partition for that group alone ([`Ready::reopened`]), in its place among the pushed
-//! entries (after those pushed before it, so a partition that keeps being reopened does not
-//! go ahead of the others: taken first, it made a backlog's oldest messages wait three times
-//! longer): the partition's push hint was taken by the pop whose lease it was, so without it
-//! the rest was found only by a walk. At most [`MAX_REOPENED`] a group; the walk finds the
-//! rest.
+//! An ack that leaves a partition with messages for a quiet group (`crate::quiet`: its pops
+//! do not walk) lists that partition for that group alone ([`Ready::reopened`]): its push
+//! hint was taken by the pop whose lease it was, so without it the rest would wait for the
+//! next walk. A group that walks meets it there, in claim order (least recently served
+//! first), which listing it would jump. It goes in its place among the pushed entries, after
+//! those pushed before it: taken first, a partition reopened by every ack went ahead of the
+//! others, and a backlog's oldest messages waited longer. At most [`MAX_REOPENED`] a group;
+//! the walk finds the rest.
 //!
 //! And kept no longer than they serve: entries every group of a list has taken are dropped
 //! (every [`COMPACT_EVERY`] takes of the list), and a list no pop has looked at for [`IDLE`]

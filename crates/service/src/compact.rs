@@ -30,11 +30,9 @@ pub(crate) async fn run(s: Arc<Service>) {
     }
 }
 
-/// One pass from the table's first block to its end (on Citus, one statement per shard).
+/// One pass from the table's first block to its end (on Citus, one statement per shard:
+/// `regent_store::purge::compact_slice`).
 async fn pass(s: &Service) -> Result<u64, regent_store::StoreError> {
-    if s.store.layout() == regent_store::Layout::Citus {
-        return regent_store::purge::compact_cursor_log(&s.store, MIN_SLICE).await;
-    }
     let ticks = (s.purge_interval.as_millis() / TICK.as_millis()).max(1) as u64;
     let (mut from, mut size, mut total) = (0, MIN_SLICE, 0);
     loop {

@@ -36,10 +36,19 @@ pub struct Slice {
     pub blocks: u64,
 }
 
-/// Deletes the superseded rows stored in blocks `from..to` of the cursor log (one PostgreSQL
-/// only: a row address means nothing beyond its shard on Citus).
+/// Deletes the superseded rows stored in blocks `from..to` of the cursor log. On Citus, where
+/// a row address means nothing beyond its shard, the first slice of a pass deletes them all
+/// (every shard at once) and answers a table of no blocks, which ends the pass.
 pub async fn compact_slice(store: &Store, from: u64, to: u64) -> Result<Slice, StoreError> {
     let client = store.client().await?;
+    if client.layout() == Layout::Citus {
+        let st = client.prepare_cached(COMPACT_CITUS).await?;
+        let deleted = match from {
+            0 => client.execute(&st, &[]).await?,
+            _ => 0,
+        };
+        return Ok(Slice { deleted, blocks: 0 });
+    }
     let st = client.prepare_cached(COMPACT).await?;
     let (from, to) = (from as i64, to as i64);
     let row = client.query_one(&st, &[&from, &to]).await?;
@@ -50,13 +59,8 @@ pub async fn compact_slice(store: &Store, from: u64, to: u64) -> Result<Slice, S
 }
 
 /// Deletes every superseded row of the cursor log in one pass: slices of `blocks` blocks from
-/// the first to the table's end, or on Citus one statement per shard. Returns how many went.
+/// the first to the table's end (on Citus, one statement per shard). Returns how many went.
 pub async fn compact_cursor_log(store: &Store, blocks: u64) -> Result<u64, StoreError> {
-    if store.layout() == Layout::Citus {
-        let client = store.client().await?;
-        let st = client.prepare_cached(COMPACT_CITUS).await?;
-        return Ok(client.execute(&st, &[]).await?);
-    }
     let (mut from, mut total) = (0, 0);
     loop {
         let slice = compact_slice(store, from, from + blocks).await?;
