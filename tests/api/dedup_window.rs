@@ -156,3 +156,15 @@ async fn the_window_survives_a_crash() {
     assert_eq!(push(port).await, "queued");
     second.kill().await.unwrap();
 }
+
+/// A purge interval past any clock's range (`PURGE_INTERVAL_SECONDS=18446744073709551615`)
+/// means "never again", not a background task that panics at its first wait.
+#[tokio::test]
+async fn a_purge_interval_past_the_clocks_range_never_takes_a_task_down() {
+    let b = broker_with(|c| c.purge_interval_seconds = u64::MAX).await;
+    b.push("q", "p", &["x"]).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (status, health) = b.get("/health").await;
+    assert_eq!(status, StatusCode::OK, "{health}");
+    assert_eq!(health["tasksDown"], json!([]), "{health}");
+}

@@ -149,6 +149,29 @@ impl Fixture {
         }
     }
 
+    /// One claim of `group` under a fresh lease of `batch` messages: the lease and the one
+    /// partition it took.
+    async fn claim_one(
+        &self,
+        tx: &regent::store::Tx<'_>,
+        group: &str,
+        batch: i64,
+    ) -> (Uuid, claim::ClaimedPartition) {
+        let lease = [Uuid::now_v7()];
+        let mut claimed = claim::claim(tx, &self.claim(group, &lease, batch))
+            .await
+            .unwrap();
+        (lease[0], claimed.partitions.remove(0))
+    }
+
+    /// One message of `group` claimed and acked at once: two cursor-log rows.
+    async fn claim_and_ack(&self, tx: &regent::store::Tx<'_>, group: &str) {
+        let (lease, p) = self.claim_one(tx, group, 1).await;
+        claim::finish(&**tx, group, &[acked_one(&p, lease)])
+            .await
+            .unwrap();
+    }
+
     /// The group's cursor: (committed, lease_id, lease_end).
     async fn cursor(&self, group: &str) -> Option<(i64, Option<Uuid>, Option<i64>)> {
         let db = self.b.db().await;
@@ -264,12 +287,7 @@ async fn a_finish_under_a_lease_no_longer_held_changes_nothing() {
     let mut conn = f.store.client().await.unwrap();
     let tx = conn.begin().await.unwrap();
     f.join(&tx, "g").await;
-    let lease = [Uuid::now_v7()];
-    let p = claim::claim(&tx, &f.claim("g", &lease, 10))
-        .await
-        .unwrap()
-        .partitions
-        .remove(0);
+    let (lease, p) = f.claim_one(&tx, "g", 10).await;
     let stale = Finish {
         partition: p.id,
         committed: p.lease_end,
@@ -283,7 +301,7 @@ async fn a_finish_under_a_lease_no_longer_held_changes_nothing() {
     tx.commit().await.unwrap();
     assert_eq!(
         f.cursor("g").await.unwrap(),
-        (p.committed, Some(lease[0]), Some(p.lease_end))
+        (p.committed, Some(lease), Some(p.lease_end))
     );
 }
 
@@ -481,12 +499,7 @@ async fn an_ack_that_waited_for_its_lease_to_be_released_is_refused() {
     let mut conn = f.store.client().await.unwrap();
     let tx = conn.begin().await.unwrap();
     f.join(&tx, "g").await;
-    let lease = [Uuid::now_v7()];
-    let p = claim::claim(&tx, &f.claim("g", &lease, 3))
-        .await
-        .unwrap()
-        .partitions
-        .remove(0);
+    let (lease, p) = f.claim_one(&tx, "g", 3).await;
     tx.commit().await.unwrap();
     drop(conn); // the fixture's pool holds two connections
     let mut holder = f.store.client().await.unwrap();
@@ -499,7 +512,7 @@ async fn an_ack_that_waited_for_its_lease_to_be_released_is_refused() {
         .await
         .unwrap();
     let acker = f.store.client().await.unwrap();
-    let (pid, l, lowest, highest) = (p.id, lease[0], p.committed + 1, p.lease_end);
+    let (pid, l, lowest, highest) = (p.id, lease, p.committed + 1, p.lease_end);
     let t = tenant.clone();
     let ack = tokio::spawn(async move {
         let c = cursor::Completion {
@@ -516,10 +529,7 @@ async fn an_ack_that_waited_for_its_lease_to_be_released_is_refused() {
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     assert!(!ack.is_finished(), "the ack waits for the release's turn");
     let released = releasing
-        .query(
-            "SELECT * FROM regent_release($1, $2)",
-            &[&lease[0], &tenant],
-        )
+        .query("SELECT * FROM regent_release($1, $2)", &[&lease, &tenant])
         .await
         .unwrap();
     assert_eq!(released.len(), 1);
@@ -544,22 +554,12 @@ async fn compaction_keeps_what_a_stale_reader_may_still_meet() {
     let tx = conn.begin().await.unwrap();
     f.join(&tx, "g").await;
     for _ in 0..3 {
-        let lease = [Uuid::now_v7()];
-        let p = claim::claim(&tx, &f.claim("g", &lease, 1))
-            .await
-            .unwrap()
-            .partitions
-            .remove(0);
-        claim::finish(&*tx, "g", &[acked_one(&p, lease[0])])
-            .await
-            .unwrap();
+        f.claim_and_ack(&tx, "g").await;
     }
     tx.commit().await.unwrap();
     let db = f.b.db().await;
     assert_eq!(log_seqs(&db, f.partition_id).await, vec![1, 2, 3, 4, 5, 6]);
-    regent::store::purge::compact_cursor_log(&f.store, 1)
-        .await
-        .unwrap();
+    compact_by_blocks(&f.store).await.unwrap();
     assert_eq!(
         log_seqs(&db, f.partition_id).await.len(),
         6,
@@ -573,9 +573,7 @@ async fn compaction_keeps_what_a_stale_reader_may_still_meet() {
     )
     .await
     .unwrap();
-    regent::store::purge::compact_cursor_log(&f.store, 1)
-        .await
-        .unwrap();
+    compact_by_blocks(&f.store).await.unwrap();
     assert_eq!(log_seqs(&db, f.partition_id).await, vec![5, 6]);
     let (committed, lease, _) = f.cursor("g").await.unwrap();
     assert_eq!(
@@ -592,15 +590,7 @@ async fn compaction_by_slices_covers_the_whole_log() {
     let mut conn = f.store.client().await.unwrap();
     let tx = conn.begin().await.unwrap();
     f.join(&tx, "g").await;
-    let lease = [Uuid::now_v7()];
-    let p = claim::claim(&tx, &f.claim("g", &lease, 1))
-        .await
-        .unwrap()
-        .partitions
-        .remove(0);
-    claim::finish(&*tx, "g", &[acked_one(&p, lease[0])])
-        .await
-        .unwrap();
+    f.claim_and_ack(&tx, "g").await;
     tx.commit().await.unwrap();
     let db = f.b.db().await;
     let before = f.cursor("g").await.unwrap();
@@ -632,12 +622,24 @@ async fn compaction_by_slices_covers_the_whole_log() {
     // On Citus the coordinator holds no rows: a pass is one statement per shard.
     let citus = f.store.layout() == Layout::Citus;
     assert!(citus || blocks > 5, "the log spans {blocks} blocks");
-    let deleted = regent::store::purge::compact_cursor_log(&f.store, 1)
-        .await
-        .unwrap();
+    let deleted = compact_by_blocks(&f.store).await.unwrap();
     assert_eq!(deleted, 2000);
     assert_eq!(log_seqs(&db, f.partition_id).await, vec![2001, 2002]);
     assert_eq!(f.cursor("g").await.unwrap(), before);
+}
+
+/// One compaction pass in slices of one block, as the service's clock makes it without the
+/// pauses between slices: how many rows went.
+async fn compact_by_blocks(store: &Store) -> Result<u64, regent::store::StoreError> {
+    let (mut from, mut total) = (0, 0);
+    loop {
+        let slice = regent::store::purge::compact_slice(store, from, from + 1).await?;
+        total += slice.deleted;
+        from += 1;
+        if from >= slice.blocks {
+            return Ok(total);
+        }
+    }
 }
 
 /// The sequence numbers of group g's cursor-log rows on the partition, ascending.

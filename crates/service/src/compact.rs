@@ -7,9 +7,7 @@
 //! (BENCHMARKS.md, issue 49, step 4).
 
 use std::sync::Arc;
-use std::time::Duration;
-
-use tokio::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::Service;
 
@@ -26,7 +24,9 @@ pub(crate) async fn run(s: Arc<Service>) {
             Ok(n) => tracing::debug!(deleted = n, "cursor log compacted"),
             Err(e) => tracing::warn!(error = %e, "cursor log compaction failed"),
         }
-        tokio::time::sleep_until(began + s.purge_interval).await;
+        // What is left of the interval: `sleep` takes any length (one past the clock's range
+        // is forever), where `began + interval` would panic.
+        tokio::time::sleep(s.purge_interval.saturating_sub(began.elapsed())).await;
     }
 }
 

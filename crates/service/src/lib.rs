@@ -280,9 +280,9 @@ impl Service {
         self.stopping.send_replace(true);
     }
 
-    /// Shutdown, last step, once no request is running: the purge and compaction clocks stop, every lease
-    /// whose answer was not delivered is released (and announced), the peer link sends what
-    /// is left and closes, and the pool closes.
+    /// Shutdown, last step, once no request is running: the purge and compaction clocks
+    /// stop, every lease whose answer was not delivered is released (and announced), the peer
+    /// link sends what is left and closes, and the pool closes.
     pub async fn finish(self: &Arc<Self>) {
         let taken = self.background.lock().map(|mut b| b.take()).ok().flatten();
         if let Some(b) = &taken {

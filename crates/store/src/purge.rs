@@ -57,17 +57,3 @@ pub async fn compact_slice(store: &Store, from: u64, to: u64) -> Result<Slice, S
         blocks: row.get::<_, i64>(1) as u64,
     })
 }
-
-/// Deletes every superseded row of the cursor log in one pass: slices of `blocks` blocks from
-/// the first to the table's end (on Citus, one statement per shard). Returns how many went.
-pub async fn compact_cursor_log(store: &Store, blocks: u64) -> Result<u64, StoreError> {
-    let (mut from, mut total) = (0, 0);
-    loop {
-        let slice = compact_slice(store, from, from + blocks).await?;
-        total += slice.deleted;
-        from += blocks;
-        if from >= slice.blocks {
-            return Ok(total);
-        }
-    }
-}
