@@ -980,40 +980,81 @@ async fn a_tenants_push_does_not_wait_for_another_tenants_stuck_flushes() {
     let b = authed_broker().await;
     let (a, z) = acme_and_zenith(&b, "admin");
     let pushed = a.push("orders", "p", &["a0"]).await;
-    let partition = pushed[0]["partition_id"].as_str().unwrap();
     let db = b.db().await;
-    // By id: on Citus a row lock must name the row's shard.
+    lock_partition(&db, &pushed[0]).await;
+    // Two pushes of acme's, far enough apart to be flushed separately: both wait on the lock.
+    let mut stuck = Vec::new();
+    for t in ["a1", "a2"] {
+        stuck.push(push_in_background(&b, &a, "p", t));
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+    let zenith = answered_soon(z.push("orders", "p", &["z1"])).await;
+    db.batch_execute("COMMIT").await.unwrap();
+    assert!(zenith, "zenith's push waited for acme's stuck flushes");
+    for pushed in stuck {
+        pushed.await.unwrap();
+    }
+}
+
+/// A tenant's push to one partition does not wait for its own flush stuck on another (that
+/// partition's row locked by someone else): the lane runs a second flush beside it. A lane of
+/// one flush at a time fuses more pushes per commit (measured in BENCHMARKS.md, "Issue 49,
+/// step 6"), and with it every push of the tenant waited for the lock.
+#[tokio::test]
+async fn a_push_does_not_wait_for_its_own_tenants_flush_stuck_on_another_partition() {
+    let b = authed_broker().await;
+    let (a, _) = acme_and_zenith(&b, "admin");
+    let pushed = a.push("orders", "locked", &["l0"]).await;
+    a.push("orders", "free", &["f0"]).await;
+    let db = b.db().await;
+    lock_partition(&db, &pushed[0]).await;
+    let stuck = push_in_background(&b, &a, "locked", "l1");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!stuck.is_finished(), "the push waits on the lock");
+    let free = answered_soon(a.push("orders", "free", &["f1"])).await;
+    db.batch_execute("COMMIT").await.unwrap();
+    assert!(
+        free,
+        "the push to another partition waited for the stuck flush"
+    );
+    stuck.await.unwrap();
+}
+
+/// Locks the row of the partition a push answered with, in a transaction `db` leaves open.
+/// By id: on Citus a row lock must name the row's shard.
+async fn lock_partition(db: &tokio_postgres::Client, pushed: &Value) {
+    let partition = pushed["partition_id"].as_str().unwrap();
     db.batch_execute(&format!(
         "BEGIN; SELECT 1 FROM partitions WHERE id = '{partition}' FOR UPDATE"
     ))
     .await
     .unwrap();
-    // Two pushes of acme's, far enough apart to be flushed separately: both wait on the lock.
-    let mut stuck = Vec::new();
-    for t in ["a1", "a2"] {
-        let handle = Broker {
-            url: b.url.clone(),
-            db_url: b.db_url.clone(),
-            http: b.http.clone(),
-            server: None,
-        };
-        let token = a.token.clone();
-        stuck.push(tokio::spawn(async move {
-            handle.push_as(Some(&token), "orders", "p", &[t]).await;
-        }));
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    }
-    let zenith = tokio::time::timeout(
-        std::time::Duration::from_secs(5),
-        z.push("orders", "p", &["z1"]),
-    )
-    .await;
-    db.batch_execute("COMMIT").await.unwrap();
-    assert!(
-        zenith.is_ok(),
-        "zenith's push waited for acme's stuck flushes"
-    );
-    for pushed in stuck {
-        pushed.await.unwrap();
-    }
+}
+
+/// A push of `who`'s to queue `orders` in a task of its own, which a lock may hold up.
+fn push_in_background(
+    b: &Broker,
+    who: &As<'_>,
+    partition: &'static str,
+    txid: &'static str,
+) -> tokio::task::JoinHandle<()> {
+    let handle = Broker {
+        url: b.url.clone(),
+        db_url: b.db_url.clone(),
+        http: b.http.clone(),
+        server: None,
+    };
+    let token = who.token.clone();
+    tokio::spawn(async move {
+        handle
+            .push_as(Some(&token), "orders", partition, &[txid])
+            .await;
+    })
+}
+
+/// Whether `answer` came within five seconds.
+async fn answered_soon<T>(answer: impl std::future::Future<Output = T>) -> bool {
+    tokio::time::timeout(std::time::Duration::from_secs(5), answer)
+        .await
+        .is_ok()
 }
