@@ -20,13 +20,13 @@ pub struct Announcement {
     /// only that group's pops have something new to claim.
     #[serde(rename = "r", default, skip_serializing_if = "Vec::is_empty")]
     pub reopened: Vec<(String, String)>,
-    /// (queue id, partition id, consumer group) of every `reopened` entry, for this broker's
+    /// (queue id, partition id) of every `reopened` entry, in its order, for this broker's
     /// ready lists: set by an ack, whose pops then claim the partition instead of walking.
     /// Not sent to peers (their pops walk for a reopened group, as without it), and empty
     /// when what reopened is not known by partition (a release, a seek): every `reopened`
     /// entry has its partitions here, or none has.
     #[serde(skip)]
-    pub reopened_at: Vec<(Uuid, Uuid, String)>,
+    pub reopened_at: Vec<(Uuid, Uuid)>,
     /// Ephemeral queues with something new to read: (queue, consumer group, pops to wake).
     /// An empty group is every group of the queue (a push); a named one, that group's (an
     /// ack that made a message due again).
@@ -64,7 +64,7 @@ impl Announcement {
     /// only while every `reopened` entry has its partition).
     pub fn add_reopened(&mut self, queue: String, queue_id: Uuid, partition: Uuid, group: String) {
         if self.reopened.len() == self.reopened_at.len() {
-            self.reopened_at.push((queue_id, partition, group.clone()));
+            self.reopened_at.push((queue_id, partition));
         }
         self.reopened.push((queue, group));
     }

@@ -152,7 +152,7 @@ impl Runtime {
         for (i, (q, group)) in a.reopened.iter().enumerate() {
             match at.map(|at| &at[i]) {
                 // A quiet group does not walk: its pops need the partition listed.
-                Some((id, p, _)) if self.quiet.skips_walk(&a.tenant, q, group) => {
+                Some((id, p)) if self.quiet.skips_walk(&a.tenant, q, group) => {
                     self.ready.reopened(*id, group, *p)
                 }
                 // Any other walks and meets the partition in claim order, least recently
