@@ -53,9 +53,10 @@ enum Command {
         /// `read-only`, `read-write` or `admin` (or your JWT_ROLE_* values).
         #[arg(long, default_value = "read-write")]
         role: String,
-        /// The `tenant` claim: the tenant the token acts for.
-        #[arg(long)]
-        tenant: Option<String>,
+        /// The `tenant` claim: the tenant the token acts for. `default` is the tenant of
+        /// requests without a token, where `regent dev`'s data lives.
+        #[arg(long, default_value = regent::rules::naming::DEFAULT_TENANT)]
+        tenant: String,
         /// The `sub` claim.
         #[arg(long)]
         subject: Option<String>,
@@ -81,7 +82,13 @@ pub static MALLOC_CONF: &[u8] = b"background_thread:true,dirty_decay_ms:1000,muz
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+    // Usage errors exit 1, as docs/cli.md says (clap's own 2 is "no broker" there); help
+    // and version exit 0. The connection flags may come before an operator command.
+    let args = regent_ctl::hoist_connection_flags(std::env::args_os().collect());
+    let cli = Cli::try_parse_from(args).unwrap_or_else(|e| {
+        let _ = e.print();
+        std::process::exit(if e.use_stderr() { 1 } else { 0 })
+    });
     // The operator's commands are clients: the server's configuration and logging are not
     // theirs, and their exit code is the answer scripts branch on.
     if let Command::Ctl(command) = cli.command {
@@ -109,20 +116,19 @@ async fn main() -> anyhow::Result<()> {
         } => {
             let claims = regent::http::auth::Minted {
                 role: &role,
-                tenant: tenant.as_deref(),
+                tenant: Some(&tenant),
                 sub: subject.as_deref(),
                 expires_in_secs: Some(expires_in),
             };
-            println!("{}", regent::http::auth::mint(&secret, &claims));
-            Ok(())
+            print(&format!("{}\n", regent::http::auth::mint(&secret, &claims)))
         }
         Command::Bench(args) => {
             let json = args.json;
             let report = regent::bench::run(args).await?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                print(&format!("{}\n", serde_json::to_string_pretty(&report)?))?;
             } else {
-                print!("{}", report.text());
+                print(&report.text())?;
             }
             match (&report.ledger, &report.timers) {
                 (Some(l), _) if !l.ok() => anyhow::bail!("ledger check failed: {l:?}"),
@@ -263,4 +269,10 @@ async fn healthcheck(port: u16, tls: bool) -> anyhow::Result<()> {
     tokio::time::timeout(std::time::Duration::from_secs(3), check)
         .await
         .context("health check timed out")?
+}
+
+/// Writes to stdout; a reader that closed the pipe (`regent token | head -c 10`) ends the
+/// output quietly rather than in a panic, as the operator's commands do.
+fn print(text: &str) -> anyhow::Result<()> {
+    regent_ctl::print(text).map_err(|f| anyhow::anyhow!(f.message))
 }

@@ -11,14 +11,14 @@ use tokio::process::Command;
 
 use crate::support::*;
 
-struct Run {
-    code: i32,
-    out: String,
-    err: String,
+pub(crate) struct Run {
+    pub(crate) code: i32,
+    pub(crate) out: String,
+    pub(crate) err: String,
 }
 
 impl Run {
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.out).unwrap_or_else(|e| panic!("{e}: {}", self.out))
     }
 
@@ -32,12 +32,12 @@ impl Run {
 
 /// A configuration file of the test's own, so that no test reads another's contexts (or the
 /// user's).
-fn config_file() -> String {
+pub(crate) fn config_file() -> String {
     let dir = std::env::temp_dir().join(format!("regent-cli-{}", uuid::Uuid::new_v4()));
     dir.join("config.yaml").display().to_string()
 }
 
-fn command(url: &str, config: &str, args: &[&str]) -> Command {
+pub(crate) fn command(url: &str, config: &str, args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_regent"));
     c.args(args)
         .env("REGENT_SERVER", url)
@@ -52,7 +52,7 @@ fn command(url: &str, config: &str, args: &[&str]) -> Command {
 }
 
 /// Runs `regent ARGS` against `url` with `stdin`, to its end.
-async fn run_at(url: &str, config: &str, args: &[&str], stdin: &str) -> Run {
+pub(crate) async fn run_at(url: &str, config: &str, args: &[&str], stdin: &str) -> Run {
     let mut child = command(url, config, args).spawn().expect("regent runs");
     let mut input = child.stdin.take().unwrap();
     let text = stdin.to_string();
@@ -71,7 +71,7 @@ async fn run_at(url: &str, config: &str, args: &[&str], stdin: &str) -> Run {
     }
 }
 
-async fn run(b: &Broker, args: &[&str]) -> Run {
+pub(crate) async fn run(b: &Broker, args: &[&str]) -> Run {
     run_at(&b.url, &config_file(), args, "").await
 }
 

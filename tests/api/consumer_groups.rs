@@ -10,7 +10,7 @@ use chrono::SecondsFormat;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::{broker, lease_of, two_brokers, Broker};
+use crate::support::{broker, lease_of, sample, two_brokers, Broker};
 use crate::wire::{self, GroupDeleted, GroupListed, LaggingCursor, Popped, QueueCursors};
 
 const SEEK: &str = "/api/v1/consumer-groups/g/queues/sq/seek";
@@ -694,4 +694,107 @@ async fn racing_first_pops_of_a_new_group_both_start_at_the_end() {
         delivered.is_empty(),
         "messages pushed before their group joined, delivered: {delivered:?}"
     );
+}
+
+/// A queue nobody has read (issue 50): its queue-mode group is listed with every partition's
+/// messages as its lag, in the group list, the lagging list and the per-queue metrics, so an
+/// alert on lag fires when the consumers never started. A named group counts the partitions it
+/// has no cursor on from where its first pop would start; once a queue has a named group and no
+/// queue-mode cursor, queue mode is no longer implied (a publish/subscribe queue is not
+/// "behind" in a mode nobody uses).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_nobody_has_read_lags_in_queue_mode() {
+    let b = broker().await;
+    b.push("never", "p1", &["a1", "a2"]).await;
+    b.push("never", "p2", &["b1"]).await;
+    b.push("never", "p3", &["c1"]).await;
+    b.db()
+        .await
+        .execute(
+            "UPDATE segments SET created_at = now() - interval '10 minutes'",
+            &[],
+        )
+        .await
+        .unwrap();
+    b.refresh_stats().await;
+
+    let (s, v) = b.get("/api/v1/consumer-groups").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let list: Vec<GroupListed> = wire::read(&v);
+    let got: Vec<(&str, &str, i64, i64, i64)> = list
+        .iter()
+        .map(|g| {
+            let n = (g.members, g.partitions_with_lag, g.total_lag);
+            (g.name.as_str(), g.queue_name.as_str(), n.0, n.1, n.2)
+        })
+        .collect();
+    assert_eq!(got, [("__QUEUE_MODE__", "never", 3, 3, 4)], "{v}");
+    assert_eq!(list[0].state, "Lagging", "{v}");
+
+    let (s, v) = b
+        .get("/api/v1/consumer-groups/lagging?minLagSeconds=300")
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let mut rows: Vec<(String, String, i64)> = wire::read::<Vec<LaggingCursor>>(&v)
+        .into_iter()
+        .inspect(|r| assert!(r.time_lag_seconds >= 600, "{r:?}"))
+        .map(|r| (r.consumer_group, r.partition_name, r.offset_lag))
+        .collect();
+    rows.sort();
+    let qm = "__QUEUE_MODE__".to_string();
+    assert_eq!(
+        rows,
+        [
+            (qm.clone(), "p1".into(), 2),
+            (qm.clone(), "p2".into(), 1),
+            (qm.clone(), "p3".into(), 1)
+        ],
+        "{v}"
+    );
+
+    let res = b.http.get(format!("{}/api/v1/metrics/queues", b.url));
+    let text = res.send().await.unwrap().text().await.unwrap();
+    let series =
+        r#"regent_queue_lag_messages{tenant="default",queue="never",group="__QUEUE_MODE__"}"#;
+    assert_eq!(sample(&text, series), 4.0, "{text}");
+
+    // Queue mode reads p1 only: the other two partitions still count.
+    let got = b.pop("never", "partition=p1&batch=10&autoAck=true").await;
+    assert_eq!(txids_of(&got).len(), 2, "{got}");
+    b.refresh_stats().await;
+    let (_, v) = b.get("/api/v1/consumer-groups?queue=never").await;
+    let list: Vec<GroupListed> = wire::read(&v);
+    assert_eq!(
+        (
+            list.len(),
+            list[0].members,
+            list[0].partitions_with_lag,
+            list[0].total_lag
+        ),
+        (1, 3, 2, 2),
+        "{v}"
+    );
+
+    // A publish/subscribe queue: a named group read one partition of two; it lags by the
+    // other, and queue mode is not listed for it.
+    b.push("fanout", "p1", &["f1"]).await;
+    b.push("fanout", "p2", &["f2", "f3"]).await;
+    b.pop("fanout", "consumerGroup=audit&partition=p1&autoAck=true")
+        .await;
+    b.refresh_stats().await;
+    let (_, v) = b.get("/api/v1/consumer-groups?queue=fanout").await;
+    let got: Vec<(String, i64, i64, i64)> = wire::read::<Vec<GroupListed>>(&v)
+        .into_iter()
+        .map(|g| (g.name, g.members, g.partitions_with_lag, g.total_lag))
+        .collect();
+    assert_eq!(got, [("audit".to_string(), 2, 1, 2)], "{v}");
+    let (_, v) = b
+        .get("/api/v1/consumer-groups/lagging?minLagSeconds=0")
+        .await;
+    let fanout: Vec<(String, String, i64)> = wire::read::<Vec<LaggingCursor>>(&v)
+        .into_iter()
+        .filter(|r| r.queue_name == "fanout")
+        .map(|r| (r.consumer_group, r.partition_name, r.offset_lag))
+        .collect();
+    assert_eq!(fanout, [("audit".to_string(), "p2".to_string(), 2)], "{v}");
 }

@@ -13,6 +13,7 @@ mod bench_smoke;
 mod brokers;
 mod citus;
 mod cli;
+mod cli_contract;
 mod connections;
 mod console;
 mod consumer_groups;

@@ -1,6 +1,7 @@
-// Consumer groups: one row per (group, queue) the group has cursors on, from the stats
-// snapshot (`GET /api/v1/consumer-groups`, paged by the broker, by group then queue), the
-// name filter applied by the broker (`search`: groups whose name contains it).
+// Consumer groups: one row per (group, queue) the group reads, and queue mode's on a queue
+// nobody has read (its whole backlog is the lag: docs/metrics.md, "What lag counts"), from
+// the stats snapshot (`GET /api/v1/consumer-groups`, paged by the broker, by group then
+// queue), the name filter applied by the broker (`search`: groups whose name contains it).
 //
 // Keys: `/` focuses the filter, arrows or j/k move between rows, Enter opens the group,
 // `[` and `]` turn the page.
@@ -92,7 +93,8 @@ export function Groups({ query }) {
           <EmptyState title="No consumer groups yet">
             <p>
               A group appears once it has popped a queue (<code>?consumerGroup=NAME</code>) and the
-              stats snapshot has counted it. Queue-mode consumers show as <em>queue mode</em>.
+              stats snapshot has counted it. Queue-mode consumers show as <em>queue mode</em>, and
+              so does a queue nobody has read yet, its whole backlog behind.
             </p>
           </EmptyState>
         ))

@@ -44,7 +44,7 @@ impl Client {
         let http = builder
             .build()
             .map_err(|e| Failure::user(format!("HTTP client: {e}")))?;
-        let base = target.server.trim_end_matches('/').to_string();
+        let base = with_scheme(target.server.trim_end_matches('/'));
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             return Err(Failure::user(format!(
                 "server \"{base}\" is not an http:// or https:// URL"
@@ -65,6 +65,15 @@ impl Client {
         self.send(Method::GET, path, query, None, None).await
     }
 
+    /// A GET asked once, never retried: `ping` answers what it finds at once.
+    pub async fn get_once(&self, path: &str) -> Result<Value, Failure> {
+        let once = Retries {
+            attempts: 1,
+            resend: Resend::Always,
+        };
+        self.send_as(Method::GET, path, &[], None, None, once).await
+    }
+
     pub async fn post(&self, path: &str, body: &Value) -> Result<Value, Failure> {
         self.send(Method::POST, path, &[], Some(body), None).await
     }
@@ -72,7 +81,11 @@ impl Client {
     /// A POST with no body (its parameters in the query) that must not run twice (`messages
     /// retry` appends a copy each time): not sent again when its answer may have been lost.
     pub async fn post_once(&self, path: &str, query: &[(&str, String)]) -> Result<Value, Failure> {
-        self.send_as(Method::POST, path, query, None, None, Resend::OnlyUnsent)
+        let retries = Retries {
+            attempts: ATTEMPTS,
+            resend: Resend::OnlyUnsent,
+        };
+        self.send_as(Method::POST, path, query, None, None, retries)
             .await
     }
 
@@ -100,8 +113,11 @@ impl Client {
         body: Option<&Value>,
         long: Option<Duration>,
     ) -> Result<Value, Failure> {
-        self.send_as(method, path, query, body, long, Resend::Always)
-            .await
+        let retries = Retries {
+            attempts: ATTEMPTS,
+            resend: Resend::Always,
+        };
+        self.send_as(method, path, query, body, long, retries).await
     }
 
     async fn send_as(
@@ -111,7 +127,7 @@ impl Client {
         query: &[(&str, String)],
         body: Option<&Value>,
         long: Option<Duration>,
-        resend: Resend,
+        retries: Retries,
     ) -> Result<Value, Failure> {
         let url = format!("{}{}", self.base, path);
         let mut attempt = 1;
@@ -127,37 +143,77 @@ impl Client {
             if let Some(b) = body {
                 req = req.json(b);
             }
-            let wait = match req.send().await {
+            let last = attempt >= retries.attempts;
+            let (wait, why) = match req.send().await {
                 Ok(resp) => match answer(resp).await {
                     Answered::Done(result) => return result,
-                    Answered::Later(_, failure) if attempt >= ATTEMPTS => return Err(failure),
-                    Answered::Later(wait, _) => wait,
+                    Answered::Later(_, failure) if last => return Err(failure),
+                    Answered::Later(wait, failure) => (
+                        wait,
+                        format!("{} from the broker", failure.status.unwrap_or_default()),
+                    ),
                 },
                 // A request that never reached the broker is safe to send again. One whose
                 // answer was lost is too, except where `Resend::OnlyUnsent` says otherwise
                 // (pushes carry their transaction ids, so a resent push is deduplicated; acks,
                 // seeks, configures and switches are idempotent).
-                Err(e)
-                    if attempt < ATTEMPTS
-                        && (e.is_connect() || (e.is_timeout() && resend == Resend::Always)) =>
-                {
-                    Duration::from_secs(1)
+                Err(e) if !last && e.is_connect() => {
+                    let refused = transport_text(&e).contains("Connection refused");
+                    let why = if refused {
+                        "connection refused"
+                    } else {
+                        "cannot connect"
+                    };
+                    (Duration::from_secs(1), why.to_string())
                 }
-                Err(e) => {
-                    return Err(Failure::unreachable(format!(
-                        "{}: {}",
-                        self.base,
-                        transport_text(&e)
-                    )))
+                Err(e) if !last && e.is_timeout() && retries.resend == Resend::Always => {
+                    (Duration::from_secs(1), "no answer in time".to_string())
                 }
+                Err(e) => return Err(Failure::unreachable(self.transport_failure(&e))),
             };
-            tokio::time::sleep(wait.min(LONGEST_WAIT)).await;
+            let wait = wait.min(LONGEST_WAIT);
+            // A retry is never silent: the operator sees why the command is waiting.
+            eprintln!(
+                "{why}, retrying in {} s ({}/{})",
+                wait.as_secs(),
+                attempt + 1,
+                retries.attempts
+            );
+            tokio::time::sleep(wait).await;
             attempt += 1;
         }
     }
+
+    /// What a request that never got an answer says: the transport's own text, or what to
+    /// do when an https:// URL met a broker that speaks plain HTTP (rustls reports that as a
+    /// "corrupt message of type InvalidContentType").
+    fn transport_failure(&self, e: &reqwest::Error) -> String {
+        let text = transport_text(e);
+        if self.base.starts_with("https://") && text.contains("InvalidContentType") {
+            let plain = self.base.replacen("https://", "http://", 1);
+            return format!("{}: the broker answered plain HTTP; use {plain}", self.base);
+        }
+        format!("{}: {text}", self.base)
+    }
 }
 
-/// Whether a request may be sent again after a timeout, when it may already have run.
+/// A server given without a scheme (`localhost:6632`) is plain HTTP, as curl takes it.
+fn with_scheme(server: &str) -> String {
+    if server.contains("://") {
+        server.to_string()
+    } else {
+        format!("http://{server}")
+    }
+}
+
+/// How many times a request is sent at most, and whether it may be sent again after a
+/// timeout, when it may already have run.
+#[derive(Clone, Copy)]
+struct Retries {
+    attempts: u32,
+    resend: Resend,
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Resend {
     Always,

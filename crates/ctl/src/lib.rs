@@ -14,12 +14,14 @@ mod exit;
 mod output;
 mod when;
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, Subcommand};
 
 pub use commands::Command;
 pub use exit::Exit;
+pub use output::print;
 use output::Format;
 
 /// Where the broker is, who is asking, and how to print: on every operator command.
@@ -64,4 +66,42 @@ pub async fn run(command: Command, cli: impl FnOnce() -> clap::Command) -> u8 {
         }
     };
     code as u8
+}
+
+/// The connection flags ([`Conn`]) written before the operator command, as kubectl takes
+/// them (`regent -o json --server URL status`): moved to just after the command's name,
+/// where clap reads them (they are global from there down). Anything else before the
+/// command, or flags before a command that is not an operator's (`serve`), is left where it
+/// is for clap to refuse.
+pub fn hoist_connection_flags(args: Vec<OsString>) -> Vec<OsString> {
+    const TAKES_VALUE: [&str; 6] = [
+        "--server",
+        "--token",
+        "--context",
+        "--ca-file",
+        "-o",
+        "--output",
+    ];
+    let mut i = 1;
+    while let Some(arg) = args.get(i).and_then(|a| a.to_str()) {
+        let joined = TAKES_VALUE.iter().any(|f| {
+            arg.strip_prefix(f)
+                .is_some_and(|rest| rest.starts_with('=') || (*f == "-o" && !rest.is_empty()))
+        });
+        if TAKES_VALUE.contains(&arg) {
+            i += 2;
+        } else if joined {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    let command = args.get(i).and_then(|a| a.to_str());
+    if i == 1 || i >= args.len() || !command.is_some_and(Command::has_subcommand) {
+        return args;
+    }
+    let mut out = vec![args[0].clone(), args[i].clone()];
+    out.extend_from_slice(&args[1..i]);
+    out.extend_from_slice(&args[i + 1..]);
+    out
 }

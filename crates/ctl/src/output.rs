@@ -132,6 +132,11 @@ pub fn line(text: &str) -> Result<(), Failure> {
     Ok(out.flush()?)
 }
 
+/// Text on stdout as it is; a closed pipe ends it quietly (`Failure`'s `From<io::Error>`).
+pub fn print(text: &str) -> Result<(), Failure> {
+    write(text.as_bytes())
+}
+
 fn write(bytes: &[u8]) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
     out.write_all(bytes)?;

@@ -70,13 +70,13 @@ pub(crate) fn routes() -> Vec<Entry> {
                 .answers::<QueryList>(200, "The queries."))
             .reads_nothing(),
         route(M::GET, "/streams/v1/queries/{query_id}/partitions", ReadOnly, partitions)
-            .doc(op("A stream query's partitions")
+            .doc(op("A stream query's partitions (the query by its id or by its name)")
                 .paged(PARTITIONS, "Partitions")
                 .fails(404, "`query not found`.")
                 .answers::<PartitionList>(200, "A page of partitions."))
             .reads_request(&["0190a6c4-5b6e-7a8b-9c0d-1e2f3a4b5c6d?limit=10"],
                 |PathParams(id): PathParams<String>, p: Params| async move {
-                    let _ = (Uuid::parse_str(&id), p.page(PARTITIONS));
+                    let _ = (id, p.page(PARTITIONS));
                 }),
         route(M::POST, "/streams/v1/cycle", ReadWrite, cycle)
             .doc(op("Commit a stream cycle")
@@ -298,12 +298,10 @@ async fn partitions(
     p: Params,
 ) -> Result<Answer<PartitionList>, ApiError> {
     let page = p.page(PARTITIONS);
-    let not_found = || ApiError::NotFound(regent_service::streams::QUERY_NOT_FOUND.into());
-    let id = Uuid::parse_str(&id).map_err(|_| not_found())?;
     let (query, rows, total) = s
         .service
         .streams()
-        .partitions(&who.tenant, id, page)
+        .partitions(&who.tenant, &id, page)
         .await?;
     Ok(Answer(PartitionList {
         query: query.into(),

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use regent_rules::naming::QUEUE_MODE;
 use regent_store::stats::{self, Lagging, QUEUES_PER_STATEMENT, TOP_LAGGING};
 use regent_store::{depth_history, in_transaction};
 use uuid::Uuid;
@@ -60,7 +61,7 @@ impl Service {
             for (tenant, ids) in by_tenant(&queues) {
                 let mut lagging: Vec<Lagging> = Vec::new();
                 for chunk in ids.chunks(QUEUES_PER_STATEMENT) {
-                    lagging.extend(stats::recount(tx, tenant, chunk).await?);
+                    lagging.extend(stats::recount(tx, tenant, chunk, QUEUE_MODE).await?);
                     depth_history::record_queues(tx, chunk).await?;
                 }
                 keep_oldest(&mut lagging);

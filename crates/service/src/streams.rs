@@ -384,30 +384,32 @@ impl Family<'_, Streams> {
         self.runtime.streams.all()
     }
 
-    /// The tenant's query `id`, or `NotFound`.
-    async fn stream_query(&self, tenant: &str, id: Uuid) -> Result<StreamQuery, Error> {
-        let client = self.store.client().await?;
-        store::find(&client, tenant, id)
-            .await?
-            .ok_or_else(|| Error::NotFound(QUERY_NOT_FOUND.into()))
-    }
-
     /// The tenant's queries, by name.
     pub async fn queries(&self, tenant: &str) -> Result<Vec<StreamQuery>, Error> {
         let client = self.store.client().await?;
         Ok(store::list(&client, tenant).await?)
     }
 
-    /// The tenant's query `id` (`NotFound` otherwise) with a page of its source partitions,
-    /// most recently cycled first, and how many there are.
+    /// The tenant's query named by `key`, its id or the name its client registered it under
+    /// (`NotFound` otherwise), with a page of its source partitions, most recently cycled
+    /// first, and how many there are.
     pub async fn partitions(
         &self,
         tenant: &str,
-        id: Uuid,
+        key: &str,
         page: Page,
     ) -> Result<(StreamQuery, Vec<StreamPartition>, i64), Error> {
-        let query = self.stream_query(tenant, id).await?;
         let client = self.store.client().await?;
+        let by_id = match Uuid::parse_str(key) {
+            Ok(id) => store::find(&client, tenant, id).await?,
+            Err(_) => None,
+        };
+        let query = match by_id {
+            Some(q) => q,
+            None => store::find_named(&client, tenant, key)
+                .await?
+                .ok_or_else(|| Error::NotFound(QUERY_NOT_FOUND.into()))?,
+        };
         let (rows, total) = store::partitions(&client, query.id, page.limit, page.offset).await?;
         Ok((query, rows, total))
     }

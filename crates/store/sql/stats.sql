@@ -43,22 +43,27 @@ UPDATE stats_rounds SET finished_at = now() WHERE id = 1
 SELECT tenant, id FROM queues ORDER BY tenant, id
 
 -- name: recount
--- Recounts some queues of one tenant into queue_stats and group_stats in one statement (the
--- log is probed once per cursor), and returns their cursors whose first unread message is
--- oldest, for the tenant's lagging list. The CTEs: `parts` the queues' partitions; `cur`
--- their cursors, each with its first unread message's time (one index probe of the log per
--- cursor behind its partition's end); `per` each partition's counts (the same expressions as
--- overview::partitions_page, which crate::sql's tests hold them to); `groups` every group of
--- each queue, with a cursor or a subscription, and where a named one starts; `depth` each
--- group's backlog on every partition, a partition it has no cursor on counted from where its
--- first pop would start (`starts`: read first, for every partition at once); `qs` and
--- `gone`/`gs` the writes. One text for both layouts: on Citus, `cur` joins the cursors with
--- the partitions table itself, so the cursors, their partitions and the log probes are one
+-- Recounts some queues of one tenant into queue_stats and group_stats in one statement (the log is
+-- probed once per cursor), and returns their cursors whose first unread message is oldest, for the
+-- tenant's lagging list. The CTEs: `parts` the queues' partitions; `cur` their cursors, each with
+-- its first unread message's time (one index probe of the log per cursor behind its partition's
+-- end); `per` each partition's counts (the same expressions as overview::partitions_page, which
+-- crate::sql's tests hold them to); `known` every group of each queue with a cursor or a
+-- subscription; `groups` those, and where a named one starts, and the queue-mode group ($5) of a
+-- queue that has none at all (a queue nobody has read is behind in queue mode; one with a named
+-- group and no queue-mode cursor is a publish/subscribe queue, not behind in a mode nobody uses);
+-- `firsts` each partition's oldest message's time; `depth` each group's backlog on every partition,
+-- a partition it has no cursor on counted from where its first pop would start (`starts`: read
+-- first, for every partition at once, with the time of the first message after the start), which is
+-- the group's lag (issue 50: lag counts every partition, read or not); `qs` and `gone`/`gs` the
+-- writes. The lagging list returned holds the cursors behind and the (group, partition) pairs with
+-- no cursor and something to read. One text for both layouts: on Citus, `cur` joins the cursors
+-- with the partitions table itself, so the cursors, their partitions and the log probes are one
 -- statement Citus runs on every shard (a join of distributed tables on the partition), and a
--- correlated probe of the log from the coordinator's `parts` cannot be planned there, which
--- is why `starts` is read first.
--- $1 queue ids, $2 tenant, $3 partitions listed per queue and group at most, $4 lagging
--- cursors returned at most
+-- correlated probe of the log from the coordinator's `parts` cannot be planned there, which is why
+-- `starts` and `firsts` are read first.
+-- $1 queue ids, $2 tenant, $3 partitions listed per queue and group at most, $4 lagging cursors
+-- returned at most, $5 the queue-mode group's name
 WITH
     parts AS MATERIALIZED (
         SELECT p.id, p.queue_id, p.name, p.next_offset, p.first_offset, p.last_push_at
@@ -89,31 +94,48 @@ WITH
          (CASE WHEN bool_or(c.retry_count > 0) THEN 1 ELSE 0 END)::bigint AS failed
           FROM parts p LEFT JOIN cur c ON c.partition_id = p.id
          GROUP BY p.id, p.queue_id, p.name, p.next_offset, p.first_offset),
+    known AS MATERIALIZED (
+        SELECT queue_id, consumer_group FROM cur
+        UNION SELECT queue_id, consumer_group FROM subscriptions WHERE queue_id = ANY($1)),
     groups AS MATERIALIZED (
         SELECT g.queue_id, g.consumer_group, s.start_after
-          FROM (SELECT queue_id, consumer_group FROM cur
-                UNION SELECT queue_id, consumer_group FROM subscriptions
-                       WHERE queue_id = ANY($1)) g
+          FROM (SELECT queue_id, consumer_group FROM known
+                UNION ALL
+                SELECT q.id, $5::text FROM unnest($1::uuid[]) AS q(id)
+                 WHERE q.id NOT IN (SELECT queue_id FROM known)) g
           LEFT JOIN subscriptions s
                  ON s.queue_id = g.queue_id AND s.consumer_group = g.consumer_group),
+    firsts AS MATERIALIZED (
+        SELECT p.id, o.created_at
+          FROM partitions p
+          JOIN LATERAL (
+               SELECT g.created_at FROM segments g WHERE g.partition_id = p.id
+                ORDER BY g.end_offset LIMIT 1) o ON true
+         WHERE p.queue_id = ANY($1)),
     starts AS MATERIALIZED (
         SELECT p.id AS partition_id, s.consumer_group,
-               greatest(coalesce(x.last, -1), p.first_offset - 1) AS start
+               greatest(coalesce(x.last, -1), p.first_offset - 1) AS start, x.first_unread_at
           FROM partitions p
           JOIN subscriptions s ON s.queue_id = p.queue_id AND s.start_after IS NOT NULL
           LEFT JOIN LATERAL (
-               SELECT max(g.end_offset) AS last FROM segments g
-                WHERE g.partition_id = p.id AND g.created_at <= s.start_after) x ON true
+               SELECT max(g.end_offset) FILTER (WHERE g.created_at <= s.start_after) AS last,
+                      min(g.created_at) FILTER (WHERE g.created_at > s.start_after)
+                        AS first_unread_at
+                 FROM segments g WHERE g.partition_id = p.id) x ON true
          WHERE p.queue_id = ANY($1)),
     depth AS MATERIALIZED (
-        SELECT gr.queue_id, gr.consumer_group, p.name,
+        SELECT gr.queue_id, gr.consumer_group, p.id AS partition_id, p.name, p.last_push_at,
+               c.partition_id IS NOT NULL AS cursored,
                p.next_offset - 1 - coalesce(c.committed,
                    CASE WHEN gr.start_after IS NULL THEN p.first_offset - 1
-                        ELSE st.start END) AS pending
+                        ELSE st.start END) AS pending,
+               CASE WHEN gr.start_after IS NULL THEN f.created_at
+                    ELSE st.first_unread_at END AS unread_at
           FROM groups gr JOIN parts p ON p.queue_id = gr.queue_id
           LEFT JOIN cur c ON c.partition_id = p.id AND c.consumer_group = gr.consumer_group
           LEFT JOIN starts st
-                 ON st.partition_id = p.id AND st.consumer_group = gr.consumer_group),
+                 ON st.partition_id = p.id AND st.consumer_group = gr.consumer_group
+          LEFT JOIN firsts f ON f.id = p.id),
     qs AS (
         INSERT INTO queue_stats AS s (
             queue_id, tenant, partitions, partitions_pending, total, pending, processing,
@@ -180,22 +202,20 @@ WITH
             queue_id, consumer_group, tenant, partitions, partitions_with_lag, lag,
             lagging_since, consuming, pending, partitions_pending, top_partitions, top_pending,
             refreshed_at)
-        SELECT g.queue_id, g.consumer_group, $2, coalesce(c.partitions, 0),
-               coalesce(c.with_lag, 0), coalesce(c.lag, 0), c.lagging_since,
+        SELECT g.queue_id, g.consumer_group, $2, coalesce(d.partitions, 0),
+               coalesce(d.partitions_pending, 0), coalesce(d.pending, 0), d.lagging_since,
                coalesce(c.consuming, false), coalesce(d.pending, 0),
                coalesce(d.partitions_pending, 0),
                coalesce(d.names[1:$3::int], '{}'), coalesce(d.counts[1:$3::int], '{}'), now()
           FROM groups g
-          LEFT JOIN (SELECT queue_id, consumer_group, count(*) AS partitions,
-                            count(*) FILTER (WHERE behind > 0) AS with_lag,
-                            sum(behind)::bigint AS lag,
-                            min(last_push_at) FILTER (WHERE behind > 0) AS lagging_since,
+          LEFT JOIN (SELECT queue_id, consumer_group,
                             bool_or(committed >= 0 OR leased IS NOT NULL) AS consuming
                        FROM cur GROUP BY queue_id, consumer_group) c
                  ON c.queue_id = g.queue_id AND c.consumer_group = g.consumer_group
-          LEFT JOIN (SELECT queue_id, consumer_group,
+          LEFT JOIN (SELECT queue_id, consumer_group, count(*) AS partitions,
                             coalesce(sum(pending) FILTER (WHERE pending > 0), 0)::bigint AS pending,
                             count(*) FILTER (WHERE pending > 0) AS partitions_pending,
+                            min(last_push_at) FILTER (WHERE pending > 0) AS lagging_since,
                             array_agg(name ORDER BY pending DESC, name)
                               FILTER (WHERE pending > 0) AS names,
                             array_agg(pending ORDER BY pending DESC, name)
@@ -211,6 +231,9 @@ WITH
             refreshed_at = EXCLUDED.refreshed_at)
          SELECT queue_id, consumer_group, partition_id, partition_name, behind, oldest_unread_at
            FROM cur WHERE oldest_unread_at IS NOT NULL
+          UNION ALL
+         SELECT queue_id, consumer_group, partition_id, name, pending, unread_at
+           FROM depth WHERE NOT cursored AND pending > 0 AND unread_at IS NOT NULL
           ORDER BY oldest_unread_at, partition_id, consumer_group LIMIT $4
 
 -- name: clear_lagging

@@ -38,6 +38,11 @@ UPDATE stream_queries SET config_hash = $2, source_queue = $3, sink_queue = $4,
 -- $1 query id, $2 tenant
 SELECT id, name, source_queue, sink_queue, config_hash, created_at, updated_at FROM stream_queries WHERE id = $1 AND tenant = $2
 
+-- name: find_named
+-- The tenant's query of that name (the name its client registered it under).
+-- $1 tenant, $2 name
+SELECT id, name, source_queue, sink_queue, config_hash, created_at, updated_at FROM stream_queries WHERE tenant = $1 AND name = $2
+
 -- name: list
 -- The tenant's queries, by name.
 -- $1 tenant

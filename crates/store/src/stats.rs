@@ -94,18 +94,18 @@ pub const QUEUES_PER_STATEMENT: usize = 500;
 /// Recounts some queues of one tenant (at most [`QUEUES_PER_STATEMENT`]) into `queue_stats`
 /// and `group_stats` in one statement (the log is probed once per cursor), and returns their
 /// cursors whose first unread message is oldest (at most [`TOP_LAGGING`]) for the tenant's
-/// lagging list.
+/// lagging list. `queue_mode` is the queue-mode group's name: a queue with no group at all
+/// is behind in it.
 pub async fn recount(
     tx: &Tx<'_>,
     tenant: &str,
     queues: &[Uuid],
+    queue_mode: &str,
 ) -> Result<Vec<Lagging>, StoreError> {
     let st = tx.prepare_cached(RECOUNT).await?;
+    let top = TOP_LAGGING as i64;
     let rows = tx
-        .query(
-            &st,
-            &[&queues, &tenant, &TOP_PARTITIONS, &(TOP_LAGGING as i64)],
-        )
+        .query(&st, &[&queues, &tenant, &TOP_PARTITIONS, &top, &queue_mode])
         .await?;
     Ok(rows.iter().map(Lagging::from).collect())
 }

@@ -8,8 +8,8 @@ use deadpool_postgres::Client;
 use uuid::Uuid;
 
 use crate::sql::streams::{
-    ADD_CYCLE, ADOPT, DELETE_PARTITIONS, DELETE_STATE, FIND, LIST, LOCK, LOCK_CYCLE, PARTITIONS,
-    PARTITION_COUNT, READ_STATE, RECORD_CYCLE, REGISTER, SCOPE, WRITE_STATE,
+    ADD_CYCLE, ADOPT, DELETE_PARTITIONS, DELETE_STATE, FIND, FIND_NAMED, LIST, LOCK, LOCK_CYCLE,
+    PARTITIONS, PARTITION_COUNT, READ_STATE, RECORD_CYCLE, REGISTER, SCOPE, WRITE_STATE,
 };
 use crate::{StoreError, Tx};
 
@@ -95,6 +95,20 @@ pub async fn find(
     let st = client.prepare_cached(FIND).await?;
     Ok(client
         .query_opt(&st, &[&id, &tenant])
+        .await?
+        .as_ref()
+        .map(query_of))
+}
+
+/// The tenant's query of that name.
+pub async fn find_named(
+    client: &Client,
+    tenant: &str,
+    name: &str,
+) -> Result<Option<StreamQuery>, StoreError> {
+    let st = client.prepare_cached(FIND_NAMED).await?;
+    Ok(client
+        .query_opt(&st, &[&tenant, &name])
         .await?
         .as_ref()
         .map(query_of))

@@ -10,7 +10,7 @@ use crate::{when, Conn};
 
 pub async fn ping(ctx: &Ctx) -> Outcome {
     let started = std::time::Instant::now();
-    let health = ctx.client.get("/health", &[]).await?;
+    let health = ctx.client.get_once("/health").await?;
     let ms = started.elapsed().as_secs_f64() * 1000.0;
     match ctx.format {
         Format::Table => output::line(&format!(

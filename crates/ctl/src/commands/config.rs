@@ -78,7 +78,8 @@ pub fn run(command: ConfigCommand) -> Outcome {
             eprintln!("switched to context \"{name}\"");
         }
         ConfigCommand::GetContexts { output } => {
-            let rows = all
+            let format = Format::resolve(output);
+            let rows: Vec<_> = all
                 .contexts
                 .iter()
                 .map(|(name, c): (&String, &Context)| {
@@ -90,18 +91,13 @@ pub fn run(command: ConfigCommand) -> Outcome {
                     })
                 })
                 .collect();
-            output::listing(
-                Format::resolve(output),
-                &Listing {
-                    rows,
-                    columns: &[
-                        ("current", "current"),
-                        ("name", "name"),
-                        ("server", "server"),
-                        ("token", "token"),
-                    ],
-                },
-            )?;
+            // A table marks the current context with `*`, as kubectl's does; the documents
+            // keep the boolean.
+            let (rows, columns) = match format {
+                Format::Table => (rows.into_iter().map(marked).collect(), MARKED),
+                _ => (rows, PLAIN),
+            };
+            output::listing(format, &Listing { rows, columns })?;
         }
         ConfigCommand::CurrentContext => match &all.current_context {
             Some(name) => output::line(name)?,
@@ -111,11 +107,50 @@ pub fn run(command: ConfigCommand) -> Outcome {
             if all.contexts.remove(&name).is_none() {
                 return Err(Failure::user(format!("no context named \"{name}\"")));
             }
-            if all.current_context.as_deref() == Some(name.as_str()) {
+            let was_current = all.current_context.as_deref() == Some(name.as_str());
+            if was_current {
                 all.current_context = None;
             }
             all.save()?;
+            eprintln!("context \"{name}\" deleted");
+            if was_current {
+                eprintln!("{}", after_current_deleted());
+            }
         }
     }
     Ok(Exit::Ok)
+}
+
+const PLAIN: &[(&str, &str)] = &[
+    ("current", "current"),
+    ("name", "name"),
+    ("server", "server"),
+    ("token", "token"),
+];
+const MARKED: &[(&str, &str)] = &[
+    ("current", "mark"),
+    ("name", "name"),
+    ("server", "server"),
+    ("token", "token"),
+];
+
+fn marked(mut row: serde_json::Value) -> serde_json::Value {
+    let mark = if row["current"] == true { "*" } else { "" };
+    row["mark"] = mark.into();
+    row
+}
+
+/// What the command line talks to once the current context is gone (Ctx::new's order).
+fn after_current_deleted() -> String {
+    let next = match std::env::var("REGENT_SERVER")
+        .ok()
+        .filter(|v| !v.is_empty())
+    {
+        Some(server) => format!("{server} (REGENT_SERVER)"),
+        None => format!("{} (the default)", super::DEFAULT_SERVER),
+    };
+    format!(
+        "no current context: commands talk to {next} until `regent config use-context NAME` \
+         picks one"
+    )
 }

@@ -70,7 +70,23 @@ pub async fn tail(ctx: &Ctx, t: &Tail) -> Outcome {
         forget(ctx, &group).await;
     }
     outcome?;
-    Ok(if printed == 0 { Exit::NoOp } else { Exit::Ok })
+    if printed == 0 {
+        exists(ctx, &t.queue).await?;
+        return Ok(Exit::NoOp);
+    }
+    Ok(Exit::Ok)
+}
+
+/// A queue that does not exist is the user's mistake (a typo), said so; an empty one is
+/// nothing to do. A pop answers both alike, so the queue is looked up.
+async fn exists(ctx: &Ctx, queue: &str) -> Result<(), Failure> {
+    let path = format!("/api/v1/resources/queues/{}", seg(queue));
+    match ctx.client.get(&path, &[]).await {
+        Err(f) if f.status == Some(404) => {
+            Err(Failure::user(format!("queue \"{queue}\" does not exist")))
+        }
+        other => other.map(drop),
+    }
 }
 
 async fn read_all(

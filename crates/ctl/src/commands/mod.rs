@@ -203,7 +203,11 @@ pub async fn run(command: Command, cli: impl FnOnce() -> clap::Command) -> Outco
         Command::Completion { shell } => {
             let mut cmd = cli();
             let name = cmd.get_name().to_string();
-            clap_complete::generate(shell, &mut cmd, name, &mut std::io::stdout());
+            // Written whole to a buffer first: clap_complete panics when its writer fails,
+            // and a reader may close the pipe (`regent completion bash | head`).
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, name, &mut script);
+            crate::output::print(&String::from_utf8_lossy(&script))?;
             Ok(crate::exit::Exit::Ok)
         }
     }

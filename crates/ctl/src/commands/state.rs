@@ -150,6 +150,7 @@ pub enum StreamCommand {
     List,
     /// A query's source partitions with their state rows and cycles, most recent first
     Partitions {
+        /// The query's name or id
         query_id: String,
         #[arg(long, default_value_t = 100)]
         limit: u32,
