@@ -174,8 +174,8 @@ export async function anonymous({ browser, b }) {
   // The name filter, applied by the broker: more groups match than a page holds, and the
   // listing before them (grp-audit, grp-billing) would push them off a client's page.
   await crowd(b, CROWD, 55);
-  await open(page, b, '#/groups');
   await page.keyboard.press('/');
+  await page.keyboard.press('Control+A');
   await page.keyboard.type(CROWD);
   await page.waitForFunction((c) => location.hash.includes(`search=${c}`), CROWD);
   const found = `/api/v1/consumer-groups?search=${CROWD}&limit=50`;
