@@ -708,11 +708,13 @@ async fn a_queue_nobody_has_read_lags_in_queue_mode() {
     b.push("never", "p1", &["a1", "a2"]).await;
     b.push("never", "p2", &["b1"]).await;
     b.push("never", "p3", &["c1"]).await;
+    // Pushed ten minutes ago. (The last push is the newest segment's, or on Citus the
+    // partition row's.)
     b.db()
         .await
-        .execute(
-            "UPDATE segments SET created_at = now() - interval '10 minutes'",
-            &[],
+        .batch_execute(
+            "UPDATE partitions SET last_push_at = now() - interval '10 minutes';
+             UPDATE segments SET created_at = now() - interval '10 minutes'",
         )
         .await
         .unwrap();

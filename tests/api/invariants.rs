@@ -49,11 +49,10 @@ async fn pop_prompt(b: &Broker, queue: &str, group: Option<&str>, batch: usize) 
         .unwrap_or_default();
     let path = format!("/api/v1/pop/queue/{queue}?wait=false&batch={batch}{group_q}");
     let started = Instant::now();
-    let (s, v) = tokio::time::timeout(PROMPT, b.get(&path))
-        .await
-        .unwrap_or_else(|_| {
-            panic!("pop {path} did not answer within {PROMPT:?} (it waited on a lock or on a pooled connection)")
-        });
+    let Ok((s, v)) = tokio::time::timeout(PROMPT, b.get(&path)).await else {
+        print_waits(b).await;
+        panic!("pop {path} did not answer within {PROMPT:?} (it waited on a lock or on a pooled connection)")
+    };
     assert_eq!(s, StatusCode::OK, "pop {path}: {v}");
     assert!(
         started.elapsed() < PROMPT,
@@ -61,6 +60,32 @@ async fn pop_prompt(b: &Broker, queue: &str, group: Option<&str>, batch: usize) 
         started.elapsed()
     );
     v
+}
+
+/// What the database's sessions were doing when a pop was late, so that a failure names what
+/// it waited on: each session's wait and statement, and on Citus the lock waits across nodes.
+/// (The fan-out test failed so on Citus in a full CI pass twice, and never when run alone.)
+async fn print_waits(b: &Broker) {
+    let db = b.db().await;
+    let sessions = "SELECT pid::text, coalesce(wait_event_type || ':' || wait_event, 'running'), \
+                    coalesce(state, ''), left(query, 200) FROM pg_stat_activity \
+                    WHERE datname = current_database() AND pid <> pg_backend_pid()";
+    for r in db.query(sessions, &[]).await.unwrap_or_default() {
+        let col = |i| r.get::<_, String>(i);
+        eprintln!("session {} {} {}: {}", col(0), col(1), col(2), col(3));
+    }
+    let waits = "SELECT waiting_gpid::text, blocking_gpid::text, blocked_statement, \
+                 current_statement_in_blocking_process FROM citus_lock_waits";
+    for r in db.query(waits, &[]).await.unwrap_or_default() {
+        let col = |i| r.get::<_, String>(i);
+        eprintln!(
+            "citus lock wait: {} waits on {}: {} | {}",
+            col(0),
+            col(1),
+            col(2),
+            col(3)
+        );
+    }
 }
 
 /// Acks the last message of a delivered batch as completed, with its lease; asserts success.
