@@ -110,6 +110,24 @@ pub(crate) fn int<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Err
     parse(d, |v| Ok(number(v)))
 }
 
+/// A count field (`batch`): absent or empty is `None` (§0.3); digits are the count, one too
+/// large for an i64 the largest (callers clamp); anything else, a negative or a fraction
+/// included, is refused by name. Queen 0.15 read garbage as its default and failed on a
+/// negative in SQL; its clients send only counts, so a value that is not one is a mistake
+/// to say, not to guess at.
+pub(crate) fn count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    parse(d, |v| {
+        let t = v.trim();
+        if t.is_empty() {
+            return Ok(None);
+        }
+        if !t.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(format!("must be a non-negative integer, got '{v}'"));
+        }
+        Ok(Some(t.parse().unwrap_or(i64::MAX)))
+    })
+}
+
 /// A field's value read by `read`, whose refusal says what is wrong with it; the query string
 /// puts the key before it (`minLagSeconds must be …`).
 pub(crate) fn parse<'de, D, T, F>(d: D, read: F) -> Result<T, D::Error>

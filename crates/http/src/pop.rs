@@ -29,8 +29,8 @@ use super::path::PathParams;
 use super::routes::{route, Entry, Level::ReadWrite};
 use super::{AppState, State};
 
-const SUBSCRIPTION_FROM_400: &str =
-    "`subscriptionFrom` unparsable; an undecodable query string or path segment.";
+const SUBSCRIPTION_FROM_400: &str = "`subscriptionFrom` unparsable; `batch must be a \
+    non-negative integer, got '<v>'`; an undecodable query string or path segment.";
 
 pub(crate) fn routes() -> Vec<Entry> {
     let doc = |summary, partitions: bool| pop_params(Doc::op(ack::TAG, summary), partitions);
@@ -54,7 +54,7 @@ pub(crate) fn routes() -> Vec<Entry> {
         route(Method::GET, "/api/v1/pop", ReadWrite, pop_scope)
             .doc(doc("Pop across a namespace or task", true)
                 .query_of::<ScopeQuery>()
-                .fails(400, "`namespace or task is required`; `subscriptionFrom` unparsable."))
+                .fails(400, "`namespace or task is required`; `subscriptionFrom` unparsable; `batch must be a non-negative integer, got '<v>'`."))
             .reads_request(&["?namespace=billing&task=invoice&batch=100&subscriptionMode=all"], |p: Params| async move {
                 scope(&p).and_then(|t| ask(&DEFAULTS, &p, t)).map(drop)
             }),
@@ -81,7 +81,7 @@ fn pop_params(d: Doc, partitions: bool) -> Doc {
 #[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 struct PopQuery<'a> {
-    #[serde(default, deserialize_with = "params::int")]
+    #[serde(default, deserialize_with = "params::count")]
     #[schemars(
         with = "i64",
         range(min = 1, max = DEFAULTS.max_batch_size),
