@@ -2,6 +2,7 @@
 //! written while a request is handled prefixed with that request's id.
 
 use std::fmt;
+use std::io::IsTerminal;
 
 use tracing::{Event, Subscriber};
 use tracing_subscriber::fmt::format::{Format, Writer};
@@ -9,10 +10,13 @@ use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 
 /// Installs the process's subscriber: `RUST_LOG`, else `regent=info` (every crate of the
-/// workspace).
+/// workspace). Colour only on a terminal, and never with `NO_COLOR`: a log written to a file
+/// or a pipe carries no escape codes.
 pub fn init() {
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(colour)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| "regent=info".into()),

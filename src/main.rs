@@ -150,6 +150,7 @@ async fn main() -> anyhow::Result<()> {
             if std::env::var_os("HOST").is_none() {
                 config.host = DEV_HOST.into();
             }
+            port_free(&config)?;
             if config.database_configured() {
                 if citus.is_some() {
                     anyhow::bail!(
@@ -275,4 +276,18 @@ async fn healthcheck(port: u16, tls: bool) -> anyhow::Result<()> {
 /// output quietly rather than in a panic, as the operator's commands do.
 fn print(text: &str) -> anyhow::Result<()> {
     regent_ctl::print(text).map_err(|f| anyhow::anyhow!(f.message))
+}
+
+/// `regent dev` checks its port before it makes a PostgreSQL cluster that would only be
+/// stopped again when the bind fails.
+fn port_free(config: &Config) -> anyhow::Result<()> {
+    match std::net::TcpListener::bind((config.host.as_str(), config.port)) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => anyhow::bail!(
+            "port {} is in use on {}: stop what listens there, or choose another with --port",
+            config.port,
+            config.host
+        ),
+        Err(e) => Err(e).with_context(|| format!("binding {}:{}", config.host, config.port)),
+    }
 }

@@ -50,7 +50,8 @@ impl Dev {
             .env_remove("PG_HOST")
             .env_remove("PG_DB")
             .env_remove("QUEEN_ENCRYPTION_KEY")
-            .env("NO_COLOR", "1")
+            // Unset: the log goes to a pipe, so it must carry no colour codes by itself.
+            .env_remove("NO_COLOR")
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -178,6 +179,19 @@ async fn dev_serves_with_a_private_postgres_and_stops_cleanly() {
         .await
         .unwrap();
     assert_eq!(health["status"], "healthy");
+    // A log written to a pipe has no ANSI colour codes, and the migrations are one line.
+    assert!(
+        dev.startup.iter().all(|l| !l.contains('\x1b')),
+        "{:#?}",
+        dev.startup
+    );
+    let migrations: Vec<&String> = dev
+        .startup
+        .iter()
+        .filter(|l| l.contains("migration"))
+        .collect();
+    assert_eq!(migrations.len(), 1, "{migrations:#?}");
+    assert!(migrations[0].contains("applied 2"), "{migrations:#?}");
     let pushed = http
         .post(format!("{}/api/v1/push", dev.base))
         .body(r#"{"items":[{"queue":"q","payload":1}]}"#)
@@ -366,4 +380,28 @@ async fn dev_refuses_citus_beside_a_configured_database() {
         err.contains("--citus") && err.contains("DATABASE_URL"),
         "{err}"
     );
+}
+
+/// A port already taken is found before a PostgreSQL cluster is made for nothing: `regent
+/// dev` says so and exits 1 at once.
+#[tokio::test]
+async fn dev_on_a_port_in_use_fails_before_starting_postgres() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_regent"))
+        .args(["dev", "--port", &port])
+        .env("HOST", "127.0.0.1")
+        .env_remove("DATABASE_URL")
+        .env_remove("PG_HOST")
+        .env_remove("PG_DB")
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(60), out)
+        .await
+        .expect("ends")
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("port {port} is in use")), "{err}");
+    assert!(!err.contains(PG_URL_PREFIX), "no cluster was started: {err}");
 }

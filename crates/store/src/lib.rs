@@ -262,8 +262,10 @@ impl Store {
 async fn migrate_locked(client: &mut tokio_postgres::Client) -> anyhow::Result<Layout> {
     history::rebaseline(client).await?;
     let report = embedded::migrations::runner().run_async(client).await?;
-    for m in report.applied_migrations() {
-        tracing::info!(migration = %m, "applied");
+    // One line for however many: a new database applies every migration at once.
+    if let [first, .., last] | [first @ last] = report.applied_migrations().as_slice() {
+        let n = report.applied_migrations().len();
+        tracing::info!(from = %first, to = %last, "applied {n} migrations");
     }
     let layout = Layout::of(client).await?;
     client.batch_execute(FUNCTIONS).await?;
