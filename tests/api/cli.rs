@@ -626,6 +626,28 @@ async fn dead_letters_are_listed_requeued_with_a_dry_run_first_and_deleted() {
         (&r.json()["matched"], &r.json()["dryRun"]),
         (&json!(3), &json!(true))
     );
+    // A table says what a dry run would do, never that it was done (issue 50).
+    let r = run(
+        &b,
+        &[
+            "dlq",
+            "requeue",
+            "--queue",
+            "dq",
+            "--dry-run",
+            "-o",
+            "table",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    assert_eq!(r.out.matches("would requeue").count(), 3, "{}", r.out);
+    assert!(!r.out.contains("requeued"), "{}", r.out);
+    assert!(
+        r.err.contains("3 matched, 3 would be requeued"),
+        "{}",
+        r.err
+    );
     let r = run(&b, &["dlq", "list", "--queue", "dq", "-o", "json"]).await;
     assert_eq!(
         r.json().as_array().unwrap().len(),

@@ -403,5 +403,8 @@ async fn dev_on_a_port_in_use_fails_before_starting_postgres() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains(&format!("port {port} is in use")), "{err}");
-    assert!(!err.contains(PG_URL_PREFIX), "no cluster was started: {err}");
+    assert!(
+        !err.contains(PG_URL_PREFIX),
+        "no cluster was started: {err}"
+    );
 }

@@ -223,10 +223,14 @@ pub async fn dlq(ctx: &Ctx, command: DlqCommand) -> Outcome {
     answer["items"] = Value::Array(items.clone());
     match ctx.format {
         output::Format::Table => {
+            let rows = match selection.dry_run {
+                true => items.into_iter().map(would).collect(),
+                false => items,
+            };
             output::listing(
                 ctx.format,
                 &Listing {
-                    rows: items,
+                    rows,
                     columns: &[
                         ("id", "deadLetterId"),
                         ("transaction id", "transactionId"),
@@ -235,18 +239,30 @@ pub async fn dlq(ctx: &Ctx, command: DlqCommand) -> Outcome {
                     ],
                 },
             )?;
-            eprintln!(
-                "{matched} matched, {changed} {done}{}",
-                if selection.dry_run {
-                    " (dry run: nothing changed)"
-                } else {
-                    ""
-                }
-            );
+            if selection.dry_run {
+                eprintln!(
+                    "{matched} matched, {changed} would be {done} (dry run: nothing changed)"
+                );
+            } else {
+                eprintln!("{matched} matched, {changed} {done}");
+            }
         }
         f => output::document(f, &answer)?,
     }
     Ok(if matched == 0 { Exit::NoOp } else { Exit::Ok })
+}
+
+/// A dry run's item as the table shows it: what would be done, never that it was (the
+/// broker's verdicts name the outcome; `-o json` keeps them, beside `dryRun: true`).
+fn would(mut item: Value) -> Value {
+    let verdict = match item["verdict"].as_str() {
+        Some("requeued") => "would requeue",
+        Some("deleted") => "would delete",
+        Some("duplicate") => "would drop (a copy is there)",
+        _ => return item,
+    };
+    item["verdict"] = verdict.into();
+    item
 }
 
 fn selection_body(s: &Selection) -> Result<Value, Failure> {
