@@ -318,3 +318,71 @@ async fn contexts_mark_the_current_one_and_deleting_it_says_what_is_next() {
         "{err}"
     );
 }
+
+/// One scenario, every view of it agreeing (issue 50, item 2): two messages, one of them
+/// leased. `status` prints whole rates and seconds and says "1 queue"; `queue describe`'s
+/// header is the sum of its rows, says that processing is part of pending, and has the
+/// OLDEST column docs/cli.md promises; `messages list` shows one pending and one processing.
+#[tokio::test]
+async fn the_views_of_one_scenario_agree() {
+    let b = broker().await;
+    b.push("agree", "p1", &["a1", "a2"]).await;
+    let leased = b.pop("agree", "batch=1").await;
+    assert_eq!(Broker::txids(&leased), ["a1"]);
+    b.refresh_stats().await;
+
+    let r = run(&b, &["status", "-o", "table"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    let head = r.out.lines().next().unwrap_or_default();
+    assert!(head.contains(": 1 queue, 1 partition;"), "{head}");
+    assert!(
+        head.contains("messages 2 (2 pending, 1 of them processing, 0 dead letters)"),
+        "{head}"
+    );
+    for figure in head
+        .split(|c: char| c.is_whitespace() || c == '/')
+        .filter(|w| w.contains('.'))
+    {
+        let decimals = figure.split('.').nth(1).unwrap_or("");
+        assert!(
+            decimals
+                .trim_end_matches(|c: char| !c.is_ascii_digit())
+                .len()
+                <= 1,
+            "{figure} in {head}"
+        );
+    }
+
+    let r = run(&b, &["queue", "describe", "agree", "-o", "table"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    let mut lines = r.out.lines();
+    let head = lines.next().unwrap_or_default();
+    assert!(
+        head.contains("2 messages, 2 pending (1 of them processing)"),
+        "{}",
+        r.out
+    );
+    let header = lines.next().unwrap_or_default();
+    assert!(
+        header.contains("OLDEST") && header.contains("OF WHICH PROCESSING"),
+        "{header}"
+    );
+    let row: Vec<&str> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(&row[..4], ["p1", "2", "2", "1"], "{}", r.out);
+
+    let r = run(&b, &["messages", "list", "--queue", "agree", "-o", "json"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    let mut statuses: Vec<String> = r
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["status"].as_str().unwrap_or("?").to_string())
+        .collect();
+    statuses.sort();
+    assert_eq!(statuses, ["pending", "processing"], "{}", r.out);
+}

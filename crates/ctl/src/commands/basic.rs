@@ -37,20 +37,24 @@ pub async fn status(ctx: &Ctx) -> Outcome {
     let brokers = brokers(ctx).await?;
     match ctx.format {
         Format::Table => {
-            let m = |k: &str| output::at(&overview, k).cloned().unwrap_or(Value::Null);
+            let n = |k: &str| {
+                output::at(&overview, k)
+                    .and_then(Value::as_f64)
+                    .unwrap_or(0.0)
+            };
             output::line(&format!(
-                "{}: {} queues, {} partitions; messages {} ({} pending, {} processing, {} dead \
-                 letters); in {}/s, out {}/s; oldest unconsumed {} s",
+                "{}: {}, {}; messages {} ({} pending, {} of them processing, {} dead letters); \
+                 in {:.1}/s, out {:.1}/s; oldest unconsumed {:.0} s",
                 ctx.client.server(),
-                m("queues"),
-                m("partitions"),
-                m("messages.total"),
-                m("messages.pending"),
-                m("messages.processing"),
-                m("messages.deadLetter"),
-                m("throughput.ingestedPerSecond"),
-                m("throughput.processedPerSecond"),
-                m("lag.time.max"),
+                counted(n("queues"), "queue"),
+                counted(n("partitions"), "partition"),
+                n("messages.total"),
+                n("messages.pending"),
+                n("messages.processing"),
+                n("messages.deadLetter"),
+                n("throughput.ingestedPerSecond"),
+                n("throughput.processedPerSecond"),
+                n("lag.time.max"),
             ))?;
             output::line(&match &brokers {
                 Some(b) => format!("brokers seen in the last 5 minutes: {}", b.join(", ")),
@@ -71,6 +75,15 @@ pub async fn status(ctx: &Ctx) -> Outcome {
         )?,
     }
     Ok(Exit::Ok)
+}
+
+/// "1 queue", "2 queues".
+fn counted(n: f64, noun: &str) -> String {
+    if n == 1.0 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// The brokers that sampled the fleet's metrics in the last 5 minutes (`host:port`); `None`

@@ -52,8 +52,10 @@ pub const QUEUE_COLUMNS: &[(&str, &str)] = &[
     ("queue", "name"),
     ("partitions", "partitions"),
     ("total", "messages.total"),
+    // The broker's `pending` is every message after the cursor, leased ones included (as
+    // Queen's): the column says so.
     ("pending", "messages.pending"),
-    ("processing", "messages.processing"),
+    ("of which processing", "messages.processing"),
     ("namespace", "namespace"),
     ("task", "task"),
 ];
@@ -127,16 +129,29 @@ fn describe(format: Format, v: &Value) -> Result<(), Failure> {
     if format != Format::Table {
         return output::document(format, v);
     }
+    let rows = v["partitions"].as_array().cloned().unwrap_or_default();
+    // The header sums the rows below it (counted now), so the two never disagree; a page of
+    // a larger queue says it is one.
+    let sum = |k: &str| -> i64 { rows.iter().filter_map(|r| r["stats"][k].as_i64()).sum() };
+    let all = v["pagination"]["total"]
+        .as_u64()
+        .unwrap_or(rows.len() as u64);
+    let page = if all > rows.len() as u64 {
+        format!(" on the first {} of {all} partitions", rows.len())
+    } else {
+        String::new()
+    };
     output::line(&format!(
-        "queue {} (namespace {}, task {}), created {}; {} messages, {} pending",
+        "queue {} (namespace {}, task {}), created {}; {} messages, {} pending ({} of them \
+         processing){page}",
         v["name"],
         v["namespace"],
         v["task"],
         v["createdAt"],
-        v["totals"]["total"],
-        v["totals"]["pending"]
+        sum("total"),
+        sum("pending"),
+        sum("processing"),
     ))?;
-    let rows = v["partitions"].as_array().cloned().unwrap_or_default();
     output::listing(
         format,
         &Listing {
@@ -145,9 +160,10 @@ fn describe(format: Format, v: &Value) -> Result<(), Failure> {
                 ("partition", "name"),
                 ("total", "stats.total"),
                 ("pending", "stats.pending"),
-                ("processing", "stats.processing"),
+                ("of which processing", "stats.processing"),
                 ("completed", "stats.completed"),
                 ("dead letters", "stats.deadLetter"),
+                ("oldest", "oldestMessage"),
                 ("newest", "newestMessage"),
             ],
         },
