@@ -374,6 +374,17 @@ async fn the_views_of_one_scenario_agree() {
         .collect();
     assert_eq!(&row[..4], ["p1", "2", "2", "1"], "{}", r.out);
 
+    // A group's partitions show what the broker keeps (messages consumed), never a column
+    // that is always empty (Regent keeps no time of the last consumption).
+    let r = run(&b, &["cg", "describe", "__QUEUE_MODE__", "-o", "table"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    let header = r.out.lines().next().unwrap_or_default();
+    assert!(
+        header.contains("CONSUMED") && !header.contains("LAST CONSUMED"),
+        "{}",
+        r.out
+    );
+
     let r = run(&b, &["messages", "list", "--queue", "agree", "-o", "json"]).await;
     assert_eq!(r.code, 0, "{}", r.err);
     let mut statuses: Vec<String> = r

@@ -86,7 +86,9 @@ pub async fn group(ctx: &Ctx, command: GroupCommand) -> Outcome {
                         ("messages behind", "offsetLag"),
                         ("behind (s)", "timeLagSeconds"),
                         ("leased", "leaseActive"),
-                        ("last consumed", "lastConsumedAt"),
+                        // The broker keeps no time of the last consumption (its
+                        // `lastConsumedAt` is always null): the count it keeps instead.
+                        ("consumed", "totalConsumed"),
                     ],
                 },
             )?;
