@@ -397,3 +397,30 @@ async fn the_views_of_one_scenario_agree() {
     statuses.sort();
     assert_eq!(statuses, ["pending", "processing"], "{}", r.out);
 }
+
+/// A replay that moves nothing says why (the README's replay, on a group that has not popped
+/// yet): exit 4 and "group billing has no cursors on orders".
+#[tokio::test]
+async fn a_replay_of_a_group_without_cursors_says_so() {
+    let b = broker().await;
+    b.push("orders", "p", &["o1"]).await;
+    let r = run(
+        &b,
+        &["replay", "orders", "--cg", "billing", "--to", "15m ago"],
+    )
+    .await;
+    assert_eq!(r.code, 4, "{} {}", r.out, r.err);
+    assert!(
+        r.err.contains("group \"billing\" has no cursors on orders"),
+        "{}",
+        r.err
+    );
+    b.pop("orders", "consumerGroup=billing&autoAck=true").await;
+    let r = run(
+        &b,
+        &["replay", "orders", "--cg", "billing", "--to", "15m ago"],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{} {}", r.out, r.err);
+    assert!(!r.err.contains("no cursors"), "{}", r.err);
+}

@@ -227,14 +227,17 @@ function Actions({ m, path, onDone }) {
         <button type="button" data-testid="act-retry" onClick={() => setAsking('retry')}>
           Retry…
         </button>
-        <button
-          type="button"
-          class="secondary"
-          data-testid="act-dlq"
-          onClick={() => setAsking('dlq')}
-        >
-          Move to dead letters…
-        </button>
+        {m.status !== 'dead_letter' && (
+          // A dead letter already: requeued or deleted from the dead letters, not moved again.
+          <button
+            type="button"
+            class="secondary"
+            data-testid="act-dlq"
+            onClick={() => setAsking('dlq')}
+          >
+            Move to dead letters…
+          </button>
+        )}
         <button
           type="button"
           class="danger"

@@ -400,6 +400,27 @@ export async function anonymous({ browser, b }) {
     '#/dlq?queue=msg-acts',
   );
 
+  // A message already dead-lettered is not offered the move again (issue 50).
+  const [lettered] = await pushEach(b, 'msg-lettered', [['p0', { act: 'none' }]]);
+  const leased = await call(b, 'GET', '/api/v1/pop/queue/msg-lettered?batch=1&wait=false');
+  await call(b, 'POST', '/api/v1/ack', {
+    ...ids(leased.messages[0]),
+    status: 'dlq',
+    error: 'bad',
+  });
+  same(
+    'message: the API says the message is a dead letter',
+    (await call(b, 'GET', `${API}/${lettered.partitionId}/${lettered.transactionId}`)).status,
+    'dead_letter',
+  );
+  await open(page, b, at(lettered));
+  await payloadOnPage(page);
+  same(
+    'message: a dead letter is offered retry and delete, not the move again',
+    await page.$$eval('[data-testid^=act-]', (bs) => bs.map((x) => x.dataset.testid)),
+    ['act-retry', 'act-delete'],
+  );
+
   same('messages: no console errors', errors, []);
 
   // A message that is not there says so (its 404 is the only console error).

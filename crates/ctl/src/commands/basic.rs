@@ -196,14 +196,20 @@ pub async fn seek(
         ));
     }
     output::document(ctx.format, &answer)?;
-    // Nothing moved: the group has no cursor there yet.
-    Ok(
-        if answer["updated"] == false || answer["partitionsUpdated"] == 0 {
-            Exit::NoOp
-        } else {
-            Exit::Ok
-        },
-    )
+    // Nothing moved: the group has no cursor there yet. Said, not only coded: a group gets
+    // its cursors at its first pop, which a replay cannot stand in for.
+    if answer["updated"] == false || answer["partitionsUpdated"] == 0 {
+        let place = match partition {
+            Some(p) => format!("partition {p} of {queue}"),
+            None => queue.to_string(),
+        };
+        eprintln!(
+            "group \"{group}\" has no cursors on {place}: nothing moved (a group gets its \
+             cursors at its first pop)"
+        );
+        return Ok(Exit::NoOp);
+    }
+    Ok(Exit::Ok)
 }
 
 #[derive(Subcommand, Debug)]
