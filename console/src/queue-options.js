@@ -10,13 +10,15 @@
 /**
  * The options the form edits, in its order. `kind`: `int` (a number input), `flag` (on or
  * off), `tri` (on, off, or never set: the dead-letter flags, stored as `null` until set).
+ * `storedOnly`: the broker stores and echoes it (as Queen 0.15 does) but applies it nowhere
+ * (docs/api.md, "Options stored but not applied"), so the form says so.
  */
 export const OPTIONS = [
   { key: 'leaseTime', label: 'Lease time', unit: 's', kind: 'int' },
   { key: 'retryLimit', label: 'Retry limit', unit: 'nacks', kind: 'int' },
-  { key: 'retryDelay', label: 'Retry delay', unit: 'ms', kind: 'int' },
-  { key: 'ttl', label: 'TTL', unit: 's', kind: 'int' },
-  { key: 'maxSize', label: 'Max size', unit: 'messages', kind: 'int' },
+  { key: 'retryDelay', label: 'Retry delay', unit: 'ms', kind: 'int', storedOnly: true },
+  { key: 'ttl', label: 'TTL', unit: 's', kind: 'int', storedOnly: true },
+  { key: 'maxSize', label: 'Max size', unit: 'messages', kind: 'int', storedOnly: true },
   { key: 'priority', label: 'Priority', kind: 'int' },
   { key: 'delayedProcessing', label: 'Delayed processing', unit: 's', kind: 'int' },
   { key: 'windowBuffer', label: 'Window buffer', unit: 's', kind: 'int' },

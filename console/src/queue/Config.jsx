@@ -107,6 +107,7 @@ export function Config({ name, onSaved }) {
               id={`cfg-${o.key}`}
               label={o.label}
               unit={o.unit}
+              storedOnly={o.storedOnly}
               value={values[o.key]}
               onInput={set(o.key)}
             />
@@ -152,12 +153,22 @@ export function Config({ name, onSaved }) {
   );
 }
 
-function Field({ id, label, unit, value, onInput, text }) {
+function Field({ id, label, unit, storedOnly, value, onInput, text }) {
   return (
     <div class="field">
       <label for={id}>
         {label}
         {unit && <span class="muted"> ({unit})</span>}
+        {storedOnly && (
+          <span
+            class="muted"
+            data-testid="stored-only"
+            title="Stored and echoed, as Queen 0.15 does; the broker does not apply it"
+          >
+            {' '}
+            · stored only
+          </span>
+        )}
       </label>
       <input
         id={id}

@@ -367,6 +367,14 @@ export async function anonymous({ browser, b }) {
   const lease = before.config.leaseTime + 17;
   const retries = before.config.retryLimit + 4;
   await page.waitForSelector('[data-testid=config-save]');
+  // The options the broker stores and echoes but does not apply say so (issue 50).
+  same(
+    'queue: the options stored but not applied are marked so, and only they',
+    await page.$$eval('label:has([data-testid=stored-only])', (ls) =>
+      ls.map((l) => l.getAttribute('for')),
+    ),
+    ['cfg-retryDelay', 'cfg-ttl', 'cfg-maxSize'],
+  );
   await page.fill('#cfg-leaseTime', String(lease));
   await page.fill('#cfg-retryLimit', String(retries));
   await page.click('[data-testid=config-save]');
