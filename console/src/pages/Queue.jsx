@@ -123,14 +123,14 @@ function QueueView({ name, query }) {
           label="Pending"
           value={count(t.pending)}
           raw={t.pending}
-          hint="behind the furthest-behind group"
+          hint="behind the furthest-behind group, leased ones included"
         />
         <Card
           id="queue-processing"
-          label="Processing"
+          label="Of which processing"
           value={count(t.processing)}
           raw={t.processing}
-          hint="under a live lease"
+          hint="pending, under a live lease"
         />
         <Card id="queue-completed" label="Completed" value={count(t.completed)} raw={t.completed} />
         <Card

@@ -90,8 +90,8 @@ export function Queues({ query }) {
             <th scope="col" class="num">
               Pending
             </th>
-            <th scope="col" class="num">
-              Processing
+            <th scope="col" class="num" title="The pending messages under a live lease">
+              Of which processing
             </th>
             <th scope="col" class="num">
               Dead letters

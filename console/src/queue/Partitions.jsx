@@ -14,7 +14,7 @@ import { SortHeader } from '../sort-header.jsx';
 const COUNTS = [
   ['total', 'Messages'],
   ['pending', 'Pending'],
-  ['processing', 'Processing'],
+  ['processing', 'Of which processing', 'The pending messages under a live lease'],
   ['completed', 'Completed'],
   ['failed', 'Retrying', 'A nacked message waits for its retry (1 per partition at most)'],
   ['deadLetter', 'Dead letters'],
