@@ -374,6 +374,29 @@ async fn the_views_of_one_scenario_agree() {
         .collect();
     assert_eq!(&row[..4], ["p1", "2", "2", "1"], "{}", r.out);
 
+    // The group list says how many messages each group is behind, as `lag` does: queue mode
+    // has both messages still to read (one of them leased).
+    let r = run(&b, &["cg", "list", "-o", "table"]).await;
+    assert_eq!(r.code, 0, "{}", r.err);
+    let mut lines = r.out.lines();
+    let header: Vec<&str> = lines
+        .next()
+        .unwrap_or_default()
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    let row: Vec<&str> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    let at = header
+        .iter()
+        .position(|h| *h == "MESSAGES BEHIND")
+        .expect("the column");
+    assert_eq!(row.get(at), Some(&"2"), "{}", r.out);
+
     // A group's partitions show what the broker keeps (messages consumed), never a column
     // that is always empty (Regent keeps no time of the last consumption).
     let r = run(&b, &["cg", "describe", "__QUEUE_MODE__", "-o", "table"]).await;

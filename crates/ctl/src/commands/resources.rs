@@ -55,6 +55,7 @@ pub async fn group(ctx: &Ctx, command: GroupCommand) -> Outcome {
                         ("queue", "queueName"),
                         ("partitions", "members"),
                         ("with lag", "partitionsWithLag"),
+                        ("messages behind", "totalLag"),
                         ("behind (s)", "maxTimeLag"),
                         ("state", "state"),
                         ("mode", "subscriptionMode"),
