@@ -378,6 +378,19 @@ async fn a_group_is_listed_as_soon_as_it_has_cursors_on_every_broker() {
     );
 }
 
+/// Every message of the database as if pushed ten minutes ago. (The last push is the newest
+/// segment's, or on Citus the partition row's: both move.)
+async fn pushed_ten_minutes_ago(b: &Broker) {
+    b.db()
+        .await
+        .batch_execute(
+            "UPDATE partitions SET last_push_at = now() - interval '10 minutes';
+             UPDATE segments SET created_at = now() - interval '10 minutes'",
+        )
+        .await
+        .unwrap();
+}
+
 /// `GET /consumer-groups`: one element per (group, queue) with cursors, with the real lag, its
 /// age from the lagging partitions' last push, and the dashboard's state.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -464,16 +477,8 @@ async fn the_group_list_says_how_far_behind_each_group_is() {
         assert_eq!((s, got), (StatusCode::OK, want), "{query}");
     }
 
-    // The unread partition's last push ten minutes ago: g is lagging. (The last push is the
-    // newest segment's, or on Citus the partition row's.)
-    b.db()
-        .await
-        .batch_execute(
-            "UPDATE partitions SET last_push_at = now() - interval '10 minutes';
-             UPDATE segments SET created_at = now() - interval '10 minutes'",
-        )
-        .await
-        .unwrap();
+    // The unread partition's last push ten minutes ago: g is lagging.
+    pushed_ten_minutes_ago(&b).await;
     b.refresh_stats().await;
     let (_, v) = b.get("/api/v1/consumer-groups").await;
     let list: Vec<GroupListed> = wire::read(&v);
@@ -708,16 +713,7 @@ async fn a_queue_nobody_has_read_lags_in_queue_mode() {
     b.push("never", "p1", &["a1", "a2"]).await;
     b.push("never", "p2", &["b1"]).await;
     b.push("never", "p3", &["c1"]).await;
-    // Pushed ten minutes ago. (The last push is the newest segment's, or on Citus the
-    // partition row's.)
-    b.db()
-        .await
-        .batch_execute(
-            "UPDATE partitions SET last_push_at = now() - interval '10 minutes';
-             UPDATE segments SET created_at = now() - interval '10 minutes'",
-        )
-        .await
-        .unwrap();
+    pushed_ten_minutes_ago(&b).await;
     b.refresh_stats().await;
 
     let (s, v) = b.get("/api/v1/consumer-groups").await;
